@@ -1,0 +1,34 @@
+# Thin entry points; CMake builds the C parts, pytest drives the tests.
+# `make demo` and `make test` install whatever is missing first (scripts/bootstrap.sh).
+
+BUILD ?= build
+VENV := .venv
+PY := $(VENV)/bin/python
+JOBS ?= 2
+
+.PHONY: all bootstrap build demo test bench clean format
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+build: bootstrap
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(abspath $(PY)) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@PATH=$(abspath $(VENV))/bin:$$PATH scripts/demo.sh
+
+test: build
+	@PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -q tests
+
+bench: build
+	@PATH=$(abspath $(VENV))/bin:$$PATH scripts/bench.sh
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+	@$(VENV)/bin/python -m ruff format mprof tests 2>/dev/null || true
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

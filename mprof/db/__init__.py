@@ -1,0 +1,1 @@
+"""mprof.db stage."""

@@ -1,0 +1,24 @@
+"""The toolkit's own error type: every expected failure is reported through it."""
+
+
+class MprofError(Exception):
+    """An error caused by the user's input or environment, printed without a traceback."""
+
+
+class SourceError(MprofError):
+    """An error located in an input file: printed as `file:line:column: message`."""
+
+    def __init__(self, path, line, column, message, source_line=None):
+        self.path = path
+        self.line = line
+        self.column = column
+        self.message = message
+        self.source_line = source_line
+        super().__init__(self.format())
+
+    def format(self):
+        text = f"{self.path}:{self.line}:{self.column}: {self.message}"
+        if self.source_line is not None:
+            caret = " " * (max(self.column, 1) - 1) + "^"
+            text += f"\n{self.source_line.rstrip()}\n{caret}"
+        return text

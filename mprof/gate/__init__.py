@@ -1,0 +1,1 @@
+"""mprof.gate stage."""

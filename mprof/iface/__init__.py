@@ -1,0 +1,1 @@
+"""mprof.iface stage."""

@@ -1,0 +1,1 @@
+"""mprof.model stage."""

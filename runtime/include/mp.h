@@ -1,0 +1,252 @@
+/*
+ * mp.h -- the public interface of the mprof fiber runtime (the Multipol runtime layer).
+ *
+ * A program runs on P processing elements (PEs).  Every PE runs the same entry function
+ * (SPMD), then schedules fibers until the whole machine is quiescent: no PE has work, no
+ * message is in flight.  Fibers run to completion and never block; waiting is expressed
+ * with counters and continuation fibers.
+ *
+ * Naming: public symbols start with mp_ / MP_, internal ones with mpr_.  Every call that
+ * can fail returns an mp_err (or a handle that is NULL on failure) and must be checked;
+ * mp_strerror() turns the code into text.  Misuse that cannot be reported to the caller
+ * (for example a bad PE number inside a message handler) aborts the run with a message.
+ */
+#ifndef MP_H
+#define MP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MP_VERSION_MAJOR 0
+#define MP_VERSION_MINOR 1
+
+/* ------------------------------------------------------------------------------------ */
+/* Errors and split-phase status                                                          */
+
+typedef enum {
+    MP_SUCCESS = 0,
+    MP_ERR_INVALID_ARG = 1,     /* NULL handle, zero size where data is required, ... */
+    MP_ERR_INVALID_PE = 2,      /* PE number outside [0, P) */
+    MP_ERR_TOO_LARGE = 3,       /* message or fiber arguments larger than the limit */
+    MP_ERR_ALREADY_WAITING = 4, /* a fiber may wait on one counter only */
+    MP_ERR_BAD_STATE = 5,       /* e.g. enabling a fiber that is already enabled */
+    MP_ERR_NOT_IN_FIBER = 6,    /* call needs an executing fiber */
+    MP_ERR_IN_FIBER = 7,        /* blocking call made from inside a fiber */
+    MP_ERR_NO_MEMORY = 8,
+    MP_ERR_LIMIT = 9,           /* too many schedulers, access categories, objects ... */
+    MP_ERR_BACKEND = 10         /* the machine layer failed */
+} mp_err;
+
+const char *mp_strerror(mp_err err);
+
+/* Result of a split-phase operation (seed 003 section 3.2.2). */
+typedef enum {
+    MP_OK = 0,   /* completed locally; the counter has already been incremented */
+    MP_WAIT = 1, /* communication started; the counter is incremented on completion */
+    MP_FAIL = 2  /* exception: the operation did not start */
+} mp_status;
+
+/* ------------------------------------------------------------------------------------ */
+/* Start-up                                                                               */
+
+/* Run settings.  mp_config_init() fills defaults and then applies the environment:
+ *   MPROF_PES            number of PEs (shared-memory backend)
+ *   MPROF_AGG_BYTES      aggregation threshold in bytes (0 disables aggregation)
+ *   MPROF_FLUSH_FIBERS   flush aggregation buffers after this many fibers (K)
+ *   MPROF_SMALL_BYTES    arguments up to this size travel as small (fast) messages
+ *   MPROF_IDLE_TIMEOUT   seconds the whole machine may stay idle with waiting fibers
+ *   MPROF_SPIN           idle polls before a PE sleeps
+ *   MPROF_OUT            path of the run profile written at exit
+ *   MPROF_BACKEND        "shm" (default) or "mpi"                                        */
+typedef struct {
+    int npes;
+    size_t agg_bytes;
+    unsigned flush_fibers;
+    size_t small_bytes;
+    double idle_timeout_s;
+    unsigned spin;
+    const char *profile_path; /* NULL: no profile */
+    const char *program;      /* name recorded in the profile (default: argv[0] basename) */
+} mp_config;
+
+void mp_config_init(mp_config *cfg);
+
+/* Runs `pe_main(argc, argv)` on every PE, then schedules fibers until global quiescence,
+ * writes the run profile and returns 0.  Returns non-zero (and prints a diagnosis) when the
+ * run hangs: the machine is quiescent or idle past the timeout while fibers still wait on
+ * counters.  pe_main is an ordinary function, not a fiber: it may call the blocking helper
+ * mp_block_until(). */
+typedef void (*mp_pe_main_fn)(int argc, char **argv);
+int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv);
+
+int mp_mype(void);  /* this PE's number */
+int mp_npes(void);  /* P */
+double mp_wtime(void); /* seconds on a monotonic clock */
+
+/* Records a program parameter (e.g. PIPE's M, N, T) in the run profile's "params". */
+void mp_param(const char *name, double value);
+
+/* ------------------------------------------------------------------------------------ */
+/* Fibers                                                                                 */
+
+typedef struct mpr_fiber *mp_fiber_t; /* handle; NULL is "no fiber" */
+typedef int mp_sched_t;              /* scheduler id; identical on every PE */
+typedef void (*mp_fiber_fn)(void *args);
+
+/* Built-in schedulers.  The top level always drains URGENT first, then round-robins over
+ * FIFO and the custom schedulers.  PREEMPT fibers run at once inside the enabling context
+ * (no continuation, no argument changes, bounded recursion). */
+#define MP_SCHED_URGENT ((mp_sched_t)0)
+#define MP_SCHED_FIFO ((mp_sched_t)1)
+#define MP_SCHED_PREEMPT ((mp_sched_t)2)
+
+#define MP_FIBER_ARGS_MAX 1024 /* bytes of arguments a fiber may carry */
+
+/* Creates a fiber in the *created* state: it runs only after mp_fiber_enable() (directly or
+ * through a counter).  The arguments are copied; the fiber sees a pointer to its copy. */
+mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched);
+mp_err mp_fiber_enable(mp_fiber_t fiber);
+/* create + enable */
+mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched);
+
+/* Continuation of the executing fiber: a created fiber that will run `fn` on the *same*
+ * argument block, reusing the finishing fiber's storage (no allocation, no copy).  The
+ * executing fiber may update its arguments before it returns to pass state on. */
+mp_fiber_t mp_continue(mp_fiber_fn fn, mp_sched_t sched);
+
+mp_fiber_t mp_self(void);         /* the executing fiber, NULL outside fibers */
+void *mp_fiber_args(mp_fiber_t f); /* its argument block */
+
+/* ------------------------------------------------------------------------------------ */
+/* Counters (PE-local; other PEs reach them through mp_counter_add_remote)                 */
+
+typedef struct mpr_counter *mp_counter_t;
+
+mp_counter_t mp_counter_new(uint64_t initial);
+void mp_counter_free(mp_counter_t c);
+uint64_t mp_counter_value(mp_counter_t c);
+void mp_counter_add(mp_counter_t c, uint64_t n);
+void mp_counter_set(mp_counter_t c, uint64_t value);
+/* Enables `fiber` (which must be in the created state) once the counter is >= value;
+ * at once if it already is.  A fiber waits on one counter at a time. */
+mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t fiber);
+/* Adds n to a counter owned by PE `pe` (a message when pe is remote). */
+mp_err mp_counter_add_remote(int pe, mp_counter_t c, uint64_t n);
+
+/* Drives the scheduler until the counter reaches value.  Only outside fibers (pe_main). */
+mp_err mp_block_until(mp_counter_t c, uint64_t value);
+
+/* ------------------------------------------------------------------------------------ */
+/* Custom schedulers (deposit / select), registered on every PE in the same order          */
+
+typedef struct {
+    void (*deposit)(void *state, mp_fiber_t fiber); /* store an enabled fiber */
+    mp_fiber_t (*select)(void *state);              /* remove and return one, or NULL */
+    const char *name;
+} mp_sched_ops;
+
+/* Returns the new scheduler id in *id. */
+mp_err mp_sched_register(const mp_sched_ops *ops, void *state, mp_sched_t *id);
+
+/* ------------------------------------------------------------------------------------ */
+/* Communication                                                                          */
+
+/* Remote fiber invocation: copies the arguments into a message; the fiber is created and
+ * enabled on `pe` when it arrives.  Messages are small (<= small_bytes, sent at once),
+ * medium (aggregated per destination up to agg_bytes), or large (sent at once). */
+mp_err mp_invoke(int pe, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched);
+
+/* Sends out every aggregation buffer of this PE now. */
+void mp_flush(void);
+size_t mp_max_message(void); /* the largest payload mp_invoke / bulk operations accept */
+
+/* Bulk transfers between address spaces.  Addresses are valid on the PE that owns them. */
+/* read n bytes at remote_src on pe into local_dst; counter += 1 on arrival */
+mp_status mp_bulk_read(int pe, const void *remote_src, void *local_dst, size_t n,
+                       mp_counter_t done);
+/* write n bytes from src to remote_dst on pe; counter += 1 once the remote copy is done */
+mp_status mp_bulk_write(int pe, void *remote_dst, const void *src, size_t n, mp_counter_t done);
+/* store: counter += 1 once src may be reused; on arrival `on_arrival(args)` runs on pe with
+ * args = {void *dst; size_t n; user bytes...} (mp_store_arrival) */
+typedef struct {
+    void *dst;
+    size_t n;
+    int from;
+    unsigned char user[]; /* the `user` bytes passed to mp_bulk_store */
+} mp_store_arrival;
+mp_status mp_bulk_store(int pe, void *remote_dst, const void *src, size_t n,
+                        mp_counter_t src_free, mp_fiber_fn on_arrival, const void *user,
+                        size_t user_size);
+
+/* ------------------------------------------------------------------------------------ */
+/* Distributed object manager: one partition per PE, collective creation                  */
+
+typedef uint32_t mp_obj_t;
+#define MP_OBJ_RTS ((mp_obj_t)0)      /* the runtime itself */
+#define MP_OBJ_USER_FIRST ((mp_obj_t)1)  /* ids below this are reserved */
+#define MP_OBJ_DYNAMIC_FIRST ((mp_obj_t)1024) /* ids below are for direct allocation */
+
+/* Collective: every PE calls it in the same order and gets the same id. */
+mp_err mp_obj_create(void *local_partition, mp_obj_t *id);
+/* Direct allocation of a reserved name in [MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST). */
+mp_err mp_obj_create_named(mp_obj_t id, void *local_partition);
+void *mp_obj_local(mp_obj_t id);
+
+typedef enum { MP_REDUCE_SUM, MP_REDUCE_MIN, MP_REDUCE_MAX } mp_reduce_op;
+/* Split-phase, per object; several objects may have global operations in flight at once. */
+mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done);
+mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out,
+                        mp_counter_t done);
+
+/* ------------------------------------------------------------------------------------ */
+/* Snapshot data structure (seed 003 section 3.4.2)                                        */
+
+typedef struct mpr_snapshot *mp_snapshot_t;
+
+/* Collective: creates the snapshot object on every PE. */
+mp_snapshot_t mp_snapshot_new(void);
+/* Mutator protocol: query; on MP_OK call execute and later complete (possibly on another
+ * PE, naming the PE that executed); on MP_WAIT suspend a continuation that re-queries. */
+mp_status mp_snapshot_query(mp_snapshot_t s);
+void mp_snapshot_execute(mp_snapshot_t s);
+void mp_snapshot_complete(mp_snapshot_t s, int executing_pe);
+mp_err mp_snapshot_suspend(mp_snapshot_t s, mp_fiber_t continuation);
+/* Client side: freeze (split-phase, collective), read the state, unfreeze.  sync is
+ * freeze + barrier + unfreeze: it waits for every mutator started before it. */
+mp_status mp_snapshot_freeze(mp_snapshot_t s, mp_counter_t done);
+void mp_snapshot_unfreeze(mp_snapshot_t s);
+mp_status mp_snapshot_sync(mp_snapshot_t s, mp_counter_t done);
+
+/* ------------------------------------------------------------------------------------ */
+/* Statistics records and access categories (targets of the generated hooks)             */
+
+typedef enum { MP_STAT_U64 = 0, MP_STAT_I64 = 1, MP_STAT_F64 = 2 } mp_stat_type;
+typedef struct {
+    const char *name;
+    mp_stat_type type;
+} mp_stat_field;
+typedef struct {
+    const char *module;
+    unsigned nfields;
+    const mp_stat_field *fields;
+} mp_stat_module;
+
+/* Allocates a zeroed record of nfields 8-byte slots on the calling PE for object `id`.  It
+ * is PE-local memory, updated without atomics, and written to the run profile at exit. */
+void *mp_stats_new(const mp_stat_module *module, uint64_t object_id);
+
+/* Access categories are process-wide names "module:NAME"; register them before mp_main (or
+ * from any PE: registration is thread-safe and idempotent).  Returns the id, or -1. */
+int mp_access_register(const char *module, const char *name);
+/* Declares the access category of the executing fiber (latency is charged to it). */
+void mp_access_declare(int access_id);
+#define MP_ACCESS_UNCLASSIFIED 0
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MP_H */
