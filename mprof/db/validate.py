@@ -1,0 +1,199 @@
+"""Validation of run profiles (docs/run-profile.md) before anything touches a database.
+
+Every check names the file and the JSON path of the offending value, so that a user looking at a
+rejected import knows exactly what to fix.  The whole document is checked; the first problem is
+reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import MprofError
+
+SCHEMA = "mprof.run-profile"
+SCHEMA_VERSIONS = (1,)
+
+
+class ProfileError(MprofError):
+    """A run profile that does not follow the schema."""
+
+    def __init__(self, source: str, where: str, message: str):
+        self.source = source
+        self.where = where
+        super().__init__(f"{source}: {where + ': ' if where else ''}{message}")
+
+
+def load_profile(path: str | Path) -> dict:
+    """Read and validate one run profile file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MprofError(f"{path}: cannot read run profile: {exc.strerror}") from None
+    return parse_profile(text, str(path))
+
+
+def parse_profile(text: str, source: str) -> dict:
+    if not text.strip():
+        raise ProfileError(source, "", "file is empty (was the run interrupted?)")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
+        raise ProfileError(
+            source, "", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
+        ) from None
+    validate_profile(doc, source)
+    return doc
+
+
+def _is_number(value: Any) -> bool:
+    # bool is an int subclass in Python but not a number in a run profile.
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _Checker:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, where: str, message: str):
+        raise ProfileError(self.source, where, message)
+
+    def obj(self, value, where) -> dict:
+        if not isinstance(value, dict):
+            self.fail(where, f"expected an object, got {_kind(value)}")
+        return value
+
+    def array(self, value, where) -> list:
+        if not isinstance(value, list):
+            self.fail(where, f"expected an array, got {_kind(value)}")
+        return value
+
+    def string(self, value, where, nonempty=False) -> str:
+        if not isinstance(value, str):
+            self.fail(where, f"expected a string, got {_kind(value)}")
+        if nonempty and not value:
+            self.fail(where, "must not be empty")
+        return value
+
+    def integer(self, value, where, minimum=None) -> int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.fail(where, f"expected an integer, got {_kind(value)}")
+        if minimum is not None and value < minimum:
+            self.fail(where, f"must be >= {minimum}, got {value}")
+        return value
+
+    def number(self, value, where) -> float:
+        if not _is_number(value):
+            self.fail(where, f"expected a number, got {_kind(value)}")
+        if not math.isfinite(value):
+            self.fail(where, f"must be finite, got {value}")
+        return value
+
+    def time(self, value, where) -> float:
+        self.number(value, where)
+        if value < 0:
+            self.fail(where, f"a time must be non-negative, got {value}")
+        return value
+
+    def required(self, doc: dict, key: str, where: str):
+        if key not in doc:
+            self.fail(where or "document", f"missing required field '{key}'")
+        return doc[key]
+
+    def scalar_map(self, value, where):
+        for name, item in self.obj(value, where).items():
+            if not (isinstance(item, (str, bool)) or _is_number(item)):
+                self.fail(f"{where}.{name}", f"expected a number or string, got {_kind(item)}")
+            if _is_number(item) and not math.isfinite(item):
+                self.fail(f"{where}.{name}", f"must be finite, got {item}")
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def validate_profile(doc: Any, source: str = "<profile>") -> None:
+    """Raise ProfileError unless `doc` is a complete, well-typed run profile."""
+    c = _Checker(source)
+    c.obj(doc, "document")
+    schema = c.required(doc, "schema", "")
+    if schema != SCHEMA:
+        c.fail("schema", f"expected '{SCHEMA}', got {_kind(schema)}")
+    version = c.integer(c.required(doc, "schema_version", ""), "schema_version")
+    if version not in SCHEMA_VERSIONS:
+        c.fail("schema_version", f"version {version} is not supported (known: {SCHEMA_VERSIONS})")
+    c.string(c.required(doc, "program", ""), "program", nonempty=True)
+    npes = c.integer(c.required(doc, "npes", ""), "npes", minimum=1)
+    pes = c.array(c.required(doc, "pes", ""), "pes")
+    if len(pes) != npes:
+        c.fail("pes", f"npes is {npes} but the profile lists {len(pes)} PEs")
+
+    # Optional fields are checked when present.
+    if "argv" in doc:
+        for i, arg in enumerate(c.array(doc["argv"], "argv")):
+            c.string(arg, f"argv[{i}]")
+    for key in ("backend", "started_at"):
+        if key in doc:
+            c.string(doc[key], key)
+    if "elapsed_s" in doc:
+        c.time(doc["elapsed_s"], "elapsed_s")
+    if "machine" in doc:
+        machine = c.obj(doc["machine"], "machine")
+        for key in ("hostname", "cpu", "fingerprint"):
+            if key in machine:
+                c.string(machine[key], f"machine.{key}")
+        if "cores" in machine:
+            c.integer(machine["cores"], "machine.cores", minimum=0)
+    for key in ("settings", "params"):
+        if key in doc:
+            c.scalar_map(doc[key], key)
+    if "accesses" in doc:
+        for i, name in enumerate(c.array(doc["accesses"], "accesses")):
+            c.string(name, f"accesses[{i}]")
+
+    for index, pe in enumerate(pes):
+        where = f"pes[{index}]"
+        c.obj(pe, where)
+        number = c.integer(c.required(pe, "pe", where), f"{where}.pe")
+        if number != index:
+            c.fail(f"{where}.pe", f"PEs must appear once each, ordered by pe; expected {index}, "
+                   f"got {number}")
+        c.time(c.required(pe, "elapsed_s", where), f"{where}.elapsed_s")
+        c.time(c.required(pe, "idle_s", where), f"{where}.idle_s")
+        seen_ids = set()
+        for j, obj in enumerate(c.array(c.required(pe, "objects", where), f"{where}.objects")):
+            owhere = f"{where}.objects[{j}]"
+            c.obj(obj, owhere)
+            oid = c.integer(c.required(obj, "id", owhere), f"{owhere}.id", minimum=0)
+            if oid in seen_ids:
+                c.fail(f"{owhere}.id", f"object id {oid} appears twice on this PE")
+            seen_ids.add(oid)
+            c.string(c.required(obj, "module", owhere), f"{owhere}.module", nonempty=True)
+            stats = c.obj(c.required(obj, "stats", owhere), f"{owhere}.stats")
+            for name, value in stats.items():
+                c.number(value, f"{owhere}.stats.{name}")
+        for j, row in enumerate(c.array(pe.get("latency", []), f"{where}.latency")):
+            lwhere = f"{where}.latency[{j}]"
+            c.obj(row, lwhere)
+            c.string(c.required(row, "access", lwhere), f"{lwhere}.access")
+            c.string(c.required(row, "enabler", lwhere), f"{lwhere}.enabler")
+            c.integer(c.required(row, "count", lwhere), f"{lwhere}.count", minimum=0)
+            c.time(c.required(row, "observed_s", lwhere), f"{lwhere}.observed_s")
+            c.time(c.required(row, "critical_s", lwhere), f"{lwhere}.critical_s")
