@@ -1,0 +1,88 @@
+"""`mprof fit SCRIPT.tcl` and `mprof model show|export-c`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import MprofError
+
+
+def register(subparsers):
+    p = subparsers.add_parser("fit", help="instantiate cost models with a Tcl modeling script")
+    p.add_argument("script", help="modeling script (Tcl); paths in it are relative to it")
+    p.add_argument("--json", action="store_true", help="print each fit as one JSON line")
+    p.set_defaults(func=cmd_fit)
+
+    parser = subparsers.add_parser("model", help="inspect and export instantiated models")
+    sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
+    p = sub.add_parser("show", help="print a model file")
+    p.add_argument("model")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+    p = sub.add_parser("export-c", help="emit C functions computing per-category costs")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--prefix", default="mpm", help="prefix of generated names (default mpm)")
+    p.set_defaults(func=cmd_export_c)
+
+
+def cmd_fit(args):
+    from .report import format_json, format_text
+    from .script import ModelingScript
+
+    def show(outcome):
+        sys.stdout.write(format_json(outcome) + "\n" if args.json else format_text(outcome))
+        sys.stdout.flush()
+
+    ModelingScript(args.script, on_fit=show).run()
+    return 0
+
+
+def cmd_show(args):
+    from .modelfile import load_model
+
+    model = load_model(args.model)
+    if args.json:
+        print(json.dumps(model.to_json(), indent=2))
+        return 0
+    q = model.quality
+    print(f"Model {args.model} (created {model.created_at})")
+    print(f"Chi-square: {q.get('chi_square', float('nan')):f}   dof: {q.get('dof')}   "
+          f"rank: {q.get('rank')}/{q.get('n_parameters')}")
+    print(f"Sample MRE: {_pct(q.get('sample_mre_percent'))}   "
+          f"Test MRE: {_pct(q.get('test_mre_percent'))}")
+    print("Settings: " + ", ".join(f"{k}={v}" for k, v in model.settings.items()
+                                   if k in ("granularity", "normalize", "cutoff")))
+    for module, info in model.interfaces.items():
+        print(f"\n{module}  ({info.path})")
+        for cat, terms in info.categories.items():
+            parts = []
+            for term in terms:
+                name = f"{module}:{term}"
+                if name in model.values:
+                    half = model.halfwidths.get(name)
+                    tag = " (imported)" if name in model.imported else ""
+                    hw = f" +- {half:g}" if half is not None else ""
+                    parts.append(f"{term}={model.values[name]:g}{hw}{tag}")
+                else:
+                    parts.append(f"{term}=ignored")
+            print(f"  {cat:<12} " + ", ".join(parts))
+    return 0
+
+
+def _pct(value):
+    return "n/a" if value is None else f"{value:f}%"
+
+
+def cmd_export_c(args):
+    from .export_c import export_c
+    from .modelfile import load_model
+
+    model = load_model(args.model)
+    if not model.interfaces:
+        raise MprofError(f"{args.model}: the model records no interfaces to export")
+    paths = export_c(model, args.output, prefix=args.prefix)
+    for path in paths:
+        print(path)
+    return 0

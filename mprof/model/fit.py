@@ -1,0 +1,215 @@
+"""SVD least-squares instantiation of cost models (seed 003 §4.4.3, DESIGN.md §5).
+
+The input is a design: one row per sample, one column per free parameter (`module:term`), the
+measured time `t` of each sample, and the known part of each sample's time contributed by
+imported parameters (`offset`).  The unknowns solve `A c = t - offset` in the least-squares
+sense.
+
+Numerical choices, all documented in docs/fitting.md:
+
+* Normalisation (optional) divides every row and its right-hand side by `t`, so each sample
+  weighs the same (the paper's footnote 4).
+* Columns are scaled to unit Euclidean norm before the SVD.  This does not change the least
+  squares solution of a full-rank system, but it makes the relative cut-off independent of the
+  units a statistic happens to be counted in (bytes vs messages), so "rank" means rank.
+* Singular values below `cutoff * max(w)` are treated as zero (their reciprocal is dropped);
+  the solution is then the minimum-norm one and the dropped right singular vectors name the
+  terms that the data cannot tell apart.
+* Chi-square is the SSE of the solved (possibly normalised) system, as in the paper; its p-value
+  assumes unit-variance errors with n - m degrees of freedom.  Parameter variances use the
+  residual variance sigma^2 = chi^2 / (n - m): v_i = sigma^2 * sum_j (V_ij / w_j)^2, and the
+  interval is u +- sqrt(v) * t(0.95; n - m) with the exact Student t quantile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg, stats
+
+from ..errors import MprofError
+
+DEFAULT_CUTOFF = 1e-10
+CONFIDENCE = 0.90
+# A component of a near-null right singular vector (unit length) at least this large marks the
+# term as involved in the rank deficiency.
+NULL_COMPONENT = 0.05
+
+
+@dataclass
+class Design:
+    names: list[str]
+    A: np.ndarray  # n x m term values (objects of a module summed)
+    t: np.ndarray  # measured time per sample
+    offset: np.ndarray | None = None  # time explained by imported parameters
+    labels: list[str] | None = None  # human names of samples, for diagnostics
+
+    def __post_init__(self):
+        self.A = np.asarray(self.A, dtype=float)
+        self.t = np.asarray(self.t, dtype=float)
+        if self.A.ndim != 2:
+            self.A = self.A.reshape(len(self.t), -1)
+        if self.offset is None:
+            self.offset = np.zeros(len(self.t))
+        self.offset = np.asarray(self.offset, dtype=float)
+        if self.labels is None:
+            self.labels = [f"sample {i + 1}" for i in range(len(self.t))]
+
+    @property
+    def n(self) -> int:
+        return len(self.t)
+
+    @property
+    def m(self) -> int:
+        return len(self.names)
+
+
+@dataclass
+class FitOptions:
+    normalize: bool = False
+    cutoff: float = DEFAULT_CUTOFF
+    confidence: float = CONFIDENCE
+
+
+@dataclass
+class FitResult:
+    names: list[str]
+    values: np.ndarray
+    halfwidths: np.ndarray
+    covariance: np.ndarray
+    singular_values: np.ndarray  # of the column-scaled (and normalised) system, descending
+    rank: int
+    chi_square: float
+    sse: float  # on the original time scale, whatever the normalisation
+    dof: int
+    p_value: float
+    t_quantile: float
+    n_samples: int
+    sample_mre: float  # percent
+    test_mre: float | None = None
+    n_test: int = 0
+    zero_interval: list[str] = field(default_factory=list)
+    null_groups: list[list[str]] = field(default_factory=list)
+    options: FitOptions = field(default_factory=FitOptions)
+
+    @property
+    def rank_deficient(self) -> bool:
+        return self.rank < len(self.names)
+
+    def predict(self, design: Design) -> np.ndarray:
+        return design.A @ self.values + design.offset
+
+    def parameter(self, name: str) -> tuple[float, float]:
+        i = self.names.index(name)
+        return float(self.values[i]), float(self.halfwidths[i])
+
+
+def mre(model: np.ndarray, measured: np.ndarray) -> float:
+    """Mean relative error in percent: geometric mean of 1 + |model - t| / t, minus one."""
+    if len(measured) == 0:
+        return float("nan")
+    ratio = np.abs(model - measured) / measured
+    return float(np.expm1(np.mean(np.log1p(ratio))) * 100.0)
+
+
+def check_design(design: Design, what: str = "fit") -> None:
+    """Reject inputs the fit cannot give a meaningful answer for, with the sample named."""
+    if design.n == 0:
+        raise MprofError(f"{what}: no samples (are the databases empty, or does Select "
+                         "exclude every run?)")
+    if design.A.shape != (design.n, design.m):
+        raise MprofError(f"{what}: design has shape {design.A.shape}, expected "
+                         f"({design.n}, {design.m})")
+    bad = ~np.isfinite(design.t)
+    if bad.any():
+        raise MprofError(f"{what}: {design.labels[int(np.argmax(bad))]}: measured time is "
+                         f"{design.t[bad][0]} (not a finite number)")
+    bad_rows, bad_cols = np.nonzero(~np.isfinite(design.A))
+    if len(bad_rows):
+        i, j = bad_rows[0], bad_cols[0]
+        raise MprofError(f"{what}: {design.labels[i]}: term {design.names[j]} evaluates to "
+                         f"{design.A[i, j]} (check the statistics it uses)")
+    bad = design.t <= 0
+    if bad.any():
+        count = int(bad.sum())
+        raise MprofError(f"{what}: {design.labels[int(np.argmax(bad))]}: measured time is "
+                         f"{design.t[bad][0]}; times must be positive for relative errors and "
+                         f"normalisation ({count} such sample(s))")
+    if not np.isfinite(design.offset).all():
+        raise MprofError(f"{what}: imported parameters give a non-finite contribution")
+
+
+def solve(design: Design, options: FitOptions | None = None,
+          test: Design | None = None) -> FitResult:
+    options = options or FitOptions()
+    check_design(design)
+    n, m = design.n, design.m
+    if m == 0:
+        raise MprofError("fit: no free parameters (every term is imported or ignored)")
+    if n <= m:
+        raise MprofError(f"fit: {n} sample(s) for {m} free parameter(s); need more samples than "
+                         "parameters to estimate errors (add runs or ignore terms)")
+    if not (0 <= options.cutoff < 1):
+        raise MprofError(f"fit: cut-off must be in [0, 1), got {options.cutoff}")
+
+    A, y = design.A, design.t - design.offset
+    if options.normalize:
+        A = A / design.t[:, None]
+        y = y / design.t
+    norms = np.sqrt(np.einsum("ij,ij->j", A, A))
+    scale = np.where(norms > 0, norms, 1.0)
+    U, w, Vt = linalg.svd(A / scale, full_matrices=False, lapack_driver="gesdd")
+    if w[0] == 0:
+        raise MprofError("fit: every term is zero in every sample; nothing to fit")
+    keep = w > options.cutoff * w[0]
+    rank = int(keep.sum())
+    winv = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)
+
+    x = (Vt.T @ (winv * (U.T @ y))) / scale
+    residual = y - A @ x
+    chi_square = float(residual @ residual)
+    dof = n - m
+    sigma2 = chi_square / dof
+    # Covariance of the scaled unknowns is sigma^2 V diag(1/w^2) V^T; undo the scaling.
+    VW = Vt.T * winv
+    covariance = sigma2 * (VW @ VW.T) / np.outer(scale, scale)
+    variance = np.clip(np.diag(covariance), 0.0, None)
+    tq = float(stats.t.ppf(0.5 + options.confidence / 2, dof))
+    halfwidths = np.sqrt(variance) * tq
+
+    model_t = design.A @ x + design.offset
+    sse = float(np.sum((model_t - design.t) ** 2))
+    result = FitResult(
+        names=list(design.names),
+        values=x,
+        halfwidths=halfwidths,
+        covariance=covariance,
+        singular_values=w,
+        rank=rank,
+        chi_square=chi_square,
+        sse=sse,
+        dof=dof,
+        p_value=float(stats.chi2.sf(chi_square, dof)),
+        t_quantile=tq,
+        n_samples=n,
+        sample_mre=mre(model_t, design.t),
+        options=options,
+    )
+    result.zero_interval = [name for name, u, h in zip(design.names, x, halfwidths)
+                            if abs(u) <= h]
+    for j in np.nonzero(~keep)[0]:
+        involved = [design.names[i] for i in np.nonzero(np.abs(Vt[j]) >= NULL_COMPONENT)[0]]
+        result.null_groups.append(involved)
+    if test is not None:
+        apply_test(result, test)
+    return result
+
+
+def apply_test(result: FitResult, test: Design) -> None:
+    """Evaluate the fitted model on test samples (columns must match the fit's)."""
+    if test.names != result.names:
+        raise MprofError("test design has different parameters from the fit")
+    check_design(test, "test")
+    result.test_mre = mre(result.predict(test), test.t)
+    result.n_test = test.n

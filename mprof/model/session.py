@@ -1,0 +1,287 @@
+"""A modeling session: what a modeling script sets up, and the fit it asks for.
+
+The Tcl layer (script.py) only translates commands into calls on FitSession, so the same
+session can be driven from Python (tests, notebooks) without any Tcl.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..db.store import Condition, ProfileDB
+from ..errors import MprofError
+from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, solve
+from .modelfile import Model, ModuleInfo, load_model
+from .samples import LoadedInterface, load_samples, make_design
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_search_path() -> list[Path]:
+    """Where `Interface NAME` and automatic discovery look for NAME.perf, after the script's own
+    directory and any InterfacePath entries: $MPROF_PERF_PATH (os.pathsep separated), then the
+    source tree's runtime/, instrumented-lib/*/ and benchmarks/*/ folders."""
+    dirs = [Path(p) for p in os.environ.get("MPROF_PERF_PATH", "").split(os.pathsep) if p]
+    dirs.append(REPO_ROOT / "runtime")
+    for pattern in ("instrumented-lib/*", "benchmarks/*"):
+        dirs.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / pattern))))
+    return dirs
+
+
+@dataclass
+class Imported:
+    module_spec: str  # as written in the script (the paper writes "Rts" for module rts)
+    model_path: Path
+    terms: list[str]
+
+
+@dataclass
+class FitOutcome:
+    result: FitResult
+    model: Model
+    warnings: list[str]
+
+
+@dataclass
+class FitSession:
+    base_dir: Path = field(default_factory=Path.cwd)
+    fit_databases: list[Path] = field(default_factory=list)
+    test_databases: list[Path] = field(default_factory=list)
+    interfaces: dict[str, LoadedInterface] = field(default_factory=dict)
+    search_path: list[Path] = field(default_factory=list)
+    imports: list[Imported] = field(default_factory=list)
+    ignores: list[tuple[str, str]] = field(default_factory=list)  # (module spec, term)
+    granularity: str = "pe"
+    normalize: bool = False
+    cutoff: float = DEFAULT_CUTOFF
+    select: list[Condition] = field(default_factory=list)
+    save_paths: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    last: FitOutcome | None = None
+
+    def resolve(self, path: str) -> Path:
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    # -- directives -------------------------------------------------------------------------
+
+    def add_database(self, path: str, test: bool = False) -> None:
+        resolved = self.resolve(path)
+        if not resolved.exists():
+            raise MprofError(f"profile database {path} not found ({resolved})")
+        (self.test_databases if test else self.fit_databases).append(resolved)
+
+    def load_interface(self, spec: str) -> str:
+        """Load a .perf file by path, or find MODULE.perf on the search path."""
+        from ..iface import load_interface
+
+        if spec.endswith(".perf") or os.sep in spec or "/" in spec:
+            path = self.resolve(spec)
+            if not path.exists():
+                raise MprofError(f"interface file {spec} not found ({path})")
+        else:
+            path = self.find_interface(spec)
+            if path is None:
+                raise MprofError(f"no interface {spec}.perf on the search path: "
+                                 + ", ".join(str(d) for d in self.all_search_dirs()))
+        iface = load_interface(str(path))
+        self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface)
+        return iface.name
+
+    def all_search_dirs(self) -> list[Path]:
+        return [*self.search_path, self.base_dir, *default_search_path()]
+
+    def find_interface(self, module: str) -> Path | None:
+        for directory in self.all_search_dirs():
+            candidate = directory / f"{module}.perf"
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def import_parameters(self, module: str, model_path: str, terms: list[str]) -> None:
+        path = self.resolve(model_path)
+        model = load_model(path)  # read now so a bad file is reported at this line
+        name = _match_module(module, model.interfaces.keys() | {k.split(":")[0]
+                                                                 for k in model.values})
+        if name is None:
+            raise MprofError(f"model {model_path} has no module '{module}'")
+        unknown = [t for t in terms if f"{name}:{t}" not in model.values]
+        if unknown:
+            raise MprofError(f"model {model_path} has no parameter(s) "
+                             + ", ".join(f"{name}:{t}" for t in unknown))
+        if not terms:
+            raise MprofError("ImportParameter needs at least one term")
+        self.imports.append(Imported(module, path, list(terms)))
+
+    def ignore_terms(self, module: str, terms: list[str]) -> None:
+        if not terms:
+            raise MprofError("IgnoreTerm needs at least one term")
+        self.ignores.extend((module, t) for t in terms)
+
+    def set_granularity(self, value: str) -> None:
+        if value not in ("pe", "run"):
+            raise MprofError(f"granularity must be 'pe' or 'run', got '{value}'")
+        self.granularity = value
+
+    def set_cutoff(self, value: str) -> None:
+        try:
+            cutoff = float(value)
+        except ValueError:
+            raise MprofError(f"cut-off must be a number, got '{value}'") from None
+        if not 0 <= cutoff < 1:
+            raise MprofError(f"cut-off must be in [0, 1), got {cutoff}")
+        self.cutoff = cutoff
+
+    # -- the fit ----------------------------------------------------------------------------
+
+    def _autoload(self) -> None:
+        """With no Interface directive, use every module of the fit data that has an interface
+        on the search path (the paper's scripts name no interfaces)."""
+        modules: set[str] = set()
+        for db_path in self.fit_databases:
+            with ProfileDB(db_path, create=False) as db:
+                modules.update(r[0] for r in db.conn.execute(
+                    "SELECT DISTINCT module FROM object_stats"))
+        for module in sorted(modules):
+            if self.find_interface(module) is not None:
+                self.load_interface(module)
+
+    def _resolve_names(self) -> tuple[dict[str, float], dict[str, str], set[str]]:
+        values: dict[str, float] = {}
+        sources: dict[str, str] = {}
+        self._import_halfwidths = {}
+        for imp in self.imports:
+            module = _match_module(imp.module_spec, self.interfaces.keys())
+            if module is None:
+                raise MprofError(f"ImportParameter: module '{imp.module_spec}' has no loaded "
+                                 "interface")
+            model = load_model(imp.model_path)
+            src_module = _match_module(imp.module_spec, {k.split(":")[0] for k in model.values})
+            for term in imp.terms:
+                self._check_term(module, term, "ImportParameter")
+                values[f"{module}:{term}"] = model.values[f"{src_module}:{term}"]
+                sources[f"{module}:{term}"] = str(imp.model_path)
+                self._import_halfwidths[f"{module}:{term}"] = model.halfwidths.get(
+                    f"{src_module}:{term}", float("nan"))
+        ignored = set()
+        for spec, term in self.ignores:
+            module = _match_module(spec, self.interfaces.keys())
+            if module is None:
+                raise MprofError(f"IgnoreTerm: module '{spec}' has no loaded interface")
+            self._check_term(module, term, "IgnoreTerm")
+            ignored.add(f"{module}:{term}")
+        return values, sources, ignored
+
+    def _check_term(self, module: str, term: str, directive: str) -> None:
+        terms = self.interfaces[module].term_names
+        if term not in terms:
+            raise MprofError(f"{directive}: module '{module}' has no term '{term}' "
+                             f"(terms: {', '.join(terms)})")
+
+    def fit(self) -> FitOutcome:
+        if not self.fit_databases:
+            raise MprofError("no fit database (use FitDatabase)")
+        if not self.interfaces:
+            self._autoload()
+        if not self.interfaces:
+            raise MprofError("no interface loaded and none found for the modules in the fit "
+                             "databases (use Interface path.perf)")
+        warnings: list[str] = []
+        imported, sources, ignored = self._resolve_names()
+        samples = load_samples(self.fit_databases, self.interfaces, self.granularity,
+                               self.select, warnings)
+        design = make_design(samples, imported, ignored)
+        test = None
+        if self.test_databases:
+            test_samples = load_samples(self.test_databases, self.interfaces, self.granularity,
+                                        self.select, warnings)
+            test = make_design(test_samples, imported, ignored)
+        options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
+        result = solve(design, options, test)
+        warnings.extend(diagnostics(result))
+        model = self._model(result, imported, sources, ignored)
+        self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)))
+        for path in self.save_paths:
+            model.save(path)
+        return self.last
+
+    def save_model(self, path: str) -> None:
+        resolved = self.resolve(path)
+        if resolved not in self.save_paths:
+            self.save_paths.append(resolved)
+        if self.last is not None:
+            self.last.model.save(resolved)
+
+    def _model(self, result: FitResult, imported, sources, ignored) -> Model:
+        values = {n: float(v) for n, v in zip(result.names, result.values)}
+        halfwidths = {n: float(h) for n, h in zip(result.names, result.halfwidths)}
+        values.update(imported)
+        halfwidths.update({n: self._import_halfwidths.get(n, float("nan")) for n in imported})
+        halfwidths = {n: (None if h != h else h) for n, h in halfwidths.items()}  # NaN -> null
+        return Model(
+            values=values,
+            halfwidths=halfwidths,
+            fitted=list(result.names),
+            covariance=result.covariance,
+            imported=sources,
+            ignored=sorted(ignored),
+            quality=quality_dict(result),
+            interfaces={m: ModuleInfo.from_interface(li.iface, li.path)
+                        for m, li in self.interfaces.items()},
+            settings={
+                "granularity": self.granularity,
+                "normalize": self.normalize,
+                "cutoff": self.cutoff,
+                "confidence": result.options.confidence,
+                "select": [f"{c.name}={c.value}" for c in self.select],
+                "fit_databases": [str(p) for p in self.fit_databases],
+                "test_databases": [str(p) for p in self.test_databases],
+            },
+            flags={"interval_contains_zero": result.zero_interval,
+                   "rank_deficient_terms": result.null_groups},
+        )
+
+
+def _match_module(spec: str, modules) -> str | None:
+    modules = list(modules)
+    if spec in modules:
+        return spec
+    folded = [m for m in modules if m.lower() == spec.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def _finite(x):
+    return None if x is None or x != x else float(x)
+
+
+def quality_dict(result: FitResult) -> dict:
+    return {
+        "chi_square": result.chi_square,
+        "sse": result.sse,
+        "dof": result.dof,
+        "p_value": result.p_value,
+        "t_quantile": result.t_quantile,
+        "singular_values": [float(w) for w in result.singular_values],
+        "rank": result.rank,
+        "n_parameters": len(result.names),
+        "n_samples": result.n_samples,
+        "sample_mre_percent": _finite(result.sample_mre),
+        "n_test": result.n_test,
+        "test_mre_percent": _finite(result.test_mre),
+    }
+
+
+def diagnostics(result: FitResult) -> list[str]:
+    out = []
+    if result.rank_deficient:
+        out.append(f"rank {result.rank} < {len(result.names)} parameters: the data cannot "
+                   "separate some terms (more varied runs, merged terms or IgnoreTerm needed)")
+        for group in result.null_groups:
+            out.append("  linearly dependent: " + ", ".join(group))
+    if result.zero_interval:
+        out.append("interval contains 0 (term may not matter): "
+                   + ", ".join(result.zero_interval))
+    return out
