@@ -205,10 +205,11 @@ mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out,
 /* ------------------------------------------------------------------------------------ */
 /* Snapshot data structure (seed 003 section 3.4.2)                                        */
 
-typedef struct mpr_snapshot *mp_snapshot_t;
+/* A snapshot is a distributed object: its handle is the object id, valid on every PE. */
+typedef mp_obj_t mp_snapshot_t;
 
-/* Collective: creates the snapshot object on every PE. */
-mp_snapshot_t mp_snapshot_new(void);
+/* Collective: creates the snapshot object on every PE (in the same order everywhere). */
+mp_err mp_snapshot_new(mp_snapshot_t *snap);
 /* Mutator protocol: query; on MP_OK call execute and later complete (possibly on another
  * PE, naming the PE that executed); on MP_WAIT suspend a continuation that re-queries. */
 mp_status mp_snapshot_query(mp_snapshot_t s);

@@ -1,0 +1,125 @@
+/*
+ * bulk.c -- bulk read, write and store (seed 003 section 3.3.2), built on records with a
+ * payload.  Local transfers complete at once (MP_OK) and count as local communication.
+ */
+#include "mpr.h"
+
+#include <string.h>
+
+typedef struct {
+    const void *src;
+    void *dst;
+    size_t n;
+    mpr_counter *done;
+    int requester;
+} read_req;
+
+typedef struct {
+    mpr_counter *done;
+    int writer;
+} write_ack;
+
+typedef struct {
+    mpr_counter *c;
+    uint64_t n;
+} bump;
+
+static void bump_counter(void *p)
+{
+    bump *b = p;
+    mp_access_declare(mpr_pe_self()->cur_enabler);
+    mp_counter_add(b->c, b->n);
+}
+
+/* On the data's owner: ship the bytes back and bump the requester's counter. */
+static void serve_read(void *p)
+{
+    read_req *r = p;
+    mpr_pe *pe = mpr_pe_self();
+    mp_access_declare(pe->cur_enabler);
+    bump b = {r->done, 1};
+    mpr_send_record(pe, r->requester, bump_counter, &b, sizeof b, MP_SCHED_URGENT, r->src, r->n,
+                    r->dst);
+}
+
+static void ack_write(void *p)
+{
+    write_ack *a = p;
+    mpr_pe *pe = mpr_pe_self();
+    mp_access_declare(pe->cur_enabler);
+    bump b = {a->done, 1};
+    mpr_send_record(pe, a->writer, bump_counter, &b, sizeof b, MP_SCHED_URGENT, NULL, 0, NULL);
+}
+
+static mpr_pe *caller(const char *what)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe)
+        mpr_misuse(MP_ERR_BAD_STATE, "%s outside a running PE", what);
+    return pe;
+}
+
+static mp_status local_copy(mpr_pe *pe, void *dst, const void *src, size_t n, mpr_counter *done)
+{
+    memmove(dst, src, n);
+    RTS_INC(pe->rts, ByteCopy, n);
+    if (done)
+        mp_counter_add(done, 1);
+    return MP_OK;
+}
+
+mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_t n,
+                       mp_counter_t done)
+{
+    mpr_pe *pe = caller("mp_bulk_read");
+    if (!pe || !done || (n && (!remote_src || !local_dst)))
+        return MP_FAIL;
+    if (pe_id == pe->id)
+        return local_copy(pe, local_dst, remote_src, n, done);
+    read_req r = {remote_src, local_dst, n, done, pe->id};
+    return mpr_send_record(pe, pe_id, serve_read, &r, sizeof r, MP_SCHED_URGENT, NULL, 0, NULL)
+               ? MP_FAIL
+               : MP_WAIT;
+}
+
+mp_status mp_bulk_write(int pe_id, void *remote_dst, const void *src, size_t n, mp_counter_t done)
+{
+    mpr_pe *pe = caller("mp_bulk_write");
+    if (!pe || !done || (n && (!remote_dst || !src)))
+        return MP_FAIL;
+    if (pe_id == pe->id)
+        return local_copy(pe, remote_dst, src, n, done);
+    write_ack a = {done, pe->id};
+    return mpr_send_record(pe, pe_id, ack_write, &a, sizeof a, MP_SCHED_URGENT, src, n,
+                           remote_dst)
+               ? MP_FAIL
+               : MP_WAIT;
+}
+
+mp_status mp_bulk_store(int pe_id, void *remote_dst, const void *src, size_t n,
+                        mp_counter_t src_free, mp_fiber_fn on_arrival, const void *user,
+                        size_t user_size)
+{
+    mpr_pe *pe = caller("mp_bulk_store");
+    if (!pe || !on_arrival || (n && (!remote_dst || !src)) || (user_size && !user))
+        return MP_FAIL;
+    unsigned char args[MP_FIBER_ARGS_MAX];
+    size_t args_size = sizeof(mp_store_arrival) + user_size;
+    if (args_size > sizeof args) {
+        mpr_misuse(MP_ERR_TOO_LARGE, "store arrival arguments of %zu bytes", args_size);
+        return MP_FAIL;
+    }
+    mp_store_arrival *a = (mp_store_arrival *)args;
+    a->dst = remote_dst;
+    a->n = n;
+    a->from = pe->id;
+    if (user_size)
+        memcpy(a->user, user, user_size);
+    /* The bytes are copied into the message before this returns, so the source is free. */
+    if (mpr_send_record(pe, pe_id, on_arrival, args, args_size, MP_SCHED_FIFO, src, n,
+                        remote_dst))
+        return MP_FAIL;
+    if (src_free)
+        mp_counter_add(src_free, 1);
+    return MP_OK;
+}

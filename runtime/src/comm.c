@@ -1,0 +1,274 @@
+/*
+ * comm.c -- remote fiber invocation and the message layer (seed 003 section 3.3.3).
+ *
+ * Every remote operation is a record: a fiber to create on the destination, optionally
+ * preceded by a payload copied to a destination address.  Records are classed by size:
+ *   small  (arguments <= small_bytes, no payload): sent at once in a buffer of their own;
+ *   medium (record <= agg_bytes): appended to the destination's aggregation buffer, which is
+ *          sent when full, after K fibers, when the PE runs out of work, or on mp_flush();
+ *   large  (anything bigger): sent at once.
+ * Buffers are pooled per PE; the receiver gives a pooled buffer back to its sender once its
+ * records are turned into fibers (a flow-control message).
+ */
+#include "mpr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_CAP 2048
+#define MAX_MESSAGE ((size_t)64 << 20)
+
+static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Function pointers travel as offsets from a symbol of the runtime, which stays valid across
+ * processes of the same executable even with address-space randomisation. */
+uintptr_t mpr_fn_encode(mp_fiber_fn fn)
+{
+    return (uintptr_t)fn - (uintptr_t)&mpr_fn_encode;
+}
+mp_fiber_fn mpr_fn_decode(uintptr_t off)
+{
+    return (mp_fiber_fn)(off + (uintptr_t)&mpr_fn_encode);
+}
+
+size_t mp_max_message(void) { return MAX_MESSAGE; }
+
+void mpr_comm_init(mpr_pe *pe)
+{
+    pe->agg = calloc((size_t)pe->npes, sizeof *pe->agg);
+    if (!pe->agg)
+        mpr_fatal("out of memory");
+    pe->agg_cap = mpr_g.cfg.agg_bytes;
+    atomic_init(&pe->returned, NULL);
+}
+
+static void free_list(mpr_msgbuf *b)
+{
+    while (b) {
+        mpr_msgbuf *n = b->next;
+        free(b);
+        b = n;
+    }
+}
+
+void mpr_comm_fini(mpr_pe *pe)
+{
+    for (int i = 0; i < pe->npes; i++)
+        free(pe->agg[i].buf);
+    free(pe->agg);
+    pe->agg = NULL;
+    free_list(pe->free_small);
+    free_list(pe->free_agg);
+    free_list(atomic_exchange(&pe->returned, NULL));
+    pe->free_small = pe->free_agg = NULL;
+}
+
+/* Takes back the buffers receivers returned and sorts them into the free lists. */
+static void reclaim(mpr_pe *pe)
+{
+    mpr_msgbuf *b = atomic_exchange_explicit(&pe->returned, NULL, memory_order_acquire);
+    while (b) {
+        mpr_msgbuf *n = b->next;
+        if (b->cap == SMALL_CAP) {
+            b->next = pe->free_small;
+            pe->free_small = b;
+        } else if (b->cap == pe->agg_cap) {
+            b->next = pe->free_agg;
+            pe->free_agg = b;
+        } else {
+            free(b);
+        }
+        b = n;
+    }
+}
+
+static mpr_msgbuf *buf_new(size_t cap, uint32_t kind)
+{
+    mpr_msgbuf *b = malloc(sizeof *b + cap);
+    if (!b)
+        mpr_fatal("out of memory allocating a %zu-byte message", cap);
+    b->cap = cap;
+    b->kind = kind;
+    return b;
+}
+
+static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
+{
+    mpr_msgbuf **list = NULL;
+    size_t cap;
+    if (need <= SMALL_CAP) {
+        list = &pe->free_small;
+        cap = SMALL_CAP;
+    } else if (need <= pe->agg_cap) {
+        list = &pe->free_agg;
+        cap = pe->agg_cap;
+    } else {
+        cap = need;
+    }
+    mpr_msgbuf *b = NULL;
+    if (list) {
+        if (!*list)
+            reclaim(pe);
+        b = *list;
+        if (b)
+            *list = b->next;
+        else
+            b = buf_new(cap, MPR_BUF_POOLED);
+    } else {
+        b = buf_new(cap, MPR_BUF_OWNED);
+    }
+    b->len = 0;
+    b->src = pe->id;
+    return b;
+}
+
+static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
+{
+    b->dst = dst;
+    RTS_INC(pe->rts, ByteSent, b->len);
+    mpr_machine_send(pe, dst, b);
+}
+
+static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t args_size,
+                       mp_sched_t sched, uint16_t access, const void *payload,
+                       size_t payload_size, void *payload_dst, size_t total)
+{
+    mpr_record *r = (mpr_record *)(b->data + b->len);
+    r->total = (uint32_t)total;
+    r->args_size = (uint32_t)args_size;
+    r->payload_size = payload_size;
+    r->payload_dst = payload_dst;
+    r->fn = mpr_fn_encode(fn);
+    r->sched = (int16_t)sched;
+    r->access = access;
+    unsigned char *p = (unsigned char *)(r + 1);
+    if (args_size)
+        memcpy(p, args, args_size);
+    if (payload_size)
+        memcpy(p + align16(args_size), payload, payload_size);
+    b->len += total;
+}
+
+static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t args_size,
+                          mp_sched_t sched, const void *payload, size_t payload_size,
+                          void *payload_dst)
+{
+    if (payload_size)
+        memmove(payload_dst, payload, payload_size);
+    RTS_INC(pe->rts, ByteCopy, payload_size + args_size);
+    mpr_fiber *f = mpr_fiber_new(pe, fn, args, args_size, sched, pe->cur_access);
+    mpr_enable(pe, f, pe->cur_access);
+}
+
+mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
+                       mp_sched_t sched, const void *payload, size_t payload_size,
+                       void *payload_dst)
+{
+    if (MPR_UNLIKELY(dst < 0 || dst >= pe->npes))
+        return mpr_misuse(MP_ERR_INVALID_PE, "message to PE %d, but P = %d", dst, pe->npes);
+    if (MPR_UNLIKELY(!fn || (args_size && !args) || (payload_size && !payload)))
+        return mpr_misuse(MP_ERR_INVALID_ARG, "remote invocation with a NULL function or data");
+    if (MPR_UNLIKELY(args_size > MP_FIBER_ARGS_MAX))
+        return mpr_misuse(MP_ERR_TOO_LARGE, "fiber arguments of %zu bytes exceed %d", args_size,
+                          MP_FIBER_ARGS_MAX);
+    if (MPR_UNLIKELY(sched < 0 || sched >= pe->nsched))
+        return mpr_misuse(MP_ERR_INVALID_ARG, "unknown scheduler id %d", sched);
+    size_t total = sizeof(mpr_record) + align16(args_size) + align16(payload_size);
+    if (MPR_UNLIKELY(total > MAX_MESSAGE))
+        return mpr_misuse(MP_ERR_TOO_LARGE, "message of %zu bytes exceeds the %zu-byte limit",
+                          total, (size_t)MAX_MESSAGE);
+    if (dst == pe->id) {
+        deliver_local(pe, fn, args, args_size, sched, payload, payload_size, payload_dst);
+        return MP_SUCCESS;
+    }
+    RTS_INC(pe->rts, RemoteOp, 1);
+    uint16_t access = pe->cur_access;
+
+    if (!payload_size && args_size <= mpr_g.cfg.small_bytes) {
+        /* small: a fast message of its own */
+        mpr_msgbuf *b = buf_get(pe, total);
+        put_record(b, fn, args, args_size, sched, access, NULL, 0, NULL, total);
+        RTS_INC(pe->rts, FastMsgSent, 1);
+        send_buf(pe, dst, b);
+        return MP_SUCCESS;
+    }
+    if (total <= pe->agg_cap) {
+        /* medium: aggregate per destination */
+        mpr_agg *a = &pe->agg[dst];
+        if (a->buf && a->buf->len + total > pe->agg_cap) {
+            RTS_INC(pe->rts, MsgSent, 1);
+            send_buf(pe, dst, a->buf);
+            a->buf = NULL;
+        }
+        if (!a->buf)
+            a->buf = buf_get(pe, pe->agg_cap);
+        put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size,
+                   payload_dst, total);
+        if (a->buf->len >= pe->agg_cap) {
+            RTS_INC(pe->rts, MsgSent, 1);
+            send_buf(pe, dst, a->buf);
+            a->buf = NULL;
+        }
+        return MP_SUCCESS;
+    }
+    /* large (or aggregation disabled): at once */
+    mpr_msgbuf *b = buf_get(pe, total);
+    put_record(b, fn, args, args_size, sched, access, payload, payload_size, payload_dst, total);
+    RTS_INC(pe->rts, MsgSent, 1);
+    send_buf(pe, dst, b);
+    return MP_SUCCESS;
+}
+
+mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe)
+        return mpr_misuse(MP_ERR_BAD_STATE, "mp_invoke outside a running PE");
+    return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
+}
+
+void mpr_flush_all(mpr_pe *pe)
+{
+    if (!pe->agg_cap)
+        return;
+    for (int d = 0; d < pe->npes; d++) {
+        mpr_msgbuf *b = pe->agg[d].buf;
+        if (b && b->len) {
+            RTS_INC(pe->rts, MsgSent, 1);
+            send_buf(pe, d, b);
+            pe->agg[d].buf = NULL;
+        }
+    }
+}
+
+void mp_flush(void)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (pe)
+        mpr_flush_all(pe);
+}
+
+/* Turns every arrived record into an enabled fiber; returns whether anything arrived. */
+bool mpr_poll(mpr_pe *pe)
+{
+    mpr_msgbuf *b = mpr_machine_take(pe);
+    if (!b)
+        return false;
+    while (b) {
+        mpr_msgbuf *next = b->next;
+        size_t off = 0;
+        while (off < b->len) {
+            const mpr_record *r = (const mpr_record *)(b->data + off);
+            const unsigned char *p = (const unsigned char *)(r + 1);
+            if (r->payload_size)
+                memcpy(r->payload_dst, p + align16(r->args_size), r->payload_size);
+            mpr_fiber *f = mpr_fiber_new(pe, mpr_fn_decode(r->fn), p, r->args_size, r->sched,
+                                         r->access);
+            mpr_enable(pe, f, r->access);
+            off += r->total;
+        }
+        mpr_machine_processed(pe, b);
+        b = next;
+    }
+    return true;
+}

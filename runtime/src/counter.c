@@ -1,0 +1,188 @@
+/*
+ * counter.c -- counters: the synchronization object behind every split-phase operation.
+ *
+ * A counter belongs to the PE that created it.  Fibers wait for it to reach a value; a
+ * fiber waits on at most one counter, so the wait list is a plain singly linked list that is
+ * scanned on update.
+ */
+#include "mpr.h"
+
+#include <stdlib.h>
+
+mp_counter_t mp_counter_new(uint64_t initial)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe) {
+        mpr_misuse(MP_ERR_BAD_STATE, "counter created outside a running PE");
+        return NULL;
+    }
+    mpr_counter *c = pe->free_counters;
+    if (c)
+        pe->free_counters = c->next;
+    else if (!(c = malloc(sizeof *c)))
+        mpr_fatal("out of memory allocating a counter");
+    c->value = initial;
+    c->waiters = NULL;
+    c->pe = (uint16_t)pe->id;
+    c->prev = NULL;
+    c->next = pe->counters;
+    if (pe->counters)
+        pe->counters->prev = c;
+    pe->counters = c;
+    return c;
+}
+
+void mp_counter_free(mp_counter_t c)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!c)
+        return;
+    if (!pe || c->pe != pe->id) {
+        mpr_misuse(MP_ERR_BAD_STATE, "freeing a counter of another PE");
+        return;
+    }
+    if (c->waiters) {
+        mpr_misuse(MP_ERR_BAD_STATE, "freeing a counter that fibers still wait on");
+        return;
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        pe->counters = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = pe->free_counters;
+    pe->free_counters = c;
+}
+
+void mpr_counters_free(mpr_pe *pe)
+{
+    for (mpr_counter *c = pe->counters, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    for (mpr_counter *c = pe->free_counters, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    pe->counters = pe->free_counters = NULL;
+}
+
+uint64_t mp_counter_value(mp_counter_t c) { return c ? c->value : 0; }
+
+static void wake_eligible(mpr_pe *pe, mpr_counter *c)
+{
+    mpr_fiber **link = &c->waiters;
+    while (*link) {
+        mpr_fiber *f = *link;
+        if (f->wait_value <= c->value) {
+            *link = f->next;
+            f->waiting_on = NULL;
+            mpr_enable(pe, f, pe->cur_access);
+        } else {
+            link = &f->next;
+        }
+    }
+}
+
+static inline int owned(mpr_pe *pe, mpr_counter *c)
+{
+    if (MPR_LIKELY(c && pe && c->pe == pe->id))
+        return 1;
+    mpr_misuse(c ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG,
+               c ? "counter of PE %d updated on another PE (use mp_counter_add_remote)"
+                 : "NULL counter",
+               c ? c->pe : 0);
+    return 0;
+}
+
+void mp_counter_add(mp_counter_t c, uint64_t n)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!owned(pe, c))
+        return;
+    c->value += n;
+    if (c->waiters)
+        wake_eligible(pe, c);
+}
+
+void mp_counter_set(mp_counter_t c, uint64_t value)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!owned(pe, c))
+        return;
+    c->value = value;
+    if (c->waiters)
+        wake_eligible(pe, c);
+}
+
+mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!f)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_counter_wait with a NULL fiber");
+    if (!owned(pe, c))
+        return MP_ERR_BAD_STATE;
+    if (f->waiting_on)
+        return mpr_misuse(MP_ERR_ALREADY_WAITING,
+                          "fiber already waits on counter %p; a fiber may wait on one counter",
+                          (void *)f->waiting_on);
+    if (f->state != MPR_FIBER_CREATED || f->pe != pe->id)
+        return mpr_misuse(MP_ERR_BAD_STATE, "only a created fiber of this PE can wait");
+    if (c->value >= value) {
+        mpr_enable(pe, f, pe->cur_access);
+        return MP_SUCCESS;
+    }
+    f->waiting_on = c;
+    f->wait_value = value;
+    f->next = c->waiters;
+    c->waiters = f;
+    return MP_SUCCESS;
+}
+
+typedef struct {
+    mpr_counter *c;
+    uint64_t n;
+} bump_args;
+
+/* Runs on the counter's PE on behalf of the remote fiber that asked for it: it declares the
+ * sender's category so the waiting fiber sees the real enabler. */
+static void counter_bump(void *p)
+{
+    bump_args *a = p;
+    mpr_pe *pe = mpr_pe_self();
+    mp_access_declare(pe->cur_enabler);
+    mp_counter_add(a->c, a->n);
+}
+
+mp_err mp_counter_add_remote(int pe_id, mp_counter_t c, uint64_t n)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe)
+        return mpr_misuse(MP_ERR_BAD_STATE, "counter update outside a running PE");
+    if (pe_id == pe->id) {
+        mp_counter_add(c, n);
+        return MP_SUCCESS;
+    }
+    bump_args a = {c, n};
+    return mpr_send_record(pe, pe_id, counter_bump, &a, sizeof a, MP_SCHED_URGENT, NULL, 0,
+                           NULL);
+}
+
+mp_err mp_block_until(mp_counter_t c, uint64_t value)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe)
+        return mpr_misuse(MP_ERR_BAD_STATE, "mp_block_until outside a running PE");
+    if (pe->current)
+        return mpr_misuse(MP_ERR_IN_FIBER,
+                          "mp_block_until is a blocking call; inside a fiber wait with "
+                          "mp_counter_wait and a continuation");
+    if (!owned(pe, c))
+        return MP_ERR_BAD_STATE;
+    pe->blocked_on = c;
+    pe->blocked_value = value;
+    mpr_schedule_loop(pe, c, value);
+    pe->blocked_on = NULL;
+    return c->value >= value ? MP_SUCCESS : MP_ERR_BAD_STATE;
+}

@@ -1,0 +1,56 @@
+/* error.c -- error codes, misuse reports and fatal errors. */
+#include "mpr.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *mp_strerror(mp_err err)
+{
+    switch (err) {
+    case MP_SUCCESS: return "success";
+    case MP_ERR_INVALID_ARG: return "invalid argument";
+    case MP_ERR_INVALID_PE: return "invalid PE number";
+    case MP_ERR_TOO_LARGE: return "message or arguments too large";
+    case MP_ERR_ALREADY_WAITING: return "fiber already waits on a counter";
+    case MP_ERR_BAD_STATE: return "object in the wrong state for this call";
+    case MP_ERR_NOT_IN_FIBER: return "call needs an executing fiber";
+    case MP_ERR_IN_FIBER: return "blocking call made inside a fiber";
+    case MP_ERR_NO_MEMORY: return "out of memory";
+    case MP_ERR_LIMIT: return "runtime limit reached";
+    case MP_ERR_BACKEND: return "machine layer failure";
+    }
+    return "unknown error";
+}
+
+/* Misuse is reported where it happens (with the PE) and returned to the caller, so a
+ * program that ignores the code still leaves a trace on stderr. */
+mp_err mpr_misuse(mp_err code, const char *fmt, ...)
+{
+    mpr_pe *pe = mpr_pe_self();
+    va_list ap;
+    va_start(ap, fmt);
+    if (pe)
+        fprintf(stderr, "mprof: error: PE %d: ", pe->id);
+    else
+        fprintf(stderr, "mprof: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (%s)\n", mp_strerror(code));
+    va_end(ap);
+    return code;
+}
+
+void mpr_fatal(const char *fmt, ...)
+{
+    mpr_pe *pe = mpr_pe_self();
+    va_list ap;
+    va_start(ap, fmt);
+    if (pe)
+        fprintf(stderr, "mprof: fatal: PE %d: ", pe->id);
+    else
+        fprintf(stderr, "mprof: fatal: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(3);
+}

@@ -1,0 +1,49 @@
+/*
+ * hang.c -- diagnosis of a run that cannot finish: the machine is quiescent (or idle past the
+ * timeout) but fibers still wait.  Names every waiting fiber with its function, the category
+ * that created it, the counter and the awaited value.
+ */
+#include "mpr.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+bool mpr_hang_report(FILE *out)
+{
+    bool waiting = false;
+    char name[128];
+    for (int i = 0; i < mpr_g.npes; i++) {
+        mpr_pe *pe = mpr_g.pes[i];
+        for (mpr_counter *c = pe->counters; c; c = c->next)
+            for (mpr_fiber *f = c->waiters; f; f = f->next) {
+                if (!waiting)
+                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers:\n");
+                waiting = true;
+                fprintf(out,
+                        "  PE %d: fiber %s (created by %s) waits on counter %p for value %" PRIu64
+                        ", counter is %" PRIu64 "\n",
+                        pe->id, mpr_fn_name(f->fn, name, sizeof name),
+                        mpr_access_name(f->creator), (void *)c, f->wait_value, c->value);
+            }
+        if (pe->blocked_on && pe->blocked_on->value < pe->blocked_value) {
+            if (!waiting)
+                fprintf(out, "mprof: hang: no PE can make progress; waiting fibers:\n");
+            waiting = true;
+            fprintf(out,
+                    "  PE %d: pe_main blocked in mp_block_until on counter %p for value %" PRIu64
+                    ", counter is %" PRIu64 "\n",
+                    pe->id, (void *)pe->blocked_on, pe->blocked_value, pe->blocked_on->value);
+        }
+        for (int k = 0; k + MP_SCHED_PREEMPT + 1 < pe->nsched; k++)
+            if (pe->custom[k].held) {
+                if (!waiting)
+                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers:\n");
+                waiting = true;
+                fprintf(out, "  PE %d: %" PRIu64 " enabled fibers held by scheduler %s (id %d)\n",
+                        pe->id, pe->custom[k].held,
+                        pe->custom[k].ops.name ? pe->custom[k].ops.name : "(unnamed)",
+                        k + MP_SCHED_PREEMPT + 1);
+            }
+    }
+    return waiting;
+}

@@ -1,0 +1,296 @@
+/*
+ * mpr.h -- internal declarations shared by the runtime's source files.
+ *
+ * Everything here is PE-local unless marked otherwise: a PE's fibers, counters, queues and
+ * statistics are only touched by the thread that runs that PE, so none of them need atomics.
+ * The only shared state is the machine layer (message queues, termination word).
+ */
+#ifndef MPR_H
+#define MPR_H
+
+#include "mp.h"
+#include "rts_perf.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MPR_MAX_SCHED 16
+#define MPR_MAX_ACCESS 64
+#define MPR_PREEMPT_DEPTH 16 /* deeper preemptive enables are deferred to the urgent queue */
+
+#if defined(__GNUC__)
+#define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MPR_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MPR_COLD __attribute__((cold, noinline))
+#else
+#define MPR_LIKELY(x) (x)
+#define MPR_UNLIKELY(x) (x)
+#define MPR_COLD
+#endif
+
+/* ---------------------------------------------------------------------------------- */
+/* Fibers                                                                               */
+
+typedef enum {
+    MPR_FIBER_FREE = 0,
+    MPR_FIBER_CREATED,
+    MPR_FIBER_ENABLED,
+    MPR_FIBER_EXECUTING
+} mpr_fiber_state;
+
+/* Two storage classes keep the slab simple: most fibers carry a few words. */
+#define MPR_FIBER_SMALL_ARGS 64
+typedef enum { MPR_SLOT_SMALL = 0, MPR_SLOT_LARGE = 1 } mpr_slot_class;
+
+struct mpr_fiber {
+    struct mpr_fiber *next;  /* scheduler queue, free list, or counter wait list */
+    mp_fiber_fn fn;
+    uint64_t idle_at_create; /* C_total (idle ns) when the fiber was created */
+    struct mpr_counter *waiting_on;
+    uint64_t wait_value;
+    uint32_t args_size;
+    int16_t sched;
+    uint16_t enabler;        /* access category of the fiber (or sender) that enabled it */
+    uint16_t creator;        /* access category of the creating fiber, for diagnosis */
+    uint16_t pe;
+    uint8_t state;
+    uint8_t slot;
+    uint8_t reused;          /* storage handed to a continuation */
+    uint8_t pad_[5];
+    _Alignas(16) unsigned char args[];
+};
+typedef struct mpr_fiber mpr_fiber;
+
+/* ---------------------------------------------------------------------------------- */
+/* Counters                                                                             */
+
+struct mpr_counter {
+    uint64_t value;
+    mpr_fiber *waiters;                 /* fibers waiting for value >= their wait_value */
+    struct mpr_counter *prev, *next;    /* PE's list of live counters, for hang diagnosis */
+    uint16_t pe;
+};
+typedef struct mpr_counter mpr_counter;
+
+/* ---------------------------------------------------------------------------------- */
+/* Schedulers                                                                           */
+
+typedef struct {
+    mpr_fiber *head, *tail;
+} mpr_queue;
+
+typedef struct {
+    mp_sched_ops ops;
+    void *state;
+    uint64_t held; /* fibers deposited and not yet selected */
+} mpr_custom_sched;
+
+/* ---------------------------------------------------------------------------------- */
+/* Messages: a physical message carries records, each a fiber to create on arrival and
+ * optionally a payload copied to a destination address first (bulk transfers).          */
+
+typedef struct {
+    uint32_t total;        /* record size including header, args and payload, 16-aligned */
+    uint32_t args_size;
+    uint64_t payload_size;
+    void *payload_dst;
+    uintptr_t fn;          /* offset from a reference symbol, so it survives ASLR (MPI) */
+    int16_t sched;
+    uint16_t access;       /* category of the invoking fiber: the enabler on arrival */
+    uint32_t pad_;
+} mpr_record;
+
+typedef enum { MPR_BUF_POOLED = 0, MPR_BUF_OWNED = 1 } mpr_buf_kind;
+
+typedef struct mpr_msgbuf {
+    struct mpr_msgbuf *next; /* inbox / free list link */
+    int src;
+    int dst;
+    uint32_t kind;
+    size_t len;
+    size_t cap;
+    _Alignas(16) unsigned char data[];
+} mpr_msgbuf;
+
+/* Per-destination aggregation state. */
+typedef struct {
+    mpr_msgbuf *buf;
+} mpr_agg;
+
+/* ---------------------------------------------------------------------------------- */
+/* Distributed objects                                                                  */
+
+typedef struct {
+    void *partition;
+    /* global operation (barrier / reduction) in progress on this PE */
+    mpr_counter *gop_done;
+    double *gop_out;
+    bool gop_busy;
+    /* root side: arrivals of the current round */
+    int gop_arrived;
+    double gop_acc;
+    int gop_op;
+} mpr_obj;
+
+/* ---------------------------------------------------------------------------------- */
+/* Latency accounting (seed 003 section 4.5.3), per (access, enabler) pair               */
+
+typedef struct {
+    uint64_t count;
+    uint64_t observed_ns;
+    uint64_t critical_ns;
+} mpr_latency;
+
+/* ---------------------------------------------------------------------------------- */
+/* Statistics records created by generated hooks                                       */
+
+typedef struct mpr_stats_rec {
+    struct mpr_stats_rec *next;
+    const mp_stat_module *module;
+    uint64_t object_id;
+    _Alignas(16) uint64_t slots[];
+} mpr_stats_rec;
+
+/* ---------------------------------------------------------------------------------- */
+/* The PE                                                                               */
+
+typedef struct mpr_pe {
+    int id;
+    int npes;
+
+    /* scheduling */
+    mpr_fiber *current;
+    mpr_queue urgent;
+    mpr_queue fifo;
+    mpr_custom_sched custom[MPR_MAX_SCHED];
+    int nsched;        /* ids in use: built-ins plus custom */
+    int rr;            /* round-robin position among FIFO and custom schedulers */
+    int preempt_depth;
+    unsigned until_flush; /* fibers left before the next forced flush / poll */
+    uint64_t enabled_count; /* enabled fibers not yet dispatched (all schedulers) */
+
+    /* fiber storage */
+    mpr_fiber *free_slots[2];
+    void *slabs;          /* list of slab chunks, freed at exit */
+    uint64_t live_fibers;
+
+    /* counters */
+    mpr_counter *counters;   /* live counters (for diagnosis) */
+    mpr_counter *free_counters;
+
+    /* idle and latency accounting */
+    uint64_t c_total;        /* idle ns so far */
+    uint64_t c_charged;      /* idle ns already charged on the critical path */
+    uint16_t cur_access;     /* declared category of the executing fiber */
+    uint16_t cur_enabler;
+    uint64_t cur_observed;
+    uint64_t cur_critical;
+    mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS];
+
+    /* communication */
+    mpr_agg *agg;            /* per destination */
+    mpr_msgbuf *free_small;  /* pooled buffers of MPR_SMALL_CAP */
+    mpr_msgbuf *free_agg;    /* pooled buffers of the aggregation capacity */
+    size_t agg_cap;
+    _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */
+
+    /* objects */
+    mpr_obj *objs;
+    uint32_t nobjs_cap;
+    uint32_t next_dynamic_obj;
+
+    /* statistics */
+    rts_stats_t *rts;
+    mpr_stats_rec *records;
+
+    /* time */
+    double t_start;
+    double t_end;
+
+    /* machine layer (shm): inbox and sleeping */
+    _Atomic(mpr_msgbuf *) inbox;
+    _Atomic(uint32_t) wake_seq;
+    _Atomic(int) sleeping;
+    double idle_since;
+    bool in_main;   /* running pe_main (outside fibers) */
+    mpr_counter *blocked_on; /* mp_block_until in progress */
+    uint64_t blocked_value;
+} mpr_pe;
+
+extern _Thread_local mpr_pe *mpr_self_pe;
+
+/* global run state (shared, read-mostly) */
+typedef struct {
+    mp_config cfg;
+    mpr_pe **pes;
+    int npes;
+    mp_pe_main_fn pe_main;
+    int argc;
+    char **argv;
+    _Atomic(uint64_t) activity; /* active PEs << 32 | physical messages in flight */
+    _Atomic(int) done;
+    _Atomic(int) hang;          /* 1: quiescent with waiters, 2: idle timeout */
+    double t_start;
+    char started_at[32];
+} mpr_run;
+
+extern mpr_run mpr_g;
+
+static inline mpr_pe *mpr_pe_self(void) { return mpr_self_pe; }
+
+/* error.c */
+mp_err mpr_misuse(mp_err code, const char *fmt, ...) MPR_COLD;
+void mpr_fatal(const char *fmt, ...) MPR_COLD __attribute__((noreturn));
+
+/* fiber.c */
+mpr_fiber *mpr_fiber_new(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
+                         mp_sched_t sched, uint16_t creator);
+void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f);
+void mpr_fiber_slabs_free(mpr_pe *pe);
+const char *mpr_fn_name(mp_fiber_fn fn, char *buf, size_t len);
+
+/* sched.c */
+void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler);
+bool mpr_dispatch_one(mpr_pe *pe);
+void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
+void mpr_sched_init(mpr_pe *pe);
+
+/* counter.c */
+void mpr_counters_free(mpr_pe *pe);
+
+/* comm.c */
+void mpr_comm_init(mpr_pe *pe);
+void mpr_comm_fini(mpr_pe *pe);
+mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
+                       mp_sched_t sched, const void *payload, size_t payload_size,
+                       void *payload_dst);
+bool mpr_poll(mpr_pe *pe);
+void mpr_flush_all(mpr_pe *pe);
+uintptr_t mpr_fn_encode(mp_fiber_fn fn);
+mp_fiber_fn mpr_fn_decode(uintptr_t off);
+
+/* object.c */
+void mpr_objs_init(mpr_pe *pe);
+void mpr_objs_fini(mpr_pe *pe);
+mpr_obj *mpr_obj_get(mpr_pe *pe, mp_obj_t id);
+
+/* stats.c */
+const char *mpr_access_name(int id);
+int mpr_access_count(void);
+void mpr_stats_init(mpr_pe *pe);
+void mpr_stats_fini(mpr_pe *pe);
+void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), void *ctx);
+
+/* profile.c */
+int mpr_profile_write(const char *path);
+
+/* hang.c */
+bool mpr_hang_report(FILE *out);
+
+/* shm machine layer (machine.h) */
+#include "machine.h"
+
+#endif /* MPR_H */

@@ -1,0 +1,156 @@
+/*
+ * pe.c -- start-up, settings, the life of a PE, and the end of a run (quiescence, hang
+ * diagnosis, run profile).
+ */
+#define _GNU_SOURCE
+#include "mpr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+_Thread_local mpr_pe *mpr_self_pe;
+mpr_run mpr_g;
+
+static double env_double(const char *name, double dflt, double min)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || v < min) {
+        fprintf(stderr, "mprof: ignoring %s=%s (expected a number >= %g)\n", name, s, min);
+        return dflt;
+    }
+    return v;
+}
+
+void mp_config_init(mp_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->npes = (int)env_double("MPROF_PES", 1, 1);
+    cfg->agg_bytes = (size_t)env_double("MPROF_AGG_BYTES", 4096, 0);
+    cfg->flush_fibers = (unsigned)env_double("MPROF_FLUSH_FIBERS", 64, 1);
+    cfg->small_bytes = (size_t)env_double("MPROF_SMALL_BYTES", 0, 0);
+    cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0);
+    cfg->spin = (unsigned)env_double("MPROF_SPIN", 2000, 0);
+    const char *out = getenv("MPROF_OUT");
+    cfg->profile_path = out && *out ? out : NULL;
+}
+
+double mp_wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int mp_mype(void)
+{
+    mpr_pe *pe = mpr_pe_self();
+    return pe ? pe->id : -1;
+}
+
+int mp_npes(void) { return mpr_g.npes; }
+
+static mpr_pe *pe_new(int id, int npes)
+{
+    mpr_pe *pe = aligned_alloc(64, (sizeof(mpr_pe) + 63) & ~(size_t)63);
+    if (!pe)
+        mpr_fatal("out of memory allocating PE %d", id);
+    memset(pe, 0, sizeof *pe);
+    pe->id = id;
+    pe->npes = npes;
+    atomic_init(&pe->inbox, NULL);
+    atomic_init(&pe->wake_seq, 0);
+    atomic_init(&pe->sleeping, 0);
+    return pe;
+}
+
+/* Run on each PE by the machine layer. */
+void mpr_pe_run(mpr_pe *pe)
+{
+    mpr_self_pe = pe;
+    pe->t_start = mp_wtime();
+    mpr_sched_init(pe);
+    mpr_comm_init(pe);
+    mpr_objs_init(pe);
+    mpr_stats_init(pe);
+    pe->in_main = true;
+    mpr_g.pe_main(mpr_g.argc, mpr_g.argv);
+    pe->in_main = false;
+    mpr_schedule_loop(pe, NULL, 0);
+    pe->t_end = mp_wtime();
+}
+
+static void pe_free(mpr_pe *pe)
+{
+    mpr_comm_fini(pe);
+    mpr_objs_fini(pe);
+    mpr_fiber_slabs_free(pe);
+    mpr_counters_free(pe);
+    mpr_stats_fini(pe);
+    free(pe);
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : (path ? path : "program");
+}
+
+int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
+{
+    if (mpr_pe_self())
+        return mpr_misuse(MP_ERR_IN_FIBER, "mp_main called from inside a running PE");
+    if (!cfg || !pe_main || cfg->npes < 1 || cfg->npes > 4096)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main needs a config with 1..4096 PEs and an "
+                                              "entry function");
+    memset(&mpr_g, 0, sizeof mpr_g);
+    mpr_g.cfg = *cfg;
+    if (!mpr_g.cfg.program)
+        mpr_g.cfg.program = basename_of(argc > 0 ? argv[0] : NULL);
+    if (mpr_g.cfg.flush_fibers == 0)
+        mpr_g.cfg.flush_fibers = 1;
+    mpr_g.npes = cfg->npes;
+    mpr_g.pe_main = pe_main;
+    mpr_g.argc = argc;
+    mpr_g.argv = argv;
+    mpr_g.t_start = mp_wtime();
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(mpr_g.started_at, sizeof mpr_g.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    atomic_init(&mpr_g.activity, (uint64_t)cfg->npes << 32);
+    atomic_init(&mpr_g.done, 0);
+    atomic_init(&mpr_g.hang, 0);
+    mpr_g.pes = calloc((size_t)cfg->npes, sizeof *mpr_g.pes);
+    if (!mpr_g.pes)
+        mpr_fatal("out of memory");
+    for (int i = 0; i < cfg->npes; i++)
+        mpr_g.pes[i] = pe_new(i, cfg->npes);
+
+    if (mpr_machine_run() != 0)
+        return mpr_misuse(MP_ERR_BACKEND, "the machine layer failed to start the PEs");
+
+    int rc = 0;
+    if (mpr_hang_report(stderr)) {
+        rc = 2;
+        if (atomic_load(&mpr_g.hang) == 2)
+            fprintf(stderr, "mprof: hang: whole machine idle for more than %g s "
+                            "(MPROF_IDLE_TIMEOUT)\n", mpr_g.cfg.idle_timeout_s);
+    } else if (atomic_load(&mpr_g.hang) == 2) {
+        fprintf(stderr, "mprof: hang: whole machine idle for more than %g s with messages "
+                        "in flight\n", mpr_g.cfg.idle_timeout_s);
+        rc = 2;
+    }
+    if (mpr_g.cfg.profile_path && mpr_profile_write(mpr_g.cfg.profile_path) != 0 && rc == 0)
+        rc = 1;
+    for (int i = 0; i < cfg->npes; i++)
+        pe_free(mpr_g.pes[i]);
+    free(mpr_g.pes);
+    mpr_g.pes = NULL;
+    return rc;
+}

@@ -1,0 +1,188 @@
+/*
+ * profile.c -- writes the run profile (docs/run-profile.md) after the PEs have stopped.
+ */
+#define _GNU_SOURCE
+#include "mpr.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SCHEMA_VERSION 1
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *v = strchr(line, ':');
+            if (v) {
+                v++;
+                while (*v == ' ')
+                    v++;
+                v[strcspn(v, "\n")] = 0;
+                snprintf(buf, len, "%s", v);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+typedef struct {
+    FILE *f;
+    int first;
+} param_ctx;
+
+static void put_param(const char *name, double value, void *p)
+{
+    param_ctx *c = p;
+    fprintf(c->f, "%s", c->first ? "" : ", ");
+    json_string(c->f, name);
+    fprintf(c->f, ": %.17g", value);
+    c->first = 0;
+}
+
+static void put_stat(FILE *f, const mp_stat_field *field, uint64_t slot)
+{
+    json_string(f, field->name);
+    switch (field->type) {
+    case MP_STAT_I64: fprintf(f, ": %" PRId64, (int64_t)slot); break;
+    case MP_STAT_F64: {
+        double d;
+        memcpy(&d, &slot, sizeof d);
+        fprintf(f, ": %.17g", d);
+        break;
+    }
+    default: fprintf(f, ": %" PRIu64, slot);
+    }
+}
+
+static void put_pe(FILE *f, mpr_pe *pe)
+{
+    fprintf(f, "    {\"pe\": %d, \"elapsed_s\": %.9f, \"idle_s\": %.9f,\n", pe->id,
+            pe->t_end - pe->t_start, (double)pe->c_total * 1e-9);
+    fprintf(f, "     \"objects\": [");
+    int first = 1;
+    for (mpr_stats_rec *r = pe->records; r; r = r->next) {
+        fprintf(f, "%s\n       {\"id\": %" PRIu64 ", \"module\": ", first ? "" : ",",
+                r->object_id);
+        json_string(f, r->module->module);
+        fprintf(f, ", \"stats\": {");
+        for (unsigned i = 0; i < r->module->nfields; i++) {
+            if (i)
+                fprintf(f, ", ");
+            put_stat(f, &r->module->fields[i], r->slots[i]);
+        }
+        fprintf(f, "}}");
+        first = 0;
+    }
+    fprintf(f, "],\n     \"latency\": [");
+    first = 1;
+    int n = mpr_access_count();
+    for (int a = 0; a < n; a++)
+        for (int e = 0; e < n; e++) {
+            mpr_latency *l = &pe->latency[a][e];
+            if (!l->count)
+                continue;
+            fprintf(f, "%s\n       {\"access\": ", first ? "" : ",");
+            json_string(f, mpr_access_name(a));
+            fprintf(f, ", \"enabler\": ");
+            json_string(f, mpr_access_name(e));
+            fprintf(f, ", \"count\": %" PRIu64 ", \"observed_s\": %.9f, \"critical_s\": %.9f}",
+                    l->count, l->observed_ns * 1e-9, l->critical_ns * 1e-9);
+            first = 0;
+        }
+    fprintf(f, "]}");
+}
+
+int mpr_profile_write(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "mprof: cannot write the run profile to %s\n", path);
+        return -1;
+    }
+    char host[256] = "unknown", cpu[256];
+    gethostname(host, sizeof host - 1);
+    cpu_model(cpu, sizeof cpu);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char cores_s[32];
+    snprintf(cores_s, sizeof cores_s, "%ld", cores);
+    uint64_t fp = fnv1a(fnv1a(fnv1a(1469598103934665603ull, host), cpu), cores_s);
+
+    const mp_config *cfg = &mpr_g.cfg;
+    fprintf(f, "{\n  \"schema\": \"mprof.run-profile\",\n  \"schema_version\": %d,\n",
+            SCHEMA_VERSION);
+    fprintf(f, "  \"program\": ");
+    json_string(f, cfg->program);
+    fprintf(f, ",\n  \"argv\": [");
+    for (int i = 0; i < mpr_g.argc; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_string(f, mpr_g.argv[i]);
+    }
+    fprintf(f, "],\n  \"backend\": \"shm\",\n  \"npes\": %d,\n  \"started_at\": \"%s\",\n",
+            mpr_g.npes, mpr_g.started_at);
+    double elapsed = 0;
+    for (int i = 0; i < mpr_g.npes; i++)
+        if (mpr_g.pes[i]->t_end - mpr_g.t_start > elapsed)
+            elapsed = mpr_g.pes[i]->t_end - mpr_g.t_start;
+    fprintf(f, "  \"elapsed_s\": %.9f,\n  \"machine\": {\"hostname\": ", elapsed);
+    json_string(f, host);
+    fprintf(f, ", \"cpu\": ");
+    json_string(f, cpu);
+    fprintf(f, ", \"cores\": %ld, \"fingerprint\": \"%016" PRIx64 "\"},\n", cores, fp);
+    fprintf(f,
+            "  \"settings\": {\"agg_bytes\": %zu, \"flush_fibers\": %u, \"small_bytes\": %zu, "
+            "\"spin\": %u},\n",
+            cfg->agg_bytes, cfg->flush_fibers, cfg->small_bytes, cfg->spin);
+    fprintf(f, "  \"params\": {");
+    param_ctx pc = {f, 1};
+    mpr_params_for_each(put_param, &pc);
+    fprintf(f, "},\n  \"accesses\": [");
+    for (int a = 0; a < mpr_access_count(); a++) {
+        fprintf(f, "%s", a ? ", " : "");
+        json_string(f, mpr_access_name(a));
+    }
+    fprintf(f, "],\n  \"pes\": [\n");
+    for (int i = 0; i < mpr_g.npes; i++) {
+        put_pe(f, mpr_g.pes[i]);
+        fprintf(f, "%s\n", i + 1 < mpr_g.npes ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        fprintf(stderr, "mprof: error writing the run profile to %s\n", path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,170 @@
+/*
+ * snapshot.c -- the snapshot data structure (seed 003 section 3.4.2).
+ *
+ * Each PE's partition counts the mutators that executed on it and, through a counter, those
+ * that completed (a completion is reported to the PE where the mutator executed, so every PE
+ * can wait for its own share).  Freezing is collective: every PE stops admitting mutators,
+ * a barrier makes sure all have stopped, then each waits until its started mutators have
+ * completed.  Suspended mutators wait on the `thaw` counter, which unfreeze increments.
+ */
+#include "mpr.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    mp_obj_t id;
+    bool frozen;
+    uint64_t started;
+    mpr_counter *completed;
+    mpr_counter *thaw;
+    mpr_counter *phase; /* internal: barriers of freeze and sync */
+    uint64_t phase_target;
+} snapshot;
+
+typedef struct {
+    mp_obj_t id;
+    mpr_counter *done;
+    mpr_counter *scratch; /* sync: the counter of its freeze phase, freed when passed */
+} step_args;
+
+static snapshot *local(mp_snapshot_t s)
+{
+    snapshot *p = mp_obj_local(s);
+    if (!p)
+        mpr_fatal("snapshot object %u does not exist on this PE", s);
+    return p;
+}
+
+mp_err mp_snapshot_new(mp_snapshot_t *out)
+{
+    if (!out || !mpr_pe_self())
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_snapshot_new needs a running PE and a handle");
+    snapshot *s = calloc(1, sizeof *s);
+    if (!s)
+        return MP_ERR_NO_MEMORY;
+    s->completed = mp_counter_new(0);
+    s->thaw = mp_counter_new(0);
+    s->phase = mp_counter_new(0);
+    mp_err e = mp_obj_create(s, &s->id);
+    if (e)
+        return e;
+    *out = s->id;
+    return MP_SUCCESS;
+}
+
+mp_status mp_snapshot_query(mp_snapshot_t h) { return local(h)->frozen ? MP_WAIT : MP_OK; }
+
+void mp_snapshot_execute(mp_snapshot_t h)
+{
+    snapshot *s = local(h);
+    if (s->frozen)
+        mpr_misuse(MP_ERR_BAD_STATE, "snapshot %u: execute while frozen (query first)", h);
+    s->started++;
+}
+
+static void remote_complete(void *p)
+{
+    mp_obj_t *id = p;
+    mp_access_declare(mpr_pe_self()->cur_enabler);
+    mp_counter_add(local(*id)->completed, 1);
+}
+
+void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (executing_pe == pe->id)
+        mp_counter_add(local(h)->completed, 1);
+    else
+        mpr_send_record(pe, executing_pe, remote_complete, &h, sizeof h, MP_SCHED_URGENT, NULL, 0,
+                        NULL);
+}
+
+mp_err mp_snapshot_suspend(mp_snapshot_t h, mp_fiber_t continuation)
+{
+    snapshot *s = local(h);
+    return mp_counter_wait(s->thaw, mp_counter_value(s->thaw) + 1, continuation);
+}
+
+/* Runs `fn(args)` once the phase counter reaches its next target (after a barrier). */
+static void after_barrier(snapshot *s, mp_fiber_fn fn, step_args a)
+{
+    s->phase_target++;
+    mp_fiber_t f = mp_fiber_create(fn, &a, sizeof a, MP_SCHED_URGENT);
+    mp_counter_wait(s->phase, s->phase_target, f);
+    mp_obj_barrier(s->id, s->phase);
+}
+
+static void freeze_drained(void *p)
+{
+    step_args *a = p;
+    mp_counter_add(a->done, 1);
+}
+
+static void freeze_all_frozen(void *p)
+{
+    step_args *a = p;
+    snapshot *s = local(a->id);
+    /* No PE admits mutators any more, so `started` is final: wait for our completions. */
+    mp_fiber_t f = mp_fiber_create(freeze_drained, a, sizeof *a, MP_SCHED_URGENT);
+    mp_counter_wait(s->completed, s->started, f);
+}
+
+mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
+{
+    snapshot *s = local(h);
+    if (!done || s->frozen) {
+        mpr_misuse(done ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG,
+                   "snapshot %u: freeze %s", h, done ? "while already frozen" : "without a counter");
+        return MP_FAIL;
+    }
+    s->frozen = true;
+    after_barrier(s, freeze_all_frozen, (step_args){h, done, NULL});
+    return MP_WAIT;
+}
+
+void mp_snapshot_unfreeze(mp_snapshot_t h)
+{
+    snapshot *s = local(h);
+    s->frozen = false;
+    mp_counter_add(s->thaw, 1);
+}
+
+static void sync_done(void *p)
+{
+    step_args *a = p;
+    mp_snapshot_unfreeze(a->id);
+    mp_counter_add(a->done, 1);
+}
+
+static void sync_frozen(void *p)
+{
+    step_args *a = p;
+    mp_counter_free(a->scratch);
+    /* Every PE must have drained its share before anyone unfreezes. */
+    after_barrier(local(a->id), sync_done, (step_args){a->id, a->done, NULL});
+}
+
+static void sync_start(void *p)
+{
+    step_args *a = p;
+    snapshot *s = local(a->id);
+    mpr_counter *mine = mp_counter_new(0);
+    step_args next = {a->id, a->done, mine};
+    mp_fiber_t f = mp_fiber_create(sync_frozen, &next, sizeof next, MP_SCHED_URGENT);
+    mp_counter_wait(mine, 1, f);
+    s->frozen = true;
+    after_barrier(s, freeze_all_frozen, (step_args){a->id, mine, NULL});
+}
+
+mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
+{
+    snapshot *s = local(h);
+    if (!done || s->frozen) {
+        mpr_misuse(MP_ERR_BAD_STATE, "snapshot %u: sync %s", h,
+                   done ? "while frozen" : "without a counter");
+        return MP_FAIL;
+    }
+    step_args a = {h, done, NULL};
+    sync_start(&a);
+    return MP_WAIT;
+}

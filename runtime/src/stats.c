@@ -1,0 +1,121 @@
+/*
+ * stats.c -- statistics records of instrumented modules, the access-category registry and
+ * program parameters.  Records are PE-local; the registry and the parameters are
+ * process-wide and guarded by a mutex (they change rarely, outside the hot path).
+ */
+#define _GNU_SOURCE
+#include "mpr.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *access_names[MPR_MAX_ACCESS] = {"unclassified"};
+static int naccess = 1;
+
+typedef struct param {
+    struct param *next;
+    char *name;
+    double value;
+} param;
+static param *params;
+
+int mp_access_register(const char *module, const char *name)
+{
+    if (!module || !name)
+        return -1;
+    char full[256];
+    snprintf(full, sizeof full, "%s:%s", module, name);
+    pthread_mutex_lock(&registry_lock);
+    int id = -1;
+    for (int i = 1; i < naccess; i++)
+        if (strcmp(access_names[i], full) == 0)
+            id = i;
+    if (id < 0 && naccess < MPR_MAX_ACCESS) {
+        id = naccess;
+        access_names[id] = strdup(full);
+        naccess++;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (id < 0)
+        mpr_misuse(MP_ERR_LIMIT, "more than %d access categories", MPR_MAX_ACCESS - 1);
+    return id;
+}
+
+void mp_access_declare(int id)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (MPR_UNLIKELY(!pe || id < 0 || id >= MPR_MAX_ACCESS)) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "declaring unknown access category %d", id);
+        return;
+    }
+    pe->cur_access = (uint16_t)id;
+}
+
+const char *mpr_access_name(int id) { return access_names[id]; }
+int mpr_access_count(void) { return naccess; }
+
+void mp_param(const char *name, double value)
+{
+    if (!name)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    param *p;
+    for (p = params; p; p = p->next)
+        if (strcmp(p->name, name) == 0)
+            break;
+    if (!p && (p = calloc(1, sizeof *p))) {
+        p->name = strdup(name);
+        p->next = params;
+        params = p;
+    }
+    if (p)
+        p->value = value;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (param *p = params; p; p = p->next)
+        fn(p->name, p->value, ctx);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe || !module || !module->module) {
+        mpr_misuse(MP_ERR_BAD_STATE, "statistics record created outside a running PE");
+        return NULL;
+    }
+    mpr_stats_rec *r = calloc(1, sizeof *r + module->nfields * sizeof(uint64_t));
+    if (!r)
+        mpr_fatal("out of memory allocating statistics");
+    r->module = module;
+    r->object_id = object_id;
+    /* Keep creation order so profiles list the runtime (object 0) first. */
+    mpr_stats_rec **tail = &pe->records;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = r;
+    return r->slots;
+}
+
+void mpr_stats_init(mpr_pe *pe)
+{
+    pe->rts = rts_stats_create(MP_OBJ_RTS);
+    RTS_SET(pe->rts, P, 1);
+}
+
+void mpr_stats_fini(mpr_pe *pe)
+{
+    for (mpr_stats_rec *r = pe->records, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    pe->records = NULL;
+    pe->rts = NULL;
+}
