@@ -1,0 +1,136 @@
+"""`mprof iface check|compile|show`: the command-line face of the interface language."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import MprofError
+from . import load_interface
+from .codegen import check_module_names, write
+from .formatter import format_interface
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "iface",
+        help="performance interfaces: check, compile to C hooks, show",
+        description="Check performance interfaces (*.perf), generate their C statistic "
+        "hooks, or show what they declare.",
+    )
+    sub = parser.add_subparsers(dest="iface_command", metavar="ACTION")
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+    p = sub.add_parser("check", help="check interfaces and report every file's problems")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser(
+        "compile", help="generate <module>_perf.h and <module>_perf.c for each interface"
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument(
+        "-o", "--output", metavar="DIR", default=".", help="output directory (default: .)"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="do not list written files")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("show", help="show an interface's statistics, terms and categories")
+    p.add_argument("file", metavar="FILE")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument(
+        "--source", action="store_true", help="print the interface as canonical .perf text"
+    )
+    fmt.add_argument("--json", action="store_true", help="print the model as JSON")
+    p.set_defaults(func=cmd_show)
+
+
+def _usage(parser) -> int:
+    parser.print_help()
+    return 0
+
+
+def cmd_check(args) -> int:
+    # Every file is checked, so one run reports the problems of all of them.
+    failed = 0
+    for path in args.files:
+        try:
+            iface = load_interface(path)
+        except MprofError as exc:
+            print(exc, file=sys.stderr)
+            failed += 1
+            continue
+        print(
+            f"{path}: interface {iface.name}: {len(iface.statistics)} statistics, "
+            f"{len(iface.terms)} terms, {len(iface.categories)} categories, "
+            f"{len(iface.accesses)} accesses"
+        )
+    return 1 if failed else 0
+
+
+def cmd_compile(args) -> int:
+    ifaces = [load_interface(path) for path in args.files]
+    check_module_names(ifaces)
+    for iface in ifaces:
+        for path in write(iface, args.output):
+            if not args.quiet:
+                print(path)
+    return 0
+
+
+def cmd_show(args) -> int:
+    iface = load_interface(args.file)
+    if args.source:
+        sys.stdout.write(format_interface(iface))
+        return 0
+    if args.json:
+        import json
+
+        print(json.dumps(iface.to_dict(), indent=2))
+        return 0
+    _show_tables(iface)
+    return 0
+
+
+def _show_tables(iface) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    class Table(Table):  # noqa: F811 -- cells are plain text: descriptions may hold "[x]"
+        def add_row(self, *cells):
+            super().add_row(*(Text(str(c)) for c in cells))
+
+    console = Console(highlight=False)
+    head = Text(f"interface {iface.name}", style="bold")
+    head.append(f" -- {iface.description}  ({iface.path})")
+    console.print(head)
+
+    table = Table(title="statistics", title_justify="left")
+    for col in ("statistic", "type", "description"):
+        table.add_column(col)
+    for s in iface.statistics:
+        table.add_row(s.name, s.type, s.description)
+    console.print(table)
+
+    table = Table(title="terms", title_justify="left")
+    for col in ("parameter", "definition", "category", "description"):
+        table.add_column(col)
+    for t in iface.terms:
+        definition = "(statistic)" if t.is_statistic else t.expr.to_text()
+        table.add_row(f"{iface.name}:{t.name}", definition, t.category, t.description)
+    console.print(table)
+
+    table = Table(title="categories", title_justify="left")
+    for col in ("category", "terms", "description"):
+        table.add_column(col)
+    for c in iface.categories:
+        table.add_row(c.name, " ".join(c.terms), c.description)
+    console.print(table)
+
+    if iface.accesses:
+        table = Table(title="accesses", title_justify="left")
+        for col in ("access", "description"):
+            table.add_column(col)
+        for a in iface.accesses:
+            table.add_row(f"{iface.name}:{a.name}", a.description)
+        console.print(table)
