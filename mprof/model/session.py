@@ -199,6 +199,10 @@ class FitSession:
             test_samples = load_samples(self.test_databases, self.interfaces, self.granularity,
                                         self.select, warnings)
             test = make_design(test_samples, imported, ignored)
+            if test.n == 0:
+                warnings.append("the test databases give no samples (Select excludes them?); "
+                                "no test MRE")
+                test = None
         options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
         result = solve(design, options, test)
         warnings.extend(diagnostics(result))

@@ -1,0 +1,163 @@
+"""Modeling scripts end to end: Tcl directives, imports, ignores, model files, errors."""
+
+import json
+
+import numpy as np
+import pytest
+from model_helpers import GRAPH_PERF, PIPE_PERF, TRUTH, build_db, write_script
+
+from mprof.cli import main
+from mprof.errors import MprofError
+from mprof.model import load_model
+from mprof.model.script import ModelingScript, ScriptError
+
+BASE = """
+FitDatabase fit.db
+TestDatabase test.db
+Interface @PIPE@
+Interface @GRAPH@
+IgnoreTerm pipe P
+"""
+
+
+def run_script(tmp_path, text, **kw):
+    outcomes = []
+    script = ModelingScript(write_script(tmp_path, text), on_fit=outcomes.append,
+                            warn=kw.get("warn", lambda w: None))
+    script.run()
+    return outcomes
+
+
+def test_recovers_truth_and_reports(tmp_path, pipe_dbs):
+    (outcome,) = run_script(tmp_path, BASE)
+    r = outcome.result
+    assert r.names == ["pipe:Comp", "graph:P", "graph:Op", "graph:Data"]
+    for name, truth in TRUTH.items():
+        value, half = r.parameter(name)
+        assert abs(value - truth) <= max(3 * half, 1e-12), name
+    assert r.rank == 4 and not r.null_groups
+    assert r.n_samples == 8 * 2 + 8 * 4 and r.n_test == 6 * 3
+    assert r.test_mre is not None and r.test_mre < 5
+
+
+def test_paper_colon_spelling_loops_and_variables(tmp_path, pipe_dbs):
+    text = """
+    set dbs {fit.db}
+    foreach db $dbs { FitDatabase: $db }
+    TestDatabase: "test.db"
+    Interface: @PIPE@ @GRAPH@
+    IgnoreTerm: pipe P
+    set results {}
+    foreach n {off on} {
+        Normalize $n
+        lappend results [dict get [Fit] rank]
+    }
+    if {$results ne {4 4}} { error "unexpected ranks $results" }
+    """
+    outcomes = run_script(tmp_path, text)
+    assert len(outcomes) == 2  # explicit Fit twice, no implicit fit at the end
+    assert outcomes[1].model.settings["normalize"] is True
+
+
+def test_rank_deficiency_names_start_up_terms(tmp_path, pipe_dbs):
+    warnings = []
+    (outcome,) = run_script(tmp_path, BASE.replace("IgnoreTerm pipe P", ""),
+                            warn=warnings.append)
+    r = outcome.result
+    assert r.rank == 4 and len(r.names) == 5
+    assert r.null_groups == [["pipe:P", "graph:P"]]
+    assert any("pipe:P, graph:P" in w for w in warnings)
+
+
+def test_import_parameter_moves_terms_to_rhs(tmp_path, pipe_dbs):
+    (first,) = run_script(tmp_path, BASE + "SaveModel first.json\n")
+    saved = load_model(tmp_path / "first.json")
+    assert saved.values["graph:Op"] == pytest.approx(first.result.parameter("graph:Op")[0])
+    # Re-fit pipe alone with graph's parameters imported: graph terms leave the unknowns and
+    # their contribution is subtracted from t, so pipe:Comp comes out the same.
+    text = BASE + 'ImportParameter: Graph "first.json" P Op Data\nSaveModel second.json\n'
+    (second,) = run_script(tmp_path, text)
+    assert second.result.names == ["pipe:Comp"]
+    comp_first = first.result.parameter("pipe:Comp")[0]
+    assert second.result.parameter("pipe:Comp")[0] == pytest.approx(comp_first, rel=1e-3)
+    model = load_model(tmp_path / "second.json")
+    assert model.imported["graph:Op"].endswith("first.json")
+    assert model.values["graph:Op"] == saved.values["graph:Op"]
+    assert model.fitted == ["pipe:Comp"] and model.ignored == ["pipe:P"]
+
+
+def test_ignore_term_drops_column(tmp_path, pipe_dbs):
+    (outcome,) = run_script(tmp_path, BASE + "IgnoreTerm graph Data\n")
+    assert "graph:Data" not in outcome.result.names
+    assert "graph:Data" in outcome.model.ignored
+
+
+def test_select_filters_runs(tmp_path, pipe_dbs):
+    (outcome,) = run_script(tmp_path, BASE + "Select {npes=4}\n")
+    assert outcome.result.n_samples == 8 * 4
+    (outcome,) = run_script(tmp_path, BASE + "Select npes=4 M=0\n")
+    runs = [r for r in range(16) if r % 2 == 1 and r % 3 == 0]  # odd runs have 4 PEs
+    assert outcome.result.n_samples == 4 * len(runs)
+
+
+def test_granularity_run_sums_pes(tmp_path, pipe_dbs):
+    (outcome,) = run_script(tmp_path, BASE + "Granularity run\n")
+    assert outcome.result.n_samples == 16
+
+
+def test_unknown_module_warns(tmp_path):
+    rng = np.random.default_rng(3)
+    build_db(tmp_path / "fit.db", rng, runs=8, extra_module=True)
+    warnings = []
+    text = "FitDatabase fit.db\nInterface @PIPE@ @GRAPH@\nIgnoreTerm pipe P\n"
+    run_script(tmp_path, text, warn=warnings.append)
+    assert any("unknownmod" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    "body, line, message",
+    [
+        ("FitDatabase fit.db\nset x 1\n\nFitDatabase nosuch.db\n", 4, "nosuch.db not found"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nIgnoreTerm pipe Nope\nFit\n", 4, "no term 'Nope'"),
+        ("set a 1\nproc f {} {\n  Cutoff abc\n}\nf\n", 5, "cut-off must be a number"),
+        ("FitDatabase fit.db\nif {1} {\n  ImportParameter rts\n}\n", 3, "usage: ImportParameter"),
+        ("set x [expr {1/0}]\n", 1, "divide by zero"),
+        ("Granularity thread\n", 1, "granularity must be"),
+    ],
+)
+def test_script_errors_name_the_line(tmp_path, pipe_dbs, body, line, message):
+    path = write_script(tmp_path, body)
+    with pytest.raises(ScriptError) as err:
+        ModelingScript(path, warn=lambda w: None).run()
+    assert err.value.line == line
+    assert message in str(err.value)
+    assert str(err.value).startswith(f"{path}:{line}:")
+
+
+def test_cli_fit_text_and_json(tmp_path, pipe_dbs, capsys):
+    path = write_script(tmp_path, BASE + "SaveModel out.json\n")
+    assert main(["fit", str(path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("Chi-square: ")
+    assert lines[1].startswith("Singular values: ")
+    assert lines[2].startswith("Sample MRE: ") and lines[2].endswith("%")
+    assert lines[3].startswith("Test MRE: ")
+    assert any(line.startswith("graph:Op: ") and " +- " in line for line in lines)
+    assert main(["fit", "--json", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "mprof.model" and "graph:Op" in data["parameters"]
+    assert main(["model", "show", str(tmp_path / "out.json")]) == 0
+    assert "COMP" in capsys.readouterr().out
+
+
+def test_cli_script_error_has_no_traceback(tmp_path, capsys):
+    path = write_script(tmp_path, "\n\nFitDatabase missing.db\n")
+    assert main(["fit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:3:" in err and "Traceback" not in err
+
+
+def test_no_fit_database_is_reported(tmp_path):
+    with pytest.raises(MprofError, match="no fit database"):
+        ModelingScript(write_script(tmp_path, "Normalize on\n")).run()
