@@ -39,9 +39,11 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
         raise MprofError(f"interface {info.path} changed since the model was fitted "
                          "(its statistics differ); refit before exporting")
 
+    upper = f"{prefix.upper()}_{_ident(module).upper()}"
+
     def render(ref) -> str:
         if ref.kind == STATISTIC:
-            return f"stats[{module.upper()}_STAT_{ref.name}]"
+            return f"stats[{upper}_STAT_{_ident(ref.name)}]"
         return f"v_{_ident(ref.name)}"
 
     categories = []
@@ -62,7 +64,7 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
     return {
         "name": module,
         "path": info.path,
-        "upper": f"{prefix.upper()}_{_ident(module).upper()}",
+        "upper": upper,
         "fn": f"{prefix}_{_ident(module)}",
         "statistics": [_ident(s.name) for s in iface.statistics],
         "categories": categories,

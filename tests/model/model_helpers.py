@@ -63,3 +63,12 @@ def write_script(tmp_path, text, name="model.tcl"):
     path.write_text(text.replace("@PIPE@", str(PIPE_PERF)).replace("@GRAPH@", str(GRAPH_PERF))
                     .replace("@RTS@", str(RTS_PERF)))
     return path
+
+
+BASE_SCRIPT = """
+FitDatabase fit.db
+TestDatabase test.db
+Interface @PIPE@
+Interface @GRAPH@
+IgnoreTerm pipe P
+"""

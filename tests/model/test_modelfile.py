@@ -1,0 +1,93 @@
+"""Model files, per-category costs with bands, and the C export."""
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from model_helpers import BASE_SCRIPT, write_script
+
+from mprof.cli import main
+from mprof.errors import MprofError
+from mprof.model import load_model
+from mprof.model.script import ModelingScript
+
+STATS = {
+    "pipe": {"P": 1, "T": 50, "N": 5, "M": 700},
+    "graph": {"P": 1, "EltSize": 100, "NOp": 900, "NBlock": 12, "NMsg": 40, "EnqSize": 9000,
+              "DeqSize": 8000},
+}
+
+
+@pytest.fixture
+def model_path(tmp_path, pipe_dbs):
+    ModelingScript(write_script(tmp_path, BASE_SCRIPT + "SaveModel m.json\n"),
+                   warn=lambda w: None).run()
+    return tmp_path / "m.json"
+
+
+def test_model_file_contents(model_path):
+    data = json.loads(model_path.read_text())
+    assert data["schema"] == "mprof.model" and data["version"] == 1
+    assert data["fitted"] == ["pipe:Comp", "graph:P", "graph:Op", "graph:Data"]
+    assert np.array(data["covariance"]).shape == (4, 4)
+    assert data["interfaces"]["graph"]["categories"] == {"STARTUP": ["P"], "OP": ["Op"],
+                                                         "DATA": ["Data"]}
+    assert data["quality"]["rank"] == 4 and data["quality"]["dof"] > 0
+    assert data["settings"]["granularity"] == "pe" and data["ignored"] == ["pipe:P"]
+
+
+def test_category_costs_and_bands(model_path):
+    model = load_model(model_path)
+    costs = model.category_costs("graph", STATS["graph"])
+    v = model.values
+    assert costs["OP"] == pytest.approx(v["graph:Op"] * (900 + 12 + 40))
+    assert costs["DATA"] == pytest.approx(v["graph:Data"] * 17000)
+    assert costs["STARTUP"] == pytest.approx(v["graph:P"])
+    assert model.category_costs("pipe", STATS["pipe"])["STARTUP"] == 0.0  # ignored term
+    bands = model.category_bands("graph", STATS["graph"])
+    i = model.fitted.index("graph:Op")
+    expected = np.sqrt(model.covariance[i, i]) * 952 * model.t_quantile()
+    assert bands["OP"][0] == pytest.approx(costs["OP"])
+    assert bands["OP"][1] == pytest.approx(expected)
+    assert bands["OP"][1] > 0
+
+
+def test_bad_model_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "other"}')
+    with pytest.raises(MprofError, match="not an mprof model"):
+        load_model(bad)
+    bad.write_text('{"schema": "mprof.model", "version": 9}')
+    with pytest.raises(MprofError, match="version 9"):
+        load_model(bad)
+    bad.write_text('{"schema": "mprof.model", "ver')
+    with pytest.raises(MprofError, match="not valid JSON"):
+        load_model(bad)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_export_c_matches_python(model_path, tmp_path):
+    out = tmp_path / "c"
+    assert main(["model", "export-c", str(model_path), "-o", str(out)]) == 0
+    model = load_model(model_path)
+    lines = ['#include <stdio.h>', '#include "mpm_model.h"', "int main(void) {"]
+    for module, stats in STATS.items():
+        names = model.interfaces[module].statistics
+        values = ", ".join(repr(float(stats.get(s, 0))) for s in names)
+        up = f"MPM_{module.upper()}"
+        lines += [f"  {{ double s[] = {{{values}}}; double out[{up}_NCATS];",
+                  f"    mpm_{module}_costs(s, out);",
+                  f"    for (int i = 0; i < {up}_NCATS; i++)",
+                  f'      printf("{module} %s %.17g\\n", mpm_{module}_category_names[i], out[i]); }}']
+    lines += ["  return 0;", "}"]
+    (out / "main.c").write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "costs"
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(out / "main.c"),
+                    str(out / "mpm_model.c"), "-lm"], check=True)
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    got = {(m, c): float(x) for m, c, x in (line.split() for line in printed.splitlines())}
+    for module, stats in STATS.items():
+        for cat, cost in model.category_costs(module, stats).items():
+            assert got[(module, cat)] == pytest.approx(cost, rel=1e-12, abs=1e-300)
