@@ -1,0 +1,131 @@
+"""Sweep specifications (TOML) for `mprof bench`.
+
+    program     = "build/benchmarks/micro/rt_workload"     # relative to `root`
+    command     = "{program} {npes} {fibers} {msgs} {bytes}"
+    database    = "rt-fit.db"                              # relative to `root`
+    root        = ".."            # optional; default: the folder holding the spec
+    npes        = [2, 4]
+    repetitions = 2               # optional, default 1
+    timeout_s   = 120             # optional per-run timeout, default 600
+
+    [params]                      # grid axes substituted into the command
+    fibers = [100, 400]
+
+    [env]                         # environment axes (values are strings)
+    MPROF_AGG_BYTES = ["0", "4096"]
+
+The command template sees {program}, {npes}, {python} (this Python), {rep} and every
+parameter; it is split like a shell command line but never run through a shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import MprofError
+
+DEFAULT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class Point:
+    program: str  # as written in the spec: the stable part of the identity
+    params: dict
+    npes: int
+    env: dict
+    repetition: int
+
+    @property
+    def key(self) -> str:
+        identity = json.dumps({"program": self.program, "params": self.params, "npes": self.npes,
+                               "env": self.env, "repetition": self.repetition},
+                              sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(identity.encode()).hexdigest()
+
+    def describe(self) -> str:
+        parts = [f"npes={self.npes}", *(f"{k}={v}" for k, v in self.params.items()),
+                 *(f"{k}={v}" for k, v in self.env.items()), f"rep={self.repetition}"]
+        return " ".join(parts)
+
+
+@dataclass
+class SweepSpec:
+    path: Path
+    program: str
+    command: str
+    database: Path
+    root: Path
+    npes: list[int]
+    repetitions: int = 1
+    timeout_s: float = DEFAULT_TIMEOUT
+    params: dict[str, list] = field(default_factory=dict)
+    env: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def program_path(self) -> Path:
+        p = Path(self.program)
+        return p if p.is_absolute() else self.root / p
+
+    def points(self) -> list[Point]:
+        names = list(self.params)
+        env_names = list(self.env)
+        out = []
+        for npes in self.npes:
+            for values in itertools.product(*(self.params[n] for n in names)):
+                for env_values in itertools.product(*(self.env[n] for n in env_names)):
+                    for rep in range(self.repetitions):
+                        out.append(Point(self.program, dict(zip(names, values)), npes,
+                                         dict(zip(env_names, env_values)), rep))
+        return out
+
+
+def _axis(value, where: str) -> list:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise MprofError(f"{where}: an axis needs at least one value")
+    for v in values:
+        if isinstance(v, (dict, list)):
+            raise MprofError(f"{where}: values must be numbers or strings")
+    return values
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise MprofError(f"{path}: cannot read sweep spec: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MprofError(f"{path}: invalid TOML: {exc}") from None
+    known = {"program", "command", "database", "root", "npes", "repetitions", "timeout_s",
+             "params", "env", "description"}
+    unknown = set(data) - known
+    if unknown:
+        raise MprofError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("program", "database", "npes"):
+        if key not in data:
+            raise MprofError(f"{path}: missing required key '{key}'")
+    root = (path.resolve().parent / data.get("root", ".")).resolve()
+    npes = _axis(data["npes"], f"{path}: npes")
+    if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in npes):
+        raise MprofError(f"{path}: npes must be positive integers")
+    reps = data.get("repetitions", 1)
+    if not isinstance(reps, int) or reps < 1:
+        raise MprofError(f"{path}: repetitions must be a positive integer")
+    timeout = data.get("timeout_s", DEFAULT_TIMEOUT)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise MprofError(f"{path}: timeout_s must be a positive number")
+    params = {k: _axis(v, f"{path}: params.{k}") for k, v in data.get("params", {}).items()}
+    env = {k: [str(x) for x in _axis(v, f"{path}: env.{k}")]
+           for k, v in data.get("env", {}).items()}
+    command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
+    database = Path(data["database"])
+    return SweepSpec(path=path, program=str(data["program"]), command=command,
+                     database=database if database.is_absolute() else root / database,
+                     root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
+                     params=params, env=env)

@@ -1,0 +1,116 @@
+"""Running a sweep: each point is a subprocess with MPROF_OUT set; its profile is imported.
+
+Runs are sequential on purpose: the measured times are the data, and concurrent runs on a
+shared machine would disturb each other.  A point already recorded in the database (same
+program, parameters, PE count, environment and repetition index) is skipped, so an interrupted
+sweep resumes where it stopped.  A failing point is reported and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..db.store import ProfileDB
+from ..db.validate import load_profile
+from ..errors import MprofError
+from .spec import Point, SweepSpec
+
+STDERR_TAIL_LINES = 8
+
+
+@dataclass
+class Failure:
+    point: Point
+    reason: str
+
+
+@dataclass
+class SweepSummary:
+    total: int = 0
+    ran: int = 0
+    skipped: int = 0
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def build_command(spec: SweepSpec, point: Point) -> list[str]:
+    values = {"program": str(spec.program_path), "npes": point.npes, "python": sys.executable,
+              "rep": point.repetition, **point.params}
+    try:
+        return shlex.split(spec.command.format(**values))
+    except KeyError as exc:
+        raise MprofError(f"{spec.path}: command uses unknown placeholder {exc}") from None
+
+
+def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
+    """Run one point and import its profile; return a failure reason, or None."""
+    argv = build_command(spec, point)
+    with tempfile.TemporaryDirectory(prefix="mprof-bench-") as tmp:
+        out = Path(tmp) / "profile.json"
+        env = dict(os.environ, **point.env, MPROF_OUT=str(out))
+        try:
+            proc = subprocess.run(argv, cwd=spec.root, env=env, capture_output=True, text=True,
+                                  timeout=spec.timeout_s)
+        except subprocess.TimeoutExpired:
+            return f"timed out after {spec.timeout_s:g} s"
+        except OSError as exc:
+            return f"cannot run {argv[0]}: {exc.strerror}"
+        if proc.returncode != 0:
+            tail = "\n".join(proc.stderr.rstrip().splitlines()[-STDERR_TAIL_LINES:])
+            return f"exit code {proc.returncode}" + (f"; stderr:\n{tail}" if tail else "")
+        if not out.exists():
+            return "the program wrote no run profile (is MPROF_OUT honoured?)"
+        try:
+            doc = load_profile(out)
+        except MprofError as exc:
+            return f"bad run profile: {exc}"
+        db.import_documents([(" ".join(argv), doc)], validate=False, point=point)
+    return None
+
+
+def run_sweep(spec: SweepSpec, *, database: Path | None = None, dry_run: bool = False,
+              console: Console | None = None) -> SweepSummary:
+    console = console or Console(stderr=True)
+    points = spec.points()
+    summary = SweepSummary(total=len(points))
+    db_path = database or spec.database
+    if dry_run:
+        for point in points:
+            console.print(" ".join(shlex.quote(a) for a in build_command(spec, point)),
+                          f"  # {point.describe()}", soft_wrap=True)
+        return summary
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with ProfileDB(db_path) as db:
+        done = db.recorded_points()
+        todo = [p for p in points if p.key not in done]
+        summary.skipped = len(points) - len(todo)
+        if summary.skipped:
+            console.print(f"{summary.skipped} of {len(points)} point(s) already recorded in "
+                          f"{db_path}; resuming")
+        columns = (TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("{task.description}"))
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("", total=len(todo))
+            for point in todo:
+                progress.update(task, description=point.describe())
+                reason = run_point(spec, point, db)
+                if reason is None:
+                    summary.ran += 1
+                else:
+                    summary.failures.append(Failure(point, reason))
+                    progress.console.print(f"[red]FAILED[/] {point.describe()}: {reason}",
+                                           markup=True, highlight=False)
+                progress.advance(task)
+    return summary
