@@ -43,7 +43,9 @@ def parse_profile(text: str, source: str) -> dict:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
+        # A profile ends with its closing brace; without it the writer was cut short.
+        truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}")
+        hint = " (the file looks truncated)" if truncated else ""
         raise ProfileError(
             source, "", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
         ) from None

@@ -1,0 +1,34 @@
+"""A stand-in benchmark: writes a synthetic run profile to $MPROF_OUT.
+
+usage: fake_program.py NPES WORK FAIL [COUNT_FILE]
+FAIL=1 exits with status 3 after printing to stderr; FAIL=2 writes a truncated profile;
+FAIL=3 sleeps (for timeouts).  COUNT_FILE gets one line per invocation.
+"""
+
+import json
+import os
+import sys
+import time
+
+from mprof.bench.synth import make_profile
+
+npes, work, fail = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+if len(sys.argv) > 4:
+    with open(sys.argv[4], "a") as f:
+        f.write(f"{npes} {work}\n")
+if fail == 1:
+    print("setting up\nfake_program: simulated crash", file=sys.stderr)
+    sys.exit(3)
+if fail == 3:
+    time.sleep(30)
+agg = int(os.environ.get("MPROF_AGG_BYTES", "0"))
+objects = [[("rts", {"P": 1, "ThreadAlloc": work, "MsgSent": work // 2, "ByteSent": agg})]
+           for _ in range(npes)]
+doc = make_profile("fake", objects, [0.001 * work + 0.01 * pe for pe in range(npes)],
+                   params={"work": work}, settings={"agg_bytes": agg},
+                   argv=sys.argv, hostname=f"host-{time.time_ns()}")
+text = json.dumps(doc)
+if fail == 2:
+    text = text[: len(text) // 2]
+with open(os.environ["MPROF_OUT"], "w") as f:
+    f.write(text)
