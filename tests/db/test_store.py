@@ -1,0 +1,220 @@
+"""The profile database: validation, atomic imports, concurrency, migrations, round trips."""
+
+import copy
+import json
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from mprof.bench.synth import make_profile
+from mprof.cli import main
+from mprof.db import schema
+from mprof.db.store import Condition, ProfileDB
+from mprof.db.validate import validate_profile
+from mprof.errors import MprofError
+
+
+def profile(i=0, npes=2):
+    objects = [[("rts", {"P": 1, "MsgSent": 10 * i + pe}), ("graph", {"NOp": i, "EltSize": 8.5})]
+               for pe in range(npes)]
+    doc = make_profile("pipe", objects, [0.5 + i + pe for pe in range(npes)],
+                       params={"M": 1000 + i, "mode": "fast"}, settings={"agg_bytes": 100 * i},
+                       pe_idle=[0.1] * npes)
+    doc["pes"][0]["latency"] = [{"access": "graph:DEQ", "enabler": "graph:ENQ", "count": 3,
+                                 "observed_s": 0.01, "critical_s": 0.005}]
+    return doc
+
+
+def write(path, doc):
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def content(db_path):
+    """Everything stored, independent of page layout."""
+    with sqlite3.connect(db_path) as conn:
+        return [line for line in conn.iterdump() if "applied_at" not in line]
+
+
+def test_import_stores_every_table(tmp_path):
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "a.json", profile(1)))]) == 0
+    with ProfileDB(db_path) as db:
+        conn = db.conn
+        assert conn.execute("SELECT COUNT(*) FROM pe_samples").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM object_stats").fetchone()[0] == 2 * 4
+        assert conn.execute("SELECT COUNT(*) FROM latency").fetchone()[0] == 1
+        assert conn.execute("SELECT value_num FROM run_params WHERE name='M'").fetchone() == (
+            1001.0,)
+        fp = conn.execute("SELECT machine_fingerprint FROM runs").fetchone()[0]
+        assert fp == profile(1)["machine"]["fingerprint"]
+        assert db.document(1) == profile(1)
+        stats = db.object_stats([1])
+        assert stats[1][1][0] == (0, "rts", {"P": 1.0, "MsgSent": 11.0})
+
+
+BAD = [
+    (lambda d: d.pop("pes"), "missing required field 'pes'"),
+    (lambda d: d.update(npes=3), "npes is 3 but the profile lists 2 PEs"),
+    (lambda d: d.update(schema="other"), "schema: expected 'mprof.run-profile'"),
+    (lambda d: d.update(schema_version=7), "version 7 is not supported"),
+    (lambda d: d["pes"][1].update(elapsed_s=-1.0), "pes[1].elapsed_s: a time must be non-negative"),
+    (lambda d: d["pes"][1].update(idle_s="fast"), "pes[1].idle_s: expected a number"),
+    (lambda d: d["pes"][0]["objects"][0]["stats"].update(P=True), "stats.P: expected a number"),
+    (lambda d: d["pes"][0]["objects"][1].pop("module"), "missing required field 'module'"),
+    (lambda d: d["pes"][1].update(pe=0), "ordered by pe"),
+    (lambda d: d["pes"][0]["latency"][0].update(count=-2), "count: must be >= 0"),
+    (lambda d: d["params"].update(x=[1]), "params.x: expected a number or string"),
+    (lambda d: d.update(npes=True), "npes: expected an integer"),
+]
+
+
+@pytest.mark.parametrize("mutate, message", BAD)
+def test_validation_messages(mutate, message):
+    doc = profile()
+    mutate(doc)
+    with pytest.raises(MprofError) as err:
+        validate_profile(doc, "run.json")
+    assert str(err.value).startswith("run.json: ") and message in str(err.value)
+
+
+def test_nan_and_infinity_rejected(tmp_path):
+    text = json.dumps(profile()).replace('"elapsed_s": 0.5,', '"elapsed_s": NaN,', 1)
+    path = tmp_path / "nan.json"
+    path.write_text(text)
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(path)]) == 2
+
+
+def test_malformed_or_truncated_import_changes_nothing(tmp_path, capsys):
+    db_path = tmp_path / "p.db"
+    good = [write(tmp_path / f"g{i}.json", profile(i)) for i in range(3)]
+    assert main(["db", "import", str(db_path), *map(str, good[:2])]) == 0
+    before = content(db_path)
+    text = json.dumps(profile(5))
+    truncated = tmp_path / "cut.json"
+    truncated.write_text(text[: len(text) * 2 // 3])
+    # A good file listed before the bad one must not be stored either.
+    assert main(["db", "import", str(db_path), str(good[2]), str(truncated)]) == 2
+    err = capsys.readouterr().err
+    assert "cut.json" in err and "truncated" in err
+    assert content(db_path) == before
+    bad = profile(6)
+    bad["pes"][0]["elapsed_s"] = -3
+    assert main(["db", "import", str(db_path), str(good[2]),
+                 str(write(tmp_path / "neg.json", bad))]) == 2
+    assert "neg.json: pes[0].elapsed_s" in capsys.readouterr().err
+    assert content(db_path) == before
+
+
+def test_failure_inside_transaction_rolls_back(tmp_path, monkeypatch):
+    db_path = tmp_path / "p.db"
+    with ProfileDB(db_path) as db:
+        db.import_documents([("a", profile(1))])
+    before = content(db_path)
+    from mprof.db import store
+
+    original = store._insert_run
+    calls = []
+
+    def failing(conn, *args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise sqlite3.IntegrityError("simulated failure mid-import")
+        return original(conn, *args)
+
+    monkeypatch.setattr(store, "_insert_run", failing)
+    with ProfileDB(db_path) as db, pytest.raises(sqlite3.IntegrityError):
+        db.import_documents([("b", profile(2)), ("c", profile(3))])
+    assert content(db_path) == before
+
+
+def _import_worker(args):
+    db_path, start = args
+    for i in range(start, start + 5):
+        with ProfileDB(db_path) as db:
+            db.import_documents([(f"w{i}", profile(i, npes=3))])
+    return start
+
+
+def test_concurrent_imports_lose_nothing(tmp_path):
+    db_path = str(tmp_path / "shared.db")  # created concurrently too
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        pool.map(_import_worker, [(db_path, 100 * k) for k in range(4)])
+    with ProfileDB(db_path) as db:
+        runs = db.runs()
+        assert len(runs) == 20
+        assert db.conn.execute("SELECT COUNT(*) FROM pe_samples").fetchone()[0] == 60
+        assert db.version == schema.LATEST_VERSION
+
+
+def test_export_import_round_trip(tmp_path, capsys):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    files = [write(tmp_path / f"{i}.json", profile(i, npes=1 + i % 3)) for i in range(4)]
+    assert main(["db", "import", str(a), *map(str, files)]) == 0
+    assert main(["db", "export", str(a), "-o", str(tmp_path / "a.jsonl")]) == 0
+    assert main(["db", "import", str(b), str(tmp_path / "a.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["db", "export", str(b)]) == 0
+    exported = capsys.readouterr().out
+    assert exported == (tmp_path / "a.jsonl").read_text()
+    assert [json.loads(line) for line in exported.splitlines()] == [profile(i, npes=1 + i % 3)
+                                                                    for i in range(4)]
+    # Importing the same documents again is a no-op.
+    assert main(["db", "import", str(b), str(tmp_path / "a.jsonl")]) == 0
+    assert "already stored as run 1" in capsys.readouterr().err
+    with ProfileDB(b) as db:
+        assert len(db.runs()) == 4
+
+
+def test_list_where_and_show(tmp_path, capsys):
+    db_path = tmp_path / "p.db"
+    files = [write(tmp_path / f"{i}.json", profile(i)) for i in range(3)]
+    assert main(["db", "import", str(db_path), *map(str, files)]) == 0
+    capsys.readouterr()
+    assert main(["db", "list", str(db_path), "--json", "--where", "agg_bytes=100.0"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in rows] == [2] and rows[0]["params"]["M"] == 1001
+    assert main(["db", "list", str(db_path), "--where", "mode=fast", "--where", "M=1002"]) == 0
+    assert "1002" in capsys.readouterr().out
+    assert main(["db", "show", str(db_path), "3"]) == 0
+    assert json.loads(capsys.readouterr().out) == profile(2)
+    assert main(["db", "show", str(db_path), "9"]) == 2
+    assert "no run with id 9" in capsys.readouterr().err
+    assert main(["db", "list", str(tmp_path / "none.db")]) == 2
+    with pytest.raises(MprofError, match="expected name=value"):
+        Condition.parse("novalue")
+
+
+def test_older_database_is_migrated(tmp_path):
+    db_path = tmp_path / "old.db"
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    schema.migrate(conn, target=1)
+    conn.execute("INSERT INTO runs (program, npes, imported_at, document_sha256, document) "
+                 "VALUES ('old', 1, 'then', 'x', '{}')")
+    conn.close()
+    assert schema.LATEST_VERSION >= 2
+    with ProfileDB(db_path) as db:
+        assert db.version == schema.LATEST_VERSION
+        assert db.recorded_points() == set()  # table from migration 2 exists
+        assert db.conn.execute("SELECT program FROM runs").fetchone() == ("old",)
+    with sqlite3.connect(db_path) as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
+    assert versions == list(range(1, schema.LATEST_VERSION + 1))
+
+
+def test_not_a_database(tmp_path):
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(MprofError, match="not a usable profile database"):
+        ProfileDB(path)
+
+
+def test_profile_is_not_mutated_by_import(tmp_path):
+    doc = profile(1)
+    snapshot = copy.deepcopy(doc)
+    with ProfileDB(tmp_path / "p.db") as db:
+        db.import_documents([("x", doc)])
+    assert doc == snapshot
