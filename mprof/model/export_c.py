@@ -65,6 +65,7 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
         "name": module,
         "path": info.path,
         "upper": upper,
+        "iface_upper": module.upper(),  # the hook generator's macro prefix
         "fn": f"{prefix}_{_ident(module)}",
         "statistics": [_ident(s.name) for s in iface.statistics],
         "categories": categories,

@@ -6,7 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from model_helpers import BASE_SCRIPT, write_script
+from model_helpers import BASE_SCRIPT, GRAPH_PERF, PIPE_PERF, ROOT, write_script
 
 from mprof.cli import main
 from mprof.errors import MprofError
@@ -72,7 +72,10 @@ def test_export_c_matches_python(model_path, tmp_path):
     out = tmp_path / "c"
     assert main(["model", "export-c", str(model_path), "-o", str(out)]) == 0
     model = load_model(model_path)
-    lines = ['#include <stdio.h>', '#include "mpm_model.h"', "int main(void) {"]
+    # The generated hooks' headers first, so the record-based variants are compiled too.
+    assert main(["iface", "compile", "-q", "-o", str(out), str(PIPE_PERF), str(GRAPH_PERF)]) == 0
+    lines = ['#include <stdio.h>', '#include "pipe_perf.h"', '#include "graph_perf.h"',
+             '#include "mpm_model.h"', "int main(void) {"]
     for module, stats in STATS.items():
         names = model.interfaces[module].statistics
         values = ", ".join(repr(float(stats.get(s, 0))) for s in names)
@@ -81,10 +84,17 @@ def test_export_c_matches_python(model_path, tmp_path):
                   f"    mpm_{module}_costs(s, out);",
                   f"    for (int i = 0; i < {up}_NCATS; i++)",
                   f'      printf("{module} %s %.17g\\n", mpm_{module}_category_names[i], out[i]); }}']
+        fields = ", ".join(f".{k} = {v}" for k, v in stats.items())
+        lines += [f"  {{ {module}_stats_t rec = {{{fields}}}; double a[{up}_NCATS], b[{up}_NCATS];",
+                  f"    double s[] = {{{values}}};",
+                  f"    double ta = mpm_{module}_costs_record(&rec, a), tb = mpm_{module}_costs(s, b);",
+                  f"    for (int i = 0; i < {up}_NCATS; i++) if (a[i] != b[i]) return 1;",
+                  "    if (ta != tb) return 1; }"]
     lines += ["  return 0;", "}"]
     (out / "main.c").write_text("\n".join(lines) + "\n")
     exe = tmp_path / "costs"
-    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(out / "main.c"),
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", f"-I{ROOT / 'runtime/include'}",
+                    "-o", str(exe), str(out / "main.c"),
                     str(out / "mpm_model.c"), "-lm"], check=True)
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     got = {(m, c): float(x) for m, c, x in (line.split() for line in printed.splitlines())}
