@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SMALL_CAP 2048
+#define SMALL_CAP 256
 #define MAX_MESSAGE ((size_t)64 << 20)
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -125,7 +125,7 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
 static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
 {
     b->dst = dst;
-    RTS_INC(pe->rts, ByteSent, b->len);
+    RTS_INC(&pe->rts, ByteSent, b->len);
     mpr_machine_send(pe, dst, b);
 }
 
@@ -155,7 +155,7 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
 {
     if (payload_size)
         memmove(payload_dst, payload, payload_size);
-    RTS_INC(pe->rts, ByteCopy, payload_size + args_size);
+    RTS_INC(&pe->rts, ByteCopy, payload_size + args_size);
     mpr_fiber *f = mpr_fiber_new(pe, fn, args, args_size, sched, pe->cur_access);
     mpr_enable(pe, f, pe->cur_access);
 }
@@ -181,14 +181,14 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         deliver_local(pe, fn, args, args_size, sched, payload, payload_size, payload_dst);
         return MP_SUCCESS;
     }
-    RTS_INC(pe->rts, RemoteOp, 1);
+    RTS_INC(&pe->rts, RemoteOp, 1);
     uint16_t access = pe->cur_access;
 
     if (!payload_size && args_size <= mpr_g.cfg.small_bytes) {
         /* small: a fast message of its own */
         mpr_msgbuf *b = buf_get(pe, total);
         put_record(b, fn, args, args_size, sched, access, NULL, 0, NULL, total);
-        RTS_INC(pe->rts, FastMsgSent, 1);
+        RTS_INC(&pe->rts, FastMsgSent, 1);
         send_buf(pe, dst, b);
         return MP_SUCCESS;
     }
@@ -196,7 +196,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         /* medium: aggregate per destination */
         mpr_agg *a = &pe->agg[dst];
         if (a->buf && a->buf->len + total > pe->agg_cap) {
-            RTS_INC(pe->rts, MsgSent, 1);
+            RTS_INC(&pe->rts, MsgSent, 1);
             send_buf(pe, dst, a->buf);
             a->buf = NULL;
         }
@@ -205,7 +205,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size,
                    payload_dst, total);
         if (a->buf->len >= pe->agg_cap) {
-            RTS_INC(pe->rts, MsgSent, 1);
+            RTS_INC(&pe->rts, MsgSent, 1);
             send_buf(pe, dst, a->buf);
             a->buf = NULL;
         }
@@ -214,17 +214,41 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     /* large (or aggregation disabled): at once */
     mpr_msgbuf *b = buf_get(pe, total);
     put_record(b, fn, args, args_size, sched, access, payload, payload_size, payload_dst, total);
-    RTS_INC(pe->rts, MsgSent, 1);
+    RTS_INC(&pe->rts, MsgSent, 1);
     send_buf(pe, dst, b);
     return MP_SUCCESS;
 }
 
+/* Fast path of the common case: a medium invocation that fits the destination's open
+ * aggregation buffer.  Everything else (and every error) goes through mpr_send_record. */
 mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (!pe)
+    if (MPR_UNLIKELY(!pe))
         return mpr_misuse(MP_ERR_BAD_STATE, "mp_invoke outside a running PE");
-    return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
+    size_t total = sizeof(mpr_record) + align16(size);
+    mpr_msgbuf *b;
+    if (MPR_UNLIKELY((unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
+                     (size && !args) || size > MP_FIBER_ARGS_MAX ||
+                     size <= mpr_g.cfg.small_bytes || (unsigned)sched >= (unsigned)pe->nsched ||
+                     !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
+        return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
+    mpr_record *r = (mpr_record *)(b->data + b->len);
+    r->total = (uint32_t)total;
+    r->args_size = (uint32_t)size;
+    r->payload_size = 0;
+    r->fn = mpr_fn_encode(fn);
+    r->sched = (int16_t)sched;
+    r->access = pe->cur_access;
+    memcpy(r + 1, args, size);
+    b->len += total;
+    RTS_INC(&pe->rts, RemoteOp, 1);
+    if (MPR_UNLIKELY(b->len >= pe->agg_cap)) {
+        RTS_INC(&pe->rts, MsgSent, 1);
+        send_buf(pe, pe_id, b);
+        pe->agg[pe_id].buf = NULL;
+    }
+    return MP_SUCCESS;
 }
 
 void mpr_flush_all(mpr_pe *pe)
@@ -234,7 +258,7 @@ void mpr_flush_all(mpr_pe *pe)
     for (int d = 0; d < pe->npes; d++) {
         mpr_msgbuf *b = pe->agg[d].buf;
         if (b && b->len) {
-            RTS_INC(pe->rts, MsgSent, 1);
+            RTS_INC(&pe->rts, MsgSent, 1);
             send_buf(pe, d, b);
             pe->agg[d].buf = NULL;
         }

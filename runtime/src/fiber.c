@@ -47,18 +47,10 @@ static inline mpr_fiber *slot_get(mpr_pe *pe, size_t args_size)
     if (MPR_UNLIKELY(!f))
         f = refill(pe, cls);
     pe->free_slots[cls] = f->next;
-    pe->live_fibers++;
     return f;
 }
 
 
-void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f)
-{
-    f->state = MPR_FIBER_FREE;
-    f->next = pe->free_slots[f->slot];
-    pe->free_slots[f->slot] = f;
-    pe->live_fibers--;
-}
 
 void mpr_fiber_slabs_free(mpr_pe *pe)
 {
@@ -86,8 +78,8 @@ static inline void fiber_init(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, const vo
     f->reused = 0;
     if (size)
         memcpy(f->args, args, size);
-    RTS_INC(pe->rts, ThreadAlloc, 1);
-    RTS_INC(pe->rts, ThreadContext, size);
+    RTS_INC(&pe->rts, ThreadAlloc, 1);
+    RTS_INC(&pe->rts, ThreadContext, size);
 }
 
 /* A created fiber for the message layer; `creator` is the sender's category. */
@@ -135,7 +127,8 @@ mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sch
     return f;
 }
 
-mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
+static MPR_COLD mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t size,
+                                    mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!create_ok(pe, fn, args, size, sched))
@@ -143,6 +136,49 @@ mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
     mpr_fiber *f = slot_get(pe, size);
     fiber_init(pe, f, fn, args, size, sched, pe->cur_access);
     mpr_enable(pe, f, pe->cur_access);
+    return MP_SUCCESS;
+}
+
+/* Argument copy of the fast path, reached by a tail call so that mp_spawn itself needs no
+ * stack frame.  The fiber is already queued, which is fine: it cannot run before we return. */
+static __attribute__((noinline)) mp_err copy_args(mpr_fiber *f, const void *args, size_t size)
+{
+    if (MPR_UNLIKELY(!args))
+        return mpr_misuse(MP_ERR_INVALID_ARG, "fiber arguments are NULL but size is %zu", size);
+    memcpy(f->args, args, size);
+    return MP_SUCCESS;
+}
+
+/* The common case (small arguments, built-in queue with room, warm slab) in straight-line
+ * code; everything else takes spawn_general. */
+mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (MPR_UNLIKELY(!pe || !fn || size > MPR_FIBER_SMALL_ARGS || (unsigned)sched > MP_SCHED_FIFO))
+        return spawn_general(fn, args, size, sched);
+    mpr_queue *q = &pe->queue[sched];
+    mpr_fiber *f = pe->free_slots[MPR_SLOT_SMALL];
+    if (MPR_UNLIKELY(!f || q->tail - q->head > q->mask))
+        return spawn_general(fn, args, size, sched);
+    pe->free_slots[MPR_SLOT_SMALL] = f->next;
+    uint16_t access = pe->cur_access;
+    f->fn = fn;
+    f->idle_at_create = pe->c_total;
+    f->waiting_on = NULL;
+    f->args_size = (uint32_t)size;
+    f->sched = (int16_t)sched;
+    f->enabler = access;
+    f->creator = access;
+    f->pe = (uint16_t)pe->id;
+    f->state = MPR_FIBER_ENABLED;
+    f->reused = 0;
+    rts_stats_t *rts = &pe->rts;
+    RTS_INC(rts, ThreadAlloc, 1);
+    RTS_INC(rts, ThreadContext, size);
+    RTS_INC(rts, ThreadEnable, 1);
+    q->buf[q->tail++ & q->mask] = f;
+    if (size)
+        return copy_args(f, args, size);
     return MP_SUCCESS;
 }
 
@@ -189,7 +225,7 @@ mp_fiber_t mp_continue(mp_fiber_fn fn, mp_sched_t sched)
     f->waiting_on = NULL;
     f->creator = pe->cur_access;
     f->state = MPR_FIBER_CREATED;
-    RTS_INC(pe->rts, ThreadAlloc, 1);
+    RTS_INC(&pe->rts, ThreadAlloc, 1);
     return f;
 }
 

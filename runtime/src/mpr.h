@@ -78,8 +78,12 @@ typedef struct mpr_counter mpr_counter;
 /* ---------------------------------------------------------------------------------- */
 /* Schedulers                                                                           */
 
+/* A built-in scheduler queue: a growable ring of fiber pointers.  Unlike a linked list it
+ * never writes to a queued fiber, which keeps enable and dispatch to a few cache lines. */
 typedef struct {
-    mpr_fiber *head, *tail;
+    mpr_fiber **buf;
+    uint32_t mask; /* capacity - 1 (capacity is a power of two) */
+    uint32_t head, tail;
 } mpr_queue;
 
 typedef struct {
@@ -151,7 +155,8 @@ typedef struct mpr_stats_rec {
     struct mpr_stats_rec *next;
     const mp_stat_module *module;
     uint64_t object_id;
-    _Alignas(16) uint64_t slots[];
+    uint64_t *slots; /* the record's fields: owned storage follows, or embedded elsewhere */
+    _Alignas(16) uint64_t storage[];
 } mpr_stats_rec;
 
 /* ---------------------------------------------------------------------------------- */
@@ -163,8 +168,7 @@ typedef struct mpr_pe {
 
     /* scheduling */
     mpr_fiber *current;
-    mpr_queue urgent;
-    mpr_queue fifo;
+    mpr_queue queue[2]; /* built-in queues, indexed by MP_SCHED_URGENT / MP_SCHED_FIFO */
     mpr_custom_sched custom[MPR_MAX_SCHED];
     int nsched;        /* ids in use: built-ins plus custom */
     int rr;            /* round-robin position among FIFO and custom schedulers */
@@ -175,7 +179,6 @@ typedef struct mpr_pe {
     /* fiber storage */
     mpr_fiber *free_slots[2];
     void *slabs;          /* list of slab chunks, freed at exit */
-    uint64_t live_fibers;
 
     /* counters */
     mpr_counter *counters;   /* live counters (for diagnosis) */
@@ -203,7 +206,7 @@ typedef struct mpr_pe {
     uint32_t next_dynamic_obj;
 
     /* statistics */
-    rts_stats_t *rts;
+    rts_stats_t rts; /* this PE's rts record, embedded to keep hooks one add */
     mpr_stats_rec *records;
 
     /* time */
@@ -220,7 +223,7 @@ typedef struct mpr_pe {
     uint64_t blocked_value;
 } mpr_pe;
 
-extern _Thread_local mpr_pe *mpr_self_pe;
+extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
 
 /* global run state (shared, read-mostly) */
 typedef struct {
@@ -248,18 +251,51 @@ void mpr_fatal(const char *fmt, ...) MPR_COLD __attribute__((noreturn));
 /* fiber.c */
 mpr_fiber *mpr_fiber_new(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
                          mp_sched_t sched, uint16_t creator);
-void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f);
+static inline void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f)
+{
+    f->state = MPR_FIBER_FREE;
+    f->next = pe->free_slots[f->slot];
+    pe->free_slots[f->slot] = f;
+}
 void mpr_fiber_slabs_free(mpr_pe *pe);
 const char *mpr_fn_name(mp_fiber_fn fn, char *buf, size_t len);
 
 /* sched.c */
-void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler);
-bool mpr_dispatch_one(mpr_pe *pe);
+void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f); /* preemptive and custom schedulers */
 void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
 void mpr_sched_init(mpr_pe *pe);
 
 /* counter.c */
 void mpr_counters_free(mpr_pe *pe);
+
+void mpr_queue_grow(mpr_queue *q);
+void mpr_queue_free(mpr_queue *q);
+
+static inline void mpr_queue_push(mpr_queue *q, mpr_fiber *f)
+{
+    if (MPR_UNLIKELY(q->tail - q->head > q->mask))
+        mpr_queue_grow(q);
+    q->buf[q->tail++ & q->mask] = f;
+}
+
+static inline mpr_fiber *mpr_queue_pop(mpr_queue *q)
+{
+    if (q->head == q->tail)
+        return NULL;
+    return q->buf[q->head++ & q->mask];
+}
+
+/* Hands an enabled fiber to its scheduler.  Inline: this is half of every fiber's life. */
+static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
+{
+    f->state = MPR_FIBER_ENABLED;
+    f->enabler = enabler;
+    RTS_INC(&pe->rts, ThreadEnable, 1);
+    if (MPR_LIKELY((unsigned)f->sched <= MP_SCHED_FIFO))
+        mpr_queue_push(&pe->queue[f->sched], f);
+    else
+        mpr_enable_slow(pe, f);
+}
 
 /* comm.c */
 void mpr_comm_init(mpr_pe *pe);
@@ -281,6 +317,8 @@ mpr_obj *mpr_obj_get(mpr_pe *pe, mp_obj_t id);
 const char *mpr_access_name(int id);
 int mpr_access_count(void);
 void mpr_stats_init(mpr_pe *pe);
+void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
+                      uint64_t *slots);
 void mpr_stats_fini(mpr_pe *pe);
 void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), void *ctx);
 

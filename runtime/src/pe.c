@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-_Thread_local mpr_pe *mpr_self_pe;
+_Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
 mpr_run mpr_g;
 
 static double env_double(const char *name, double dflt, double min)
@@ -88,6 +88,8 @@ void mpr_pe_run(mpr_pe *pe)
 static void pe_free(mpr_pe *pe)
 {
     mpr_comm_fini(pe);
+    mpr_queue_free(&pe->queue[MP_SCHED_URGENT]);
+    mpr_queue_free(&pe->queue[MP_SCHED_FIFO]);
     mpr_objs_fini(pe);
     mpr_fiber_slabs_free(pe);
     mpr_counters_free(pe);

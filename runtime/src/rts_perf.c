@@ -8,10 +8,10 @@ static const mp_stat_field rts_fields[] = {
     {"ByteSent", MP_STAT_U64},    {"FastMsgSent", MP_STAT_U64}, {"RemoteOp", MP_STAT_U64},
     {"ByteCopy", MP_STAT_U64},    {"IdleNs", MP_STAT_U64},
 };
-static const mp_stat_module rts_module = {"rts", sizeof rts_fields / sizeof rts_fields[0],
+const mp_stat_module rts_stat_module = {"rts", sizeof rts_fields / sizeof rts_fields[0],
                                           rts_fields};
 
 rts_stats_t *rts_stats_create(uint64_t object_id)
 {
-    return (rts_stats_t *)mp_stats_new(&rts_module, object_id);
+    return (rts_stats_t *)mp_stats_new(&rts_stat_module, object_id);
 }

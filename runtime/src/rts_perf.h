@@ -26,6 +26,7 @@ typedef struct {
 } rts_stats_t;
 
 rts_stats_t *rts_stats_create(uint64_t object_id);
+extern const mp_stat_module rts_stat_module; /* the descriptor, for embedded records */
 
 #ifndef MPROF_DISABLE
 #define RTS_INC(rec, stat, n) ((rec)->stat += (uint64_t)(n))

@@ -11,31 +11,35 @@
 #define _GNU_SOURCE
 #include "mpr.h"
 
+#include <stdlib.h>
 #include <time.h>
 
-static inline void queue_push(mpr_queue *q, mpr_fiber *f)
+void mpr_queue_grow(mpr_queue *q)
 {
-    f->next = NULL;
-    if (q->tail)
-        q->tail->next = f;
-    else
-        q->head = f;
-    q->tail = f;
+    uint32_t cap = q->buf ? (q->mask + 1) * 2 : 1024, n = q->tail - q->head;
+    mpr_fiber **buf = malloc(cap * sizeof *buf);
+    if (!buf)
+        mpr_fatal("out of memory growing a scheduler queue");
+    for (uint32_t i = 0; i < n; i++)
+        buf[i] = q->buf[(q->head + i) & q->mask];
+    free(q->buf);
+    q->buf = buf;
+    q->mask = cap - 1;
+    q->head = 0;
+    q->tail = n;
 }
 
-static inline mpr_fiber *queue_pop(mpr_queue *q)
+void mpr_queue_free(mpr_queue *q)
 {
-    mpr_fiber *f = q->head;
-    if (f) {
-        q->head = f->next;
-        if (!q->head)
-            q->tail = NULL;
-    }
-    return f;
+    free(q->buf);
+    q->buf = NULL;
+    q->mask = q->head = q->tail = 0;
 }
 
 void mpr_sched_init(mpr_pe *pe)
 {
+    mpr_queue_grow(&pe->queue[MP_SCHED_URGENT]);
+    mpr_queue_grow(&pe->queue[MP_SCHED_FIFO]);
     pe->nsched = MP_SCHED_PREEMPT + 1;
     pe->rr = 0;
     pe->until_flush = mpr_g.cfg.flush_fibers;
@@ -43,68 +47,59 @@ void mpr_sched_init(mpr_pe *pe)
 
 static void run(mpr_pe *pe, mpr_fiber *f);
 
-void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
+void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
 {
-    f->state = MPR_FIBER_ENABLED;
-    f->enabler = enabler;
-    RTS_INC(pe->rts, ThreadEnable, 1);
-    switch (f->sched) {
-    case MP_SCHED_FIFO: queue_push(&pe->fifo, f); break;
-    case MP_SCHED_URGENT: queue_push(&pe->urgent, f); break;
-    case MP_SCHED_PREEMPT:
+    if (f->sched == MP_SCHED_PREEMPT) {
         /* Runs at once in the enabling context; bounded so recursion cannot starve others. */
-        if (pe->preempt_depth < MPR_PREEMPT_DEPTH) {
-            pe->preempt_depth++;
-            run(pe, f);
-            pe->preempt_depth--;
-        } else {
-            queue_push(&pe->urgent, f);
+        if (pe->preempt_depth >= MPR_PREEMPT_DEPTH) {
+            mpr_queue_push(&pe->queue[MP_SCHED_URGENT], f);
+            return;
         }
-        break;
-    default: {
-        mpr_custom_sched *s = &pe->custom[f->sched - (MP_SCHED_PREEMPT + 1)];
-        s->held++;
-        s->ops.deposit(s->state, f);
+        mpr_fiber *outer = pe->current;
+        uint16_t outer_access = pe->cur_access, outer_enabler = pe->cur_enabler;
+        pe->preempt_depth++;
+        run(pe, f);
+        pe->preempt_depth--;
+        pe->current = outer;
+        pe->cur_access = outer_access;
+        pe->cur_enabler = outer_enabler;
+        return;
     }
-    }
+    mpr_custom_sched *s = &pe->custom[f->sched - (MP_SCHED_PREEMPT + 1)];
+    s->held++;
+    s->ops.deposit(s->state, f);
 }
 
-static inline void charge(mpr_pe *pe, uint16_t enabler, uint64_t observed, uint64_t critical)
+static MPR_COLD void charge_latency(mpr_latency *l, uint64_t observed, uint64_t critical)
 {
-    mpr_latency *l = &pe->latency[pe->cur_access][enabler];
-    l->count++;
     l->observed_ns += observed;
     l->critical_ns += critical;
 }
 
-static void run(mpr_pe *pe, mpr_fiber *f)
+static inline void run(mpr_pe *pe, mpr_fiber *f)
 {
-    /* Save the context of a fiber this one preempts (nothing, for a normal dispatch). */
-    mpr_fiber *outer = pe->current;
-    uint16_t outer_access = pe->cur_access, outer_enabler = pe->cur_enabler;
-
     uint64_t observed = pe->c_total - f->idle_at_create, critical = 0;
-    if (observed) {
+    if (MPR_UNLIKELY(observed)) {
         critical = pe->c_total - pe->c_charged;
         pe->c_charged = pe->c_total;
     }
-    uint16_t enabler = f->enabler;
+    uint16_t enabler = f->enabler; /* a continuation may overwrite it while f runs */
     pe->current = f;
     pe->cur_access = MP_ACCESS_UNCLASSIFIED;
     pe->cur_enabler = enabler;
-    f->state = MPR_FIBER_EXECUTING;
-    RTS_INC(pe->rts, ThreadDisp, 1);
+    RTS_INC(&pe->rts, ThreadDisp, 1);
 
     f->fn(f->args);
 
-    charge(pe, enabler, observed, critical);
-    if (f->reused)
+    mpr_latency *l = &pe->latency[pe->cur_access][enabler];
+    l->count++;
+    if (MPR_UNLIKELY(observed))
+        charge_latency(l, observed, critical);
+    if (MPR_UNLIKELY(f->reused))
         f->reused = 0; /* the storage now belongs to the continuation */
     else
         mpr_fiber_release(pe, f);
-    pe->current = outer;
-    pe->cur_access = outer_access;
-    pe->cur_enabler = outer_enabler;
+    pe->current = NULL;
 }
 
 static mpr_fiber *select_round_robin(mpr_pe *pe)
@@ -115,7 +110,7 @@ static mpr_fiber *select_round_robin(mpr_pe *pe)
         pe->rr = (pe->rr + 1) % n;
         mpr_fiber *f;
         if (k == 0) {
-            f = queue_pop(&pe->fifo);
+            f = mpr_queue_pop(&pe->queue[MP_SCHED_FIFO]);
         } else {
             mpr_custom_sched *s = &pe->custom[k - 1];
             if (!s->held)
@@ -138,12 +133,12 @@ static MPR_COLD void periodic(mpr_pe *pe)
     mpr_poll(pe);
 }
 
-bool mpr_dispatch_one(mpr_pe *pe)
+static inline bool dispatch_one(mpr_pe *pe)
 {
-    mpr_fiber *f = queue_pop(&pe->urgent);
+    mpr_fiber *f = mpr_queue_pop(&pe->queue[MP_SCHED_URGENT]);
     if (!f) {
         if (MPR_LIKELY(pe->nsched == MP_SCHED_PREEMPT + 1))
-            f = queue_pop(&pe->fifo);
+            f = mpr_queue_pop(&pe->queue[MP_SCHED_FIFO]);
         else
             f = select_round_robin(pe);
         if (!f)
@@ -182,7 +177,7 @@ static bool idle(mpr_pe *pe)
                 mpr_machine_idle_leave(pe);
                 break;
             }
-            RTS_INC(pe->rts, IdleCycle, 1);
+            RTS_INC(&pe->rts, IdleCycle, 1);
             if (++spins < mpr_g.cfg.spin) {
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
@@ -201,17 +196,22 @@ static bool idle(mpr_pe *pe)
     }
     uint64_t idle_ns = now_ns() - t0;
     pe->c_total += idle_ns;
-    RTS_INC(pe->rts, IdleNs, idle_ns);
+    RTS_INC(&pe->rts, IdleNs, idle_ns);
     return more;
 }
 
 void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value)
 {
     for (;;) {
-        if (until && until->value >= value)
-            return;
-        if (mpr_dispatch_one(pe))
-            continue;
+        if (until) {
+            while (until->value < value && dispatch_one(pe))
+                ;
+            if (until->value >= value)
+                return;
+        } else {
+            while (dispatch_one(pe))
+                ;
+        }
         mpr_flush_all(pe);
         if (mpr_poll(pe))
             continue;
@@ -235,6 +235,6 @@ mp_err mp_sched_register(const mp_sched_ops *ops, void *state, mp_sched_t *id)
     pe->custom[k].state = state;
     pe->custom[k].held = 0;
     *id = pe->nsched++;
-    RTS_INC(pe->rts, Sched, 1);
+    RTS_INC(&pe->rts, Sched, 1);
     return MP_SUCCESS;
 }

@@ -84,6 +84,18 @@ void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), 
     pthread_mutex_unlock(&registry_lock);
 }
 
+/* Keeps creation order, so profiles list the runtime (object 0) first. */
+static void link_record(mpr_pe *pe, mpr_stats_rec *r, const mp_stat_module *module,
+                        uint64_t object_id)
+{
+    r->module = module;
+    r->object_id = object_id;
+    mpr_stats_rec **tail = &pe->records;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = r;
+}
+
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
 {
     mpr_pe *pe = mpr_pe_self();
@@ -94,20 +106,25 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
     mpr_stats_rec *r = calloc(1, sizeof *r + module->nfields * sizeof(uint64_t));
     if (!r)
         mpr_fatal("out of memory allocating statistics");
-    r->module = module;
-    r->object_id = object_id;
-    /* Keep creation order so profiles list the runtime (object 0) first. */
-    mpr_stats_rec **tail = &pe->records;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = r;
+    r->slots = r->storage;
+    link_record(pe, r, module, object_id);
     return r->slots;
+}
+
+void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
+                      uint64_t *slots)
+{
+    mpr_stats_rec *r = calloc(1, sizeof *r);
+    if (!r)
+        mpr_fatal("out of memory allocating statistics");
+    r->slots = slots;
+    link_record(pe, r, module, object_id);
 }
 
 void mpr_stats_init(mpr_pe *pe)
 {
-    pe->rts = rts_stats_create(MP_OBJ_RTS);
-    RTS_SET(pe->rts, P, 1);
+    mpr_stats_attach(pe, &rts_stat_module, MP_OBJ_RTS, (uint64_t *)&pe->rts);
+    RTS_SET(&pe->rts, P, 1);
 }
 
 void mpr_stats_fini(mpr_pe *pe)
@@ -117,5 +134,4 @@ void mpr_stats_fini(mpr_pe *pe)
         free(r);
     }
     pe->records = NULL;
-    pe->rts = NULL;
 }

@@ -82,7 +82,7 @@ void mpr_machine_processed(mpr_pe *pe, mpr_msgbuf *b)
     if (b->kind == MPR_BUF_POOLED) {
         /* give the buffer back to its sender: the flow-control message of this backend */
         push(&mpr_g.pes[b->src]->returned, b);
-        RTS_INC(pe->rts, FlowMsgSent, 1);
+        RTS_INC(&pe->rts, FlowMsgSent, 1);
     } else {
         free(b);
     }
