@@ -110,8 +110,11 @@ class FitSession:
             raise MprofError(f"model {model_path} has no module '{module}'")
         unknown = [t for t in terms if f"{name}:{t}" not in model.values]
         if unknown:
+            ignored = [t for t in unknown if f"{name}:{t}" in model.ignored]
+            note = (f" ({', '.join(ignored)} ignored when that model was fitted; IgnoreTerm "
+                    "them here too)") if ignored else ""
             raise MprofError(f"model {model_path} has no parameter(s) "
-                             + ", ".join(f"{name}:{t}" for t in unknown))
+                             + ", ".join(f"{name}:{t}" for t in unknown) + note)
         if not terms:
             raise MprofError("ImportParameter needs at least one term")
         self.imports.append(Imported(module, path, list(terms)))
