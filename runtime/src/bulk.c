@@ -76,6 +76,12 @@ mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_
         return MP_FAIL;
     if (pe_id == pe->id)
         return local_copy(pe, local_dst, remote_src, n, done);
+    if (n > mp_max_message()) {
+        /* the reply would be refused on the owner and the counter never incremented */
+        mpr_misuse(MP_ERR_TOO_LARGE, "bulk read of %zu bytes exceeds the %zu-byte limit", n,
+                   mp_max_message());
+        return MP_FAIL;
+    }
     read_req r = {remote_src, local_dst, n, done, pe->id};
     return mpr_send_record(pe, pe_id, serve_read, &r, sizeof r, MP_SCHED_URGENT, NULL, 0, NULL)
                ? MP_FAIL

@@ -173,6 +173,10 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
                           MP_FIBER_ARGS_MAX);
     if (MPR_UNLIKELY(sched < 0 || sched >= pe->nsched))
         return mpr_misuse(MP_ERR_INVALID_ARG, "unknown scheduler id %d", sched);
+    /* payload_size is checked before it is rounded up: align16 wraps for sizes near SIZE_MAX */
+    if (MPR_UNLIKELY(payload_size > MAX_MESSAGE))
+        return mpr_misuse(MP_ERR_TOO_LARGE, "payload of %zu bytes exceeds the %zu-byte limit",
+                          payload_size, (size_t)MAX_MESSAGE);
     size_t total = sizeof(mpr_record) + align16(args_size) + align16(payload_size);
     if (MPR_UNLIKELY(total > MAX_MESSAGE))
         return mpr_misuse(MP_ERR_TOO_LARGE, "message of %zu bytes exceeds the %zu-byte limit",
