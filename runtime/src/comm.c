@@ -160,6 +160,18 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
     mpr_enable(pe, f, pe->cur_access);
 }
 
+/* A message sent at once must not overtake records still waiting in the destination's
+ * aggregation buffer: invocations from one PE to another arrive in the order they were made. */
+static inline void agg_send_pending(mpr_pe *pe, int dst)
+{
+    mpr_msgbuf *b = pe->agg[dst].buf;
+    if (b && b->len) {
+        RTS_INC(&pe->rts, MsgSent, 1);
+        send_buf(pe, dst, b);
+        pe->agg[dst].buf = NULL;
+    }
+}
+
 mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
                        mp_sched_t sched, const void *payload, size_t payload_size,
                        void *payload_dst)
@@ -190,6 +202,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
 
     if (!payload_size && args_size <= mpr_g.cfg.small_bytes) {
         /* small: a fast message of its own */
+        agg_send_pending(pe, dst);
         mpr_msgbuf *b = buf_get(pe, total);
         put_record(b, fn, args, args_size, sched, access, NULL, 0, NULL, total);
         RTS_INC(&pe->rts, FastMsgSent, 1);
@@ -216,6 +229,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         return MP_SUCCESS;
     }
     /* large (or aggregation disabled): at once */
+    agg_send_pending(pe, dst);
     mpr_msgbuf *b = buf_get(pe, total);
     put_record(b, fn, args, args_size, sched, access, payload, payload_size, payload_dst, total);
     RTS_INC(&pe->rts, MsgSent, 1);
