@@ -183,6 +183,11 @@ mp_err mp_block_until(mp_counter_t c, uint64_t value)
     pe->blocked_on = c;
     pe->blocked_value = value;
     mpr_schedule_loop(pe, c, value);
-    pe->blocked_on = NULL;
-    return c->value >= value ? MP_SUCCESS : MP_ERR_BAD_STATE;
+    if (c->value >= value) {
+        pe->blocked_on = NULL;
+        return MP_SUCCESS;
+    }
+    /* The run ended (quiescence or idle timeout) before the value was reached: keep the
+     * record so that mp_main's hang report names this wait and the run fails. */
+    return MP_ERR_BAD_STATE;
 }
