@@ -1,0 +1,64 @@
+/* check.h -- the tiny assertion and start-up helpers shared by the runtime test programs. */
+#ifndef MPROF_TEST_CHECK_H
+#define MPROF_TEST_CHECK_H
+
+#include "mp.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A failed check names the file and line and ends the process at once (from any PE). */
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(), \
+                    #cond);                                                                     \
+            fflush(NULL);                                                                       \
+            _Exit(1);                                                                           \
+        }                                                                                       \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                          \
+    do {                                                                                        \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                     \
+        if (a_ != b_) {                                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s == %s (%lld != %lld)\n", __FILE__, \
+                    __LINE__, mp_mype(), #a, #b, a_, b_);                                       \
+            fflush(NULL);                                                                       \
+            _Exit(1);                                                                           \
+        }                                                                                       \
+    } while (0)
+
+#define CHECK_OK(call) CHECK_EQ((call), MP_SUCCESS)
+
+/* Runs pe_main on `default_pes` PEs unless MPROF_PES says otherwise. */
+static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn pe_main)
+{
+    mp_config cfg;
+    mp_config_init(&cfg);
+    if (!getenv("MPROF_PES"))
+        cfg.npes = default_pes;
+    return mp_main(&cfg, pe_main, argc, argv);
+}
+
+/* argv[1] selects a scenario in programs that have several. */
+static inline const char *tst_scenario(int argc, char **argv, const char *dflt)
+{
+    return argc > 1 ? argv[1] : dflt;
+}
+
+/* Burns CPU for about `seconds` (a deterministic stand-in for computation). */
+static inline void tst_busy(double seconds)
+{
+    double end = mp_wtime() + seconds;
+    volatile unsigned long x = 0;
+    while (mp_wtime() < end)
+        for (int i = 0; i < 1000; i++)
+            x += (unsigned long)i;
+}
+
+#define MAXPE 64
+
+#endif

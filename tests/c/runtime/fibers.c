@@ -1,0 +1,155 @@
+/* fibers.c -- fiber life cycle: create/enable/spawn, handles, argument copies, continuations.
+ * Prints the number of fibers it allocated and dispatched; pytest compares them with the run
+ * profile's ThreadAlloc / ThreadDisp. */
+#include "check.h"
+
+typedef struct {
+    int id;
+    char text[40];
+} payload;
+
+static int ran_created, ran_spawned, big_ok;
+static mp_fiber_t created_handle;
+static int allocs, disps; /* what this program expects the runtime to count */
+
+static void created_fn(void *p)
+{
+    payload *a = p;
+    CHECK_EQ(a->id, 7);
+    CHECK(strcmp(a->text, "created") == 0);
+    CHECK(mp_self() == created_handle);
+    CHECK(mp_fiber_args(mp_self()) == p);
+    CHECK(ran_spawned); /* the spawned fiber ran first and enabled us */
+    ran_created++;
+}
+
+static void spawned_fn(void *p)
+{
+    payload *a = p;
+    CHECK_EQ(a->id, 1);
+    CHECK(strcmp(a->text, "original") == 0); /* the caller changed its copy afterwards */
+    CHECK(ran_created == 0);                   /* created, not enabled: must not have run */
+    ran_spawned++;
+    CHECK_OK(mp_fiber_enable(created_handle));
+}
+
+static void big_fn(void *p)
+{
+    unsigned char *b = p;
+    for (int i = 0; i < MP_FIBER_ARGS_MAX; i++)
+        CHECK_EQ(b[i], (unsigned char)(i * 7));
+    CHECK(((uintptr_t)p & 15) == 0);
+    big_ok = 1;
+}
+
+/* A thread of continuations: every step passes its state on in the same argument block. */
+typedef struct {
+    int step;
+    int sum;
+    void *block;
+} chain_args;
+
+static int chain_done;
+
+static void chain_fn(void *p)
+{
+    chain_args *a = p;
+    if (a->step == 0)
+        a->block = p;
+    CHECK(a->block == p); /* the continuation runs on the same storage */
+    a->sum += a->step;
+    if (++a->step == 10) {
+        CHECK_EQ(a->sum, 45);
+        chain_done = 1;
+        return;
+    }
+    mp_fiber_t next = mp_continue(chain_fn, MP_SCHED_FIFO);
+    CHECK(next != NULL);
+    CHECK(next == mp_self());
+    CHECK(mp_fiber_args(next) == p);
+    CHECK_OK(mp_fiber_enable(next));
+}
+
+/* A continuation that waits on a counter before it runs. */
+static mp_counter_t gate;
+static int gated_ran;
+
+static void gated_second(void *p)
+{
+    CHECK_EQ(*(int *)p, 99);
+    CHECK_EQ(mp_counter_value(gate), 1);
+    gated_ran = 1;
+}
+
+static void gated_first(void *p)
+{
+    *(int *)p = 99;
+    mp_fiber_t c = mp_continue(gated_second, MP_SCHED_FIFO);
+    CHECK(c == mp_self());
+    CHECK_OK(mp_counter_wait(gate, 1, c));
+}
+
+static void opener(void *p)
+{
+    (void)p;
+    CHECK(!gated_ran);
+    mp_counter_add(gate, 1);
+}
+
+static void final_check(void *p)
+{
+    (void)p;
+    CHECK_EQ(ran_spawned, 1);
+    CHECK_EQ(ran_created, 1);
+    CHECK(big_ok);
+    CHECK(chain_done);
+    CHECK(gated_ran);
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    CHECK(mp_self() == NULL);
+    CHECK_EQ(mp_mype(), 0);
+
+    payload a = {7, "created"};
+    created_handle = mp_fiber_create(created_fn, &a, sizeof a, MP_SCHED_FIFO);
+    CHECK(created_handle != NULL);
+    memset(&a, 0, sizeof a); /* the fiber has its own copy */
+    allocs++, disps++;
+
+    payload b = {1, "original"};
+    CHECK_OK(mp_spawn(spawned_fn, &b, sizeof b, MP_SCHED_FIFO));
+    strcpy(b.text, "changed");
+    b.id = 2;
+    allocs++, disps++;
+
+    unsigned char big[MP_FIBER_ARGS_MAX];
+    for (int i = 0; i < MP_FIBER_ARGS_MAX; i++)
+        big[i] = (unsigned char)(i * 7);
+    CHECK_OK(mp_spawn(big_fn, big, sizeof big, MP_SCHED_FIFO));
+    allocs++, disps++;
+
+    chain_args c = {0, 0, NULL};
+    CHECK_OK(mp_spawn(chain_fn, &c, sizeof c, MP_SCHED_FIFO));
+    allocs += 10, disps += 10; /* 1 spawn + 9 continuations, each dispatched */
+
+    gate = mp_counter_new(0);
+    int v = 0;
+    CHECK_OK(mp_spawn(gated_first, &v, sizeof v, MP_SCHED_FIFO));
+    CHECK_OK(mp_spawn(opener, NULL, 0, MP_SCHED_FIFO));
+    allocs += 3, disps += 3; /* gated_first, its continuation, opener */
+}
+
+int main(int argc, char **argv)
+{
+    int rc = tst_run(argc, argv, 1, pe_main);
+    if (rc != 0)
+        return rc;
+    /* After the run (all PEs joined): every fiber ran. */
+    final_check(NULL);
+    printf("allocs=%d disps=%d\n", allocs, disps);
+    puts("fibers: OK");
+    return 0;
+}

@@ -1,0 +1,55 @@
+/* latency.c -- idle and latency accounting (2 PEs).  A fiber on PE 1 ("lat:wait") waits on a
+ * counter that PE 0 increments after computing for ~20 ms in a fiber it runs on behalf of
+ * PE 1 ("lat:send").  PE 1 is idle meanwhile, so the waiter's observed and critical latency
+ * for (lat:wait, lat:send) must be ~20 ms; the remotely invoked sender sees ~0 latency.
+ * pytest reads the run profile.  argv[1]: compute time in ms (default 20). */
+#include "check.h"
+
+static int acc_wait, acc_send, acc_remote;
+static double compute_s = 0.020;
+
+static void waiter(void *p)
+{
+    (void)p;
+    mp_access_declare(acc_wait);
+    CHECK_EQ(mp_mype(), 1);
+}
+
+static void remote_fn(void *p)
+{
+    (void)p;
+    mp_access_declare(acc_remote);
+}
+
+static void sender(void *p)
+{
+    mp_counter_t c = *(mp_counter_t *)p;
+    mp_access_declare(acc_send);
+    CHECK_EQ(mp_mype(), 0);
+    tst_busy(compute_s);
+    CHECK_OK(mp_counter_add_remote(1, c, 1));
+    CHECK_OK(mp_invoke(1, remote_fn, NULL, 0, MP_SCHED_FIFO));
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 1)
+        return;
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_OK(mp_counter_wait(c, 1, mp_fiber_create(waiter, NULL, 0, MP_SCHED_FIFO)));
+    CHECK_OK(mp_invoke(0, sender, &c, sizeof c, MP_SCHED_FIFO));
+    mp_param("compute_ms", compute_s * 1e3);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        compute_s = atof(argv[1]) * 1e-3;
+    acc_wait = mp_access_register("lat", "wait");
+    acc_send = mp_access_register("lat", "send");
+    acc_remote = mp_access_register("lat", "remote");
+    CHECK(acc_wait > 0 && acc_send > 0 && acc_remote > 0);
+    CHECK_EQ(mp_access_register("lat", "wait"), acc_wait); /* idempotent */
+    return tst_run(argc, argv, 2, pe_main);
+}

@@ -1,0 +1,107 @@
+/* snapshot.c -- the snapshot data structure on P PEs.  Each PE runs a chain of M mutators;
+ * a mutator executes on its PE and completes on another.  Halfway, every PE freezes: when
+ * the freeze is done all mutators that executed on this PE have completed, queries return
+ * WAIT and the chain is suspended; after unfreeze it resumes.  At the end a sync waits for
+ * every mutator on every PE. */
+#include "check.h"
+
+#include <stdatomic.h>
+
+#define M 400
+
+static mp_snapshot_t snaps[MAXPE]; /* one handle per PE (the same id everywhere) */
+#define snap snaps[mp_mype()]
+static atomic_int executed[MAXPE], completed[MAXPE];
+static int suspended[MAXPE], frozen_checks[MAXPE], synced[MAXPE];
+static mp_counter_t freeze_done[MAXPE], sync_done[MAXPE];
+
+typedef struct {
+    int n;
+} chain;
+
+static void apply(void *p)
+{
+    int from = *(int *)p;
+    /* the mutation itself, then completion reported to the executing PE */
+    atomic_fetch_add(&completed[from], 1);
+    mp_snapshot_complete(snap, from);
+}
+
+static void frozen(void *p)
+{
+    (void)p;
+    int me = mp_mype();
+    CHECK_EQ(atomic_load(&completed[me]), atomic_load(&executed[me]));
+    CHECK_EQ(mp_snapshot_query(snap), MP_WAIT);
+    CHECK(suspended[me] >= 1); /* the chain ran into the freeze */
+    frozen_checks[me]++;
+    mp_snapshot_unfreeze(snap);
+    CHECK_EQ(mp_snapshot_query(snap), MP_OK);
+}
+
+static void synced_fn(void *p)
+{
+    (void)p;
+    int me = mp_mype(), P = mp_npes();
+    int e = 0, c = 0;
+    for (int i = 0; i < P; i++)
+        e += atomic_load(&executed[i]), c += atomic_load(&completed[i]);
+    CHECK_EQ(e, P * M);
+    CHECK_EQ(c, P * M);
+    synced[me]++;
+}
+
+static void mutator(void *p)
+{
+    chain *a = p;
+    int me = mp_mype(), P = mp_npes();
+    if (mp_snapshot_query(snap) == MP_WAIT) {
+        suspended[me]++;
+        CHECK_OK(mp_snapshot_suspend(snap, mp_continue(mutator, MP_SCHED_FIFO)));
+        return;
+    }
+    mp_snapshot_execute(snap);
+    atomic_fetch_add(&executed[me], 1);
+    CHECK_OK(mp_invoke((me + 1 + a->n) % P, apply, &me, sizeof me, MP_SCHED_FIFO));
+    a->n++;
+    if (a->n == M / 2) {
+        /* collective freeze, then check in `frozen` */
+        freeze_done[me] = mp_counter_new(0);
+        CHECK_OK(mp_counter_wait(freeze_done[me], 1,
+                                 mp_fiber_create(frozen, NULL, 0, MP_SCHED_FIFO)));
+        CHECK_EQ(mp_snapshot_freeze(snap, freeze_done[me]), MP_WAIT);
+    }
+    if (a->n == M) {
+        sync_done[me] = mp_counter_new(0);
+        CHECK_OK(mp_counter_wait(sync_done[me], 1,
+                                 mp_fiber_create(synced_fn, NULL, 0, MP_SCHED_FIFO)));
+        CHECK_EQ(mp_snapshot_sync(snap, sync_done[me]), MP_WAIT);
+        return;
+    }
+    CHECK_OK(mp_fiber_enable(mp_continue(mutator, MP_SCHED_FIFO)));
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    CHECK_OK(mp_snapshot_new(&snap));
+    chain c = {0};
+    CHECK_OK(mp_spawn(mutator, &c, sizeof c, MP_SCHED_FIFO));
+}
+
+int main(int argc, char **argv)
+{
+    int rc = tst_run(argc, argv, 4, pe_main);
+    if (rc)
+        return rc;
+    for (int i = 0; i < mp_npes(); i++) {
+        CHECK_EQ(snaps[i], snaps[0]);
+        printf("PE %d: executed=%d completed=%d suspended=%d\n", i, atomic_load(&executed[i]),
+               atomic_load(&completed[i]), suspended[i]);
+        CHECK_EQ(frozen_checks[i], 1);
+        CHECK_EQ(synced[i], 1);
+        CHECK_EQ(atomic_load(&executed[i]), M);
+    }
+    puts("snapshot: OK");
+    return 0;
+}
