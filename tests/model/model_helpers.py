@@ -2,8 +2,6 @@
 
 from pathlib import Path
 
-import numpy as np
-import pytest
 
 from mprof.bench.synth import make_profile
 from mprof.db.store import ProfileDB

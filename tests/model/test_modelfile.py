@@ -79,15 +79,15 @@ def test_export_c_matches_python(model_path, tmp_path):
     for module, stats in STATS.items():
         names = model.interfaces[module].statistics
         values = ", ".join(repr(float(stats.get(s, 0))) for s in names)
-        up = f"MPM_{module.upper()}"
+        up, fn = f"MPM_{module.upper()}", f"mpm_{module}"
         lines += [f"  {{ double s[] = {{{values}}}; double out[{up}_NCATS];",
-                  f"    mpm_{module}_costs(s, out);",
+                  f"    {fn}_costs(s, out);",
                   f"    for (int i = 0; i < {up}_NCATS; i++)",
-                  f'      printf("{module} %s %.17g\\n", mpm_{module}_category_names[i], out[i]); }}']
+                  f'      printf("{module} %s %.17g\\n", {fn}_category_names[i], out[i]); }}']
         fields = ", ".join(f".{k} = {v}" for k, v in stats.items())
-        lines += [f"  {{ {module}_stats_t rec = {{{fields}}}; double a[{up}_NCATS], b[{up}_NCATS];",
-                  f"    double s[] = {{{values}}};",
-                  f"    double ta = mpm_{module}_costs_record(&rec, a), tb = mpm_{module}_costs(s, b);",
+        lines += [f"  {{ {module}_stats_t rec = {{{fields}}};",
+                  f"    double a[{up}_NCATS], b[{up}_NCATS], s[] = {{{values}}};",
+                  f"    double ta = {fn}_costs_record(&rec, a), tb = {fn}_costs(s, b);",
                   f"    for (int i = 0; i < {up}_NCATS; i++) if (a[i] != b[i]) return 1;",
                   "    if (ta != tb) return 1; }"]
     lines += ["  return 0;", "}"]

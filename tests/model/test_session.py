@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from model_helpers import GRAPH_PERF, PIPE_PERF, TRUTH, build_db, write_script
+from model_helpers import TRUTH, build_db, write_script
 
 from mprof.cli import main
 from mprof.errors import MprofError
