@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-
 from mprof.bench.synth import make_profile
 from mprof.db.store import ProfileDB
 
