@@ -113,3 +113,25 @@ def test_compile_rejects_clashing_modules(tmp_path, capsys):
     other.write_text(text.replace("interface pipe", "interface PIPE"))
     assert main(["iface", "compile", "-o", str(tmp_path), str(INTERFACES["pipe"]), str(other)]) == 2
     assert "same hook names" in capsys.readouterr().err
+
+
+def test_hook_cost_benchmark_runs():
+    """The benchmark builds and reports that a hook costs what a plain increment costs."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+    from iface_helpers import ROOT
+
+    if not shutil.which("valgrind") or not shutil.which("gcc"):
+        pytest.skip("needs valgrind and gcc")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "iface" / "hook_cost.py"), "-n", "2000",
+         "--cc", "gcc"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["hook_instructions"] > 2000
+    assert result["ratio"] <= 1.05
