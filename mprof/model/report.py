@@ -11,10 +11,15 @@ def _pct(value) -> str:
     return "n/a" if value is None or value != value else f"{value:f}%"
 
 
+def _fixed(value: float) -> str:
+    """The paper prints %f; keep that unless it would round a small value away."""
+    return f"{value:f}" if value == 0 or abs(value) >= 0.01 else f"{value:.6g}"
+
+
 def format_text(outcome: FitOutcome) -> str:
     r = outcome.result
     lines = [
-        f"Chi-square: {r.chi_square:f}",
+        f"Chi-square: {_fixed(r.chi_square)}",
         "Singular values: " + " ".join(f"{w:f}" for w in r.singular_values),
         f"Sample MRE: {_pct(r.sample_mre)}",
         f"Test MRE: {_pct(r.test_mre)}",

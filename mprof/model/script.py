@@ -85,6 +85,9 @@ class ModelingScript:
                 self._do_fit()
             except MprofError as exc:
                 raise ScriptError(str(self.path), None, f"at end of script: {exc}") from None
+            except Exception as exc:  # a bug: still no traceback for the user
+                raise ScriptError(str(self.path), None, f"at end of script: internal error: "
+                                  f"{type(exc).__name__}: {exc}") from None
         return self.session.last
 
     def _dispatch(self, name, *args):
