@@ -1,0 +1,112 @@
+"""Shared fixtures of the whole test suite: CMake build trees.
+
+`cmake_build(name, sanitize=None, targets=None)` configures (once) and builds a build tree
+under the repository root incrementally, so re-runs are fast:
+
+    build       the normal build (what `cmake -S . -B build -G Ninja` makes)
+    build-asan  -DMPROF_SANITIZE=address (ASan + UBSan)
+    build-tsan  -DMPROF_SANITIZE=thread
+
+Each (tree, targets) pair is built at most once per session, and builds of one tree are
+serialised with a lock file, so several pytest processes (other engineers' suites in the same
+checkout) do not run Ninja in the same tree at once.
+
+Fixtures:
+    repo_root        the repository root (Path)
+    cmake_build      the function above, for suites that need their own targets
+    build_dir        the normal build tree, fully built (every target)
+    build_asan_dir   the ASan+UBSan tree (configured; build the targets you need)
+    build_tsan_dir   the TSan tree (configured; build the targets you need)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+_SANITIZE_DIRS = {None: "build", "address": "build-asan", "thread": "build-tsan"}
+_built: dict[tuple, Path] = {}
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-60:])
+        raise BuildError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
+
+
+def _cached_sanitize(cache: Path) -> str | None:
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith("MPROF_SANITIZE:"):
+            return line.split("=", 1)[1].strip() or None
+    return None
+
+
+def cmake_build(
+    name: str | None = None, sanitize: str | None = None, targets: list[str] | None = None
+) -> Path:
+    """Configure and build REPO_ROOT/<name>; returns the build directory.
+
+    `name` defaults to the conventional directory of `sanitize`.  `targets=None` builds the
+    default target (everything); `targets=[]` only configures."""
+    if sanitize not in _SANITIZE_DIRS:
+        raise ValueError(f"unknown sanitizer {sanitize!r}")
+    name = name or _SANITIZE_DIRS[sanitize]
+    key = (name, sanitize, tuple(targets) if targets is not None else None)
+    if key in _built:
+        return _built[key]
+    if not shutil.which("cmake") or not shutil.which("ninja"):
+        pytest.skip("cmake and ninja are needed (scripts/bootstrap.sh installs them)")
+    bdir = REPO_ROOT / name
+    bdir.mkdir(exist_ok=True)
+    with open(bdir / ".pytest-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cache = bdir / "CMakeCache.txt"
+        if not cache.exists() or _cached_sanitize(cache) != sanitize:
+            _run(
+                ["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja",
+                 f"-DMPROF_SANITIZE={sanitize or ''}"],
+                REPO_ROOT,
+            )
+        if targets is None:
+            _run(["cmake", "--build", str(bdir)], REPO_ROOT)
+        elif targets:
+            _run(["cmake", "--build", str(bdir), "--target", *targets], REPO_ROOT)
+    _built[key] = bdir
+    return bdir
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session", name="cmake_build")
+def cmake_build_fixture():
+    return cmake_build
+
+
+@pytest.fixture(scope="session")
+def build_dir() -> Path:
+    return cmake_build("build")
+
+
+@pytest.fixture(scope="session")
+def build_asan_dir() -> Path:
+    return cmake_build(sanitize="address", targets=[])
+
+
+@pytest.fixture(scope="session")
+def build_tsan_dir() -> Path:
+    return cmake_build(sanitize="thread", targets=[])
+

@@ -1,0 +1,114 @@
+"""Running the runtime's C test programs and reading what they leave behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+TARGET = "mprof_runtime_tests"
+SUPPRESSIONS = Path(__file__).resolve().parent / "tsan.supp"
+
+# Sanitizer reports that fail a test even when the program exits 0.
+SANITIZER_ERRORS = re.compile(
+    r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|"
+    r"runtime error:|ThreadSanitizer: reported"
+)
+
+
+def rts_statistics() -> list[str]:
+    """The statistic names declared in runtime/rts.perf."""
+    names, inside = [], False
+    for line in (REPO_ROOT / "runtime" / "rts.perf").read_text().splitlines():
+        word = line.split("--")[0].strip()
+        if line.startswith("statistics"):
+            inside = True
+        elif line and not line[0].isspace():
+            inside = False
+        elif inside and word:
+            names.append(word.split()[0])
+    return names
+
+
+@dataclass
+class Run:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    profile: dict | None = None
+    env: dict = field(default_factory=dict)
+
+    def pe_stats(self, pe: int) -> dict:
+        """The rts statistics (object 0) of one PE."""
+        for obj in self.profile["pes"][pe]["objects"]:
+            if obj["module"] == "rts":
+                return obj["stats"]
+        raise AssertionError(f"PE {pe} has no rts object")
+
+    def latency(self, pe: int, access: str, enabler: str) -> dict | None:
+        for row in self.profile["pes"][pe]["latency"]:
+            if row["access"] == access and row["enabler"] == enabler:
+                return row
+        return None
+
+    def describe(self) -> str:
+        return (f"$ {' '.join(self.args)}  (env {self.env})\nexit {self.returncode}\n"
+                f"--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")
+
+
+def clean_env(**overrides: str) -> dict[str, str]:
+    """The process environment without MPROF_* settings, plus `overrides`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+    env.update({k: str(v) for k, v in overrides.items()})
+    return env
+
+
+class RuntimeTests:
+    """Runs the programs of one build variant (None, "address" or "thread")."""
+
+    _cache: dict = {}
+
+    def __init__(self, variant: str | None, bindir: Path):
+        self.variant = variant
+        self.bindir = bindir
+
+    @classmethod
+    def for_variant(cls, variant: str | None, cmake_build) -> "RuntimeTests":
+        """`cmake_build` is the fixture of tests/conftest.py."""
+        if variant not in cls._cache:
+            bdir = cmake_build(sanitize=variant, targets=[TARGET])
+            cls._cache[variant] = cls(variant, bdir / "tests" / "c")
+        return cls._cache[variant]
+
+    def run(self, program: str, *args, env: dict | None = None, timeout: float = 60,
+            profile: bool = True, expect_rc: int | None = 0) -> Run:
+        """Runs rt_<program> with MPROF_* settings from `env`; parses the run profile."""
+        exe = self.bindir / f"rt_{program}"
+        settings = {k: str(v) for k, v in (env or {}).items()}
+        extra = {}
+        if self.variant == "address":
+            extra["ASAN_OPTIONS"] = "abort_on_error=0:detect_leaks=1"
+            extra["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+        elif self.variant == "thread":
+            extra["TSAN_OPTIONS"] = f"halt_on_error=1:second_deadlock_stack=1:suppressions={SUPPRESSIONS}"
+        with tempfile.TemporaryDirectory(prefix="mprof-rt-") as tmp:
+            out = Path(tmp) / "profile.json"
+            if profile:
+                settings.setdefault("MPROF_OUT", str(out))
+            cmd = [str(exe), *map(str, args)]
+            proc = subprocess.run(cmd, env=clean_env(**settings, **extra), capture_output=True,
+                                  text=True, timeout=timeout)
+            doc = json.loads(out.read_text()) if profile and out.exists() else None
+        run = Run(cmd, proc.returncode, proc.stdout, proc.stderr, doc, settings)
+        if self.variant:
+            assert not SANITIZER_ERRORS.search(run.stderr), run.describe()
+        if expect_rc is not None:
+            assert run.returncode == expect_rc, run.describe()
+        return run

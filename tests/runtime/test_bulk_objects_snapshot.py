@@ -1,0 +1,28 @@
+"""Bulk read / write / store, the object manager (collective ids, barrier, reductions) and
+the snapshot data structure."""
+
+import pytest
+
+
+def test_bulk_transfers_remote_and_local(rt):
+    run = rt.run("bulk")
+    assert "bulk: OK" in run.stdout
+    local = int(run.stdout.split("local_bytes=")[1].split()[0])
+    assert run.pe_stats(0)["ByteCopy"] == local
+    # the 1 MiB write went as one large message: PE 0 sent at least 3 x (64 + 3000 + 1 MiB)
+    assert run.pe_stats(0)["ByteSent"] >= 2 * (64 + 3000 + (1 << 20))
+    assert run.pe_stats(1)["ByteSent"] >= 64 + 3000 + (1 << 20)  # read replies
+
+
+@pytest.mark.parametrize("npes", [1, 3, 4, 8])
+def test_objects_ids_barrier_and_reductions(rt, npes):
+    run = rt.run("objects", env={"MPROF_PES": npes})
+    assert f"P={npes} ids=1024,1025,6" in run.stdout
+    assert run.profile["npes"] == npes
+
+
+def test_snapshot_freeze_suspend_unfreeze_sync(rt):
+    run = rt.run("snapshot", env={"MPROF_PES": 4})
+    assert "snapshot: OK" in run.stdout
+    for pe in range(4):
+        assert f"PE {pe}: executed=400 completed=400" in run.stdout

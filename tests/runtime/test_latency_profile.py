@@ -1,0 +1,80 @@
+"""Idle and latency accounting, and the run profile format (docs/run-profile.md)."""
+
+import pytest
+from rt_helpers import rts_statistics
+
+from mprof.db.validate import validate_profile
+
+
+def test_waiting_fiber_is_charged_observed_and_critical_latency(rt):
+    run = rt.run("latency", 20)
+    p = run.profile
+    assert {"lat:wait", "lat:send", "lat:remote"} <= set(p["accesses"])
+    row = run.latency(1, "lat:wait", "lat:send")
+    assert row is not None, p["pes"][1]["latency"]
+    assert row["count"] == 1
+    assert row["observed_s"] >= 0.015
+    assert row["critical_s"] >= 0.015
+    assert row["critical_s"] <= row["observed_s"] + 1e-6
+    assert p["pes"][1]["idle_s"] >= 0.015
+    # remotely invoked fibers are created on arrival: no observed latency
+    sender = run.latency(0, "lat:send", "unclassified")
+    assert sender is not None and sender["observed_s"] < 0.002
+    remote = run.latency(1, "lat:remote", "lat:send")
+    assert remote is not None and remote["observed_s"] < 0.002
+    assert p["params"] == {"compute_ms": 20}
+
+
+def test_run_profile_follows_the_documented_schema(rt):
+    run = rt.run("objects", env={"MPROF_PES": 3, "MPROF_AGG_BYTES": 2048})
+    p = run.profile
+    validate_profile(p, "objects run")
+    assert p["schema"] == "mprof.run-profile" and p["schema_version"] == 1
+    assert p["npes"] == len(p["pes"]) == 3
+    assert [pe["pe"] for pe in p["pes"]] == [0, 1, 2]
+    assert p["program"] == "rt_objects" and p["argv"][0].endswith("rt_objects")
+    assert p["backend"] == "shm"
+    assert p["settings"]["agg_bytes"] == 2048
+    assert set(p["settings"]) >= {"agg_bytes", "flush_fibers", "small_bytes", "spin"}
+    assert p["accesses"][0] == "unclassified"
+    assert set(p["machine"]) >= {"hostname", "cpu", "cores", "fingerprint"}
+    stats = rts_statistics()
+    assert "ThreadAlloc" in stats and "ByteCopy" in stats and len(stats) >= 13
+    for pe in p["pes"]:
+        rts = [o for o in pe["objects"] if o["module"] == "rts"]
+        assert len(rts) == 1 and rts[0]["id"] == 0
+        missing = set(stats) - set(rts[0]["stats"])
+        assert not missing, f"PE {pe['pe']} lacks {missing}"
+        assert rts[0]["stats"]["P"] == 1
+        assert 0 <= pe["idle_s"] <= pe["elapsed_s"] + 1e-3
+        assert pe["elapsed_s"] <= p["elapsed_s"] + 1e-3
+        for row in pe["latency"]:
+            assert row["access"] in p["accesses"] and row["enabler"] in p["accesses"]
+            assert row["count"] > 0
+
+
+def test_idle_timeout_and_settings_are_read_from_the_environment(rt):
+    run = rt.run("fibers", env={"MPROF_IDLE_TIMEOUT": "bogus", "MPROF_SPIN": 7,
+                                "MPROF_FLUSH_FIBERS": 3, "MPROF_SMALL_BYTES": 24})
+    assert "ignoring MPROF_IDLE_TIMEOUT=bogus" in run.stderr
+    s = run.profile["settings"]
+    assert (s["spin"], s["flush_fibers"], s["small_bytes"]) == (7, 3, 24)
+
+
+@pytest.mark.slow
+def test_idle_pes_sleep_instead_of_spinning(rt):
+    import resource
+    import time
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    run = rt.run("idle", 1.0, env={"MPROF_PES": 8})
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert "pokes=10" in run.stdout
+    assert wall >= 0.9
+    # one PE computes; seven sleep.  8 spinning PEs on 2 cores would use ~2 x wall.
+    assert cpu < 1.6 * wall, f"cpu {cpu:.2f}s for wall {wall:.2f}s"
+    idle = [pe["idle_s"] for pe in run.profile["pes"][1:]]
+    assert min(idle) > 0.8

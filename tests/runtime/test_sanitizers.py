@@ -1,0 +1,54 @@
+"""The runtime tests (all but the timing-sensitive ones) under ASan+UBSan and TSan.
+
+Each test runs once per sanitizer build (build-asan, build-tsan); any sanitizer report on
+stderr fails it (see rt_helpers.SANITIZER_ERRORS).  TSan suppressions: tests/runtime/tsan.supp.
+"""
+
+import pytest
+from test_stress_hang_misuse import STRESS_ENV, check_stress_table
+
+pytestmark = pytest.mark.sanitizer
+
+PROGRAMS = [
+    ("fibers",),
+    ("counters",),
+    ("schedulers", "builtin"),
+    ("schedulers", "rr"),
+    ("schedulers", "prio"),
+    ("bulk",),
+    ("snapshot",),
+]
+
+
+@pytest.mark.parametrize("args", PROGRAMS, ids=["-".join(a) for a in PROGRAMS])
+def test_program_clean_under_sanitizer(rt_san, args):
+    run = rt_san.run(*args, timeout=120)
+    assert "order=" in run.stdout or ": OK" in run.stdout
+
+
+@pytest.mark.parametrize("npes", [3, 8])
+def test_objects_under_sanitizer(rt_san, npes):
+    rt_san.run("objects", env={"MPROF_PES": npes}, timeout=120)
+
+
+def test_comm_under_sanitizer(rt_san):
+    rt_san.run("comm", "count", 2000, 40, timeout=120)
+    rt_san.run("comm", "flush", 200, 32, env={"MPROF_FLUSH_FIBERS": 7}, timeout=120)
+    rt_san.run("comm", "order", 2000, env={"MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024},
+               timeout=120)
+
+
+def test_stress_under_sanitizer(rt_san):
+    run = rt_san.run("stress", 100000, env=STRESS_ENV, timeout=240)
+    check_stress_table(run, 100000)
+
+
+@pytest.mark.parametrize("scenario", ["fiber", "block", "held"])
+def test_hang_under_sanitizer(rt_san, scenario):
+    run = rt_san.run("hang", scenario, expect_rc=2, timeout=60)
+    assert "mprof: hang:" in run.stderr
+
+
+def test_misuse_under_sanitizer(rt_san):
+    run = rt_san.run("misuse", timeout=120)
+    assert "after=12 rc=0" in run.stdout

@@ -1,0 +1,27 @@
+"""Schedulers: urgent before FIFO, FIFO order, preemptive fibers inside the enabling fiber,
+custom deposit/select schedulers, round-robin between FIFO and custom, the Sched statistic."""
+
+import pytest
+
+
+def order_of(run):
+    return run.stdout.split("order=")[1].split()[0]
+
+
+def test_urgent_fifo_and_preemptive_order(rt):
+    run = rt.run("schedulers", "builtin")
+    # urgent 1,2 before FIFO a,b,c; x (urgent, enabled by a) before b; p runs inside a's
+    # mp_spawn "(p)", q inside a's mp_counter_add "[q]"
+    assert order_of(run) == "12a(p)[q]xbc"
+    assert run.pe_stats(0)["Sched"] == 0
+
+
+@pytest.mark.parametrize(
+    "scenario, expected",
+    [("lifo", "54321"), ("prio", "9654321"), ("rr", "uaAbBcC")],
+    ids=["custom-lifo", "custom-priority", "round-robin-fifo-custom"],
+)
+def test_custom_schedulers(rt, scenario, expected):
+    run = rt.run("schedulers", scenario)
+    assert order_of(run) == expected
+    assert run.pe_stats(0)["Sched"] == 3  # three custom schedulers registered

@@ -1,0 +1,95 @@
+"""Stress (10^6 remote invocations among 4 PEs), hang diagnosis and misuse reports."""
+
+import re
+import time
+
+STRESS_ENV = {"MPROF_PES": 4, "MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024}
+
+
+def check_stress_table(run, total):
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", run.stdout, re.M)
+    assert len(rows) == 16, run.stdout
+    sent = 0
+    for src, dst, n_sent, n_recv, b_sent, b_recv in rows:
+        assert n_sent == n_recv, f"{src}->{dst}: sent {n_sent}, received {n_recv}"
+        assert b_sent == b_recv, f"{src}->{dst}: sent {b_sent} bytes, received {b_recv}"
+        if src == dst:
+            assert n_sent == "0"
+        else:
+            assert int(n_sent) > 0
+        sent += int(n_sent)
+    assert sent == total
+    assert f"total={total} out_of_order=0" in run.stdout
+    remote = sum(run.pe_stats(pe)["RemoteOp"] for pe in range(4))
+    assert remote >= total
+    fast = sum(run.pe_stats(pe)["FastMsgSent"] for pe in range(4))
+    msgs = sum(run.pe_stats(pe)["MsgSent"] for pe in range(4))
+    assert fast > total // 3 and msgs > 0  # all three classes travelled
+
+
+def test_stress_million_invocations_all_to_all(rt):
+    t0 = time.monotonic()
+    run = rt.run("stress", 1000000, env=STRESS_ENV, timeout=120)
+    print(run.stdout)
+    check_stress_table(run, 1000000)
+    assert time.monotonic() - t0 < 30
+
+
+def hang(rt, scenario, **env):
+    t0 = time.monotonic()
+    run = rt.run("hang", scenario, env=env, expect_rc=None, timeout=30)
+    assert run.returncode != 0, run.describe()
+    assert time.monotonic() - t0 < 10
+    return run
+
+
+def test_hang_fiber_waiting_on_a_counter_nobody_increments(rt):
+    run = hang(rt, "fiber", MPROF_IDLE_TIMEOUT=3)
+    assert re.search(r"PE 1: fiber hang_stuck_waiter \(created by hang:setup\) waits on "
+                     r"counter 0x[0-9a-f]+ for value 5, counter is 2", run.stderr), run.stderr
+    assert "mp_main returned 2" in run.stdout
+
+
+def test_hang_pe_main_blocked_in_block_until(rt):
+    run = hang(rt, "block")
+    assert "mp_block_until returned 5" in run.stdout
+    assert re.search(r"PE 0: pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ for "
+                     r"value 1, counter is 0", run.stderr), run.stderr
+
+
+def test_hang_fiber_held_by_a_custom_scheduler(rt):
+    run = hang(rt, "held")
+    assert "PE 0: 1 enabled fibers held by scheduler never" in run.stderr
+
+
+MISUSE = {
+    # case: (printed code, stderr fragment)
+    "continue_in_main": (6, "mp_continue called outside a fiber (call needs an executing fiber)"),
+    "already_waiting": (4, "a fiber may wait on one counter (fiber already waits on a counter)"),
+    "block_in_fiber": (7, "mp_block_until is a blocking call; inside a fiber wait with "
+                          "mp_counter_wait and a continuation (blocking call made inside a fiber)"),
+    "invalid_pe_invoke": (2, "message to PE 2, but P = 2 (invalid PE number)"),
+    "invalid_pe_negative": (2, "message to PE -1, but P = 2 (invalid PE number)"),
+    "invalid_pe_counter": (2, "message to PE 5, but P = 2 (invalid PE number)"),
+    "too_large_invoke": (3, "fiber arguments of 1025 bytes exceed 1024 (message or arguments "
+                            "too large)"),
+    "too_large_spawn": (3, None),
+    "too_large_create": (3, None),
+    "too_large_write": (2, "exceeds the 67108864-byte limit (message or arguments too large)"),
+    "too_large_write_huge": (2, "payload of 18446744073709551615 bytes exceeds"),
+    "too_large_read_huge": (2, "bulk read of 18446744073709551600 bytes exceeds"),
+    "enable_twice": (5, "enabling a fiber that is not in the created state"),
+    "unknown_sched": (1, "unknown scheduler id 99 (invalid argument)"),
+}
+
+
+def test_misuse_reports_error_codes_and_the_run_continues(rt):
+    run = rt.run("misuse", env={"MPROF_PES": 2})
+    codes = dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
+    for case, (code, message) in MISUSE.items():
+        assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{run.describe()}"
+        if message:
+            assert message in run.stderr, f"{case}: no '{message}' on stderr"
+    assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
+    # every invocation made after the misuse arrived and the run ended normally
+    assert "after=12 rc=0" in run.stdout
