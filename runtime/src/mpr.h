@@ -137,6 +137,7 @@ typedef struct {
     int gop_arrived;
     double gop_acc;
     int gop_op;
+    bool rt_owned; /* partition allocated by the runtime (snapshot): freed at exit */
 } mpr_obj;
 
 /* ---------------------------------------------------------------------------------- */

@@ -20,6 +20,9 @@ void mpr_objs_init(mpr_pe *pe)
 
 void mpr_objs_fini(mpr_pe *pe)
 {
+    for (uint32_t i = 0; i < pe->nobjs_cap; i++)
+        if (pe->objs[i].rt_owned)
+            free(pe->objs[i].partition);
     free(pe->objs);
     pe->objs = NULL;
     pe->nobjs_cap = 0;

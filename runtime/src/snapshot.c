@@ -46,8 +46,11 @@ mp_err mp_snapshot_new(mp_snapshot_t *out)
     s->thaw = mp_counter_new(0);
     s->phase = mp_counter_new(0);
     mp_err e = mp_obj_create(s, &s->id);
-    if (e)
+    if (e) {
+        free(s);
         return e;
+    }
+    mpr_obj_get(mpr_pe_self(), s->id)->rt_owned = true; /* no destroy call: freed at exit */
     *out = s->id;
     return MP_SUCCESS;
 }
