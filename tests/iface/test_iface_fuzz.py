@@ -137,7 +137,8 @@ def expressions(names):
 
     def extend(inner):
         return st.one_of(
-            st.tuples(inner, st.sampled_from("+-*/"), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, st.sampled_from("+-*/"), inner)
+            .map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
             inner.map(lambda e: f"-{e}"),
             st.tuples(st.sampled_from(["log2", "sqrt"]), inner).map(lambda t: f"{t[0]}({t[1]})"),
             st.tuples(st.sampled_from(["min", "max"]), st.lists(inner, min_size=2, max_size=3))
