@@ -1,0 +1,443 @@
+/*
+ * hashtable.c -- the distributed hash table (seed 003 section 2.2.2).
+ *
+ * Every PE holds the bins it owns as arrays of chained entries.  A remote operation is one
+ * request fiber invoked on the owner, which applies it atomically (a fiber runs to
+ * completion, so no locks) and, when acknowledged, invokes a reply fiber on the issuing PE
+ * that writes the results and increments the caller's counter.
+ *
+ * Inserts and deletes are the mutators of the table's snapshot object: the issuing PE
+ * queries and executes before the operation leaves, and the operation completes where it
+ * took effect (unacknowledged: at the owner, reported to the issuer by the runtime;
+ * acknowledged: when the reply arrives).  A query answered WAIT (a sync is freezing the
+ * table) parks the operation in a fiber suspended on the snapshot, which re-issues it after
+ * the unfreeze.  ht_sync is the snapshot's sync.
+ */
+#include "hashtable.h"
+
+#include "hashtable_perf.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OP_INSERT = 0, OP_DELETE = 1, OP_LOOKUP = 2 };
+
+typedef struct ht_entry {
+    struct ht_entry *next;
+    uint64_t hash;
+    _Alignas(16) unsigned char data[]; /* key, then value */
+} ht_entry;
+
+typedef struct {
+    mp_obj_t id;
+    ht_options o;
+    mp_snapshot_t snap;
+    uint64_t total_bins;
+    size_t nbins;
+    ht_entry **bins;
+    size_t count;
+    hashtable_stats_t *st;
+} ht_part;
+
+/* A request travels as fiber arguments: header, then key, then value (inserts). */
+typedef struct {
+    ht_t h;
+    int from;
+    uint8_t op;
+    uint8_t acked;
+    uint64_t hash;
+    mp_counter_t done;
+    int *flag_out;   /* existed (insert) / found (delete, lookup) */
+    void *value_out; /* old value (delete) / value (lookup) */
+    _Alignas(16) unsigned char data[];
+} ht_req;
+
+typedef struct {
+    ht_t h;
+    uint8_t op;
+    uint8_t mutator;
+    int flag;
+    uint32_t nval;
+    mp_counter_t done;
+    int *flag_out;
+    void *value_out;
+    _Alignas(16) unsigned char value[];
+} ht_reply;
+
+static ht_part *part_of(ht_t h)
+{
+    ht_part *p = mp_obj_local(h);
+    if (!p) {
+        fprintf(stderr, "hashtable: object %u is not a hash table on PE %d\n", h, mp_mype());
+        abort();
+    }
+    return p;
+}
+
+static uint64_t fnv1a(const void *key, size_t n)
+{
+    const unsigned char *k = key;
+    uint64_t x = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= k[i];
+        x *= 1099511628211ull;
+    }
+    /* FNV's low bits are weak for short keys: finish with a 64-bit mixer */
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+void ht_options_init(ht_options *o, size_t key_size, size_t value_size)
+{
+    memset(o, 0, sizeof *o);
+    o->key_size = key_size;
+    o->value_size = value_size;
+    o->bins_per_pe = 1024;
+}
+
+static pthread_once_t access_once = PTHREAD_ONCE_INIT;
+
+mp_err ht_create(const ht_options *o, ht_t *out)
+{
+    if (!o || !out || o->key_size == 0 || o->key_size + o->value_size > HT_MAX_ITEM ||
+        o->bins_per_pe == 0)
+        return MP_ERR_INVALID_ARG;
+    pthread_once(&access_once, hashtable_perf_init); /* in case the program did not */
+    ht_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return MP_ERR_NO_MEMORY;
+    p->o = *o;
+    if (!p->o.hash)
+        p->o.hash = fnv1a;
+    p->nbins = o->bins_per_pe;
+    p->total_bins = (uint64_t)o->bins_per_pe * (uint64_t)mp_npes();
+    p->bins = calloc(p->nbins, sizeof *p->bins);
+    if (!p->bins) {
+        free(p);
+        return MP_ERR_NO_MEMORY;
+    }
+    mp_err e;
+    if (o->snapshot) {
+        p->snap = o->snapshot;
+    } else if ((e = mp_snapshot_new(&p->snap)) != MP_SUCCESS) {
+        free(p->bins);
+        free(p);
+        return e;
+    }
+    if ((e = mp_obj_create(p, &p->id)) != MP_SUCCESS) {
+        free(p->bins);
+        free(p);
+        return e;
+    }
+    p->st = hashtable_stats_create(p->id);
+    HASHTABLE_SET(p->st, P, 1);
+    HASHTABLE_SET(p->st, Bins, p->nbins);
+    *out = p->id;
+    return MP_SUCCESS;
+}
+
+static void free_entries(ht_part *p)
+{
+    for (size_t b = 0; b < p->nbins; b++) {
+        for (ht_entry *e = p->bins[b], *n; e; e = n) {
+            n = e->next;
+            free(e);
+        }
+        p->bins[b] = NULL;
+    }
+    p->count = 0;
+    HASHTABLE_SET(p->st, Entry, 0);
+}
+
+void ht_destroy(ht_t h)
+{
+    ht_part *p = part_of(h);
+    free_entries(p);
+    free(p->bins);
+    p->bins = NULL;
+    p->nbins = 0;
+}
+
+static inline uint64_t bin_of(const ht_part *p, uint64_t hash) { return hash % p->total_bins; }
+
+int ht_owner(ht_t h, const void *key)
+{
+    ht_part *p = part_of(h);
+    return (int)(bin_of(p, p->o.hash(key, p->o.key_size)) % (uint64_t)mp_npes());
+}
+
+/* Applies an operation to the local bin; returns the flag (existed / found) and copies the
+ * value for lookups and deletes into value_out (if any). */
+static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
+                 const unsigned char *value, void *value_out)
+{
+    size_t ks = p->o.key_size, vs = p->o.value_size;
+    ht_entry **head = &p->bins[bin_of(p, hash) / (uint64_t)mp_npes()];
+    ht_entry **link = head;
+    while (*link && !((*link)->hash == hash && memcmp((*link)->data, key, ks) == 0))
+        link = &(*link)->next;
+    ht_entry *e = *link;
+    HASHTABLE_INC(p->st, NApply, 1);
+    switch (op) {
+    case OP_INSERT:
+        if (e) {
+            HASHTABLE_INC(p->st, Duplicates, 1);
+            if (p->o.on_duplicate)
+                p->o.on_duplicate(e->data + ks, value, vs, p->o.dup_ctx);
+            return 1;
+        }
+        if (*head)
+            HASHTABLE_INC(p->st, Collisions, 1);
+        e = malloc(sizeof *e + ks + vs);
+        if (!e) {
+            fprintf(stderr, "hashtable: out of memory\n");
+            abort();
+        }
+        e->hash = hash;
+        memcpy(e->data, key, ks);
+        if (vs)
+            memcpy(e->data + ks, value, vs);
+        e->next = *head;
+        *head = e;
+        p->count++;
+        HASHTABLE_SET(p->st, Entry, p->count);
+        return 0;
+    case OP_DELETE:
+        if (!e)
+            return 0;
+        if (value_out && vs)
+            memcpy(value_out, e->data + ks, vs);
+        *link = e->next;
+        free(e);
+        p->count--;
+        HASHTABLE_SET(p->st, Entry, p->count);
+        return 1;
+    default: /* OP_LOOKUP */
+        if (!e)
+            return 0;
+        if (value_out && vs)
+            memcpy(value_out, e->data + ks, vs);
+        return 1;
+    }
+}
+
+static void declare(int op)
+{
+    if (op == OP_INSERT)
+        HASHTABLE_ACCESS(INSERT);
+    else if (op == OP_DELETE)
+        HASHTABLE_ACCESS(DELETE);
+    else
+        HASHTABLE_ACCESS(LOOKUP);
+}
+
+static size_t req_data_size(const ht_part *p, int op)
+{
+    return p->o.key_size + (op == OP_INSERT ? p->o.value_size : 0);
+}
+
+/* On the issuing PE: the owner's answer to an acknowledged operation. */
+static void ht_reply_fiber(void *args)
+{
+    ht_reply *r = args;
+    declare(r->op);
+    if (r->flag_out)
+        *r->flag_out = r->flag;
+    if (r->value_out && r->nval)
+        memcpy(r->value_out, r->value, r->nval);
+    if (r->mutator)
+        mp_snapshot_complete(part_of(r->h)->snap, mp_mype());
+    mp_counter_add(r->done, 1);
+}
+
+/* On the owner: applies a request, then answers (acknowledged) or completes the mutator
+ * at its issuer (unacknowledged). */
+static void ht_serve(void *args)
+{
+    ht_req *q = args;
+    ht_part *p = part_of(q->h);
+    declare(q->op);
+    size_t ks = p->o.key_size, vs = p->o.value_size;
+    unsigned char rbuf[sizeof(ht_reply) + HT_MAX_ITEM];
+    ht_reply *r = (ht_reply *)rbuf;
+    bool want_value = q->acked && q->value_out && vs && q->op != OP_INSERT;
+    int flag = apply(p, q->op, q->hash, q->data, q->data + ks, want_value ? r->value : NULL);
+    bool mutator = q->op != OP_LOOKUP;
+    if (q->acked) {
+        r->h = q->h;
+        r->op = q->op;
+        r->mutator = mutator;
+        r->flag = flag;
+        r->nval = (want_value && flag) ? (uint32_t)vs : 0;
+        r->done = q->done;
+        r->flag_out = q->flag_out;
+        r->value_out = q->value_out;
+        HASHTABLE_INC(p->st, NMsg, 1);
+        HASHTABLE_INC(p->st, Bytes, r->nval);
+        mp_invoke(q->from, ht_reply_fiber, r, sizeof *r + r->nval, MP_SCHED_FIFO);
+    } else if (mutator) {
+        HASHTABLE_INC(p->st, NMsg, 1); /* the runtime's completion message */
+        mp_snapshot_complete(p->snap, q->from);
+    }
+}
+
+static void ht_resume(void *args);
+
+/* Issues a request (the caller counted it).  Returns OK when it completed locally. */
+static mp_status issue(ht_part *p, ht_req *q)
+{
+    int me = mp_mype();
+    bool mutator = q->op != OP_LOOKUP;
+    size_t dsize = req_data_size(p, q->op);
+    if (mutator) {
+        if (mp_snapshot_query(p->snap) == MP_WAIT) {
+            /* a sync is freezing the table: park the request until the unfreeze */
+            HASHTABLE_INC(p->st, NBlock, 1);
+            mp_fiber_t f = mp_fiber_create(ht_resume, q, sizeof *q + dsize, MP_SCHED_FIFO);
+            if (!f || mp_snapshot_suspend(p->snap, f) != MP_SUCCESS)
+                return MP_FAIL;
+            return MP_WAIT;
+        }
+        mp_snapshot_execute(p->snap);
+    }
+    int owner = (int)(bin_of(p, q->hash) % (uint64_t)mp_npes());
+    if (owner == me) {
+        int flag = apply(p, q->op, q->hash, q->data, q->data + p->o.key_size, q->value_out);
+        if (q->flag_out)
+            *q->flag_out = flag;
+        if (mutator)
+            mp_snapshot_complete(p->snap, me);
+        if (q->done)
+            mp_counter_add(q->done, 1);
+        return MP_OK;
+    }
+    HASHTABLE_INC(p->st, NMsg, 1);
+    HASHTABLE_INC(p->st, Bytes, dsize);
+    if (mp_invoke(owner, ht_serve, q, sizeof *q + dsize, MP_SCHED_FIFO) != MP_SUCCESS)
+        return MP_FAIL;
+    return MP_WAIT;
+}
+
+/* A request parked by a freeze: re-query (and park again) or go. */
+static void ht_resume(void *args)
+{
+    ht_req *q = args;
+    ht_part *p = part_of(q->h);
+    declare(q->op);
+    if (mp_snapshot_query(p->snap) == MP_WAIT) {
+        HASHTABLE_INC(p->st, NBlock, 1);
+        mp_snapshot_suspend(p->snap, mp_continue(ht_resume, MP_SCHED_FIFO));
+        return;
+    }
+    issue(p, q);
+}
+
+static mp_status start(ht_t h, int op, const void *key, const void *value, int *flag_out,
+                       void *value_out, mp_counter_t done, bool acked)
+{
+    ht_part *p = mp_obj_local(h);
+    if (!p || !p->bins || !key || (acked && !done) || (op == OP_INSERT && p->o.value_size && !value))
+        return MP_FAIL;
+    unsigned char buf[sizeof(ht_req) + HT_MAX_ITEM];
+    ht_req *q = (ht_req *)buf;
+    q->h = h;
+    q->from = mp_mype();
+    q->op = (uint8_t)op;
+    q->acked = acked;
+    q->hash = p->o.hash(key, p->o.key_size);
+    q->done = acked ? done : NULL;
+    q->flag_out = acked ? flag_out : NULL;
+    q->value_out = acked ? value_out : NULL;
+    memcpy(q->data, key, p->o.key_size);
+    if (op == OP_INSERT && p->o.value_size)
+        memcpy(q->data + p->o.key_size, value, p->o.value_size);
+    HASHTABLE_INC(p->st, NOp, 1);
+    if (bin_of(p, q->hash) % (uint64_t)mp_npes() != (uint64_t)q->from)
+        HASHTABLE_INC(p->st, NRemote, 1);
+    return issue(p, q);
+}
+
+mp_status ht_insert(ht_t h, const void *key, const void *value, int *existed, mp_counter_t done)
+{
+    return start(h, OP_INSERT, key, value, existed, NULL, done, true);
+}
+
+mp_status ht_insert_unack(ht_t h, const void *key, const void *value)
+{
+    return start(h, OP_INSERT, key, value, NULL, NULL, NULL, false);
+}
+
+mp_status ht_delete(ht_t h, const void *key, void *old_value, int *found, mp_counter_t done)
+{
+    return start(h, OP_DELETE, key, NULL, found, old_value, done, true);
+}
+
+mp_status ht_delete_unack(ht_t h, const void *key)
+{
+    return start(h, OP_DELETE, key, NULL, NULL, NULL, NULL, false);
+}
+
+mp_status ht_lookup(ht_t h, const void *key, void *value, int *found, mp_counter_t done)
+{
+    if (!found)
+        return MP_FAIL;
+    return start(h, OP_LOOKUP, key, NULL, found, value, done, true);
+}
+
+typedef struct {
+    mp_counter_t inner, done;
+} sync_args;
+
+static void ht_synced(void *args)
+{
+    sync_args *a = args;
+    HASHTABLE_ACCESS(SYNC);
+    mp_counter_free(a->inner);
+    mp_counter_add(a->done, 1);
+}
+
+mp_status ht_sync(ht_t h, mp_counter_t done)
+{
+    ht_part *p = mp_obj_local(h);
+    if (!p || !done)
+        return MP_FAIL;
+    HASHTABLE_INC(p->st, NSync, 1);
+    sync_args a = {mp_counter_new(0), done};
+    mp_fiber_t f = mp_fiber_create(ht_synced, &a, sizeof a, MP_SCHED_FIFO);
+    if (!a.inner || !f || mp_counter_wait(a.inner, 1, f) != MP_SUCCESS)
+        return MP_FAIL;
+    if (mp_snapshot_sync(p->snap, a.inner) == MP_FAIL)
+        return MP_FAIL;
+    return MP_WAIT;
+}
+
+size_t ht_local_count(ht_t h) { return part_of(h)->count; }
+
+void ht_clear_local(ht_t h) { free_entries(part_of(h)); }
+
+void ht_iter_init(ht_t h, ht_iter *it)
+{
+    it->part_ = part_of(h);
+    it->bin_ = 0;
+    it->entry_ = NULL;
+}
+
+bool ht_iter_next(ht_iter *it, const void **key, void **value)
+{
+    ht_part *p = it->part_;
+    ht_entry *e = it->entry_ ? ((ht_entry *)it->entry_)->next : NULL;
+    while (!e && it->bin_ < p->nbins)
+        e = p->bins[it->bin_++];
+    it->entry_ = e;
+    if (!e)
+        return false;
+    if (key)
+        *key = e->data;
+    if (value)
+        *value = e->data + p->o.key_size;
+    return true;
+}

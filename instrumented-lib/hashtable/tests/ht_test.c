@@ -1,0 +1,288 @@
+/* ht_test.c -- semantics and statistics of the distributed hash table on P PEs.
+ *
+ *   ht_test semantics [n=N]   insert/lookup/delete results and statuses, duplicate handler,
+ *                             sync after unacknowledged inserts (and inserts parked by a
+ *                             freeze), per-partition iterators cover every key exactly once
+ *   ht_test stats [n=N] [bins=B]
+ *                             a fixed workload whose statistics tests/lib/test_hashtable.py
+ *                             predicts exactly from the hash function
+ *
+ * Every PE runs the phases in pe_main, waiting with mp_block_until. */
+#include "check.h"
+#include "hashtable.h"
+#include "hashtable_perf.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+static long N = 400;
+static long BINS = 8;
+static const char *scenario = "semantics";
+
+/* per-PE state (each PE touches only its own slot) */
+static ht_t tab[MAXPE], dups[MAXPE], un[MAXPE];
+static mp_counter_t cnt[MAXPE];
+static uint64_t waited[MAXPE];
+static long existed_total[MAXPE], dup_calls[MAXPE], parked[MAXPE], iterated[MAXPE];
+static atomic_int *seen; /* seen[key]: how many partitions' iterators returned the key */
+static long seen_n;
+
+#define ME mp_mype()
+
+/* Waits for `n` more completions on this PE's counter. */
+static void wait_more(uint64_t n)
+{
+    waited[ME] += n;
+    CHECK_EQ(mp_block_until(cnt[ME], waited[ME]), MP_SUCCESS);
+}
+
+static void check_status(mp_status s, ht_t h, const void *key)
+{
+    CHECK(s != MP_FAIL);
+    CHECK_EQ(s == MP_OK, ht_owner(h, key) == ME);
+}
+
+static void sync_all(ht_t h)
+{
+    CHECK_EQ(ht_sync(h, cnt[ME]), MP_WAIT);
+    wait_more(1);
+}
+
+static void sum_dup(void *stored, const void *incoming, size_t n, void *ctx)
+{
+    CHECK_EQ(n, sizeof(uint64_t));
+    uint64_t a, b;
+    memcpy(&a, stored, 8);
+    memcpy(&b, incoming, 8);
+    a += b;
+    memcpy(stored, &a, 8);
+    ++*(long *)ctx;
+}
+
+static void semantics(void)
+{
+    int me = ME, P = mp_npes();
+    ht_options o;
+    ht_options_init(&o, sizeof(uint64_t), sizeof(uint64_t));
+    o.bins_per_pe = (unsigned)BINS;
+    CHECK_EQ(ht_create(&o, &tab[me]), MP_SUCCESS);
+    ht_options od = o;
+    od.on_duplicate = sum_dup;
+    od.dup_ctx = &dup_calls[me];
+    CHECK_EQ(ht_create(&od, &dups[me]), MP_SUCCESS);
+    CHECK_EQ(ht_create(&o, &un[me]), MP_SUCCESS);
+    ht_t T = tab[me], D = dups[me], U = un[me];
+    long extra = N / 4 + 1, total = N + extra;
+    int *flag = calloc((size_t)total, sizeof *flag);
+    uint64_t *val = calloc((size_t)total, sizeof *val);
+    CHECK(flag && val);
+
+    /* A: acknowledged inserts of my keys; none existed */
+    uint64_t n = 0;
+    for (uint64_t k = (uint64_t)me; k < (uint64_t)N; k += (uint64_t)P) {
+        uint64_t v = 10 * k;
+        flag[k] = -1;
+        mp_status s = ht_insert(T, &k, &v, &flag[k], cnt[me]);
+        check_status(s, T, &k);
+        if (s == MP_OK)
+            CHECK_EQ(flag[k], 0); /* local: results are there at once */
+        n++;
+    }
+    wait_more(n);
+    for (long k = me; k < N; k += P)
+        CHECK_EQ(flag[k], 0);
+    sync_all(T);
+
+    /* B: every PE looks every key up (and some absent ones) */
+    for (uint64_t k = 0; k < (uint64_t)total; k++) {
+        flag[k] = -1;
+        val[k] = 777;
+        check_status(ht_lookup(T, &k, &val[k], &flag[k], cnt[me]), T, &k);
+    }
+    wait_more((uint64_t)total);
+    for (long k = 0; k < total; k++) {
+        CHECK_EQ(flag[k], k < N);
+        CHECK_EQ(val[k], k < N ? 10 * (uint64_t)k : 777);
+    }
+    sync_all(T);
+
+    /* C: acknowledged deletes of present keys (inserted by my neighbour) and absent ones */
+    n = 0;
+    for (uint64_t k = 0; k < (uint64_t)total; k++) {
+        bool present = (long)k < N && k % 3 == 0 && k % (uint64_t)P == (uint64_t)((me + 1) % P);
+        bool absent = (long)k >= N && k % (uint64_t)P == (uint64_t)me;
+        if (!present && !absent)
+            continue;
+        flag[k] = -1;
+        val[k] = 777;
+        check_status(ht_delete(T, &k, &val[k], &flag[k], cnt[me]), T, &k);
+        n++;
+    }
+    wait_more(n);
+    for (long k = 0; k < total; k++) {
+        if (k < N && k % 3 == 0 && k % P == (me + 1) % P) {
+            CHECK_EQ(flag[k], 1);
+            CHECK_EQ(val[k], 10 * (uint64_t)k);
+        } else if (k >= N && k % P == me) {
+            CHECK_EQ(flag[k], 0);
+            CHECK_EQ(val[k], 777);
+        }
+    }
+    sync_all(T);
+    for (uint64_t k = 0; k < (uint64_t)N; k++)
+        check_status(ht_lookup(T, &k, NULL, &flag[k], cnt[me]), T, &k);
+    wait_more((uint64_t)N);
+    for (long k = 0; k < N; k++)
+        CHECK_EQ(flag[k], k % 3 != 0);
+
+    /* D: duplicate handler: every PE inserts the same keys with value 1 */
+    long K = N / 2 + 1;
+    for (uint64_t k = 0; k < (uint64_t)K; k++) {
+        uint64_t one = 1;
+        flag[k] = -1;
+        check_status(ht_insert(D, &k, &one, &flag[k], cnt[me]), D, &k);
+    }
+    wait_more((uint64_t)K);
+    for (long k = 0; k < K; k++) {
+        CHECK(flag[k] == 0 || flag[k] == 1);
+        existed_total[me] += flag[k];
+    }
+    sync_all(D);
+    for (uint64_t k = 0; k < (uint64_t)K; k++)
+        check_status(ht_lookup(D, &k, &val[k], &flag[k], cnt[me]), D, &k);
+    wait_more((uint64_t)K);
+    for (long k = 0; k < K; k++) {
+        CHECK_EQ(flag[k], 1);
+        CHECK_EQ(val[k], (uint64_t)P); /* the handler summed all P inserts */
+    }
+
+    /* E: unacknowledged inserts, then sync; inserts issued during the sync are parked */
+    long M = N, M2 = N / 4 + 1;
+    for (long i = 0; i < M; i++) {
+        uint64_t k = (uint64_t)(me * M + i), v = k + 1;
+        mp_status s = ht_insert_unack(U, &k, &v);
+        check_status(s, U, &k);
+    }
+    CHECK_EQ(ht_sync(U, cnt[me]), MP_WAIT);
+    for (long i = 0; i < M2; i++) {
+        uint64_t k = (uint64_t)(P * M + me * M2 + i), v = k + 1;
+        mp_status s = ht_insert_unack(U, &k, &v);
+        CHECK_EQ(s, MP_WAIT); /* frozen: parked until the unfreeze, even when local */
+        parked[me]++;
+    }
+    wait_more(1);
+    /* the sync saw every insert issued before it, on every PE */
+    uint64_t *v1 = calloc((size_t)(P * M), sizeof *v1);
+    int *f1 = calloc((size_t)(P * M), sizeof *f1);
+    CHECK(v1 && f1);
+    for (uint64_t k = 0; k < (uint64_t)(P * M); k++)
+        check_status(ht_lookup(U, &k, &v1[k], &f1[k], cnt[me]), U, &k);
+    wait_more((uint64_t)(P * M));
+    for (long k = 0; k < P * M; k++) {
+        CHECK_EQ(f1[k], 1);
+        CHECK_EQ(v1[k], (uint64_t)k + 1);
+    }
+    sync_all(U); /* now the parked ones too */
+
+    /* F: iterators: each partition yields exactly its own keys */
+    ht_iter it;
+    ht_iter_init(U, &it);
+    const void *kp;
+    void *vp;
+    while (ht_iter_next(&it, &kp, &vp)) {
+        uint64_t k, v;
+        memcpy(&k, kp, 8);
+        memcpy(&v, vp, 8);
+        CHECK_EQ(ht_owner(U, &k), me);
+        CHECK_EQ(v, k + 1);
+        CHECK((long)k < seen_n);
+        atomic_fetch_add(&seen[k], 1);
+        iterated[me]++;
+    }
+    CHECK_EQ((size_t)iterated[me], ht_local_count(U));
+    sync_all(U);
+    free(flag);
+    free(val);
+    free(v1);
+    free(f1);
+}
+
+/* The workload whose statistics the Python test predicts (see test_hashtable.py). */
+static void stats(void)
+{
+    int me = ME, P = mp_npes();
+    ht_options o;
+    ht_options_init(&o, sizeof(uint64_t), sizeof(uint64_t));
+    o.bins_per_pe = (unsigned)BINS;
+    CHECK_EQ(ht_create(&o, &tab[me]), MP_SUCCESS);
+    ht_t T = tab[me];
+    int *flag = calloc((size_t)N, sizeof *flag);
+    uint64_t *val = calloc((size_t)N, sizeof *val);
+    uint64_t n = 0;
+    for (uint64_t k = (uint64_t)me; k < (uint64_t)N; k += (uint64_t)P, n++)
+        CHECK(ht_insert(T, &k, &k, NULL, cnt[me]) != MP_FAIL);
+    wait_more(n);
+    sync_all(T);
+    n = 0;
+    for (uint64_t k = (uint64_t)me; k < (uint64_t)N / 2; k += (uint64_t)P, n++)
+        CHECK(ht_insert(T, &k, &k, &flag[k], cnt[me]) != MP_FAIL);
+    wait_more(n);
+    n = 0;
+    for (uint64_t k = (uint64_t)me; k < (uint64_t)N; k += (uint64_t)P, n++)
+        CHECK(ht_lookup(T, &k, &val[k], &flag[k], cnt[me]) != MP_FAIL);
+    wait_more(n);
+    for (long k = me; k < N; k += P)
+        CHECK(flag[k] == 1 && val[k] == (uint64_t)k);
+    for (uint64_t k = (uint64_t)me; k < (uint64_t)N; k += (uint64_t)P)
+        if (k % 4 == 0)
+            CHECK(ht_delete_unack(T, &k) != MP_FAIL);
+    sync_all(T);
+    free(flag);
+    free(val);
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    cnt[ME] = mp_counter_new(0);
+    if (strcmp(scenario, "stats") == 0)
+        stats();
+    else
+        semantics();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strchr(argv[1], '='))
+        scenario = argv[1];
+    N = tst_opt(argc, argv, "n", N);
+    BINS = tst_opt(argc, argv, "bins", BINS);
+    hashtable_perf_init();
+    int P = getenv("MPROF_PES") ? atoi(getenv("MPROF_PES")) : 4;
+    long M2 = N / 4 + 1;
+    seen_n = (long)P * (N + M2);
+    seen = calloc((size_t)seen_n, sizeof *seen);
+    int rc = tst_run(argc, argv, 4, pe_main);
+    if (rc)
+        return rc;
+    if (strcmp(scenario, "semantics") == 0) {
+        long existed = 0, calls = 0, it = 0;
+        for (int i = 0; i < P; i++) {
+            existed += existed_total[i];
+            calls += dup_calls[i];
+            it += iterated[i];
+            CHECK_EQ(parked[i], M2);
+        }
+        long K = N / 2 + 1;
+        CHECK_EQ(existed, K * (P - 1));
+        CHECK_EQ(calls, K * (P - 1));
+        CHECK_EQ(it, seen_n);
+        for (long k = 0; k < seen_n; k++)
+            CHECK_EQ(atomic_load(&seen[k]), 1);
+        printf("hashtable semantics: OK (P=%d N=%ld)\n", P, N);
+    } else {
+        printf("hashtable stats: OK (P=%d N=%ld)\n", P, N);
+    }
+    free(seen);
+    return 0;
+}
