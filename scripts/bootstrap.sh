@@ -16,8 +16,8 @@ APT_PACKAGES=(
   tcl8.6 tcl8.6-dev
   libsqlite3-dev sqlite3
   python3 python3-venv python3-tk python3-dev
+  chromium   # the report test renders the HTML page in a real headless browser
 )
-[ "${MPROF_WITH_BROWSER:-0}" = 1 ] && APT_PACKAGES+=(chromium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
