@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 _SANITIZE_DIRS = {None: "build", "address": "build-asan", "thread": "build-tsan"}
-_built: dict[tuple, Path] = {}
+_built: dict[tuple, Path | Exception] = {}
 
 
 class BuildError(RuntimeError):
@@ -53,36 +54,55 @@ def _cached_sanitize(cache: Path) -> str | None:
 
 
 def cmake_build(
-    name: str | None = None, sanitize: str | None = None, targets: list[str] | None = None
+    name: str | None = None,
+    sanitize: str | None = None,
+    targets: list[str] | None = None,
+    source: Path | None = None,
 ) -> Path:
     """Configure and build REPO_ROOT/<name>; returns the build directory.
 
     `name` defaults to the conventional directory of `sanitize`.  `targets=None` builds the
-    default target (everything); `targets=[]` only configures."""
+    default target (everything); `targets=[]` only configures.  `source` is the CMake source
+    directory (default: the repository root).  A failure is remembered for the session and
+    raised again (BuildError) without rebuilding."""
     if sanitize not in _SANITIZE_DIRS:
         raise ValueError(f"unknown sanitizer {sanitize!r}")
     name = name or _SANITIZE_DIRS[sanitize]
-    key = (name, sanitize, tuple(targets) if targets is not None else None)
+    source = source or REPO_ROOT
+    key = (name, sanitize, tuple(targets) if targets is not None else None, str(source))
     if key in _built:
+        if isinstance(_built[key], BuildError):
+            raise _built[key]
         return _built[key]
+    try:
+        _built[key] = _cmake_build(name, sanitize, targets, source)
+    except BuildError as exc:
+        _built[key] = exc
+        raise
+    return _built[key]
+
+
+def _cmake_build(name, sanitize, targets, source) -> Path:
     if not shutil.which("cmake") or not shutil.which("ninja"):
         pytest.skip("cmake and ninja are needed (scripts/bootstrap.sh installs them)")
     bdir = REPO_ROOT / name
-    bdir.mkdir(exist_ok=True)
+    bdir.mkdir(parents=True, exist_ok=True)
     with open(bdir / ".pytest-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cache = bdir / "CMakeCache.txt"
-        if not cache.exists() or _cached_sanitize(cache) != sanitize:
+        if (not cache.exists() or _cached_sanitize(cache) != sanitize
+                or not (bdir / "build.ninja").exists()):
             _run(
-                ["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja",
-                 f"-DMPROF_SANITIZE={sanitize or ''}"],
+                ["cmake", "-S", str(source), "-B", str(bdir), "-G", "Ninja",
+                 f"-DMPROF_SANITIZE={sanitize or ''}",
+                 # code generators (mprof iface compile) run with this interpreter
+                 f"-DPython3_EXECUTABLE={sys.executable}"],
                 REPO_ROOT,
             )
         if targets is None:
             _run(["cmake", "--build", str(bdir)], REPO_ROOT)
         elif targets:
             _run(["cmake", "--build", str(bdir), "--target", *targets], REPO_ROOT)
-    _built[key] = bdir
     return bdir
 
 
