@@ -1,1 +1,33 @@
-"""mprof.latency stage."""
+"""mprof.latency: observed and critical-path latency, the dependence graph of synchronization
+events, and problematic dependence chains (seed 003 §4.5).
+
+    from mprof.latency import rows_from_profile, summarize, build_graph, find_chains
+    rows = rows_from_profile(doc)
+    graph = build_graph(rows, doc["accesses"])
+    find_chains(graph, "observed")       # [Chain(nodes=("graph:ENQ", "graph:DEQ", ...)), ...]
+"""
+
+from .analysis import (
+    METRICS,
+    UNCLASSIFIED,
+    AccessLatency,
+    Chain,
+    DependenceGraph,
+    Edge,
+    EnablerLatency,
+    LatencyRow,
+    access_latency_json,
+    build_graph,
+    chain_json,
+    display_names,
+    find_chains,
+    pes_of,
+    rows_from_profile,
+    summarize,
+)
+
+__all__ = [
+    "METRICS", "UNCLASSIFIED", "AccessLatency", "Chain", "DependenceGraph", "Edge",
+    "EnablerLatency", "LatencyRow", "access_latency_json", "build_graph", "chain_json",
+    "display_names", "find_chains", "pes_of", "rows_from_profile", "summarize",
+]

@@ -1,0 +1,250 @@
+"""The content of a post-run report: a run profile combined (optionally) with a cost model.
+
+`build_report(doc, model)` computes everything the text, terminal, JSON and HTML outputs show,
+so that they cannot disagree.
+
+Cost Profile (seed 003 Figs 4.10/4.12): for every object (id, module) the statistics' term
+values are summed over PEs and priced with the model (`Model.category_bands`, cost and 90 %
+half width from the fitted parameters' covariance).  `Time: Model=` is the sum of all
+categories, `Total=` the sum of the PEs' elapsed times (the paper's times are summed over PEs).
+
+Whether the model explains the run: the model total's band adds the residual scatter of the
+fit (sigma^2 = chi-square / dof, relative when the fit was normalised) to the parameters'
+uncertainty, i.e. it is a 90 % prediction band; a measured total outside it is reported as a
+run the model does not explain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import MprofError
+from ..latency import (METRICS, AccessLatency, Chain, DependenceGraph, build_graph,
+                       display_names, find_chains, pes_of, rows_from_profile, summarize)
+
+
+@dataclass
+class CategoryCost:
+    name: str
+    seconds: float
+    halfwidth: float  # 90 % half width from the parameters' covariance (nan: unknown)
+
+
+@dataclass
+class ObjectCost:
+    id: int
+    module: str
+    pes: list[int]
+    stats: dict[str, float]  # summed over PEs
+    categories: list[CategoryCost] = field(default_factory=list)
+    modelled: bool = False
+    note: str = ""  # why it is not modelled
+
+    @property
+    def total(self) -> float:
+        return sum(c.seconds for c in self.categories)
+
+
+@dataclass
+class PECost:
+    pe: int
+    measured_s: float
+    idle_s: float
+    model_s: float | None = None
+    halfwidth: float | None = None  # prediction band of this PE's model time
+    categories: dict[str, float] = field(default_factory=dict)  # "module:CAT" -> seconds
+
+    @property
+    def error_percent(self) -> float | None:
+        if self.model_s is None or self.measured_s <= 0:
+            return None
+        return 100.0 * (self.model_s - self.measured_s) / self.measured_s
+
+
+@dataclass
+class Report:
+    source: str
+    program: str
+    argv: list[str]
+    npes: int
+    settings: dict
+    params: dict
+    model_path: str | None
+    objects: list[ObjectCost]
+    pes: list[PECost]
+    measured_total: float
+    idle_total: float
+    model_total: float | None = None
+    param_halfwidth: float | None = None  # from the parameters' covariance only
+    band_halfwidth: float | None = None  # prediction band used for the verdict
+    explained: bool | None = None  # None: no model, or the band cannot be computed
+    unmodelled: list[str] = field(default_factory=list)  # "Id 5 (hashtable)"
+    latency: list[AccessLatency] = field(default_factory=list)
+    latency_per_pe: dict[int, list[AccessLatency]] = field(default_factory=dict)
+    graph: DependenceGraph = field(default_factory=lambda: DependenceGraph([], []))
+    chains: dict[str, list[Chain]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # access display names
+    warnings: list[str] = field(default_factory=list)
+    confidence: float = 0.90
+
+    @property
+    def band(self) -> tuple[float, float] | None:
+        if self.model_total is None or self.band_halfwidth is None \
+                or not math.isfinite(self.band_halfwidth):
+            return None
+        return (self.model_total - self.band_halfwidth, self.model_total + self.band_halfwidth)
+
+    def verdict(self) -> str | None:
+        """A plain sentence on whether the model explains this run (None without a model)."""
+        if self.model_total is None:
+            return None
+        pct = int(round(self.confidence * 100))
+        if self.band is None:
+            return ("The model's band cannot be computed (the fit has no degrees of freedom), "
+                    "so it is unknown whether the model explains this run.")
+        lo, hi = self.band
+        if self.explained:
+            return (f"The measured total {self.measured_total:.6g} s is inside the model's "
+                    f"{pct} % band [{lo:.6g}, {hi:.6g}] s.")
+        side = "above" if self.measured_total > hi else "below"
+        return (f"WARNING: the model does not explain this run: the measured total "
+                f"{self.measured_total:.6g} s is {side} the model's {pct} % band "
+                f"[{lo:.6g}, {hi:.6g}] s.")
+
+
+def _object_key(obj: Mapping) -> tuple[int, str]:
+    return int(obj["id"]), str(obj["module"])
+
+
+def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path: str | None = None,
+                 roots: int = 3, min_fraction: float = 0.05) -> Report:
+    pes = sorted(doc["pes"], key=lambda p: p["pe"])
+    objects: dict[tuple[int, str], ObjectCost] = {}
+    for pe in pes:
+        for obj in pe["objects"]:
+            key = _object_key(obj)
+            oc = objects.setdefault(key, ObjectCost(key[0], key[1], [], {}))
+            oc.pes.append(int(pe["pe"]))
+            for name, value in obj.get("stats", {}).items():
+                oc.stats[name] = oc.stats.get(name, 0) + value
+    pe_costs = [PECost(int(p["pe"]), float(p["elapsed_s"]), float(p.get("idle_s", 0.0)))
+                for p in pes]
+    report = Report(
+        source=source, program=str(doc.get("program", "")), argv=list(doc.get("argv", [])),
+        npes=int(doc.get("npes", len(pes))), settings=dict(doc.get("settings", {})),
+        params=dict(doc.get("params", {})), model_path=model_path,
+        objects=[objects[k] for k in sorted(objects)], pes=pe_costs,
+        measured_total=sum(p.measured_s for p in pe_costs),
+        idle_total=sum(p.idle_s for p in pe_costs))
+
+    if model is not None:
+        _price(report, pes, model)
+
+    declared = list(doc.get("accesses", []))
+    rows = rows_from_profile(doc)
+    report.latency = summarize(rows, declared)
+    report.latency_per_pe = {pe: summarize(rows, declared, pe) for pe in pes_of(rows)}
+    report.graph = build_graph(rows, declared)
+    report.names = display_names(report.graph.nodes)
+    report.chains = {m: find_chains(report.graph, m, roots=roots, min_fraction=min_fraction)
+                     for m in METRICS}
+    return report
+
+
+def _usable_categories(model, module: str) -> list[str]:
+    """Categories with at least one term the model prices (all-ignored ones are not shown)."""
+    info = model.interfaces[module]
+    return [cat for cat, terms in info.categories.items()
+            if any(f"{module}:{t}" in model.values and f"{module}:{t}" not in model.ignored
+                   for t in terms)]
+
+
+def _price(report: Report, pes: list, model) -> None:
+    index = {name: i for i, name in enumerate(model.fitted)}
+    nfit = len(model.fitted)
+    cov = np.atleast_2d(np.asarray(model.covariance, dtype=float)) if nfit else np.zeros((0, 0))
+    quantile = model.t_quantile(report.confidence)
+    usable: dict[str, list[str] | None] = {}
+    problems: dict[str, str] = {}
+
+    def module_ok(module: str) -> bool:
+        if module in usable:
+            return usable[module] is not None
+        if module not in model.interfaces:
+            usable[module] = None
+            problems[module] = "no model for this module"
+            return False
+        try:
+            model._interface(module)  # the term expressions come from the recorded .perf
+        except MprofError as exc:
+            usable[module] = None
+            problems[module] = str(exc)
+            report.warnings.append(f"module {module}: {exc}")
+            return False
+        usable[module] = _usable_categories(model, module)
+        return True
+
+    total_f = np.zeros(nfit)
+    summed_terms: dict[tuple[int, str], dict[str, float]] = {}
+    for pe, pc in zip(pes, report.pes):
+        f = np.zeros(nfit)
+        model_s = 0.0
+        for obj in pe["objects"]:
+            key = _object_key(obj)
+            if not module_ok(key[1]):
+                continue
+            terms = model.term_values(key[1], obj.get("stats", {}))
+            acc = summed_terms.setdefault(key, {})
+            for t, v in terms.items():
+                acc[t] = acc.get(t, 0.0) + v
+                i = index.get(f"{key[1]}:{t}")
+                if i is not None:
+                    f[i] += v
+            costs = model.category_costs(key[1], terms=terms)
+            for cat in usable[key[1]]:
+                name = f"{key[1]}:{cat}"
+                pc.categories[name] = pc.categories.get(name, 0.0) + costs[cat]
+                model_s += costs[cat]
+        pc.model_s = model_s
+        var_p = float(f @ cov @ f) if nfit else 0.0
+        pc.halfwidth = quantile * math.sqrt(max(var_p, 0.0) + _residual_var(model, [model_s]))
+        total_f += f
+
+    for oc in report.objects:
+        if not module_ok(oc.module):
+            oc.note = problems[oc.module]
+            report.unmodelled.append(f"Id {oc.id} ({oc.module})")
+            continue
+        oc.modelled = True
+        bands = model.category_bands(oc.module, terms=summed_terms.get((oc.id, oc.module), {}),
+                                     confidence=report.confidence)
+        oc.categories = [CategoryCost(cat, *bands[cat]) for cat in usable[oc.module]]
+
+    report.model_total = sum(oc.total for oc in report.objects if oc.modelled)
+    var_p = float(total_f @ cov @ total_f) if nfit else 0.0
+    report.param_halfwidth = quantile * math.sqrt(max(var_p, 0.0))
+    per_sample = [pc.model_s for pc in report.pes]
+    if model.settings.get("granularity") == "run":
+        per_sample = [report.model_total]
+    report.band_halfwidth = quantile * math.sqrt(max(var_p, 0.0)
+                                                 + _residual_var(model, per_sample))
+    if report.band is not None:
+        lo, hi = report.band
+        report.explained = lo <= report.measured_total <= hi
+
+
+def _residual_var(model, sample_model_times: list[float]) -> float:
+    """Variance of the residual scatter of the fit summed over the given samples: sigma^2 per
+    sample, in seconds^2 (sigma relative to the sample's time when the fit was normalised)."""
+    q = model.quality
+    chi, dof = q.get("chi_square"), q.get("dof")
+    if chi is None or not dof or dof <= 0:
+        return float("nan")
+    sigma2 = float(chi) / float(dof)
+    if model.settings.get("normalize"):
+        return sigma2 * sum(t * t for t in sample_model_times)
+    return sigma2 * len(sample_model_times)
