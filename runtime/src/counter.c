@@ -72,16 +72,28 @@ uint64_t mp_counter_value(mp_counter_t c) { return c ? c->value : 0; }
 
 static void wake_eligible(mpr_pe *pe, mpr_counter *c)
 {
+    /* Unlink every eligible waiter first and enable them afterwards: enabling may run a
+     * preemptive fiber that updates or waits on this counter again, and walking the list
+     * while that happens enabled some waiters twice. */
+    mpr_fiber *ready = NULL, **tail = &ready;
     mpr_fiber **link = &c->waiters;
     while (*link) {
         mpr_fiber *f = *link;
         if (f->wait_value <= c->value) {
             *link = f->next;
             f->waiting_on = NULL;
-            mpr_enable(pe, f, pe->cur_access);
+            *tail = f;
+            tail = &f->next;
         } else {
             link = &f->next;
         }
+    }
+    *tail = NULL;
+    while (ready) {
+        mpr_fiber *f = ready;
+        ready = f->next;
+        if (f->state == MPR_FIBER_CREATED) /* not enabled meanwhile by a preemptive fiber */
+            mpr_enable(pe, f, pe->cur_access);
     }
 }
 
