@@ -26,6 +26,36 @@ static void step2(void *p)
     CHECK_OK(mp_spawn(after_all, NULL, 0, MP_SCHED_FIFO));
 }
 
+/* A preemptive waiter that updates the counter again while the outer update still walks the
+ * wait list: every waiter must be enabled exactly once. */
+static int ran_x, ran_y;
+static mp_counter_t rc;
+static void re_x(void *p) { (void)p, ran_x++; }
+static void re_y(void *p) { (void)p, ran_y++; }
+static void re_a(void *p)
+{
+    (void)p;
+    mp_counter_add(rc, 1);
+}
+static void re_check(void *p)
+{
+    (void)p;
+    CHECK_EQ(ran_x, 1);
+    CHECK_EQ(ran_y, 1);
+}
+
+static void reentrant(void)
+{
+    rc = mp_counter_new(0);
+    /* waiters are listed newest first: X (value 2), A (value 1, preemptive), Y (value 1) */
+    CHECK_OK(mp_counter_wait(rc, 1, mp_fiber_create(re_y, NULL, 0, MP_SCHED_FIFO)));
+    CHECK_OK(mp_counter_wait(rc, 1, mp_fiber_create(re_a, NULL, 0, MP_SCHED_PREEMPT)));
+    CHECK_OK(mp_counter_wait(rc, 2, mp_fiber_create(re_x, NULL, 0, MP_SCHED_FIFO)));
+    mp_counter_add(rc, 1);
+    CHECK_EQ(mp_counter_value(rc), 2);
+    CHECK_OK(mp_spawn(re_check, NULL, 0, MP_SCHED_FIFO));
+}
+
 static void driver(void *p)
 {
     (void)p;
@@ -61,6 +91,7 @@ static void driver(void *p)
     CHECK_EQ(mp_counter_value(c3), 10);
     mp_counter_free(c2);
     mp_counter_free(c3);
+    reentrant();
 }
 
 /* remote add and split-phase status, PE 0 <-> PE 1 */
@@ -115,6 +146,8 @@ int main(int argc, char **argv)
     CHECK_EQ(ran_b, 1);
     CHECK_EQ(ran_now, 1);
     CHECK_EQ(ran_preempt, 2);
+    CHECK_EQ(ran_x, 1);
+    CHECK_EQ(ran_y, 1);
     puts("counters: OK");
     return 0;
 }
