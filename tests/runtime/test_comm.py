@@ -18,7 +18,7 @@ def test_without_aggregation_every_invocation_is_a_message(rt):
 
 def test_aggregation_packs_invocations_and_byte_counts_agree(rt):
     _, plain = comm(rt, "count", 1000, 32, MPROF_AGG_BYTES=0)
-    _, agg = comm(rt, "count", 1000, 32, MPROF_AGG_BYTES=4096)
+    run, agg = comm(rt, "count", 1000, 32, MPROF_AGG_BYTES=4096)
     assert agg["RemoteOp"] == 1000
     assert 0 < agg["MsgSent"] <= 1000 // 50  # ~4096 / (32 + header) records per message
     # the same records travel, only packed differently
@@ -27,6 +27,11 @@ def test_aggregation_packs_invocations_and_byte_counts_agree(rt):
     assert per_record == int(per_record) and 32 < per_record <= 32 + 64
     # a message holds at most agg_bytes
     assert agg["ByteSent"] <= agg["MsgSent"] * 4096
+    # the receiver gives every pooled buffer back (flow control) and sends nothing else
+    receiver = run.pe_stats(1)
+    assert receiver["FlowMsgSent"] == agg["MsgSent"]
+    assert receiver["RemoteOp"] == 0
+    assert receiver["ThreadDisp"] == 1000
 
 
 def test_small_invocations_become_fast_messages(rt):

@@ -78,6 +78,8 @@ MISUSE = {
     "too_large_write": (2, "exceeds the 67108864-byte limit (message or arguments too large)"),
     "too_large_write_huge": (2, "payload of 18446744073709551615 bytes exceeds"),
     "too_large_read_huge": (2, "bulk read of 18446744073709551600 bytes exceeds"),
+    "gop_first": (1, None),  # MP_WAIT
+    "gop_busy": (2, "already has a global operation in progress (object in the wrong state"),
     "enable_twice": (5, "enabling a fiber that is not in the created state"),
     "unknown_sched": (1, "unknown scheduler id 99 (invalid argument)"),
 }
@@ -90,6 +92,7 @@ def test_misuse_reports_error_codes_and_the_run_continues(rt):
         assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{run.describe()}"
         if message:
             assert message in run.stderr, f"{case}: no '{message}' on stderr"
+    assert "freeing a counter that fibers still wait on" in run.stderr
     assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
     # every invocation made after the misuse arrived and the run ended normally
     assert "after=12 rc=0" in run.stdout

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 static atomic_int after;
+static mp_obj_t objs[MAXPE];
 
 static void nop(void *p) { (void)p; }
 static void counted(void *p)
@@ -29,7 +30,13 @@ static void in_fiber(void *p)
     CHECK_OK(mp_counter_wait(c1, 1, f));
     report("already_waiting", mp_counter_wait(c2, 1, f));
     report("block_in_fiber", mp_block_until(c2, 1));
+    mp_counter_free(c1); /* refused: a fiber waits on it */
     mp_counter_add(c1, 1); /* the fiber still runs once */
+
+    /* one global operation per object at a time (PE 1 joins the first one) */
+    mp_counter_t gd = mp_counter_new(0);
+    report("gop_first", mp_obj_barrier(objs[0], gd));
+    report("gop_busy", mp_obj_barrier(objs[0], gd));
 
     report("invalid_pe_invoke", mp_invoke(mp_npes(), nop, NULL, 0, MP_SCHED_FIFO));
     report("invalid_pe_negative", mp_invoke(-1, nop, NULL, 0, MP_SCHED_FIFO));
@@ -60,7 +67,13 @@ static void in_fiber(void *p)
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
-    if (mp_mype() != 0)
+    int me = mp_mype();
+    CHECK_OK(mp_obj_create(NULL, &objs[me]));
+    if (me == 1) {
+        mp_counter_t c = mp_counter_new(0);
+        CHECK_EQ(mp_obj_barrier(objs[me], c), MP_WAIT);
+    }
+    if (me != 0)
         return;
     report("continue_in_main", mp_continue(nop, MP_SCHED_FIFO) == NULL ? MP_ERR_NOT_IN_FIBER : 0);
     CHECK_OK(mp_spawn(in_fiber, NULL, 0, MP_SCHED_FIFO));

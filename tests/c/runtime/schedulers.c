@@ -36,8 +36,37 @@ static void fifo_a(void *p)
     mp_counter_free(c);
 }
 
+/* Preemptive fibers enabling preemptive fibers: nesting is bounded (the rest is deferred to
+ * the urgent queue), and every one of them runs. */
+static int nest, max_nest, deep_ran;
+static void deep(void *p)
+{
+    int k = *(int *)p;
+    nest++;
+    if (nest > max_nest)
+        max_nest = nest;
+    deep_ran++;
+    if (k < 40) {
+        k++;
+        CHECK_OK(mp_spawn(deep, &k, sizeof k, MP_SCHED_PREEMPT));
+    }
+    nest--;
+}
+static void deep_check(void *p)
+{
+    (void)p;
+    CHECK_EQ(deep_ran, 40);
+    printf("max_nest=%d\n", max_nest);
+    /* the urgent fiber itself plus at most 16 nested preemptive ones */
+    CHECK(max_nest >= 2 && max_nest <= 17);
+}
+
 static void builtin_main(void)
 {
+    int one = 1;
+    CHECK_OK(mp_spawn(deep, &one, sizeof one, MP_SCHED_URGENT));
+    CHECK_OK(mp_spawn(deep_check, NULL, 0, MP_SCHED_FIFO));
+    order[0] = 0;
     CHECK_OK(mp_spawn(fifo_a, NULL, 0, MP_SCHED_FIFO));
     spawn_tag('b', MP_SCHED_FIFO);
     spawn_tag('c', MP_SCHED_FIFO);

@@ -153,8 +153,10 @@ static void receiver(void *p)
     const uint32_t *in = eg_in_edges(S.g, a->node, &n);
     elt_t buf[8];
     for (uint32_t k = 0; k < n; k++) {
-        CHECK(eg_count(S.g, in[k]) <= eg_capacity(S.g), "edge %u holds %zu > capacity", in[k],
-              eg_count(S.g, in[k]));
+        /* (eg_count is a query and counts in NOp: only the block scenario asks) */
+        if (!strcmp(scenario, "block"))
+            CHECK(eg_count(S.g, in[k]) <= eg_capacity(S.g), "edge %u holds %zu > capacity",
+                  in[k], eg_count(S.g, in[k]));
         size_t got;
         while ((got = eg_remove(S.g, in[k], buf, 8)) > 0) {
             for (size_t i = 0; i < got; i++)
