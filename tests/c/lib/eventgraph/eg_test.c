@@ -46,6 +46,7 @@ static _Atomic int failures;
 /* per-PE results, read by main() after mp_main returns */
 static uint64_t sent_done[MAXPE], received[MAXPE], expected[MAXPE];
 static int waiting_after_b = -1;
+static uint64_t *next_arrays[MAXPE]; /* per-PE S.next, freed by main() */
 
 #define CHECK(cond, ...)                                                                   \
     do {                                                                                   \
@@ -188,6 +189,7 @@ static void common_setup(const eg_config *cfg)
         exit(1);
     }
     S.next = calloc(cfg->nedges ? cfg->nedges : 1, sizeof *S.next);
+    next_arrays[mp_mype()] = S.next;
     S.all_sent = mp_counter_new(0);
     S.bar = mp_counter_new(0);
     mp_obj_create(&S, &S.bar_obj);
@@ -435,6 +437,8 @@ int main(int argc, char **argv)
         failures++;
     }
     eg_finalize();
+    for (int i = 0; i < MAXPE; i++)
+        free(next_arrays[i]);
     if (rc != 0)
         printf("FAIL mp_main returned %d\n", rc);
     return rc != 0 ? rc : failures ? 1 : 0;
