@@ -63,7 +63,7 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
     names = report.names
     groups = {None: report.latency}
     if per_pe:
-        groups = {pe: items for pe, items in report.latency_per_pe.items()}
+        groups.update(report.latency_per_pe)
     t = Table(title="Latency per access category (seconds of idle time)")
     for col, just in (("PE", "right"), ("access", "left"), ("observed", "right"),
                       ("critical", "right"), ("count", "right"), ("by enabler (observed / critical)",
