@@ -11,13 +11,17 @@
 bool mpr_hang_report(FILE *out)
 {
     bool waiting = false;
-    char name[128];
-    for (int i = 0; i < mpr_g.npes; i++) {
+    char name[128], where[48] = "";
+    if (mpr_m != &mpr_machine_shm)
+        snprintf(where, sizeof where, " (%s rank %d of %d)", mpr_m->name, mpr_g.local_first,
+                 mpr_g.npes);
+    /* only this process's PEs (MPI: one rank each reports its own PE) */
+    for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++) {
         mpr_pe *pe = mpr_g.pes[i];
         for (mpr_counter *c = pe->counters; c; c = c->next)
             for (mpr_fiber *f = c->waiters; f; f = f->next) {
                 if (!waiting)
-                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers:\n");
+                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
                 waiting = true;
                 fprintf(out,
                         "  PE %d: fiber %s (created by %s) waits on counter %p for value %" PRIu64
@@ -27,7 +31,7 @@ bool mpr_hang_report(FILE *out)
             }
         if (pe->blocked_on && pe->blocked_on->value < pe->blocked_value) {
             if (!waiting)
-                fprintf(out, "mprof: hang: no PE can make progress; waiting fibers:\n");
+                fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
             waiting = true;
             fprintf(out,
                     "  PE %d: pe_main blocked in mp_block_until on counter %p for value %" PRIu64
@@ -37,7 +41,7 @@ bool mpr_hang_report(FILE *out)
         for (int k = 0; k + MP_SCHED_PREEMPT + 1 < pe->nsched; k++)
             if (pe->custom[k].held) {
                 if (!waiting)
-                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers:\n");
+                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
                 waiting = true;
                 fprintf(out, "  PE %d: %" PRIu64 " enabled fibers held by scheduler %s (id %d)\n",
                         pe->id, pe->custom[k].held,

@@ -1,34 +1,82 @@
 /*
  * machine.h -- the machine interface: the only part of the runtime that knows how PEs are
- * started and how bytes move between them.  The shared-memory backend (shm/) runs one
- * thread per PE; the fiber and communication layers above call nothing else.
+ * started and how bytes move between them.  Two backends implement it:
+ *   shm (shm/machine.c)  one thread per PE in one process (the default, always built);
+ *   mpi (mpi/machine.c)  one PE per MPI rank (built when CMake finds MPI: MPROF_HAVE_MPI).
+ * pe.c picks one at the start of mp_main (mpr_machine_select) and points mpr_m at its table;
+ * the fiber and communication layers above call only the inline wrappers below.
  */
 #ifndef MPR_MACHINE_H
 #define MPR_MACHINE_H
 
+#include <stddef.h>
+
 struct mpr_pe;
 struct mpr_msgbuf;
 
-/* Starts every PE; each runs mpr_pe_run().  Returns when all PEs have finished. */
-int mpr_machine_run(void);
-/* Hands a filled buffer to PE dst.  Ownership moves to the receiver. */
-void mpr_machine_send(struct mpr_pe *from, int dst, struct mpr_msgbuf *buf);
-/* All buffers that arrived at pe, oldest first, or NULL. */
-struct mpr_msgbuf *mpr_machine_take(struct mpr_pe *pe);
-/* A received buffer has been processed (its records turned into fibers). */
-void mpr_machine_processed(struct mpr_pe *pe, struct mpr_msgbuf *buf);
-/* The PE found nothing to do: returns true when the whole machine is quiescent. */
-int mpr_machine_idle_enter(struct mpr_pe *pe);
-/* The PE has work again (a message arrived). */
-void mpr_machine_idle_leave(struct mpr_pe *pe);
-/* Sleeps until a message may have arrived, the run ended, or timeout_s passed. */
-void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s);
-/* Wakes every PE (end of run). */
-void mpr_machine_wake_all(void);
-/* Does pe have unread messages? (cheap, may be stale) */
-int mpr_machine_pending(struct mpr_pe *pe);
+typedef struct mpr_machine {
+    const char *name; /* "shm" or "mpi": the run profile's "backend" */
+    /* Before the PEs exist: fixes P (*npes: requested on entry, actual on return) and the
+     * PEs this process hosts, [*first, *first + *count).  Returns 0 or -1 (message printed). */
+    int (*init)(int *npes, int *first, int *count);
+    /* Starts every local PE; each runs mpr_pe_run().  Returns when they have all finished. */
+    int (*run)(void);
+    /* Hands a filled buffer to PE dst.  Ownership moves to the backend. */
+    void (*send)(struct mpr_pe *from, int dst, struct mpr_msgbuf *buf);
+    /* All buffers that arrived at pe, oldest first (per sender), or NULL. */
+    struct mpr_msgbuf *(*take)(struct mpr_pe *pe);
+    /* A received buffer has been processed (its records turned into fibers). */
+    void (*processed)(struct mpr_pe *pe, struct mpr_msgbuf *buf);
+    /* The PE found nothing to do: returns true when the whole machine is quiescent. */
+    int (*idle_enter)(struct mpr_pe *pe);
+    /* The PE has work again (a message arrived). */
+    void (*idle_leave)(struct mpr_pe *pe);
+    /* Waits until a message may have arrived, the run ended, or timeout_s passed. */
+    void (*sleep)(struct mpr_pe *pe, double timeout_s);
+    /* Wakes every local PE (end of run). */
+    void (*wake_all)(void);
+    /* Does pe have unread messages?  (cheap, may be stale; the MPI backend progresses here) */
+    int (*pending)(struct mpr_pe *pe);
+    /* After the run, outside the PEs: the maximum of v over all processes (collective). */
+    double (*max_all)(double v);
+    /* After the run: collects `len` bytes from every process in process (= PE) order.  On the
+     * process that writes the run profile returns 1 with *out (malloc'd, owned by the caller)
+     * and *out_len set; elsewhere returns 0; -1 on failure.  Collective. */
+    int (*gather)(const char *buf, size_t len, char **out, size_t *out_len);
+    /* After the run, before mp_main returns: releases what run() kept. */
+    void (*fini)(void);
+} mpr_machine;
 
-/* Provided by the PE layer, run by the backend on each PE. */
+extern const mpr_machine mpr_machine_shm;
+#ifdef MPROF_HAVE_MPI
+extern const mpr_machine mpr_machine_mpi;
+#endif
+extern const mpr_machine *mpr_m; /* the backend of the current run */
+
+/* Chooses the backend from MPROF_BACKEND and the launcher's environment (pe.c): NULL with a
+ * message on stderr when the requested backend is not available. */
+const mpr_machine *mpr_machine_select(void);
+
+static inline int mpr_machine_run(void) { return mpr_m->run(); }
+static inline void mpr_machine_send(struct mpr_pe *from, int dst, struct mpr_msgbuf *buf)
+{
+    mpr_m->send(from, dst, buf);
+}
+static inline struct mpr_msgbuf *mpr_machine_take(struct mpr_pe *pe) { return mpr_m->take(pe); }
+static inline void mpr_machine_processed(struct mpr_pe *pe, struct mpr_msgbuf *buf)
+{
+    mpr_m->processed(pe, buf);
+}
+static inline int mpr_machine_idle_enter(struct mpr_pe *pe) { return mpr_m->idle_enter(pe); }
+static inline void mpr_machine_idle_leave(struct mpr_pe *pe) { mpr_m->idle_leave(pe); }
+static inline void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s)
+{
+    mpr_m->sleep(pe, timeout_s);
+}
+static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
+static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
+
+/* Provided by the PE layer, run by the backend on each local PE. */
 void mpr_pe_run(struct mpr_pe *pe);
 
 #endif

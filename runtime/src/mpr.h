@@ -229,8 +229,10 @@ extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec"
 /* global run state (shared, read-mostly) */
 typedef struct {
     mp_config cfg;
-    mpr_pe **pes;
+    mpr_pe **pes;          /* indexed by PE; only this process's PEs are non-NULL (MPI: one) */
     int npes;
+    int local_first;       /* this process hosts PEs [local_first, local_first + local_count) */
+    int local_count;
     mp_pe_main_fn pe_main;
     int argc;
     char **argv;
@@ -329,7 +331,7 @@ int mpr_profile_write(const char *path);
 /* hang.c */
 bool mpr_hang_report(FILE *out);
 
-/* shm machine layer (machine.h) */
+/* the machine layer: backend table and wrappers (machine.h) */
 #include "machine.h"
 
 #endif /* MPR_H */

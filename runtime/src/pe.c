@@ -12,6 +12,41 @@
 
 _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
 mpr_run mpr_g;
+const mpr_machine *mpr_m = &mpr_machine_shm;
+
+/* The one place that picks the backend: MPROF_BACKEND=shm|mpi, else MPI when the program was
+ * launched by mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE), else shm. */
+static int mpi_requested(void)
+{
+    const char *b = getenv("MPROF_BACKEND");
+    if (b && *b)
+        return strcmp(b, "mpi") == 0 ? 1 : strcmp(b, "shm") == 0 ? 0 : -1;
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+}
+
+const mpr_machine *mpr_machine_select(void)
+{
+    switch (mpi_requested()) {
+    case 0: return &mpr_machine_shm;
+    case 1:
+#ifdef MPROF_HAVE_MPI
+        return &mpr_machine_mpi;
+#else
+        if (getenv("MPROF_BACKEND")) {
+            fprintf(stderr, "mprof: error: MPROF_BACKEND=mpi, but this runtime was built without "
+                            "MPI (CMake did not find it; install libopenmpi-dev and reconfigure)\n");
+            return NULL;
+        }
+        fprintf(stderr, "mprof: note: launched by mpirun, but this runtime was built without MPI: "
+                        "every rank runs its own shared-memory machine\n");
+        return &mpr_machine_shm;
+#endif
+    default:
+        fprintf(stderr, "mprof: error: MPROF_BACKEND=%s (expected shm or mpi)\n",
+                getenv("MPROF_BACKEND"));
+        return NULL;
+    }
+}
 
 static double env_double(const char *name, double dflt, double min)
 {
@@ -31,6 +66,10 @@ void mp_config_init(mp_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->npes = (int)env_double("MPROF_PES", 1, 1);
+    /* MPI: P is the number of ranks (mp_main enforces it; this is the launcher's figure) */
+    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
+    if (mpi_requested() == 1 && ranks && atoi(ranks) > 0)
+        cfg->npes = atoi(ranks);
     cfg->agg_bytes = (size_t)env_double("MPROF_AGG_BYTES", 4096, 0);
     cfg->flush_fibers = (unsigned)env_double("MPROF_FLUSH_FIBERS", 64, 1);
     cfg->small_bytes = (size_t)env_double("MPROF_SMALL_BYTES", 0, 0);
@@ -110,13 +149,23 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     if (!cfg || !pe_main || cfg->npes < 1 || cfg->npes > 4096)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main needs a config with 1..4096 PEs and an "
                                               "entry function");
+    const mpr_machine *m = mpr_machine_select();
+    if (!m)
+        return mpr_misuse(MP_ERR_BACKEND, "no usable backend (see MPROF_BACKEND)");
+    mpr_m = m;
+    int npes = cfg->npes, first = 0, count = 0;
+    if (m->init(&npes, &first, &count) != 0)
+        return mpr_misuse(MP_ERR_BACKEND, "the %s backend failed to start", m->name);
     memset(&mpr_g, 0, sizeof mpr_g);
     mpr_g.cfg = *cfg;
+    mpr_g.cfg.npes = npes;
+    mpr_g.local_first = first;
+    mpr_g.local_count = count;
     if (!mpr_g.cfg.program)
         mpr_g.cfg.program = basename_of(argc > 0 ? argv[0] : NULL);
     if (mpr_g.cfg.flush_fibers == 0)
         mpr_g.cfg.flush_fibers = 1;
-    mpr_g.npes = cfg->npes;
+    mpr_g.npes = npes;
     mpr_g.pe_main = pe_main;
     mpr_g.argc = argc;
     mpr_g.argv = argv;
@@ -125,20 +174,21 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(mpr_g.started_at, sizeof mpr_g.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    atomic_init(&mpr_g.activity, (uint64_t)cfg->npes << 32);
+    atomic_init(&mpr_g.activity, (uint64_t)count << 32);
     atomic_init(&mpr_g.done, 0);
     atomic_init(&mpr_g.hang, 0);
-    mpr_g.pes = calloc((size_t)cfg->npes, sizeof *mpr_g.pes);
+    mpr_g.pes = calloc((size_t)npes, sizeof *mpr_g.pes);
     if (!mpr_g.pes)
         mpr_fatal("out of memory");
-    for (int i = 0; i < cfg->npes; i++)
-        mpr_g.pes[i] = pe_new(i, cfg->npes);
+    for (int i = first; i < first + count; i++)
+        mpr_g.pes[i] = pe_new(i, npes);
 
     if (mpr_machine_run() != 0)
         return mpr_misuse(MP_ERR_BACKEND, "the machine layer failed to start the PEs");
 
     int rc = 0;
-    if (mpr_hang_report(stderr)) {
+    bool waiting = mpr_hang_report(stderr);
+    if (waiting) {
         rc = 2;
         if (atomic_load(&mpr_g.hang) == 2)
             fprintf(stderr, "mprof: hang: whole machine idle for more than %g s "
@@ -148,11 +198,19 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
                         "in flight\n", mpr_g.cfg.idle_timeout_s);
         rc = 2;
     }
+    /* a hang anywhere fails the run everywhere (MPI: on every rank) */
+    if (mpr_m->max_all((double)rc) > rc) {
+        rc = 2;
+        fprintf(stderr, "mprof: hang: PE %d: nothing waits here; another PE's report names the "
+                        "waiting fibers\n", mpr_g.local_first);
+    }
     if (mpr_g.cfg.profile_path && mpr_profile_write(mpr_g.cfg.profile_path) != 0 && rc == 0)
         rc = 1;
-    for (int i = 0; i < cfg->npes; i++)
-        pe_free(mpr_g.pes[i]);
+    for (int i = 0; i < npes; i++)
+        if (mpr_g.pes[i])
+            pe_free(mpr_g.pes[i]);
     free(mpr_g.pes);
     mpr_g.pes = NULL;
+    mpr_m->fini();
     return rc;
 }

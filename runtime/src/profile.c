@@ -1,11 +1,14 @@
 /*
- * profile.c -- writes the run profile (docs/run-profile.md) after the PEs have stopped.
+ * profile.c -- writes the run profile (docs/run-profile.md) after the PEs have stopped.  Each
+ * process renders its own PEs' sections; the backend gathers them (MPI: to rank 0, which
+ * writes the one document).
  */
 #define _GNU_SOURCE
 #include "mpr.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -125,11 +128,51 @@ static void put_pe(FILE *f, mpr_pe *pe)
     fprintf(f, "]}");
 }
 
+/* This process's PE sections (all PEs on shm, one on MPI), each followed by ",\n": the same
+ * rendering serves both backends; the machine layer gathers the pieces in PE order. */
+static char *render_local_pes(size_t *len)
+{
+    char *buf = NULL;
+    *len = 0;
+    FILE *f = open_memstream(&buf, len);
+    if (!f)
+        return NULL;
+    for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++) {
+        put_pe(f, mpr_g.pes[i]);
+        fputs(",\n", f);
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 int mpr_profile_write(const char *path)
 {
+    /* collective part first (MPI: every rank takes part, rank 0 writes the document) */
+    double elapsed = 0;
+    for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++)
+        if (mpr_g.pes[i]->t_end - mpr_g.t_start > elapsed)
+            elapsed = mpr_g.pes[i]->t_end - mpr_g.t_start;
+    elapsed = mpr_m->max_all(elapsed);
+    size_t mine_len, all_len = 0;
+    char *mine = render_local_pes(&mine_len), *all = NULL;
+    int writer = mpr_m->gather(mine ? mine : "", mine ? mine_len : 0, &all, &all_len);
+    free(mine);
+    if (writer == 0)
+        return mine ? 0 : -1;
+    if (writer < 0 || !mine || all_len < 2) {
+        fprintf(stderr, "mprof: cannot collect the PE sections of the run profile\n");
+        free(all);
+        return -1;
+    }
+    all_len -= 2; /* the last section's ",\n" */
+
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "mprof: cannot write the run profile to %s\n", path);
+        free(all);
         return -1;
     }
     char host[256] = "unknown", cpu[256];
@@ -150,12 +193,8 @@ int mpr_profile_write(const char *path)
         fprintf(f, "%s", i ? ", " : "");
         json_string(f, mpr_g.argv[i]);
     }
-    fprintf(f, "],\n  \"backend\": \"shm\",\n  \"npes\": %d,\n  \"started_at\": \"%s\",\n",
-            mpr_g.npes, mpr_g.started_at);
-    double elapsed = 0;
-    for (int i = 0; i < mpr_g.npes; i++)
-        if (mpr_g.pes[i]->t_end - mpr_g.t_start > elapsed)
-            elapsed = mpr_g.pes[i]->t_end - mpr_g.t_start;
+    fprintf(f, "],\n  \"backend\": \"%s\",\n  \"npes\": %d,\n  \"started_at\": \"%s\",\n",
+            mpr_m->name, mpr_g.npes, mpr_g.started_at);
     fprintf(f, "  \"elapsed_s\": %.9f,\n  \"machine\": {\"hostname\": ", elapsed);
     json_string(f, host);
     fprintf(f, ", \"cpu\": ");
@@ -174,11 +213,9 @@ int mpr_profile_write(const char *path)
         json_string(f, mpr_access_name(a));
     }
     fprintf(f, "],\n  \"pes\": [\n");
-    for (int i = 0; i < mpr_g.npes; i++) {
-        put_pe(f, mpr_g.pes[i]);
-        fprintf(f, "%s\n", i + 1 < mpr_g.npes ? "," : "");
-    }
-    fprintf(f, "  ]\n}\n");
+    fwrite(all, 1, all_len, f);
+    free(all);
+    fprintf(f, "\n  ]\n}\n");
     int bad = ferror(f);
     if (fclose(f) || bad) {
         fprintf(stderr, "mprof: error writing the run profile to %s\n", path);

@@ -5,6 +5,7 @@
  * (all at once, then reversed, which keeps every sender's messages in order).  Idle PEs
  * sleep on a futex.  Termination uses one word: active PEs in the high half, physical
  * messages in flight in the low half; the PE that brings it to zero ends the run.
+ * The functions are reached through the table mpr_machine_shm (machine.h).
  */
 #define _GNU_SOURCE
 #include "../mpr.h"
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +39,8 @@ static void wake(mpr_pe *pe)
     futex_wake(&pe->wake_seq);
 }
 
+static void shm_wake_all(void);
+
 static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
 {
     mpr_msgbuf *head = atomic_load_explicit(stack, memory_order_relaxed);
@@ -46,7 +50,7 @@ static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
                                                   memory_order_relaxed));
 }
 
-void mpr_machine_send(mpr_pe *from, int dst, mpr_msgbuf *b)
+static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
     (void)from;
     mpr_pe *to = mpr_g.pes[dst];
@@ -57,7 +61,7 @@ void mpr_machine_send(mpr_pe *from, int dst, mpr_msgbuf *b)
         wake(to);
 }
 
-mpr_msgbuf *mpr_machine_take(mpr_pe *pe)
+static mpr_msgbuf *shm_take(mpr_pe *pe)
 {
     if (!atomic_load_explicit(&pe->inbox, memory_order_relaxed))
         return NULL;
@@ -72,12 +76,12 @@ mpr_msgbuf *mpr_machine_take(mpr_pe *pe)
     return fifo;
 }
 
-int mpr_machine_pending(mpr_pe *pe)
+static int shm_pending(mpr_pe *pe)
 {
     return atomic_load_explicit(&pe->inbox, memory_order_acquire) != NULL;
 }
 
-void mpr_machine_processed(mpr_pe *pe, mpr_msgbuf *b)
+static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
 {
     if (b->kind == MPR_BUF_POOLED) {
         /* give the buffer back to its sender: the flow-control message of this backend */
@@ -89,36 +93,37 @@ void mpr_machine_processed(mpr_pe *pe, mpr_msgbuf *b)
     atomic_fetch_sub(&mpr_g.activity, 1);
 }
 
-int mpr_machine_idle_enter(mpr_pe *pe)
+static int shm_idle_enter(mpr_pe *pe)
 {
     (void)pe;
     if (atomic_fetch_sub(&mpr_g.activity, ONE_ACTIVE) == ONE_ACTIVE) {
         atomic_store(&mpr_g.done, 1);
-        mpr_machine_wake_all();
+        shm_wake_all();
         return 1;
     }
     return 0;
 }
 
-void mpr_machine_idle_leave(mpr_pe *pe)
+static void shm_idle_leave(mpr_pe *pe)
 {
     (void)pe;
     atomic_fetch_add(&mpr_g.activity, ONE_ACTIVE);
 }
 
-void mpr_machine_sleep(mpr_pe *pe, double timeout_s)
+static void shm_sleep(mpr_pe *pe, double timeout_s)
 {
     uint32_t seq = atomic_load(&pe->wake_seq);
     atomic_store(&pe->sleeping, 1);
-    if (!mpr_machine_pending(pe) && !atomic_load(&mpr_g.done))
+    if (!shm_pending(pe) && !atomic_load(&mpr_g.done))
         futex_wait(&pe->wake_seq, seq, timeout_s);
     atomic_store(&pe->sleeping, 0);
 }
 
-void mpr_machine_wake_all(void)
+static void shm_wake_all(void)
 {
     for (int i = 0; i < mpr_g.npes; i++)
-        wake(mpr_g.pes[i]);
+        if (mpr_g.pes[i])
+            wake(mpr_g.pes[i]);
 }
 
 static void *pe_thread(void *arg)
@@ -127,7 +132,7 @@ static void *pe_thread(void *arg)
     return NULL;
 }
 
-int mpr_machine_run(void)
+static int shm_run(void)
 {
     pthread_t *threads = calloc((size_t)mpr_g.npes, sizeof *threads);
     if (!threads)
@@ -148,3 +153,43 @@ int mpr_machine_run(void)
     free(threads);
     return rc;
 }
+
+static int shm_init(int *npes, int *first, int *count)
+{
+    *first = 0;
+    *count = *npes; /* every PE lives in this process */
+    return 0;
+}
+
+static double shm_max_all(double v) { return v; }
+
+static int shm_gather(const char *buf, size_t len, char **out, size_t *out_len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, buf, len);
+    copy[len] = 0;
+    *out = copy;
+    *out_len = len;
+    return 1;
+}
+
+static void shm_fini(void) {}
+
+const mpr_machine mpr_machine_shm = {
+    .name = "shm",
+    .init = shm_init,
+    .run = shm_run,
+    .send = shm_send,
+    .take = shm_take,
+    .processed = shm_processed,
+    .idle_enter = shm_idle_enter,
+    .idle_leave = shm_idle_leave,
+    .sleep = shm_sleep,
+    .wake_all = shm_wake_all,
+    .pending = shm_pending,
+    .max_all = shm_max_all,
+    .gather = shm_gather,
+    .fini = shm_fini,
+};
