@@ -48,7 +48,7 @@ static struct {
     int variant;
 } prm;
 
-static volatile uint64_t work_sink;
+static _Thread_local volatile uint64_t work_sink; /* per PE: PEs are threads */
 static _Atomic int failed_any;
 static void **pe_buffers; /* 2 per PE, freed by main() after the run */
 
