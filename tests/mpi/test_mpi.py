@@ -1,0 +1,267 @@
+"""The runtime on its MPI backend (one PE per rank), compared with the shared-memory backend.
+
+Programs run under `mpirun -np 2` and `mpirun -np 4 --oversubscribe` (this machine has 2
+cores) and with MPROF_PES=2/4 on shared memory; their deterministic results must agree:
+  * tests/mpi/c/portable.c: backend-neutral checks of communication, bulk transfers, objects,
+    the snapshot and a stress run; every PE prints its own RESULT lines (arrival counts, byte
+    sums, order-independent hashes, per-source arrival tables);
+  * the runtime's C test programs of tests/c/runtime whose checks hold on any backend (latency,
+    hang, idle; fibers and schedulers are single-PE programs and run on one rank).  The others
+    (comm, counters, bulk, objects, snapshot, stress, misuse) check, after mp_main returns,
+    globals that other PEs wrote: on MPI those live in other processes, so portable.c covers
+    the same features instead;
+  * the data-structure test programs and PIPE from the normal build (build/), when built.
+The run profile gathered by rank 0 must have one section per PE and the same deterministic
+rts statistics as on shared memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
+
+NPS = [2, 4]
+# rts statistics that do not depend on timing (MsgSent does, through flushes when a PE runs
+# out of fibers; FlowMsgSent counts different events per backend: see docs/mpi.md)
+DETERMINISTIC_RTS = ["RemoteOp", "ByteSent", "ThreadAlloc", "ThreadDisp", "P", "Sched"]
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Result:
+    def __init__(self, proc, profile):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.profile = profile
+        self.args = proc.args
+
+    def lines(self, prefix="RESULT"):
+        return sorted(line for line in self.stdout.splitlines() if line.startswith(prefix))
+
+    def rts(self, pe):
+        for obj in self.profile["pes"][pe]["objects"]:
+            if obj["module"] == "rts":
+                return obj["stats"]
+        raise AssertionError("no rts object")
+
+    def describe(self):
+        return (f"$ {' '.join(map(str, self.args))}\nexit {self.rc}\n--- stdout\n"
+                f"{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")
+
+
+def run(exe, *args, np=None, timeout=60, **settings) -> Result:
+    """np=None: shared memory with MPROF_PES from settings; else mpirun -np np."""
+    with tempfile.TemporaryDirectory(prefix="mprof-mpi-") as tmp:
+        out = Path(tmp) / "profile.json"
+        env = _env(MPROF_OUT=out, **settings)
+        cmd = [str(exe), *map(str, args)]
+        if np is not None:
+            cmd = [MPIRUN, "-np", str(np), "--oversubscribe", *cmd]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        profile = json.loads(out.read_text()) if out.exists() else None
+    return Result(proc, profile)
+
+
+@pytest.fixture(scope="session")
+def mpi_build(cmake_build) -> Path:
+    bdir = cmake_build("build-mpi", source=REPO / "tests" / "mpi")
+    if "MPROF_HAVE_MPI" not in (bdir / "build.ninja").read_text():
+        pytest.skip("CMake did not find MPI: the runtime was built without its MPI backend")
+    return bdir
+
+
+def _same_results(exe, args, np, **settings):
+    shm = run(exe, *args, MPROF_PES=np, **settings)
+    assert shm.rc == 0, shm.describe()
+    mpi = run(exe, *args, np=np, **settings)
+    assert mpi.rc == 0, mpi.describe()
+    assert mpi.lines() and mpi.lines() == shm.lines(), (mpi.describe(), shm.lines())
+    return shm, mpi
+
+
+def _check_profile(shm, mpi, np):
+    doc = mpi.profile
+    assert doc is not None, "rank 0 wrote no run profile\n" + mpi.describe()
+    assert doc["backend"] == "mpi" and shm.profile["backend"] == "shm"
+    assert doc["npes"] == np and [p["pe"] for p in doc["pes"]] == list(range(np))
+    for pe in range(np):
+        a, b = shm.rts(pe), mpi.rts(pe)
+        for k in DETERMINISTIC_RTS:
+            assert a[k] == b[k], f"PE {pe} {k}: shm {a[k]} mpi {b[k]}"
+
+
+# ---------------------------------------------------------------------------------------
+# backend-neutral checks
+
+PORTABLE = [("comm", 200), ("bulk",), ("objects",), ("snapshot",), ("stress", 20000)]
+
+
+@pytest.mark.parametrize("np", NPS)
+@pytest.mark.parametrize("args", PORTABLE, ids=[a[0] for a in PORTABLE])
+def test_portable_results_equal_shared_memory(mpi_build, args, np):
+    exe = mpi_build / "tests" / "mpi" / "mpi_portable"
+    shm, mpi = _same_results(exe, args, np, MPROF_SMALL_BYTES=16)
+    _check_profile(shm, mpi, np)
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_without_aggregation_message_counts_equal(mpi_build, np):
+    """With aggregation off every record is its own message: MsgSent is deterministic too;
+    a small credit window makes senders run out of credits and queue (flow control)."""
+    exe = mpi_build / "tests" / "mpi" / "mpi_portable"
+    shm, mpi = _same_results(exe, ["comm", 300], np, MPROF_AGG_BYTES=0, MPROF_SMALL_BYTES=16,
+                             MPROF_MPI_WINDOW=4)
+    _check_profile(shm, mpi, np)
+    for pe in range(np):
+        a, b = shm.rts(pe), mpi.rts(pe)
+        assert (a["MsgSent"], a["FastMsgSent"]) == (b["MsgSent"], b["FastMsgSent"])
+    # credits: every processed message is credited back, in batches of window/2 = 2 or when
+    # the receiver goes idle
+    received = sum(mpi.rts(pe)["ThreadAlloc"] for pe in range(np))
+    credits = sum(mpi.rts(pe)["FlowMsgSent"] for pe in range(np))
+    assert 0 < credits <= received
+
+
+def test_mpi_backend_forced_without_mpirun_is_one_rank(mpi_build):
+    """MPROF_BACKEND=mpi outside mpirun: a singleton MPI run with one PE."""
+    exe = mpi_build / "tests" / "mpi" / "mpi_portable"
+    res = run(exe, "objects", MPROF_BACKEND="mpi", MPROF_PES=4)
+    assert res.rc == 0, res.describe()
+    assert res.profile["backend"] == "mpi" and res.profile["npes"] == 1
+
+
+def test_unknown_backend_is_a_clear_error(mpi_build):
+    exe = mpi_build / "tests" / "mpi" / "mpi_portable"
+    res = run(exe, "objects", MPROF_BACKEND="carrier-pigeon")
+    assert res.rc != 0
+    assert "MPROF_BACKEND=carrier-pigeon (expected shm or mpi)" in res.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# the runtime's own test programs (tests/c/runtime) that hold on any backend
+
+def rt(mpi_build, name):
+    return mpi_build / "tests" / "c" / f"rt_{name}"
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_latency_program(mpi_build, np):
+    shm = run(rt(mpi_build, "latency"), MPROF_PES=np)
+    mpi = run(rt(mpi_build, "latency"), np=np)
+    assert shm.rc == 0 and mpi.rc == 0, mpi.describe()
+    _check_profile(shm, mpi, np)
+
+    def pairs(doc):
+        return [sorted((r["access"], r["enabler"], r["count"]) for r in p["latency"])
+                for p in doc["pes"]]
+    assert pairs(mpi.profile) == pairs(shm.profile)
+    # PE 1's two waiters each observed PE 0's ~20 ms computation, on MPI too
+    row = [r for r in mpi.profile["pes"][1]["latency"]
+           if (r["access"], r["enabler"]) == ("lat:wait", "lat:send")]
+    assert row and row[0]["observed_s"] >= 2 * 0.015, mpi.profile["pes"][1]["latency"]
+    assert 0 < row[0]["critical_s"] < 0.75 * row[0]["observed_s"]
+
+
+@pytest.mark.parametrize("np", NPS)
+@pytest.mark.parametrize("scenario,waits,where", [
+    ("fiber", "PE 1: fiber hang_stuck_waiter (created by hang:setup) waits on counter", 1),
+    ("block", "PE 0: pe_main blocked in mp_block_until on counter", 0),
+    ("held", "PE 0: 1 enabled fibers held by scheduler never", 0),
+])
+def test_hang_is_diagnosed_on_the_rank_and_fails_every_rank(mpi_build, scenario, waits,
+                                                            where, np):
+    res = run(rt(mpi_build, "hang"), scenario, np=np, MPROF_IDLE_TIMEOUT=20)
+    assert res.rc != 0
+    assert waits in res.stderr, res.describe()
+    assert f"waiting fibers (mpi rank {where} of {np}):" in res.stderr
+    # every rank's mp_main returned 2, and the quiet ranks say where to look
+    assert res.stdout.count("mp_main returned 2") == np, res.describe()
+    assert res.stderr.count("nothing waits here") == np - 1
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_idle_ranks_back_off(mpi_build, np):
+    res = run(rt(mpi_build, "idle"), "0.5", np=np)
+    assert res.rc == 0, res.describe()
+    idle = [p["idle_s"] for p in res.profile["pes"][1:]]
+    assert all(t > 0.3 for t in idle), idle  # the other ranks idled through PE 0's work
+
+
+@pytest.mark.parametrize("name", ["fibers", "schedulers"])
+def test_single_pe_programs_on_one_rank(mpi_build, name):
+    shm = run(rt(mpi_build, name))
+    mpi = run(rt(mpi_build, name), np=1)
+    assert mpi.rc == 0, mpi.describe()
+    assert mpi.stdout == shm.stdout
+    assert mpi.profile["backend"] == "mpi"
+    for k in DETERMINISTIC_RTS:
+        assert mpi.rts(0)[k] == shm.rts(0)[k], k
+
+
+# ---------------------------------------------------------------------------------------
+# data structures and PIPE, from the normal build when present
+
+def _deterministic_stats(a, b):
+    """{(pe, module, id, stat)} whose values agree between two shared-memory runs."""
+    keys = set()
+    for pa, pb in zip(a["pes"], b["pes"]):
+        for oa, ob in zip(pa["objects"], pb["objects"]):
+            if (oa["module"], oa["id"]) != (ob["module"], ob["id"]):
+                continue
+            for k, v in oa["stats"].items():
+                if ob["stats"].get(k) == v and not k.startswith(("Idle", "Flow", "MsgSent")):
+                    keys.add((pa["pe"], oa["module"], oa["id"], k))
+    return keys
+
+
+def _stat(doc, key):
+    pe, module, oid, k = key
+    for o in doc["pes"][pe]["objects"]:
+        if o["module"] == module and o["id"] == oid:
+            return o["stats"].get(k)
+    return None
+
+
+LIBRARY_PROGRAMS = [
+    ("build/tests/lib/ht_test", ["stats"]),
+    ("build/tests/lib/ts_test", []),
+    ("build/benchmarks/pipe/pipe", []),
+]
+
+
+@pytest.mark.parametrize("np", NPS)
+@pytest.mark.parametrize("path,args", LIBRARY_PROGRAMS, ids=[p[0].rsplit("/", 1)[1]
+                                                               for p in LIBRARY_PROGRAMS])
+def test_library_programs_match_shared_memory(path, args, np):
+    exe = REPO / path
+    if not exe.exists():
+        pytest.skip(f"{path} is not built (build the whole tree: cmake --build build)")
+    shm1 = run(exe, *args, MPROF_PES=np, timeout=120)
+    if shm1.rc != 0 or shm1.profile is None:
+        pytest.skip(f"{path} does not run on shared memory here: {shm1.stderr[-300:]}")
+    shm2 = run(exe, *args, MPROF_PES=np, timeout=120)
+    mpi = run(exe, *args, np=np, timeout=120)
+    assert mpi.rc == 0, mpi.describe()
+    assert mpi.profile["npes"] == np
+    keys = _deterministic_stats(shm1.profile, shm2.profile)
+    diff = {k: (_stat(shm1.profile, k), _stat(mpi.profile, k)) for k in keys
+            if _stat(shm1.profile, k) != _stat(mpi.profile, k)}
+    assert not diff, diff
