@@ -1,0 +1,134 @@
+/*
+ * gate_ops PES NA NB -- a deliberately simple instrumented workload for `mprof gate` tests.
+ *
+ * Every PE owns a small open-addressing hash set and performs NA inserts (category OP_A) and
+ * NB lookups (category OP_B), interleaved.  Each operation hashes its key with a fixed number
+ * of mixing rounds, so its cost is a fixed amount of real computation; the statistics
+ * (gateops.perf) count the operations.  Built with -DSLOW_OP_B, lookups hash with
+ * SLOW_FACTOR (default 3) times as many rounds: a slowdown in exactly one operation.
+ * Honours MPROF_OUT like every mprof program; the profile names the program "gate_ops"
+ * whatever the binary is called, so two builds compare as the same benchmark.
+ */
+#include "gateops_perf.h"
+#include "mp.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef ROUNDS
+#define ROUNDS 48
+#endif
+#if defined(SLOW_OP_B) && !defined(SLOW_FACTOR)
+#define SLOW_FACTOR 3
+#endif
+
+#define TABLE_BITS 12
+#define TABLE_SIZE (1u << TABLE_BITS)
+
+static long n_insert, n_lookup;
+
+typedef struct {
+    uint64_t keys[TABLE_SIZE];
+    unsigned char used[TABLE_SIZE];
+    unsigned count;
+    gateops_stats_t *st;
+} hashset;
+
+static uint64_t mix(uint64_t x, int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        x ^= x >> 31;
+        x *= 0x9E3779B97F4A7C15ULL;
+    }
+    return x;
+}
+
+/* OP_A: insert (the table is cleared when it gets half full, so probes stay short) */
+static void set_insert(hashset *s, uint64_t key)
+{
+    GATEOPS_INC(s->st, NInsert, 1);
+    if (s->count >= TABLE_SIZE / 2) {
+        for (unsigned i = 0; i < TABLE_SIZE; i++)
+            s->used[i] = 0;
+        s->count = 0;
+    }
+    unsigned h = (unsigned)(mix(key, ROUNDS) & (TABLE_SIZE - 1));
+    while (s->used[h] && s->keys[h] != key)
+        h = (h + 1) & (TABLE_SIZE - 1);
+    if (!s->used[h]) {
+        s->used[h] = 1;
+        s->keys[h] = key;
+        s->count++;
+    }
+}
+
+#ifdef SLOW_OP_B
+static volatile uint64_t slow_sink;
+#endif
+
+/* OP_B: lookup */
+static int set_lookup(hashset *s, uint64_t key)
+{
+    GATEOPS_INC(s->st, NLookup, 1);
+    uint64_t hash = mix(key, ROUNDS);
+#ifdef SLOW_OP_B
+    /* the deliberate slowdown: (SLOW_FACTOR - 1) x ROUNDS more mixing, kept alive by a
+     * volatile store, so lookups still find what inserts stored */
+    slow_sink = mix(hash, (SLOW_FACTOR - 1) * ROUNDS);
+#endif
+    unsigned h = (unsigned)(hash & (TABLE_SIZE - 1));
+    while (s->used[h]) {
+        if (s->keys[h] == key)
+            return 1;
+        h = (h + 1) & (TABLE_SIZE - 1);
+    }
+    return 0;
+}
+
+static volatile long sink;
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    static _Thread_local hashset set; /* one per PE thread */
+    set.count = 0;
+    set.st = gateops_stats_create(1);
+    GATEOPS_SET(set.st, P, 1);
+    long found = 0, a = 0, b = 0;
+    uint64_t key = 0x12345u + (uint64_t)mp_mype();
+    while (a < n_insert || b < n_lookup) {
+        if (a < n_insert) {
+            set_insert(&set, key++);
+            a++;
+        }
+        if (b < n_lookup) {
+            found += set_lookup(&set, key - (uint64_t)(b % 7));
+            b++;
+        }
+    }
+    sink = found;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s PES NA NB\n", argv[0]);
+        return 2;
+    }
+    gateops_perf_init();
+    mp_config cfg;
+    mp_config_init(&cfg);
+    cfg.npes = atoi(argv[1]);
+    cfg.program = "gate_ops";
+    n_insert = atol(argv[2]);
+    n_lookup = atol(argv[3]);
+    if (cfg.npes < 1 || n_insert < 0 || n_lookup < 0) {
+        fprintf(stderr, "gate_ops: bad arguments\n");
+        return 2;
+    }
+    mp_param("na", (double)n_insert);
+    mp_param("nb", (double)n_lookup);
+    return mp_main(&cfg, pe_main, argc, argv);
+}

@@ -1,0 +1,173 @@
+"""Gate configuration: tolerances and significance levels per unit, and the allow-list.
+
+    [defaults]
+    tolerance = 0.05          # relative change that counts as a regression
+    alpha = 0.05              # significance level
+    correction = "holm"       # holm | bh | none: multiple-testing correction over all units
+    behaviour_change = "fail" # fail | warn: whether a BEHAVIOUR CHANGE fails the gate
+
+    [[unit]]                  # per-unit overrides; later entries win, field by field
+    match = "*::time"         # glob (fnmatch) on the unit id
+    tolerance = 0.2
+    alpha = 0.01
+
+    [[allow]]                 # accepted changes: REGRESSION / BEHAVIOUR CHANGE become ALLOWED
+    match = "gate_ops(*)::fit:gateops.OP_B"
+    reason = "lookups hash twice since #123"
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import MprofError
+from .stats import CORRECTIONS
+
+DEFAULT_TOLERANCE = 0.05
+DEFAULT_ALPHA = 0.05
+BEHAVIOUR_POLICIES = ("fail", "warn")
+
+
+@dataclass
+class UnitRule:
+    match: str
+    tolerance: float | None = None
+    alpha: float | None = None
+
+
+@dataclass
+class AllowRule:
+    match: str
+    reason: str
+    used: int = 0
+
+
+@dataclass
+class GateConfig:
+    tolerance: float = DEFAULT_TOLERANCE
+    alpha: float = DEFAULT_ALPHA
+    correction: str = "holm"
+    behaviour_change: str = "fail"
+    units: list[UnitRule] = field(default_factory=list)
+    allow: list[AllowRule] = field(default_factory=list)
+    source: str = "<defaults>"
+
+    def settings_for(self, unit_id: str) -> tuple[float, float]:
+        """(tolerance, alpha) of a unit: the defaults, overridden by every matching rule in
+        order."""
+        tolerance, alpha = self.tolerance, self.alpha
+        for rule in self.units:
+            if fnmatch.fnmatchcase(unit_id, rule.match):
+                if rule.tolerance is not None:
+                    tolerance = rule.tolerance
+                if rule.alpha is not None:
+                    alpha = rule.alpha
+        return tolerance, alpha
+
+    def allowed(self, unit_id: str) -> AllowRule | None:
+        for rule in self.allow:
+            if fnmatch.fnmatchcase(unit_id, rule.match):
+                return rule
+        return None
+
+
+def _number(value, where: str, low: float, high: float, *, open_low=True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MprofError(f"{where}: expected a number, got {value!r}")
+    value = float(value)
+    bad_low = value <= low if open_low else value < low
+    if bad_low or value >= high:
+        lo = "(" if open_low else "["
+        raise MprofError(f"{where}: {value:g} is outside {lo}{low:g}, {high:g})")
+    return value
+
+
+def check_tolerance(value, where: str) -> float:
+    return _number(value, where, 0.0, float("inf"), open_low=False)
+
+
+def check_alpha(value, where: str) -> float:
+    return _number(value, where, 0.0, 0.5)
+
+
+def load_config(path: str | Path | None) -> GateConfig:
+    if path is None:
+        return GateConfig()
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise MprofError(f"{path}: cannot read gate config: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MprofError(f"{path}: invalid TOML: {exc}") from None
+    return config_from_dict(data, str(path))
+
+
+def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
+    unknown = set(data) - {"defaults", "unit", "allow"}
+    if unknown:
+        raise MprofError(f"{source}: unknown section(s) {', '.join(sorted(unknown))} "
+                         "(expected [defaults], [[unit]], [[allow]])")
+    cfg = GateConfig(source=source)
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise MprofError(f"{source}: [defaults] must be a table")
+    extra = set(defaults) - {"tolerance", "alpha", "correction", "behaviour_change"}
+    if extra:
+        raise MprofError(f"{source}: [defaults]: unknown key(s) {', '.join(sorted(extra))}")
+    if "tolerance" in defaults:
+        cfg.tolerance = check_tolerance(defaults["tolerance"], f"{source}: defaults.tolerance")
+    if "alpha" in defaults:
+        cfg.alpha = check_alpha(defaults["alpha"], f"{source}: defaults.alpha")
+    if "correction" in defaults:
+        cfg.correction = check_correction(defaults["correction"], f"{source}: defaults")
+    if "behaviour_change" in defaults:
+        value = defaults["behaviour_change"]
+        if value not in BEHAVIOUR_POLICIES:
+            raise MprofError(f"{source}: defaults.behaviour_change must be one of "
+                             f"{', '.join(BEHAVIOUR_POLICIES)}, got {value!r}")
+        cfg.behaviour_change = value
+    for i, entry in enumerate(_table_list(data.get("unit", []), source, "unit")):
+        where = f"{source}: unit[{i}]"
+        extra = set(entry) - {"match", "tolerance", "alpha"}
+        if extra:
+            raise MprofError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+        rule = UnitRule(_pattern(entry, where))
+        if "tolerance" in entry:
+            rule.tolerance = check_tolerance(entry["tolerance"], f"{where}.tolerance")
+        if "alpha" in entry:
+            rule.alpha = check_alpha(entry["alpha"], f"{where}.alpha")
+        cfg.units.append(rule)
+    for i, entry in enumerate(_table_list(data.get("allow", []), source, "allow")):
+        where = f"{source}: allow[{i}]"
+        extra = set(entry) - {"match", "reason"}
+        if extra:
+            raise MprofError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise MprofError(f"{where}: an accepted change needs a reason")
+        cfg.allow.append(AllowRule(_pattern(entry, where), reason.strip()))
+    return cfg
+
+
+def check_correction(value, where: str) -> str:
+    if value not in CORRECTIONS:
+        raise MprofError(f"{where}: correction must be one of {', '.join(CORRECTIONS)}, "
+                         f"got {value!r}")
+    return value
+
+
+def _table_list(value, source: str, name: str) -> list[dict]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise MprofError(f"{source}: '{name}' must be an array of tables ([[{name}]])")
+    return value
+
+
+def _pattern(entry: dict, where: str) -> str:
+    match = entry.get("match")
+    if not isinstance(match, str) or not match:
+        raise MprofError(f"{where}: 'match' (a unit id or glob pattern) is required")
+    return match

@@ -1,0 +1,105 @@
+"""Loading the two sides of a gate comparison from profile databases.
+
+A side is a selection of runs (database + `--where` conditions).  Runs are grouped into
+benchmark configurations: program + params + npes + settings.  For each run the gate keeps
+its elapsed time, its statistics summed over PEs and objects per (module, statistic), and its
+per-PE objects (for model costs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..db.store import Condition, ProfileDB
+from ..errors import MprofError
+
+
+@dataclass
+class RunData:
+    id: int
+    program: str
+    npes: int
+    params: dict
+    settings: dict
+    fingerprint: str
+    elapsed_s: float
+    stats: dict[tuple[str, str], float]  # (module, stat) -> sum over PEs and objects
+    objects: dict[int, list]  # pe -> [(object id, module, {stat: value})]
+
+    @property
+    def config_key(self) -> str:
+        return json.dumps({"program": self.program, "npes": self.npes, "params": self.params,
+                           "settings": self.settings}, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass
+class Side:
+    name: str  # "baseline" or "candidate"
+    database: Path
+    where: list[Condition]
+    runs: list[RunData] = field(default_factory=list)
+
+    @property
+    def fingerprints(self) -> set[str]:
+        return {r.fingerprint for r in self.runs}
+
+    def by_config(self) -> dict[str, list[RunData]]:
+        out: dict[str, list[RunData]] = {}
+        for run in self.runs:
+            out.setdefault(run.config_key, []).append(run)
+        return out
+
+
+def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) -> Side:
+    path = Path(database)
+    if not path.exists():
+        raise MprofError(f"{name} database {path} does not exist")
+    side = Side(name, path, list(where))
+    with ProfileDB(path, create=False) as db:
+        runs = db.runs(where)
+        ids = [r.id for r in runs]
+        objects = db.object_stats(ids)
+    for run in runs:
+        per_pe = objects.get(run.id, {})
+        totals: dict[tuple[str, str], float] = {}
+        for pe_objs in per_pe.values():
+            for _oid, module, stats in pe_objs:
+                for stat, value in stats.items():
+                    totals[(module, stat)] = totals.get((module, stat), 0.0) + float(value)
+        side.runs.append(RunData(run.id, run.program, run.npes, dict(run.params),
+                                 dict(run.settings), run.machine_fingerprint or "",
+                                 float(run.elapsed_s or 0.0), totals, per_pe))
+    return side
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def config_labels(keys: Sequence[str]) -> dict[str, str]:
+    """Short, readable, unique names of configurations: `program(npes=2,fibers=500,...)`,
+    with only the settings that differ between the configurations."""
+    decoded = {k: json.loads(k) for k in keys}
+    varying: set[str] = set()
+    all_settings: dict[str, set] = {}
+    for d in decoded.values():
+        for name, value in d["settings"].items():
+            all_settings.setdefault(name, set()).add(json.dumps(value))
+    for name, values in all_settings.items():
+        present = sum(1 for d in decoded.values() if name in d["settings"])
+        if len(values) > 1 or present != len(decoded):
+            varying.add(name)
+    labels = {}
+    for key, d in decoded.items():
+        parts = [f"npes={d['npes']}"]
+        parts += [f"{k}={_fmt(v)}" for k, v in d["params"].items()]
+        parts += [f"{k}={_fmt(v)}" for k, v in sorted(d["settings"].items()) if k in varying]
+        labels[key] = f"{d['program']}({','.join(parts)})"
+    return labels

@@ -1,0 +1,406 @@
+"""Building the units of a gate comparison and deciding their verdicts (docs/gate.md).
+
+Units (ids are matched by the config's globs):
+
+    CONFIG::time                     total time per run (Mann-Whitney U / Hodges-Lehmann)
+    CONFIG::stat:MODULE.STAT         a statistic that is deterministic for the configuration:
+                                     compared exactly (BEHAVIOUR CHANGE when it differs)
+    CONFIG::cost:MODULE.CATEGORY     per-run category cost from --model (the model applied to
+                                     each run's statistics), compared like times
+    CONFIG::fit:MODULE.CATEGORY      category cost of the configuration with each side's own
+                                     fitted coefficients (--fit), compared with their errors
+    fit::MODULE.CATEGORY:TERM        a fitted coefficient (--fit), compared with its error
+
+CONFIG is `program(npes=..,param=..,...)`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MprofError
+from .config import GateConfig
+from .data import RunData, Side, config_labels
+from .stats import Comparison, adjust, compare_estimates, compare_samples
+
+REGRESSION = "REGRESSION"
+BEHAVIOUR = "BEHAVIOUR CHANGE"
+INCONCLUSIVE = "INCONCLUSIVE"
+ALLOWED = "ALLOWED"
+INFO = "INFO"
+PASS = "PASS"
+ORDER = [REGRESSION, BEHAVIOUR, INCONCLUSIVE, ALLOWED, INFO, PASS]
+
+EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+class CrossMachineError(MprofError):
+    pass
+
+
+@dataclass
+class Unit:
+    id: str
+    kind: str  # time | stat | cost | fit | coef
+    config: str | None  # configuration label (None for fit coefficients)
+    name: str  # what is compared within the configuration
+    tolerance: float
+    alpha: float
+    comparison: Comparison | None = None
+    p_adjusted: float | None = None
+    verdict: str = INCONCLUSIVE
+    note: str = ""
+    category: str | None = None  # MODULE.CATEGORY where it applies
+    config_key: str | None = None  # the configuration's identity (data.RunData.config_key)
+    baseline_text: str = ""  # exact values for stat units
+    candidate_text: str = ""
+
+    def to_json(self) -> dict:
+        c = self.comparison
+        out = {"id": self.id, "kind": self.kind, "config": self.config, "name": self.name,
+               "category": self.category, "verdict": self.verdict, "note": self.note,
+               "tolerance": self.tolerance, "alpha": self.alpha,
+               "p_adjusted": _finite(self.p_adjusted)}
+        if c is not None:
+            out.update({"method": c.method, "n_baseline": c.n_baseline,
+                        "n_candidate": c.n_candidate, "baseline": _finite(c.baseline),
+                        "candidate": _finite(c.candidate), "change": _finite(c.change),
+                        "change_low": _finite(c.low), "change_high": _finite(c.high),
+                        "p_regression": _finite(c.p_regression),
+                        "p_change": _finite(c.p_change)})
+        else:
+            out.update({"baseline": self.baseline_text, "candidate": self.candidate_text})
+        return out
+
+
+def _finite(x):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return float(x)
+
+
+@dataclass
+class GateReport:
+    units: list[Unit]
+    baseline: Side
+    candidate: Side
+    config: GateConfig
+    cross_machine: bool = False
+    inconclusive_ok: bool = False
+    warnings: list[str] = field(default_factory=list)
+    unused_allow: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(ORDER, 0)
+        for u in self.units:
+            out[u.verdict] += 1
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        counts = self.counts()
+        if counts[REGRESSION]:
+            return EXIT_REGRESSION
+        if counts[BEHAVIOUR] and self.config.behaviour_change == "fail":
+            return EXIT_REGRESSION
+        if counts[INCONCLUSIVE] and not self.inconclusive_ok:
+            return EXIT_INCONCLUSIVE
+        return EXIT_PASS
+
+    @property
+    def status(self) -> str:
+        return {EXIT_PASS: "PASS", EXIT_REGRESSION: "FAIL",
+                EXIT_INCONCLUSIVE: "INCONCLUSIVE"}[self.exit_code]
+
+    def sorted_units(self) -> list[Unit]:
+        return sorted(self.units, key=lambda u: (ORDER.index(u.verdict), u.id))
+
+    def to_json(self) -> dict:
+        return {
+            "schema": "mprof.gate", "version": 1,
+            "status": self.status, "exit_code": self.exit_code,
+            "counts": self.counts(),
+            "baseline": {"database": str(self.baseline.database), "runs": len(self.baseline.runs),
+                         "where": [f"{c.name}={c.value}" for c in self.baseline.where],
+                         "machines": sorted(self.baseline.fingerprints)},
+            "candidate": {"database": str(self.candidate.database),
+                          "runs": len(self.candidate.runs),
+                          "where": [f"{c.name}={c.value}" for c in self.candidate.where],
+                          "machines": sorted(self.candidate.fingerprints)},
+            "cross_machine": self.cross_machine,
+            "settings": {"tolerance": self.config.tolerance, "alpha": self.config.alpha,
+                         "correction": self.config.correction,
+                         "behaviour_change": self.config.behaviour_change,
+                         "config": self.config.source},
+            "warnings": self.warnings,
+            "unused_allow": self.unused_allow,
+            "units": [u.to_json() for u in self.sorted_units()],
+        }
+
+
+# -- fits ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class SideFit:
+    model: object  # mprof.model.Model
+    dof: int
+    se: dict[str, float]  # fitted parameter -> standard error
+    warnings: list[str]
+
+
+def fit_side(script: str | Path, side: Side) -> SideFit:
+    """Run a modeling script with its fit databases replaced by this side's database and
+    selection; test databases and SaveModel are ignored, and the last fit counts."""
+    from ..model.script import ModelingScript
+
+    class GateScript(ModelingScript):
+        def _fit_database(self, args):
+            self._arity("FitDatabase", args, 1, usage="path.db ...")
+            if side.database.resolve() not in self.session.fit_databases:
+                self.session.fit_databases.append(side.database.resolve())
+
+        def _test_database(self, args):
+            self._arity("TestDatabase", args, 1, usage="path.db ...")
+
+        def _save_model(self, args):
+            self._arity("SaveModel", args, 1, 1, "path.json")
+
+    warnings: list[str] = []
+    script_obj = GateScript(script, warn=warnings.append)
+    session = script_obj.session
+    plain_fit = session.fit
+
+    def fit_with_selection():
+        if not session.fit_databases:
+            session.fit_databases.append(side.database.resolve())
+        saved = list(session.select)
+        session.select = saved + list(side.where)
+        try:
+            return plain_fit()
+        finally:
+            session.select = saved
+
+    session.fit = fit_with_selection
+    try:
+        outcome = script_obj.run()
+    except MprofError as exc:
+        raise MprofError(f"fitting the {side.name} ({side.database}): {exc}") from None
+    if outcome is None:
+        raise MprofError(f"{script}: the script made no fit")
+    model = outcome.model
+    cov = np.atleast_2d(model.covariance)
+    se = {name: math.sqrt(max(float(cov[i, i]), 0.0)) for i, name in enumerate(model.fitted)}
+    return SideFit(model, int(outcome.result.dof), se,
+                   [f"{side.name} fit: {w}" for w in outcome.warnings])
+
+
+def _category_estimate(fit: SideFit, module: str, category: str,
+                       terms: dict[str, float]) -> tuple[float, float]:
+    """(cost, standard error) of a category for summed term values."""
+    model = fit.model
+    info = model.interfaces[module]
+    index = {name: i for i, name in enumerate(model.fitted)}
+    f = np.zeros(len(model.fitted))
+    cost = 0.0
+    for term in info.categories[category]:
+        name = f"{module}:{term}"
+        cost += model.values.get(name, 0.0) * terms.get(term, 0.0)
+        if name in index:
+            f[index[name]] = terms.get(term, 0.0)
+    var = float(f @ np.atleast_2d(model.covariance) @ f) if len(f) else 0.0
+    return cost, math.sqrt(max(var, 0.0))
+
+
+def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for run in runs:
+        for pe_objs in run.objects.values():
+            for _oid, mod, stats in pe_objs:
+                if mod != module:
+                    continue
+                for term, value in model.term_values(module, stats).items():
+                    total[term] = total.get(term, 0.0) + value
+    return {k: v / len(runs) for k, v in total.items()} if runs else {}
+
+
+def _run_costs(model, run: RunData) -> dict[str, float]:
+    """MODULE.CATEGORY -> estimated seconds of one run (summed over PEs and objects)."""
+    out: dict[str, float] = {}
+    for pe_objs in run.objects.values():
+        for _oid, module, stats in pe_objs:
+            if module not in model.interfaces:
+                continue
+            for cat, cost in model.category_costs(module, stats).items():
+                out[f"{module}.{cat}"] = out.get(f"{module}.{cat}", 0.0) + cost
+    return out
+
+
+# -- evaluation ----------------------------------------------------------------------------------
+
+
+def _fmt_value(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+
+
+def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, *,
+             model=None, fit_script: str | Path | None = None,
+             allow_cross_machine: bool = False, inconclusive_ok: bool = False) -> GateReport:
+    config = config or GateConfig()
+    if not baseline.runs:
+        raise MprofError(f"no baseline runs in {baseline.database}"
+                         + (" matching the selection" if baseline.where else ""))
+    if not candidate.runs:
+        raise MprofError(f"no candidate runs in {candidate.database}"
+                         + (" matching the selection" if candidate.where else ""))
+    cross = baseline.fingerprints != candidate.fingerprints
+    if cross and not allow_cross_machine:
+        raise CrossMachineError(
+            "baseline and candidate runs come from different machines (fingerprints "
+            f"{', '.join(sorted(f[:12] for f in baseline.fingerprints))} vs "
+            f"{', '.join(sorted(f[:12] for f in candidate.fingerprints))}); refusing to "
+            "compare (--allow-cross-machine makes the comparison informational)")
+    report = GateReport([], baseline, candidate, config, cross_machine=cross,
+                        inconclusive_ok=inconclusive_ok)
+    base_cfg, cand_cfg = baseline.by_config(), candidate.by_config()
+    keys = list(dict.fromkeys([*base_cfg, *cand_cfg]))
+    labels = config_labels(keys)
+    units = report.units
+
+    def unit(uid, kind, cfg_label, name, category=None) -> Unit:
+        tol, alpha = config.settings_for(uid)
+        key = next((k for k, v in labels.items() if v == cfg_label), None)
+        u = Unit(uid, kind, cfg_label, name, tol, alpha, category=category, config_key=key)
+        units.append(u)
+        return u
+
+    fits = None
+    if fit_script is not None:
+        fits = (fit_side(fit_script, baseline), fit_side(fit_script, candidate))
+        for f in fits:
+            report.warnings.extend(f.warnings)
+
+    for key in keys:
+        label = labels[key]
+        b_runs, c_runs = base_cfg.get(key, []), cand_cfg.get(key, [])
+        if not b_runs or not c_runs:
+            u = unit(f"{label}::time", "time", label, "time")
+            if not c_runs:
+                u.verdict, u.note = INCONCLUSIVE, "no candidate runs of this configuration"
+            else:
+                u.verdict, u.note = INFO, "no baseline runs of this configuration (new)"
+            continue
+        u = unit(f"{label}::time", "time", label, "time")
+        u.comparison = compare_samples([r.elapsed_s for r in b_runs],
+                                       [r.elapsed_s for r in c_runs], u.tolerance, u.alpha)
+        _stat_units(unit, label, b_runs, c_runs)
+        if model is not None:
+            b_costs = [_run_costs(model, r) for r in b_runs]
+            c_costs = [_run_costs(model, r) for r in c_runs]
+            names = sorted({n for costs in (*b_costs, *c_costs) for n in costs})
+            for name in names:
+                u = unit(f"{label}::cost:{name}", "cost", label, f"cost {name}", name)
+                u.comparison = compare_samples([c.get(name, 0.0) for c in b_costs],
+                                               [c.get(name, 0.0) for c in c_costs],
+                                               u.tolerance, u.alpha)
+        if fits is not None:
+            fb, fc = fits
+            for module, info in fb.model.interfaces.items():
+                if module not in fc.model.interfaces:
+                    continue
+                tb = _mean_terms(fb.model, module, b_runs)
+                tc = _mean_terms(fc.model, module, c_runs)
+                if not tb and not tc:
+                    continue
+                for cat in info.categories:
+                    name = f"{module}.{cat}"
+                    u = unit(f"{label}::fit:{name}", "fit", label, f"fitted cost {name}", name)
+                    cb, sb = _category_estimate(fb, module, cat, tb)
+                    cc, sc = _category_estimate(fc, module, cat, tc)
+                    u.comparison = compare_estimates(cb, sb, fb.dof, cc, sc, fc.dof,
+                                                     u.tolerance, u.alpha)
+    if fits is not None:
+        fb, fc = fits
+        for name in fb.model.fitted:
+            if name not in fc.se:
+                continue
+            module, term = name.split(":", 1)
+            cats = [c for c, ts in fb.model.interfaces[module].categories.items() if term in ts]
+            category = f"{module}.{cats[0]}" if cats else module
+            u = unit(f"fit::{category}:{term}", "coef", None, f"coefficient {name}", category)
+            u.comparison = compare_estimates(fb.model.values[name], fb.se[name], fb.dof,
+                                             fc.model.values[name], fc.se[name], fc.dof,
+                                             u.tolerance, u.alpha)
+
+    decide(report)
+    return report
+
+
+def _stat_units(unit, label: str, b_runs: list[RunData], c_runs: list[RunData]) -> None:
+    names = sorted({k for r in (*b_runs, *c_runs) for k in r.stats})
+    for module, stat in names:
+        bvals = [r.stats.get((module, stat), 0.0) for r in b_runs]
+        cvals = [r.stats.get((module, stat), 0.0) for r in c_runs]
+        if len(set(bvals)) != 1:
+            continue  # not deterministic in the baseline: not compared exactly
+        name = f"{module}.{stat}"
+        u = unit(f"{label}::stat:{name}", "stat", label, f"stat {name}", None)
+        base = bvals[0]
+        u.baseline_text = _fmt_value(base)
+        cset = sorted(set(cvals))
+        u.candidate_text = ", ".join(_fmt_value(v) for v in cset[:4]) + (
+            ", ..." if len(cset) > 4 else "")
+        if cset == [base]:
+            u.verdict = PASS
+            u.note = f"identical in all {len(b_runs)} + {len(c_runs)} runs"
+        elif base not in cset:
+            u.verdict = BEHAVIOUR
+            change = (f" ({100 * (cset[0] / base - 1):+.3g} %)" if len(cset) == 1 and base
+                      else "")
+            u.note = (f"{_fmt_value(base)} in every baseline run, "
+                      f"{u.candidate_text} in the candidate{change}")
+        else:
+            u.verdict = INFO
+            u.note = "deterministic in the baseline but varies in the candidate"
+
+
+def decide(report: GateReport) -> None:
+    """Correct the p-values, then set each statistical unit's verdict; apply the allow-list
+    and the cross-machine rule."""
+    tested = [u for u in report.units if u.comparison is not None]
+    adjusted = adjust([u.comparison.p_regression for u in tested], report.config.correction)
+    for u, q in zip(tested, adjusted):
+        c = u.comparison
+        u.p_adjusted = q
+        notes = [c.note] if c.note else []
+        if q < u.alpha:
+            u.verdict = REGRESSION
+        elif c.high <= u.tolerance:
+            u.verdict = PASS
+        else:
+            u.verdict = INCONCLUSIVE
+            if not notes:
+                notes.append("upper bound above the tolerance; more runs may decide")
+        u.note = "; ".join(notes)
+    used = set()
+    for u in report.units:
+        rule = report.config.allowed(u.id)
+        if rule is None:
+            continue
+        used.add(rule.match)
+        if u.verdict in (REGRESSION, BEHAVIOUR):
+            u.note = f"allowed ({rule.reason}); was {u.verdict}" + (
+                f"; {u.note}" if u.note else "")
+            u.verdict = ALLOWED
+    report.unused_allow = [r.match for r in report.config.allow if r.match not in used]
+    if report.cross_machine:
+        for u in report.units:
+            if u.verdict != INFO:
+                u.note = f"cross-machine comparison: would be {u.verdict}" + (
+                    f"; {u.note}" if u.note else "")
+                u.verdict = INFO

@@ -1,0 +1,183 @@
+"""`mprof gate run`: measure a baseline and a candidate build with a sweep spec, then gate.
+
+Every sweep point runs once for each build, alternately (baseline first on even repetitions,
+candidate first on odd ones: an ABBA order, so a linear drift of the machine's speed cancels),
+into two profile databases, through the sweep machinery of mprof.bench (`run_point`, the
+sweep points table, resumption).  After the first evaluation, repetitions are added only for
+configurations with an INCONCLUSIVE unit (all configurations when a fitted coefficient is
+inconclusive), two runs per build at a time, until nothing is inconclusive or the budget of
+extra runs is spent.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rich.console import Console
+
+from ..bench.spec import Point, SweepSpec, load_spec
+from ..bench.sweep import run_point
+from ..db.store import Condition, ProfileDB
+from ..errors import MprofError
+from .config import GateConfig
+from .data import load_side
+from .evaluate import INCONCLUSIVE, GateReport, evaluate
+
+
+@dataclass
+class Build:
+    name: str  # baseline | candidate
+    spec: SweepSpec
+    database: Path
+
+
+@dataclass
+class RunLog:
+    runs: int = 0
+    extra_runs: int = 0
+    rounds: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def make_build(name: str, spec: SweepSpec, database: Path, *, command: str | None = None,
+               binary: str | None = None) -> Build:
+    changes = {}
+    if binary:
+        changes["program"] = str(Path(binary).expanduser().resolve())
+    if command:
+        changes["command"] = command
+    return Build(name, replace(spec, **changes) if changes else spec, database)
+
+
+def _base_point(point: Point) -> tuple:
+    return (point.program, json.dumps(point.params, sort_keys=True), point.npes,
+            json.dumps(point.env, sort_keys=True))
+
+
+def _run_pair(builds: Sequence[Build], dbs: dict, point: Point, log: RunLog,
+              console: Console, extra: bool) -> None:
+    order = builds if point.repetition % 2 == 0 else list(reversed(builds))
+    for build in order:
+        db = dbs[build.name]
+        if point.key in db.recorded_points():
+            continue
+        reason = run_point(build.spec, point, db)
+        log.runs += 1
+        if extra:
+            log.extra_runs += 1
+        if reason is not None:
+            text = f"{build.name} {point.describe()}: {reason}"
+            log.failures.append(text)
+            console.print(f"[red]FAILED[/] {text}", highlight=False)
+
+
+def _point_index(db: ProfileDB) -> dict[int, Point]:
+    """run id -> the sweep point that produced it."""
+    out = {}
+    for run_id, program, params, npes, env, rep in db.conn.execute(
+            "SELECT run_id, program, params_json, npes, env_json, repetition FROM sweep_points"):
+        out[run_id] = Point(program, json.loads(params), npes, json.loads(env), rep)
+    return out
+
+
+def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
+             baseline_bin: str | None = None, candidate_cmd: str | None = None,
+             candidate_bin: str | None = None, out_dir: str | Path = "gate-out",
+             budget: int = 0, config: GateConfig | None = None, model=None,
+             fit_script: str | Path | None = None, where: Sequence[Condition] = (),
+             allow_cross_machine: bool = False, inconclusive_ok: bool = False,
+             console: Console | None = None,
+             on_round: Callable[[GateReport], None] | None = None) -> tuple[GateReport, RunLog]:
+    console = console or Console(stderr=True)
+    spec = load_spec(spec_path)
+    if not (baseline_cmd or baseline_bin) or not (candidate_cmd or candidate_bin):
+        raise MprofError("gate run needs --baseline-cmd or --baseline-bin, and "
+                         "--candidate-cmd or --candidate-bin")
+    if budget < 0:
+        raise MprofError(f"--budget must be >= 0, got {budget}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    builds = [make_build("baseline", spec, out / "baseline.db", command=baseline_cmd,
+                         binary=baseline_bin),
+              make_build("candidate", spec, out / "candidate.db", command=candidate_cmd,
+                         binary=candidate_bin)]
+    for build in builds:
+        if "{program}" in build.spec.command and not build.spec.program_path.exists():
+            raise MprofError(f"{build.name} program {build.spec.program_path} does not exist")
+        argv0 = shlex.split(build.spec.command)[0] if build.spec.command.strip() else ""
+        if not argv0:
+            raise MprofError(f"{build.name}: empty command")
+    log = RunLog()
+    dbs = {b.name: ProfileDB(b.database) for b in builds}
+    try:
+        points = spec.points()
+        console.print(f"gate run: {len(points)} point(s) x 2 builds -> {out}", highlight=False)
+        for point in points:
+            _run_pair(builds, dbs, point, log, console, extra=False)
+        if log.failures:
+            raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
+        report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
+                           inconclusive_ok)
+        if on_round:
+            on_round(report)
+        while budget - log.extra_runs >= 2:
+            targets = _inconclusive_points(report, dbs["baseline"], points)
+            if not targets:
+                break
+            log.rounds += 1
+            added = 0
+            for base in targets:
+                if budget - log.extra_runs < 2:
+                    break
+                recorded = [p.repetition for p in _point_index(dbs["baseline"]).values()
+                            if _base_point(p) == _base_point(base)]
+                rep = max(recorded, default=-1) + 1
+                _run_pair(builds, dbs, replace(base, repetition=rep), log, console, extra=True)
+                added += 1
+            if log.failures:
+                raise MprofError(f"{len(log.failures)} run(s) failed; first: "
+                                 f"{log.failures[0]}")
+            if not added:
+                break
+            report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
+                               inconclusive_ok)
+            if on_round:
+                on_round(report)
+            console.print(f"gate run: round {log.rounds}: +{added} point(s) per build, "
+                          f"{report.counts()[INCONCLUSIVE]} unit(s) inconclusive, "
+                          f"{budget - log.extra_runs} extra run(s) left", highlight=False)
+    finally:
+        for db in dbs.values():
+            db.close()
+    return report, log
+
+
+def _evaluate(builds, config, model, fit_script, where, allow_cross_machine, inconclusive_ok):
+    baseline = load_side("baseline", builds[0].database, where)
+    candidate = load_side("candidate", builds[1].database, where)
+    return evaluate(baseline, candidate, config, model=model, fit_script=fit_script,
+                    allow_cross_machine=allow_cross_machine, inconclusive_ok=inconclusive_ok)
+
+
+def _inconclusive_points(report: GateReport, db: ProfileDB, points: Sequence[Point]) -> list:
+    """Base points (repetition 0) of the configurations that need more runs."""
+    inconclusive = [u for u in report.units if u.verdict == INCONCLUSIVE]
+    if not inconclusive:
+        return []
+    firsts = {}
+    for p in points:
+        firsts.setdefault(_base_point(p), replace(p, repetition=0))
+    if any(u.config_key is None for u in inconclusive):
+        return list(firsts.values())
+    keys = {u.config_key for u in inconclusive}
+    index = _point_index(db)
+    wanted = {}
+    for run in report.baseline.runs:
+        if run.config_key in keys and run.id in index:
+            p = index[run.id]
+            wanted.setdefault(_base_point(p), replace(p, repetition=0))
+    return list(wanted.values())
