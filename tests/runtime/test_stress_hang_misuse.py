@@ -77,6 +77,7 @@ MISUSE = {
     "too_large_create": (3, None),
     "too_large_write": (2, "exceeds the 67108864-byte limit (message or arguments too large)"),
     "too_large_write_huge": (2, "payload of 18446744073709551615 bytes exceeds"),
+    "too_large_store_user": (2, "store arrival arguments of"),
     "too_large_read_huge": (2, "bulk read of 18446744073709551600 bytes exceeds"),
     "gop_first": (1, None),  # MP_WAIT
     "gop_busy": (2, "already has a global operation in progress (object in the wrong state"),

@@ -52,6 +52,8 @@ static void in_fiber(void *p)
     mp_counter_t d = mp_counter_new(0);
     report("too_large_write", mp_bulk_write(1, big, big, mp_max_message() + 1, d));
     report("too_large_write_huge", mp_bulk_write(1, big, big, (size_t)-1, d));
+    report("too_large_store_user",
+           mp_bulk_store(1, big, big, 16, NULL, nop, big, MP_FIBER_ARGS_MAX - 8));
     report("too_large_read_huge", mp_bulk_read(1, big, big, (size_t)-16, d));
 
     mp_fiber_t g = mp_fiber_create(counted, NULL, 0, MP_SCHED_FIFO);

@@ -10,12 +10,18 @@
 static mp_obj_t ids[MAXPE][3];
 static int part[MAXPE][2];
 static atomic_int arrived[ROUNDS];
+static int shared_acc[MAXPE];
 
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
     int me = mp_mype(), P = mp_npes();
     CHECK(P <= MAXPE);
+    /* access categories may be registered from any PE at once: same name, same id */
+    char name[32];
+    snprintf(name, sizeof name, "pe%d", me);
+    shared_acc[me] = mp_access_register("objects", "shared");
+    CHECK(shared_acc[me] > 0 && mp_access_register("objects", name) > 0);
     mp_obj_t a, b;
     CHECK_OK(mp_obj_create(&part[me][0], &a));
     CHECK_OK(mp_obj_create(&part[me][1], &b));
@@ -60,6 +66,8 @@ int main(int argc, char **argv)
     for (int pe = 1; pe < P; pe++)
         for (int k = 0; k < 3; k++)
             CHECK_EQ(ids[pe][k], ids[0][k]);
+    for (int pe = 1; pe < P; pe++)
+        CHECK_EQ(shared_acc[pe], shared_acc[0]);
     printf("P=%d ids=%u,%u,%u\n", P, ids[0][0], ids[0][1], ids[0][2]);
     puts("objects: OK");
     return 0;
