@@ -106,7 +106,9 @@ class RuntimeTests:
             extra["ASAN_OPTIONS"] = "abort_on_error=0:detect_leaks=1"
             extra["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
         elif self.variant == "thread":
-            extra["TSAN_OPTIONS"] = f"halt_on_error=1:second_deadlock_stack=1:suppressions={SUPPRESSIONS}"
+            extra["TSAN_OPTIONS"] = (
+                f"halt_on_error=1:second_deadlock_stack=1:suppressions={SUPPRESSIONS}"
+            )
         with tempfile.TemporaryDirectory(prefix="mprof-rt-") as tmp:
             out = Path(tmp) / "profile.json"
             if profile:

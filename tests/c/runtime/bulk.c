@@ -7,7 +7,7 @@
 #define SMALL 3000
 #define LARGE (1 << 20)
 
-static unsigned char *mem[2];    /* per PE: source, write target, store target */
+static unsigned char *mem[2];     /* per PE: source, write target, store target */
 static unsigned long local_bytes; /* bytes PE 0 moves locally */
 static atomic_int stores_arrived;
 
@@ -110,7 +110,8 @@ int main(int argc, char **argv)
     int rc = tst_run(argc, argv, 2, pe_main);
     if (rc)
         return rc;
-    CHECK_EQ(atomic_load(&stores_arrived), 6); /* 3 remote on PE 1, 3 local on PE 0 -- both update it */
+    CHECK_EQ(atomic_load(&stores_arrived),
+             6); /* 3 remote on PE 1, 3 local on PE 0 -- both update it */
     printf("local_bytes=%lu\n", local_bytes);
     puts("bulk: OK");
     for (int i = 0; i < 2; i++)

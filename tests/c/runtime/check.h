@@ -10,25 +10,25 @@
 #include <string.h>
 
 /* A failed check names the file and line and ends the process at once (from any PE). */
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(), \
-                    #cond);                                                                     \
-            fflush(NULL);                                                                       \
-            _Exit(1);                                                                           \
-        }                                                                                       \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(),    \
+                    #cond);                                                                        \
+            fflush(NULL);                                                                          \
+            _Exit(1);                                                                              \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                                          \
-    do {                                                                                        \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                     \
-        if (a_ != b_) {                                                                         \
-            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s == %s (%lld != %lld)\n", __FILE__, \
-                    __LINE__, mp_mype(), #a, #b, a_, b_);                                       \
-            fflush(NULL);                                                                       \
-            _Exit(1);                                                                           \
-        }                                                                                       \
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) {                                                                            \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s == %s (%lld != %lld)\n", __FILE__,    \
+                    __LINE__, mp_mype(), #a, #b, a_, b_);                                          \
+            fflush(NULL);                                                                          \
+            _Exit(1);                                                                              \
+        }                                                                                          \
     } while (0)
 
 #define CHECK_OK(call) CHECK_EQ((call), MP_SUCCESS)

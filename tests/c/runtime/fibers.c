@@ -28,7 +28,7 @@ static void spawned_fn(void *p)
     payload *a = p;
     CHECK_EQ(a->id, 1);
     CHECK(strcmp(a->text, "original") == 0); /* the caller changed its copy afterwards */
-    CHECK(ran_created == 0);                   /* created, not enabled: must not have run */
+    CHECK(ran_created == 0);                 /* created, not enabled: must not have run */
     ran_spawned++;
     CHECK_OK(mp_fiber_enable(created_handle));
 }

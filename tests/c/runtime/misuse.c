@@ -30,7 +30,7 @@ static void in_fiber(void *p)
     CHECK_OK(mp_counter_wait(c1, 1, f));
     report("already_waiting", mp_counter_wait(c2, 1, f));
     report("block_in_fiber", mp_block_until(c2, 1));
-    mp_counter_free(c1); /* refused: a fiber waits on it */
+    mp_counter_free(c1);   /* refused: a fiber waits on it */
     mp_counter_add(c1, 1); /* the fiber still runs once */
 
     /* one global operation per object at a time (PE 1 joins the first one) */

@@ -67,14 +67,14 @@ static void mutator(void *p)
     if (a->n == M / 2) {
         /* collective freeze, then check in `frozen` */
         freeze_done[me] = mp_counter_new(0);
-        CHECK_OK(mp_counter_wait(freeze_done[me], 1,
-                                 mp_fiber_create(frozen, NULL, 0, MP_SCHED_FIFO)));
+        CHECK_OK(
+            mp_counter_wait(freeze_done[me], 1, mp_fiber_create(frozen, NULL, 0, MP_SCHED_FIFO)));
         CHECK_EQ(mp_snapshot_freeze(snap, freeze_done[me]), MP_WAIT);
     }
     if (a->n == M) {
         sync_done[me] = mp_counter_new(0);
-        CHECK_OK(mp_counter_wait(sync_done[me], 1,
-                                 mp_fiber_create(synced_fn, NULL, 0, MP_SCHED_FIFO)));
+        CHECK_OK(
+            mp_counter_wait(sync_done[me], 1, mp_fiber_create(synced_fn, NULL, 0, MP_SCHED_FIFO)));
         CHECK_EQ(mp_snapshot_sync(snap, sync_done[me]), MP_WAIT);
         return;
     }

@@ -24,7 +24,7 @@ static tally sent[MAXPE][MAXPE], recvd[MAXPE][MAXPE]; /* [me][peer]: written by 
 static uint32_t next_seq[MAXPE][MAXPE];               /* [dst][src]: expected, on dst */
 static uint32_t send_seq[MAXPE][MAXPE];               /* [src][dst]: on src */
 static long disorder[MAXPE];
-static unsigned char *store_area[MAXPE];              /* [dst]: STORE_BYTES per source */
+static unsigned char *store_area[MAXPE]; /* [dst]: STORE_BYTES per source */
 static unsigned char store_src[MAXPE][STORE_BYTES];
 
 static void arrive(void *p)
@@ -131,9 +131,8 @@ int main(int argc, char **argv)
         for (int d = 0; d < P; d++) {
             tally a = sent[s][d], b = recvd[d][s];
             ops += (long)a.n;
-            printf("%4d %4d %10" PRIu64 " %10" PRIu64 " %12" PRIu64 " %12" PRIu64 "%s\n", s, d,
-                   a.n, b.n, a.bytes, b.bytes,
-                   a.n != b.n || a.bytes != b.bytes ? "  MISMATCH" : "");
+            printf("%4d %4d %10" PRIu64 " %10" PRIu64 " %12" PRIu64 " %12" PRIu64 "%s\n", s, d, a.n,
+                   b.n, a.bytes, b.bytes, a.n != b.n || a.bytes != b.bytes ? "  MISMATCH" : "");
             bad |= a.n != b.n || a.bytes != b.bytes;
         }
     long dis = 0;
