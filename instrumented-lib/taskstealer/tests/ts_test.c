@@ -1,0 +1,179 @@
+/* ts_test.c -- the task stealer on P PEs.
+ *
+ *   ts_test imbalance TOPOLOGY [n=N] [us=MICROSECONDS]
+ *       PE 0 adds N tasks to its own pool; every PE runs a worker.  Every task runs exactly
+ *       once, and when termination is announced all N have run.
+ *   ts_test spawn TOPOLOGY [depth=D] [us=MICROSECONDS]
+ *       PE 0 adds one root task; a task of depth d < D adds two children, one explicitly to
+ *       the next PE's pool (a migration in flight) and one to TS_ANY.  2^(D+1)-1 tasks.
+ *   ts_test priority
+ *       (any P) each PE adds tasks with mixed priorities to its own pool before its worker
+ *       starts, with stealing off (push topology, explicit local adds): each PE runs its
+ *       tasks in non-increasing priority, equal priorities in the order added.
+ */
+#include "check.h"
+#include "taskstealer.h"
+#include "taskstealer_perf.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct {
+    uint32_t id;
+    uint32_t depth;
+    int32_t priority;
+    uint32_t order;
+} task;
+
+static const char *scenario = "imbalance";
+static int topology = TS_RING;
+static long N = 200, DEPTH = 7, US = 100;
+static long expected;
+static atomic_int *ran;
+static atomic_long total_ran;
+static ts_t tss[MAXPE];
+static long per_pe[MAXPE], finished_seen[MAXPE];
+static mp_counter_t fin[MAXPE];
+static int last_prio[MAXPE];
+static uint32_t last_order[MAXPE];
+static long order_checked[MAXPE];
+
+static void run_task(ts_t ts, void *tp, const ts_hints *h, void *ctx)
+{
+    (void)ctx;
+    task t;
+    memcpy(&t, tp, sizeof t);
+    int me = mp_mype();
+    CHECK(t.id < (uint32_t)expected);
+    CHECK_EQ(atomic_fetch_add(&ran[t.id], 1), 0); /* exactly once */
+    atomic_fetch_add(&total_ran, 1);
+    per_pe[me]++;
+    CHECK_EQ(h->priority, t.priority);
+    if (US > 0)
+        tst_busy((double)US * 1e-6);
+    if (strcmp(scenario, "priority") == 0) {
+        if (order_checked[me]) {
+            CHECK(t.priority <= last_prio[me]);
+            if (t.priority == last_prio[me])
+                CHECK(t.order > last_order[me]);
+        }
+        last_prio[me] = t.priority;
+        last_order[me] = t.order;
+        order_checked[me]++;
+    }
+    if (strcmp(scenario, "spawn") == 0 && t.depth < (uint32_t)DEPTH) {
+        for (int c = 0; c < 2; c++) {
+            task k = {(uint32_t)(2 * t.id + 1 + (uint32_t)c), t.depth + 1, 0, 0};
+            ts_hints kh = {0, 1.0, 0.5};
+            int dest = c == 0 ? (me + 1) % mp_npes() : TS_ANY;
+            mp_status s = ts_add(ts, dest, &k, &kh);
+            CHECK(s != MP_FAIL);
+            if (dest == me)
+                CHECK_EQ(s, MP_OK);
+        }
+    }
+}
+
+static void finished(void *p)
+{
+    (void)p;
+    int me = mp_mype();
+    /* termination is announced only when every task has run */
+    CHECK_EQ(atomic_load(&total_ran), expected);
+    CHECK(ts_terminated(tss[me]));
+    CHECK_EQ(ts_local_count(tss[me]), 0);
+    finished_seen[me]++;
+    /* a remove after termination answers at once */
+    task t;
+    int result = -1;
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_EQ(ts_remove(tss[me], &t, NULL, &result, c), MP_OK);
+    CHECK_EQ(result, TS_TERMINATED);
+    CHECK_EQ(mp_counter_value(c), 1);
+    mp_counter_free(c);
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype(), P = mp_npes();
+    ts_options o;
+    ts_options_init(&o, sizeof(task));
+    o.topology = (ts_topology)topology;
+    CHECK_EQ(ts_create(&o, &tss[me]), MP_SUCCESS);
+    ts_t ts = tss[me];
+    if (strcmp(scenario, "imbalance") == 0 && me == 0) {
+        for (long i = 0; i < N; i++) {
+            task t = {(uint32_t)i, 0, (int32_t)(i % 3), 0};
+            ts_hints h = {(int)(i % 3), 1.0, (double)(i % 5)};
+            CHECK_EQ(ts_add(ts, me, &t, &h), MP_OK);
+        }
+    } else if (strcmp(scenario, "spawn") == 0 && me == 0) {
+        task t = {0, 0, 0, 0};
+        CHECK_EQ(ts_add(ts, 0, &t, NULL), MP_OK);
+    } else if (strcmp(scenario, "priority") == 0) {
+        for (long i = 0; i < N; i++) {
+            uint32_t id = (uint32_t)(me * N + i);
+            int prio = (int)((i * 7919) % 5);
+            task t = {id, 0, prio, (uint32_t)i};
+            ts_hints h = {prio, 1.0, 0.0};
+            CHECK_EQ(ts_add(ts, me, &t, &h), MP_OK);
+        }
+        CHECK_EQ(ts_local_count(ts), (size_t)N);
+    }
+    (void)P;
+    fin[me] = mp_counter_new(0);
+    CHECK_EQ(mp_counter_wait(fin[me], 1, mp_fiber_create(finished, NULL, 0, MP_SCHED_FIFO)),
+             MP_SUCCESS);
+    CHECK_EQ(ts_run(ts, run_task, NULL, fin[me]), MP_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    int pos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strchr(argv[i], '='))
+            continue;
+        if (pos == 0)
+            scenario = argv[i];
+        else if (pos == 1)
+            topology = ts_topology_parse(argv[i]);
+        pos++;
+    }
+    if (topology < 0) {
+        fprintf(stderr, "unknown topology\n");
+        return 2;
+    }
+    N = tst_opt(argc, argv, "n", N);
+    DEPTH = tst_opt(argc, argv, "depth", DEPTH);
+    US = tst_opt(argc, argv, "us", US);
+    int P = getenv("MPROF_PES") ? atoi(getenv("MPROF_PES")) : 4;
+    if (strcmp(scenario, "spawn") == 0)
+        expected = (2L << DEPTH) - 1;
+    else if (strcmp(scenario, "priority") == 0) {
+        expected = N * P;
+        topology = TS_PUSH;
+    } else
+        expected = N;
+    ran = calloc((size_t)expected, sizeof *ran);
+    taskstealer_perf_init();
+    mp_param("tasks", (double)expected);
+    int rc = tst_run(argc, argv, 4, pe_main);
+    if (rc)
+        return rc;
+    for (long i = 0; i < expected; i++)
+        CHECK_EQ(atomic_load(&ran[i]), 1);
+    long sum = 0;
+    for (int i = 0; i < P; i++) {
+        CHECK_EQ(finished_seen[i], 1);
+        sum += per_pe[i];
+        printf("PE %d ran %ld tasks\n", i, per_pe[i]);
+        if (strcmp(scenario, "priority") == 0)
+            CHECK_EQ(per_pe[i], N);
+    }
+    CHECK_EQ(sum, expected);
+    printf("taskstealer %s %s: OK (P=%d, %ld tasks)\n", scenario,
+           ts_topology_name((ts_topology)topology), P, expected);
+    free(ran);
+    return 0;
+}
