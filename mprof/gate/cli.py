@@ -13,8 +13,6 @@ from __future__ import annotations
 import sys
 import traceback
 
-from rich.console import Console
-
 from ..db.store import Condition
 from ..errors import MprofError
 from .config import check_alpha, check_correction, check_tolerance, load_config
@@ -108,11 +106,10 @@ def _program_filter(side, programs):
 def _emit(report, args) -> int:
     from . import output
 
-    console = Console()
     if args.quiet:
         print(output.summary_line(report))
     else:
-        output.print_terminal(report, console, show_pass=args.show_pass)
+        output.print_terminal(report, show_pass=args.show_pass)
     if args.markdown:
         output.write(args.markdown, output.markdown(report, show_pass=args.show_pass))
     if args.junit:

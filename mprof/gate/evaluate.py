@@ -250,7 +250,10 @@ def _fmt_value(v: float) -> str:
 
 def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, *,
              model=None, fit_script: str | Path | None = None,
-             allow_cross_machine: bool = False, inconclusive_ok: bool = False) -> GateReport:
+             allow_cross_machine: bool = False, inconclusive_ok: bool = False,
+             unit_filter=None) -> GateReport:
+    """Compare two sides.  `unit_filter(unit) -> bool` keeps only some units (before the
+    multiple-testing correction, which then counts only those)."""
     config = config or GateConfig()
     if not baseline.runs:
         raise MprofError(f"no baseline runs in {baseline.database}"
@@ -337,6 +340,8 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                                              fc.model.values[name], fc.se[name], fc.dof,
                                              u.tolerance, u.alpha)
 
+    if unit_filter is not None:
+        report.units[:] = [u for u in report.units if unit_filter(u)]
     decide(report)
     return report
 

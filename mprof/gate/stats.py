@@ -92,7 +92,7 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
     if n == 0 or m == 0:
         return Comparison("mann-whitney", n, m, _median(x), _median(y), math.nan, -math.inf,
                           math.inf, 1.0, 1.0, note="no runs on one side")
-    if np.all(x == x[0]) and np.all(y == y[0]):
+    if n >= 2 and np.all(x == x[0]) and np.all(y == y[0]):
         return compare_exact(float(x[0]), float(y[0]), tolerance, n, m)
     positive = bool(np.all(x > 0) and np.all(y > 0))
     if positive:  # relative shift = location shift of logs
