@@ -26,3 +26,11 @@ def test_snapshot_freeze_suspend_unfreeze_sync(rt):
     assert "snapshot: OK" in run.stdout
     for pe in range(4):
         assert f"PE {pe}: executed=400 completed=400" in run.stdout
+
+
+def test_sleeping_pes_wake_at_once_for_messages(rt):
+    # MPROF_SPIN=0: an idle PE sleeps at once, so every barrier round trip goes through the
+    # futex wake-up.  A lost wake-up costs the 50 ms sleep timeout each time (60 operations).
+    run = rt.run("objects", env={"MPROF_PES": 8, "MPROF_SPIN": 0})
+    assert "objects: OK" in run.stdout
+    assert run.profile["elapsed_s"] < 1.0
