@@ -4,8 +4,8 @@
  * Only non-blocking MPI is used while the PE runs (blocking calls appear only after the run,
  * outside the PEs):
  *   send   a physical message buffer goes out with MPI_Isend (tag TAG_MSG); the request and the
- *          buffer wait in `sends` until MPI_Testsome sees them complete, and the buffer then
- *          goes back to the PE's pool (comm.c's `returned` list).
+ *          buffer wait in `sends` until MPI_Test sees them complete (oldest first), and the
+ *          buffer then goes back to the PE's pool (comm.c's `returned` list).
  *   recv   MPI_Improbe matches the next message (any source), MPI_Imrecv receives it into a
  *          buffer of the matching size class; receives complete in match order, which keeps
  *          each sender's messages in order (MPI does not overtake on one source and tag).
@@ -289,39 +289,24 @@ static void drain_backlog(int dst)
     }
 }
 
+/* Completed sends give their buffers back, oldest first: sends complete roughly in the order
+ * they were posted, so testing from the front costs O(1) per message (a full MPI_Testsome
+ * over every outstanding request made each poll O(window)). */
 static void test_sends(mpr_pe *pe)
 {
-    if (!M.sends.n)
-        return;
-    int done = 0;
-    /* Testsome needs index and status arrays: reuse a static buffer of adequate size */
-    static int *idx;
-    static int idx_cap;
-    if (idx_cap < M.sends.n) {
-        idx_cap = M.sends.cap;
-        idx = realloc(idx, (size_t)idx_cap * sizeof *idx);
-        if (!idx)
-            mpr_fatal("out of memory");
+    int k = 0;
+    while (k < M.sends.n) {
+        int flag = 0;
+        check(MPI_Test(&M.sends.v[k].req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        if (!flag)
+            break;
+        recycle_sent(pe, M.sends.v[k].buf);
+        k++;
     }
-    MPI_Request reqs_on_stack[64], *reqs = reqs_on_stack;
-    if (M.sends.n > 64 && !(reqs = malloc((size_t)M.sends.n * sizeof *reqs)))
-        mpr_fatal("out of memory");
-    for (int i = 0; i < M.sends.n; i++)
-        reqs[i] = M.sends.v[i].req;
-    check(MPI_Testsome(M.sends.n, reqs, &done, idx, MPI_STATUSES_IGNORE), "MPI_Testsome");
-    if (done > 0 && done != MPI_UNDEFINED) {
-        for (int k = 0; k < done; k++) {
-            recycle_sent(pe, M.sends.v[idx[k]].buf);
-            M.sends.v[idx[k]].buf = NULL;
-        }
-        int j = 0;
-        for (int i = 0; i < M.sends.n; i++)
-            if (M.sends.v[i].buf)
-                M.sends.v[j++] = M.sends.v[i];
-        M.sends.n = j;
+    if (k) {
+        memmove(M.sends.v, M.sends.v + k, (size_t)(M.sends.n - k) * sizeof *M.sends.v);
+        M.sends.n -= k;
     }
-    if (reqs != reqs_on_stack)
-        free(reqs);
 }
 
 static mpr_msgbuf *rbuf_get(size_t need)
@@ -482,10 +467,11 @@ static void mpi_send(mpr_pe *from, int dst, mpr_msgbuf *b)
         return;
     }
     fifo_push(&M.backlog[dst], b);
-    M.backlog_n++;
-    /* out of credits: look for returned ones now (a loop in pe_main may not poll for long) */
-    test_sends(from);
-    recv_progress();
+    /* out of credits: look for returned ones now and then (a loop in pe_main may not poll) */
+    if (M.backlog_n++ % 16 == 0) {
+        test_sends(from);
+        recv_progress();
+    }
 }
 
 static mpr_msgbuf *mpi_take(mpr_pe *pe)
