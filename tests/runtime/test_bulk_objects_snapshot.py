@@ -21,10 +21,11 @@ def test_objects_ids_barrier_and_reductions(rt, npes):
     assert run.profile["npes"] == npes
 
 
-def test_snapshot_freeze_suspend_unfreeze_sync(rt):
-    run = rt.run("snapshot", env={"MPROF_PES": 4})
+@pytest.mark.parametrize("npes", [1, 4, 8])
+def test_snapshot_freeze_suspend_unfreeze_sync(rt, npes):
+    run = rt.run("snapshot", env={"MPROF_PES": npes})
     assert "snapshot: OK" in run.stdout
-    for pe in range(4):
+    for pe in range(npes):
         assert f"PE {pe}: executed=400 completed=400" in run.stdout
 
 

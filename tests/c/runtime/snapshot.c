@@ -1,5 +1,5 @@
 /* snapshot.c -- the snapshot data structure on P PEs.  Each PE runs a chain of M mutators;
- * a mutator executes on its PE and completes on another.  Halfway, every PE freezes: when
+ * a mutator executes on its PE and completes on another.  Twice, every PE freezes: when
  * the freeze is done all mutators that executed on this PE have completed, queries return
  * WAIT and the chain is suspended; after unfreeze it resumes.  At the end a sync waits for
  * every mutator on every PE. */
@@ -33,7 +33,7 @@ static void frozen(void *p)
     int me = mp_mype();
     CHECK_EQ(atomic_load(&completed[me]), atomic_load(&executed[me]));
     CHECK_EQ(mp_snapshot_query(snap), MP_WAIT);
-    CHECK(suspended[me] >= 1); /* the chain ran into the freeze */
+    CHECK(suspended[me] >= frozen_checks[me] + 1); /* the chain ran into this freeze */
     frozen_checks[me]++;
     mp_snapshot_unfreeze(snap);
     CHECK_EQ(mp_snapshot_query(snap), MP_OK);
@@ -64,7 +64,7 @@ static void mutator(void *p)
     atomic_fetch_add(&executed[me], 1);
     CHECK_OK(mp_invoke((me + 1 + a->n) % P, apply, &me, sizeof me, MP_SCHED_FIFO));
     a->n++;
-    if (a->n == M / 2) {
+    if (a->n == M / 4 || a->n == M / 2) { /* two freeze / unfreeze rounds */
         /* collective freeze, then check in `frozen` */
         freeze_done[me] = mp_counter_new(0);
         CHECK_OK(
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
         CHECK_EQ(snaps[i], snaps[0]);
         printf("PE %d: executed=%d completed=%d suspended=%d\n", i, atomic_load(&executed[i]),
                atomic_load(&completed[i]), suspended[i]);
-        CHECK_EQ(frozen_checks[i], 1);
+        CHECK_EQ(frozen_checks[i], 2);
         CHECK_EQ(synced[i], 1);
         CHECK_EQ(atomic_load(&executed[i]), M);
     }
