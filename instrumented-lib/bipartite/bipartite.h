@@ -1,0 +1,95 @@
+/*
+ * bipartite.h -- the bipartite graph on the mprof runtime (seed 003 section 2.2.1).
+ *
+ * Nodes are red or black; edges join nodes of different colours.  Each PE builds its own
+ * nodes and the edges *into* them (naming source nodes anywhere by id), then all PEs
+ * finalize the graph together: every remote source gets a ghost node (a replica of its
+ * state) on the PE that reads it, and each pair of PEs agrees once on which states travel.
+ * The graph is static from then on.
+ *
+ * Bulk-synchronous use (seed 003 Fig 2.1): update the local nodes of one colour (reading
+ * neighbour states through the edges), validate that colour, update the other colour,
+ * validate it, and so on.  bg_validate(c) sends, for every PE pair, the states of all colour-c
+ * nodes that the other PE ghosts in ONE packed message (a bulk store), unpacks the arriving
+ * ones into the ghosts and ends with a barrier: when it completes, every ghost of colour c on
+ * every PE equals its owner.  Ghosts of colour c may change from the moment any PE starts
+ * the next bg_validate(c).
+ *
+ * Node ids are global: (owner PE << 32) | local index; local indices are assigned in the
+ * order of bg_add_node.  Collective calls (bg_create, bg_finalize, bg_validate) are made by
+ * every PE in the same order; create the graph in pe_main before any fiber touches it.
+ */
+#ifndef MPROF_BIPARTITE_H
+#define MPROF_BIPARTITE_H
+
+#include "mp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef mp_obj_t bg_t;
+typedef uint64_t bg_node_id;
+typedef enum { BG_RED = 0, BG_BLACK = 1 } bg_color;
+
+#define BG_ID(pe, index) (((bg_node_id)(uint32_t)(pe) << 32) | (bg_node_id)(uint32_t)(index))
+#define BG_OWNER(id) ((int)((id) >> 32))
+#define BG_INDEX(id) ((uint32_t)(id))
+
+typedef struct {
+    bg_node_id src;
+    double weight;
+    const void *src_state; /* the source's state: a local node or a ghost */
+} bg_edge;
+
+typedef struct {
+    bg_node_id id;
+    bg_color color;
+    void *state;
+    size_t nedges;
+    const bg_edge *edges; /* edges into this node */
+} bg_node;
+
+/* Collective: a graph whose nodes carry `state_size` bytes of state. */
+mp_err bg_create(size_t state_size, bg_t *out);
+
+/* Building (before bg_finalize): a local node (state copied; NULL = zeros) and an edge into
+ * the local node `dst` from any node `src` of the other colour. */
+bg_node_id bg_add_node(bg_t g, bg_color color, const void *state);
+mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight);
+
+/* Collective, split-phase (MP_WAIT): creates the ghosts, agrees on the message schedule,
+ * fills the ghosts with their owners' current states and ends with a barrier. */
+mp_status bg_finalize(bg_t g, mp_counter_t done);
+
+/* Collective, split-phase (MP_WAIT): refreshes every ghost of colour `c` (see above). */
+mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done);
+
+/* Split-phase, local: calls fn on every local node of colour c (in fibers that declare the
+ * UPDATE access, a chunk of nodes per fiber), then increments done.  MP_WAIT. */
+typedef void (*bg_update_fn)(bg_t g, bg_node *node, void *ctx);
+mp_status bg_update(bg_t g, bg_color c, bg_update_fn fn, void *ctx, mp_counter_t done);
+
+/* Local access. */
+void *bg_state(bg_t g, bg_node_id local);      /* a local node's state, NULL if not local */
+const void *bg_read(bg_t g, bg_node_id id);    /* local node or ghost, NULL if neither */
+size_t bg_local_count(bg_t g, bg_color c);
+size_t bg_ghost_count(bg_t g);
+
+typedef struct {
+    void *part_;
+    size_t next_;
+    bg_color color_;
+} bg_iter;
+/* Iterates over the local nodes of colour c (after bg_finalize, which builds the edges). */
+void bg_iter_init(bg_t g, bg_color c, bg_iter *it);
+bool bg_iter_next(bg_iter *it, bg_node *node);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,175 @@
+/* bg_test.c -- the bipartite graph on P PEs with a deterministic EM3D-like graph.
+ *
+ *   bg_test [n=NODES_PER_PE] [d=DEGREE] [span=MAX_PE_DISTANCE] [steps=T]
+ *
+ * Node (p, i) has colour i & 1 and d edges into it; edge e comes from PE p + dq (|dq| <=
+ * span, mod P), node index of the other colour, all picked by splitmix64 of (p, i, e) --
+ * tests/lib/test_bipartite.py replays the same generator to predict the statistics.
+ * States are two doubles, f(id, s) = (id mod 1000003 + s / 2, s).  Step s updates the red
+ * nodes to f(., s) (checking every black source reads f(., s - 1)), validates red, updates
+ * black (checking red sources read f(., s)), validates black.  After every validate each
+ * ghost of that colour must equal its owner's state. */
+#include "bipartite.h"
+#include "bipartite_perf.h"
+#include "check.h"
+
+#include <stdint.h>
+
+static long NN = 200, DEG = 6, SPAN = 2, STEPS = 3;
+static bg_t gs[MAXPE];
+static mp_counter_t cnt[MAXPE];
+static mp_obj_t barrier_obj[MAXPE];
+static uint64_t waited[MAXPE];
+static long checked_edges[MAXPE], checked_ghosts[MAXPE];
+
+typedef struct {
+    double v, s;
+} state;
+
+static uint64_t mix64(uint64_t x)
+{
+    uint64_t z = x + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static state f(bg_node_id id, int s)
+{
+    return (state){(double)(id % 1000003) + s * 0.5, (double)s};
+}
+
+static void wait_more(uint64_t n)
+{
+    int me = mp_mype();
+    waited[me] += n;
+    CHECK_EQ(mp_block_until(cnt[me], waited[me]), MP_SUCCESS);
+}
+
+typedef struct {
+    int step;
+} upd_ctx;
+
+static void update(bg_t g, bg_node *v, void *ctx)
+{
+    (void)g;
+    int s = ((upd_ctx *)ctx)->step;
+    /* sources have the other colour: black sources were last set in step s-1, red in s */
+    int expect = v->color == BG_RED ? s - 1 : s;
+    for (size_t e = 0; e < v->nedges; e++) {
+        state got;
+        memcpy(&got, v->edges[e].src_state, sizeof got);
+        state want = f(v->edges[e].src, expect);
+        CHECK(got.v == want.v && got.s == want.s);
+        checked_edges[mp_mype()]++;
+    }
+    state n = f(v->id, s);
+    memcpy(v->state, &n, sizeof n);
+}
+
+/* Every ghost of colour c equals its owner's current state, which update() set to
+ * f(id, step) (the owners check their own nodes through the sources they read). */
+static void check_ghosts(bg_t g, int c, int step)
+{
+    int me = mp_mype();
+    for (int q = 0; q < mp_npes(); q++) {
+        if (q == me)
+            continue;
+        for (long i = c; i < NN; i += 2) {
+            bg_node_id id = BG_ID(q, i);
+            const void *gh = bg_read(g, id);
+            if (!gh)
+                continue; /* not a ghost here */
+            state got, want = f(id, step);
+            memcpy(&got, gh, sizeof got);
+            if (!(got.v == want.v && got.s == want.s))
+                fprintf(stderr, "ghost %d:%ld colour %d step %d: (%g, %g) != (%g, %g)\n", q, i,
+                        c, step, got.v, got.s, want.v, want.s);
+            CHECK(got.v == want.v && got.s == want.s);
+            checked_ghosts[me]++;
+        }
+    }
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype(), P = mp_npes();
+    cnt[me] = mp_counter_new(0);
+    CHECK_EQ(bg_create(sizeof(state), &gs[me]), MP_SUCCESS);
+    CHECK_EQ(mp_obj_create(NULL, &barrier_obj[me]), MP_SUCCESS);
+    bg_t g = gs[me];
+    for (long i = 0; i < NN; i++) {
+        state s0 = f(BG_ID(me, i), 0);
+        CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), &s0), BG_ID(me, i));
+    }
+    for (long i = 0; i < NN; i++) {
+        for (long e = 0; e < DEG; e++) {
+            uint64_t h = mix64(((uint64_t)me << 40) ^ ((uint64_t)i << 8) ^ (uint64_t)e);
+            long dq = (long)(h % (uint64_t)(2 * SPAN + 1)) - SPAN;
+            int q = (int)(((me + dq) % P + P) % P);
+            long j = 2 * (long)((h >> 20) % (uint64_t)(NN / 2)) + (1 - (i & 1));
+            double w = (double)((h >> 40) % 1000) / 1000.0;
+            CHECK_EQ(bg_add_edge(g, BG_ID(me, i), BG_ID(q, j), w), MP_SUCCESS);
+        }
+    }
+    /* an edge between two nodes of one colour is refused */
+    if (NN >= 3)
+        CHECK(bg_add_edge(g, BG_ID(me, 0), BG_ID(me, 2), 1.0) != MP_SUCCESS);
+    CHECK_EQ(bg_finalize(g, cnt[me]), MP_WAIT);
+    wait_more(1);
+    CHECK_EQ(bg_local_count(g, BG_RED) + bg_local_count(g, BG_BLACK), (size_t)NN);
+    check_ghosts(g, BG_RED, 0);
+    check_ghosts(g, BG_BLACK, 0);
+    /* nobody may validate red before every PE has checked its red ghosts */
+    CHECK_EQ(mp_obj_barrier(barrier_obj[me], cnt[me]), MP_WAIT);
+    wait_more(1);
+    /* iterators cover the local nodes of a colour once each */
+    for (int c = 0; c < 2; c++) {
+        bg_iter it;
+        bg_node v;
+        long k = 0;
+        bg_iter_init(g, (bg_color)c, &it);
+        while (bg_iter_next(&it, &v)) {
+            CHECK_EQ(v.id, BG_ID(me, 2 * k + c));
+            CHECK_EQ(v.color, c);
+            CHECK_EQ(v.nedges, (size_t)DEG);
+            k++;
+        }
+        CHECK_EQ(k, (long)bg_local_count(g, (bg_color)c));
+    }
+    upd_ctx ctx;
+    for (int s = 1; s <= STEPS; s++) {
+        ctx.step = s;
+        for (int c = 0; c < 2; c++) {
+            CHECK_EQ(bg_update(g, (bg_color)c, update, &ctx, cnt[me]), MP_WAIT);
+            wait_more(1);
+            CHECK_EQ(bg_validate(g, (bg_color)c, cnt[me]), MP_WAIT);
+            wait_more(1);
+            check_ghosts(g, c, s);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    NN = tst_opt(argc, argv, "n", NN);
+    DEG = tst_opt(argc, argv, "d", DEG);
+    SPAN = tst_opt(argc, argv, "span", SPAN);
+    STEPS = tst_opt(argc, argv, "steps", STEPS);
+    if (NN < 2 || NN % 2) {
+        fprintf(stderr, "n must be even and >= 2\n");
+        return 2;
+    }
+    bipartite_perf_init();
+    int rc = tst_run(argc, argv, 4, pe_main);
+    if (rc)
+        return rc;
+    long edges = 0, ghosts = 0;
+    for (int i = 0; i < mp_npes(); i++)
+        edges += checked_edges[i], ghosts += checked_ghosts[i];
+    CHECK_EQ(edges, (long)mp_npes() * NN * DEG * STEPS);
+    printf("bipartite: OK (P=%d n=%ld d=%ld span=%ld steps=%ld, %ld ghost checks)\n", mp_npes(),
+           NN, DEG, SPAN, STEPS, ghosts);
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* check.h -- assertion and start-up helpers of this structure's test programs. */
+#ifndef LIB_TEST_CHECK_H
+#define LIB_TEST_CHECK_H
+
+#include "mp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A failed check names the file and line and ends the process at once (from any PE). */
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(), \
+                    #cond);                                                                     \
+            fflush(NULL);                                                                       \
+            _Exit(1);                                                                           \
+        }                                                                                       \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                          \
+    do {                                                                                        \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                     \
+        if (a_ != b_) {                                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s == %s (%lld != %lld)\n", __FILE__, \
+                    __LINE__, mp_mype(), #a, #b, a_, b_);                                       \
+            fflush(NULL);                                                                       \
+            _Exit(1);                                                                           \
+        }                                                                                       \
+    } while (0)
+
+#define MAXPE 64
+
+/* Runs pe_main on MPROF_PES PEs (default `default_pes`). */
+static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn pe_main)
+{
+    mp_config cfg;
+    mp_config_init(&cfg);
+    if (!getenv("MPROF_PES"))
+        cfg.npes = default_pes;
+    if (cfg.npes > MAXPE) {
+        fprintf(stderr, "at most %d PEs\n", MAXPE);
+        return 1;
+    }
+    return mp_main(&cfg, pe_main, argc, argv);
+}
+
+/* Integer option from argv: name=value (e.g. n=1000), else the default. */
+static inline long tst_opt(int argc, char **argv, const char *name, long dflt)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=')
+            return strtol(argv[i] + n + 1, NULL, 0);
+    return dflt;
+}
+
+/* Burns CPU for about `seconds` (a deterministic stand-in for computation). */
+static inline void tst_busy(double seconds)
+{
+    double end = mp_wtime() + seconds;
+    volatile unsigned long x = 0;
+    while (mp_wtime() < end)
+        for (int i = 0; i < 100; i++)
+            x += (unsigned long)i;
+}
+
+#endif
