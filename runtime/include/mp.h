@@ -57,7 +57,7 @@ typedef enum {
  *   MPROF_PES            number of PEs (shared-memory backend)
  *   MPROF_AGG_BYTES      aggregation threshold in bytes (0 disables aggregation)
  *   MPROF_FLUSH_FIBERS   flush aggregation buffers after this many fibers (K)
- *   MPROF_SMALL_BYTES    arguments up to this size travel as small (fast) messages
+ *   MPROF_SMALL_BYTES    arguments up to this size travel as small (fast) messages; 0: none
  *   MPROF_IDLE_TIMEOUT   seconds the whole machine may stay idle with waiting fibers
  *   MPROF_SPIN           idle polls before a PE sleeps
  *   MPROF_OUT            path of the run profile written at exit

@@ -3,7 +3,7 @@
  *
  * Every remote operation is a record: a fiber to create on the destination, optionally
  * preceded by a payload copied to a destination address.  Records are classed by size:
- *   small  (arguments <= small_bytes, no payload): sent at once in a buffer of their own;
+ *   small  (arguments <= small_bytes, no payload; 0 disables): sent at once on their own;
  *   medium (record <= agg_bytes): appended to the destination's aggregation buffer, which is
  *          sent when full, after K fibers, when the PE runs out of work, or on mp_flush();
  *   large  (anything bigger): sent at once.
@@ -19,6 +19,14 @@
 #define MAX_MESSAGE ((size_t)64 << 20)
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+_Static_assert(sizeof(mpr_record) % 16 == 0, "records keep arguments 16-byte aligned");
+
+/* small_bytes = 0 turns fast messages off (rather than making zero-byte invocations fast). */
+static inline bool is_small(size_t args_size, size_t payload_size)
+{
+    return mpr_g.cfg.small_bytes && !payload_size && args_size <= mpr_g.cfg.small_bytes;
+}
 
 /* Function pointers travel as offsets from a symbol of the runtime, which stays valid across
  * processes of the same executable even with address-space randomisation. */
@@ -200,7 +208,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     RTS_INC(&pe->rts, RemoteOp, 1);
     uint16_t access = pe->cur_access;
 
-    if (!payload_size && args_size <= mpr_g.cfg.small_bytes) {
+    if (is_small(args_size, payload_size)) {
         /* small: a fast message of its own */
         agg_send_pending(pe, dst);
         mpr_msgbuf *b = buf_get(pe, total);
@@ -248,7 +256,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     mpr_msgbuf *b;
     if (MPR_UNLIKELY((unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
                      (size && !args) || size > MP_FIBER_ARGS_MAX ||
-                     size <= mpr_g.cfg.small_bytes || (unsigned)sched >= (unsigned)pe->nsched ||
+                     is_small(size, 0) || (unsigned)sched >= (unsigned)pe->nsched ||
                      !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
         return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
     mpr_record *r = (mpr_record *)(b->data + b->len);

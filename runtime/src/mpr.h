@@ -104,7 +104,7 @@ typedef struct {
     uintptr_t fn;          /* offset from a reference symbol, so it survives ASLR (MPI) */
     int16_t sched;
     uint16_t access;       /* category of the invoking fiber: the enabler on arrival */
-    uint32_t pad_;
+    uint32_t pad_[3];      /* 48 bytes: arguments and payload start 16-byte aligned */
 } mpr_record;
 
 typedef enum { MPR_BUF_POOLED = 0, MPR_BUF_OWNED = 1 } mpr_buf_kind;
