@@ -1,0 +1,155 @@
+"""The distributed hash table (instrumented-lib/hashtable): semantics at several PE counts
+(more PEs than cores too), exact statistics of a deterministic workload, sanitizer runs.
+
+The C program is instrumented-lib/hashtable/tests/ht_test.c; it checks the semantics itself
+(insert/lookup/delete results and statuses, duplicate handler, sync after unacknowledged
+inserts, iterators covering every key exactly once) and exits non-zero on a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+TARGET = "mprof_hashtable_tests"
+PROGRAM = "ht_test"
+
+
+def _program(cmake_build, sanitize=None):
+    bdir = cmake_build(sanitize=sanitize, targets=[TARGET])
+    return bdir / "tests" / "lib" / PROGRAM
+
+
+def _run(exe, args, pes, tmp_path, timeout=120, env_extra=None):
+    out = tmp_path / f"profile-{pes}.json"
+    env = dict(os.environ, MPROF_PES=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20")
+    env.update(env_extra or {})
+    proc = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{exe.name} {args} on {pes} PEs:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(out.read_text()), proc.stdout
+
+
+def _stats(profile, module):
+    rows = []
+    for pe in profile["pes"]:
+        recs = [o["stats"] for o in pe["objects"] if o["module"] == module]
+        rows.append(recs)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def ht_test(cmake_build):
+    return _program(cmake_build)
+
+
+@pytest.mark.parametrize("pes", [1, 2, 4, 8])
+def test_semantics(ht_test, tmp_path, pes):
+    profile, out = _run(ht_test, ["semantics", "n=300"], pes, tmp_path)
+    assert "hashtable semantics: OK" in out
+    assert profile["npes"] == pes
+    for name in ("INSERT", "LOOKUP", "DELETE", "SYNC"):
+        assert f"hashtable:{name}" in profile["accesses"]
+    stats = _stats(profile, "hashtable")
+    # three tables per PE; the inserts issued while the sync froze the table were parked
+    assert all(len(recs) == 3 for recs in stats)
+    assert all(recs[2]["NBlock"] >= 301 // 4 + 1 for recs in stats)
+    if pes > 1:
+        # the fibers that apply remote operations declare the access categories
+        seen = {row["access"] for pe in profile["pes"] for row in pe["latency"]}
+        assert {"hashtable:INSERT", "hashtable:LOOKUP", "hashtable:DELETE"} <= seen
+
+
+# ---- exact statistics ------------------------------------------------------------------
+
+M64 = (1 << 64) - 1
+
+
+def fnv_mix(key: int) -> int:
+    """hashtable.c's default hash of an 8-byte little-endian key."""
+    x = 1469598103934665603
+    for b in key.to_bytes(8, "little"):
+        x ^= b
+        x = (x * 1099511628211) & M64
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & M64
+    x ^= x >> 33
+    return x
+
+
+def expected_stats(n: int, bins: int, P: int) -> list[dict]:
+    """Per-PE statistics of ht_test's `stats` workload (see stats() in ht_test.c)."""
+    total_bins = bins * P
+    owner = {}
+    lbin = {}
+    for k in range(n):
+        b = fnv_mix(k) % total_bins
+        owner[k] = b % P
+        lbin[k] = b // P
+    z = ["P", "Bins", "Entry", "NOp", "NRemote", "NBlock", "NApply", "NMsg", "Bytes",
+         "Collisions", "Duplicates", "NSync"]
+    st = [dict.fromkeys(z, 0) for _ in range(P)]
+    for s in st:
+        s["P"], s["Bins"], s["NSync"] = 1, bins, 2
+
+    def op(me, k, req_bytes, reply_bytes, acked):
+        o = owner[k]
+        st[me]["NOp"] += 1
+        st[o]["NApply"] += 1
+        if o != me:
+            st[me]["NRemote"] += 1
+            st[me]["NMsg"] += 1
+            st[me]["Bytes"] += req_bytes
+            st[o]["NMsg"] += 1  # the reply, or the completion of an unacknowledged op
+            st[o]["Bytes"] += reply_bytes if acked else 0
+
+    for me in range(P):
+        for k in range(me, n, P):
+            op(me, k, 16, 0, True)  # inserts
+        for k in range(me, n // 2, P):
+            op(me, k, 16, 0, True)  # duplicate inserts
+            st[owner[k]]["Duplicates"] += 1
+        for k in range(me, n, P):
+            op(me, k, 8, 8, True)  # lookups (all found, value shipped back)
+        for k in range(me, n, P):
+            if k % 4 == 0:
+                op(me, k, 8, 0, False)  # unacknowledged deletes
+    per_bin: dict[tuple[int, int], int] = {}
+    for k in range(n):
+        per_bin[owner[k], lbin[k]] = per_bin.get((owner[k], lbin[k]), 0) + 1
+    for (o, _), m in per_bin.items():
+        st[o]["Collisions"] += m - 1
+    for k in range(n):
+        if k % 4 != 0:
+            st[owner[k]]["Entry"] += 1
+    return st
+
+
+@pytest.mark.parametrize("pes,n,bins", [(1, 120, 4), (3, 200, 8), (4, 257, 16), (8, 300, 2)])
+def test_statistics_exact(ht_test, tmp_path, pes, n, bins):
+    profile, _ = _run(ht_test, ["stats", f"n={n}", f"bins={bins}"], pes, tmp_path)
+    got = [recs[0] for recs in _stats(profile, "hashtable")]
+    want = expected_stats(n, bins, pes)
+    for pe in range(pes):
+        assert got[pe] == want[pe], f"PE {pe}"
+    # one partition per PE; the table's object id is the same everywhere
+    ids = {o["id"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "hashtable"}
+    assert len(ids) == 1
+
+
+def test_more_pes_than_items(ht_test, tmp_path):
+    """Some PEs own no key at all (12 PEs, 2 bins each, 10 keys)."""
+    profile, out = _run(ht_test, ["semantics", "n=10", "bins=2"], 12, tmp_path)
+    assert "OK" in out
+
+
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("sanitize", ["address", "thread"])
+def test_sanitizers(cmake_build, tmp_path, sanitize):
+    exe = _program(cmake_build, sanitize)
+    env = {"TSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=1"}
+    _, out = _run(exe, ["semantics", "n=120"], 4, tmp_path, timeout=300, env_extra=env)
+    assert "OK" in out
+    _run(exe, ["stats", "n=100", "bins=4"], 3, tmp_path, timeout=300, env_extra=env)
