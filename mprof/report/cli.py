@@ -26,8 +26,10 @@ def register(subparsers):
                      help="text keeps the paper's shape; rich draws terminal tables "
                      "(default: rich on a terminal, text otherwise)")
     fmt.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--html", metavar="OUT.html",
-                   help="also write a self-contained HTML page with plots")
+    p.add_argument("--html", metavar="OUT", nargs="?", const="reports/",
+                   help="also write a self-contained HTML page with plots; OUT is a file, or a "
+                   "folder (ending in / or existing) that gets RUN's name with .html; without "
+                   "OUT: reports/ (the default output folder)")
     p.add_argument("--digits", type=int, help="decimals of printed seconds")
     p.add_argument("--roots", type=int, default=3,
                    help="walk chains back from this many accesses (default 3)")
@@ -60,7 +62,10 @@ def cmd_report(args):
     if args.html:
         from .html import write_html
 
-        write_html(report, args.html, digits=args.digits)
+        out = Path(args.html)
+        if args.html.endswith("/") or out.is_dir():
+            out = out / (Path(args.run).stem + ".html")
+        args.html = str(write_html(report, out, digits=args.digits))
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:

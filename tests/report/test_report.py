@@ -74,7 +74,7 @@ def test_out_of_band_run_is_not_explained(model, scale, side):
     report = build_report(make_run(NPES, scale=scale), model)
     assert report.explained is False
     text = format_text(report)
-    assert f"WARNING: the model does not explain this run: the measured total" in text
+    assert "WARNING: the model does not explain this run: the measured total" in text
     assert side in report.verdict()
     assert report_json(report)["explained"] is False
 
@@ -182,6 +182,9 @@ def test_cli(tmp_path, capsys, model):
     assert json.loads(capsys.readouterr().out)["explained"] is True
     assert main(["report", str(run), "--format", "rich", "--per-pe"]) == 0
     assert "Latency per access" in capsys.readouterr().out
+    assert main(["report", str(run), "--html", str(tmp_path / "folder") + "/"]) == 0
+    assert (tmp_path / "folder" / "run.html").exists()  # a folder gets RUN's name
+    capsys.readouterr()
     assert main(["report"]) == 2
     assert main(["report", str(run), "--model", str(tmp_path / "none.json")]) == 2
     assert "cannot read model" in capsys.readouterr().err
