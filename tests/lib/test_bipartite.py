@@ -1,0 +1,141 @@
+"""The bipartite graph (instrumented-lib/bipartite): validate makes every ghost equal its
+owner, exactly one message per communicating PE pair and colour per validate, iterators and
+update fibers; statistics predicted exactly by replaying the test graph's generator.
+
+The C program is instrumented-lib/bipartite/tests/bg_test.c: it checks every edge's source
+state during the updates and every ghost after each validate, and exits non-zero on a
+mismatch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+TARGET = "mprof_bipartite_tests"
+PROGRAM = "bg_test"
+STATE = 16  # two doubles
+M64 = (1 << 64) - 1
+
+
+def _program(cmake_build, sanitize=None):
+    bdir = cmake_build(sanitize=sanitize, targets=[TARGET])
+    return bdir / "tests" / "lib" / PROGRAM
+
+
+def _run(exe, args, pes, tmp_path, timeout=120, env_extra=None):
+    out = tmp_path / f"profile-{pes}.json"
+    env = dict(os.environ, MPROF_PES=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20")
+    env.update(env_extra or {})
+    proc = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{exe.name} {args} on {pes} PEs:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(out.read_text()), proc.stdout
+
+
+def mix64(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def expected_stats(P: int, n: int, d: int, span: int, steps: int) -> list[dict]:
+    """Replays bg_test.c's generator; returns each PE's statistics."""
+    ghosts = [set() for _ in range(P)]  # (owner, index) of the remote sources of PE p
+    remote = [0] * P
+    for p in range(P):
+        for i in range(n):
+            for e in range(d):
+                h = mix64(((p << 40) ^ (i << 8) ^ e) & M64)
+                dq = h % (2 * span + 1) - span
+                q = (p + dq) % P
+                j = 2 * ((h >> 20) % (n // 2)) + (1 - (i & 1))
+                if q != p:
+                    ghosts[p].add((q, j))
+                    remote[p] += 1
+    out = []
+    for p in range(P):
+        # validate of colour c: p sends one message to every r that ghosts a colour-c node
+        # of p, carrying all of them; p receives one from every q it ghosts colour c of
+        sends = reads = 0
+        nbytes = 0
+        for r in range(P):
+            if r == p:
+                continue
+            mine = [j for (q, j) in ghosts[r] if q == p]
+            if mine:
+                reads += 1
+            for c in (0, 1):
+                k = sum(1 for j in mine if j & 1 == c)
+                if k:
+                    sends += 1
+                    nbytes += k * STATE
+        recvs = sum(1 for q in range(P) for c in (0, 1)
+                    if any(o == q and j & 1 == c for (o, j) in ghosts[p]))
+        out.append({
+            "P": 1, "StateSize": STATE, "Node": n, "Ghost": len(ghosts[p]), "Edge": n * d,
+            "RemoteEdge": remote[p], "NValidate": 2 * steps, "NUpdate": n * steps,
+            "NEdgeVisit": n * d * steps,
+            # finalize: a subscription to and an answer from every other PE, plus one bulk
+            # read per subscriber with a non-empty list; then the validates
+            "NMsg": 2 * (P - 1) + reads + steps * sends,
+            "NRecv": steps * recvs,
+            "Bytes": steps * nbytes,
+        })
+    return out
+
+
+def _stats(profile):
+    rows = []
+    for pe in profile["pes"]:
+        recs = [o["stats"] for o in pe["objects"] if o["module"] == "bipartite"]
+        assert len(recs) == 1
+        rows.append(recs[0])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def bg_test(cmake_build):
+    return _program(cmake_build)
+
+
+@pytest.mark.parametrize("pes,n,d,span,steps", [
+    (1, 100, 4, 2, 2),
+    (2, 200, 6, 1, 3),
+    (3, 150, 5, 3, 2),
+    (4, 200, 6, 2, 3),
+    (8, 120, 8, 3, 2),
+    (8, 40, 2, 1, 2),  # sparse: some PE pairs do not communicate in some colour
+])
+def test_validate_and_statistics(bg_test, tmp_path, pes, n, d, span, steps):
+    args = [f"n={n}", f"d={d}", f"span={span}", f"steps={steps}"]
+    profile, out = _run(bg_test, args, pes, tmp_path)
+    assert "bipartite: OK" in out
+    got = _stats(profile)
+    want = expected_stats(pes, n, d, span, steps)
+    for p in range(pes):
+        assert got[p] == want[p], f"PE {p}"
+    # every validate message sent was received: one per communicating pair and colour
+    finalize = sum(2 * (pes - 1) for _ in range(pes))
+    reads = sum(w["NMsg"] for w in want) - finalize - sum(w["NRecv"] for w in want)
+    assert sum(r["NRecv"] for r in got) == sum(r["NMsg"] for r in got) - finalize - reads
+
+
+def test_access_categories(bg_test, tmp_path):
+    profile, _ = _run(bg_test, ["n=100", "d=4", "steps=2"], 4, tmp_path)
+    assert {"bipartite:VALIDATE", "bipartite:UPDATE"} <= set(profile["accesses"])
+    seen = {row["access"] for pe in profile["pes"] for row in pe["latency"]}
+    assert {"bipartite:VALIDATE", "bipartite:UPDATE"} <= seen
+
+
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("sanitize", ["address", "thread"])
+def test_sanitizers(cmake_build, tmp_path, sanitize):
+    exe = _program(cmake_build, sanitize)
+    env = {"TSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=1"}
+    _, out = _run(exe, ["n=100", "d=5", "span=2", "steps=2"], 4, tmp_path, timeout=300,
+                  env_extra=env)
+    assert "OK" in out

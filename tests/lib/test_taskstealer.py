@@ -1,0 +1,143 @@
+"""The task stealer (instrumented-lib/taskstealer): every task runs exactly once, stealing
+under imbalance, termination detected with tasks in flight, every topology, 1-8 PEs.
+
+The C program is instrumented-lib/taskstealer/tests/ts_test.c; it checks that each task ran
+once and that termination was announced only after all had run, and exits non-zero
+otherwise.  Here the run profiles are checked: counts that are exact for the workload are
+asserted exactly, the load-balancing ones by their invariants."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+TARGET = "mprof_taskstealer_tests"
+PROGRAM = "ts_test"
+TOPOLOGIES = ["ring", "hypercube", "complete", "push"]
+TASK_SIZE = 16  # sizeof(task) in ts_test.c
+
+
+def _program(cmake_build, sanitize=None):
+    bdir = cmake_build(sanitize=sanitize, targets=[TARGET])
+    return bdir / "tests" / "lib" / PROGRAM
+
+
+def _run(exe, args, pes, tmp_path, timeout=120, env_extra=None):
+    out = tmp_path / f"profile-{pes}.json"
+    env = dict(os.environ, MPROF_PES=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20")
+    env.update(env_extra or {})
+    proc = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{exe.name} {args} on {pes} PEs:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(out.read_text()), proc.stdout
+
+
+def _stats(profile):
+    rows = []
+    for pe in profile["pes"]:
+        recs = [o["stats"] for o in pe["objects"] if o["module"] == "taskstealer"]
+        assert len(recs) == 1
+        rows.append(recs[0])
+    return rows
+
+
+def _total(rows, name):
+    return sum(r[name] for r in rows)
+
+
+def _common_invariants(rows, tasks, pes):
+    assert _total(rows, "NAdd") == tasks
+    assert _total(rows, "NTask") == tasks
+    for r in rows:
+        assert r["P"] == 1
+        assert r["Bytes"] == TASK_SIZE * r["NMigrate"]
+        assert r["NProbe"] >= 1  # every PE took part in the final round
+    # every PE took part in the same rounds
+    assert len({r["NProbe"] for r in rows}) == 1
+    if pes == 1:
+        assert all(r["NMsg"] == 0 and r["NMigrate"] == 0 and r["NSteal"] == 0 for r in rows)
+
+
+@pytest.fixture(scope="module")
+def ts_test(cmake_build):
+    return _program(cmake_build)
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+@pytest.mark.parametrize("pes", [1, 2, 4, 8])
+def test_imbalance(ts_test, tmp_path, topology, pes):
+    """All tasks start on PE 0: the others must steal (or, pushing, nobody steals)."""
+    n = 160
+    profile, out = _run(ts_test, ["imbalance", topology, f"n={n}", "us=150"], pes, tmp_path)
+    assert "OK" in out
+    rows = _stats(profile)
+    _common_invariants(rows, n, pes)
+    assert rows[0]["NAdd"] == n
+    if pes == 1:
+        # 160 removes at once, one that waits, then a single round detects termination
+        assert rows[0]["NBlock"] == 1 and rows[0]["NProbe"] == 1
+        assert rows[0]["NStealFail"] == 0
+    elif topology == "push":
+        # adds to PE 0's own pool stay local; nothing to steal with pushing
+        assert _total(rows, "NSteal") == 0 and _total(rows, "NStealFail") == 0
+        assert _total(rows, "NMigrate") == 0
+        assert rows[0]["NTask"] == n
+    else:
+        assert _total(rows, "NSteal") > 0
+        assert _total(rows, "NMigrate") > 0
+        assert rows[0]["NTask"] < n  # some tasks ran elsewhere
+        # tasks reach the other PEs only by stealing (a task may migrate more than once)
+        assert 0 < sum(r["NTask"] for r in rows[1:]) <= _total(rows, "NMigrate")
+        assert rows[0]["NMigrate"] >= n - rows[0]["NTask"]
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+@pytest.mark.parametrize("pes", [1, 2, 4, 8])
+def test_spawn_in_flight(ts_test, tmp_path, topology, pes):
+    """Tasks spawn children on the next PE: termination must wait for tasks in flight."""
+    depth = 7
+    tasks = (2 << depth) - 1
+    profile, out = _run(ts_test, ["spawn", topology, f"depth={depth}", "us=50"], pes, tmp_path)
+    assert "OK" in out
+    rows = _stats(profile)
+    _common_invariants(rows, tasks, pes)
+    if pes > 1:
+        explicit = (1 << depth) - 1  # one child per inner task goes to the next PE
+        assert _total(rows, "NMigrate") >= explicit
+        if topology != "push":
+            # TS_ANY children stay local: migrations are the explicit adds plus the steals
+            stolen = _total(rows, "NMigrate") - explicit
+            assert stolen >= 0
+            assert (stolen == 0) == (_total(rows, "NSteal") == 0)
+        else:
+            assert _total(rows, "NSteal") == 0
+
+
+@pytest.mark.parametrize("pes", [1, 3])
+def test_priorities(ts_test, tmp_path, pes):
+    profile, out = _run(ts_test, ["priority", "n=120", "us=0"], pes, tmp_path)
+    assert "OK" in out
+    rows = _stats(profile)
+    assert all(r["NTask"] == 120 and r["NAdd"] == 120 and r["NMigrate"] == 0 for r in rows)
+
+
+def test_access_categories(ts_test, tmp_path):
+    profile, _ = _run(ts_test, ["spawn", "ring", "depth=6", "us=20"], 4, tmp_path)
+    for name in ("ADD", "REMOVE", "STEAL", "TERMINATE"):
+        assert f"taskstealer:{name}" in profile["accesses"]
+    seen = {row["access"] for pe in profile["pes"] for row in pe["latency"]}
+    assert {"taskstealer:ADD", "taskstealer:REMOVE", "taskstealer:TERMINATE"} <= seen
+
+
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("sanitize", ["address", "thread"])
+def test_sanitizers(cmake_build, tmp_path, sanitize):
+    exe = _program(cmake_build, sanitize)
+    env = {"TSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=1"}
+    for args in (["spawn", "ring", "depth=6", "us=20"], ["imbalance", "complete", "n=80", "us=50"],
+                 ["spawn", "push", "depth=5", "us=0"]):
+        _, out = _run(exe, args, 4, tmp_path, timeout=300, env_extra=env)
+        assert "OK" in out
