@@ -9,6 +9,7 @@ slow build has -DSLOW_OP_B (lookups, category OP_B, do three times the hashing w
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,19 @@ def _built(cmake_build, target: str, artifact: str) -> Path:
     return build / artifact
 
 
+def _mpi_link_flags(librt: Path) -> list[str]:
+    """The runtime library holds the MPI backend when MPI was found at configure time; then
+    programs linking it need MPI's libraries too (mpicc --showme:link)."""
+    nm = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True)
+    if "MPI_" not in nm.stdout:
+        return []
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        pytest.skip("the runtime library uses MPI but mpicc is not available")
+    link = subprocess.run([mpicc, "--showme:link"], capture_output=True, text=True, check=True)
+    return shlex.split(link.stdout)
+
+
 @pytest.fixture(scope="session")
 def rt_workload(cmake_build) -> Path:
     return _built(cmake_build, "rt_workload", "benchmarks/micro/rt_workload")
@@ -50,6 +64,7 @@ def gate_ops_builds(cmake_build, tmp_path_factory) -> dict[str, Path]:
     subprocess.run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", str(out),
                     str(REPO / "benchmarks" / "gate" / "gateops.perf")], check=True, cwd=REPO)
     paths = {}
+    extra = _mpi_link_flags(librt)
     for variant, flags in (("base", []), ("slow", ["-DSLOW_OP_B"])):
         target = out / variant / "gate_ops"
         target.parent.mkdir()
@@ -57,6 +72,6 @@ def gate_ops_builds(cmake_build, tmp_path_factory) -> dict[str, Path]:
                         f"-I{REPO / 'runtime' / 'include'}", f"-I{out}",
                         str(REPO / "benchmarks" / "gate" / "gate_ops.c"),
                         str(out / "gateops_perf.c"), str(librt),
-                        "-lpthread", "-rdynamic", "-lm", "-o", str(target)], check=True)
+                        *extra, "-lpthread", "-rdynamic", "-lm", "-o", str(target)], check=True)
         paths[variant] = target
     return paths
