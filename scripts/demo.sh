@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: the whole workflow on the embedded default (shared memory, SQLite):
-#   1. sweep the runtime workload into profile databases (fit set on 2 and 4 PEs, test on 3),
-#   2. instantiate the runtime's cost model by SVD with the Tcl modeling script,
+#   1. sweep the runtime workload and PIPE into profile databases (fit on 2 and 4 PEs, test on 3),
+#   2. instantiate the runtime's cost model by SVD, then PIPE's and the event graph's with the
+#      runtime's parameters imported (seed 003 Fig 4.9),
 #   3. run PIPE once and report its cost profile and latency profile with that model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,18 +12,19 @@ mkdir -p "$BUILD/workflows"
 echo "== 1. benchmark sweeps (resumable: points already recorded are skipped)"
 mprof bench workflows/rts/sweep-fit.toml
 mprof bench workflows/rts/sweep-test.toml
+mprof bench workflows/pipe/sweep-fit.toml
+mprof bench workflows/pipe/sweep-test.toml
 
 echo
-echo "== 2. cost-model instantiation (workflows/rts/model.tcl)"
+echo "== 2a. runtime cost model (workflows/rts/model.tcl)"
 mprof fit workflows/rts/model.tcl
+echo
+echo "== 2b. PIPE and event-graph cost models, runtime parameters imported (workflows/pipe/model.tcl)"
+mprof fit workflows/pipe/model.tcl
 
-if [ -x "$BUILD/benchmarks/pipe/pipe" ]; then
-  echo
-  echo "== 3. PIPE: 4 PEs, M=1000 N=10 T=100 F=15, 100-byte elements, 1000-byte aggregation"
-  MPROF_OUT="$BUILD/workflows/pipe-demo.json" "$BUILD/benchmarks/pipe/pipe" 4 1000 10 100 15 100 1000
-  if mprof report --help >/dev/null 2>&1; then
-    mprof report "$BUILD/workflows/pipe-demo.json" --model "$BUILD/workflows/rts.model.json"
-  else
-    echo "run profile written to $BUILD/workflows/pipe-demo.json"
-  fi
-fi
+echo
+echo "== 3. PIPE: 4 PEs, M=1000 N=10 T=100 F=15, 100-byte elements, 1000-byte aggregation"
+MPROF_OUT="$BUILD/workflows/pipe-demo.json" "$BUILD/benchmarks/pipe/pipe" 4 1000 10 100 15 100 1000
+mprof report "$BUILD/workflows/pipe-demo.json" --model "$BUILD/workflows/pipe.model.json" \
+  --format text --html reports/pipe-demo.html
+echo "HTML report with plots: reports/pipe-demo.html"

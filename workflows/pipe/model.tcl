@@ -4,7 +4,7 @@
 #   mprof fit workflows/rts/model.tcl                 # writes build/workflows/rts.model.json
 #   mprof bench workflows/pipe/sweep-fit.toml && mprof bench workflows/pipe/sweep-test.toml
 #   mprof fit workflows/pipe/model.tcl
-# Interfaces are found by module name: rts in runtime/, graph in instrumented-lib/graph/ and
+# Interfaces are found by module name: rts in runtime/, graph in instrumented-lib/eventgraph/ and
 # pipe in benchmarks/pipe/ (see docs/fitting.md for the search path).
 
 FitDatabase:     ../../build/workflows/pipe-fit.db
@@ -16,9 +16,10 @@ set runtime ../../build/workflows/rts.model.json
 ImportParameter: Rts $runtime  Thread
 ImportParameter: Rts $runtime  RemoteOp Msg
 ImportParameter: Rts $runtime  ByteSent
+ImportParameter: Rts $runtime  Idle
 
 # Terms the runtime session could not determine (workflows/rts/model.tcl ignores them).
-IgnoreTerm:      Rts Idle ByteCopy FastMsgSent ThreadContext
+IgnoreTerm:      Rts ByteCopy FastMsgSent ThreadContext
 # The start-up terms of all modules are P = 1 per PE and hence collinear; keep graph's.
 IgnoreTerm:      Rts P
 IgnoreTerm:      pipe P
