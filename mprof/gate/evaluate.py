@@ -152,6 +152,7 @@ class SideFit:
     dof: int
     se: dict[str, float]  # fitted parameter -> standard error
     warnings: list[str]
+    undetermined: set[str] = field(default_factory=set)  # in a rank deficiency
 
 
 def fit_side(script: str | Path, side: Side) -> SideFit:
@@ -196,8 +197,17 @@ def fit_side(script: str | Path, side: Side) -> SideFit:
     model = outcome.model
     cov = np.atleast_2d(model.covariance)
     se = {name: math.sqrt(max(float(cov[i, i]), 0.0)) for i, name in enumerate(model.fitted)}
+    undetermined = {name for group in model.flags.get("rank_deficient_terms", [])
+                    for name in group}
     return SideFit(model, int(outcome.result.dof), se,
-                   [f"{side.name} fit: {w}" for w in outcome.warnings])
+                   [f"{side.name} fit: {w}" for w in outcome.warnings], undetermined)
+
+
+def _undetermined(names, fits) -> Comparison:
+    return Comparison("coefficient", fits[0].dof, fits[1].dof, math.nan, math.nan, math.nan,
+                      -math.inf, math.inf, 1.0, 1.0,
+                      note="not determined by the data (rank deficient fit): "
+                           + ", ".join(sorted(names)))
 
 
 def _category_estimate(fit: SideFit, module: str, category: str,
@@ -323,6 +333,11 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                 for cat in info.categories:
                     name = f"{module}.{cat}"
                     u = unit(f"{label}::fit:{name}", "fit", label, f"fitted cost {name}", name)
+                    bad = {f"{module}:{t}" for t in info.categories[cat]
+                           if tb.get(t) or tc.get(t)} & (fb.undetermined | fc.undetermined)
+                    if bad:
+                        u.comparison = _undetermined(bad, fits)
+                        continue
                     cb, sb = _category_estimate(fb, module, cat, tb)
                     cc, sc = _category_estimate(fc, module, cat, tc)
                     u.comparison = compare_estimates(cb, sb, fb.dof, cc, sc, fc.dof,
@@ -336,6 +351,9 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             cats = [c for c, ts in fb.model.interfaces[module].categories.items() if term in ts]
             category = f"{module}.{cats[0]}" if cats else module
             u = unit(f"fit::{category}:{term}", "coef", None, f"coefficient {name}", category)
+            if name in fb.undetermined | fc.undetermined:
+                u.comparison = _undetermined({name}, fits)
+                continue
             u.comparison = compare_estimates(fb.model.values[name], fb.se[name], fb.dof,
                                              fc.model.values[name], fc.se[name], fc.dof,
                                              u.tolerance, u.alpha)

@@ -124,8 +124,9 @@ def markdown(report: GateReport, *, show_pass: bool = False) -> str:
     hidden = len(report.units) - len(shown)
     if hidden:
         lines += ["", f"{hidden} unit(s) pass."]
-    for text in report.warnings:
-        lines += ["", f"- warning: {_md_escape(text)}"]
+    if report.warnings:
+        lines.append("")
+        lines += [f"- warning: {_md_escape(text.strip())}" for text in report.warnings]
     if report.unused_allow:
         lines += ["", "Allow-list entries matching no unit: "
                   + ", ".join(f"`{m}`" for m in report.unused_allow)]
