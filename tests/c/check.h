@@ -1,4 +1,5 @@
-/* check.h -- the tiny assertion and start-up helpers shared by the runtime test programs. */
+/* check.h -- assertion and start-up helpers shared by every C test program (runtime and
+ * data-structure tests alike). */
 #ifndef MPROF_TEST_CHECK_H
 #define MPROF_TEST_CHECK_H
 
@@ -33,6 +34,8 @@
 
 #define CHECK_OK(call) CHECK_EQ((call), MP_SUCCESS)
 
+#define MAXPE 64 /* programs keep per-PE arrays of this size */
+
 /* Runs pe_main on `default_pes` PEs unless MPROF_PES says otherwise. */
 static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn pe_main)
 {
@@ -40,7 +43,21 @@ static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn 
     mp_config_init(&cfg);
     if (!getenv("MPROF_PES"))
         cfg.npes = default_pes;
+    if (cfg.npes > MAXPE) {
+        fprintf(stderr, "at most %d PEs\n", MAXPE);
+        return 1;
+    }
     return mp_main(&cfg, pe_main, argc, argv);
+}
+
+/* Integer option from argv: name=value (e.g. n=1000), else the default. */
+static inline long tst_opt(int argc, char **argv, const char *name, long dflt)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=')
+            return strtol(argv[i] + n + 1, NULL, 0);
+    return dflt;
 }
 
 /* argv[1] selects a scenario in programs that have several. */
@@ -58,7 +75,5 @@ static inline void tst_busy(double seconds)
         for (int i = 0; i < 1000; i++)
             x += (unsigned long)i;
 }
-
-#define MAXPE 64
 
 #endif
