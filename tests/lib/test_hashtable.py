@@ -7,29 +7,19 @@ inserts, iterators covering every key exactly once) and exits non-zero on a fail
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 
 import pytest
+from libtest import build_program, run_program
 
 TARGET = "mprof_hashtable_tests"
 PROGRAM = "ht_test"
 
 
 def _program(cmake_build, sanitize=None):
-    bdir = cmake_build(sanitize=sanitize, targets=[TARGET])
-    return bdir / "tests" / "lib" / PROGRAM
+    return build_program(cmake_build, TARGET, PROGRAM, sanitize)
 
 
-def _run(exe, args, pes, tmp_path, timeout=120, env_extra=None):
-    out = tmp_path / f"profile-{pes}.json"
-    env = dict(os.environ, MPROF_PES=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20")
-    env.update(env_extra or {})
-    proc = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, f"{exe.name} {args} on {pes} PEs:\n{proc.stdout}\n{proc.stderr}"
-    return json.loads(out.read_text()), proc.stdout
+_run = run_program
 
 
 def _stats(profile, module):
