@@ -19,26 +19,14 @@ typedef struct {
     int writer;
 } write_ack;
 
-typedef struct {
-    mpr_counter *c;
-    uint64_t n;
-} bump;
-
-static void bump_counter(void *p)
-{
-    bump *b = p;
-    mp_access_declare(mpr_pe_self()->cur_enabler);
-    mp_counter_add(b->c, b->n);
-}
-
 /* On the data's owner: ship the bytes back and bump the requester's counter. */
 static void serve_read(void *p)
 {
     read_req *r = p;
     mpr_pe *pe = mpr_pe_self();
     mp_access_declare(pe->cur_enabler);
-    bump b = {r->done, 1};
-    mpr_send_record(pe, r->requester, bump_counter, &b, sizeof b, MP_SCHED_URGENT, r->src, r->n,
+    mpr_bump_args b = {r->done, 1};
+    mpr_send_record(pe, r->requester, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, r->src, r->n,
                     r->dst);
 }
 
@@ -47,8 +35,8 @@ static void ack_write(void *p)
     write_ack *a = p;
     mpr_pe *pe = mpr_pe_self();
     mp_access_declare(pe->cur_enabler);
-    bump b = {a->done, 1};
-    mpr_send_record(pe, a->writer, bump_counter, &b, sizeof b, MP_SCHED_URGENT, NULL, 0, NULL);
+    mpr_bump_args b = {a->done, 1};
+    mpr_send_record(pe, a->writer, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, NULL, 0, NULL);
 }
 
 static mpr_pe *caller(const char *what)

@@ -168,8 +168,9 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
     mpr_enable(pe, f, pe->cur_access);
 }
 
-/* A message sent at once must not overtake records still waiting in the destination's
- * aggregation buffer: invocations from one PE to another arrive in the order they were made. */
+/* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
+ * before a message sent at once, which must not overtake them (invocations from one PE to
+ * another arrive in the order they were made). */
 static inline void agg_send_pending(mpr_pe *pe, int dst)
 {
     mpr_msgbuf *b = pe->agg[dst].buf;
@@ -220,20 +221,14 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     if (total <= pe->agg_cap) {
         /* medium: aggregate per destination */
         mpr_agg *a = &pe->agg[dst];
-        if (a->buf && a->buf->len + total > pe->agg_cap) {
-            RTS_INC(&pe->rts, MsgSent, 1);
-            send_buf(pe, dst, a->buf);
-            a->buf = NULL;
-        }
+        if (a->buf && a->buf->len + total > pe->agg_cap)
+            agg_send_pending(pe, dst);
         if (!a->buf)
             a->buf = buf_get(pe, pe->agg_cap);
         put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size,
                    payload_dst, total);
-        if (a->buf->len >= pe->agg_cap) {
-            RTS_INC(&pe->rts, MsgSent, 1);
-            send_buf(pe, dst, a->buf);
-            a->buf = NULL;
-        }
+        if (a->buf->len >= pe->agg_cap)
+            agg_send_pending(pe, dst);
         return MP_SUCCESS;
     }
     /* large (or aggregation disabled): at once */
@@ -259,21 +254,10 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
                      is_small(size, 0) || (unsigned)sched >= (unsigned)pe->nsched ||
                      !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
         return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
-    mpr_record *r = (mpr_record *)(b->data + b->len);
-    r->total = (uint32_t)total;
-    r->args_size = (uint32_t)size;
-    r->payload_size = 0;
-    r->fn = mpr_fn_encode(fn);
-    r->sched = (int16_t)sched;
-    r->access = pe->cur_access;
-    memcpy(r + 1, args, size);
-    b->len += total;
+    put_record(b, fn, args, size, sched, pe->cur_access, NULL, 0, NULL, total);
     RTS_INC(&pe->rts, RemoteOp, 1);
-    if (MPR_UNLIKELY(b->len >= pe->agg_cap)) {
-        RTS_INC(&pe->rts, MsgSent, 1);
-        send_buf(pe, pe_id, b);
-        pe->agg[pe_id].buf = NULL;
-    }
+    if (MPR_UNLIKELY(b->len >= pe->agg_cap))
+        agg_send_pending(pe, pe_id);
     return MP_SUCCESS;
 }
 
@@ -281,14 +265,8 @@ void mpr_flush_all(mpr_pe *pe)
 {
     if (!pe->agg_cap)
         return;
-    for (int d = 0; d < pe->npes; d++) {
-        mpr_msgbuf *b = pe->agg[d].buf;
-        if (b && b->len) {
-            RTS_INC(&pe->rts, MsgSent, 1);
-            send_buf(pe, d, b);
-            pe->agg[d].buf = NULL;
-        }
-    }
+    for (int d = 0; d < pe->npes; d++)
+        agg_send_pending(pe, d);
 }
 
 void mp_flush(void)

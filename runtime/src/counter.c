@@ -152,16 +152,11 @@ mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)
     return MP_SUCCESS;
 }
 
-typedef struct {
-    mpr_counter *c;
-    uint64_t n;
-} bump_args;
-
 /* Runs on the counter's PE on behalf of the remote fiber that asked for it: it declares the
  * sender's category so the waiting fiber sees the real enabler. */
-static void counter_bump(void *p)
+void mpr_counter_bump(void *p)
 {
-    bump_args *a = p;
+    mpr_bump_args *a = p;
     mpr_pe *pe = mpr_pe_self();
     mp_access_declare(pe->cur_enabler);
     mp_counter_add(a->c, a->n);
@@ -176,8 +171,8 @@ mp_err mp_counter_add_remote(int pe_id, mp_counter_t c, uint64_t n)
         mp_counter_add(c, n);
         return MP_SUCCESS;
     }
-    bump_args a = {c, n};
-    return mpr_send_record(pe, pe_id, counter_bump, &a, sizeof a, MP_SCHED_URGENT, NULL, 0,
+    mpr_bump_args a = {c, n};
+    return mpr_send_record(pe, pe_id, mpr_counter_bump, &a, sizeof a, MP_SCHED_URGENT, NULL, 0,
                            NULL);
 }
 

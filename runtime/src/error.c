@@ -23,18 +23,24 @@ const char *mp_strerror(mp_err err)
     return "unknown error";
 }
 
+/* "mprof: KIND: PE n: message", naming the PE when called from one. */
+static void vreport(const char *kind, const char *fmt, va_list ap)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (pe)
+        fprintf(stderr, "mprof: %s: PE %d: ", kind, pe->id);
+    else
+        fprintf(stderr, "mprof: %s: ", kind);
+    vfprintf(stderr, fmt, ap);
+}
+
 /* Misuse is reported where it happens (with the PE) and returned to the caller, so a
  * program that ignores the code still leaves a trace on stderr. */
 mp_err mpr_misuse(mp_err code, const char *fmt, ...)
 {
-    mpr_pe *pe = mpr_pe_self();
     va_list ap;
     va_start(ap, fmt);
-    if (pe)
-        fprintf(stderr, "mprof: error: PE %d: ", pe->id);
-    else
-        fprintf(stderr, "mprof: error: ");
-    vfprintf(stderr, fmt, ap);
+    vreport("error", fmt, ap);
     fprintf(stderr, " (%s)\n", mp_strerror(code));
     va_end(ap);
     return code;
@@ -42,14 +48,9 @@ mp_err mpr_misuse(mp_err code, const char *fmt, ...)
 
 void mpr_fatal(const char *fmt, ...)
 {
-    mpr_pe *pe = mpr_pe_self();
     va_list ap;
     va_start(ap, fmt);
-    if (pe)
-        fprintf(stderr, "mprof: fatal: PE %d: ", pe->id);
-    else
-        fprintf(stderr, "mprof: fatal: ");
-    vfprintf(stderr, fmt, ap);
+    vreport("fatal", fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
     exit(3);

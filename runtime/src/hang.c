@@ -8,6 +8,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+/* Prints the report's first line before its first entry; returns true (something waits). */
+static bool hang_header(FILE *out, bool waiting, const char *where)
+{
+    if (!waiting)
+        fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
+    return true;
+}
+
 bool mpr_hang_report(FILE *out)
 {
     bool waiting = false;
@@ -20,9 +28,7 @@ bool mpr_hang_report(FILE *out)
         mpr_pe *pe = mpr_g.pes[i];
         for (mpr_counter *c = pe->counters; c; c = c->next)
             for (mpr_fiber *f = c->waiters; f; f = f->next) {
-                if (!waiting)
-                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
-                waiting = true;
+                waiting = hang_header(out, waiting, where);
                 fprintf(out,
                         "  PE %d: fiber %s (created by %s) waits on counter %p for value %" PRIu64
                         ", counter is %" PRIu64 "\n",
@@ -30,9 +36,7 @@ bool mpr_hang_report(FILE *out)
                         mpr_access_name(f->creator), (void *)c, f->wait_value, c->value);
             }
         if (pe->blocked_on && pe->blocked_on->value < pe->blocked_value) {
-            if (!waiting)
-                fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
-            waiting = true;
+            waiting = hang_header(out, waiting, where);
             fprintf(out,
                     "  PE %d: pe_main blocked in mp_block_until on counter %p for value %" PRIu64
                     ", counter is %" PRIu64 "\n",
@@ -40,9 +44,7 @@ bool mpr_hang_report(FILE *out)
         }
         for (int k = 0; k + MP_SCHED_PREEMPT + 1 < pe->nsched; k++)
             if (pe->custom[k].held) {
-                if (!waiting)
-                    fprintf(out, "mprof: hang: no PE can make progress; waiting fibers%s:\n", where);
-                waiting = true;
+                waiting = hang_header(out, waiting, where);
                 fprintf(out, "  PE %d: %" PRIu64 " enabled fibers held by scheduler %s (id %d)\n",
                         pe->id, pe->custom[k].held,
                         pe->custom[k].ops.name ? pe->custom[k].ops.name : "(unnamed)",

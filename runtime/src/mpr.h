@@ -269,6 +269,11 @@ void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
 void mpr_sched_init(mpr_pe *pe);
 
 /* counter.c */
+typedef struct {
+    mpr_counter *c;
+    uint64_t n;
+} mpr_bump_args;
+void mpr_counter_bump(void *args); /* fiber: adds n to a counter of this PE for a remote sender */
 void mpr_counters_free(mpr_pe *pe);
 
 void mpr_queue_grow(mpr_queue *q);
