@@ -94,14 +94,19 @@ def _axis(value, where: str) -> list:
     return values
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    path = Path(path)
+def read_toml(path: Path, what: str) -> dict:
+    """Parses a TOML file; unreadable or malformed files become an MprofError naming `what`."""
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except OSError as exc:
-        raise MprofError(f"{path}: cannot read sweep spec: {exc.strerror}") from None
+        raise MprofError(f"{path}: cannot read {what}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise MprofError(f"{path}: invalid TOML: {exc}") from None
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    path = Path(path)
+    data = read_toml(path, "sweep spec")
     known = {"program", "command", "database", "root", "npes", "repetitions", "timeout_s",
              "params", "env", "description"}
     unknown = set(data) - known

@@ -19,10 +19,10 @@
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..bench.spec import read_toml
 from ..errors import MprofError
 from .stats import CORRECTIONS
 
@@ -97,13 +97,7 @@ def load_config(path: str | Path | None) -> GateConfig:
     if path is None:
         return GateConfig()
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read gate config: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MprofError(f"{path}: invalid TOML: {exc}") from None
-    return config_from_dict(data, str(path))
+    return config_from_dict(read_toml(path, "gate config"), str(path))
 
 
 def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
