@@ -164,8 +164,7 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
     if (payload_size)
         memmove(payload_dst, payload, payload_size);
     RTS_INC(&pe->rts, ByteCopy, payload_size + args_size);
-    mpr_fiber *f = mpr_fiber_new(pe, fn, args, args_size, sched, pe->cur_access);
-    mpr_enable(pe, f, pe->cur_access);
+    mpr_fiber_spawn(pe, fn, args, args_size, (unsigned)sched, pe->cur_access, false);
 }
 
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
@@ -290,9 +289,8 @@ bool mpr_poll(mpr_pe *pe)
             const unsigned char *p = (const unsigned char *)(r + 1);
             if (r->payload_size)
                 memcpy(r->payload_dst, p + align16(r->args_size), r->payload_size);
-            mpr_fiber *f = mpr_fiber_new(pe, mpr_fn_decode(r->fn), p, r->args_size, r->sched,
-                                         r->access);
-            mpr_enable(pe, f, r->access);
+            mpr_fiber_spawn(pe, mpr_fn_decode(r->fn), p, r->args_size, (unsigned)r->sched,
+                            r->access, true);
             off += r->total;
         }
         mpr_machine_processed(pe, b);

@@ -92,7 +92,7 @@ static void wake_eligible(mpr_pe *pe, mpr_counter *c)
     while (ready) {
         mpr_fiber *f = ready;
         ready = f->next;
-        if (f->state == MPR_FIBER_CREATED) /* not enabled meanwhile by a preemptive fiber */
+        if (f->tag.state == MPR_FIBER_CREATED) /* not enabled meanwhile by a preemptive fiber */
             mpr_enable(pe, f, pe->cur_access);
     }
 }
@@ -139,7 +139,7 @@ mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)
         return mpr_misuse(MP_ERR_ALREADY_WAITING,
                           "fiber already waits on counter %p; a fiber may wait on one counter",
                           (void *)f->waiting_on);
-    if (f->state != MPR_FIBER_CREATED || f->pe != pe->id)
+    if (f->tag.state != MPR_FIBER_CREATED || f->tag.pe != pe->id)
         return mpr_misuse(MP_ERR_BAD_STATE, "only a created fiber of this PE can wait");
     if (c->value >= value) {
         mpr_enable(pe, f, pe->cur_access);

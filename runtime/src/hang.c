@@ -33,7 +33,7 @@ bool mpr_hang_report(FILE *out)
                         "  PE %d: fiber %s (created by %s) waits on counter %p for value %" PRIu64
                         ", counter is %" PRIu64 "\n",
                         pe->id, mpr_fn_name(f->fn, name, sizeof name),
-                        mpr_access_name(f->creator), (void *)c, f->wait_value, c->value);
+                        mpr_access_name(f->tag.creator), (void *)c, f->wait_value, c->value);
             }
         if (pe->blocked_on && pe->blocked_on->value < pe->blocked_value) {
             waiting = hang_header(out, waiting, where);

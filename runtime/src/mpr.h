@@ -45,21 +45,34 @@ typedef enum {
 #define MPR_FIBER_SMALL_ARGS 64
 typedef enum { MPR_SLOT_SMALL = 0, MPR_SLOT_LARGE = 1 } mpr_slot_class;
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "mpr_fiber_tag packs its fields assuming a little-endian machine"
+#endif
+
+/* The small fields of a fiber share one word, so that creating a fiber writes them with a
+ * single store built from a per-PE template (mpr_tag_make). */
+typedef union {
+    struct {
+        uint8_t sched;   /* scheduler id: built-ins plus at most MPR_MAX_SCHED custom */
+        uint8_t enabler; /* access category of the fiber (or sender) that enabled it */
+        uint8_t creator; /* access category of the creating fiber, for diagnosis */
+        uint8_t state;   /* mpr_fiber_state */
+        uint8_t slot;    /* mpr_slot_class of its storage */
+        uint8_t reused;  /* storage handed to a continuation */
+        uint16_t pe;
+    };
+    uint64_t word;
+} mpr_fiber_tag;
+
+/* 48 bytes.  waiting_on is NULL except while the fiber waits on a counter, and stays NULL in
+ * free slots, so creating a fiber need not write it. */
 struct mpr_fiber {
     struct mpr_fiber *next;  /* scheduler queue, free list, or counter wait list */
     mp_fiber_fn fn;
     uint64_t idle_at_create; /* C_total (idle ns) when the fiber was created */
+    mpr_fiber_tag tag;
     struct mpr_counter *waiting_on;
     uint64_t wait_value;
-    uint32_t args_size;
-    int16_t sched;
-    uint16_t enabler;        /* access category of the fiber (or sender) that enabled it */
-    uint16_t creator;        /* access category of the creating fiber, for diagnosis */
-    uint16_t pe;
-    uint8_t state;
-    uint8_t slot;
-    uint8_t reused;          /* storage handed to a continuation */
-    uint8_t pad_[5];
     _Alignas(16) unsigned char args[];
 };
 typedef struct mpr_fiber mpr_fiber;
@@ -78,12 +91,12 @@ typedef struct mpr_counter mpr_counter;
 /* ---------------------------------------------------------------------------------- */
 /* Schedulers                                                                           */
 
-/* A built-in scheduler queue: a growable ring of fiber pointers.  Unlike a linked list it
- * never writes to a queued fiber, which keeps enable and dispatch to a few cache lines. */
+/* A built-in scheduler queue: a FIFO list threaded through the fibers' next links.  Pushing
+ * writes the previous tail fiber, which was just created and is still in cache; the list
+ * never fills, so enabling has no capacity check. */
 typedef struct {
-    mpr_fiber **buf;
-    uint32_t mask; /* capacity - 1 (capacity is a power of two) */
-    uint32_t head, tail;
+    mpr_fiber *head;
+    mpr_fiber **tailp; /* &head when empty, else &last->next */
 } mpr_queue;
 
 typedef struct {
@@ -147,6 +160,7 @@ typedef struct {
     uint64_t count;
     uint64_t observed_ns;
     uint64_t critical_ns;
+    uint64_t pad_; /* 32 bytes: indexing the per-PE table is a shift */
 } mpr_latency;
 
 /* ---------------------------------------------------------------------------------- */
@@ -175,7 +189,11 @@ typedef struct mpr_pe {
     int rr;            /* round-robin position among FIFO and custom schedulers */
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
-    uint64_t enabled_count; /* enabled fibers not yet dispatched (all schedulers) */
+    uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
+    /* Fibers created and enabled in one step (mp_spawn, arrivals).  Each counts in rts
+     * ThreadAlloc and ThreadEnable; one add here instead of two, folded by mpr_rts_fold.
+     * ThreadDisp is folded likewise from the latency table's counts. */
+    uint64_t spawned;
 
     /* fiber storage */
     mpr_fiber *free_slots[2];
@@ -252,13 +270,32 @@ mp_err mpr_misuse(mp_err code, const char *fmt, ...) MPR_COLD;
 void mpr_fatal(const char *fmt, ...) MPR_COLD __attribute__((noreturn));
 
 /* fiber.c */
-mpr_fiber *mpr_fiber_new(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
-                         mp_sched_t sched, uint16_t creator);
+mpr_fiber *mpr_slot_refill(mpr_pe *pe, mpr_slot_class cls) MPR_COLD;
+static inline mpr_slot_class mpr_slot_class_of(size_t args_size)
+{
+    return args_size > MPR_FIBER_SMALL_ARGS ? MPR_SLOT_LARGE : MPR_SLOT_SMALL;
+}
+static inline mpr_fiber *mpr_slot_get(mpr_pe *pe, mpr_slot_class cls)
+{
+    mpr_fiber *f = pe->free_slots[cls];
+    if (MPR_UNLIKELY(!f))
+        f = mpr_slot_refill(pe, cls);
+    pe->free_slots[cls] = f->next;
+    return f;
+}
 static inline void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f)
 {
-    f->state = MPR_FIBER_FREE;
-    f->next = pe->free_slots[f->slot];
-    pe->free_slots[f->slot] = f;
+    f->tag.state = MPR_FIBER_FREE;
+    f->next = pe->free_slots[f->tag.slot];
+    pe->free_slots[f->tag.slot] = f;
+}
+
+static inline uint64_t mpr_tag_make(const mpr_pe *pe, unsigned sched, unsigned creator,
+                                    unsigned enabler, mpr_fiber_state state,
+                                    mpr_slot_class slot)
+{
+    return pe->tag_pe | sched | (uint64_t)enabler << 8 | (uint64_t)creator << 16 |
+           (uint64_t)state << 24 | (uint64_t)slot << 32;
 }
 void mpr_fiber_slabs_free(mpr_pe *pe);
 const char *mpr_fn_name(mp_fiber_fn fn, char *buf, size_t len);
@@ -276,34 +313,76 @@ typedef struct {
 void mpr_counter_bump(void *args); /* fiber: adds n to a counter of this PE for a remote sender */
 void mpr_counters_free(mpr_pe *pe);
 
-void mpr_queue_grow(mpr_queue *q);
-void mpr_queue_free(mpr_queue *q);
+static inline void mpr_queue_init(mpr_queue *q)
+{
+    q->head = NULL;
+    q->tailp = &q->head;
+}
 
 static inline void mpr_queue_push(mpr_queue *q, mpr_fiber *f)
 {
-    if (MPR_UNLIKELY(q->tail - q->head > q->mask))
-        mpr_queue_grow(q);
-    q->buf[q->tail++ & q->mask] = f;
+    f->next = NULL;
+    *q->tailp = f;
+    q->tailp = &f->next;
 }
 
 static inline mpr_fiber *mpr_queue_pop(mpr_queue *q)
 {
-    if (q->head == q->tail)
-        return NULL;
-    return q->buf[q->head++ & q->mask];
+    mpr_fiber *f = q->head;
+    if (f && !(q->head = f->next))
+        q->tailp = &q->head;
+    return f;
 }
 
 /* Hands an enabled fiber to its scheduler.  Inline: this is half of every fiber's life. */
 static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
 {
-    f->state = MPR_FIBER_ENABLED;
-    f->enabler = enabler;
+    f->tag.state = MPR_FIBER_ENABLED;
+    f->tag.enabler = (uint8_t)enabler;
     RTS_INC(&pe->rts, ThreadEnable, 1);
-    if (MPR_LIKELY((unsigned)f->sched <= MP_SCHED_FIFO))
-        mpr_queue_push(&pe->queue[f->sched], f);
+    if (MPR_LIKELY(f->tag.sched <= MP_SCHED_FIFO))
+        mpr_queue_push(&pe->queue[f->tag.sched], f);
     else
         mpr_enable_slow(pe, f);
 }
+
+/* Creates and enables in one step a fiber whose storage was just taken from the free list:
+ * the path of mp_spawn and of every arriving record.  The caller copies the arguments. */
+static inline void mpr_fiber_launch(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, unsigned sched,
+                                    unsigned access, mpr_slot_class slot)
+{
+    f->fn = fn;
+    f->idle_at_create = pe->c_total;
+    f->tag.word = mpr_tag_make(pe, sched, access, access, MPR_FIBER_ENABLED, slot);
+    pe->spawned++;
+    if (MPR_LIKELY(sched <= MP_SCHED_FIFO))
+        mpr_queue_push(&pe->queue[sched], f);
+    else
+        mpr_enable_slow(pe, f);
+}
+
+/* Makes and enables the fiber of an invocation: a local mp_invoke, or a record that arrived
+ * (whose arguments are padded to 16 bytes, so they are copied in 16-byte chunks rather than
+ * through a memcpy call: the slot always has room for the padding). */
+static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
+                                   unsigned sched, unsigned access, bool padded)
+{
+    mpr_slot_class cls = mpr_slot_class_of(size);
+    mpr_fiber *f = mpr_slot_get(pe, cls);
+    if (size) {
+        if (padded)
+            for (size_t i = 0; i < size; i += 16)
+                __builtin_memcpy(f->args + i, (const unsigned char *)args + i, 16);
+        else
+            __builtin_memcpy(f->args, args, size);
+        RTS_INC(&pe->rts, ThreadContext, size);
+    }
+    mpr_fiber_launch(pe, f, fn, sched, access, cls); /* last: a preemptive fiber runs now */
+}
+
+/* Folds the counts kept outside the rts record (spawned, dispatches) into it; idempotent.
+ * Called before the record is read. */
+void mpr_rts_fold(mpr_pe *pe);
 
 /* comm.c */
 void mpr_comm_init(mpr_pe *pe);

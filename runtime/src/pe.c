@@ -112,6 +112,7 @@ static mpr_pe *pe_new(int id, int npes)
 void mpr_pe_run(mpr_pe *pe)
 {
     mpr_self_pe = pe;
+    pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     pe->t_start = mp_wtime();
     mpr_sched_init(pe);
     mpr_comm_init(pe);
@@ -122,13 +123,12 @@ void mpr_pe_run(mpr_pe *pe)
     pe->in_main = false;
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
+    mpr_rts_fold(pe);
 }
 
 static void pe_free(mpr_pe *pe)
 {
     mpr_comm_fini(pe);
-    mpr_queue_free(&pe->queue[MP_SCHED_URGENT]);
-    mpr_queue_free(&pe->queue[MP_SCHED_FIFO]);
     mpr_objs_fini(pe);
     mpr_fiber_slabs_free(pe);
     mpr_counters_free(pe);

@@ -14,32 +14,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-void mpr_queue_grow(mpr_queue *q)
-{
-    uint32_t cap = q->buf ? (q->mask + 1) * 2 : 1024, n = q->tail - q->head;
-    mpr_fiber **buf = malloc(cap * sizeof *buf);
-    if (!buf)
-        mpr_fatal("out of memory growing a scheduler queue");
-    for (uint32_t i = 0; i < n; i++)
-        buf[i] = q->buf[(q->head + i) & q->mask];
-    free(q->buf);
-    q->buf = buf;
-    q->mask = cap - 1;
-    q->head = 0;
-    q->tail = n;
-}
-
-void mpr_queue_free(mpr_queue *q)
-{
-    free(q->buf);
-    q->buf = NULL;
-    q->mask = q->head = q->tail = 0;
-}
-
 void mpr_sched_init(mpr_pe *pe)
 {
-    mpr_queue_grow(&pe->queue[MP_SCHED_URGENT]);
-    mpr_queue_grow(&pe->queue[MP_SCHED_FIFO]);
+    mpr_queue_init(&pe->queue[MP_SCHED_URGENT]);
+    mpr_queue_init(&pe->queue[MP_SCHED_FIFO]);
     pe->nsched = MP_SCHED_PREEMPT + 1;
     pe->rr = 0;
     pe->until_flush = mpr_g.cfg.flush_fibers;
@@ -49,7 +27,7 @@ static void run(mpr_pe *pe, mpr_fiber *f);
 
 void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
 {
-    if (f->sched == MP_SCHED_PREEMPT) {
+    if (f->tag.sched == MP_SCHED_PREEMPT) {
         /* Runs at once in the enabling context; bounded so recursion cannot starve others. */
         if (pe->preempt_depth >= MPR_PREEMPT_DEPTH) {
             mpr_queue_push(&pe->queue[MP_SCHED_URGENT], f);
@@ -65,7 +43,7 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
         pe->cur_enabler = outer_enabler;
         return;
     }
-    mpr_custom_sched *s = &pe->custom[f->sched - (MP_SCHED_PREEMPT + 1)];
+    mpr_custom_sched *s = &pe->custom[f->tag.sched - (MP_SCHED_PREEMPT + 1)];
     s->held++;
     s->ops.deposit(s->state, f);
 }
@@ -76,6 +54,8 @@ static MPR_COLD void charge_latency(mpr_latency *l, uint64_t observed, uint64_t 
     l->critical_ns += critical;
 }
 
+/* Runs one fiber and does its accounting.  pe->current is left pointing at the finished
+ * fiber; the dispatch loop clears it once when it stops, not after every fiber. */
 static inline void run(mpr_pe *pe, mpr_fiber *f)
 {
     uint64_t observed = pe->c_total - f->idle_at_create, critical = 0;
@@ -83,27 +63,39 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
         critical = pe->c_total - pe->c_charged;
         pe->c_charged = pe->c_total;
     }
-    uint16_t enabler = f->enabler; /* a continuation may overwrite it while f runs */
+    unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
     pe->current = f;
     pe->cur_access = MP_ACCESS_UNCLASSIFIED;
-    pe->cur_enabler = enabler;
-    RTS_INC(&pe->rts, ThreadDisp, 1);
+    pe->cur_enabler = (uint16_t)enabler;
 
     f->fn(f->args);
 
+    /* ThreadDisp is the sum of these counts (mpr_rts_fold) */
     mpr_latency *l = &pe->latency[pe->cur_access][enabler];
     l->count++;
     if (MPR_UNLIKELY(observed))
         charge_latency(l, observed, critical);
-    if (MPR_UNLIKELY(f->reused))
-        f->reused = 0; /* the storage now belongs to the continuation */
+    if (MPR_UNLIKELY(f->tag.reused))
+        f->tag.reused = 0; /* the storage now belongs to the continuation */
     else
         mpr_fiber_release(pe, f);
-    pe->current = NULL;
+}
+
+void mpr_rts_fold(mpr_pe *pe)
+{
+    RTS_INC(&pe->rts, ThreadAlloc, pe->spawned);
+    RTS_INC(&pe->rts, ThreadEnable, pe->spawned);
+    pe->spawned = 0;
+    uint64_t dispatched = 0;
+    for (int a = 0; a < MPR_MAX_ACCESS; a++)
+        for (int e = 0; e < MPR_MAX_ACCESS; e++)
+            dispatched += pe->latency[a][e].count;
+    RTS_SET(&pe->rts, ThreadDisp, dispatched);
 }
 
 static mpr_fiber *select_round_robin(mpr_pe *pe)
 {
+    pe->current = NULL; /* custom select() is user code, outside any fiber */
     int n = pe->nsched - MP_SCHED_PREEMPT; /* FIFO plus the custom schedulers */
     for (int i = 0; i < n; i++) {
         int k = pe->rr;
@@ -128,6 +120,7 @@ static mpr_fiber *select_round_robin(mpr_pe *pe)
 /* Communication progress: forced flush and poll every K fibers (seed 003 section 3.3.3). */
 static MPR_COLD void periodic(mpr_pe *pe)
 {
+    pe->current = NULL;
     pe->until_flush = mpr_g.cfg.flush_fibers;
     mpr_flush_all(pe);
     mpr_poll(pe);
@@ -206,11 +199,13 @@ void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value)
         if (until) {
             while (until->value < value && dispatch_one(pe))
                 ;
+            pe->current = NULL;
             if (until->value >= value)
                 return;
         } else {
             while (dispatch_one(pe))
                 ;
+            pe->current = NULL;
         }
         mpr_flush_all(pe);
         if (mpr_poll(pe))
