@@ -20,7 +20,18 @@
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-_Static_assert(sizeof(mpr_record) % 16 == 0, "records keep arguments 16-byte aligned");
+_Static_assert(sizeof(mpr_record) == 16 && sizeof(mpr_record_payload) == 16,
+               "records keep arguments and payloads 16-byte aligned");
+_Static_assert(MP_FIBER_ARGS_MAX <= UINT16_MAX && MPR_MAX_ACCESS <= 256 &&
+                   MP_SCHED_PREEMPT + 1 + MPR_MAX_SCHED <= 256,
+               "record fields are wide enough");
+
+/* The caller has checked payload_size <= MAX_MESSAGE, so this cannot wrap. */
+static inline size_t record_size(size_t args_size, size_t payload_size)
+{
+    return sizeof(mpr_record) + align16(args_size) +
+           (payload_size ? sizeof(mpr_record_payload) + align16(payload_size) : 0);
+}
 
 /* small_bytes = 0 turns fast messages off (rather than making zero-byte invocations fast). */
 static inline bool is_small(size_t args_size, size_t payload_size)
@@ -143,17 +154,20 @@ static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t a
 {
     mpr_record *r = (mpr_record *)(b->data + b->len);
     r->total = (uint32_t)total;
-    r->args_size = (uint32_t)args_size;
-    r->payload_size = payload_size;
-    r->payload_dst = payload_dst;
+    r->args_size = (uint16_t)args_size;
+    r->sched = (uint8_t)sched;
+    r->access = (uint8_t)access;
     r->fn = mpr_fn_encode(fn);
-    r->sched = (int16_t)sched;
-    r->access = access;
     unsigned char *p = (unsigned char *)(r + 1);
+    if (payload_size) {
+        mpr_record_payload *h = (mpr_record_payload *)p;
+        h->size = payload_size;
+        h->dst = payload_dst;
+        p += sizeof *h;
+        memcpy(p + align16(args_size), payload, payload_size);
+    }
     if (args_size)
         memcpy(p, args, args_size);
-    if (payload_size)
-        memcpy(p + align16(args_size), payload, payload_size);
     b->len += total;
 }
 
@@ -197,7 +211,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     if (MPR_UNLIKELY(payload_size > MAX_MESSAGE))
         return mpr_misuse(MP_ERR_TOO_LARGE, "payload of %zu bytes exceeds the %zu-byte limit",
                           payload_size, (size_t)MAX_MESSAGE);
-    size_t total = sizeof(mpr_record) + align16(args_size) + align16(payload_size);
+    size_t total = record_size(args_size, payload_size);
     if (MPR_UNLIKELY(total > MAX_MESSAGE))
         return mpr_misuse(MP_ERR_TOO_LARGE, "message of %zu bytes exceeds the %zu-byte limit",
                           total, (size_t)MAX_MESSAGE);
@@ -246,7 +260,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     mpr_pe *pe = mpr_pe_self();
     if (MPR_UNLIKELY(!pe))
         return mpr_misuse(MP_ERR_BAD_STATE, "mp_invoke outside a running PE");
-    size_t total = sizeof(mpr_record) + align16(size);
+    size_t total = record_size(size, 0);
     mpr_msgbuf *b;
     if (MPR_UNLIKELY((unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
                      (size && !args) || size > MP_FIBER_ARGS_MAX ||
@@ -287,8 +301,11 @@ bool mpr_poll(mpr_pe *pe)
         while (off < b->len) {
             const mpr_record *r = (const mpr_record *)(b->data + off);
             const unsigned char *p = (const unsigned char *)(r + 1);
-            if (r->payload_size)
-                memcpy(r->payload_dst, p + align16(r->args_size), r->payload_size);
+            if (MPR_UNLIKELY(r->total != record_size(r->args_size, 0))) { /* has a payload */
+                const mpr_record_payload *h = (const mpr_record_payload *)p;
+                p += sizeof *h;
+                memcpy(h->dst, p + align16(r->args_size), h->size);
+            }
             mpr_fiber_spawn(pe, mpr_fn_decode(r->fn), p, r->args_size, (unsigned)r->sched,
                             r->access, true);
             off += r->total;

@@ -131,7 +131,7 @@ mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
     if (MPR_UNLIKELY(!f))
         return spawn_general(fn, args, size, sched);
     pe->free_slots[MPR_SLOT_SMALL] = f->next;
-    mpr_fiber_launch(pe, f, fn, (unsigned)sched, pe->cur_access, MPR_SLOT_SMALL);
+    mpr_fiber_launch(pe, f, fn, pe->spawn_tag | (unsigned)sched, (unsigned)sched);
     if (size)
         return copy_args(pe, f, args, size);
     return MP_SUCCESS;

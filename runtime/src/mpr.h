@@ -107,18 +107,23 @@ typedef struct {
 
 /* ---------------------------------------------------------------------------------- */
 /* Messages: a physical message carries records, each a fiber to create on arrival and
- * optionally a payload copied to a destination address first (bulk transfers).          */
+ * optionally a payload copied to a destination address first (bulk transfers).  A record is
+ * a 16-byte header, then (bulk only) a 16-byte payload header, then the arguments and the
+ * payload, each padded to 16 bytes.  The common invocation with a few words of arguments
+ * thus costs 32 bytes of message.                                                          */
 
 typedef struct {
-    uint32_t total;        /* record size including header, args and payload, 16-aligned */
-    uint32_t args_size;
-    uint64_t payload_size;
-    void *payload_dst;
-    uintptr_t fn;          /* offset from a reference symbol, so it survives ASLR (MPI) */
-    int16_t sched;
-    uint16_t access;       /* category of the invoking fiber: the enabler on arrival */
-    uint32_t pad_[3];      /* 48 bytes: arguments and payload start 16-byte aligned */
+    uint32_t total;     /* record size including headers, args and payload, 16-aligned */
+    uint16_t args_size; /* <= MP_FIBER_ARGS_MAX */
+    uint8_t sched;
+    uint8_t access;     /* category of the invoking fiber: the enabler on arrival */
+    uintptr_t fn;       /* offset from a reference symbol, so it survives ASLR (MPI) */
 } mpr_record;
+
+typedef struct {
+    uint64_t size;
+    void *dst;
+} mpr_record_payload; /* follows the header when the record carries a payload */
 
 typedef enum { MPR_BUF_POOLED = 0, MPR_BUF_OWNED = 1 } mpr_buf_kind;
 
@@ -190,6 +195,7 @@ typedef struct mpr_pe {
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
+    uint64_t spawn_tag;   /* tag of a small fiber the executing code spawns (sched 0) */
     /* Fibers created and enabled in one step (mp_spawn, arrivals).  Each counts in rts
      * ThreadAlloc and ThreadEnable; one add here instead of two, folded by mpr_rts_fold.
      * ThreadDisp is folded likewise from the latency table's counts. */
@@ -346,14 +352,23 @@ static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
         mpr_enable_slow(pe, f);
 }
 
+/* Declares the category of the executing code.  The tag its spawned fibers get is kept
+ * ready, which saves mp_spawn from assembling it. */
+static inline void mpr_access_set(mpr_pe *pe, unsigned access)
+{
+    pe->cur_access = (uint16_t)access;
+    pe->spawn_tag = mpr_tag_make(pe, 0, access, access, MPR_FIBER_ENABLED, MPR_SLOT_SMALL);
+}
+
 /* Creates and enables in one step a fiber whose storage was just taken from the free list:
- * the path of mp_spawn and of every arriving record.  The caller copies the arguments. */
-static inline void mpr_fiber_launch(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, unsigned sched,
-                                    unsigned access, mpr_slot_class slot)
+ * the path of mp_spawn and of every arriving record.  `tag` already holds `sched`; the
+ * caller copies the arguments. */
+static inline void mpr_fiber_launch(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, uint64_t tag,
+                                    unsigned sched)
 {
     f->fn = fn;
     f->idle_at_create = pe->c_total;
-    f->tag.word = mpr_tag_make(pe, sched, access, access, MPR_FIBER_ENABLED, slot);
+    f->tag.word = tag;
     pe->spawned++;
     if (MPR_LIKELY(sched <= MP_SCHED_FIFO))
         mpr_queue_push(&pe->queue[sched], f);
@@ -377,7 +392,9 @@ static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args,
             __builtin_memcpy(f->args, args, size);
         RTS_INC(&pe->rts, ThreadContext, size);
     }
-    mpr_fiber_launch(pe, f, fn, sched, access, cls); /* last: a preemptive fiber runs now */
+    /* last: a preemptive fiber runs now */
+    mpr_fiber_launch(pe, f, fn, mpr_tag_make(pe, sched, access, access, MPR_FIBER_ENABLED, cls),
+                     sched);
 }
 
 /* Folds the counts kept outside the rts record (spawned, dispatches) into it; idempotent.

@@ -113,6 +113,7 @@ void mpr_pe_run(mpr_pe *pe)
 {
     mpr_self_pe = pe;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
+    mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->t_start = mp_wtime();
     mpr_sched_init(pe);
     mpr_comm_init(pe);

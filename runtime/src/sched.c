@@ -39,7 +39,7 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
         run(pe, f);
         pe->preempt_depth--;
         pe->current = outer;
-        pe->cur_access = outer_access;
+        mpr_access_set(pe, outer_access);
         pe->cur_enabler = outer_enabler;
         return;
     }
@@ -65,7 +65,7 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     }
     unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
     pe->current = f;
-    pe->cur_access = MP_ACCESS_UNCLASSIFIED;
+    mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->cur_enabler = (uint16_t)enabler;
 
     f->fn(f->args);

@@ -51,7 +51,7 @@ void mp_access_declare(int id)
         mpr_misuse(MP_ERR_INVALID_ARG, "declaring unknown access category %d", id);
         return;
     }
-    pe->cur_access = (uint16_t)id;
+    mpr_access_set(pe, (unsigned)id);
 }
 
 const char *mpr_access_name(int id) { return access_names[id]; }
