@@ -16,6 +16,9 @@
 #include <string.h>
 
 #define SMALL_CAP 256
+#ifndef MPR_POLL_BUDGET
+#define MPR_POLL_BUDGET 64 /* fibers one poll creates at most (see mpr_poll) */
+#endif
 #define MAX_MESSAGE ((size_t)64 << 20)
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -33,10 +36,33 @@ static inline size_t record_size(size_t args_size, size_t payload_size)
            (payload_size ? sizeof(mpr_record_payload) + align16(payload_size) : 0);
 }
 
-/* small_bytes = 0 turns fast messages off (rather than making zero-byte invocations fast). */
-static inline bool is_small(size_t args_size, size_t payload_size)
+/* small_bytes = 0 turns fast messages off (rather than making zero-byte invocations fast):
+ * pe->small_below is small_bytes + 1, or 0 when they are off. */
+static inline bool is_small(const mpr_pe *pe, size_t args_size, size_t payload_size)
 {
-    return mpr_g.cfg.small_bytes && !payload_size && args_size <= mpr_g.cfg.small_bytes;
+    return !payload_size && args_size < pe->small_below;
+}
+
+/* Copies n <= 64 bytes with a few fixed-size moves (overlapping at the end) instead of a
+ * memcpy call: the aggregated invocation's fast path is a few dozen instructions. */
+static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    if (n >= 16) {
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            __builtin_memcpy(dst + i, src + i, 16);
+        if (i < n)
+            __builtin_memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        __builtin_memcpy(dst, src, 8);
+        __builtin_memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        __builtin_memcpy(dst, src, 4);
+        __builtin_memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
 }
 
 /* Function pointers travel as offsets from a symbol of the runtime, which stays valid across
@@ -58,6 +84,7 @@ void mpr_comm_init(mpr_pe *pe)
     if (!pe->agg)
         mpr_fatal("out of memory");
     pe->agg_cap = mpr_g.cfg.agg_bytes;
+    pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
     atomic_init(&pe->returned, NULL);
 }
 
@@ -79,6 +106,8 @@ void mpr_comm_fini(mpr_pe *pe)
     free_list(pe->free_small);
     free_list(pe->free_agg);
     free_list(atomic_exchange(&pe->returned, NULL));
+    free_list(pe->rx_pending); /* only after an abnormal end (hang, timeout) */
+    pe->rx_pending = NULL;
     pe->free_small = pe->free_agg = NULL;
 }
 
@@ -222,7 +251,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     RTS_INC(&pe->rts, RemoteOp, 1);
     uint16_t access = pe->cur_access;
 
-    if (is_small(args_size, payload_size)) {
+    if (is_small(pe, args_size, payload_size)) {
         /* small: a fast message of its own */
         agg_send_pending(pe, dst);
         mpr_msgbuf *b = buf_get(pe, total);
@@ -253,24 +282,47 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     return MP_SUCCESS;
 }
 
-/* Fast path of the common case: a medium invocation that fits the destination's open
- * aggregation buffer.  Everything else (and every error) goes through mpr_send_record. */
-mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
+/* Everything but mp_invoke's fast path, reached by a tail call so the fast path needs no
+ * stack frame. */
+static __attribute__((noinline)) mp_err invoke_general(int pe_id, mp_fiber_fn fn,
+                                                       const void *args, size_t size,
+                                                       mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
     if (MPR_UNLIKELY(!pe))
         return mpr_misuse(MP_ERR_BAD_STATE, "mp_invoke outside a running PE");
+    return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
+}
+
+static __attribute__((noinline)) mp_err invoke_filled(mpr_pe *pe, int dst)
+{
+    agg_send_pending(pe, dst);
+    return MP_SUCCESS;
+}
+
+/* Fast path of the common case: an invocation with a few words of arguments that fits the
+ * destination's open aggregation buffer. */
+mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
+{
+    mpr_pe *pe = mpr_pe_self();
     size_t total = record_size(size, 0);
     mpr_msgbuf *b;
-    if (MPR_UNLIKELY((unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
-                     (size && !args) || size > MP_FIBER_ARGS_MAX ||
-                     is_small(size, 0) || (unsigned)sched >= (unsigned)pe->nsched ||
-                     !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
-        return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
-    put_record(b, fn, args, size, sched, pe->cur_access, NULL, 0, NULL, total);
+    if (MPR_UNLIKELY(!pe || (unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
+                     (size && !args) || size > MPR_FIBER_SMALL_ARGS || is_small(pe, size, 0) ||
+                     (unsigned)sched >= (unsigned)pe->nsched || !(b = pe->agg[pe_id].buf) ||
+                     b->len + total > pe->agg_cap))
+        return invoke_general(pe_id, fn, args, size, sched);
+    mpr_record *r = (mpr_record *)(b->data + b->len);
+    r->total = (uint32_t)total;
+    r->args_size = (uint16_t)size;
+    r->sched = (uint8_t)sched;
+    r->access = (uint8_t)pe->cur_access;
+    r->fn = mpr_fn_encode(fn);
+    copy_small((unsigned char *)(r + 1), args, size);
+    b->len += total;
     RTS_INC(&pe->rts, RemoteOp, 1);
     if (MPR_UNLIKELY(b->len >= pe->agg_cap))
-        agg_send_pending(pe, pe_id);
+        return invoke_filled(pe, pe_id);
     return MP_SUCCESS;
 }
 
@@ -289,16 +341,25 @@ void mp_flush(void)
         mpr_flush_all(pe);
 }
 
-/* Turns every arrived record into an enabled fiber; returns whether anything arrived. */
+/* Turns arrived records into enabled fibers; returns whether anything arrived.  A poll makes
+ * at most MPR_POLL_BUDGET fibers and keeps the rest, down to the record, for the next one.
+ * The dispatch loop polls every K fibers, so a sender far ahead would otherwise grow the
+ * receiver's queues by a buffer per poll, and the fibers would spill out of cache long before
+ * they ran. */
 bool mpr_poll(mpr_pe *pe)
 {
-    mpr_msgbuf *b = mpr_machine_take(pe);
-    if (!b)
-        return false;
+    mpr_msgbuf *b = pe->rx_pending;
+    size_t off = pe->rx_off;
+    if (!b) {
+        if (!(b = mpr_machine_take(pe)))
+            return false;
+        off = 0;
+    }
+    unsigned made = 0;
     while (b) {
-        mpr_msgbuf *next = b->next;
-        size_t off = 0;
         while (off < b->len) {
+            if (made == MPR_POLL_BUDGET)
+                goto out;
             const mpr_record *r = (const mpr_record *)(b->data + off);
             const unsigned char *p = (const unsigned char *)(r + 1);
             if (MPR_UNLIKELY(r->total != record_size(r->args_size, 0))) { /* has a payload */
@@ -309,9 +370,15 @@ bool mpr_poll(mpr_pe *pe)
             mpr_fiber_spawn(pe, mpr_fn_decode(r->fn), p, r->args_size, (unsigned)r->sched,
                             r->access, true);
             off += r->total;
+            made++;
         }
+        mpr_msgbuf *next = b->next;
         mpr_machine_processed(pe, b);
         b = next;
+        off = 0;
     }
+out:
+    pe->rx_pending = b;
+    pe->rx_off = off;
     return true;
 }

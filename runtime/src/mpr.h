@@ -223,7 +223,10 @@ typedef struct mpr_pe {
     mpr_msgbuf *free_small;  /* pooled buffers of MPR_SMALL_CAP */
     mpr_msgbuf *free_agg;    /* pooled buffers of the aggregation capacity */
     size_t agg_cap;
+    size_t small_below;      /* arguments below this many bytes go as fast messages */
     _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */
+    mpr_msgbuf *rx_pending;  /* taken from the machine, not yet turned into fibers (FIFO) */
+    size_t rx_off;           /* offset of the next record in rx_pending */
 
     /* objects */
     mpr_obj *objs;
