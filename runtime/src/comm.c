@@ -207,7 +207,7 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
     if (payload_size)
         memmove(payload_dst, payload, payload_size);
     RTS_INC(&pe->rts, ByteCopy, payload_size + args_size);
-    mpr_fiber_spawn(pe, fn, args, args_size, (unsigned)sched, pe->cur_access, false);
+    mpr_fiber_spawn(pe, fn, args, args_size, (unsigned)sched, mpr_cur_access(pe), false);
 }
 
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
@@ -249,7 +249,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         return MP_SUCCESS;
     }
     RTS_INC(&pe->rts, RemoteOp, 1);
-    uint16_t access = pe->cur_access;
+    uint16_t access = mpr_cur_access(pe);
 
     if (is_small(pe, args_size, payload_size)) {
         /* small: a fast message of its own */
@@ -316,7 +316,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     r->total = (uint32_t)total;
     r->args_size = (uint16_t)size;
     r->sched = (uint8_t)sched;
-    r->access = (uint8_t)pe->cur_access;
+    r->access = (uint8_t)mpr_cur_access(pe);
     r->fn = mpr_fn_encode(fn);
     copy_small((unsigned char *)(r + 1), args, size);
     b->len += total;

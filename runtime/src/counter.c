@@ -93,7 +93,7 @@ static void wake_eligible(mpr_pe *pe, mpr_counter *c)
         mpr_fiber *f = ready;
         ready = f->next;
         if (f->tag.state == MPR_FIBER_CREATED) /* not enabled meanwhile by a preemptive fiber */
-            mpr_enable(pe, f, pe->cur_access);
+            mpr_enable(pe, f, mpr_cur_access(pe));
     }
 }
 
@@ -142,7 +142,7 @@ mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)
     if (f->tag.state != MPR_FIBER_CREATED || f->tag.pe != pe->id)
         return mpr_misuse(MP_ERR_BAD_STATE, "only a created fiber of this PE can wait");
     if (c->value >= value) {
-        mpr_enable(pe, f, pe->cur_access);
+        mpr_enable(pe, f, mpr_cur_access(pe));
         return MP_SUCCESS;
     }
     f->waiting_on = c;

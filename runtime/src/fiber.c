@@ -54,6 +54,18 @@ void mpr_fiber_slabs_free(mpr_pe *pe)
     pe->free_slots[0] = pe->free_slots[1] = NULL;
 }
 
+/* Fibers whose storage is in use (allocated, not yet dispatched): all slots but the free. */
+uint64_t mpr_fiber_live(const mpr_pe *pe)
+{
+    uint64_t slots = 0;
+    for (const slab *s = pe->slabs; s; s = s->next)
+        slots += SLAB_SLOTS;
+    for (int cls = 0; cls < 2; cls++)
+        for (const mpr_fiber *f = pe->free_slots[cls]; f; f = f->next)
+            slots--;
+    return slots;
+}
+
 static MPR_COLD mp_err check_create(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
                                     mp_sched_t sched)
 {
@@ -90,10 +102,9 @@ mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sch
     f->fn = fn;
     f->idle_at_create = pe->c_total;
     f->tag.word =
-        mpr_tag_make(pe, (unsigned)sched, pe->cur_access, 0, MPR_FIBER_CREATED, cls);
+        mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED, cls);
     if (size)
         memcpy(f->args, args, size);
-    RTS_INC(&pe->rts, ThreadAlloc, 1);
     RTS_INC(&pe->rts, ThreadContext, size);
     return f;
 }
@@ -104,7 +115,7 @@ static MPR_COLD mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t si
     mpr_pe *pe = mpr_pe_self();
     if (!create_ok(pe, fn, args, size, sched))
         return check_create(pe, fn, args, size, sched);
-    mpr_fiber_spawn(pe, fn, args, size, (unsigned)sched, pe->cur_access, false);
+    mpr_fiber_spawn(pe, fn, args, size, (unsigned)sched, mpr_cur_access(pe), false);
     return MP_SUCCESS;
 }
 
@@ -131,7 +142,7 @@ mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
     if (MPR_UNLIKELY(!f))
         return spawn_general(fn, args, size, sched);
     pe->free_slots[MPR_SLOT_SMALL] = f->next;
-    mpr_fiber_launch(pe, f, fn, pe->spawn_tag | (unsigned)sched, (unsigned)sched);
+    mpr_fiber_launch(pe, f, fn, pe->spawn_tag.word | (unsigned)sched, (unsigned)sched);
     if (size)
         return copy_args(pe, f, args, size);
     return MP_SUCCESS;
@@ -148,7 +159,7 @@ mp_err mp_fiber_enable(mp_fiber_t f)
     if (MPR_UNLIKELY(f->tag.state != MPR_FIBER_CREATED || f->waiting_on))
         return mpr_misuse(MP_ERR_BAD_STATE, "enabling a fiber that is %s",
                           f->waiting_on ? "waiting on a counter" : "not in the created state");
-    mpr_enable(pe, f, pe->cur_access);
+    mpr_enable(pe, f, mpr_cur_access(pe));
     return MP_SUCCESS;
 }
 
@@ -177,10 +188,9 @@ mp_fiber_t mp_continue(mp_fiber_fn fn, mp_sched_t sched)
      * (waiting_on is already NULL: the fiber is executing). */
     f->fn = fn;
     f->idle_at_create = pe->c_total;
-    f->tag.word = mpr_tag_make(pe, (unsigned)sched, pe->cur_access, 0, MPR_FIBER_CREATED,
+    f->tag.word = mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED,
                                (mpr_slot_class)f->tag.slot);
     f->tag.reused = 1;
-    RTS_INC(&pe->rts, ThreadAlloc, 1);
     return f;
 }
 

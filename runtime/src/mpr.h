@@ -195,11 +195,9 @@ typedef struct mpr_pe {
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
-    uint64_t spawn_tag;   /* tag of a small fiber the executing code spawns (sched 0) */
-    /* Fibers created and enabled in one step (mp_spawn, arrivals).  Each counts in rts
-     * ThreadAlloc and ThreadEnable; one add here instead of two, folded by mpr_rts_fold.
-     * ThreadDisp is folded likewise from the latency table's counts. */
-    uint64_t spawned;
+    /* Tag of a small fiber the executing code spawns (sched 0).  Its creator byte is the
+     * access category the executing code declared: see mpr_cur_access. */
+    mpr_fiber_tag spawn_tag;
 
     /* fiber storage */
     mpr_fiber *free_slots[2];
@@ -212,11 +210,10 @@ typedef struct mpr_pe {
     /* idle and latency accounting */
     uint64_t c_total;        /* idle ns so far */
     uint64_t c_charged;      /* idle ns already charged on the critical path */
-    uint16_t cur_access;     /* declared category of the executing fiber */
     uint16_t cur_enabler;
-    uint64_t cur_observed;
+    uint64_t cur_observed;   /* latency of the executing fiber, when it is not zero */
     uint64_t cur_critical;
-    mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS];
+    mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
     mpr_agg *agg;            /* per destination */
@@ -292,9 +289,9 @@ static inline mpr_fiber *mpr_slot_get(mpr_pe *pe, mpr_slot_class cls)
     pe->free_slots[cls] = f->next;
     return f;
 }
+/* The tag keeps its last state: a stale handle is still refused as "not created". */
 static inline void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f)
 {
-    f->tag.state = MPR_FIBER_FREE;
     f->next = pe->free_slots[f->tag.slot];
     pe->free_slots[f->tag.slot] = f;
 }
@@ -307,6 +304,7 @@ static inline uint64_t mpr_tag_make(const mpr_pe *pe, unsigned sched, unsigned c
            (uint64_t)state << 24 | (uint64_t)slot << 32;
 }
 void mpr_fiber_slabs_free(mpr_pe *pe);
+uint64_t mpr_fiber_live(const mpr_pe *pe);
 const char *mpr_fn_name(mp_fiber_fn fn, char *buf, size_t len);
 
 /* sched.c */
@@ -348,7 +346,6 @@ static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
 {
     f->tag.state = MPR_FIBER_ENABLED;
     f->tag.enabler = (uint8_t)enabler;
-    RTS_INC(&pe->rts, ThreadEnable, 1);
     if (MPR_LIKELY(f->tag.sched <= MP_SCHED_FIFO))
         mpr_queue_push(&pe->queue[f->tag.sched], f);
     else
@@ -359,9 +356,10 @@ static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
  * ready, which saves mp_spawn from assembling it. */
 static inline void mpr_access_set(mpr_pe *pe, unsigned access)
 {
-    pe->cur_access = (uint16_t)access;
-    pe->spawn_tag = mpr_tag_make(pe, 0, access, access, MPR_FIBER_ENABLED, MPR_SLOT_SMALL);
+    pe->spawn_tag.word = mpr_tag_make(pe, 0, access, access, MPR_FIBER_ENABLED, MPR_SLOT_SMALL);
 }
+
+static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.creator; }
 
 /* Creates and enables in one step a fiber whose storage was just taken from the free list:
  * the path of mp_spawn and of every arriving record.  `tag` already holds `sched`; the
@@ -372,7 +370,6 @@ static inline void mpr_fiber_launch(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, ui
     f->fn = fn;
     f->idle_at_create = pe->c_total;
     f->tag.word = tag;
-    pe->spawned++;
     if (MPR_LIKELY(sched <= MP_SCHED_FIFO))
         mpr_queue_push(&pe->queue[sched], f);
     else
@@ -400,8 +397,8 @@ static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args,
                      sched);
 }
 
-/* Folds the counts kept outside the rts record (spawned, dispatches) into it; idempotent.
- * Called before the record is read. */
+/* Sets the rts thread counts, which no hot path keeps (sched.c); called once the PE's
+ * schedule loop has ended, before the record is read. */
 void mpr_rts_fold(mpr_pe *pe);
 
 /* comm.c */

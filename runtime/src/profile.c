@@ -114,7 +114,7 @@ static void put_pe(FILE *f, mpr_pe *pe)
     int n = mpr_access_count();
     for (int a = 0; a < n; a++)
         for (int e = 0; e < n; e++) {
-            mpr_latency *l = &pe->latency[a][e];
+            mpr_latency *l = &pe->latency[e][a];
             if (!l->count)
                 continue;
             fprintf(f, "%s\n       {\"access\": ", first ? "" : ",");

@@ -34,13 +34,17 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
             return;
         }
         mpr_fiber *outer = pe->current;
-        uint16_t outer_access = pe->cur_access, outer_enabler = pe->cur_enabler;
+        mpr_fiber_tag outer_tag = pe->spawn_tag;
+        uint16_t outer_enabler = pe->cur_enabler;
+        uint64_t outer_observed = pe->cur_observed, outer_critical = pe->cur_critical;
         pe->preempt_depth++;
         run(pe, f);
         pe->preempt_depth--;
         pe->current = outer;
-        mpr_access_set(pe, outer_access);
+        pe->spawn_tag = outer_tag;
         pe->cur_enabler = outer_enabler;
+        pe->cur_observed = outer_observed;
+        pe->cur_critical = outer_critical;
         return;
     }
     mpr_custom_sched *s = &pe->custom[f->tag.sched - (MP_SCHED_PREEMPT + 1)];
@@ -48,49 +52,74 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
     s->ops.deposit(s->state, f);
 }
 
-static MPR_COLD void charge_latency(mpr_latency *l, uint64_t observed, uint64_t critical)
+/* The fiber about to run waited while the PE was idle: it takes that idle time as its observed
+ * latency and, if not yet charged to another fiber, as critical-path latency. */
+static MPR_COLD void latency_start(mpr_pe *pe, uint64_t observed)
 {
-    l->observed_ns += observed;
-    l->critical_ns += critical;
+    pe->cur_observed = observed;
+    pe->cur_critical = pe->c_total - pe->c_charged;
+    pe->c_charged = pe->c_total;
+}
+
+static MPR_COLD void latency_charge(mpr_pe *pe, mpr_latency *l)
+{
+    l->observed_ns += pe->cur_observed;
+    l->critical_ns += pe->cur_critical;
 }
 
 /* Runs one fiber and does its accounting.  pe->current is left pointing at the finished
  * fiber; the dispatch loop clears it once when it stops, not after every fiber. */
 static inline void run(mpr_pe *pe, mpr_fiber *f)
 {
-    uint64_t observed = pe->c_total - f->idle_at_create, critical = 0;
-    if (MPR_UNLIKELY(observed)) {
-        critical = pe->c_total - pe->c_charged;
-        pe->c_charged = pe->c_total;
-    }
+    bool waited = pe->c_total != f->idle_at_create;
+    if (MPR_UNLIKELY(waited))
+        latency_start(pe, pe->c_total - f->idle_at_create);
     unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
     pe->current = f;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->cur_enabler = (uint16_t)enabler;
+    mpr_latency *row = pe->latency[enabler]; /* indexed before the call: fewer steps after */
 
     f->fn(f->args);
 
-    /* ThreadDisp is the sum of these counts (mpr_rts_fold) */
-    mpr_latency *l = &pe->latency[pe->cur_access][enabler];
-    l->count++;
-    if (MPR_UNLIKELY(observed))
-        charge_latency(l, observed, critical);
+    mpr_latency *l = &row[mpr_cur_access(pe)];
+    l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
+    if (MPR_UNLIKELY(waited))
+        latency_charge(pe, l);
     if (MPR_UNLIKELY(f->tag.reused))
         f->tag.reused = 0; /* the storage now belongs to the continuation */
     else
         mpr_fiber_release(pe, f);
 }
 
+static uint64_t queue_length(const mpr_queue *q)
+{
+    uint64_t n = 0;
+    for (const mpr_fiber *f = q->head; f; f = f->next)
+        n++;
+    return n;
+}
+
+/* Every allocated fiber (continuations included) is either dispatched once or still holds its
+ * storage at the end, so the exact thread counts follow from the dispatch counts of the
+ * latency table, the free lists and the queues, and no hot path spends an add on them:
+ *   ThreadDisp   = dispatches
+ *   ThreadAlloc  = dispatches + slots in use (created, waiting or enabled)
+ *   ThreadEnable = dispatches + slots enabled and not yet dispatched */
 void mpr_rts_fold(mpr_pe *pe)
 {
-    RTS_INC(&pe->rts, ThreadAlloc, pe->spawned);
-    RTS_INC(&pe->rts, ThreadEnable, pe->spawned);
-    pe->spawned = 0;
     uint64_t dispatched = 0;
-    for (int a = 0; a < MPR_MAX_ACCESS; a++)
-        for (int e = 0; e < MPR_MAX_ACCESS; e++)
-            dispatched += pe->latency[a][e].count;
+    for (int e = 0; e < MPR_MAX_ACCESS; e++)
+        for (int a = 0; a < MPR_MAX_ACCESS; a++)
+            dispatched += pe->latency[e][a].count;
+    uint64_t live = mpr_fiber_live(pe);
+    uint64_t enabled = queue_length(&pe->queue[MP_SCHED_URGENT]) +
+                       queue_length(&pe->queue[MP_SCHED_FIFO]);
+    for (int k = 0; k < pe->nsched - (MP_SCHED_PREEMPT + 1); k++)
+        enabled += pe->custom[k].held;
     RTS_SET(&pe->rts, ThreadDisp, dispatched);
+    RTS_SET(&pe->rts, ThreadAlloc, dispatched + live);
+    RTS_SET(&pe->rts, ThreadEnable, dispatched + enabled);
 }
 
 static mpr_fiber *select_round_robin(mpr_pe *pe)
