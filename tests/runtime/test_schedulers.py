@@ -16,6 +16,11 @@ def test_urgent_fifo_and_preemptive_order(rt):
     assert run.pe_stats(0)["Sched"] == 0
 
 
+def test_block_until_inside_a_fifo_batch_keeps_the_rest_in_order(rt):
+    # pe_main resumes right after b; c and d, queued before it resumed, still run before e
+    assert order_of(rt.run("schedulers", "block")) == "abMcde"
+
+
 @pytest.mark.parametrize(
     "scenario, expected",
     [("lifo", "54321"), ("prio", "9654321"), ("rr", "uaAbBcC")],

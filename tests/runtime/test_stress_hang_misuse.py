@@ -48,6 +48,10 @@ def test_hang_fiber_waiting_on_a_counter_nobody_increments(rt):
     assert re.search(r"PE 1: fiber hang_stuck_waiter \(created by hang:setup\) waits on "
                      r"counter 0x[0-9a-f]+ for value 5, counter is 2", run.stderr), run.stderr
     assert "mp_main returned 2" in run.stdout
+    # thread counts at the end include fibers that never ran: PE 1 dispatched its setup fiber
+    # and still holds the waiter, created but never enabled
+    stats = run.pe_stats(1)
+    assert (stats["ThreadAlloc"], stats["ThreadEnable"], stats["ThreadDisp"]) == (2, 1, 1)
 
 
 def test_hang_pe_main_blocked_in_block_until(rt):
@@ -60,6 +64,8 @@ def test_hang_pe_main_blocked_in_block_until(rt):
 def test_hang_fiber_held_by_a_custom_scheduler(rt):
     run = hang(rt, "held")
     assert "PE 0: 1 enabled fibers held by scheduler never" in run.stderr
+    stats = run.pe_stats(0)  # enabled, held, never dispatched
+    assert (stats["ThreadAlloc"], stats["ThreadEnable"], stats["ThreadDisp"]) == (1, 1, 0)
 
 
 MISUSE = {

@@ -141,6 +141,30 @@ static void custom_main(const char *which)
     }
 }
 
+/* ---- mp_block_until in the middle of a FIFO batch ---------------------------------------- */
+static mp_counter_t block_counter;
+static void bump_tag(void *p)
+{
+    tag(p);
+    mp_counter_add(block_counter, 1);
+}
+
+/* pe_main blocks until b has run: c and d, queued behind b, must not run before pe_main
+ * resumes, and must still run before e, which pe_main queues after it resumes. */
+static void block_main(void)
+{
+    order[0] = 0;
+    block_counter = mp_counter_new(0);
+    spawn_tag('a', MP_SCHED_FIFO);
+    char b = 'b';
+    CHECK_OK(mp_spawn(bump_tag, &b, 1, MP_SCHED_FIFO));
+    spawn_tag('c', MP_SCHED_FIFO);
+    spawn_tag('d', MP_SCHED_FIFO);
+    CHECK_OK(mp_block_until(block_counter, 1));
+    logc('M');
+    spawn_tag('e', MP_SCHED_FIFO);
+}
+
 static const char *scenario;
 
 static void pe_main(int argc, char **argv)
@@ -148,6 +172,8 @@ static void pe_main(int argc, char **argv)
     (void)argc, (void)argv;
     if (strcmp(scenario, "builtin") == 0)
         builtin_main();
+    else if (strcmp(scenario, "block") == 0)
+        block_main();
     else
         custom_main(scenario);
 }
