@@ -171,8 +171,8 @@ static void counter_main(int argc, char **argv)
 static long remote_n;
 static size_t remote_size;
 static double remote_seconds;
-static mp_counter_t acked;     /* on PE 0: arrivals PE 1 has acknowledged */
-static long received;          /* on PE 1 */
+static mp_counter_t acked; /* on PE 0: arrivals PE 1 has acknowledged */
+static long received;      /* on PE 1 */
 static double recv_t0;
 
 typedef struct {

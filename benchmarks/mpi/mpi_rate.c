@@ -77,7 +77,7 @@ typedef struct {
 } inv;
 
 static _Thread_local long received; /* per PE (shm: per thread) */
-static double seconds;                 /* written by PE 0 only */
+static double seconds;              /* written by PE 0 only */
 
 static void arrive(void *p)
 {

@@ -79,9 +79,9 @@ typedef struct {
     bool has_in, has_out;
     unsigned char *buf; /* N items */
     unsigned char *item;
-    uint64_t next_in;   /* index of the next item expected on the in-edge */
-    uint64_t units;     /* units of computation performed */
-    uint64_t items;     /* items processed */
+    uint64_t next_in; /* index of the next item expected on the in-edge */
+    uint64_t units;   /* units of computation performed */
+    uint64_t items;   /* items processed */
 } pe_state;
 
 static _Thread_local pe_state S;
@@ -136,12 +136,12 @@ static void issue_produce(uint64_t start, uint64_t count, mp_counter_t done)
 /* consume: the thread of every node (the root's has no input) */
 enum { PH_RECV = 0, PH_PRODUCE = 1 };
 typedef struct {
-    uint64_t processed;  /* items of completed iterations */
+    uint64_t processed; /* items of completed iterations */
     uint64_t batch, got;
     int phase;
-    mp_counter_t arrived;     /* eg_wait */
-    mp_counter_t produced;    /* produce operations completed */
-    uint64_t issued;          /* produce operations issued */
+    mp_counter_t arrived;  /* eg_wait */
+    mp_counter_t produced; /* produce operations completed */
+    uint64_t issued;       /* produce operations issued */
 } consume_args;
 
 static void consume(void *p)
@@ -160,8 +160,7 @@ static void consume(void *p)
                     if (prm.elt >= sizeof idx && idx != S.next_in &&
                         !atomic_exchange(&failed_any, 1)) {
                         fprintf(stderr, "pipe: PE %d: item %llu arrived, expected %llu\n",
-                                mp_mype(), (unsigned long long)idx,
-                                (unsigned long long)S.next_in);
+                                mp_mype(), (unsigned long long)idx, (unsigned long long)S.next_in);
                     }
                     S.next_in++;
                 }

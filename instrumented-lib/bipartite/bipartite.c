@@ -34,7 +34,7 @@ typedef struct {
     size_t n, ncap;
     uint8_t *color;
     unsigned char *states;
-    size_t *ebeg;          /* CSR: edges of node i are edges[ebeg[i] .. ebeg[i+1]) */
+    size_t *ebeg; /* CSR: edges of node i are edges[ebeg[i] .. ebeg[i+1]) */
     bg_edge *edges;
     size_t ncolor[2];
     pending_edge *pend;
@@ -50,9 +50,9 @@ typedef struct {
     size_t *soff;                /* offset of q's lists in sidx[c] */
     uint32_t *ridx[2], *rcnt[2]; /* receive: my ghost indices owned by q, by colour */
     size_t *roff;
-    void **raddr;                /* q's receive buffer for my states */
-    unsigned char **recvbuf;     /* my receive buffer for q's states */
-    unsigned char **landing;     /* finalize: q's answer lands here */
+    void **raddr;            /* q's receive buffer for my states */
+    unsigned char **recvbuf; /* my receive buffer for q's states */
+    unsigned char **landing; /* finalize: q's answer lands here */
     unsigned char *packbuf;
     /* progress */
     bool finalized, building;
@@ -138,8 +138,8 @@ bg_node_id bg_add_node(bg_t g, bg_color color, const void *state)
 mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight)
 {
     bg_part *p = part_of(g);
-    if (!p->building || BG_OWNER(dst) != p->me || BG_INDEX(dst) >= p->n ||
-        BG_OWNER(src) < 0 || BG_OWNER(src) >= p->npes)
+    if (!p->building || BG_OWNER(dst) != p->me || BG_INDEX(dst) >= p->n || BG_OWNER(src) < 0 ||
+        BG_OWNER(src) >= p->npes)
         return MP_ERR_INVALID_ARG;
     if (BG_OWNER(src) == p->me &&
         (BG_INDEX(src) >= p->n || p->color[BG_INDEX(src)] == p->color[BG_INDEX(dst)]))
@@ -180,9 +180,9 @@ typedef struct {
     bg_t g;
     int from;
     uint32_t count;
-    const bg_node_id *ids; /* on `from` */
-    void *landing;         /* on `from` */
-    void *recvbuf;         /* on `from` */
+    const bg_node_id *ids;  /* on `from` */
+    void *landing;          /* on `from` */
+    void *recvbuf;          /* on `from` */
     mp_counter_t read_done; /* on the serving PE, once the ids are read */
     bg_node_id *idbuf;
 } sub_msg;
@@ -197,10 +197,7 @@ static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 static void finish_build(bg_part *p);
 
-static void fin_step(bg_part *p)
-{
-    mp_counter_add(p->fin, 1);
-}
+static void fin_step(bg_part *p) { mp_counter_add(p->fin, 1); }
 
 typedef struct {
     mp_counter_t c;
@@ -246,8 +243,7 @@ static void bg_sub_read(void *args)
         int c = p->color[idx];
         p->sidx[c][off + p->scnt[c][q]++] = idx;
         ans[i] = (uint8_t)c;
-        memcpy(ans + align16(m->count) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss,
-               p->ss);
+        memcpy(ans + align16(m->count) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss, p->ss);
     }
     if (m->read_done)
         mp_counter_free(m->read_done);
@@ -278,8 +274,8 @@ static void bg_sub_arrive(void *args)
     m->idbuf = xcalloc(m->count, sizeof *m->idbuf);
     m->read_done = mp_counter_new(0);
     BIPARTITE_INC(p->st, NMsg, 1); /* the read request */
-    mp_status s = mp_bulk_read(m->from, m->ids, m->idbuf, m->count * sizeof *m->idbuf,
-                               m->read_done);
+    mp_status s =
+        mp_bulk_read(m->from, m->ids, m->idbuf, m->count * sizeof *m->idbuf, m->read_done);
     if (s == MP_FAIL)
         die("bulk read failed");
     mp_counter_wait(m->read_done, 1, mp_continue(bg_sub_read, MP_SCHED_FIFO));
@@ -441,8 +437,8 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
         if (q == p->me)
             continue;
         size_t cnt = p->gbeg[q + 1] - p->gbeg[q];
-        sub_msg m = {g, p->me, (uint32_t)cnt, p->gid + p->gbeg[q], p->landing[q],
-                     p->recvbuf[q], NULL, NULL};
+        sub_msg m = {g,    p->me, (uint32_t)cnt, p->gid + p->gbeg[q], p->landing[q], p->recvbuf[q],
+                     NULL, NULL};
         BIPARTITE_INC(p->st, NMsg, 1);
         mp_invoke(q, bg_sub_arrive, &m, sizeof m, MP_SCHED_FIFO);
     }
@@ -518,8 +514,8 @@ mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done)
         BIPARTITE_INC(p->st, NMsg, 1);
         BIPARTITE_INC(p->st, Bytes, (uint64_t)cnt * p->ss);
         p->sent_target++;
-        if (mp_bulk_store(q, p->raddr[q], p->packbuf, (size_t)cnt * p->ss, p->sent,
-                          bg_val_arrive, &h, sizeof h) == MP_FAIL)
+        if (mp_bulk_store(q, p->raddr[q], p->packbuf, (size_t)cnt * p->ss, p->sent, bg_val_arrive,
+                          &h, sizeof h) == MP_FAIL)
             die("bulk store failed");
         /* the pack buffer is reused for the next peer: wait until the runtime let go */
         if (mp_counter_value(p->sent) < p->sent_target)

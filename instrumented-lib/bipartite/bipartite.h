@@ -75,8 +75,8 @@ typedef void (*bg_update_fn)(bg_t g, bg_node *node, void *ctx);
 mp_status bg_update(bg_t g, bg_color c, bg_update_fn fn, void *ctx, mp_counter_t done);
 
 /* Local access. */
-void *bg_state(bg_t g, bg_node_id local);      /* a local node's state, NULL if not local */
-const void *bg_read(bg_t g, bg_node_id id);    /* local node or ghost, NULL if neither */
+void *bg_state(bg_t g, bg_node_id local);   /* a local node's state, NULL if not local */
+const void *bg_read(bg_t g, bg_node_id id); /* local node or ghost, NULL if neither */
 size_t bg_local_count(bg_t g, bg_color c);
 size_t bg_ghost_count(bg_t g);
 

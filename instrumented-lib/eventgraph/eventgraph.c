@@ -47,9 +47,9 @@ typedef struct pend {
 } pend;
 
 typedef struct {
-    uint32_t src;    /* source node */
+    uint32_t src; /* source node */
     int dst_pe;
-    uint32_t first;  /* its edges: grp_edges[first .. first + n) */
+    uint32_t first; /* its edges: grp_edges[first .. first + n) */
     uint32_t n;
 } group_t;
 
@@ -58,19 +58,19 @@ typedef struct { /* sender side of a group (on the source node's PE) */
     mp_counter_t released; /* value: elements released by the receiver so far */
 } snd_t;
 
-typedef struct { /* receiver side of a group (on the destination PE) */
-    unsigned char *ring;   /* capacity slots of elt_size bytes; element seq in slot seq % F */
+typedef struct {         /* receiver side of a group (on the destination PE) */
+    unsigned char *ring; /* capacity slots of elt_size bytes; element seq in slot seq % F */
     uint8_t *present;
-    uint64_t head;         /* elements [base, head) have arrived, in order */
-    uint64_t base;         /* elements below base were removed by every edge of the group */
-    uint64_t held;         /* space freed while frozen, returned on unfreeze */
+    uint64_t head; /* elements [base, head) have arrived, in order */
+    uint64_t base; /* elements below base were removed by every edge of the group */
+    uint64_t held; /* space freed while frozen, returned on unfreeze */
 } rcv_t;
 
-typedef struct { /* a node on this PE */
-    pend *ph, *pt;         /* suspended sends, oldest first */
+typedef struct {   /* a node on this PE */
+    pend *ph, *pt; /* suspended sends, oldest first */
     size_t npend;
-    bool enq_active;       /* an ENQ fiber serves the suspended sends */
-    bool waiting;          /* a DEQ fiber waits for the next wake-up */
+    bool enq_active; /* an ENQ fiber serves the suspended sends */
+    bool waiting;    /* a DEQ fiber waits for the next wake-up */
     mp_counter_t wake;
 } lnode_t;
 
@@ -90,12 +90,12 @@ struct eg_graph {
     group_t *groups;
     uint32_t *grp_edges;
     uint32_t *edge_group;
-    uint64_t *edge_read;          /* read cursor of each in-edge (meaningful on the sink PE) */
+    uint64_t *edge_read; /* read cursor of each in-edge (meaningful on the sink PE) */
     snd_t *snd;
     rcv_t *rcv;
     lnode_t *nodes;
-    uint64_t *owed;               /* completions owed to each PE */
-    mp_counter_t fz;              /* steps of freeze */
+    uint64_t *owed;  /* completions owed to each PE */
+    mp_counter_t fz; /* steps of freeze */
     uint64_t fz_target;
     graph_stats_t *st;
     struct eg_graph *reg_next;
@@ -143,7 +143,8 @@ static eg_graph *lookup(mp_obj_t id)
     eg_graph *g = mp_obj_local(id);
     if (!g)
         die("a message arrived for a graph this PE has not created (create it on every PE "
-            "before sending); object", id);
+            "before sending); object",
+            id);
     return g;
 }
 

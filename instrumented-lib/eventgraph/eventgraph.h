@@ -50,8 +50,8 @@ typedef struct {
     uint32_t nnodes;
     const eg_edge_def *edges; /* edge i is edges[i]; identical on every PE */
     uint32_t nedges;
-    size_t elt_size;          /* bytes per element, 1..EG_ELT_MAX */
-    uint32_t capacity;        /* elements per edge, >= 1 */
+    size_t elt_size;           /* bytes per element, 1..EG_ELT_MAX */
+    uint32_t capacity;         /* elements per edge, >= 1 */
     eg_partition_fn partition; /* NULL: node % npes */
     void *partition_ctx;
     eg_wake_mode wake;
@@ -63,8 +63,8 @@ typedef struct {
  * snapshot object and this PE's statistics record (module "graph", id = the object id). */
 mp_err eg_graph_create(const eg_config *cfg, eg_graph **out);
 
-mp_obj_t eg_graph_id(const eg_graph *g);      /* the distributed object's id */
-eg_graph *eg_graph_local(mp_obj_t id);        /* this PE's partition of graph `id` */
+mp_obj_t eg_graph_id(const eg_graph *g); /* the distributed object's id */
+eg_graph *eg_graph_local(mp_obj_t id);   /* this PE's partition of graph `id` */
 int eg_node_pe(const eg_graph *g, uint32_t node);
 size_t eg_elt_size(const eg_graph *g);
 uint32_t eg_capacity(const eg_graph *g);
@@ -83,8 +83,8 @@ const uint32_t *eg_out_edges(const eg_graph *g, uint32_t node, uint32_t *n);
 mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done);
 
 /* Receiver side (on the sink node's PE).  Elements of an edge are seen in sending order. */
-size_t eg_count(eg_graph *g, uint32_t edge);                      /* elements present */
-const void *eg_examine(eg_graph *g, uint32_t edge, size_t i);    /* i-th present, or NULL */
+size_t eg_count(eg_graph *g, uint32_t edge);                  /* elements present */
+const void *eg_examine(eg_graph *g, uint32_t edge, size_t i); /* i-th present, or NULL */
 /* Removes up to `max` elements in order, copying them to dst (if not NULL); returns how
  * many.  Removal releases their space to the sender. */
 size_t eg_remove(eg_graph *g, uint32_t edge, void *dst, size_t max);

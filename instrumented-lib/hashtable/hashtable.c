@@ -340,7 +340,8 @@ static mp_status start(ht_t h, int op, const void *key, const void *value, int *
                        void *value_out, mp_counter_t done, bool acked)
 {
     ht_part *p = mp_obj_local(h);
-    if (!p || !p->bins || !key || (acked && !done) || (op == OP_INSERT && p->o.value_size && !value))
+    if (!p || !p->bins || !key || (acked && !done) ||
+        (op == OP_INSERT && p->o.value_size && !value))
         return MP_FAIL;
     unsigned char buf[sizeof(ht_req) + HT_MAX_ITEM];
     ht_req *q = (ht_req *)buf;

@@ -78,8 +78,7 @@ static ts_part *part_of(ts_t ts)
 {
     ts_part *p = mp_obj_local(ts);
     if (!p) {
-        fprintf(stderr, "taskstealer: object %u is not a task stealer on PE %d\n", ts,
-                mp_mype());
+        fprintf(stderr, "taskstealer: object %u is not a task stealer on PE %d\n", ts, mp_mype());
         abort();
     }
     return p;
@@ -122,10 +121,7 @@ int ts_topology_parse(const char *name)
     return -1;
 }
 
-const char *ts_topology_name(ts_topology t)
-{
-    return (unsigned)t < 4 ? topo_names[t] : "unknown";
-}
+const char *ts_topology_name(ts_topology t) { return (unsigned)t < 4 ? topo_names[t] : "unknown"; }
 
 static void add_nbr(ts_part *p, int q)
 {
@@ -442,8 +438,8 @@ static void ts_steal_serve(void *args)
     TASKSTEALER_INC(p->st, NMsg, 1);
     TASKSTEALER_INC(p->st, NMigrate, count);
     TASKSTEALER_INC(p->st, Bytes, count * p->o.task_size);
-    mp_status s = mp_bulk_store(q->from, q->buf, buf, count * p->wire_size, c, ts_steal_arrive,
-                                &r, sizeof r);
+    mp_status s =
+        mp_bulk_store(q->from, q->buf, buf, count * p->wire_size, c, ts_steal_arrive, &r, sizeof r);
     if (s == MP_FAIL) {
         fprintf(stderr, "taskstealer: bulk store to PE %d failed\n", q->from);
         abort();
@@ -517,8 +513,7 @@ mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
     if (mp_snapshot_query(p->snap) == MP_WAIT) {
         /* parked until the round ends; urgent, so that it leaves before the next round can
          * start (rounds run back to back while PEs are hungry) */
-        mp_fiber_t f =
-            mp_fiber_create(ts_add_send, m, sizeof *m + p->o.task_size, MP_SCHED_URGENT);
+        mp_fiber_t f = mp_fiber_create(ts_add_send, m, sizeof *m + p->o.task_size, MP_SCHED_URGENT);
         if (!f || mp_snapshot_suspend(p->snap, f) != MP_SUCCESS)
             return MP_FAIL;
         return MP_WAIT;
@@ -647,8 +642,7 @@ static void ts_round_barrier_done(void *args)
     /* every migration started before the freeze has landed everywhere: count the work */
     double busy = (double)(p->n + p->in_progress + p->pending);
     p->round_target++;
-    mp_counter_wait(p->round_ctr, p->round_target,
-                    mp_continue(ts_round_reduced, MP_SCHED_URGENT));
+    mp_counter_wait(p->round_ctr, p->round_target, mp_continue(ts_round_reduced, MP_SCHED_URGENT));
     mp_obj_reduce(p->id, MP_REDUCE_SUM, busy, &p->busy_sum, p->round_ctr);
 }
 

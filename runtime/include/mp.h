@@ -37,8 +37,8 @@ typedef enum {
     MP_ERR_NOT_IN_FIBER = 6,    /* call needs an executing fiber */
     MP_ERR_IN_FIBER = 7,        /* blocking call made from inside a fiber */
     MP_ERR_NO_MEMORY = 8,
-    MP_ERR_LIMIT = 9,           /* too many schedulers, access categories, objects ... */
-    MP_ERR_BACKEND = 10         /* the machine layer failed */
+    MP_ERR_LIMIT = 9,   /* too many schedulers, access categories, objects ... */
+    MP_ERR_BACKEND = 10 /* the machine layer failed */
 } mp_err;
 
 const char *mp_strerror(mp_err err);
@@ -83,8 +83,8 @@ void mp_config_init(mp_config *cfg);
 typedef void (*mp_pe_main_fn)(int argc, char **argv);
 int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv);
 
-int mp_mype(void);  /* this PE's number */
-int mp_npes(void);  /* P */
+int mp_mype(void);     /* this PE's number */
+int mp_npes(void);     /* P */
 double mp_wtime(void); /* seconds on a monotonic clock */
 
 /* Records a program parameter (e.g. PIPE's M, N, T) in the run profile's "params". */
@@ -94,7 +94,7 @@ void mp_param(const char *name, double value);
 /* Fibers                                                                                 */
 
 typedef struct mpr_fiber *mp_fiber_t; /* handle; NULL is "no fiber" */
-typedef int mp_sched_t;              /* scheduler id; identical on every PE */
+typedef int mp_sched_t;               /* scheduler id; identical on every PE */
 typedef void (*mp_fiber_fn)(void *args);
 
 /* Built-in schedulers.  The top level always drains URGENT first, then round-robins over
@@ -118,7 +118,7 @@ mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
  * executing fiber may update its arguments before it returns to pass state on. */
 mp_fiber_t mp_continue(mp_fiber_fn fn, mp_sched_t sched);
 
-mp_fiber_t mp_self(void);         /* the executing fiber, NULL outside fibers */
+mp_fiber_t mp_self(void);          /* the executing fiber, NULL outside fibers */
 void *mp_fiber_args(mp_fiber_t f); /* its argument block */
 
 /* ------------------------------------------------------------------------------------ */
@@ -178,16 +178,15 @@ typedef struct {
     int from;
     unsigned char user[]; /* the `user` bytes passed to mp_bulk_store */
 } mp_store_arrival;
-mp_status mp_bulk_store(int pe, void *remote_dst, const void *src, size_t n,
-                        mp_counter_t src_free, mp_fiber_fn on_arrival, const void *user,
-                        size_t user_size);
+mp_status mp_bulk_store(int pe, void *remote_dst, const void *src, size_t n, mp_counter_t src_free,
+                        mp_fiber_fn on_arrival, const void *user, size_t user_size);
 
 /* ------------------------------------------------------------------------------------ */
 /* Distributed object manager: one partition per PE, collective creation                  */
 
 typedef uint32_t mp_obj_t;
-#define MP_OBJ_RTS ((mp_obj_t)0)      /* the runtime itself */
-#define MP_OBJ_USER_FIRST ((mp_obj_t)1)  /* ids below this are reserved */
+#define MP_OBJ_RTS ((mp_obj_t)0)              /* the runtime itself */
+#define MP_OBJ_USER_FIRST ((mp_obj_t)1)       /* ids below this are reserved */
 #define MP_OBJ_DYNAMIC_FIRST ((mp_obj_t)1024) /* ids below are for direct allocation */
 
 /* Collective: every PE calls it in the same order and gets the same id. */
@@ -199,8 +198,7 @@ void *mp_obj_local(mp_obj_t id);
 typedef enum { MP_REDUCE_SUM, MP_REDUCE_MIN, MP_REDUCE_MAX } mp_reduce_op;
 /* Split-phase, per object; several objects may have global operations in flight at once. */
 mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done);
-mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out,
-                        mp_counter_t done);
+mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done);
 
 /* ------------------------------------------------------------------------------------ */
 /* Snapshot data structure (seed 003 section 3.4.2)                                        */

@@ -84,8 +84,7 @@ mp_status mp_bulk_write(int pe_id, void *remote_dst, const void *src, size_t n, 
     if (pe_id == pe->id)
         return local_copy(pe, remote_dst, src, n, done);
     write_ack a = {done, pe->id};
-    return mpr_send_record(pe, pe_id, ack_write, &a, sizeof a, MP_SCHED_URGENT, src, n,
-                           remote_dst)
+    return mpr_send_record(pe, pe_id, ack_write, &a, sizeof a, MP_SCHED_URGENT, src, n, remote_dst)
                ? MP_FAIL
                : MP_WAIT;
 }
@@ -110,8 +109,7 @@ mp_status mp_bulk_store(int pe_id, void *remote_dst, const void *src, size_t n,
     if (user_size)
         memcpy(a->user, user, user_size);
     /* The bytes are copied into the message before this returns, so the source is free. */
-    if (mpr_send_record(pe, pe_id, on_arrival, args, args_size, MP_SCHED_FIFO, src, n,
-                        remote_dst))
+    if (mpr_send_record(pe, pe_id, on_arrival, args, args_size, MP_SCHED_FIFO, src, n, remote_dst))
         return MP_FAIL;
     if (src_free)
         mp_counter_add(src_free, 1);

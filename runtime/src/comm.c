@@ -67,14 +67,8 @@ static inline void copy_small(unsigned char *dst, const unsigned char *src, size
 
 /* Function pointers travel as offsets from a symbol of the runtime, which stays valid across
  * processes of the same executable even with address-space randomisation. */
-uintptr_t mpr_fn_encode(mp_fiber_fn fn)
-{
-    return (uintptr_t)fn - (uintptr_t)&mpr_fn_encode;
-}
-mp_fiber_fn mpr_fn_decode(uintptr_t off)
-{
-    return (mp_fiber_fn)(off + (uintptr_t)&mpr_fn_encode);
-}
+uintptr_t mpr_fn_encode(mp_fiber_fn fn) { return (uintptr_t)fn - (uintptr_t)&mpr_fn_encode; }
+mp_fiber_fn mpr_fn_decode(uintptr_t off) { return (mp_fiber_fn)(off + (uintptr_t)&mpr_fn_encode); }
 
 size_t mp_max_message(void) { return MAX_MESSAGE; }
 
@@ -178,8 +172,8 @@ static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
 }
 
 static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t args_size,
-                       mp_sched_t sched, uint16_t access, const void *payload,
-                       size_t payload_size, void *payload_dst, size_t total)
+                       mp_sched_t sched, uint16_t access, const void *payload, size_t payload_size,
+                       void *payload_dst, size_t total)
 {
     mpr_record *r = (mpr_record *)(b->data + b->len);
     r->total = (uint32_t)total;
@@ -267,8 +261,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
             agg_send_pending(pe, dst);
         if (!a->buf)
             a->buf = buf_get(pe, pe->agg_cap);
-        put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size,
-                   payload_dst, total);
+        put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size, payload_dst,
+                   total);
         if (a->buf->len >= pe->agg_cap)
             agg_send_pending(pe, dst);
         return MP_SUCCESS;
@@ -284,9 +278,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
 
 /* Everything but mp_invoke's fast path, reached by a tail call so the fast path needs no
  * stack frame. */
-static __attribute__((noinline)) mp_err invoke_general(int pe_id, mp_fiber_fn fn,
-                                                       const void *args, size_t size,
-                                                       mp_sched_t sched)
+static __attribute__((noinline)) mp_err invoke_general(int pe_id, mp_fiber_fn fn, const void *args,
+                                                       size_t size, mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
     if (MPR_UNLIKELY(!pe))

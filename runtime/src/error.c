@@ -8,17 +8,28 @@
 const char *mp_strerror(mp_err err)
 {
     switch (err) {
-    case MP_SUCCESS: return "success";
-    case MP_ERR_INVALID_ARG: return "invalid argument";
-    case MP_ERR_INVALID_PE: return "invalid PE number";
-    case MP_ERR_TOO_LARGE: return "message or arguments too large";
-    case MP_ERR_ALREADY_WAITING: return "fiber already waits on a counter";
-    case MP_ERR_BAD_STATE: return "object in the wrong state for this call";
-    case MP_ERR_NOT_IN_FIBER: return "call needs an executing fiber";
-    case MP_ERR_IN_FIBER: return "blocking call made inside a fiber";
-    case MP_ERR_NO_MEMORY: return "out of memory";
-    case MP_ERR_LIMIT: return "runtime limit reached";
-    case MP_ERR_BACKEND: return "machine layer failure";
+    case MP_SUCCESS:
+        return "success";
+    case MP_ERR_INVALID_ARG:
+        return "invalid argument";
+    case MP_ERR_INVALID_PE:
+        return "invalid PE number";
+    case MP_ERR_TOO_LARGE:
+        return "message or arguments too large";
+    case MP_ERR_ALREADY_WAITING:
+        return "fiber already waits on a counter";
+    case MP_ERR_BAD_STATE:
+        return "object in the wrong state for this call";
+    case MP_ERR_NOT_IN_FIBER:
+        return "call needs an executing fiber";
+    case MP_ERR_IN_FIBER:
+        return "blocking call made inside a fiber";
+    case MP_ERR_NO_MEMORY:
+        return "out of memory";
+    case MP_ERR_LIMIT:
+        return "runtime limit reached";
+    case MP_ERR_BACKEND:
+        return "machine layer failure";
     }
     return "unknown error";
 }

@@ -101,8 +101,7 @@ mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sch
     mpr_fiber *f = mpr_slot_get(pe, cls);
     f->fn = fn;
     f->idle_at_create = pe->c_total;
-    f->tag.word =
-        mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED, cls);
+    f->tag.word = mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED, cls);
     if (size)
         memcpy(f->args, args, size);
     RTS_INC(&pe->rts, ThreadContext, size);
@@ -110,7 +109,7 @@ mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sch
 }
 
 static MPR_COLD mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t size,
-                                    mp_sched_t sched)
+                                     mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!create_ok(pe, fn, args, size, sched))
@@ -154,8 +153,7 @@ mp_err mp_fiber_enable(mp_fiber_t f)
     if (MPR_UNLIKELY(!f))
         return mpr_misuse(MP_ERR_INVALID_ARG, "enabling a NULL fiber");
     if (MPR_UNLIKELY(!pe || f->tag.pe != pe->id))
-        return mpr_misuse(MP_ERR_BAD_STATE, "enabling a fiber of PE %d from another PE",
-                          f->tag.pe);
+        return mpr_misuse(MP_ERR_BAD_STATE, "enabling a fiber of PE %d from another PE", f->tag.pe);
     if (MPR_UNLIKELY(f->tag.state != MPR_FIBER_CREATED || f->waiting_on))
         return mpr_misuse(MP_ERR_BAD_STATE, "enabling a fiber that is %s",
                           f->waiting_on ? "waiting on a counter" : "not in the created state");

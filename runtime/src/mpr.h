@@ -67,7 +67,7 @@ typedef union {
 /* 48 bytes.  waiting_on is NULL except while the fiber waits on a counter, and stays NULL in
  * free slots, so creating a fiber need not write it. */
 struct mpr_fiber {
-    struct mpr_fiber *next;  /* scheduler queue, free list, or counter wait list */
+    struct mpr_fiber *next; /* scheduler queue, free list, or counter wait list */
     mp_fiber_fn fn;
     uint64_t idle_at_create; /* C_total (idle ns) when the fiber was created */
     mpr_fiber_tag tag;
@@ -82,8 +82,8 @@ typedef struct mpr_fiber mpr_fiber;
 
 struct mpr_counter {
     uint64_t value;
-    mpr_fiber *waiters;                 /* fibers waiting for value >= their wait_value */
-    struct mpr_counter *prev, *next;    /* PE's list of live counters, for hang diagnosis */
+    mpr_fiber *waiters;              /* fibers waiting for value >= their wait_value */
+    struct mpr_counter *prev, *next; /* PE's list of live counters, for hang diagnosis */
     uint16_t pe;
 };
 typedef struct mpr_counter mpr_counter;
@@ -116,8 +116,8 @@ typedef struct {
     uint32_t total;     /* record size including headers, args and payload, 16-aligned */
     uint16_t args_size; /* <= MP_FIBER_ARGS_MAX */
     uint8_t sched;
-    uint8_t access;     /* category of the invoking fiber: the enabler on arrival */
-    uintptr_t fn;       /* offset from a reference symbol, so it survives ASLR (MPI) */
+    uint8_t access; /* category of the invoking fiber: the enabler on arrival */
+    uintptr_t fn;   /* offset from a reference symbol, so it survives ASLR (MPI) */
 } mpr_record;
 
 typedef struct {
@@ -190,8 +190,8 @@ typedef struct mpr_pe {
     mpr_fiber *current;
     mpr_queue queue[2]; /* built-in queues, indexed by MP_SCHED_URGENT / MP_SCHED_FIFO */
     mpr_custom_sched custom[MPR_MAX_SCHED];
-    int nsched;        /* ids in use: built-ins plus custom */
-    int rr;            /* round-robin position among FIFO and custom schedulers */
+    int nsched; /* ids in use: built-ins plus custom */
+    int rr;     /* round-robin position among FIFO and custom schedulers */
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
@@ -201,29 +201,29 @@ typedef struct mpr_pe {
 
     /* fiber storage */
     mpr_fiber *free_slots[2];
-    void *slabs;          /* list of slab chunks, freed at exit */
+    void *slabs; /* list of slab chunks, freed at exit */
 
     /* counters */
-    mpr_counter *counters;   /* live counters (for diagnosis) */
+    mpr_counter *counters; /* live counters (for diagnosis) */
     mpr_counter *free_counters;
 
     /* idle and latency accounting */
-    uint64_t c_total;        /* idle ns so far */
-    uint64_t c_charged;      /* idle ns already charged on the critical path */
+    uint64_t c_total;   /* idle ns so far */
+    uint64_t c_charged; /* idle ns already charged on the critical path */
     uint16_t cur_enabler;
-    uint64_t cur_observed;   /* latency of the executing fiber, when it is not zero */
+    uint64_t cur_observed; /* latency of the executing fiber, when it is not zero */
     uint64_t cur_critical;
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
-    mpr_agg *agg;            /* per destination */
-    mpr_msgbuf *free_small;  /* pooled buffers of MPR_SMALL_CAP */
-    mpr_msgbuf *free_agg;    /* pooled buffers of the aggregation capacity */
+    mpr_agg *agg;           /* per destination */
+    mpr_msgbuf *free_small; /* pooled buffers of MPR_SMALL_CAP */
+    mpr_msgbuf *free_agg;   /* pooled buffers of the aggregation capacity */
     size_t agg_cap;
-    size_t small_below;      /* arguments below this many bytes go as fast messages */
+    size_t small_below;             /* arguments below this many bytes go as fast messages */
     _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */
-    mpr_msgbuf *rx_pending;  /* taken from the machine, not yet turned into fibers (FIFO) */
-    size_t rx_off;           /* offset of the next record in rx_pending */
+    mpr_msgbuf *rx_pending;         /* taken from the machine, not yet turned into fibers (FIFO) */
+    size_t rx_off;                  /* offset of the next record in rx_pending */
 
     /* objects */
     mpr_obj *objs;
@@ -243,7 +243,7 @@ typedef struct mpr_pe {
     _Atomic(uint32_t) wake_seq;
     _Atomic(int) sleeping;
     double idle_since;
-    bool in_main;   /* running pe_main (outside fibers) */
+    bool in_main;            /* running pe_main (outside fibers) */
     mpr_counter *blocked_on; /* mp_block_until in progress */
     uint64_t blocked_value;
 } mpr_pe;
@@ -253,16 +253,16 @@ extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec"
 /* global run state (shared, read-mostly) */
 typedef struct {
     mp_config cfg;
-    mpr_pe **pes;          /* indexed by PE; only this process's PEs are non-NULL (MPI: one) */
+    mpr_pe **pes; /* indexed by PE; only this process's PEs are non-NULL (MPI: one) */
     int npes;
-    int local_first;       /* this process hosts PEs [local_first, local_first + local_count) */
+    int local_first; /* this process hosts PEs [local_first, local_first + local_count) */
     int local_count;
     mp_pe_main_fn pe_main;
     int argc;
     char **argv;
     _Atomic(uint64_t) activity; /* active PEs << 32 | physical messages in flight */
     _Atomic(int) done;
-    _Atomic(int) hang;          /* 1: quiescent with waiters, 2: idle timeout */
+    _Atomic(int) hang; /* 1: quiescent with waiters, 2: idle timeout */
     double t_start;
     char started_at[32];
 } mpr_run;
@@ -297,8 +297,7 @@ static inline void mpr_fiber_release(mpr_pe *pe, mpr_fiber *f)
 }
 
 static inline uint64_t mpr_tag_make(const mpr_pe *pe, unsigned sched, unsigned creator,
-                                    unsigned enabler, mpr_fiber_state state,
-                                    mpr_slot_class slot)
+                                    unsigned enabler, mpr_fiber_state state, mpr_slot_class slot)
 {
     return pe->tag_pe | sched | (uint64_t)enabler << 8 | (uint64_t)creator << 16 |
            (uint64_t)state << 24 | (uint64_t)slot << 32;

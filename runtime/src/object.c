@@ -62,8 +62,9 @@ mp_err mp_obj_create_named(mp_obj_t id, void *local_partition)
     if (!pe)
         return mpr_misuse(MP_ERR_BAD_STATE, "mp_obj_create_named outside a running PE");
     if (id < MP_OBJ_USER_FIRST || id >= MP_OBJ_DYNAMIC_FIRST)
-        return mpr_misuse(MP_ERR_INVALID_ARG, "object name %u is not in the reserved range [%u, %u)",
-                          id, MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST);
+        return mpr_misuse(MP_ERR_INVALID_ARG,
+                          "object name %u is not in the reserved range [%u, %u)", id,
+                          MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST);
     mpr_obj_get(pe, id)->partition = local_partition;
     return MP_SUCCESS;
 }
@@ -85,9 +86,12 @@ typedef struct {
 static double combine(int op, double a, double b)
 {
     switch (op) {
-    case MP_REDUCE_MIN: return a < b ? a : b;
-    case MP_REDUCE_MAX: return a > b ? a : b;
-    default: return a + b;
+    case MP_REDUCE_MIN:
+        return a < b ? a : b;
+    case MP_REDUCE_MAX:
+        return a > b ? a : b;
+    default:
+        return a + b;
     }
 }
 

@@ -27,14 +27,16 @@ static int mpi_requested(void)
 const mpr_machine *mpr_machine_select(void)
 {
     switch (mpi_requested()) {
-    case 0: return &mpr_machine_shm;
+    case 0:
+        return &mpr_machine_shm;
     case 1:
 #ifdef MPROF_HAVE_MPI
         return &mpr_machine_mpi;
 #else
         if (getenv("MPROF_BACKEND")) {
-            fprintf(stderr, "mprof: error: MPROF_BACKEND=mpi, but this runtime was built without "
-                            "MPI (CMake did not find it; install libopenmpi-dev and reconfigure)\n");
+            fprintf(stderr,
+                    "mprof: error: MPROF_BACKEND=mpi, but this runtime was built without "
+                    "MPI (CMake did not find it; install libopenmpi-dev and reconfigure)\n");
             return NULL;
         }
         fprintf(stderr, "mprof: note: launched by mpirun, but this runtime was built without MPI: "
@@ -192,18 +194,24 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     if (waiting) {
         rc = 2;
         if (atomic_load(&mpr_g.hang) == 2)
-            fprintf(stderr, "mprof: hang: whole machine idle for more than %g s "
-                            "(MPROF_IDLE_TIMEOUT)\n", mpr_g.cfg.idle_timeout_s);
+            fprintf(stderr,
+                    "mprof: hang: whole machine idle for more than %g s "
+                    "(MPROF_IDLE_TIMEOUT)\n",
+                    mpr_g.cfg.idle_timeout_s);
     } else if (atomic_load(&mpr_g.hang) == 2) {
-        fprintf(stderr, "mprof: hang: whole machine idle for more than %g s with messages "
-                        "in flight\n", mpr_g.cfg.idle_timeout_s);
+        fprintf(stderr,
+                "mprof: hang: whole machine idle for more than %g s with messages "
+                "in flight\n",
+                mpr_g.cfg.idle_timeout_s);
         rc = 2;
     }
     /* a hang anywhere fails the run everywhere (MPI: on every rank) */
     if (mpr_m->max_all((double)rc) > rc) {
         rc = 2;
-        fprintf(stderr, "mprof: hang: PE %d: nothing waits here; another PE's report names the "
-                        "waiting fibers\n", mpr_g.local_first);
+        fprintf(stderr,
+                "mprof: hang: PE %d: nothing waits here; another PE's report names the "
+                "waiting fibers\n",
+                mpr_g.local_first);
     }
     if (mpr_g.cfg.profile_path && mpr_profile_write(mpr_g.cfg.profile_path) != 0 && rc == 0)
         rc = 1;

@@ -79,14 +79,17 @@ static void put_stat(FILE *f, const mp_stat_field *field, uint64_t slot)
 {
     json_string(f, field->name);
     switch (field->type) {
-    case MP_STAT_I64: fprintf(f, ": %" PRId64, (int64_t)slot); break;
+    case MP_STAT_I64:
+        fprintf(f, ": %" PRId64, (int64_t)slot);
+        break;
     case MP_STAT_F64: {
         double d;
         memcpy(&d, &slot, sizeof d);
         fprintf(f, ": %.17g", d);
         break;
     }
-    default: fprintf(f, ": %" PRIu64, slot);
+    default:
+        fprintf(f, ": %" PRIu64, slot);
     }
 }
 
@@ -97,8 +100,7 @@ static void put_pe(FILE *f, mpr_pe *pe)
     fprintf(f, "     \"objects\": [");
     int first = 1;
     for (mpr_stats_rec *r = pe->records; r; r = r->next) {
-        fprintf(f, "%s\n       {\"id\": %" PRIu64 ", \"module\": ", first ? "" : ",",
-                r->object_id);
+        fprintf(f, "%s\n       {\"id\": %" PRIu64 ", \"module\": ", first ? "" : ",", r->object_id);
         json_string(f, r->module->module);
         fprintf(f, ", \"stats\": {");
         for (unsigned i = 0; i < r->module->nfields; i++) {

@@ -113,8 +113,8 @@ void mpr_rts_fold(mpr_pe *pe)
         for (int a = 0; a < MPR_MAX_ACCESS; a++)
             dispatched += pe->latency[e][a].count;
     uint64_t live = mpr_fiber_live(pe);
-    uint64_t enabled = queue_length(&pe->queue[MP_SCHED_URGENT]) +
-                       queue_length(&pe->queue[MP_SCHED_FIFO]);
+    uint64_t enabled =
+        queue_length(&pe->queue[MP_SCHED_URGENT]) + queue_length(&pe->queue[MP_SCHED_FIFO]);
     for (int k = 0; k < pe->nsched - (MP_SCHED_PREEMPT + 1); k++)
         enabled += pe->custom[k].held;
     RTS_SET(&pe->rts, ThreadDisp, dispatched);
@@ -124,7 +124,7 @@ void mpr_rts_fold(mpr_pe *pe)
 
 static mpr_fiber *select_round_robin(mpr_pe *pe)
 {
-    pe->current = NULL; /* custom select() is user code, outside any fiber */
+    pe->current = NULL;                    /* custom select() is user code, outside any fiber */
     int n = pe->nsched - MP_SCHED_PREEMPT; /* FIFO plus the custom schedulers */
     for (int i = 0; i < n; i++) {
         int k = pe->rr;

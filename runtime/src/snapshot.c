@@ -116,8 +116,8 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
 {
     snapshot *s = local(h);
     if (!done || s->frozen) {
-        mpr_misuse(done ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG,
-                   "snapshot %u: freeze %s", h, done ? "while already frozen" : "without a counter");
+        mpr_misuse(done ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG, "snapshot %u: freeze %s", h,
+                   done ? "while already frozen" : "without a counter");
         return MP_FAIL;
     }
     s->frozen = true;

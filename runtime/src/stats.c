@@ -111,8 +111,7 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
     return r->slots;
 }
 
-void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
-                      uint64_t *slots)
+void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id, uint64_t *slots)
 {
     mpr_stats_rec *r = calloc(1, sizeof *r);
     if (!r)

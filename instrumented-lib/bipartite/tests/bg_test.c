@@ -83,8 +83,8 @@ static void check_ghosts(bg_t g, int c, int step)
             state got, want = f(id, step);
             memcpy(&got, gh, sizeof got);
             if (!(got.v == want.v && got.s == want.s))
-                fprintf(stderr, "ghost %d:%ld colour %d step %d: (%g, %g) != (%g, %g)\n", q, i,
-                        c, step, got.v, got.s, want.v, want.s);
+                fprintf(stderr, "ghost %d:%ld colour %d step %d: (%g, %g) != (%g, %g)\n", q, i, c,
+                        step, got.v, got.s, want.v, want.s);
             CHECK(got.v == want.v && got.s == want.s);
             checked_ghosts[me]++;
         }
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < mp_npes(); i++)
         edges += checked_edges[i], ghosts += checked_ghosts[i];
     CHECK_EQ(edges, (long)mp_npes() * NN * DEG * STEPS);
-    printf("bipartite: OK (P=%d n=%ld d=%ld span=%ld steps=%ld, %ld ghost checks)\n", mp_npes(),
-           NN, DEG, SPAN, STEPS, ghosts);
+    printf("bipartite: OK (P=%d n=%ld d=%ld span=%ld steps=%ld, %ld ghost checks)\n", mp_npes(), NN,
+           DEG, SPAN, STEPS, ghosts);
     return 0;
 }

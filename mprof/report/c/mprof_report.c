@@ -130,10 +130,7 @@ void mprof_report_reset(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void print_at_exit(void)
-{
-    mprof_report_print(stdout);
-}
+static void print_at_exit(void) { mprof_report_print(stdout); }
 
 int mprof_report_atexit(void)
 {

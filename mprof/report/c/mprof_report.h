@@ -62,12 +62,12 @@ void mprof_report_reset(void);
 /* Prices a generated statistics record with the exported model and adds it:
  *   MPROF_REPORT_RECORD(mpm_graph, MPM_GRAPH, 1, "graph", rec)
  * needs <module>_perf.h included before mpm_model.h (for mpm_<module>_costs_record). */
-#define MPROF_REPORT_RECORD(fn_, UPPER_, id_, module_, rec_)                               \
-    do {                                                                                   \
-        double mprof_report_costs_[UPPER_##_NCATS];                                        \
-        fn_##_costs_record((rec_), mprof_report_costs_);                                   \
-        mprof_report_add((id_), (module_), fn_##_category_names, mprof_report_costs_,      \
-                         UPPER_##_NCATS);                                                  \
+#define MPROF_REPORT_RECORD(fn_, UPPER_, id_, module_, rec_)                                       \
+    do {                                                                                           \
+        double mprof_report_costs_[UPPER_##_NCATS];                                                \
+        fn_##_costs_record((rec_), mprof_report_costs_);                                           \
+        mprof_report_add((id_), (module_), fn_##_category_names, mprof_report_costs_,              \
+                         UPPER_##_NCATS);                                                          \
     } while (0)
 
 #ifdef __cplusplus

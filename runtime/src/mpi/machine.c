@@ -62,17 +62,17 @@ static struct {
     bool in_run;         /* between init and fini: exiting now aborts the job */
     mpr_pe *pe;
     /* point to point */
-    op_array sends;      /* outstanding MPI_Isend */
-    pending_op *recvs;   /* MPI_Imrecv in match order: ring */
+    op_array sends;    /* outstanding MPI_Isend */
+    pending_op *recvs; /* MPI_Imrecv in match order: ring */
     int r_head, r_n, r_cap;
-    fifo ready;          /* received, not yet taken */
+    fifo ready; /* received, not yet taken */
     mpr_msgbuf *rfree_small, *rfree_agg;
     size_t agg_cap;
     /* flow control */
     int window, batch;
-    int *credits;        /* per destination: messages we may still send */
-    int *owed;           /* per source: processed messages not yet credited */
-    fifo *backlog;       /* per destination: waiting for credits */
+    int *credits;  /* per destination: messages we may still send */
+    int *owed;     /* per source: processed messages not yet credited */
+    fifo *backlog; /* per destination: waiting for credits */
     long backlog_n;
     /* termination */
     int64_t sent, recvd;
@@ -405,10 +405,7 @@ static void recv_progress(void)
 /* ---------------------------------------------------------------------------------- */
 /* Termination waves                                                                    */
 
-static bool locally_idle(void)
-{
-    return M.idle && !M.ready.head && !M.r_n && !M.backlog_n;
-}
+static bool locally_idle(void) { return M.idle && !M.ready.head && !M.r_n && !M.backlog_n; }
 
 static void wave_progress(void)
 {
@@ -570,8 +567,7 @@ static int mpi_gather(const char *buf, size_t len, char **out, size_t *out_len)
         if (!(all = malloc(total + 1)))
             mpr_fatal("out of memory");
     }
-    check(MPI_Gatherv(buf, mine, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, M.comm),
-          "MPI_Gatherv");
+    check(MPI_Gatherv(buf, mine, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, M.comm), "MPI_Gatherv");
     free(lens);
     free(displs);
     if (M.rank != 0)

@@ -23,14 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(), \
-                    #cond);                                                                     \
-            fflush(NULL);                                                                       \
-            _Exit(1);                                                                           \
-        }                                                                                       \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(),    \
+                    #cond);                                                                        \
+            fflush(NULL);                                                                          \
+            _Exit(1);                                                                              \
+        }                                                                                          \
     } while (0)
 #define CHECK_OK(call) CHECK((call) == MP_SUCCESS)
 #define MAXPE 64
@@ -66,7 +66,7 @@ typedef struct {
 PE_LOCAL mp_counter_t got, addrs_known;
 PE_LOCAL int next_seq[MAXPE];
 PE_LOCAL uint64_t comm_bytes, comm_sum;
-PE_LOCAL unsigned char *store_area;       /* [P][n_ops / 10 + 1] slots: one per store */
+PE_LOCAL unsigned char *store_area;        /* [P][n_ops / 10 + 1] slots: one per store */
 PE_LOCAL unsigned char *peer_store[MAXPE]; /* the other PEs' store areas */
 
 typedef struct {
@@ -100,7 +100,8 @@ static void stored(void *p)
     memcpy(&seq, a->user, sizeof seq);
     CHECK(seq == next_seq[a->from]);
     next_seq[a->from]++;
-    CHECK(a->dst == store_area + ((size_t)a->from * (size_t)(n_ops / 10 + 1) + (size_t)seq / 10) * SLOT);
+    CHECK(a->dst ==
+          store_area + ((size_t)a->from * (size_t)(n_ops / 10 + 1) + (size_t)seq / 10) * SLOT);
     for (size_t i = 0; i < a->n; i++)
         CHECK(((unsigned char *)a->dst)[i] == (unsigned char)(seq * 3 + (int)i));
     comm_bytes += a->n;
@@ -223,8 +224,8 @@ static void transfer(int peer, size_t n)
     verify_args v = {n, me, back};
     CHECK_OK(mp_invoke(peer, verify_written, &v, sizeof v, MP_SCHED_FIFO));
     CHECK_OK(mp_block_until(back, 1));
-    CHECK(mp_bulk_store(peer, peer_area + 2 * LARGE, area, n, NULL, on_store, &back,
-                        sizeof back) == MP_OK);
+    CHECK(mp_bulk_store(peer, peer_area + 2 * LARGE, area, n, NULL, on_store, &back, sizeof back) ==
+          MP_OK);
     CHECK_OK(mp_block_until(back, 2));
     free(dst);
     mp_counter_free(c);

@@ -48,19 +48,19 @@ static uint64_t sent_done[MAXPE], received[MAXPE], expected[MAXPE];
 static int waiting_after_b = -1;
 static uint64_t *next_arrays[MAXPE]; /* per-PE S.next, freed by main() */
 
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL PE %d: ", mp_mype());                                             \
-            printf(__VA_ARGS__);                                                           \
-            printf("\n");                                                                  \
-            atomic_fetch_add(&failures, 1);                                                \
-        }                                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL PE %d: ", mp_mype());                                                     \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            atomic_fetch_add(&failures, 1);                                                        \
+        }                                                                                          \
     } while (0)
 
 typedef struct {
     eg_graph *g;
-    uint64_t *next;  /* next expected seq per edge */
+    uint64_t *next; /* next expected seq per edge */
     mp_counter_t all_sent;
     mp_counter_t bar;
     uint64_t bar_target;
@@ -156,8 +156,8 @@ static void receiver(void *p)
     for (uint32_t k = 0; k < n; k++) {
         /* (eg_count is a query and counts in NOp: only the block scenario asks) */
         if (!strcmp(scenario, "block"))
-            CHECK(eg_count(S.g, in[k]) <= eg_capacity(S.g), "edge %u holds %zu > capacity",
-                  in[k], eg_count(S.g, in[k]));
+            CHECK(eg_count(S.g, in[k]) <= eg_capacity(S.g), "edge %u holds %zu > capacity", in[k],
+                  eg_count(S.g, in[k]));
         size_t got;
         while ((got = eg_remove(S.g, in[k], buf, 8)) > 0) {
             for (size_t i = 0; i < got; i++)
@@ -309,7 +309,8 @@ static void frozen_checks(void *p)
     printf("PE %d frozen ok\n", me);
     /* every PE has checked before anyone unfreezes */
     S.bar_target++;
-    mp_counter_wait(S.bar, S.bar_target, mp_fiber_create(after_unfreeze_bar, NULL, 0, MP_SCHED_FIFO));
+    mp_counter_wait(S.bar, S.bar_target,
+                    mp_fiber_create(after_unfreeze_bar, NULL, 0, MP_SCHED_FIFO));
     mp_obj_barrier(S.bar_obj, S.bar);
 }
 
@@ -391,8 +392,7 @@ static void pe_main(int argc, char **argv)
         cfg.partition = part_fifo;
         common_setup(&cfg);
         spawn_sender((uint32_t)me, 0, K);
-        mp_counter_wait(S.all_sent, 1,
-                        mp_fiber_create(freeze_sender_done, NULL, 0, MP_SCHED_FIFO));
+        mp_counter_wait(S.all_sent, 1, mp_fiber_create(freeze_sender_done, NULL, 0, MP_SCHED_FIFO));
     } else {
         fprintf(stderr, "eg_test: unknown scenario %s\n", scenario);
         exit(2);
@@ -422,8 +422,8 @@ int main(int argc, char **argv)
         r += received[i];
         x += expected[i];
     }
-    printf("sent=%llu received=%llu expected=%llu\n", (unsigned long long)s,
-           (unsigned long long)r, (unsigned long long)x);
+    printf("sent=%llu received=%llu expected=%llu\n", (unsigned long long)s, (unsigned long long)r,
+           (unsigned long long)x);
     if (r != x) {
         printf("FAIL received %llu of %llu\n", (unsigned long long)r, (unsigned long long)x);
         failures++;
