@@ -171,9 +171,9 @@ static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
     mpr_machine_send(pe, dst, b);
 }
 
-static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t args_size,
-                       mp_sched_t sched, uint16_t access, const void *payload, size_t payload_size,
-                       void *payload_dst, size_t total)
+/* Starts a record of `total` bytes at the end of `b`; returns where its body goes. */
+static inline unsigned char *put_header(mpr_msgbuf *b, mp_fiber_fn fn, size_t args_size,
+                                        mp_sched_t sched, unsigned access, size_t total)
 {
     mpr_record *r = (mpr_record *)(b->data + b->len);
     r->total = (uint32_t)total;
@@ -181,7 +181,15 @@ static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t a
     r->sched = (uint8_t)sched;
     r->access = (uint8_t)access;
     r->fn = mpr_fn_encode(fn);
-    unsigned char *p = (unsigned char *)(r + 1);
+    b->len += total;
+    return (unsigned char *)(r + 1);
+}
+
+static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t args_size,
+                       mp_sched_t sched, uint16_t access, const void *payload, size_t payload_size,
+                       void *payload_dst, size_t total)
+{
+    unsigned char *p = put_header(b, fn, args_size, sched, access, total);
     if (payload_size) {
         mpr_record_payload *h = (mpr_record_payload *)p;
         h->size = payload_size;
@@ -191,7 +199,6 @@ static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t a
     }
     if (args_size)
         memcpy(p, args, args_size);
-    b->len += total;
 }
 
 static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t args_size,
@@ -305,14 +312,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
                      (unsigned)sched >= (unsigned)pe->nsched || !(b = pe->agg[pe_id].buf) ||
                      b->len + total > pe->agg_cap))
         return invoke_general(pe_id, fn, args, size, sched);
-    mpr_record *r = (mpr_record *)(b->data + b->len);
-    r->total = (uint32_t)total;
-    r->args_size = (uint16_t)size;
-    r->sched = (uint8_t)sched;
-    r->access = (uint8_t)mpr_cur_access(pe);
-    r->fn = mpr_fn_encode(fn);
-    copy_small((unsigned char *)(r + 1), args, size);
-    b->len += total;
+    copy_small(put_header(b, fn, size, sched, mpr_cur_access(pe), total), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
     if (MPR_UNLIKELY(b->len >= pe->agg_cap))
         return invoke_filled(pe, pe_id);

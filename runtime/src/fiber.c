@@ -97,15 +97,8 @@ mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sch
         check_create(pe, fn, args, size, sched);
         return NULL;
     }
-    mpr_slot_class cls = mpr_slot_class_of(size);
-    mpr_fiber *f = mpr_slot_get(pe, cls);
-    f->fn = fn;
-    f->idle_at_create = pe->c_total;
-    f->tag.word = mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED, cls);
-    if (size)
-        memcpy(f->args, args, size);
-    RTS_INC(&pe->rts, ThreadContext, size);
-    return f;
+    return mpr_fiber_make(pe, fn, args, size, (unsigned)sched, mpr_cur_access(pe), 0,
+                          MPR_FIBER_CREATED, false);
 }
 
 static MPR_COLD mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t size,
@@ -141,7 +134,8 @@ mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
     if (MPR_UNLIKELY(!f))
         return spawn_general(fn, args, size, sched);
     pe->free_slots[MPR_SLOT_SMALL] = f->next;
-    mpr_fiber_launch(pe, f, fn, pe->spawn_tag.word | (unsigned)sched, (unsigned)sched);
+    mpr_fiber_init(pe, f, fn, pe->spawn_tag.word | (unsigned)sched);
+    mpr_fiber_enqueue(pe, f, (unsigned)sched);
     if (size)
         return copy_args(pe, f, args, size);
     return MP_SUCCESS;
@@ -184,10 +178,9 @@ mp_fiber_t mp_continue(mp_fiber_fn fn, mp_sched_t sched)
     }
     /* The executing fiber keeps running on these bytes; only the header is re-initialised
      * (waiting_on is already NULL: the fiber is executing). */
-    f->fn = fn;
-    f->idle_at_create = pe->c_total;
-    f->tag.word = mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED,
-                               (mpr_slot_class)f->tag.slot);
+    mpr_fiber_init(pe, f, fn,
+                   mpr_tag_make(pe, (unsigned)sched, mpr_cur_access(pe), 0, MPR_FIBER_CREATED,
+                                (mpr_slot_class)f->tag.slot));
     f->tag.reused = 1;
     return f;
 }

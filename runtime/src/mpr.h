@@ -360,26 +360,30 @@ static inline void mpr_access_set(mpr_pe *pe, unsigned access)
 
 static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.creator; }
 
-/* Creates and enables in one step a fiber whose storage was just taken from the free list:
- * the path of mp_spawn and of every arriving record.  `tag` already holds `sched`; the
- * caller copies the arguments. */
-static inline void mpr_fiber_launch(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, uint64_t tag,
-                                    unsigned sched)
+/* Writes the header of a new fiber (or of a continuation reusing one); `tag` holds its
+ * scheduler, categories, state and slot class. */
+static inline void mpr_fiber_init(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, uint64_t tag)
 {
     f->fn = fn;
     f->idle_at_create = pe->c_total;
     f->tag.word = tag;
+}
+
+/* Hands a fiber that was created enabled to scheduler `sched` (its tag's). */
+static inline void mpr_fiber_enqueue(mpr_pe *pe, mpr_fiber *f, unsigned sched)
+{
     if (MPR_LIKELY(sched <= MP_SCHED_FIFO))
         mpr_queue_push(&pe->queue[sched], f);
     else
         mpr_enable_slow(pe, f);
 }
 
-/* Makes and enables the fiber of an invocation: a local mp_invoke, or a record that arrived
- * (whose arguments are padded to 16 bytes, so they are copied in 16-byte chunks rather than
- * through a memcpy call: the slot always has room for the padding). */
-static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
-                                   unsigned sched, unsigned access, bool padded)
+/* Takes a slot for `size` bytes of arguments, copies them and writes the header.  Arguments
+ * that arrived in a record are padded to 16 bytes and copied in 16-byte chunks rather than
+ * through a memcpy call (the slot always has room for the padding). */
+static inline mpr_fiber *mpr_fiber_make(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
+                                        unsigned sched, unsigned creator, unsigned enabler,
+                                        mpr_fiber_state state, bool padded)
 {
     mpr_slot_class cls = mpr_slot_class_of(size);
     mpr_fiber *f = mpr_slot_get(pe, cls);
@@ -391,9 +395,18 @@ static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args,
             __builtin_memcpy(f->args, args, size);
         RTS_INC(&pe->rts, ThreadContext, size);
     }
-    /* last: a preemptive fiber runs now */
-    mpr_fiber_launch(pe, f, fn, mpr_tag_make(pe, sched, access, access, MPR_FIBER_ENABLED, cls),
-                     sched);
+    mpr_fiber_init(pe, f, fn, mpr_tag_make(pe, sched, creator, enabler, state, cls));
+    return f;
+}
+
+/* Makes and enables the fiber of an invocation: a local one (spawn_general, mp_invoke to the
+ * own PE) or a record that arrived. */
+static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t size,
+                                   unsigned sched, unsigned access, bool padded)
+{
+    mpr_fiber *f =
+        mpr_fiber_make(pe, fn, args, size, sched, access, access, MPR_FIBER_ENABLED, padded);
+    mpr_fiber_enqueue(pe, f, sched); /* after the copy: a preemptive fiber runs now */
 }
 
 /* Sets the rts thread counts, which no hot path keeps (sched.c); called once the PE's
