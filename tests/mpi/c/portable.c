@@ -16,24 +16,7 @@
  *   stress N   N pseudo-random invocations per PE (deterministic destinations and sizes);
  *              each PE prints its per-source arrival table
  */
-#include "mp.h"
-
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed (PE %d): %s\n", __FILE__, __LINE__, mp_mype(),    \
-                    #cond);                                                                        \
-            fflush(NULL);                                                                          \
-            _Exit(1);                                                                              \
-        }                                                                                          \
-    } while (0)
-#define CHECK_OK(call) CHECK((call) == MP_SUCCESS)
-#define MAXPE 64
+#include "check.h"
 
 #define PE_LOCAL static _Thread_local
 
