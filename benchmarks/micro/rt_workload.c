@@ -1,10 +1,14 @@
 /*
- * rt_workload PES FIBERS MSGS BYTES -- a runtime workload for cost-model sweeps.
+ * rt_workload PES FIBERS MSGS BYTES [SELF] -- a runtime workload for cost-model sweeps.
  *
- * Every PE spawns FIBERS local fibers and sends MSGS remote fiber invocations carrying
- * BYTES bytes of arguments, round-robin to the other PEs.  The mix of thread, message and
- * byte counts varies with the parameters, so sweeps over them let the fitter separate the
- * runtime's unit costs (runtime/rts.perf).  Honours MPROF_AGG_BYTES and writes MPROF_OUT.
+ * Every PE spawns FIBERS local fibers and invokes SELF fibers on itself (local copies of
+ * BYTES bytes of arguments); PE i sends (i + 1) * MSGS remote fiber invocations carrying BYTES
+ * bytes of arguments, round-robin to the other PEs.  The uneven sends make each PE send and
+ * receive different amounts, so the fitter can tell the sending PE's costs from the receiving
+ * PE's.  The mix of thread, message and byte counts varies with the parameters and with
+ * MPROF_AGG_BYTES (aggregated records, records sent at once in pooled buffers, records too
+ * large to pool), so sweeps over them determine every unit cost of runtime/rts.perf.
+ * Writes MPROF_OUT.
  */
 #include "mp.h"
 
@@ -12,39 +16,71 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fibers, msgs;
+static long fibers, msgs, selfs;
 static size_t bytes;
+
+/* Per PE (PEs are threads on shared memory, processes on MPI). */
+static _Thread_local struct {
+    unsigned char payload[MP_FIBER_ARGS_MAX];
+    long to_send, sent, spawned, invoked;
+    long steps, step;
+} w;
 
 static void local_work(void *a) { (void)a; }
 static void remote_work(void *a) { (void)a; }
+
+/* How many of `total` operations are due after step k of `steps`: spreading every kind
+ * evenly keeps each PE busy until the end of the run, so no PE spends the end of it receiving
+ * one record at a time from a PE still busy, a regime whose per-record costs differ. */
+static long due(long total, long k)
+{
+    return (long)((double)total * (double)(k + 1) / (double)w.steps);
+}
+
+/* One step of the workload, then the next step as a fiber queued behind this step's fibers.
+ * Spawning everything from pe_main instead would queue every fiber and message before any ran:
+ * the runtime would then spend its time faulting in fresh memory for the queues and buffers,
+ * which is a cost of the backlog, not of the operations the model prices. */
+static void step(void *a)
+{
+    (void)a;
+    int p = mp_npes(), me = mp_mype();
+    for (long n = due(fibers, w.step); w.spawned < n; w.spawned++)
+        mp_spawn(local_work, NULL, 0, MP_SCHED_FIFO);
+    for (long n = due(selfs, w.step); w.invoked < n; w.invoked++)
+        if (mp_invoke(me, local_work, w.payload, bytes, MP_SCHED_FIFO) != MP_SUCCESS)
+            exit(1);
+    for (long n = due(w.to_send, w.step); w.sent < n; w.sent++) {
+        int dst = (me + 1 + (int)(w.sent % (p - 1))) % p;
+        if (mp_invoke(dst, remote_work, w.payload, bytes, MP_SCHED_FIFO) != MP_SUCCESS)
+            exit(1);
+    }
+    if (++w.step < w.steps)
+        mp_spawn(step, NULL, 0, MP_SCHED_FIFO);
+}
 
 static void pe_main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    unsigned char payload[MP_FIBER_ARGS_MAX];
-    memset(payload, mp_mype(), sizeof payload);
-    int p = mp_npes(), me = mp_mype();
-    long sent = 0, spawned = 0;
-    /* interleave so communication overlaps computation as in real programs */
-    while (sent < msgs || spawned < fibers) {
-        for (int k = 0; k < 16 && spawned < fibers; k++, spawned++)
-            mp_spawn(local_work, NULL, 0, MP_SCHED_FIFO);
-        if (sent < msgs && p > 1) {
-            int dst = (me + 1 + (int)(sent % (p - 1))) % p;
-            if (mp_invoke(dst, remote_work, payload, bytes, MP_SCHED_FIFO) != MP_SUCCESS)
-                exit(1);
-            sent++;
-        } else if (p == 1) {
-            sent = msgs;
-        }
-    }
+    memset(&w, 0, sizeof w);
+    memset(w.payload, mp_mype(), sizeof w.payload);
+    int p = mp_npes();
+    w.to_send = p > 1 ? msgs * (mp_mype() + 1) : 0;
+    /* the same number of steps on every PE: the busiest PE sends p * MSGS */
+    long most = fibers / 16;
+    if (p > 1 && msgs * p > most)
+        most = msgs * p;
+    if (selfs > most)
+        most = selfs;
+    w.steps = most > 0 ? most : 1;
+    mp_spawn(step, NULL, 0, MP_SCHED_FIFO);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s PES FIBERS MSGS BYTES\n", argv[0]);
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: %s PES FIBERS MSGS BYTES [SELF]\n", argv[0]);
         return 2;
     }
     mp_config cfg;
@@ -53,12 +89,14 @@ int main(int argc, char **argv)
     fibers = atol(argv[2]);
     msgs = atol(argv[3]);
     bytes = (size_t)atol(argv[4]);
-    if (cfg.npes < 1 || fibers < 0 || msgs < 0 || bytes > MP_FIBER_ARGS_MAX) {
+    selfs = argc == 6 ? atol(argv[5]) : 0;
+    if (cfg.npes < 1 || fibers < 0 || msgs < 0 || selfs < 0 || bytes > MP_FIBER_ARGS_MAX) {
         fprintf(stderr, "rt_workload: bad arguments (BYTES <= %d)\n", MP_FIBER_ARGS_MAX);
         return 2;
     }
     mp_param("fibers", (double)fibers);
     mp_param("msgs", (double)msgs);
     mp_param("bytes", (double)bytes);
+    mp_param("self", (double)selfs);
     return mp_main(&cfg, pe_main, argc, argv);
 }

@@ -54,12 +54,30 @@ def build_command(spec: SweepSpec, point: Point) -> list[str]:
         raise MprofError(f"{spec.path}: command uses unknown placeholder {exc}") from None
 
 
+def online_cores() -> int:
+    """Cores this process may run on (its affinity), which is what its PEs can use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def oversubscribed(point: Point) -> bool:
+    return point.npes > online_cores()
+
+
 def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
-    """Run one point and import its profile; return a failure reason, or None."""
+    """Run one point and import its profile; return a failure reason, or None.
+
+    The point's PE count reaches the program twice: as {npes} in the command, and as MPROF_PES
+    for programs that take it from the runtime's default (mp_config_init).  A profile with
+    another PE count is refused, so a point is never recorded under the wrong npes.  A point
+    with more PEs than online cores is recorded with the setting `oversubscribed = 1`: its
+    times include preemption, which the cost models do not describe."""
     argv = build_command(spec, point)
     with tempfile.TemporaryDirectory(prefix="mprof-bench-") as tmp:
         out = Path(tmp) / "profile.json"
-        env = dict(os.environ, **point.env, MPROF_OUT=str(out))
+        env = dict(os.environ, **point.env, MPROF_OUT=str(out), MPROF_PES=str(point.npes))
         try:
             proc = subprocess.run(argv, cwd=spec.root, env=env, capture_output=True, text=True,
                                   timeout=spec.timeout_s)
@@ -76,6 +94,12 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
             doc = load_profile(out)
         except MprofError as exc:
             return f"bad run profile: {exc}"
+        if doc["npes"] != point.npes:
+            return (f"the program ran on {doc['npes']} PE(s), but the point asks for "
+                    f"npes={point.npes}: pass {{npes}} in the spec's command, or let the "
+                    "program take its PE count from MPROF_PES")
+        if oversubscribed(point):
+            doc.setdefault("settings", {})["oversubscribed"] = 1
         db.import_documents([(" ".join(argv), doc)], validate=False, point=point)
     return None
 
@@ -91,6 +115,11 @@ def run_sweep(spec: SweepSpec, *, database: Path | None = None, dry_run: bool = 
             console.print(" ".join(shlex.quote(a) for a in build_command(spec, point)),
                           f"  # {point.describe()}", soft_wrap=True)
         return summary
+    over = sorted({p.npes for p in points if oversubscribed(p)})
+    if over:
+        console.print(f"warning: npes={', '.join(map(str, over))} exceed the {online_cores()} "
+                      "online core(s): those runs share cores, their times include preemption, "
+                      "and they are recorded with the setting oversubscribed=1", highlight=False)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with ProfileDB(db_path) as db:
         done = db.recorded_points()

@@ -26,6 +26,16 @@ BUSY_TIMEOUT_MS = 30_000
 LOCK_RETRIES = 50
 
 
+@dataclass(frozen=True)
+class PETimes:
+    """One PE's measured times (seconds); the CPU times are None for schema version 1 runs."""
+
+    elapsed_s: float
+    idle_s: float
+    cpu_s: float | None = None
+    idle_cpu_s: float | None = None
+
+
 @dataclass
 class RunSummary:
     id: int
@@ -235,17 +245,17 @@ class ProfileDB:
     def recorded_points(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT point_key FROM sweep_points")}
 
-    def pe_samples(self, run_ids: Sequence[int]) -> dict[int, list[tuple[float, float]]]:
-        """run id -> [(elapsed_s, idle_s) per PE, in PE order]."""
+    def pe_samples(self, run_ids: Sequence[int]) -> dict[int, list[PETimes]]:
+        """run id -> the PEs' times, in PE order (CPU times are None for version 1 runs)."""
         out: dict[int, list] = {}
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
-            for run_id, elapsed, idle in self.conn.execute(
-                f"SELECT run_id, elapsed_s, idle_s FROM pe_samples WHERE run_id IN ({marks}) "
-                "ORDER BY run_id, pe",
+            for run_id, *times in self.conn.execute(
+                "SELECT run_id, elapsed_s, idle_s, cpu_s, idle_cpu_s FROM pe_samples "
+                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe",
                 chunk,
             ):
-                out.setdefault(run_id, []).append((elapsed, idle))
+                out.setdefault(run_id, []).append(PETimes(*times))
         return out
 
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
@@ -291,8 +301,10 @@ def _insert_run(conn, source, doc, text, digest) -> int:
         )
     for pe in doc["pes"]:
         conn.execute(
-            "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s) VALUES (?, ?, ?, ?)",
-            (run_id, pe["pe"], pe["elapsed_s"], pe["idle_s"]),
+            "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, idle_cpu_s) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, pe["pe"], pe["elapsed_s"], pe["idle_s"], pe.get("cpu_s"),
+             pe.get("idle_cpu_s")),
         )
         conn.executemany(
             "INSERT INTO object_stats (run_id, pe, object_id, module, stat, value) "

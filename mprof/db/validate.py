@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import MprofError
 
 SCHEMA = "mprof.run-profile"
-SCHEMA_VERSIONS = (1,)
+SCHEMA_VERSIONS = (1, 2)  # 2 added each PE's cpu_s and idle_cpu_s
 
 
 class ProfileError(MprofError):
@@ -179,6 +179,9 @@ def validate_profile(doc: Any, source: str = "<profile>") -> None:
                    f"got {number}")
         c.time(c.required(pe, "elapsed_s", where), f"{where}.elapsed_s")
         c.time(c.required(pe, "idle_s", where), f"{where}.idle_s")
+        for key in ("cpu_s", "idle_cpu_s"):  # measured since schema version 2
+            if version >= 2 or key in pe:
+                c.time(c.required(pe, key, where), f"{where}.{key}")
         seen_ids = set()
         for j, obj in enumerate(c.array(c.required(pe, "objects", where), f"{where}.objects")):
             owhere = f"{where}.objects[{j}]"

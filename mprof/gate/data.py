@@ -2,8 +2,8 @@
 
 A side is a selection of runs (database + `--where` conditions).  Runs are grouped into
 benchmark configurations: program + params + npes + settings.  For each run the gate keeps
-its elapsed time, its statistics summed over PEs and objects per (module, statistic), and its
-per-PE objects (for model costs).
+its run profile (mprof.profile: times and per-PE objects, for model costs) and its statistics
+summed over PEs and objects per (module, statistic).
 """
 
 from __future__ import annotations
@@ -13,26 +13,46 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..db.store import Condition, ProfileDB
+from ..db.store import Condition
 from ..errors import MprofError
+from ..profile import RunProfile, load_profiles
 
 
 @dataclass
 class RunData:
-    id: int
-    program: str
-    npes: int
-    params: dict
-    settings: dict
-    fingerprint: str
-    elapsed_s: float
-    stats: dict[tuple[str, str], float]  # (module, stat) -> sum over PEs and objects
-    objects: dict[int, list]  # pe -> [(object id, module, {stat: value})]
+    """One run as the gate compares it: the run profile (mprof.profile) and its statistics
+    summed over PEs and objects per (module, statistic)."""
+
+    profile: RunProfile
+    stats: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.stats:
+            self.stats = self.profile.stat_totals()
+
+    @property
+    def id(self) -> int | None:
+        return self.profile.id
+
+    @property
+    def program(self) -> str:
+        return self.profile.program
+
+    @property
+    def npes(self) -> int:
+        return self.profile.npes
+
+    @property
+    def elapsed_s(self) -> float:
+        return float(self.profile.elapsed_s or 0.0)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.profile.fingerprint
 
     @property
     def config_key(self) -> str:
-        return json.dumps({"program": self.program, "npes": self.npes, "params": self.params,
-                           "settings": self.settings}, sort_keys=True, separators=(",", ":"))
+        return self.profile.config_key
 
 
 @dataclass
@@ -58,20 +78,7 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
     if not path.exists():
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
-    with ProfileDB(path, create=False) as db:
-        runs = db.runs(where)
-        ids = [r.id for r in runs]
-        objects = db.object_stats(ids)
-    for run in runs:
-        per_pe = objects.get(run.id, {})
-        totals: dict[tuple[str, str], float] = {}
-        for pe_objs in per_pe.values():
-            for _oid, module, stats in pe_objs:
-                for stat, value in stats.items():
-                    totals[(module, stat)] = totals.get((module, stat), 0.0) + float(value)
-        side.runs.append(RunData(run.id, run.program, run.npes, dict(run.params),
-                                 dict(run.settings), run.machine_fingerprint or "",
-                                 float(run.elapsed_s or 0.0), totals, per_pe))
+    side.runs = [RunData(profile) for profile in load_profiles(path, where)]
     return side
 
 

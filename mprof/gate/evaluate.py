@@ -156,47 +156,22 @@ class SideFit:
 
 
 def fit_side(script: str | Path, side: Side) -> SideFit:
-    """Run a modeling script with its fit databases replaced by this side's database and
-    selection; test databases and SaveModel are ignored, and the last fit counts."""
+    """Run a modeling script on this side's database and selection instead of the script's
+    fit databases (FitSession.data_override: test databases and SaveModel are not used); the
+    last fit counts."""
     from ..model.script import ModelingScript
-
-    class GateScript(ModelingScript):
-        def _fit_database(self, args):
-            self._arity("FitDatabase", args, 1, usage="path.db ...")
-            if side.database.resolve() not in self.session.fit_databases:
-                self.session.fit_databases.append(side.database.resolve())
-
-        def _test_database(self, args):
-            self._arity("TestDatabase", args, 1, usage="path.db ...")
-
-        def _save_model(self, args):
-            self._arity("SaveModel", args, 1, 1, "path.json")
+    from ..model.session import FitSession
 
     warnings: list[str] = []
-    script_obj = GateScript(script, warn=warnings.append)
-    session = script_obj.session
-    plain_fit = session.fit
-
-    def fit_with_selection():
-        if not session.fit_databases:
-            session.fit_databases.append(side.database.resolve())
-        saved = list(session.select)
-        session.select = saved + list(side.where)
-        try:
-            return plain_fit()
-        finally:
-            session.select = saved
-
-    session.fit = fit_with_selection
+    session = FitSession(data_override=(side.database.resolve(), list(side.where)))
     try:
-        outcome = script_obj.run()
+        outcome = ModelingScript(script, warn=warnings.append, session=session).run()
     except MprofError as exc:
         raise MprofError(f"fitting the {side.name} ({side.database}): {exc}") from None
     if outcome is None:
         raise MprofError(f"{script}: the script made no fit")
     model = outcome.model
-    cov = np.atleast_2d(model.covariance)
-    se = {name: math.sqrt(max(float(cov[i, i]), 0.0)) for i, name in enumerate(model.fitted)}
+    se = {name: model.price({name: 1.0}).sd for name in model.fitted}
     undetermined = {name for group in model.flags.get("rank_deficient_terms", [])
                     for name in group}
     return SideFit(model, int(outcome.result.dof), se,
@@ -212,42 +187,30 @@ def _undetermined(names, fits) -> Comparison:
 
 def _category_estimate(fit: SideFit, module: str, category: str,
                        terms: dict[str, float]) -> tuple[float, float]:
-    """(cost, standard error) of a category for summed term values."""
-    model = fit.model
-    info = model.interfaces[module]
-    index = {name: i for i, name in enumerate(model.fitted)}
-    f = np.zeros(len(model.fitted))
-    cost = 0.0
-    for term in info.categories[category]:
-        name = f"{module}:{term}"
-        cost += model.values.get(name, 0.0) * terms.get(term, 0.0)
-        if name in index:
-            f[index[name]] = terms.get(term, 0.0)
-    var = float(f @ np.atleast_2d(model.covariance) @ f) if len(f) else 0.0
-    return cost, math.sqrt(max(var, 0.0))
+    """(cost, standard error) of a category for term values (parameter names as keys)."""
+    names = fit.model.categories_of(module).get(category, [])
+    estimate = fit.model.price({n: terms.get(n, 0.0) for n in names})
+    return estimate.seconds, estimate.sd
 
 
 def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]:
+    """Parameter name -> term value of the module, summed over PEs and averaged over runs."""
     total: dict[str, float] = {}
     for run in runs:
-        for pe_objs in run.objects.values():
-            for _oid, mod, stats in pe_objs:
-                if mod != module:
-                    continue
-                for term, value in model.term_values(module, stats).items():
-                    total[term] = total.get(term, 0.0) + value
+        objects = [obj for pe in run.profile.pes for obj in pe.objects if obj.module == module]
+        for name, value in model.priced_terms(objects).items():
+            total[name] = total.get(name, 0.0) + value
     return {k: v / len(runs) for k, v in total.items()} if runs else {}
 
 
 def _run_costs(model, run: RunData) -> dict[str, float]:
     """MODULE.CATEGORY -> estimated seconds of one run (summed over PEs and objects)."""
+    objects = [obj for pe in run.profile.pes for obj in pe.objects]
     out: dict[str, float] = {}
-    for pe_objs in run.objects.values():
-        for _oid, module, stats in pe_objs:
-            if module not in model.interfaces:
-                continue
-            for cat, cost in model.category_costs(module, stats).items():
-                out[f"{module}.{cat}"] = out.get(f"{module}.{cat}", 0.0) + cost
+    for module in sorted({obj.module for obj in objects if obj.module in model.interfaces}):
+        terms = model.priced_terms([obj for obj in objects if obj.module == module])
+        for cat, est in model.price_categories(module, terms).items():
+            out[f"{module}.{cat}"] = est.seconds
     return out
 
 
@@ -334,7 +297,8 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     name = f"{module}.{cat}"
                     u = unit(f"{label}::fit:{name}", "fit", label, f"fitted cost {name}", name)
                     bad = {f"{module}:{t}" for t in info.categories[cat]
-                           if tb.get(t) or tc.get(t)} & (fb.undetermined | fc.undetermined)
+                           if tb.get(f"{module}:{t}") or tc.get(f"{module}:{t}")} \
+                        & (fb.undetermined | fc.undetermined)
                     if bad:
                         u.comparison = _undetermined(bad, fits)
                         continue

@@ -32,9 +32,8 @@ def _double(value: float) -> str:
 def _module_context(model: Model, module: str, prefix: str) -> dict:
     from ..iface.expr import STATISTIC
 
-    iface = model._interface(module)  # loads the recorded .perf once
+    iface = model.interface(module)  # parsed once from the text the model file carries
     info = model.interfaces[module]
-    index = {s.name: i for i, s in enumerate(iface.statistics)}
     if [s.name for s in iface.statistics] != info.statistics:
         raise MprofError(f"interface {info.path} changed since the model was fitted "
                          "(its statistics differ); refit before exporting")
@@ -46,21 +45,29 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
             return f"stats[{upper}_STAT_{_ident(ref.name)}]"
         return f"v_{_ident(ref.name)}"
 
-    categories = []
-    for cat in iface.categories:
-        lets, emitted, terms = [], set(), []
-        for name in cat.terms:
-            param = f"{module}:{name}"
-            if param not in model.values or param in model.ignored:
-                continue  # ignored term: costs nothing, and its value is not computed
+    def lets_for(names):
+        lets, emitted = [], set()
+        for name in names:
             term = iface.term(name)
             for dep in term.plan or [term]:  # dependencies first, the term itself last
                 if dep.name not in emitted:
                     emitted.add(dep.name)
                     lets.append(f"const double v_{_ident(dep.name)} = {dep.expr.to_c(render)};")
-            terms.append({"param": _double(model.values[param]), "var": f"v_{_ident(name)}"})
+        return lets
+
+    index = {name: i for i, name in enumerate(model.cov_names)}
+    covnames = [t.name for t in iface.terms if f"{module}:{t.name}" in index]
+    covterms = [{"index": index[f"{module}:{n}"], "var": f"v_{_ident(n)}"} for n in covnames]
+
+    categories = []
+    for cat in iface.categories:
+        # ignored terms cost nothing, and their values are not computed
+        names = [n for n in cat.terms
+                 if f"{module}:{n}" in model.values and f"{module}:{n}" not in model.ignored]
+        terms = [{"param": _double(model.values[f"{module}:{n}"]), "var": f"v_{_ident(n)}"}
+                 for n in names]
         categories.append({"name": _ident(cat.name), "description": cat.description,
-                           "lets": lets, "terms": terms})
+                           "lets": lets_for(names), "terms": terms})
     return {
         "name": module,
         "path": info.path,
@@ -69,6 +76,8 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
         "fn": f"{prefix}_{_ident(module)}",
         "statistics": [_ident(s.name) for s in iface.statistics],
         "categories": categories,
+        "covlets": lets_for(covnames),
+        "covterms": covterms,
     }
 
 
@@ -85,6 +94,11 @@ def export_c(model: Model, outdir: str | Path, prefix: str = "mpm") -> list[Path
         "header": f"{prefix}_model.h",
         "guard": f"{prefix.upper()}_MODEL_H",
         "modules": [_module_context(model, m, prefix) for m in model.interfaces],
+        "params": list(model.cov_names),
+        "covariance": [[_double(x) for x in row] for row in model.covariance],
+        "quantile": _double(model.t_quantile() if model.t_quantile() == model.t_quantile()
+                            else 0.0),
+        "confidence_pct": 90,
     }
     written = []
     for template, name in (("model.h.j2", f"{prefix}_model.h"),

@@ -1,24 +1,32 @@
-"""SVD least-squares instantiation of cost models (seed 003 §4.4.3, DESIGN.md §5).
+"""SVD least-squares instantiation of cost models (C.-P. Wen, *Portable Library Support for
+Irregular Applications*, §4.4.3).
 
 The input is a design: one row per sample, one column per free parameter (`module:term`), the
 measured time `t` of each sample, and the known part of each sample's time contributed by
-imported parameters (`offset`).  The unknowns solve `A c = t - offset` in the least-squares
-sense.
+imported parameters (`offset = B c_imp`, with the imported terms' values `B` and the imported
+parameters' covariance).  The unknowns solve `A c = t - offset` in the least-squares sense.
 
 Numerical choices, all documented in docs/fitting.md:
 
 * Normalisation (optional) divides every row and its right-hand side by `t`, so each sample
   weighs the same (the paper's footnote 4).
-* Columns are scaled to unit Euclidean norm before the SVD.  This does not change the least
+* Columns are scaled to unit Euclidean norm before the SVD (the norm is taken of the column
+  divided by its largest magnitude first, so statistics near 1e200 do not overflow).  This does not change the least
   squares solution of a full-rank system, but it makes the relative cut-off independent of the
   units a statistic happens to be counted in (bytes vs messages), so "rank" means rank.
 * Singular values below `cutoff * max(w)` are treated as zero (their reciprocal is dropped);
   the solution is then the minimum-norm one and the dropped right singular vectors name the
   terms that the data cannot tell apart.
-* Chi-square is the SSE of the solved (possibly normalised) system, as in the paper; its p-value
-  assumes unit-variance errors with n - m degrees of freedom.  Parameter variances use the
-  residual variance sigma^2 = chi^2 / (n - m): v_i = sigma^2 * sum_j (V_ij / w_j)^2, and the
-  interval is u +- sqrt(v) * t(0.95; n - m) with the exact Student t quantile.
+* Chi-square is the SSE of the solved (possibly normalised) system, as in the paper.  Parameter
+  variances use the residual variance sigma^2 = chi^2 / (n - rank):
+  v_i = sigma^2 * sum_j (V_ij / w_j)^2, and the interval is u +- sqrt(v) * t(0.95; n - rank)
+  with the exact Student t quantile.
+* Imported parameters are not exact: their covariance S moves the fitted ones through
+  x = P (t - B c_imp), so Cov(x) gains P B S B' P' and Cov(x, c_imp) = -P B S.  The result
+  carries the joint covariance of fitted and imported parameters.
+* Where samples have replicates (runs of the same configuration), the residual splits into
+  pure error (scatter around each configuration's mean) and lack of fit; the lack-of-fit F test
+  says whether the model misses something the noise does not explain (docs/fitting.md).
 """
 
 from __future__ import annotations
@@ -44,6 +52,11 @@ class Design:
     t: np.ndarray  # measured time per sample
     offset: np.ndarray | None = None  # time explained by imported parameters
     labels: list[str] | None = None  # human names of samples, for diagnostics
+    groups: list[str] | None = None  # replicate groups (equal configuration), for lack of fit
+    imported: list[str] = field(default_factory=list)  # imported parameters
+    B: np.ndarray | None = None  # n x k values of the imported terms
+    imported_values: np.ndarray | None = None
+    imported_cov: np.ndarray | None = None  # k x k
 
     def __post_init__(self):
         self.A = np.asarray(self.A, dtype=float)
@@ -55,6 +68,13 @@ class Design:
         self.offset = np.asarray(self.offset, dtype=float)
         if self.labels is None:
             self.labels = [f"sample {i + 1}" for i in range(len(self.t))]
+        k = len(self.imported)
+        self.B = np.zeros((len(self.t), k)) if self.B is None else np.asarray(self.B, float)
+        self.B = self.B.reshape(len(self.t), k)
+        if self.imported_values is None:
+            self.imported_values = np.zeros(k)
+        if self.imported_cov is None:
+            self.imported_cov = np.zeros((k, k))
 
     @property
     def n(self) -> int:
@@ -73,20 +93,54 @@ class FitOptions:
 
 
 @dataclass
+class LackOfFit:
+    """The residual split by replicates: pure error (noise) and lack of fit (model error)."""
+
+    pure_error_ss: float
+    pure_error_dof: int
+    lack_of_fit_ss: float
+    lack_of_fit_dof: int
+    groups: int  # distinct configurations
+
+    @property
+    def f_statistic(self) -> float:
+        if self.lack_of_fit_dof <= 0 or self.pure_error_dof <= 0 or self.pure_error_ss <= 0:
+            return float("nan")
+        return ((self.lack_of_fit_ss / self.lack_of_fit_dof)
+                / (self.pure_error_ss / self.pure_error_dof))
+
+    @property
+    def p_value(self) -> float:
+        f = self.f_statistic
+        if f != f:
+            return float("nan")
+        return float(stats.f.sf(f, self.lack_of_fit_dof, self.pure_error_dof))
+
+    @property
+    def noise_share(self) -> float:
+        """Fraction of the residual sum of squares that is pure error."""
+        total = self.pure_error_ss + self.lack_of_fit_ss
+        return self.pure_error_ss / total if total > 0 else float("nan")
+
+
+@dataclass
 class FitResult:
     names: list[str]
     values: np.ndarray
     halfwidths: np.ndarray
-    covariance: np.ndarray
+    covariance: np.ndarray  # joint, over names + imported (fitted first)
     singular_values: np.ndarray  # of the column-scaled (and normalised) system, descending
     rank: int
     chi_square: float
     sse: float  # on the original time scale, whatever the normalisation
     dof: int
-    p_value: float
     t_quantile: float
     n_samples: int
     sample_mre: float  # percent
+    residual_se: float = float("nan")  # sqrt(chi^2 / dof): relative when normalised
+    lack_of_fit: LackOfFit | None = None
+    noise_mre: float | None = None  # percent: each sample predicted by its replicates' mean
+    imported: list[str] = field(default_factory=list)
     test_mre: float | None = None
     n_test: int = 0
     zero_interval: list[str] = field(default_factory=list)
@@ -96,6 +150,10 @@ class FitResult:
     @property
     def rank_deficient(self) -> bool:
         return self.rank < len(self.names)
+
+    @property
+    def negative(self) -> list[str]:
+        return [name for name, value in zip(self.names, self.values) if value < 0]
 
     def predict(self, design: Design) -> np.ndarray:
         return design.A @ self.values + design.offset
@@ -153,12 +211,12 @@ def solve(design: Design, options: FitOptions | None = None,
     if not (0 <= options.cutoff < 1):
         raise MprofError(f"fit: cut-off must be in [0, 1), got {options.cutoff}")
 
-    A, y = design.A, design.t - design.offset
+    A, y, B = design.A, design.t - design.offset, design.B
     if options.normalize:
         A = A / design.t[:, None]
         y = y / design.t
-    norms = np.sqrt(np.einsum("ij,ij->j", A, A))
-    scale = np.where(norms > 0, norms, 1.0)
+        B = B / design.t[:, None]
+    scale = column_norms(A)
     U, w, Vt = linalg.svd(A / scale, full_matrices=False, lapack_driver="gesdd")
     if w[0] == 0:
         raise MprofError("fit: every term is zero in every sample; nothing to fit")
@@ -166,15 +224,15 @@ def solve(design: Design, options: FitOptions | None = None,
     rank = int(keep.sum())
     winv = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)
 
-    x = (Vt.T @ (winv * (U.T @ y))) / scale
+    # x = P y with P the (truncated) pseudo-inverse of A, in the original units
+    P = ((Vt.T * winv) @ U.T) / scale[:, None]
+    x = P @ y
     residual = y - A @ x
     chi_square = float(residual @ residual)
-    dof = n - m
+    dof = max(n - rank, 1)
     sigma2 = chi_square / dof
-    # Covariance of the scaled unknowns is sigma^2 V diag(1/w^2) V^T; undo the scaling.
-    VW = Vt.T * winv
-    covariance = sigma2 * (VW @ VW.T) / np.outer(scale, scale)
-    variance = np.clip(np.diag(covariance), 0.0, None)
+    covariance = joint_covariance(P, B, sigma2 * (P @ P.T), design.imported_cov)
+    variance = np.clip(np.diag(covariance)[:m], 0.0, None)
     tq = float(stats.t.ppf(0.5 + options.confidence / 2, dof))
     halfwidths = np.sqrt(variance) * tq
 
@@ -190,10 +248,13 @@ def solve(design: Design, options: FitOptions | None = None,
         chi_square=chi_square,
         sse=sse,
         dof=dof,
-        p_value=float(stats.chi2.sf(chi_square, dof)),
         t_quantile=tq,
         n_samples=n,
         sample_mre=mre(model_t, design.t),
+        residual_se=float(np.sqrt(sigma2)),
+        lack_of_fit=lack_of_fit(residual, design.groups, rank),
+        noise_mre=replicate_mre(design.t, design.groups),
+        imported=list(design.imported),
         options=options,
     )
     result.zero_interval = [name for name, u, h in zip(design.names, x, halfwidths)
@@ -204,6 +265,57 @@ def solve(design: Design, options: FitOptions | None = None,
     if test is not None:
         apply_test(result, test)
     return result
+
+
+def column_norms(A: np.ndarray) -> np.ndarray:
+    """Euclidean norm of every column (1 for all-zero ones), without overflow: statistics of
+    magnitude 1e200 square to infinity, so each column is divided by its largest magnitude
+    first."""
+    peak = np.max(np.abs(A), axis=0) if A.size else np.zeros(A.shape[1])
+    peak = np.where(peak > 0, peak, 1.0)
+    scaled = A / peak
+    norms = np.sqrt(np.einsum("ij,ij->j", scaled, scaled)) * peak
+    return np.where(norms > 0, norms, 1.0)
+
+
+def joint_covariance(P: np.ndarray, B: np.ndarray, fitted_cov: np.ndarray,
+                     imported_cov: np.ndarray) -> np.ndarray:
+    """Covariance of (fitted, imported) parameters: the fit's own scatter plus what the
+    imported parameters' uncertainty does to the fitted ones (x = P (y - B c_imp))."""
+    k = imported_cov.shape[0]
+    if k == 0:
+        return fitted_cov
+    G = P @ B  # d x / d c_imp = -G
+    cross = -G @ imported_cov
+    top = np.hstack([fitted_cov + G @ imported_cov @ G.T, cross])
+    bottom = np.hstack([cross.T, imported_cov])
+    return np.vstack([top, bottom])
+
+
+def lack_of_fit(residual: np.ndarray, groups: list[str] | None, rank: int) -> LackOfFit | None:
+    """Splits the residual sum of squares by replicate groups (None without replicates)."""
+    if not groups:
+        return None
+    index: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        index.setdefault(g, []).append(i)
+    if len(index) == len(groups):
+        return None
+    pure = sum(float(np.sum((residual[ix] - residual[ix].mean()) ** 2)) for ix in index.values())
+    total = float(residual @ residual)
+    return LackOfFit(pure, len(groups) - len(index), max(total - pure, 0.0),
+                     len(index) - rank, len(index))
+
+
+def replicate_mre(t: np.ndarray, groups: list[str] | None) -> float | None:
+    """MRE of predicting each sample by the mean of its replicate group: the floor that no model
+    of these statistics can go below (None without replicates)."""
+    if not groups or len(set(groups)) == len(groups):
+        return None
+    means = {}
+    for g in set(groups):
+        means[g] = float(np.mean([t[i] for i, h in enumerate(groups) if h == g]))
+    return mre(np.array([means[g] for g in groups]), t)
 
 
 def apply_test(result: FitResult, test: Design) -> None:

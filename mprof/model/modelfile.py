@@ -1,17 +1,20 @@
-"""Model files: an instantiated cost model as versioned JSON (schema `mprof.model`, version 1).
+"""Model files: an instantiated cost model as versioned JSON (schema `mprof.model`, version 2).
 
-A model file is self-describing for later stages: besides parameter values, their covariance and
-the fit's quality figures, it records for every module the interface path and the
-category -> terms structure, so a report can list categories and combine per-term costs without
-parsing the interface again.  Turning statistics into term values still needs the term
-expressions; `Model` loads the recorded interface lazily for that (once per module).
+A model file is self-contained: besides parameter values, their joint covariance (fitted and
+imported parameters) and the fit's quality figures, it records for every module the source text
+of its interface, so turning statistics into term values needs nothing but the file.  Version 1
+files (covariance of the fitted parameters only, interfaces found by path) are still read.
+
+Every cost and every band of every stage is priced here, by `Model.price`: the report, the gate
+and `export-c` call it (or, for C, print its formula), so there is one pricing of a model.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +25,8 @@ from scipy import stats as sstats
 from ..errors import MprofError
 
 SCHEMA = "mprof.model"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 @dataclass
@@ -33,17 +37,14 @@ class ModuleInfo:
     terms: list[str]
     categories: dict[str, list[str]]  # category -> terms, in interface order
     descriptions: dict[str, str] = field(default_factory=dict)  # category -> description
+    source: str | None = None  # the interface's text (None in version 1 files)
 
     def to_json(self, base: Path | None) -> dict:
         out = {"path": self.path, "statistics": self.statistics, "terms": self.terms,
-               "categories": self.categories, "category_descriptions": self.descriptions}
+               "categories": self.categories, "category_descriptions": self.descriptions,
+               "source": self.source}
         if base is not None:
-            try:
-                out["relative_path"] = str(Path(self.path).relative_to(base))
-            except ValueError:
-                import os
-
-                out["relative_path"] = os.path.relpath(self.path, base)
+            out["relative_path"] = os.path.relpath(self.path, base)
         return out
 
     @classmethod
@@ -54,11 +55,12 @@ class ModuleInfo:
             path = str((base / rel).resolve())
         return cls(module, path, list(data["statistics"]), list(data["terms"]),
                    {k: list(v) for k, v in data["categories"].items()},
-                   dict(data.get("category_descriptions", {})))
+                   dict(data.get("category_descriptions", {})), data.get("source"))
 
     @classmethod
-    def from_interface(cls, iface, path: str) -> "ModuleInfo":
+    def from_interface(cls, iface, path: str, source: str | None = None) -> "ModuleInfo":
         return cls(
+            source=source,
             module=iface.name,
             path=str(Path(path).resolve()),
             statistics=[s.name for s in iface.statistics],
@@ -69,11 +71,26 @@ class ModuleInfo:
 
 
 @dataclass
+class Estimate:
+    """A priced cost: seconds and the variance of that figure from the parameters' covariance."""
+
+    seconds: float
+    variance: float
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(max(self.variance, 0.0))
+
+    def halfwidth(self, quantile: float) -> float:
+        return quantile * self.sd
+
+
+@dataclass
 class Model:
     values: dict[str, float]  # every usable parameter: fitted and imported
     halfwidths: dict[str, float]  # 90 % interval half widths (imported: as in their source)
-    fitted: list[str]  # parameters estimated by this fit; order of `covariance`
-    covariance: np.ndarray
+    fitted: list[str]  # parameters estimated by this fit
+    covariance: np.ndarray  # joint covariance over `cov_names`
     imported: dict[str, str] = field(default_factory=dict)  # parameter -> source model file
     ignored: list[str] = field(default_factory=list)
     quality: dict = field(default_factory=dict)
@@ -82,7 +99,15 @@ class Model:
     flags: dict = field(default_factory=dict)
     created_at: str = ""
     path: Path | None = None
+    cov_names: list[str] | None = None  # default: `fitted` (version 1 files)
     _ifaces: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if self.cov_names is None:
+            self.cov_names = list(self.fitted)
+        n = len(self.cov_names)
+        self.covariance = np.asarray(self.covariance, dtype=float).reshape(n, n)
+        self._index = {name: i for i, name in enumerate(self.cov_names)}
 
     # -- persistence ------------------------------------------------------------------------
 
@@ -103,8 +128,8 @@ class Model:
             or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "parameters": params,
             "fitted": self.fitted,
-            "covariance": [[float(x) for x in row] for row in np.atleast_2d(self.covariance)]
-            if self.fitted else [],
+            "covariance_parameters": self.cov_names,
+            "covariance": [[float(x) for x in row] for row in self.covariance],
             "ignored": self.ignored,
             "quality": self.quality,
             "flags": self.flags,
@@ -114,30 +139,38 @@ class Model:
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
+        if path.is_dir():
+            raise MprofError(f"{path}: is a directory; SaveModel needs a file name")
         text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text + "\n")
-        tmp.replace(path)  # never leave a half-written model behind
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_text(text + "\n")
+            tmp.replace(path)  # never leave a half-written model behind
+        except OSError as exc:
+            raise MprofError(f"{path}: cannot write the model: {exc.strerror or exc}") from None
         self.path = path
 
     @classmethod
     def from_json(cls, data: dict, source: str = "<model>", base: Path | None = None) -> "Model":
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise MprofError(f"{source}: not an mprof model file (schema is not '{SCHEMA}')")
-        if data.get("version") != VERSION:
+        if data.get("version") not in READABLE_VERSIONS:
             raise MprofError(f"{source}: model version {data.get('version')} is not supported "
-                             f"(this mprof reads version {VERSION})")
+                             f"(this mprof reads versions {READABLE_VERSIONS})")
         try:
             params = data["parameters"]
             fitted = list(data["fitted"])
-            cov = np.array(data["covariance"], dtype=float).reshape(len(fitted), len(fitted))
+            cov_names = list(data.get("covariance_parameters", fitted))
+            cov = np.array(data["covariance"], dtype=float).reshape(len(cov_names),
+                                                                    len(cov_names))
             return cls(
                 values={k: float(v["value"]) for k, v in params.items()},
                 halfwidths={k: (float("nan") if v.get("halfwidth") is None
                                 else float(v["halfwidth"])) for k, v in params.items()},
                 fitted=fitted,
                 covariance=cov,
+                cov_names=cov_names,
                 imported={k: v.get("from", "") for k, v in params.items()
                           if v.get("source") == "imported"},
                 ignored=list(data.get("ignored", [])),
@@ -148,73 +181,127 @@ class Model:
                 flags=dict(data.get("flags", {})),
                 created_at=data.get("created_at", ""),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MprofError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") \
                 from None
 
     # -- evaluation -------------------------------------------------------------------------
 
-    def _interface(self, module: str):
+    def interface(self, module: str):
+        """The module's parsed interface: from the text the file carries, else (version 1)
+        from the recorded path."""
         if module not in self.interfaces:
             raise MprofError(f"the model has no module '{module}' "
                              f"(modules: {', '.join(self.interfaces) or 'none'})")
         if module not in self._ifaces:
-            from ..iface import load_interface
+            from ..iface import load_interface, parse_interface
 
-            path = self.interfaces[module].path
-            if not Path(path).exists():
-                raise MprofError(f"interface of module '{module}' not found at {path}")
-            self._ifaces[module] = load_interface(path)
+            info = self.interfaces[module]
+            if info.source is not None:
+                self._ifaces[module] = parse_interface(info.source, info.path)
+            elif Path(info.path).exists():
+                self._ifaces[module] = load_interface(info.path)
+            else:
+                raise MprofError(f"interface of module '{module}' not found at {info.path}")
         return self._ifaces[module]
 
     def term_values(self, module: str, stats: Mapping[str, float]) -> dict[str, float]:
         info = self.interfaces.get(module)
-        iface = self._interface(module)
+        iface = self.interface(module)
         record = dict.fromkeys(info.statistics, 0.0)
         record.update(stats)
         return iface.term_values(record)
 
-    def category_costs(self, module: str, stats: Mapping[str, float] | None = None, *,
-                       terms: Mapping[str, float] | None = None) -> dict[str, float]:
-        """Estimated seconds per cost category for one statistics record (or term values).
-        Ignored terms cost nothing; so do terms whose parameter the model lacks."""
-        if terms is None:
-            terms = self.term_values(module, stats or {})
-        info = self.interfaces[module]
-        return {
-            cat: float(sum(self.values.get(f"{module}:{term}", 0.0) * terms.get(term, 0.0)
-                           for term in cat_terms))
-            for cat, cat_terms in info.categories.items()
-        }
-
-    def category_bands(self, module: str, stats: Mapping[str, float] | None = None, *,
-                       terms: Mapping[str, float] | None = None,
-                       confidence: float = 0.90) -> dict[str, tuple[float, float]]:
-        """(cost, half width) per category: the half width of the `confidence` interval of the
-        category's cost from the fitted parameters' covariance (imported parameters are taken
-        as exact)."""
-        if terms is None:
-            terms = self.term_values(module, stats or {})
-        costs = self.category_costs(module, terms=terms)
-        info = self.interfaces[module]
-        index = {name: i for i, name in enumerate(self.fitted)}
-        quantile = self.t_quantile(confidence)
-        out = {}
-        for cat, cat_terms in info.categories.items():
-            f = np.zeros(len(self.fitted))
-            for term in cat_terms:
-                i = index.get(f"{module}:{term}")
-                if i is not None:
-                    f[i] = terms.get(term, 0.0)
-            var = float(f @ self.covariance @ f) if len(f) else 0.0
-            out[cat] = (costs[cat], math.sqrt(max(var, 0.0)) * quantile)
+    def priced_terms(self, objects: Iterable) -> dict[str, float]:
+        """Parameter name -> term value summed over statistics records (anything with
+        `module` and `stats`, e.g. mprof.profile.ObjectRecord) of the modules the model has."""
+        out: dict[str, float] = {}
+        for obj in objects:
+            if obj.module not in self.interfaces:
+                continue
+            for term, value in self.term_values(obj.module, obj.stats).items():
+                name = f"{obj.module}:{term}"
+                out[name] = out.get(name, 0.0) + value
         return out
+
+    def price(self, terms: Mapping[str, float]) -> Estimate:
+        """THE pricing of the model: cost = sum c_p f_p over the parameters it has (ignored
+        terms and terms without a parameter cost nothing), variance = f . Cov . f over the joint
+        covariance of fitted and imported parameters."""
+        cost = 0.0
+        f = np.zeros(len(self.cov_names))
+        for name, value in terms.items():
+            if name in self.ignored or name not in self.values:
+                continue
+            cost += self.values[name] * value
+            i = self._index.get(name)
+            if i is not None:
+                f[i] = value
+        variance = float(f @ self.covariance @ f) if len(f) else 0.0
+        return Estimate(float(cost), variance + self._uncorrelated_variance(terms))
+
+    def _uncorrelated_variance(self, terms: Mapping[str, float]) -> float:
+        """Parameters outside the covariance (imported into a version 1 file) count with their
+        own interval, as independent."""
+        var = 0.0
+        q = self.t_quantile()
+        for name, value in terms.items():
+            if name in self._index or name in self.ignored or name not in self.values:
+                continue
+            h = self.halfwidths.get(name, float("nan"))
+            if h == h and q == q:
+                var += (value * h / q) ** 2
+        return var
+
+    def categories_of(self, module: str) -> dict[str, list[str]]:
+        """Category -> parameter names, for categories with at least one priced term."""
+        info = self.interfaces[module]
+        out = {}
+        for cat, terms in info.categories.items():
+            names = [f"{module}:{t}" for t in terms]
+            if any(n in self.values and n not in self.ignored for n in names):
+                out[cat] = names
+        return out
+
+    def price_categories(self, module: str, terms: Mapping[str, float]) -> dict[str, Estimate]:
+        """Category -> priced cost, for one module's term values (parameter names as keys)."""
+        return {cat: self.price({n: terms.get(n, 0.0) for n in names})
+                for cat, names in self.categories_of(module).items()}
+
+    def residual_variance(self, sample_times: Iterable[float]) -> float:
+        """Variance of the fit's residual scatter summed over samples of the given model times
+        (seconds^2): sigma^2 per sample, relative to the time when the fit was normalised."""
+        q = self.quality
+        se = q.get("residual_se")
+        if se is None:  # version 1 files
+            chi, dof = q.get("chi_square"), q.get("dof")
+            if chi is None or not dof or dof <= 0:
+                return float("nan")
+            se = math.sqrt(float(chi) / float(dof))
+        times = list(sample_times)
+        if self.settings.get("normalize"):
+            return se * se * sum(t * t for t in times)
+        return se * se * len(times)
 
     def t_quantile(self, confidence: float = 0.90) -> float:
         dof = self.quality.get("dof") or 0
         if dof <= 0:
             return float("nan")
         return float(sstats.t.ppf(0.5 + confidence / 2, dof))
+
+    def sub_covariance(self, names: list[str]) -> np.ndarray:
+        """The joint covariance of some parameters (imports of a later session)."""
+        idx = [self._index.get(n) for n in names]
+        out = np.zeros((len(names), len(names)))
+        q = self.t_quantile()
+        for a, i in enumerate(idx):
+            for b, j in enumerate(idx):
+                if i is not None and j is not None:
+                    out[a, b] = self.covariance[i, j]
+            if i is None:
+                h = self.halfwidths.get(names[a], float("nan"))
+                out[a, a] = (h / q) ** 2 if h == h and q == q else 0.0
+        return out
 
 
 def load_model(path: str | Path) -> Model:
@@ -223,8 +310,8 @@ def load_model(path: str | Path) -> Model:
         data = json.loads(path.read_text())
     except OSError as exc:
         raise MprofError(f"{path}: cannot read model: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise MprofError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise MprofError(f"{path}: not valid JSON ({exc})") from None
     model = Model.from_json(data, str(path), path.resolve().parent)
     model.path = path
     return model

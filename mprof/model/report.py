@@ -16,6 +16,31 @@ def _fixed(value: float) -> str:
     return f"{value:f}" if value == 0 or abs(value) >= 0.01 else f"{value:.6g}"
 
 
+def _residual_line(r) -> str:
+    unit = "relative" if r.options.normalize else "seconds"
+    se = f"{100 * r.residual_se:.3g}%" if r.options.normalize else f"{r.residual_se:g} s"
+    return (f"Residual standard error: {se} ({unit}, {r.dof} degrees of freedom); "
+            f"t(0.95; {r.dof}) = {r.t_quantile:.4f}")
+
+
+def _noise_lines(r) -> list[str]:
+    """Noise against model error: what replicates say about the residual."""
+    lof = r.lack_of_fit
+    if lof is None:
+        return ["Lack of fit: no replicated configurations (repeat runs to tell noise from "
+                "model error)"]
+    lines = [f"Replicate noise floor (MRE of each sample against its replicates' mean): "
+             f"{_pct(r.noise_mre)}",
+             f"Pure error: {100 * lof.noise_share:.1f}% of the residual sum of squares "
+             f"({lof.groups} configurations, {lof.pure_error_dof} replicate degrees of freedom)"]
+    if lof.p_value == lof.p_value:
+        verdict = ("the model misses something the noise does not explain"
+                   if lof.p_value < 0.01 else "the remaining error is consistent with noise")
+        lines.append(f"Lack-of-fit F test: F({lof.lack_of_fit_dof}, {lof.pure_error_dof}) = "
+                     f"{lof.f_statistic:.3g}, p = {lof.p_value:.3g}: {verdict}")
+    return lines
+
+
 def format_text(outcome: FitOutcome) -> str:
     r = outcome.result
     lines = [
@@ -24,10 +49,11 @@ def format_text(outcome: FitOutcome) -> str:
         f"Sample MRE: {_pct(r.sample_mre)}",
         f"Test MRE: {_pct(r.test_mre)}",
         "",
-        f"Samples: {r.n_samples} fit, {r.n_test} test; parameters: {len(r.names)}; "
-        f"rank: {r.rank}; SSE: {r.sse:g}",
-        f"Chi-square p-value: {r.p_value:g} ({r.dof} degrees of freedom); "
-        f"t(0.95; {r.dof}) = {r.t_quantile:.4f}",
+        f"Samples: {r.n_samples} fit, {r.n_test} test; parameters: {len(r.names)}"
+        + (f" fitted, {len(r.imported)} imported" if r.imported else "")
+        + f"; rank: {r.rank}; SSE: {r.sse:g}; measure: {outcome.model.settings.get('measure')}",
+        _residual_line(r),
+        *_noise_lines(r),
     ]
     model = outcome.model
     modules: dict[str, list[str]] = {}

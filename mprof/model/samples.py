@@ -1,7 +1,7 @@
 """From profile databases and performance interfaces to a fitting design (DESIGN.md §5).
 
-A sample is one PE of one run (granularity "pe": t is that PE's elapsed_s) or one run with its
-PEs summed (granularity "run").  For every object of every module whose interface is loaded the
+A sample is one PE of one run (granularity "pe": t is that PE's time by the session's measure,
+mprof.profile) or one run with its PEs summed (granularity "run").  For every object of every module whose interface is loaded the
 terms are evaluated with the interface's own expression evaluator (Term.evaluate via
 Interface.term_values), and objects of the same module add up.  Modules without a loaded
 interface contribute nothing and are reported once as a warning.
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..db.store import Condition, ProfileDB
+from ..db.store import Condition
 from ..errors import MprofError
+from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, load_profiles
 from .fit import Design
 
 GRANULARITIES = ("pe", "run")
@@ -27,6 +28,7 @@ class LoadedInterface:
     module: str
     path: str
     iface: object  # mprof.iface.Interface
+    source: str | None = None  # the interface's text, which model files carry
 
     @property
     def term_names(self) -> list[str]:
@@ -45,88 +47,113 @@ class SampleSet:
     F: np.ndarray  # n x K
     t: np.ndarray
     labels: list[str]
+    groups: list[str] = field(default_factory=list)  # replicates share a group (config + PE)
     modules_seen: set[str] = field(default_factory=set)
     fingerprints: set[str] = field(default_factory=set)
+    measure: str = DEFAULT_MEASURE  # what t is
 
     @property
     def n(self) -> int:
         return len(self.t)
 
 
-def term_row(interfaces: Mapping[str, LoadedInterface], objects, missing: set[str],
-             columns: Mapping[str, int], width: int) -> np.ndarray:
+def term_row(interfaces: Mapping[str, LoadedInterface], objects: Sequence[ObjectRecord],
+             missing: set[str], columns: Mapping[str, int], width: int) -> np.ndarray:
     row = np.zeros(width)
-    for _oid, module, stats in objects:
-        loaded = interfaces.get(module)
+    for obj in objects:
+        loaded = interfaces.get(obj.module)
         if loaded is None:
-            missing.add(module)
+            missing.add(obj.module)
             continue
         # A statistic the program never set is zero (profiles may omit untouched counters).
         record = dict.fromkeys(loaded.statistic_names, 0.0)
-        record.update(stats)
+        record.update(obj.stats)
         for term, value in loaded.iface.term_values(record).items():
-            row[columns[f"{module}:{term}"]] += value
+            row[columns[f"{obj.module}:{term}"]] += value
     return row
 
 
 def load_samples(databases: Sequence[str | Path], interfaces: Mapping[str, LoadedInterface],
                  granularity: str = "pe", select: Sequence[Condition] = (),
-                 warnings: list[str] | None = None) -> SampleSet:
+                 warnings: list[str] | None = None,
+                 measure: str | None = DEFAULT_MEASURE) -> SampleSet:
+    """One sample per PE of every run (granularity "pe") or per run (PEs summed); its time is
+    the PE's (the run's) time by `measure` (mprof.profile).  With measure None, the default
+    measure is used where every run has it, else elapsed time with a warning (databases of
+    schema version 1 profiles)."""
     if granularity not in GRANULARITIES:
         raise MprofError(f"granularity must be one of {', '.join(GRANULARITIES)}")
+    if measure is not None and measure not in MEASURES:
+        raise MprofError(f"measure must be one of {', '.join(MEASURES)}")
     warnings = warnings if warnings is not None else []
+    runs = [(Path(db).name, run) for db in databases for run in load_profiles(db, select)]
+    if measure is None:
+        measure = DEFAULT_MEASURE
+        if any(pe.cpu_s is None for _, run in runs for pe in run.pes):
+            measure = "elapsed"
+            warnings.append("some runs have no CPU times (run profiles of schema version 1): "
+                            "samples are elapsed times (`Measure elapsed`)")
     names = [f"{m}:{term}" for m, li in interfaces.items() for term in li.term_names]
     columns = {name: i for i, name in enumerate(names)}
-    rows, times, labels = [], [], []
+    rows, times, labels, groups = [], [], [], []
     missing: set[str] = set()
     seen: set[str] = set()
     fingerprints: set[str] = set()
-    for db_path in databases:
-        with ProfileDB(db_path, create=False) as db:
-            runs = db.runs(select)
-            ids = [r.id for r in runs]
-            pes = db.pe_samples(ids)
-            objects = db.object_stats(ids)
-        tag = Path(db_path).name
-        for run in runs:
-            fingerprints.add(run.machine_fingerprint or "")
-            per_pe = objects.get(run.id, {})
-            for pe_objs in per_pe.values():
-                seen.update(module for _, module, _ in pe_objs)
-            pe_rows = [term_row(interfaces, per_pe.get(pe, []), missing, columns, len(names))
-                       for pe in range(run.npes)]
-            pe_times = [elapsed for elapsed, _idle in pes.get(run.id, [])]
-            if granularity == "pe":
-                rows.extend(pe_rows)
-                times.extend(pe_times)
-                labels.extend(f"{tag} run {run.id} PE {pe}" for pe in range(run.npes))
-            else:
-                rows.append(np.sum(pe_rows, axis=0))
-                times.append(float(sum(pe_times)))
-                labels.append(f"{tag} run {run.id}")
+    for tag, run in runs:
+        fingerprints.add(run.fingerprint)
+        try:
+            pe_times = [pe.time(measure) for pe in run.pes]
+        except MprofError as exc:
+            raise MprofError(f"{tag} run {run.id}: {exc}") from None
+        pe_rows = []
+        for pe in run.pes:
+            seen.update(obj.module for obj in pe.objects)
+            pe_rows.append(term_row(interfaces, pe.objects, missing, columns, len(names)))
+        if granularity == "pe":
+            rows.extend(pe_rows)
+            times.extend(pe_times)
+            labels.extend(f"{tag} run {run.id} PE {pe.pe}" for pe in run.pes)
+            groups.extend(f"{run.config_key} PE {pe.pe}" for pe in run.pes)
+        else:
+            rows.append(np.sum(pe_rows, axis=0))
+            times.append(float(sum(pe_times)))
+            labels.append(f"{tag} run {run.id}")
+            groups.append(run.config_key)
     for module in sorted(missing):
         warnings.append(f"module '{module}' has no loaded interface; its objects are ignored")
     if len(fingerprints) > 1:
         warnings.append(f"the samples come from {len(fingerprints)} different machines "
                         "(machine fingerprints differ)")
     F = np.array(rows, dtype=float).reshape(len(rows), len(names))
-    return SampleSet(names, F, np.array(times, dtype=float), labels, seen, fingerprints)
+    return SampleSet(names, F, np.array(times, dtype=float), labels, groups, seen, fingerprints,
+                     measure)
 
 
-def make_design(samples: SampleSet, imported: Mapping[str, float],
-                ignored: set[str]) -> Design:
+def make_design(samples: SampleSet, imported: Mapping[str, float], ignored: set[str],
+                imported_cov: np.ndarray | None = None) -> Design:
     """Fitted columns keep their order; imported columns move to the right-hand side as an
-    offset (t - sum c_imp f); ignored columns are dropped."""
+    offset (t - sum c_imp f) and keep their values (B) for the propagation of their covariance
+    (`imported_cov`, in the order of `imported`); ignored columns are dropped."""
     fitted = [i for i, name in enumerate(samples.names)
               if name not in imported and name not in ignored]
-    offset = np.zeros(samples.n)
-    for i, name in enumerate(samples.names):
-        if name in imported and name not in ignored:
-            offset += imported[name] * samples.F[:, i]
+    names_imp = [name for name in imported if name not in ignored]
+    column = {name: i for i, name in enumerate(samples.names)}
+    B = samples.F[:, [column[name] for name in names_imp]]
+    values = np.array([imported[name] for name in names_imp], dtype=float)
+    if imported_cov is None:
+        imported_cov = np.zeros((len(names_imp), len(names_imp)))
+    else:
+        keep = [i for i, name in enumerate(imported) if name not in ignored]
+        imported_cov = np.asarray(imported_cov, dtype=float)[np.ix_(keep, keep)]
     return Design(
         names=[samples.names[i] for i in fitted],
         A=samples.F[:, fitted],
         t=samples.t,
-        offset=offset,
+        offset=B @ values,
         labels=samples.labels,
+        groups=samples.groups,
+        imported=names_imp,
+        B=B,
+        imported_values=values,
+        imported_cov=imported_cov,
     )

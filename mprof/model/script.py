@@ -29,13 +29,14 @@ class ScriptError(MprofError):
 
 class ModelingScript:
     def __init__(self, path: str | Path, on_fit: Callable[[FitOutcome], None] | None = None,
-                 warn: Callable[[str], None] | None = None):
+                 warn: Callable[[str], None] | None = None, session: FitSession | None = None):
         import tkinter
 
         self.path = Path(path)
         if not self.path.is_file():
             raise MprofError(f"{path}: no such modeling script")
-        self.session = FitSession(base_dir=self.path.resolve().parent)
+        self.session = session or FitSession()
+        self.session.base_dir = self.path.resolve().parent
         self.on_fit = on_fit or (lambda outcome: None)
         self.warn = warn or (lambda text: print(f"mprof fit: warning: {text}", file=sys.stderr))
         self.fits = 0
@@ -49,6 +50,7 @@ class ModelingScript:
             "ImportParameter": self._import_parameter,
             "IgnoreTerm": self._ignore_term,
             "Granularity": self._granularity,
+            "Measure": self._measure,
             "Normalize": self._normalize,
             "Cutoff": self._cutoff,
             "Select": self._select,
@@ -134,6 +136,10 @@ class ModelingScript:
     def _granularity(self, args):
         self._arity("Granularity", args, 1, 1, "pe|run")
         self.session.set_granularity(args[0])
+
+    def _measure(self, args):
+        self._arity("Measure", args, 1, 1, "cpu|elapsed")
+        self.session.set_measure(str(args[0]))
 
     def _normalize(self, args):
         self._arity("Normalize", args, 1, 1, "on|off")

@@ -11,8 +11,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+from scipy import linalg
+
 from ..db.store import Condition, ProfileDB
 from ..errors import MprofError
+from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, solve
 from .modelfile import Model, ModuleInfo, load_model
 from .samples import LoadedInterface, load_samples, make_design
@@ -55,12 +59,16 @@ class FitSession:
     imports: list[Imported] = field(default_factory=list)
     ignores: list[tuple[str, str]] = field(default_factory=list)  # (module spec, term)
     granularity: str = "pe"
+    measure: str | None = None  # None: cpu where recorded, else elapsed (mprof.profile)
     normalize: bool = False
     cutoff: float = DEFAULT_CUTOFF
     select: list[Condition] = field(default_factory=list)
     save_paths: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     last: FitOutcome | None = None
+    # Set by a caller that reuses a script's model on other data (the gate): the fit database
+    # and extra selection replace the script's, test databases and SaveModel are not used.
+    data_override: tuple[Path, list[Condition]] | None = None
 
     def resolve(self, path: str) -> Path:
         p = Path(path).expanduser()
@@ -69,10 +77,21 @@ class FitSession:
     # -- directives -------------------------------------------------------------------------
 
     def add_database(self, path: str, test: bool = False) -> None:
+        if self.data_override is not None:
+            return
         resolved = self.resolve(path)
         if not resolved.exists():
             raise MprofError(f"profile database {path} not found ({resolved})")
-        (self.test_databases if test else self.fit_databases).append(resolved)
+        target = self.test_databases if test else self.fit_databases
+        real = resolved.resolve()
+        if any(p.resolve() == real for p in target):
+            self.warnings.append(f"database {path} is listed twice; its runs are counted once")
+            return
+        other = self.fit_databases if test else self.test_databases
+        if any(p.resolve() == real for p in other):
+            self.warnings.append(f"database {path} is both a fit and a test database: the test "
+                                 "MRE is then not a held-out error")
+        target.append(resolved)
 
     def load_interface(self, spec: str) -> str:
         """Load a .perf file by path, or find MODULE.perf on the search path."""
@@ -88,7 +107,8 @@ class FitSession:
                 raise MprofError(f"no interface {spec}.perf on the search path: "
                                  + ", ".join(str(d) for d in self.all_search_dirs()))
         iface = load_interface(str(path))
-        self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface)
+        self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface,
+                                                      path.read_text(encoding="utf-8"))
         return iface.name
 
     def all_search_dirs(self) -> list[Path]:
@@ -124,6 +144,11 @@ class FitSession:
             raise MprofError("IgnoreTerm needs at least one term")
         self.ignores.extend((module, t) for t in terms)
 
+    def set_measure(self, value: str) -> None:
+        if value not in MEASURES:
+            raise MprofError(f"measure must be one of {', '.join(MEASURES)}, got '{value}'")
+        self.measure = value
+
     def set_granularity(self, value: str) -> None:
         if value not in ("pe", "run"):
             raise MprofError(f"granularity must be 'pe' or 'run', got '{value}'")
@@ -152,9 +177,13 @@ class FitSession:
             if self.find_interface(module) is not None:
                 self.load_interface(module)
 
-    def _resolve_names(self) -> tuple[dict[str, float], dict[str, str], set[str]]:
+    def _resolve_names(self) -> tuple[dict[str, float], dict[str, str], set[str], np.ndarray]:
+        """Imported values, their sources, ignored parameters, and the imported parameters'
+        joint covariance (parameters from one model keep their correlations; different source
+        models are independent)."""
         values: dict[str, float] = {}
         sources: dict[str, str] = {}
+        blocks = []
         self._import_halfwidths = {}
         for imp in self.imports:
             module = _match_module(imp.module_spec, self.interfaces.keys())
@@ -163,12 +192,14 @@ class FitSession:
                                  "interface")
             model = load_model(imp.model_path)
             src_module = _match_module(imp.module_spec, {k.split(":")[0] for k in model.values})
-            for term in imp.terms:
+            fresh = [t for t in imp.terms if f"{module}:{t}" not in values]
+            for term in fresh:
                 self._check_term(module, term, "ImportParameter")
                 values[f"{module}:{term}"] = model.values[f"{src_module}:{term}"]
                 sources[f"{module}:{term}"] = str(imp.model_path)
                 self._import_halfwidths[f"{module}:{term}"] = model.halfwidths.get(
                     f"{src_module}:{term}", float("nan"))
+            blocks.append(model.sub_covariance([f"{src_module}:{t}" for t in fresh]))
         ignored = set()
         for spec, term in self.ignores:
             module = _match_module(spec, self.interfaces.keys())
@@ -176,7 +207,8 @@ class FitSession:
                 raise MprofError(f"IgnoreTerm: module '{spec}' has no loaded interface")
             self._check_term(module, term, "IgnoreTerm")
             ignored.add(f"{module}:{term}")
-        return values, sources, ignored
+        cov = linalg.block_diag(*blocks) if blocks else np.zeros((0, 0))
+        return values, sources, ignored, cov
 
     def _check_term(self, module: str, term: str, directive: str) -> None:
         terms = self.interfaces[module].term_names
@@ -185,6 +217,17 @@ class FitSession:
                              f"(terms: {', '.join(terms)})")
 
     def fit(self) -> FitOutcome:
+        if self.data_override is not None:
+            database, extra = self.data_override
+            self.fit_databases, self.test_databases = [database], []
+            saved, self.select = self.select, [*self.select, *extra]
+            try:
+                return self._fit()
+            finally:
+                self.select = saved
+        return self._fit()
+
+    def _fit(self) -> FitOutcome:
         if not self.fit_databases:
             raise MprofError("no fit database (use FitDatabase)")
         if not self.interfaces:
@@ -193,15 +236,17 @@ class FitSession:
             raise MprofError("no interface loaded and none found for the modules in the fit "
                              "databases (use Interface path.perf)")
         warnings: list[str] = []
-        imported, sources, ignored = self._resolve_names()
+        warnings.extend(self.warnings)
+        imported, sources, ignored, imported_cov = self._resolve_names()
         samples = load_samples(self.fit_databases, self.interfaces, self.granularity,
-                               self.select, warnings)
-        design = make_design(samples, imported, ignored)
+                               self.select, warnings, self.measure)
+        measure = samples.measure
+        design = make_design(samples, imported, ignored, imported_cov)
         test = None
         if self.test_databases:
             test_samples = load_samples(self.test_databases, self.interfaces, self.granularity,
-                                        self.select, warnings)
-            test = make_design(test_samples, imported, ignored)
+                                        self.select, warnings, measure)
+            test = make_design(test_samples, imported, ignored, imported_cov)
             if test.n == 0:
                 warnings.append("the test databases give no samples (Select excludes them?); "
                                 "no test MRE")
@@ -209,20 +254,23 @@ class FitSession:
         options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
         result = solve(design, options, test)
         warnings.extend(diagnostics(result))
-        model = self._model(result, imported, sources, ignored)
+        model = self._model(result, imported, sources, ignored, measure)
         self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)))
-        for path in self.save_paths:
-            model.save(path)
+        if self.data_override is None:
+            for path in self.save_paths:
+                model.save(path)
         return self.last
 
     def save_model(self, path: str) -> None:
+        if self.data_override is not None:
+            return
         resolved = self.resolve(path)
         if resolved not in self.save_paths:
             self.save_paths.append(resolved)
         if self.last is not None:
             self.last.model.save(resolved)
 
-    def _model(self, result: FitResult, imported, sources, ignored) -> Model:
+    def _model(self, result: FitResult, imported, sources, ignored, measure: str) -> Model:
         values = {n: float(v) for n, v in zip(result.names, result.values)}
         halfwidths = {n: float(h) for n, h in zip(result.names, result.halfwidths)}
         values.update(imported)
@@ -233,13 +281,15 @@ class FitSession:
             halfwidths=halfwidths,
             fitted=list(result.names),
             covariance=result.covariance,
+            cov_names=[*result.names, *result.imported],
             imported=sources,
             ignored=sorted(ignored),
             quality=quality_dict(result),
-            interfaces={m: ModuleInfo.from_interface(li.iface, li.path)
+            interfaces={m: ModuleInfo.from_interface(li.iface, li.path, li.source)
                         for m, li in self.interfaces.items()},
             settings={
                 "granularity": self.granularity,
+                "measure": measure,
                 "normalize": self.normalize,
                 "cutoff": self.cutoff,
                 "confidence": result.options.confidence,
@@ -265,11 +315,17 @@ def _finite(x):
 
 
 def quality_dict(result: FitResult) -> dict:
+    lof = result.lack_of_fit
     return {
         "chi_square": result.chi_square,
         "sse": result.sse,
         "dof": result.dof,
-        "p_value": result.p_value,
+        "residual_se": result.residual_se,
+        "noise_mre_percent": _finite(result.noise_mre),
+        "lack_of_fit": None if lof is None else {
+            "pure_error_ss": lof.pure_error_ss, "pure_error_dof": lof.pure_error_dof,
+            "lack_of_fit_ss": lof.lack_of_fit_ss, "lack_of_fit_dof": lof.lack_of_fit_dof,
+            "groups": lof.groups, "f": _finite(lof.f_statistic), "p_value": _finite(lof.p_value)},
         "t_quantile": result.t_quantile,
         "singular_values": [float(w) for w in result.singular_values],
         "rank": result.rank,
@@ -291,4 +347,11 @@ def diagnostics(result: FitResult) -> list[str]:
     if result.zero_interval:
         out.append("interval contains 0 (term may not matter): "
                    + ", ".join(result.zero_interval))
+    for name in result.negative:
+        out.append(f"{name} has a negative unit cost ({result.parameter(name)[0]:g} s): the "
+                   "terms do not match what the data measures (a missing or collinear term?)")
+    lof = result.lack_of_fit
+    if lof is not None and lof.p_value == lof.p_value and lof.p_value < 0.01:
+        out.append(f"lack of fit (F test p = {lof.p_value:.2g}): the residual is larger than the "
+                   "replicates' scatter; the model misses something the noise does not explain")
     return out

@@ -3,10 +3,11 @@
 `build_report(doc, model)` computes everything the text, terminal, JSON and HTML outputs show,
 so that they cannot disagree.
 
-Cost Profile (seed 003 Figs 4.10/4.12): for every object (id, module) the statistics' term
-values are summed over PEs and priced with the model (`Model.category_bands`, cost and 90 %
-half width from the fitted parameters' covariance).  `Time: Model=` is the sum of all
-categories, `Total=` the sum of the PEs' elapsed times (the paper's times are summed over PEs).
+Cost Profile (Wen, Figs 4.10/4.12): for every object (id, module) the statistics' term values
+are summed over PEs and priced with the model (`Model.price`, cost and 90 % half width from the
+joint covariance of fitted and imported parameters).  `Time: Model=` is the sum of all
+categories, `Total=` the sum of the PEs' times by the model's measure (CPU or elapsed time;
+the paper's times are summed over PEs).
 
 Whether the model explains the run: the model total's band adds the residual scatter of the
 fit (sigma^2 = chi-square / dof, relative when the fit was normalised) to the parameters'
@@ -20,7 +21,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ..errors import MprofError
 from ..latency import (METRICS, AccessLatency, Chain, DependenceGraph, build_graph,
@@ -90,6 +90,7 @@ class Report:
     names: dict[str, str] = field(default_factory=dict)  # access display names
     warnings: list[str] = field(default_factory=list)
     confidence: float = 0.90
+    measure: str = "elapsed"  # what measured_s and measured_total are (the model's measure)
 
     @property
     def band(self) -> tuple[float, float] | None:
@@ -155,96 +156,65 @@ def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path:
     return report
 
 
-def _usable_categories(model, module: str) -> list[str]:
-    """Categories with at least one term the model prices (all-ignored ones are not shown)."""
-    info = model.interfaces[module]
-    return [cat for cat, terms in info.categories.items()
-            if any(f"{module}:{t}" in model.values and f"{module}:{t}" not in model.ignored
-                   for t in terms)]
-
-
 def _price(report: Report, pes: list, model) -> None:
-    index = {name: i for i, name in enumerate(model.fitted)}
-    nfit = len(model.fitted)
-    cov = np.atleast_2d(np.asarray(model.covariance, dtype=float)) if nfit else np.zeros((0, 0))
-    quantile = model.t_quantile(report.confidence)
-    usable: dict[str, list[str] | None] = {}
-    problems: dict[str, str] = {}
+    """Prices every PE and every object with the model (Model.price: the one pricing of a
+    model); the measured times the model is compared with are those of the model's measure."""
+    from ..profile import RunProfile
 
-    def module_ok(module: str) -> bool:
-        if module in usable:
-            return usable[module] is not None
+    run = RunProfile.from_document({"pes": pes})
+    measure = model.settings.get("measure", "elapsed")
+    report.measure = measure
+    problems: dict[str, str] = {}
+    for module in {obj.module for pe in run.pes for obj in pe.objects}:
         if module not in model.interfaces:
-            usable[module] = None
             problems[module] = "no model for this module"
-            return False
+            continue
         try:
-            model._interface(module)  # the term expressions come from the recorded .perf
+            model.interface(module)
         except MprofError as exc:
-            usable[module] = None
             problems[module] = str(exc)
             report.warnings.append(f"module {module}: {exc}")
-            return False
-        usable[module] = _usable_categories(model, module)
-        return True
+    priced = [[obj for obj in pe.objects if obj.module not in problems] for pe in run.pes]
 
-    total_f = np.zeros(nfit)
-    summed_terms: dict[tuple[int, str], dict[str, float]] = {}
-    for pe, pc in zip(pes, report.pes):
-        f = np.zeros(nfit)
-        model_s = 0.0
-        for obj in pe["objects"]:
-            key = _object_key(obj)
-            if not module_ok(key[1]):
-                continue
-            terms = model.term_values(key[1], obj.get("stats", {}))
-            acc = summed_terms.setdefault(key, {})
-            for t, v in terms.items():
-                acc[t] = acc.get(t, 0.0) + v
-                i = index.get(f"{key[1]}:{t}")
-                if i is not None:
-                    f[i] += v
-            costs = model.category_costs(key[1], terms=terms)
-            for cat in usable[key[1]]:
-                name = f"{key[1]}:{cat}"
-                pc.categories[name] = pc.categories.get(name, 0.0) + costs[cat]
-                model_s += costs[cat]
-        pc.model_s = model_s
-        var_p = float(f @ cov @ f) if nfit else 0.0
-        pc.halfwidth = quantile * math.sqrt(max(var_p, 0.0) + _residual_var(model, [model_s]))
-        total_f += f
+    for pe, pc, objects in zip(run.pes, report.pes, priced):
+        try:
+            pc.measured_s = pe.time(measure)
+        except MprofError as exc:
+            report.warnings.append(f"PE {pe.pe}: {exc}; compared with elapsed time instead")
+            pc.measured_s = pe.elapsed_s
+        for obj in objects:
+            terms = model.priced_terms([obj])
+            for cat, est in model.price_categories(obj.module, terms).items():
+                name = f"{obj.module}:{cat}"
+                pc.categories[name] = pc.categories.get(name, 0.0) + est.seconds
+        estimate = model.price(model.priced_terms(objects))
+        pc.model_s = estimate.seconds
+        quantile = model.t_quantile(report.confidence)
+        pc.halfwidth = quantile * math.sqrt(max(estimate.variance, 0.0)
+                                            + model.residual_variance([pc.model_s]))
+    report.measured_total = sum(p.measured_s for p in report.pes)
 
     for oc in report.objects:
-        if not module_ok(oc.module):
+        if oc.module in problems:
             oc.note = problems[oc.module]
             report.unmodelled.append(f"Id {oc.id} ({oc.module})")
             continue
         oc.modelled = True
-        bands = model.category_bands(oc.module, terms=summed_terms.get((oc.id, oc.module), {}),
-                                     confidence=report.confidence)
-        oc.categories = [CategoryCost(cat, *bands[cat]) for cat in usable[oc.module]]
+        objects = [obj for pe in run.pes for obj in pe.objects
+                   if (obj.id, obj.module) == (oc.id, oc.module)]
+        quantile = model.t_quantile(report.confidence)
+        oc.categories = [CategoryCost(cat, est.seconds, est.halfwidth(quantile)) for cat, est in
+                         model.price_categories(oc.module, model.priced_terms(objects)).items()]
 
-    report.model_total = sum(oc.total for oc in report.objects if oc.modelled)
-    var_p = float(total_f @ cov @ total_f) if nfit else 0.0
-    report.param_halfwidth = quantile * math.sqrt(max(var_p, 0.0))
+    total = model.price(model.priced_terms([obj for objs in priced for obj in objs]))
+    report.model_total = total.seconds
+    quantile = model.t_quantile(report.confidence)
+    report.param_halfwidth = total.halfwidth(quantile)
     per_sample = [pc.model_s for pc in report.pes]
     if model.settings.get("granularity") == "run":
         per_sample = [report.model_total]
-    report.band_halfwidth = quantile * math.sqrt(max(var_p, 0.0)
-                                                 + _residual_var(model, per_sample))
+    report.band_halfwidth = quantile * math.sqrt(max(total.variance, 0.0)
+                                                 + model.residual_variance(per_sample))
     if report.band is not None:
         lo, hi = report.band
         report.explained = lo <= report.measured_total <= hi
-
-
-def _residual_var(model, sample_model_times: list[float]) -> float:
-    """Variance of the residual scatter of the fit summed over the given samples: sigma^2 per
-    sample, in seconds^2 (sigma relative to the sample's time when the fit was normalised)."""
-    q = model.quality
-    chi, dof = q.get("chi_square"), q.get("dof")
-    if chi is None or not dof or dof <= 0:
-        return float("nan")
-    sigma2 = float(chi) / float(dof)
-    if model.settings.get("normalize"):
-        return sigma2 * sum(t * t for t in sample_model_times)
-    return sigma2 * len(sample_model_times)

@@ -116,7 +116,8 @@ def model_vs_measured(report: Report, d: int) -> Figure:
     pes = report.pes
     width = max(520, 90 + 70 * len(pes) + 160)
     fig = Figure("Model vs measured time per PE", width, 380, "model",
-                 "Model estimate (with its 90 % prediction band) and measured elapsed time per "
+                 f"Model estimate (with its 90 % prediction band) and measured "
+                 f"{'CPU' if report.measure == 'cpu' else 'elapsed'} time per "
                  "PE; the label under each pair is the model's error relative to the measured "
                  "time.")
     x0, y0, x1, y1 = 70, 30, width - 160, 320

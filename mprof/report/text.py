@@ -37,7 +37,8 @@ def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
             out.append(f"Id {oc.id}: " + " ".join(f"{c.name}={_num(c.seconds, d)}"
                                                    for c in oc.categories))
     out.append(f"Time: Model={_num(report.model_total, d)}, "
-               f"Total={_num(report.measured_total, d)}")
+               f"Total={_num(report.measured_total, d)}"
+               + (" (CPU seconds)" if report.measure == "cpu" else ""))
     if report.unmodelled:
         out.append("Unmodelled: " + ", ".join(report.unmodelled))
     if bands:
@@ -106,7 +107,8 @@ def report_json(report: Report) -> dict:
         "run": report.source, "program": report.program, "argv": report.argv,
         "npes": report.npes, "settings": report.settings, "params": report.params,
         "model": report.model_path,
-        "measured_total_s": report.measured_total, "idle_total_s": report.idle_total,
+        "measured_total_s": report.measured_total, "measure": report.measure,
+        "idle_total_s": report.idle_total,
         "model_total_s": report.model_total,
         "model_band_halfwidth_s": _finite(report.band_halfwidth),
         "model_param_halfwidth_s": _finite(report.param_halfwidth),

@@ -158,6 +158,7 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
             b = buf_new(cap, MPR_BUF_POOLED);
     } else {
         b = buf_new(cap, MPR_BUF_OWNED);
+        RTS_INC(&pe->rts, MsgAlloc, 1);
     }
     b->len = 0;
     b->src = pe->id;
@@ -366,11 +367,13 @@ bool mpr_poll(mpr_pe *pe)
             made++;
         }
         mpr_msgbuf *next = b->next;
+        RTS_INC(&pe->rts, ByteRecv, b->len);
         mpr_machine_processed(pe, b);
         b = next;
         off = 0;
     }
 out:
+    RTS_INC(&pe->rts, ThreadArrived, made); /* once per poll, not per record */
     pe->rx_pending = b;
     pe->rx_off = off;
     return true;

@@ -208,7 +208,8 @@ typedef struct mpr_pe {
     mpr_counter *free_counters;
 
     /* idle and latency accounting */
-    uint64_t c_total;   /* idle ns so far */
+    uint64_t c_total;     /* idle ns so far */
+    uint64_t idle_cpu_ns; /* CPU ns of the idle loop so far */
     uint64_t c_charged; /* idle ns already charged on the critical path */
     uint16_t cur_enabler;
     uint64_t cur_observed; /* latency of the executing fiber, when it is not zero */
@@ -234,9 +235,11 @@ typedef struct mpr_pe {
     rts_stats_t rts; /* this PE's rts record, embedded to keep hooks one add */
     mpr_stats_rec *records;
 
-    /* time */
+    /* time: wall clock, and this PE's thread CPU clock (the run profile's cpu_s) */
     double t_start;
     double t_end;
+    uint64_t cpu_start_ns;
+    uint64_t cpu_end_ns;
 
     /* machine layer (shm): inbox and sleeping */
     _Atomic(mpr_msgbuf *) inbox;
@@ -412,6 +415,8 @@ static inline void mpr_fiber_spawn(mpr_pe *pe, mp_fiber_fn fn, const void *args,
 /* Sets the rts thread counts, which no hot path keeps (sched.c); called once the PE's
  * schedule loop has ended, before the record is read. */
 void mpr_rts_fold(mpr_pe *pe);
+/* The calling thread's CPU time in ns (a system call: never on a hot path). */
+uint64_t mpr_thread_cpu_ns(void);
 
 /* comm.c */
 void mpr_comm_init(mpr_pe *pe);

@@ -117,6 +117,7 @@ void mpr_pe_run(mpr_pe *pe)
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->t_start = mp_wtime();
+    pe->cpu_start_ns = mpr_thread_cpu_ns();
     mpr_sched_init(pe);
     mpr_comm_init(pe);
     mpr_objs_init(pe);
@@ -126,6 +127,7 @@ void mpr_pe_run(mpr_pe *pe)
     pe->in_main = false;
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
+    pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
 }
 

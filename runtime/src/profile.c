@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 static void json_string(FILE *f, const char *s)
 {
@@ -95,8 +95,12 @@ static void put_stat(FILE *f, const mp_stat_field *field, uint64_t slot)
 
 static void put_pe(FILE *f, mpr_pe *pe)
 {
-    fprintf(f, "    {\"pe\": %d, \"elapsed_s\": %.9f, \"idle_s\": %.9f,\n", pe->id,
-            pe->t_end - pe->t_start, (double)pe->c_total * 1e-9);
+    fprintf(f,
+            "    {\"pe\": %d, \"elapsed_s\": %.9f, \"idle_s\": %.9f, \"cpu_s\": %.9f, "
+            "\"idle_cpu_s\": %.9f,\n",
+            pe->id, pe->t_end - pe->t_start, (double)pe->c_total * 1e-9,
+            (double)(pe->cpu_end_ns - pe->cpu_start_ns) * 1e-9,
+            (double)pe->idle_cpu_ns * 1e-9);
     fprintf(f, "     \"objects\": [");
     int first = 1;
     for (mpr_stats_rec *r = pe->records; r; r = r->next) {

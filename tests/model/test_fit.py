@@ -32,7 +32,7 @@ def test_agrees_with_lstsq_and_textbook_intervals():
                                rtol=1e-6)
     assert r.chi_square == pytest.approx(resid @ resid)
     assert r.sse == pytest.approx(resid @ resid)
-    assert r.dof == n - m and r.p_value == pytest.approx(stats.chi2.sf(r.chi_square, n - m))
+    assert r.dof == n - m and r.residual_se == pytest.approx(np.sqrt(r.chi_square / (n - m)))
     assert r.rank == 3 and r.null_groups == [] and r.zero_interval == []
 
 

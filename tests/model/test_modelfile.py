@@ -29,29 +29,43 @@ def model_path(tmp_path, pipe_dbs):
 
 def test_model_file_contents(model_path):
     data = json.loads(model_path.read_text())
-    assert data["schema"] == "mprof.model" and data["version"] == 1
+    assert data["schema"] == "mprof.model" and data["version"] == 2
     assert data["fitted"] == ["pipe:Comp", "graph:P", "graph:Op", "graph:Data"]
     assert np.array(data["covariance"]).shape == (4, 4)
+    assert data["covariance_parameters"] == data["fitted"]
+    # self-contained: the interfaces' text is in the file
+    assert "interface graph" in data["interfaces"]["graph"]["source"]
     assert data["interfaces"]["graph"]["categories"] == {"STARTUP": ["P"], "OP": ["Op"],
                                                          "DATA": ["Data"]}
     assert data["quality"]["rank"] == 4 and data["quality"]["dof"] > 0
     assert data["settings"]["granularity"] == "pe" and data["ignored"] == ["pipe:P"]
 
 
-def test_category_costs_and_bands(model_path):
+def category_costs(model, module, stats):
+    terms = {f"{module}:{t}": v for t, v in model.term_values(module, stats).items()}
+    return model.price_categories(module, terms)
+
+
+def test_category_costs_and_bands(model_path, tmp_path):
     model = load_model(model_path)
-    costs = model.category_costs("graph", STATS["graph"])
+    costs = category_costs(model, "graph", STATS["graph"])
     v = model.values
-    assert costs["OP"] == pytest.approx(v["graph:Op"] * (900 + 12 + 40))
-    assert costs["DATA"] == pytest.approx(v["graph:Data"] * 17000)
-    assert costs["STARTUP"] == pytest.approx(v["graph:P"])
-    assert model.category_costs("pipe", STATS["pipe"])["STARTUP"] == 0.0  # ignored term
-    bands = model.category_bands("graph", STATS["graph"])
-    i = model.fitted.index("graph:Op")
+    assert costs["OP"].seconds == pytest.approx(v["graph:Op"] * (900 + 12 + 40))
+    assert costs["DATA"].seconds == pytest.approx(v["graph:Data"] * 17000)
+    assert costs["STARTUP"].seconds == pytest.approx(v["graph:P"])
+    assert "STARTUP" not in category_costs(model, "pipe", STATS["pipe"])  # only ignored terms
+    i = model.cov_names.index("graph:Op")
     expected = np.sqrt(model.covariance[i, i]) * 952 * model.t_quantile()
-    assert bands["OP"][0] == pytest.approx(costs["OP"])
-    assert bands["OP"][1] == pytest.approx(expected)
-    assert bands["OP"][1] > 0
+    assert costs["OP"].halfwidth(model.t_quantile()) == pytest.approx(expected)
+    assert expected > 0
+    # the interface text travels with the model: pricing works with the .perf files gone
+    moved = tmp_path / "elsewhere.json"
+    data = json.loads(model_path.read_text())
+    for info in data["interfaces"].values():
+        info["path"] = info["relative_path"] = "/nonexistent/x.perf"
+    moved.write_text(json.dumps(data))
+    again = category_costs(load_model(moved), "graph", STATS["graph"])
+    assert again["OP"].seconds == costs["OP"].seconds
 
 
 def test_bad_model_files(tmp_path):
@@ -89,7 +103,10 @@ def test_export_c_matches_python(model_path, tmp_path):
                   f"    double a[{up}_NCATS], b[{up}_NCATS], s[] = {{{values}}};",
                   f"    double ta = {fn}_costs_record(&rec, a), tb = {fn}_costs(s, b);",
                   f"    for (int i = 0; i < {up}_NCATS; i++) if (a[i] != b[i]) return 1;",
-                  "    if (ta != tb) return 1; }"]
+                  "    if (ta != tb) return 1; }",
+                  f"  {{ double s[] = {{{values}}}; double f[MPM_NPARAMS > 0 ? MPM_NPARAMS : 1] = {{0}};",
+                  f"    {fn}_terms(s, f);",
+                  f'    printf("{module} BAND %.17g\\n", mpm_halfwidth(f)); }}']
     lines += ["  return 0;", "}"]
     (out / "main.c").write_text("\n".join(lines) + "\n")
     exe = tmp_path / "costs"
@@ -98,6 +115,10 @@ def test_export_c_matches_python(model_path, tmp_path):
                     str(out / "mpm_model.c"), "-lm"], check=True)
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     got = {(m, c): float(x) for m, c, x in (line.split() for line in printed.splitlines())}
+    q = model.t_quantile()
     for module, stats in STATS.items():
-        for cat, cost in model.category_costs(module, stats).items():
-            assert got[(module, cat)] == pytest.approx(cost, rel=1e-12, abs=1e-300)
+        for cat, est in category_costs(model, module, stats).items():
+            assert got[(module, cat)] == pytest.approx(est.seconds, rel=1e-12, abs=1e-300)
+        terms = {f"{module}:{t}": v for t, v in model.term_values(module, stats).items()}
+        band = model.price(terms).halfwidth(q)
+        assert got[(module, "BAND")] == pytest.approx(band, rel=1e-9, abs=1e-300)

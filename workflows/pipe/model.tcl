@@ -1,5 +1,5 @@
 # Instantiate the PIPE program's and the event graph's cost models with the runtime's
-# parameters imported from a previous session (seed 003 Fig 4.9):
+# parameters imported from a previous session (Wen, Fig 4.9):
 #   mprof bench workflows/rts/sweep-fit.toml && mprof bench workflows/rts/sweep-test.toml
 #   mprof fit workflows/rts/model.tcl                 # writes build/workflows/rts.model.json
 #   mprof bench workflows/pipe/sweep-fit.toml && mprof bench workflows/pipe/sweep-test.toml
@@ -12,14 +12,17 @@ TestDatabase:    ../../build/workflows/pipe-test.db
 
 Interface:       rts graph pipe
 
-set runtime ../../build/workflows/rts.model.json
-ImportParameter: Rts $runtime  Thread
-ImportParameter: Rts $runtime  RemoteOp Msg
-ImportParameter: Rts $runtime  ByteSent
-ImportParameter: Rts $runtime  Idle
+# The same measure as the runtime session: imported unit costs are CPU seconds.
+Measure cpu
 
-# Terms the runtime session could not determine (workflows/rts/model.tcl ignores them).
-IgnoreTerm:      Rts ByteCopy FastMsgSent ThreadContext
+set runtime ../../build/workflows/rts.model.json
+ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg AllocMsg Wake
+ImportParameter: Rts $runtime  ByteSent ByteRecv ByteCopy
+ImportParameter: Rts $runtime  IdleCpu
+
+# As in the runtime session: wall-clock idle time is not part of a CPU-time sample, and thread
+# context bytes are priced by ByteRecv and ByteCopy.
+IgnoreTerm:      Rts Idle ThreadContext
 # The start-up terms of all modules are P = 1 per PE and hence collinear; keep graph's.
 IgnoreTerm:      Rts P
 IgnoreTerm:      pipe P

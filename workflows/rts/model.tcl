@@ -8,17 +8,9 @@ FitDatabase:   ../../build/workflows/rts-fit.db
 TestDatabase:  ../../build/workflows/rts-test.db
 Interface:     ../../runtime/rts.perf
 
-# A sample is one PE of one run, as in the paper; its time includes the PE's idle time, which
-# the Idle term (measured idle seconds) accounts for.  Normalising gives short and long runs
-# the same weight.
+Measure cpu
 Granularity pe
 Normalize on
-
-# Local copies (ByteCopy) and fast messages are not exercised by rt_workload.  ThreadContext
-# grows with the argument bytes exactly as ByteSent does in this workload, so the two cannot
-# be told apart (the SVD names ThreadContext, RemoteOp and ByteSent as dependent when it is
-# kept).  Without these the fit is rank deficient.
-IgnoreTerm:    rts ByteCopy FastMsgSent ThreadContext
-
+IgnoreTerm:    rts Idle ThreadContext
 Fit
 SaveModel ../../build/workflows/rts.model.json

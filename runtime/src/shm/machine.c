@@ -52,13 +52,14 @@ static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
 
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
-    (void)from;
     mpr_pe *to = mpr_g.pes[dst];
     atomic_fetch_add(&mpr_g.activity, 1);
     push(&to->inbox, b);
     /* seq_cst push then load pairs with the sleeper's store-then-check: no lost wake-up */
-    if (atomic_load(&to->sleeping))
+    if (atomic_load(&to->sleeping)) {
         wake(to);
+        RTS_INC(&from->rts, Wakes, 1);
+    }
 }
 
 static mpr_msgbuf *shm_take(mpr_pe *pe)
