@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make demo`: the whole workflow on the embedded default (shared memory, SQLite):
-#   1. sweep the runtime workload and PIPE into profile databases (fit on 2 and 4 PEs, test on 3),
+#   1. sweep the runtime workload and PIPE into profile databases (2 PEs, within the cores of a
+#      2-core machine; test sets at parameter values the fit sets do not use),
 #   2. instantiate the runtime's cost model by SVD, then PIPE's and the event graph's with the
-#      runtime's parameters imported (seed 003 Fig 4.9),
-#   3. run PIPE once and report its cost profile and latency profile with that model.
+#      runtime's parameters imported (Wen, Fig 4.9),
+#   3. run PIPE once at parameter values no sweep used and report its cost profile and latency
+#      profile with that model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -23,8 +25,8 @@ echo "== 2b. PIPE and event-graph cost models, runtime parameters imported (work
 mprof fit workflows/pipe/model.tcl
 
 echo
-echo "== 3. PIPE: 4 PEs, M=1000 N=10 T=100 F=15, 100-byte elements, 1000-byte aggregation"
-MPROF_OUT="$BUILD/workflows/pipe-demo.json" "$BUILD/benchmarks/pipe/pipe" 4 1000 10 100 15 100 1000
+echo "== 3. PIPE: 2 PEs, M=3000 N=10 T=120 F=15, 100-byte elements, 1000-byte aggregation"
+MPROF_OUT="$BUILD/workflows/pipe-demo.json" "$BUILD/benchmarks/pipe/pipe" 2 3000 10 120 15 100 1000
 mprof report "$BUILD/workflows/pipe-demo.json" --model "$BUILD/workflows/pipe.model.json" \
   --format text --html reports/pipe-demo.html
 echo "HTML report with plots: reports/pipe-demo.html"

@@ -1,6 +1,7 @@
 """A stand-in benchmark: writes a synthetic run profile to $MPROF_OUT.
 
 usage: fake_program.py NPES WORK FAIL [COUNT_FILE]
+NPES "env" takes the PE count from MPROF_PES, as the runtime's mp_config_init does.
 FAIL=1 exits with status 3 after printing to stderr; FAIL=2 writes a truncated profile;
 FAIL=3 sleeps (for timeouts).  COUNT_FILE gets one line per invocation.
 """
@@ -12,7 +13,8 @@ import time
 
 from mprof.bench.synth import make_profile
 
-npes, work, fail = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+npes = int(os.environ["MPROF_PES"]) if sys.argv[1] == "env" else int(sys.argv[1])
+work, fail = int(sys.argv[2]), int(sys.argv[3])
 if len(sys.argv) > 4:
     with open(sys.argv[4], "a") as f:
         f.write(f"{npes} {work}\n")

@@ -117,3 +117,38 @@ def test_dry_run_and_spec_errors(tmp_path, capsys):
     bad.write_text('program = "x"\ndatabase = "d.db"\nnpes = [1]\ncommand = "{program} {nope}"\n')
     assert main(["bench", str(bad)]) == 2
     assert "unknown placeholder 'nope'" in capsys.readouterr().err
+
+
+def _npes_spec(tmp_path, npes_arg: str, npes: list[int]):
+    spec = tmp_path / "n.toml"
+    spec.write_text(f"""
+program = "{HERE / 'fake_program.py'}"
+command = "{{python}} {{program}} {npes_arg} 1 0"
+database = "n.db"
+npes = {npes}
+""")
+    return spec
+
+
+def test_npes_reaches_the_program_or_the_point_fails(tmp_path, capsys):
+    # a command without {npes}: the program takes MPROF_PES, and the run is recorded right
+    assert main(["bench", str(_npes_spec(tmp_path, "env", [2, 3]))]) == 0
+    with ProfileDB(tmp_path / "n.db", create=False) as db:
+        assert sorted(r.npes for r in db.runs()) == [2, 3]
+    # a command that ignores the point's PE count: refused, never recorded as npes=1
+    (tmp_path / "n.db").unlink()
+    assert main(["bench", str(_npes_spec(tmp_path, "1", [2]))]) == 1
+    assert "ran on 1 PE(s), but the point asks for npes=2" in capsys.readouterr().err
+    with ProfileDB(tmp_path / "n.db", create=False) as db:
+        assert db.runs() == []
+
+
+def test_oversubscribed_points_are_warned_and_recorded(tmp_path, capsys):
+    from mprof.bench.sweep import online_cores
+
+    over = online_cores() + 1
+    assert main(["bench", str(_npes_spec(tmp_path, "{npes}", [1, over]))]) == 0
+    assert f"npes={over} exceed the {online_cores()} online core(s)" in capsys.readouterr().err
+    with ProfileDB(tmp_path / "n.db", create=False) as db:
+        flagged = {r.npes: r.settings.get("oversubscribed") for r in db.runs()}
+    assert flagged == {1: None, over: 1}

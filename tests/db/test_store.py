@@ -218,3 +218,31 @@ def test_profile_is_not_mutated_by_import(tmp_path):
     with ProfileDB(tmp_path / "p.db") as db:
         db.import_documents([("x", doc)])
     assert doc == snapshot
+
+
+def test_database_of_the_previous_schema_opens_and_reads(tmp_path):
+    """A database written before per-PE CPU times existed (schema version 2) is migrated on
+    open; its runs read back with no CPU times, and new runs store them."""
+    import sqlite3
+
+    from mprof.db import schema
+    from mprof.profile import load_profiles
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert schema.migrate(conn, target=2) == 2
+    conn.execute("INSERT INTO runs (id, program, npes, imported_at, document_sha256, document) "
+                 "VALUES (1, 'old', 1, 'x', 'sha', '{}')")
+    conn.execute("INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s) VALUES (1, 0, 2.0, 0.5)")
+    conn.close()
+    (old,) = load_profiles(path)
+    pe = old.pes[0]
+    assert (pe.elapsed_s, pe.idle_s, pe.cpu_s, pe.idle_cpu_s) == (2.0, 0.5, None, None)
+    doc = make_profile("new", [[("rts", {"P": 1})]], [1.0])
+    doc["schema_version"] = 2
+    doc["pes"][0].update(cpu_s=0.75, idle_cpu_s=0.25)
+    with ProfileDB(path) as db:
+        db.import_documents([("new.json", doc)])
+    new = [r for r in load_profiles(path) if r.program == "new"][0]
+    assert (new.pes[0].cpu_s, new.pes[0].idle_cpu_s) == (0.75, 0.25)
+    assert new.pes[0].time("cpu") == 0.75 and new.pes[0].time("elapsed") == 1.0
