@@ -2,10 +2,11 @@
 
     from mprof.model import load_model
     model = load_model("rts.model.json")
-    model.category_costs("rts", stats)          # category -> seconds
-    model.category_bands("rts", stats)          # category -> (seconds, 90 % half width)
+    terms = model.priced_terms(objects)         # parameter -> term value, summed over records
+    model.price(terms)                          # Estimate(seconds, variance): the one pricing
+    model.price_categories("rts", terms)        # category -> Estimate
 """
 
-from .modelfile import Model, ModuleInfo, load_model
+from .modelfile import Estimate, Model, ModuleInfo, load_model
 
-__all__ = ["Model", "ModuleInfo", "load_model"]
+__all__ = ["Estimate", "Model", "ModuleInfo", "load_model"]
