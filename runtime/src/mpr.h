@@ -210,7 +210,7 @@ typedef struct mpr_pe {
     /* idle and latency accounting */
     uint64_t c_total;     /* idle ns so far */
     uint64_t idle_cpu_ns; /* CPU ns of the idle loop so far */
-    uint64_t c_charged; /* idle ns already charged on the critical path */
+    uint64_t c_charged;   /* idle ns already charged on the critical path */
     uint16_t cur_enabler;
     uint64_t cur_observed; /* latency of the executing fiber, when it is not zero */
     uint64_t cur_critical;

@@ -99,8 +99,7 @@ static void put_pe(FILE *f, mpr_pe *pe)
             "    {\"pe\": %d, \"elapsed_s\": %.9f, \"idle_s\": %.9f, \"cpu_s\": %.9f, "
             "\"idle_cpu_s\": %.9f,\n",
             pe->id, pe->t_end - pe->t_start, (double)pe->c_total * 1e-9,
-            (double)(pe->cpu_end_ns - pe->cpu_start_ns) * 1e-9,
-            (double)pe->idle_cpu_ns * 1e-9);
+            (double)(pe->cpu_end_ns - pe->cpu_start_ns) * 1e-9, (double)pe->idle_cpu_ns * 1e-9);
     fprintf(f, "     \"objects\": [");
     int first = 1;
     for (mpr_stats_rec *r = pe->records; r; r = r->next) {

@@ -29,14 +29,14 @@ def test_reference_models():
     assert [s.name for s in rts.statistics] == [
         "P", "Sched", "ThreadAlloc", "ThreadEnable", "ThreadDisp", "ThreadContext",
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
-        "ByteCopy", "IdleNs",
+        "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
-        "THREAD": ["Thread", "ThreadContext"],
-        "IDLE": ["Idle"],
-        "COMM_ALPHA": ["RemoteOp", "Msg", "FastMsgSent"],
-        "COMM_BETA": ["ByteSent"],
+        "THREAD": ["Thread", "RemoteThread", "ThreadContext"],
+        "IDLE": ["Idle", "IdleCpu"],
+        "COMM_ALPHA": ["RemoteOp", "Msg", "AllocMsg", "Wake"],
+        "COMM_BETA": ["ByteSent", "ByteRecv"],
         "COMM_LOCAL": ["ByteCopy"],
     }
     assert rts.accesses == []

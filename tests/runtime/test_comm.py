@@ -32,6 +32,18 @@ def test_aggregation_packs_invocations_and_byte_counts_agree(rt):
     assert receiver["FlowMsgSent"] == agg["MsgSent"]
     assert receiver["RemoteOp"] == 0
     assert receiver["ThreadDisp"] == 1000
+    # the cost classes of the runtime model (docs/fitting.md), counted where they are paid
+    assert receiver["ThreadArrived"] == 1000 and agg["ThreadArrived"] == 0
+    assert receiver["ByteRecv"] == agg["ByteSent"]
+    assert agg["MsgAlloc"] == 0  # aggregation buffers are pooled
+
+
+def test_records_too_large_to_pool_are_counted_as_allocated_messages(rt):
+    _, pooled = comm(rt, "count", 100, 32, MPROF_AGG_BYTES=0)
+    assert pooled["MsgAlloc"] == 0
+    run, large = comm(rt, "count", 100, 512, MPROF_AGG_BYTES=0)
+    assert large["MsgAlloc"] == large["MsgSent"] == 100
+    assert run.pe_stats(1)["ThreadArrived"] == 100
 
 
 def test_small_invocations_become_fast_messages(rt):

@@ -39,7 +39,7 @@ def test_run_profile_follows_the_documented_schema(rt):
     run = rt.run("objects", env={"MPROF_PES": 3, "MPROF_AGG_BYTES": 2048})
     p = run.profile
     validate_profile(p, "objects run")
-    assert p["schema"] == "mprof.run-profile" and p["schema_version"] == 1
+    assert p["schema"] == "mprof.run-profile" and p["schema_version"] == 2
     assert p["npes"] == len(p["pes"]) == 3
     assert [pe["pe"] for pe in p["pes"]] == [0, 1, 2]
     assert p["program"] == "rt_objects" and p["argv"][0].endswith("rt_objects")
@@ -58,6 +58,11 @@ def test_run_profile_follows_the_documented_schema(rt):
         missing = set(stats) - set(rts[0]["stats"])
         assert not missing, f"PE {pe['pe']} lacks {missing}"
         assert rts[0]["stats"]["P"] == 1
+        # CPU times: positive, and the idle loop's part of them no larger than the whole
+        assert 0 < pe["cpu_s"] and 0 <= pe["idle_cpu_s"] <= pe["idle_s"] + 1e-3
+        assert pe["idle_cpu_s"] <= pe["cpu_s"] + 1e-3
+        assert rts[0]["stats"]["IdleCpuNs"] == round(pe["idle_cpu_s"] * 1e9) or abs(
+            rts[0]["stats"]["IdleCpuNs"] - pe["idle_cpu_s"] * 1e9) < 2
         assert 0 <= pe["idle_s"] <= pe["elapsed_s"] + 1e-3
         assert pe["elapsed_s"] <= p["elapsed_s"] + 1e-3
         for row in pe["latency"]:
