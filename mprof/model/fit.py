@@ -11,9 +11,10 @@ Numerical choices, all documented in docs/fitting.md:
 * Normalisation (optional) divides every row and its right-hand side by `t`, so each sample
   weighs the same (the paper's footnote 4).
 * Columns are scaled to unit Euclidean norm before the SVD (the norm is taken of the column
-  divided by its largest magnitude first, so statistics near 1e200 do not overflow).  This does not change the least
-  squares solution of a full-rank system, but it makes the relative cut-off independent of the
-  units a statistic happens to be counted in (bytes vs messages), so "rank" means rank.
+  divided by its largest magnitude first, so statistics near 1e200 do not overflow).  This
+  does not change the least squares solution of a full-rank system, but it makes the relative
+  cut-off independent of the units a statistic happens to be counted in (bytes vs messages),
+  so "rank" means rank.
 * Singular values below `cutoff * max(w)` are treated as zero (their reciprocal is dropped);
   the solution is then the minimum-norm one and the dropped right singular vectors name the
   terms that the data cannot tell apart.
@@ -292,8 +293,8 @@ def joint_covariance(P: np.ndarray, B: np.ndarray, fitted_cov: np.ndarray,
     return np.vstack([top, bottom])
 
 
-def lack_of_fit(residual: np.ndarray, groups: list[str] | None, rank: int) -> LackOfFit | None:
-    """Splits the residual sum of squares by replicate groups (None without replicates)."""
+def replicate_groups(groups: list[str] | None) -> list[np.ndarray] | None:
+    """Sample indices of each replicate group, or None when no sample has a replicate."""
     if not groups:
         return None
     index: dict[str, list[int]] = {}
@@ -301,7 +302,15 @@ def lack_of_fit(residual: np.ndarray, groups: list[str] | None, rank: int) -> La
         index.setdefault(g, []).append(i)
     if len(index) == len(groups):
         return None
-    pure = sum(float(np.sum((residual[ix] - residual[ix].mean()) ** 2)) for ix in index.values())
+    return [np.array(ix) for ix in index.values()]
+
+
+def lack_of_fit(residual: np.ndarray, groups: list[str] | None, rank: int) -> LackOfFit | None:
+    """Splits the residual sum of squares by replicate groups (None without replicates)."""
+    index = replicate_groups(groups)
+    if index is None:
+        return None
+    pure = sum(float(np.sum((residual[ix] - residual[ix].mean()) ** 2)) for ix in index)
     total = float(residual @ residual)
     return LackOfFit(pure, len(groups) - len(index), max(total - pure, 0.0),
                      len(index) - rank, len(index))
@@ -310,12 +319,13 @@ def lack_of_fit(residual: np.ndarray, groups: list[str] | None, rank: int) -> La
 def replicate_mre(t: np.ndarray, groups: list[str] | None) -> float | None:
     """MRE of predicting each sample by the mean of its replicate group: the floor that no model
     of these statistics can go below (None without replicates)."""
-    if not groups or len(set(groups)) == len(groups):
+    index = replicate_groups(groups)
+    if index is None:
         return None
-    means = {}
-    for g in set(groups):
-        means[g] = float(np.mean([t[i] for i, h in enumerate(groups) if h == g]))
-    return mre(np.array([means[g] for g in groups]), t)
+    means = np.empty(len(t))
+    for ix in index:
+        means[ix] = t[ix].mean()
+    return mre(means, t)
 
 
 def apply_test(result: FitResult, test: Design) -> None:

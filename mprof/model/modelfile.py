@@ -243,15 +243,17 @@ class Model:
     def _uncorrelated_variance(self, terms: Mapping[str, float]) -> float:
         """Parameters outside the covariance (imported into a version 1 file) count with their
         own interval, as independent."""
-        var = 0.0
+        outside = [(n, v) for n, v in terms.items() if n not in self._index
+                   and n not in self.ignored and n in self.values]
+        if not outside:
+            return 0.0
         q = self.t_quantile()
-        for name, value in terms.items():
-            if name in self._index or name in self.ignored or name not in self.values:
-                continue
-            h = self.halfwidths.get(name, float("nan"))
-            if h == h and q == q:
-                var += (value * h / q) ** 2
-        return var
+        return sum(v * v * self._own_variance(n, q) for n, v in outside)
+
+    def _own_variance(self, name: str, quantile: float) -> float:
+        """A parameter's variance from its interval half width (0 when unknown)."""
+        h = self.halfwidths.get(name, float("nan"))
+        return (h / quantile) ** 2 if h == h and quantile == quantile else 0.0
 
     def categories_of(self, module: str) -> dict[str, list[str]]:
         """Category -> parameter names, for categories with at least one priced term."""
@@ -299,8 +301,7 @@ class Model:
                 if i is not None and j is not None:
                     out[a, b] = self.covariance[i, j]
             if i is None:
-                h = self.halfwidths.get(names[a], float("nan"))
-                out[a, a] = (h / q) ** 2 if h == h and q == q else 0.0
+                out[a, a] = self._own_variance(names[a], q)
         return out
 
 

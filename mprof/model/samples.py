@@ -1,10 +1,10 @@
-"""From profile databases and performance interfaces to a fitting design (DESIGN.md §5).
+"""From profile databases and performance interfaces to a fitting design.
 
 A sample is one PE of one run (granularity "pe": t is that PE's time by the session's measure,
-mprof.profile) or one run with its PEs summed (granularity "run").  For every object of every module whose interface is loaded the
-terms are evaluated with the interface's own expression evaluator (Term.evaluate via
-Interface.term_values), and objects of the same module add up.  Modules without a loaded
-interface contribute nothing and are reported once as a warning.
+mprof.profile) or one run with its PEs summed (granularity "run").  For every object of every
+module whose interface is loaded the terms are evaluated with the interface's own expression
+evaluator (Term.evaluate via Interface.term_values), and objects of the same module add up.
+Modules without a loaded interface contribute nothing and are reported once as a warning.
 """
 
 from __future__ import annotations

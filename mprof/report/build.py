@@ -156,14 +156,24 @@ def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path:
     return report
 
 
+def _summed(term_dicts) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for terms in term_dicts:
+        for name, value in terms.items():
+            out[name] = out.get(name, 0.0) + value
+    return out
+
+
 def _price(report: Report, pes: list, model) -> None:
     """Prices every PE and every object with the model (Model.price: the one pricing of a
-    model); the measured times the model is compared with are those of the model's measure."""
+    model); the measured times the model is compared with are those of the model's measure.
+    Each statistics record's terms are evaluated once; PE, object and run totals add them."""
     from ..profile import RunProfile
 
     run = RunProfile.from_document({"pes": pes})
     measure = model.settings.get("measure", "elapsed")
     report.measure = measure
+    quantile = model.t_quantile(report.confidence)
     problems: dict[str, str] = {}
     for module in {obj.module for pe in run.pes for obj in pe.objects}:
         if module not in model.interfaces:
@@ -174,41 +184,42 @@ def _price(report: Report, pes: list, model) -> None:
         except MprofError as exc:
             problems[module] = str(exc)
             report.warnings.append(f"module {module}: {exc}")
-    priced = [[obj for obj in pe.objects if obj.module not in problems] for pe in run.pes]
+    # per PE: [(object, its term values)] for the objects the model prices
+    priced = [[(obj, model.priced_terms([obj])) for obj in pe.objects
+               if obj.module not in problems] for pe in run.pes]
 
-    for pe, pc, objects in zip(run.pes, report.pes, priced):
+    for pe, pc, records in zip(run.pes, report.pes, priced):
         try:
             pc.measured_s = pe.time(measure)
         except MprofError as exc:
             report.warnings.append(f"PE {pe.pe}: {exc}; compared with elapsed time instead")
             pc.measured_s = pe.elapsed_s
-        for obj in objects:
-            terms = model.priced_terms([obj])
+        for obj, terms in records:
             for cat, est in model.price_categories(obj.module, terms).items():
                 name = f"{obj.module}:{cat}"
                 pc.categories[name] = pc.categories.get(name, 0.0) + est.seconds
-        estimate = model.price(model.priced_terms(objects))
+        estimate = model.price(_summed(terms for _, terms in records))
         pc.model_s = estimate.seconds
-        quantile = model.t_quantile(report.confidence)
         pc.halfwidth = quantile * math.sqrt(max(estimate.variance, 0.0)
                                             + model.residual_variance([pc.model_s]))
     report.measured_total = sum(p.measured_s for p in report.pes)
 
+    by_object: dict[tuple[int, str], list[dict[str, float]]] = {}
+    for records in priced:
+        for obj, terms in records:
+            by_object.setdefault((obj.id, obj.module), []).append(terms)
     for oc in report.objects:
         if oc.module in problems:
             oc.note = problems[oc.module]
             report.unmodelled.append(f"Id {oc.id} ({oc.module})")
             continue
         oc.modelled = True
-        objects = [obj for pe in run.pes for obj in pe.objects
-                   if (obj.id, obj.module) == (oc.id, oc.module)]
-        quantile = model.t_quantile(report.confidence)
-        oc.categories = [CategoryCost(cat, est.seconds, est.halfwidth(quantile)) for cat, est in
-                         model.price_categories(oc.module, model.priced_terms(objects)).items()]
+        terms = _summed(by_object.get((oc.id, oc.module), []))
+        oc.categories = [CategoryCost(cat, est.seconds, est.halfwidth(quantile))
+                         for cat, est in model.price_categories(oc.module, terms).items()]
 
-    total = model.price(model.priced_terms([obj for objs in priced for obj in objs]))
+    total = model.price(_summed(terms for records in priced for _, terms in records))
     report.model_total = total.seconds
-    quantile = model.t_quantile(report.confidence)
     report.param_halfwidth = total.halfwidth(quantile)
     per_sample = [pc.model_s for pc in report.pes]
     if model.settings.get("granularity") == "run":

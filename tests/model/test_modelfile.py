@@ -104,7 +104,8 @@ def test_export_c_matches_python(model_path, tmp_path):
                   f"    double ta = {fn}_costs_record(&rec, a), tb = {fn}_costs(s, b);",
                   f"    for (int i = 0; i < {up}_NCATS; i++) if (a[i] != b[i]) return 1;",
                   "    if (ta != tb) return 1; }",
-                  f"  {{ double s[] = {{{values}}}; double f[MPM_NPARAMS > 0 ? MPM_NPARAMS : 1] = {{0}};",
+                  f"  {{ double s[] = {{{values}}};",
+                  "    double f[MPM_NPARAMS > 0 ? MPM_NPARAMS : 1] = {0};",
                   f"    {fn}_terms(s, f);",
                   f'    printf("{module} BAND %.17g\\n", mpm_halfwidth(f)); }}']
     lines += ["  return 0;", "}"]
