@@ -1,7 +1,10 @@
 """The runtime on its MPI backend (one PE per rank), compared with the shared-memory backend.
 
 Programs run under `mpirun -np 2` and `mpirun -np 4 --oversubscribe` (this machine has 2
-cores) and with MPROF_PES=2/4 on shared memory; their deterministic results must agree:
+cores), each over Open MPI's default transport (shared memory between the ranks of one host)
+and over TCP (`--mca btl self,tcp`, as a network between hosts carries the messages; here
+through the loopback interface, which every host has), and with MPROF_PES=2/4 on shared
+memory; their deterministic results must agree:
   * tests/mpi/c/portable.c: backend-neutral checks of communication, bulk transfers, objects,
     the snapshot and a stress run; every PE prints its own RESULT lines (arrival counts, byte
     sums, order-independent hashes, per-source arrival tables);
@@ -31,6 +34,13 @@ MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 
 NPS = [2, 4]
+# mpirun options per transport: Open MPI's choice (shared memory within a host), and TCP only
+# (Open MPI leaves the loopback interface out unless told, and ranks of one host reach each
+# other through it whatever interface their address is on)
+TRANSPORTS = {
+    "sm": [],
+    "tcp": ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"],
+}
 # rts statistics that do not depend on timing (MsgSent does, through flushes when a PE runs
 # out of fibers; FlowMsgSent counts different events per backend: see docs/mpi.md)
 DETERMINISTIC_RTS = ["RemoteOp", "ByteSent", "ThreadAlloc", "ThreadDisp", "P", "Sched"]
@@ -67,14 +77,15 @@ class Result:
                 f"{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")
 
 
-def run(exe, *args, np=None, timeout=60, **settings) -> Result:
-    """np=None: shared memory with MPROF_PES from settings; else mpirun -np np."""
+def run(exe, *args, np=None, transport="sm", timeout=60, **settings) -> Result:
+    """np=None: shared memory with MPROF_PES from settings; else mpirun -np np over
+    `transport` (TRANSPORTS)."""
     with tempfile.TemporaryDirectory(prefix="mprof-mpi-") as tmp:
         out = Path(tmp) / "profile.json"
         env = _env(MPROF_OUT=out, **settings)
         cmd = [str(exe), *map(str, args)]
         if np is not None:
-            cmd = [MPIRUN, "-np", str(np), "--oversubscribe", *cmd]
+            cmd = [MPIRUN, "-np", str(np), "--oversubscribe", *TRANSPORTS[transport], *cmd]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         profile = json.loads(out.read_text()) if out.exists() else None
     return Result(proc, profile)
@@ -88,10 +99,10 @@ def mpi_build(cmake_build) -> Path:
     return bdir
 
 
-def _same_results(exe, args, np, **settings):
+def _same_results(exe, args, np, transport, **settings):
     shm = run(exe, *args, MPROF_PES=np, **settings)
     assert shm.rc == 0, shm.describe()
-    mpi = run(exe, *args, np=np, **settings)
+    mpi = run(exe, *args, np=np, transport=transport, **settings)
     assert mpi.rc == 0, mpi.describe()
     assert mpi.lines() and mpi.lines() == shm.lines(), (mpi.describe(), shm.lines())
     return shm, mpi
@@ -114,27 +125,40 @@ def _check_profile(shm, mpi, np):
 PORTABLE = [("comm", 200), ("bulk",), ("objects",), ("snapshot",), ("stress", 20000)]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
 @pytest.mark.parametrize("args", PORTABLE, ids=[a[0] for a in PORTABLE])
-def test_portable_results_equal_shared_memory(mpi_build, args, np):
+def test_portable_results_equal_shared_memory(mpi_build, args, np, transport):
     exe = mpi_build / "tests" / "mpi" / "mpi_portable"
-    shm, mpi = _same_results(exe, args, np, MPROF_SMALL_BYTES=16)
+    shm, mpi = _same_results(exe, args, np, transport, MPROF_SMALL_BYTES=16)
     _check_profile(shm, mpi, np)
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
-def test_without_aggregation_message_counts_equal(mpi_build, np):
+def test_runs_one_after_another_lose_no_message(mpi_build, np, transport):
+    """mp_main five times in a row: a rank done with a run starts sending in the next while
+    rank 0 still writes the run profile; none of those messages may be lost (the receives
+    a finished run had posted are withdrawn before any rank can start the next)."""
+    exe = mpi_build / "tests" / "mpi" / "mpi_portable"
+    shm, mpi = _same_results(exe, ["comm", 200, 5], np, transport, MPROF_SMALL_BYTES=16,
+                             MPROF_IDLE_TIMEOUT=20)
+    assert len(mpi.lines()) == 5 * np
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("np", NPS)
+def test_without_aggregation_message_counts_equal(mpi_build, np, transport):
     """With aggregation off every record is its own message: MsgSent is deterministic too;
     a small credit window makes senders run out of credits and queue (flow control)."""
     exe = mpi_build / "tests" / "mpi" / "mpi_portable"
-    shm, mpi = _same_results(exe, ["comm", 300], np, MPROF_AGG_BYTES=0, MPROF_SMALL_BYTES=16,
-                             MPROF_MPI_WINDOW=4)
+    shm, mpi = _same_results(exe, ["comm", 300], np, transport, MPROF_AGG_BYTES=0,
+                             MPROF_SMALL_BYTES=16, MPROF_MPI_WINDOW=4)
     _check_profile(shm, mpi, np)
     for pe in range(np):
         a, b = shm.rts(pe), mpi.rts(pe)
         assert (a["MsgSent"], a["FastMsgSent"]) == (b["MsgSent"], b["FastMsgSent"])
-    # credits: every processed message is credited back, in batches of window/2 = 2 or when
-    # the receiver goes idle
+    # credits: processed messages are credited back in batches of window/2 = 2
     received = sum(mpi.rts(pe)["ThreadAlloc"] for pe in range(np))
     credits = sum(mpi.rts(pe)["FlowMsgSent"] for pe in range(np))
     assert 0 < credits <= received
@@ -162,10 +186,11 @@ def rt(mpi_build, name):
     return mpi_build / "tests" / "c" / f"rt_{name}"
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
-def test_latency_program(mpi_build, np):
+def test_latency_program(mpi_build, np, transport):
     shm = run(rt(mpi_build, "latency"), MPROF_PES=np)
-    mpi = run(rt(mpi_build, "latency"), np=np)
+    mpi = run(rt(mpi_build, "latency"), np=np, transport=transport)
     assert shm.rc == 0 and mpi.rc == 0, mpi.describe()
     _check_profile(shm, mpi, np)
 
@@ -180,6 +205,7 @@ def test_latency_program(mpi_build, np):
     assert 0 < row[0]["critical_s"] < 0.75 * row[0]["observed_s"]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
 @pytest.mark.parametrize("scenario,waits,where", [
     ("fiber", "PE 1: fiber hang_stuck_waiter (created by hang:setup) waits on counter", 1),
@@ -187,8 +213,8 @@ def test_latency_program(mpi_build, np):
     ("held", "PE 0: 1 enabled fibers held by scheduler never", 0),
 ])
 def test_hang_is_diagnosed_on_the_rank_and_fails_every_rank(mpi_build, scenario, waits,
-                                                            where, np):
-    res = run(rt(mpi_build, "hang"), scenario, np=np, MPROF_IDLE_TIMEOUT=20)
+                                                            where, np, transport):
+    res = run(rt(mpi_build, "hang"), scenario, np=np, transport=transport, MPROF_IDLE_TIMEOUT=20)
     assert res.rc != 0
     assert waits in res.stderr, res.describe()
     assert f"waiting fibers (mpi rank {where} of {np}):" in res.stderr
@@ -197,9 +223,10 @@ def test_hang_is_diagnosed_on_the_rank_and_fails_every_rank(mpi_build, scenario,
     assert res.stderr.count("nothing waits here") == np - 1
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
-def test_idle_ranks_back_off(mpi_build, np):
-    res = run(rt(mpi_build, "idle"), "0.5", np=np)
+def test_idle_ranks_back_off(mpi_build, np, transport):
+    res = run(rt(mpi_build, "idle"), "0.5", np=np, transport=transport)
     assert res.rc == 0, res.describe()
     idle = [p["idle_s"] for p in res.profile["pes"][1:]]
     assert all(t > 0.3 for t in idle), idle  # the other ranks idled through PE 0's work
@@ -253,10 +280,11 @@ LIBRARY_PROGRAMS = [
 ]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
 @pytest.mark.parametrize("path,args,deterministic", LIBRARY_PROGRAMS,
                          ids=[p[0].rsplit("/", 1)[1] for p in LIBRARY_PROGRAMS])
-def test_library_programs_match_shared_memory(path, args, deterministic, np):
+def test_library_programs_match_shared_memory(path, args, deterministic, np, transport):
     exe = REPO / path
     if not exe.exists():
         pytest.skip(f"{path} is not built (build the whole tree: cmake --build build)")
@@ -265,7 +293,7 @@ def test_library_programs_match_shared_memory(path, args, deterministic, np):
     if shm1.rc != 0 or shm1.profile is None:
         pytest.skip(f"{path} does not run on shared memory here: {shm1.stderr[-300:]}")
     shm2 = run(exe, *args, MPROF_PES=np, timeout=120)
-    mpi = run(exe, *args, np=np, timeout=120)
+    mpi = run(exe, *args, np=np, transport=transport, timeout=120)
     assert mpi.rc == 0, mpi.describe()
     assert mpi.profile["npes"] == np
     keys = _deterministic_stats(shm1.profile, shm2.profile)
@@ -276,3 +304,22 @@ def test_library_programs_match_shared_memory(path, args, deterministic, np):
     diff = {k: (_stat(shm1.profile, k), _stat(mpi.profile, k)) for k in keys
             if _stat(shm1.profile, k) != _stat(mpi.profile, k)}
     assert not diff, diff
+
+
+# ---------------------------------------------------------------------------------------
+# the benchmark (benchmarks/mpi/bench.sh), briefly: every figure it reports is there
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_mpi_rate_reports_every_figure(mpi_build, transport):
+    env = _env(MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate", MPI_RATE_REPS=1,
+               MPIRUN_ARGS=" ".join(TRANSPORTS[transport]),
+               MPI_RATE_N=4000 if transport == "tcp" else 20000)
+    proc = subprocess.run([str(REPO / "benchmarks" / "mpi" / "bench.sh")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    rates = ["raw_mpi_msgs_per_s", "rt_mpi_noagg_per_s", "rt_mpi_agg_per_s", "rt_shm_noagg_per_s",
+             "rt_shm_agg_per_s", "rt_mpi_agg_full_per_s", "rt_shm_agg_full_per_s"]
+    assert all(doc[k] > 0 for k in rates), doc
+    assert doc["window"] == 64 and doc["reps"] == 1
+    assert doc["rt_mpi_noagg_over_raw"] > 0 and "rt_overhead_ns_per_msg" in doc
