@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
-from .store import Condition, ProfileDB, canonical_json
+from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile
 
 
@@ -79,6 +79,10 @@ def cmd_list(args):
     where = [Condition.parse(w) for w in args.where]
     with _open_existing(args.db) as db:
         runs = db.runs(where)
+        if where and not runs:  # a misspelled name or value is an input error, not "0 runs"
+            raise MprofError(f"{args.db}: --where "
+                             + " ".join(f"{c.name}={c.value}" for c in where)
+                             + f" selects no run: {explain_no_match(db.runs(), where)}")
     if args.json:
         for run in runs:
             print(json.dumps({"id": run.id, "program": run.program, "npes": run.npes,
