@@ -89,7 +89,11 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (I/O error)
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
     return current_version(conn)
 
