@@ -115,10 +115,16 @@ class Model:
     def save(self, path: str | Path) -> None:
         path = Path(path)
         text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise MprofError(f"{path} is a directory, not a model file")
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text + "\n")
-        tmp.replace(path)  # never leave a half-written model behind
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text + "\n")
+            tmp.replace(path)  # never leave a half-written model behind
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise MprofError(f"cannot write model {path}: {exc.strerror or exc}") from None
         self.path = path
 
     @classmethod
