@@ -440,6 +440,7 @@ void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), 
 
 /* profile.c */
 int mpr_profile_write(const char *path);
+int mpr_profile_check(const char *path, char *why, size_t why_size);
 
 /* hang.c */
 bool mpr_hang_report(FILE *out);
