@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import MprofError
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
-from .validate import parse_profile
+from .validate import parse_profile, read_text
 
 
 def register(subparsers):
@@ -44,17 +44,14 @@ def _open_existing(path) -> ProfileDB:
 
 def _read_sources(path: str) -> list[tuple[str, dict]]:
     """A file holds one run profile, or (as written by `mprof db export`) one per line."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text(path)
     stripped = text.strip()
     lines = [line for line in stripped.splitlines() if line.strip()]
     if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
         try:
             json.loads(lines[0])
             is_jsonl = True
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not one document per line
             is_jsonl = False
         if is_jsonl:
             return [(f"{path}:{i}", parse_profile(line, f"{path}:{i}"))

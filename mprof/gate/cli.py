@@ -15,8 +15,9 @@ import traceback
 
 from ..db.store import Condition
 from ..errors import MprofError
-from .config import check_alpha, check_correction, check_tolerance, load_config
-from .evaluate import EXIT_ERROR
+
+# The statistics (SciPy) are imported when a gate runs, not whenever `mprof` starts.
+EXIT_ERROR = 2  # = evaluate.EXIT_ERROR
 
 HELP = "compare candidate runs against a baseline; exit 1 on a significant regression"
 
@@ -91,6 +92,8 @@ def _conditions(texts) -> list[Condition]:
 
 
 def _config(args):
+    from .config import check_alpha, check_correction, check_tolerance, load_config
+
     config = load_config(args.config)
     if args.tolerance is not None:
         config.tolerance = check_tolerance(args.tolerance, "--tolerance")

@@ -72,8 +72,8 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
         totals: dict[tuple[str, str], float] = {}
         for pe_objs in per_pe.values():
             for _oid, module, stats in pe_objs:
-                for stat, value in stats.items():
-                    totals[(module, stat)] = totals.get((module, stat), 0.0) + float(value)
+                for stat, value in stats.items():  # integers stay exact (u64 near 2^64)
+                    totals[(module, stat)] = totals.get((module, stat), 0) + value
         side.runs.append(RunData(run.id, run.program, run.npes, dict(run.params),
                                  dict(run.settings), run.machine_fingerprint or "",
                                  float(run.elapsed_s or 0.0), totals, per_pe))

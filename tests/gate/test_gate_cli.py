@@ -282,3 +282,20 @@ def test_a_single_baseline_run_shows_no_statistic_is_deterministic(tmp_path):
     report = evaluate(load_side("baseline", base), load_side("candidate", cand),
                       config_from_dict({}))
     assert not [u for u in report.units if u.kind == "stat"]
+
+
+def test_mprof_starts_without_scipy():
+    """Every command (`mprof db list`, `mprof iface check`) starts in a fraction of a second:
+    SciPy, which takes most of a second to import, loads only where statistics are needed."""
+    import subprocess
+    import sys
+
+    from mprof.gate import cli as gate_cli
+    from mprof.gate import evaluate as gate_evaluate
+
+    assert gate_cli.EXIT_ERROR == gate_evaluate.EXIT_ERROR
+    code = ("import sys\nfrom mprof.cli import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out

@@ -4,12 +4,10 @@ or raises SourceError/MprofError with a sensible location -- never another excep
 Across the tests below hypothesis generates more than 10,000 inputs per run."""
 
 import math
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iface_helpers import INTERFACES
@@ -281,8 +279,6 @@ def test_generated_valid_interfaces(generated, data):
         assert isinstance(value, float) and (math.isnan(value) or value == value)
 
 
-@pytest.mark.skipif(not all(shutil.which(c) for c in ("gcc", "clang", "g++", "clang++")),
-                    reason="needs gcc, clang, g++ and clang++ (scripts/bootstrap.sh)")
 @settings(FUZZ, max_examples=25)
 @given(st.lists(interfaces(), min_size=1, max_size=8))
 def test_whatever_check_accepts_compiles(generated):
