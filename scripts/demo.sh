@@ -2,7 +2,7 @@
 # `make demo`: the whole workflow on the embedded default (shared memory, SQLite):
 #   1. sweep the runtime workload and PIPE into profile databases (fit on 2 and 4 PEs, test on 3),
 #   2. instantiate the runtime's cost model by SVD, then PIPE's and the event graph's with the
-#      runtime's parameters imported (seed 003 Fig 4.9),
+#      runtime's parameters imported (Wen 1995, Fig 4.9),
 #   3. run PIPE once and report its cost profile and latency profile with that model.
 set -euo pipefail
 cd "$(dirname "$0")/.."

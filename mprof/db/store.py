@@ -1,4 +1,5 @@
-"""The profile database: an SQLite file holding run profiles (DESIGN.md §1 step 4).
+"""The profile database: an SQLite file holding run profiles (step 4 of the workflow,
+docs/architecture.md).
 
 Writers use WAL mode, a busy timeout and a retry loop around BEGIN IMMEDIATE, so several
 `mprof bench` or `mprof db import` processes can record into one database at once without

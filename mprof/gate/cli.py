@@ -42,7 +42,8 @@ def register(subparsers):
     p.set_defaults(func=cmd_gate)
     sub = p.add_subparsers(dest="gate_command", metavar="run", title="optional action",
                            required=False)
-    r = sub.add_parser("run", prog="mprof gate run", help="run a sweep for both builds (interleaved), then gate; "
+    r = sub.add_parser("run", prog="mprof gate run",
+                       help="run a sweep for both builds (interleaved), then gate; "
                        "extra repetitions only for inconclusive units")
     r.add_argument("--spec", required=True, help="sweep specification (TOML, as mprof bench)")
     b = r.add_mutually_exclusive_group(required=True)

@@ -50,8 +50,8 @@ def cells(u: Unit) -> dict[str, str]:
 
 
 # Column headers and what they mean (terminal caption, Markdown footnotes, docs/gate.md).
-COLUMNS = ("verdict", "unit", "baseline¹", "candidate¹", "change²", "bounds³", "tol", "p adj⁴",
-           "n", "note")
+COLUMNS = ("verdict", "unit", "baseline¹", "candidate¹", "change²", "bounds³", "tol",
+           "p adj⁴", "n", "note")
 
 
 def legend(report: GateReport) -> list[str]:

@@ -231,6 +231,10 @@ def load_model(path: str | Path) -> Model:
         raise MprofError(f"{path}: cannot read model: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise MprofError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise MprofError(f"{path}: not valid UTF-8: is it a model file?") from None
+    except (ValueError, RecursionError) as exc:  # huge integers, deep nesting
+        raise MprofError(f"{path}: not a model file: {exc or 'nested too deeply'}") from None
     model = Model.from_json(data, str(path), path.resolve().parent)
     model.path = path
     return model

@@ -1,4 +1,4 @@
-"""From profile databases and performance interfaces to a fitting design (DESIGN.md §5).
+"""From profile databases and performance interfaces to a fitting design (docs/fitting.md).
 
 A sample is one PE of one run (granularity "pe": t is that PE's elapsed_s) or one run with its
 PEs summed (granularity "run").  For every object of every module whose interface is loaded the

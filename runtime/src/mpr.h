@@ -159,7 +159,7 @@ typedef struct {
 } mpr_obj;
 
 /* ---------------------------------------------------------------------------------- */
-/* Latency accounting (seed 003 section 4.5.3), per (access, enabler) pair               */
+/* Latency accounting (Wen 1995, section 4.5.3), per (access, enabler) pair               */
 
 typedef struct {
     uint64_t count;

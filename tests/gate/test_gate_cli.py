@@ -299,3 +299,23 @@ def test_mprof_starts_without_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_table_columns_are_labelled_and_explained(dbs, tmp_path, capsys):
+    """The change is a Hodges-Lehmann estimate, not the ratio of the medians shown beside
+    it: the table says so, and `--help` shows no required ACTION."""
+    md = tmp_path / "o.md"
+    main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]),
+          "--markdown", str(md)])
+    out = capsys.readouterr().out
+    for text in (out, md.read_text()):
+        assert "baseline¹" in text and "change²" in text and "bounds³" in text
+        assert "Hodges-Lehmann" in text and "median of the runs" in text
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "ACTION" not in usage and "mprof gate --baseline DB --candidate DB" in usage
+    from mprof.gate.stats import compare_samples
+
+    c = compare_samples([1.0, 1.0, 1.3], [1.1, 1.3, 1.3], 0.05, 0.05)  # the docs' example
+    assert (c.baseline, c.candidate, round(c.change, 3)) == (1.0, 1.3, 0.1)

@@ -1,5 +1,5 @@
 """PIPE (benchmarks/pipe): the three variants, the run profile it writes, statistics that
-follow exactly from M, N, P, the effect of edge capacity on graph:ENQ latency (seed 003
+follow exactly from M, N, P, the effect of edge capacity on graph:ENQ latency (Wen 1995
 section 4.5.4.1), command-line errors, and the sanitizer builds.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reproduce the qualitative findings of seed 003 §4.4.4 and §4.5.4 with mprof's own tools.
+"""Reproduce the qualitative findings of Wen 1995, §4.4.4 and §4.5.4 with mprof's own tools.
 
     .venv/bin/python benchmarks/pipe/experiments/run.py [--pes 4] [--reps 3] [--refit]
 
@@ -190,7 +190,8 @@ def main(argv=None):
         results.sort(key=lambda r: r[1]["measured_total_s"])
         median_prof, _ = results[len(results) // 2]
         text = mprof(python, "report", median_prof, "--model", model, "--format", "text",
-                     "--html", args.work / "html" / f"{name}.html", capture_output=True, text=True).stdout
+                     "--html", args.work / "html" / f"{name}.html", capture_output=True,
+                     text=True).stdout
         (args.out / f"{name}.txt").write_text(text)
         figs = [figures(doc) for _, doc in results]
         row = {}
@@ -218,7 +219,7 @@ def _f(v, d=4):
 
 def render_summary(rows, args) -> str:
     lines = [
-        "# PIPE experiments (seed 003 §4.4.4, §4.5.4) reproduced with mprof",
+        "# PIPE experiments (Wen 1995, §4.4.4, §4.5.4) reproduced with mprof",
         "",
         f"`benchmarks/pipe/experiments/run.py`: {args.pes} PEs, M={args.M} N={args.N} "
         f"T={args.T} ELTSIZE={args.eltsize}, {args.reps} runs per configuration; every number is "
