@@ -2,10 +2,20 @@
 
 Each stage package that offers commands has a `cli` module with `register(subparsers)`;
 the subcommand stores its handler in `func`.  Handlers return an exit code.
+
+Exit codes, the same for every command (README.md, "Exit codes"):
+    0    success
+    1    the command ran and reports a failure it exists to detect: a gate regression or
+         behaviour change, sweep points that failed
+    2    an error: bad usage or input (a file, an option, a database), or a failing environment;
+         nothing was produced, or (imports) nothing was stored
+    3    `mprof gate` only: inconclusive
+    130  interrupted (Ctrl-C); 141: the output was closed early (`mprof ... | head`)
 """
 
 import argparse
 import importlib
+import os
 import sys
 
 from . import __version__
@@ -42,12 +52,28 @@ def main(argv=None):
         parser.print_help()
         return 0
     try:
-        return args.func(args) or 0
+        code = args.func(args) or 0
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except MprofError as exc:
         print(f"mprof: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        _discard_stdout()
+        return 141
     except KeyboardInterrupt:
         return 130
+
+
+def _discard_stdout() -> None:
+    """The reader of our output went away (`| head`): point stdout at /dev/null so that
+    Python's final flush does not complain about the pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
+        pass
 
 
 if __name__ == "__main__":

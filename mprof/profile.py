@@ -82,12 +82,13 @@ class RunProfile:
         return sum(pe.time(measure) for pe in self.pes)
 
     def stat_totals(self) -> dict[tuple[str, str], float]:
-        """(module, statistic) -> value summed over PEs and objects."""
+        """(module, statistic) -> value summed over PEs and objects (integers stay exact, also
+        u64 counters near 2^64)."""
         totals: dict[tuple[str, str], float] = {}
         for pe in self.pes:
             for obj in pe.objects:
                 for stat, value in obj.stats.items():
-                    totals[(obj.module, stat)] = totals.get((obj.module, stat), 0.0) + value
+                    totals[(obj.module, stat)] = totals.get((obj.module, stat), 0) + value
         return totals
 
     @property

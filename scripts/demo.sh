@@ -3,7 +3,7 @@
 #   1. sweep the runtime workload and PIPE into profile databases (2 PEs, within the cores of a
 #      2-core machine; test sets at parameter values the fit sets do not use),
 #   2. instantiate the runtime's cost model by SVD, then PIPE's and the event graph's with the
-#      runtime's parameters imported (Wen, Fig 4.9),
+#      runtime's parameters imported (Wen 1995, Fig 4.9),
 #   3. run PIPE once at parameter values no sweep used and report its cost profile and latency
 #      profile with that model.
 set -euo pipefail

@@ -84,7 +84,7 @@ def cmake_build(
 
 def _cmake_build(name, sanitize, targets, source) -> Path:
     if not shutil.which("cmake") or not shutil.which("ninja"):
-        pytest.skip("cmake and ninja are needed (scripts/bootstrap.sh installs them)")
+        raise BuildError("cmake and ninja are needed: run scripts/bootstrap.sh (make test does)")
     bdir = REPO_ROOT / name
     bdir.mkdir(parents=True, exist_ok=True)
     with open(bdir / ".pytest-build.lock", "w") as lock:

@@ -1,5 +1,5 @@
 /*
- * pipe.c -- the PIPE benchmark (seed 003 section 4.3, Figs 4.3, 4.4, 4.17; section 4.5.4).
+ * pipe.c -- the PIPE benchmark (Wen 1995, section 4.3, Figs 4.3, 4.4, 4.17; section 4.5.4).
  *
  *   pipe [--variant=plain|swp|flush] PES M N T F ELTSIZE AGG
  *   pipe --calibrate

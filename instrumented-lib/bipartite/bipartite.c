@@ -1,5 +1,5 @@
 /*
- * bipartite.c -- the bipartite graph (seed 003 section 2.2.1).
+ * bipartite.c -- the bipartite graph (Wen 1995, section 2.2.1).
  *
  * Finalize is an inspector: the ghosts are the distinct remote sources, sorted by id, so
  * the ghosts of each owner q form one contiguous run whose ids are the subscription list

@@ -1,5 +1,5 @@
 /*
- * bipartite.h -- the bipartite graph on the mprof runtime (seed 003 section 2.2.1).
+ * bipartite.h -- the bipartite graph on the mprof runtime (Wen 1995, section 2.2.1).
  *
  * Nodes are red or black; edges join nodes of different colours.  Each PE builds its own
  * nodes and the edges *into* them (naming source nodes anywhere by id), then all PEs
@@ -7,7 +7,7 @@
  * state) on the PE that reads it, and each pair of PEs agrees once on which states travel.
  * The graph is static from then on.
  *
- * Bulk-synchronous use (seed 003 Fig 2.1): update the local nodes of one colour (reading
+ * Bulk-synchronous use (Wen 1995, Fig 2.1): update the local nodes of one colour (reading
  * neighbour states through the edges), validate that colour, update the other colour,
  * validate it, and so on.  bg_validate(c) sends, for every PE pair, the states of all colour-c
  * nodes that the other PE ghosts in ONE packed message (a bulk store), unpacks the arriving

@@ -1,5 +1,5 @@
 /*
- * eventgraph.c -- the event graph data structure (seed 003 section 2.2.4).
+ * eventgraph.c -- the event graph data structure (Wen 1995, section 2.2.4).
  *
  * Structure.  Every PE holds the whole topology (nodes, edges, partition) and the state of
  * the parts it owns.  The out-edges of a node are grouped by the PE of their sink: a *group*
@@ -12,7 +12,7 @@
  * The sender keeps, per group, the number of elements sent and a counter of elements
  * released; a send suspends while sent - released == capacity for any of its groups.
  *
- * Fibers and access categories (seed 003 section 4.5.3):
+ * Fibers and access categories (Wen 1995, section 4.5.3):
  *   graph:ENQ  the fiber that waits for space and ships suspended sends; the arrival fiber
  *              that stores an element and informs (wakes) the receiver;
  *   graph:DEQ  the fiber that waits for elements and resumes a waiting receiver; the

@@ -1,5 +1,5 @@
 /*
- * eventgraph.h -- the event graph (seed 003 section 2.2.4) on the mprof fiber runtime.
+ * eventgraph.h -- the event graph (Wen 1995, section 2.2.4) on the mprof fiber runtime.
  *
  * A directed graph whose edges are bounded FIFO channels of fixed-size elements ("event
  * messages").  Nodes are placed on PEs by a user partitioner.  A node *sends* by multicasting
@@ -33,7 +33,7 @@ typedef struct eg_graph eg_graph; /* this PE's partition of a graph */
 /* Partitioner: the PE of `node`, in [0, npes).  Must give the same answer on every PE. */
 typedef int (*eg_partition_fn)(uint32_t node, int npes, void *ctx);
 
-/* When a waiting receiver is resumed (seed 003 section 2.2.4.1). */
+/* When a waiting receiver is resumed (Wen 1995, section 2.2.4.1). */
 typedef enum {
     EG_WAKE_EMPTY = 0, /* on arrival at an in-edge that was empty (fewer wake-ups) */
     EG_WAKE_ANY = 1    /* on every arrival at any in-edge */

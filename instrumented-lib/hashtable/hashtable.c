@@ -1,5 +1,5 @@
 /*
- * hashtable.c -- the distributed hash table (seed 003 section 2.2.2).
+ * hashtable.c -- the distributed hash table (Wen 1995, section 2.2.2).
  *
  * Every PE holds the bins it owns as arrays of chained entries.  A remote operation is one
  * request fiber invoked on the owner, which applies it atomically (a fiber runs to

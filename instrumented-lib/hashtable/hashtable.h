@@ -1,11 +1,11 @@
 /*
- * hashtable.h -- a distributed hash table on the mprof runtime (seed 003 section 2.2.2).
+ * hashtable.h -- a distributed hash table on the mprof runtime (Wen 1995, section 2.2.2).
  *
  * A table is a distributed object: its bins are spread over the PEs by a hash function
  * (bin = hash(key) mod (bins_per_pe * P), owner = bin mod P), and every PE holds the bins it
  * owns.  Keys and values are fixed-size byte strings chosen at creation.
  *
- * Operations are split-phase (seed 003 section 3.2.2) and return
+ * Operations are split-phase (Wen 1995, section 3.2.2) and return
  *   MP_OK    the bin is local: the operation is done, the counter was already incremented;
  *   MP_WAIT  the bin is remote (or a sync is freezing the table): the counter is incremented
  *            once the operation has taken effect at the owner and the results are written;

@@ -1,5 +1,5 @@
 /*
- * taskstealer.c -- the task stealer (seed 003 section 2.2.3).
+ * taskstealer.c -- the task stealer (Wen 1995, section 2.2.3).
  *
  * Per PE: a binary heap of tasks (priority, then order of arrival), a FIFO of waiting
  * removes, and the state of the PE's hunt for work: at most one steal request out at a

@@ -1,5 +1,5 @@
 /*
- * taskstealer.h -- the task stealer on the mprof runtime (seed 003 section 2.2.3):
+ * taskstealer.h -- the task stealer on the mprof runtime (Wen 1995, section 2.2.3):
  * per-PE task pools with priorities and hints, load balancing by stealing from neighbours
  * in a logical topology (or by random pushing), and termination detection.
  *

@@ -20,9 +20,15 @@ parameter; it is split like a shell command line but never run through a shell.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
+import os
+import shlex
+import shutil
+import string
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,9 +103,12 @@ def _axis(value, where: str) -> list:
 def read_toml(path: Path, what: str) -> dict:
     """Parses a TOML file; unreadable or malformed files become an MprofError naming `what`."""
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise MprofError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise MprofError(f"{path}: cannot read {what}: not valid UTF-8 (byte {exc.start})"
+                         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise MprofError(f"{path}: invalid TOML: {exc}") from None
 
@@ -129,8 +138,54 @@ def load_spec(path: str | Path) -> SweepSpec:
     env = {k: [str(x) for x in _axis(v, f"{path}: env.{k}")]
            for k, v in data.get("env", {}).items()}
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
+    if not isinstance(command, str) or not command.strip():
+        raise MprofError(f"{path}: command must be a non-empty string")
+    _check_placeholders(path, command, params)
     database = Path(data["database"])
     return SweepSpec(path=path, program=str(data["program"]), command=command,
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
                      params=params, env=env)
+
+
+PLACEHOLDERS = ("program", "npes", "python", "rep")
+
+
+def _check_placeholders(path: Path, command: str, params: dict) -> None:
+    """Every `{name}` of the command template is known: checked when the spec is read, before
+    anything runs or any database is created."""
+    known = [*PLACEHOLDERS, *params]
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
+    except ValueError as exc:
+        raise MprofError(f"{path}: command template {command!r}: {exc} (write {{{{ and }}}} "
+                         "for literal braces)") from None
+    for field_name in fields:
+        if field_name not in known:
+            close = difflib.get_close_matches(field_name, known, n=1)
+            hint = f"; did you mean {{{close[0]}}}?" if close else ""
+            raise MprofError(f"{path}: command uses unknown placeholder '{field_name}' "
+                             f"(known: {', '.join('{' + k + '}' for k in known)}){hint}")
+
+
+def check_runnable(spec: SweepSpec) -> None:
+    """Stop before the first run when the program cannot run at all (rather than failing every
+    point one by one): the `{program}` file must exist, and the command's first word must be
+    an executable file or a command on PATH."""
+    if "{program}" in spec.command and not spec.program_path.exists():
+        raise MprofError(f"{spec.path}: program {spec.program_path} does not exist "
+                         "(not built yet?)")
+    points = spec.points()
+    values = {"program": str(spec.program_path), "npes": points[0].npes,
+              "python": sys.executable, "rep": 0, **points[0].params}
+    argv = shlex.split(spec.command.format(**values))
+    if not argv:
+        raise MprofError(f"{spec.path}: the command is empty")
+    exe = argv[0]
+    if "/" in exe:
+        target = Path(exe) if Path(exe).is_absolute() else spec.root / exe
+        if not target.is_file() or not os.access(target, os.X_OK):
+            why = "does not exist" if not target.exists() else "is not an executable file"
+            raise MprofError(f"{spec.path}: {target} {why}")
+    elif shutil.which(exe) is None:
+        raise MprofError(f"{spec.path}: command '{exe}' not found on PATH")

@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..console import message_console
 from ..db.store import ProfileDB
 from ..db.validate import load_profile
 from ..errors import MprofError
@@ -106,7 +107,7 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
 
 def run_sweep(spec: SweepSpec, *, database: Path | None = None, dry_run: bool = False,
               console: Console | None = None) -> SweepSummary:
-    console = console or Console(stderr=True)
+    console = console or message_console()
     points = spec.points()
     summary = SweepSummary(total=len(points))
     db_path = database or spec.database
@@ -128,18 +129,27 @@ def run_sweep(spec: SweepSpec, *, database: Path | None = None, dry_run: bool = 
         if summary.skipped:
             console.print(f"{summary.skipped} of {len(points)} point(s) already recorded in "
                           f"{db_path}; resuming")
+        if not todo:
+            return summary
+        # A live bar on a terminal; elsewhere one plain line per point.
+        plain = not console.is_terminal
         columns = (TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.description}"))
-        with Progress(*columns, console=console, transient=False) as progress:
+        with Progress(*columns, console=console, transient=False, disable=plain) as progress:
             task = progress.add_task("", total=len(todo))
-            for point in todo:
+            for index, point in enumerate(todo, 1):
                 progress.update(task, description=point.describe())
                 reason = run_point(spec, point, db)
                 if reason is None:
                     summary.ran += 1
                 else:
                     summary.failures.append(Failure(point, reason))
+                if plain:
+                    console.print(f"bench {index}/{len(todo)}: {point.describe()}: "
+                                  + ("ok" if reason is None else f"FAILED: {reason}"),
+                                  markup=False)
+                elif reason is not None:
                     progress.console.print(f"[red]FAILED[/] {point.describe()}: {reason}",
-                                           markup=True, highlight=False)
+                                           markup=True, highlight=False, soft_wrap=True)
                 progress.advance(task)
     return summary

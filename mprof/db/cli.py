@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
-from .store import Condition, ProfileDB, canonical_json
-from .validate import parse_profile
+from .store import Condition, ProfileDB, canonical_json, explain_no_match
+from .validate import parse_profile, read_text
 
 
 def register(subparsers):
@@ -44,17 +44,14 @@ def _open_existing(path) -> ProfileDB:
 
 def _read_sources(path: str) -> list[tuple[str, dict]]:
     """A file holds one run profile, or (as written by `mprof db export`) one per line."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text(path)
     stripped = text.strip()
     lines = [line for line in stripped.splitlines() if line.strip()]
     if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
         try:
             json.loads(lines[0])
             is_jsonl = True
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not one document per line
             is_jsonl = False
         if is_jsonl:
             return [(f"{path}:{i}", parse_profile(line, f"{path}:{i}"))
@@ -79,6 +76,10 @@ def cmd_list(args):
     where = [Condition.parse(w) for w in args.where]
     with _open_existing(args.db) as db:
         runs = db.runs(where)
+        if where and not runs:  # a misspelled name or value is an input error, not "0 runs"
+            raise MprofError(f"{args.db}: --where "
+                             + " ".join(f"{c.name}={c.value}" for c in where)
+                             + f" selects no run: {explain_no_match(db.runs(), where)}")
     if args.json:
         for run in runs:
             print(json.dumps({"id": run.id, "program": run.program, "npes": run.npes,

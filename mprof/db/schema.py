@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..errors import MprofError
 
-# The SQL lives next to the reference databases (repository layout, DESIGN.md §2).  The package
-# is installed in editable mode, so the directory is found relative to the source tree.
+# The SQL lives in profile-db/ (repository layout, docs/architecture.md).  The package is
+# installed in editable mode, so the directory is found relative to the source tree.
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "profile-db" / "migrations"
 _NAME = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
 
@@ -89,7 +89,11 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (I/O error)
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
     return current_version(conn)
 

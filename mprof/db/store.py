@@ -1,4 +1,5 @@
-"""The profile database: an SQLite file holding run profiles (DESIGN.md §1 step 4).
+"""The profile database: an SQLite file holding run profiles (step 4 of the workflow,
+docs/architecture.md).
 
 Writers use WAL mode, a busy timeout and a retry loop around BEGIN IMMEDIATE, so several
 `mprof bench` or `mprof db import` processes can record into one database at once without
@@ -8,8 +9,10 @@ starts and every row of every document is written inside it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import os
 import random
 import sqlite3
 import time
@@ -80,6 +83,53 @@ class Condition:
         return False
 
 
+def explain_no_match(runs: Sequence[RunSummary], where: Sequence[Condition]) -> str:
+    """Why `where` selects none of `runs`: the first condition whose name no run has, or whose
+    value no run has, with the names or values that do exist; else that they exclude each
+    other."""
+    if not runs:
+        return "the database holds no runs"
+    for cond in where:
+        if cond.name in ("program", "npes"):
+            values = {str(r.program if cond.name == "program" else r.npes) for r in runs}
+        else:
+            values = {_text(t[cond.name]) for r in runs for t in (r.params, r.settings)
+                      if cond.name in t}
+            if not values:
+                names = ["program", "npes",
+                         *sorted({n for r in runs for n in (*r.params, *r.settings)})]
+                close = difflib.get_close_matches(cond.name, names, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                return (f"no run has a parameter or setting '{cond.name}' (names: "
+                        f"{_some(names)}){hint}")
+        if not any(cond.matches(r) for r in runs):
+            return (f"no run has {cond.name}={cond.value} ({cond.name} is "
+                    f"{_some(sorted(values, key=_natural))})")
+    return ("no run matches all of " + " ".join(f"{c.name}={c.value}" for c in where)
+            + " (each matches some runs, but not together)")
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _natural(text: str):
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _some(items: Sequence[str], limit: int = 12) -> str:
+    items = list(items)
+    shown = ", ".join(items[:limit])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
 def _same(stored, wanted: str) -> bool:
     if isinstance(stored, (int, float)) and not isinstance(stored, bool):
         try:
@@ -99,18 +149,61 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _may_write(path: Path) -> bool:
+    """Whether this process may write the database file and create its journal files."""
+    return os.access(path, os.W_OK) and os.access(path.resolve().parent, os.W_OK | os.X_OK)
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already done so itself (it does after
+    a full disk or an I/O error); a failing rollback must not hide the error that caused it."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _explain(exc: sqlite3.Error) -> str:
+    text = str(exc)
+    low = text.lower()
+    if "disk i/o error" in low or "disk is full" in low:
+        return f"{text} (is the disk full, or the file system read-only?); nothing was stored"
+    if "malformed" in low or "not a database" in low:
+        return (f"{text} (the file is damaged or not an mprof database; restore a copy, or "
+                "import the run profiles into a new one)")
+    if "readonly" in low:
+        return f"{text} (no write access to the file or its folder)"
+    return text
+
+
 def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
 
 
 class ProfileDB:
-    """An open profile database.  Use as a context manager or call close()."""
+    """An open profile database.  Use as a context manager or call close(); an SQLite error
+    inside the `with` block (a damaged file, a full disk) leaves it as an MprofError naming the
+    file.
 
-    def __init__(self, path: str | Path, *, create: bool = True, migrate: bool = True):
+    `create=False` opens an existing database for reading (`readonly` defaults to that).  When
+    this process may not write the file or its folder, the database is opened read-only (an
+    older schema is then read as it is), so a database the user may only read can still be
+    listed, exported, fitted and gated."""
+
+    def __init__(self, path: str | Path, *, create: bool = True, migrate: bool = True,
+                 readonly: bool | None = None):
         self.path = Path(path)
+        self.readonly = (not create) if readonly is None else readonly
         if not create and not self.path.exists():
             raise MprofError(f"{self.path}: no such profile database")
+        if self.path.is_dir():
+            raise MprofError(f"{self.path}: is a directory, not a profile database")
+        if self.readonly and not _may_write(self.path):
+            self.conn = self._connect_readonly()
+            self._check_version()
+            return
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves so the transaction
             # boundaries are exactly the ones described above.
@@ -128,7 +221,54 @@ class ProfileDB:
                 self._retry(lambda: schema.migrate(self.conn))
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise MprofError(f"{self.path}: not a usable profile database: {exc}") from None
+            raise MprofError(f"{self.path}: not a usable profile database: "
+                             f"{_explain(exc)}") from None
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        uri = self.path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            text = str(exc).lower()
+            if "readonly" not in text and "unable to open" not in text:
+                raise MprofError(f"{self.path}: cannot read database: {_explain(exc)}") from None
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise MprofError(f"{self.path}: not a usable profile database: "
+                             f"{_explain(exc)}") from None
+        # A database in WAL mode needs its shared-memory file, which a reader without write
+        # access to the folder cannot create.  Without a pending log nothing else can be
+        # changing it, so it is read as an immutable file.
+        wal = Path(f"{self.path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise MprofError(f"{self.path}: cannot read database: its write-ahead log {wal} "
+                             "holds changes that only a process with write access can apply "
+                             "(open it once with write access, e.g. mprof db list as its owner)")
+        try:
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.DatabaseError as exc:
+            raise MprofError(f"{self.path}: cannot read database: {_explain(exc)}") from None
+
+    def _check_version(self) -> None:
+        try:
+            version = schema.current_version(self.conn)
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise MprofError(f"{self.path}: not a usable profile database: "
+                             f"{_explain(exc)}") from None
+        if version == 0:
+            self.conn.close()
+            raise MprofError(f"{self.path}: not a profile database (it has no mprof tables)")
+        if version > schema.LATEST_VERSION:
+            self.conn.close()
+            raise MprofError(f"{self.path}: database schema version {version} is newer than "
+                             f"this mprof understands ({schema.LATEST_VERSION})")
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -138,8 +278,10 @@ class ProfileDB:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            raise MprofError(f"{self.path}: database error: {_explain(exc)}") from None
 
     @property
     def version(self) -> int:
@@ -165,7 +307,7 @@ class ProfileDB:
                 self.conn.execute("COMMIT")
                 return result
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                rollback(self.conn)
                 raise
 
         return self._retry(attempt)
@@ -248,10 +390,12 @@ class ProfileDB:
     def pe_samples(self, run_ids: Sequence[int]) -> dict[int, list[PETimes]]:
         """run id -> the PEs' times, in PE order (CPU times are None for version 1 runs)."""
         out: dict[int, list] = {}
+        # cpu_s, idle_cpu_s: migration 3 (a database opened read-only may be older)
+        cpu_columns = "cpu_s, idle_cpu_s" if self.version >= 3 else "NULL, NULL"
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
             for run_id, *times in self.conn.execute(
-                "SELECT run_id, elapsed_s, idle_s, cpu_s, idle_cpu_s FROM pe_samples "
+                f"SELECT run_id, elapsed_s, idle_s, {cpu_columns} FROM pe_samples "
                 f"WHERE run_id IN ({marks}) ORDER BY run_id, pe",
                 chunk,
             ):
@@ -261,16 +405,42 @@ class ProfileDB:
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
         """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped)."""
         out: dict[int, dict[int, dict]] = {}
+        # value_exact: migration 4 (a database opened read-only may be older)
+        exact_column = "value_exact" if self.version >= 4 else "NULL"
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
-            for run_id, pe, oid, module, stat, value in self.conn.execute(
-                "SELECT run_id, pe, object_id, module, stat, value FROM object_stats "
-                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, object_id",
+            for run_id, pe, oid, module, stat, value, exact in self.conn.execute(
+                f"SELECT run_id, pe, object_id, module, stat, value, {exact_column} "
+                f"FROM object_stats WHERE run_id IN ({marks}) ORDER BY run_id, pe, object_id",
                 chunk,
             ):
+                if exact is not None:
+                    value = int(exact)
+                oid = from_sql_u64(oid)
                 objects = out.setdefault(run_id, {}).setdefault(pe, {})
                 objects.setdefault(oid, (oid, module, {}))[2][stat] = value
         return {r: {pe: list(objs.values()) for pe, objs in pes.items()} for r, pes in out.items()}
+
+
+# Integers a REAL holds exactly; SQLite's INTEGER range.
+_EXACT_REAL = 2**53
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def to_sql_u64(value: int) -> int:
+    """A u64 as SQLite's signed INTEGER: the same 64 bits (values from 2^63 on go negative)."""
+    return value - 2**64 if value > _I64_MAX else value
+
+
+def from_sql_u64(value: int) -> int:
+    return value + 2**64 if value < 0 else value
+
+
+def _stat_columns(value) -> tuple[float, str | None]:
+    """(value, value_exact) of one statistic: value_exact keeps an integer a REAL would round."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT_REAL:
+        return float(value), str(value)
+    return value, None
 
 
 def _chunks(items, size=500):
@@ -307,15 +477,16 @@ def _insert_run(conn, source, doc, text, digest) -> int:
              pe.get("idle_cpu_s")),
         )
         conn.executemany(
-            "INSERT INTO object_stats (run_id, pe, object_id, module, stat, value) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], obj["id"], obj["module"], stat, value)
+            "INSERT INTO object_stats (run_id, pe, object_id, module, stat, value, value_exact) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, pe["pe"], to_sql_u64(obj["id"]), obj["module"], stat,
+              *_stat_columns(value))
              for obj in pe["objects"] for stat, value in obj["stats"].items()],
         )
         conn.executemany(
             "INSERT INTO latency (run_id, pe, access, enabler, count, observed_s, critical_s) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], row["access"], row["enabler"], row["count"],
+            [(run_id, pe["pe"], row["access"], row["enabler"], to_sql_u64(row["count"]),
               row["observed_s"], row["critical_s"]) for row in pe.get("latency", [])],
         )
     return run_id

@@ -27,14 +27,30 @@ class ProfileError(MprofError):
         super().__init__(f"{source}: {where + ': ' if where else ''}{message}")
 
 
-def load_profile(path: str | Path) -> dict:
-    """Read and validate one run profile file."""
+# Integers a run profile may hold: i64 and u64 statistics, object ids, counts.
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+
+
+def read_text(path: str | Path, what: str = "run profile") -> str:
+    """A UTF-8 file's text; unreadable files and bad bytes are MprofErrors naming the place."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
-        raise MprofError(f"{path}: cannot read run profile: {exc.strerror}") from None
-    return parse_profile(text, str(path))
+        raise MprofError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise MprofError(f"{path}: not valid UTF-8 at line {line}, byte {column} of the line "
+                         f"(byte 0x{data[exc.start]:02x}); is it a {what}?") from None
+
+
+def load_profile(path: str | Path) -> dict:
+    """Read and validate one run profile file."""
+    return parse_profile(read_text(path), str(path))
 
 
 def parse_profile(text: str, source: str) -> dict:
@@ -49,6 +65,10 @@ def parse_profile(text: str, source: str) -> dict:
         raise ProfileError(
             source, "", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
         ) from None
+    except RecursionError:
+        raise ProfileError(source, "", "not a run profile: JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise ProfileError(source, "", f"not valid JSON: {exc}") from None
     validate_profile(doc, source)
     return doc
 
@@ -131,10 +151,42 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
+def _check_values(doc: Any, c: _Checker) -> None:
+    """Every number anywhere in the document, also in fields the schema does not describe, is
+    finite (JSON has no NaN or Infinity, though Python's parser accepts them), and every
+    integer fits 64 bits; nesting is bounded.  Iterative, so depth costs no recursion."""
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > 64:
+            c.fail(where, "nested too deeply (a run profile is at most a few levels deep)")
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k), depth + 1)
+                         for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1)
+                         for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        elif isinstance(value, int):
+            if not INT_MIN <= value <= INT_MAX:
+                c.fail(where or "document",
+                       f"integer {_short_int(value)} does not fit 64 bits "
+                       "(-2^63 .. 2^64-1)")
+        elif isinstance(value, float) and not math.isfinite(value):
+            c.fail(where or "document", f"must be a finite number, got {value}")
+
+
+def _short_int(value: int) -> str:
+    digits = len(str(abs(value)))
+    return str(value) if digits <= 30 else f"of {digits} digits"
+
+
 def validate_profile(doc: Any, source: str = "<profile>") -> None:
     """Raise ProfileError unless `doc` is a complete, well-typed run profile."""
     c = _Checker(source)
     c.obj(doc, "document")
+    _check_values(doc, c)
     schema = c.required(doc, "schema", "")
     if schema != SCHEMA:
         c.fail("schema", f"expected '{SCHEMA}', got {_kind(schema)}")

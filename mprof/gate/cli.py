@@ -15,15 +15,23 @@ import traceback
 
 from ..db.store import Condition
 from ..errors import MprofError
-from .config import check_alpha, check_correction, check_tolerance, load_config
-from .evaluate import EXIT_ERROR
+
+# The statistics (SciPy) are imported when a gate runs, not whenever `mprof` starts.
+EXIT_ERROR = 2  # = evaluate.EXIT_ERROR
 
 HELP = "compare candidate runs against a baseline; exit 1 on a significant regression"
 
 
 def register(subparsers):
-    p = subparsers.add_parser("gate", help=HELP, description=HELP + ". Exit codes: 0 pass, "
-                              "1 regression, 2 tool or input error, 3 inconclusive.")
+    p = subparsers.add_parser(
+        "gate", help=HELP,
+        usage="mprof gate --baseline DB --candidate DB [options]\n"
+              "       mprof gate run --spec SWEEP.toml (--baseline-bin X | --baseline-cmd T) "
+              "(--candidate-bin Y | --candidate-cmd T) [options]",
+        description=HELP + ". Exit codes: 0 pass, 1 regression, 2 tool or input error, "
+        "3 inconclusive.  The table's baseline and candidate are medians of the runs (or "
+        "fitted values); its change is the Hodges-Lehmann estimate of candidate/baseline - 1 "
+        "(docs/gate.md).")
     p.add_argument("--baseline", metavar="DB", help="baseline profile database")
     p.add_argument("--candidate", metavar="DB", help="candidate profile database")
     p.add_argument("--baseline-where", action="append", default=[], metavar="NAME=VALUE",
@@ -32,8 +40,10 @@ def register(subparsers):
                    help="select candidate runs only (repeatable)")
     _evaluation_options(p)
     p.set_defaults(func=cmd_gate)
-    sub = p.add_subparsers(dest="gate_command", metavar="ACTION")
-    r = sub.add_parser("run", help="run a sweep for both builds (interleaved), then gate; "
+    sub = p.add_subparsers(dest="gate_command", metavar="run", title="optional action",
+                           required=False)
+    r = sub.add_parser("run", prog="mprof gate run",
+                       help="run a sweep for both builds (interleaved), then gate; "
                        "extra repetitions only for inconclusive units")
     r.add_argument("--spec", required=True, help="sweep specification (TOML, as mprof bench)")
     b = r.add_mutually_exclusive_group(required=True)
@@ -59,6 +69,10 @@ def _evaluation_options(p):
                    help="compare per-run category costs estimated by this model")
     p.add_argument("--fit", metavar="SCRIPT.tcl",
                    help="fit this modeling script on each side and compare coefficients")
+    p.add_argument("--interface", action="append", default=[], metavar="PERF",
+                   help="a .perf file, or a folder of MODULE.perf files, declaring which "
+                   "statistics are measured (never compared exactly); searched before "
+                   "$MPROF_PERF_PATH and the source tree (repeatable)")
     p.add_argument("--config", metavar="GATE.toml", help="tolerances, alphas, allow-list")
     p.add_argument("--tolerance", type=float, help="default relative tolerance (e.g. 0.05)")
     p.add_argument("--alpha", type=float, help="default significance level (e.g. 0.05)")
@@ -79,6 +93,8 @@ def _conditions(texts) -> list[Condition]:
 
 
 def _config(args):
+    from .config import check_alpha, check_correction, check_tolerance, load_config
+
     config = load_config(args.config)
     if args.tolerance is not None:
         config.tolerance = check_tolerance(args.tolerance, "--tolerance")
@@ -99,7 +115,12 @@ def _model(args):
 
 def _program_filter(side, programs):
     if programs:
-        side.runs = [r for r in side.runs if r.program in programs]
+        kept = [r for r in side.runs if r.program in programs]
+        if side.runs and not kept:
+            raise MprofError(f"no {side.name} run of program {' or '.join(programs)} in "
+                             f"{side.database} (programs: "
+                             f"{', '.join(sorted({r.program for r in side.runs}))})")
+        side.runs = kept
     return side
 
 
@@ -159,7 +180,7 @@ def _gate(args) -> int:
         args.program)
     report = evaluate(baseline, candidate, config, model=_model(args), fit_script=args.fit,
                       allow_cross_machine=args.allow_cross_machine,
-                      inconclusive_ok=args.inconclusive_ok)
+                      inconclusive_ok=args.inconclusive_ok, interfaces=args.interface)
     return _emit(report, args)
 
 
@@ -176,7 +197,7 @@ def _run(args) -> int:
         candidate_cmd=args.candidate_cmd, candidate_bin=args.candidate_bin,
         out_dir=args.out_dir, budget=args.budget, config=_config(args), model=_model(args),
         fit_script=args.fit, where=where, allow_cross_machine=args.allow_cross_machine,
-        inconclusive_ok=args.inconclusive_ok)
+        inconclusive_ok=args.inconclusive_ok, interfaces=args.interface)
     print(f"gate run: {log.runs} run(s), {log.extra_runs} extra in {log.rounds} round(s) -> "
           f"{args.out_dir}", file=sys.stderr)
     return _emit(report, args)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..db.store import Condition
+from ..db.store import Condition, ProfileDB, explain_no_match
 from ..errors import MprofError
 from ..profile import RunProfile, load_profiles
 
@@ -41,6 +41,14 @@ class RunData:
     @property
     def npes(self) -> int:
         return self.profile.npes
+
+    @property
+    def params(self) -> dict:
+        return self.profile.params
+
+    @property
+    def settings(self) -> dict:
+        return self.profile.settings
 
     @property
     def elapsed_s(self) -> float:
@@ -79,6 +87,12 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
     side.runs = [RunData(profile) for profile in load_profiles(path, where)]
+    if where and not side.runs:
+        with ProfileDB(path, create=False) as db:
+            explanation = explain_no_match(db.runs(), where)
+        raise MprofError(f"the {name} selection ("
+                         + " ".join(f"{c.name}={c.value}" for c in where)
+                         + f") matches no run of {path}: {explanation}")
     return side
 
 
@@ -110,3 +124,57 @@ def config_labels(keys: Sequence[str]) -> dict[str, str]:
         parts += [f"{k}={_fmt(v)}" for k, v in sorted(d["settings"].items()) if k in varying]
         labels[key] = f"{d['program']}({','.join(parts)})"
     return labels
+
+
+@dataclass
+class StatProperties:
+    """What the interfaces say about the statistics of the compared modules."""
+
+    measured: dict[str, set[str]] = field(default_factory=dict)  # module -> measured stats
+    sources: dict[str, str] = field(default_factory=dict)  # module -> its .perf file
+    warnings: list[str] = field(default_factory=list)
+
+    def is_measured(self, module: str, stat: str) -> bool:
+        return stat in self.measured.get(module, ())
+
+
+def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> StatProperties:
+    """Find the interface (.perf) of each module: first among `interfaces` (files, or folders
+    holding MODULE.perf), then on the interface search path of modeling scripts
+    ($MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
+    Files given explicitly must be valid; a broken file on the search path is a warning."""
+    from ..iface import load_interface
+    from ..model.session import default_search_path
+
+    props = StatProperties()
+    wanted = set(modules)
+    dirs: list[Path] = []
+    for item in interfaces:
+        path = Path(item)
+        if path.is_dir():
+            dirs.append(path)
+            continue
+        if not path.is_file():
+            raise MprofError(f"interface {path} does not exist")
+        iface = load_interface(path)
+        props.measured.setdefault(iface.name, {s.name for s in iface.statistics
+                                               if s.measured})
+        props.sources.setdefault(iface.name, str(path))
+    for module in sorted(wanted - set(props.measured)):
+        for directory in [*dirs, *default_search_path()]:
+            path = directory / f"{module}.perf"
+            if not path.is_file():
+                continue
+            try:
+                iface = load_interface(path)
+            except MprofError as exc:
+                if directory in dirs:
+                    raise
+                props.warnings.append(f"interface of module {module} not used: "
+                                      f"{str(exc).splitlines()[0]}")
+                break
+            if iface.name == module:
+                props.measured[module] = {s.name for s in iface.statistics if s.measured}
+                props.sources[module] = str(path)
+            break
+    return props

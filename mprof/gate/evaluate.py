@@ -16,6 +16,7 @@ CONFIG is `program(npes=..,param=..,...)`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import numpy as np
 
 from ..errors import MprofError
 from .config import GateConfig
-from .data import RunData, Side, config_labels
+from .data import RunData, Side, StatProperties, config_labels, statistic_properties
 from .stats import Comparison, adjust, compare_estimates, compare_samples
 
 REGRESSION = "REGRESSION"
@@ -94,6 +95,8 @@ class GateReport:
     inconclusive_ok: bool = False
     warnings: list[str] = field(default_factory=list)
     unused_allow: list[str] = field(default_factory=list)
+    # MODULE.STAT -> why it is never compared exactly (measured, or varies between runs)
+    inexact_stats: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(ORDER, 0)
@@ -139,6 +142,7 @@ class GateReport:
                          "config": self.config.source},
             "warnings": self.warnings,
             "unused_allow": self.unused_allow,
+            "inexact_statistics": dict(sorted(self.inexact_stats.items())),
             "units": [u.to_json() for u in self.sorted_units()],
         }
 
@@ -224,9 +228,13 @@ def _fmt_value(v: float) -> str:
 def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, *,
              model=None, fit_script: str | Path | None = None,
              allow_cross_machine: bool = False, inconclusive_ok: bool = False,
-             unit_filter=None) -> GateReport:
+             unit_filter=None, interfaces: Sequence[str | Path] = ()) -> GateReport:
     """Compare two sides.  `unit_filter(unit) -> bool` keeps only some units (before the
-    multiple-testing correction, which then counts only those)."""
+    multiple-testing correction, which then counts only those).  `interfaces` (.perf files or
+    folders) declare which statistics are measurements, before the interface search path.
+
+    Nothing to compare is an input error (MprofError): no configuration with runs on both
+    sides, or (after `unit_filter`) only units that compare nothing."""
     config = config or GateConfig()
     if not baseline.runs:
         raise MprofError(f"no baseline runs in {baseline.database}"
@@ -246,7 +254,13 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
     base_cfg, cand_cfg = baseline.by_config(), candidate.by_config()
     keys = list(dict.fromkeys([*base_cfg, *cand_cfg]))
     labels = config_labels(keys)
+    if not any(base_cfg.get(k) and cand_cfg.get(k) for k in keys):
+        raise MprofError(_nothing_shared(baseline, candidate, base_cfg, cand_cfg, labels))
     units = report.units
+    modules = {m for side in (baseline, candidate) for r in side.runs for m, _ in r.stats}
+    props = statistic_properties(modules, interfaces)
+    report.warnings.extend(props.warnings)
+    report.inexact_stats = _inexact_stats(base_cfg, props)
 
     def unit(uid, kind, cfg_label, name, category=None) -> Unit:
         tol, alpha = config.settings_for(uid)
@@ -274,7 +288,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
         u = unit(f"{label}::time", "time", label, "time")
         u.comparison = compare_samples([r.elapsed_s for r in b_runs],
                                        [r.elapsed_s for r in c_runs], u.tolerance, u.alpha)
-        _stat_units(unit, label, b_runs, c_runs)
+        _stat_units(unit, label, b_runs, c_runs, report.inexact_stats)
         if model is not None:
             b_costs = [_run_costs(model, r) for r in b_runs]
             c_costs = [_run_costs(model, r) for r in c_runs]
@@ -324,18 +338,71 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
 
     if unit_filter is not None:
         report.units[:] = [u for u in report.units if unit_filter(u)]
+    if report.units and not any(_compares(u) for u in report.units):
+        raise MprofError("no unit compares baseline with candidate runs (every selected "
+                         "configuration lacks runs on one side): "
+                         + "; ".join(f"{u.id}: {u.note}" for u in report.units[:4])
+                         + (" ..." if len(report.units) > 4 else ""))
     decide(report)
     return report
 
 
-def _stat_units(unit, label: str, b_runs: list[RunData], c_runs: list[RunData]) -> None:
+def _compares(u: Unit) -> bool:
+    return u.comparison is not None or u.kind == "stat"
+
+
+def _nothing_shared(baseline: Side, candidate: Side, base_cfg, cand_cfg, labels) -> str:
+    """Why no configuration has runs on both sides, naming what differs."""
+    def some(cfgs):
+        names = sorted(labels[k] for k in cfgs)
+        return ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+
+    hint = ""
+    for what, get in (("programs", lambda r: r.program), ("PE counts", lambda r: r.npes),
+                      ("parameter names", lambda r: ",".join(sorted(r.params)) or "(none)"),
+                      ("parameter values", lambda r: json.dumps(r.params, sort_keys=True)),
+                      ("settings", lambda r: json.dumps(r.settings, sort_keys=True))):
+        b = {str(get(r)) for r in baseline.runs}
+        c = {str(get(r)) for r in candidate.runs}
+        if not b & c:
+            hint = (f"; their {what} differ: baseline {', '.join(sorted(b)[:4])}, candidate "
+                    f"{', '.join(sorted(c)[:4])}")
+            break
+    return (f"nothing to compare: no configuration has runs in both {baseline.database} "
+            f"and {candidate.database} (baseline: {some(base_cfg)}; candidate: "
+            f"{some(cand_cfg)}){hint}")
+
+
+def _inexact_stats(base_cfg: dict[str, list[RunData]], props: StatProperties) -> dict[str, str]:
+    """MODULE.STAT -> why the statistic is never compared exactly.  What a statistic is
+    decides, not a coincidence in a few runs: it is declared `measured` in its interface, or
+    it varies between the baseline repetitions of some configuration (then it depends on
+    timing, and equal values elsewhere are luck)."""
+    out: dict[str, str] = {}
+    for runs in base_cfg.values():
+        for module, stat in sorted({k for r in runs for k in r.stats}):
+            name = f"{module}.{stat}"
+            if name in out:
+                continue
+            if props.is_measured(module, stat):
+                out[name] = f"declared measured in {props.sources[module]}"
+            elif len({r.stats.get((module, stat), 0.0) for r in runs}) > 1:
+                out[name] = ("varies between baseline repetitions of "
+                             f"{runs[0].program}(npes={runs[0].npes}, ...)")
+    return out
+
+
+def _stat_units(unit, label: str, b_runs: list[RunData], c_runs: list[RunData],
+                inexact: dict[str, str]) -> None:
+    if len(b_runs) < 2:
+        return  # one run cannot show that a statistic is deterministic
     names = sorted({k for r in (*b_runs, *c_runs) for k in r.stats})
     for module, stat in names:
+        name = f"{module}.{stat}"
+        if name in inexact:
+            continue
         bvals = [r.stats.get((module, stat), 0.0) for r in b_runs]
         cvals = [r.stats.get((module, stat), 0.0) for r in c_runs]
-        if len(set(bvals)) != 1:
-            continue  # not deterministic in the baseline: not compared exactly
-        name = f"{module}.{stat}"
         u = unit(f"{label}::stat:{name}", "stat", label, f"stat {name}", None)
         base = bvals[0]
         u.baseline_text = _fmt_value(base)

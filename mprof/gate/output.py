@@ -49,6 +49,25 @@ def cells(u: Unit) -> dict[str, str]:
             "p": _p(u.p_adjusted), "n": n}
 
 
+# Column headers and what they mean (terminal caption, Markdown footnotes, docs/gate.md).
+COLUMNS = ("verdict", "unit", "baseline¹", "candidate¹", "change²", "bounds³", "tol",
+           "p adj⁴", "n", "note")
+
+
+def legend(report: GateReport) -> list[str]:
+    conf = f"{100 * (1 - report.config.alpha):g} %"
+    return [
+        "¹ median of the runs (time, cost); the exact value (stat); the fitted value (fit).",
+        "² estimated relative change candidate/baseline - 1: for runs, the Hodges-Lehmann "
+        "estimate (median of all pairwise log-ratios), which need not equal the ratio of the "
+        "two medians; for exact and fitted values, their ratio.",
+        f"³ one-sided {conf} bounds of the change (at the default alpha): REGRESSION needs the "
+        "change shown above tol, PASS needs the upper bound at most tol.",
+        "⁴ p-value of \"change > tol\", corrected for the number of units; n: runs per side "
+        "(dof of the fits).",
+    ]
+
+
 def summary_line(report: GateReport) -> str:
     counts = report.counts()
     parts = [f"{counts[v]} {v.lower()}" for v in counts if counts[v]]
@@ -61,12 +80,11 @@ def print_terminal(report: GateReport, console: Console | None = None, *,
         console = Console()
         if not console.is_terminal:
             console = Console(width=max(console.width, 160))  # CI logs: do not squeeze
-    table = Table(title="mprof gate: candidate vs baseline", show_lines=False)
-    for name, kw in (("verdict", {"no_wrap": True}), ("unit", {"overflow": "fold"}),
-                     ("baseline", {"justify": "right"}), ("candidate", {"justify": "right"}),
-                     ("change", {"justify": "right"}), ("interval", {"justify": "right"}),
-                     ("tol", {"justify": "right"}), ("p adj", {"justify": "right"}),
-                     ("n", {"justify": "right"}), ("note", {"overflow": "fold"})):
+    table = Table(title="mprof gate: candidate vs baseline", show_lines=False,
+                  caption="\n".join(legend(report)), caption_justify="left")
+    for name in COLUMNS:
+        kw = ({"no_wrap": True} if name == "verdict" else
+              {"overflow": "fold"} if name in ("unit", "note") else {"justify": "right"})
         table.add_column(name, **kw)
     hidden = 0
     for u in report.sorted_units():
@@ -82,7 +100,7 @@ def print_terminal(report: GateReport, console: Console | None = None, *,
     if hidden:
         console.print(f"{hidden} unit(s) PASS (--show-pass lists them)")
     for text in report.warnings:
-        console.print(f"[yellow]warning:[/] {text}", highlight=False)
+        console.print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
     if report.unused_allow:
         console.print("allow-list entries matching no unit: " + ", ".join(report.unused_allow),
                       highlight=False)
@@ -112,8 +130,7 @@ def markdown(report: GateReport, *, show_pass: bool = False) -> str:
     lines.append("")
     shown = [u for u in report.sorted_units() if show_pass or u.verdict != PASS]
     if shown:
-        lines.append("| verdict | unit | baseline | candidate | change | interval | tol | p adj "
-                     "| n | note |")
+        lines.append("| " + " | ".join(COLUMNS) + " |")
         lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|---|")
         for u in shown:
             c = cells(u)
@@ -121,6 +138,7 @@ def markdown(report: GateReport, *, show_pass: bool = False) -> str:
                 f"**{u.verdict}**" if u.verdict in (REGRESSION, BEHAVIOUR) else u.verdict,
                 f"`{u.id}`", c["baseline"], c["candidate"], c["change"], c["interval"],
                 f"{100 * u.tolerance:g}%", c["p"], c["n"], u.note)) + " |")
+        lines += [""] + [f"<sub>{text}</sub><br>" for text in legend(report)]
     hidden = len(report.units) - len(shown)
     if hidden:
         lines += ["", f"{hidden} unit(s) pass."]

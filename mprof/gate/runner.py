@@ -21,6 +21,7 @@ from rich.console import Console
 
 from ..bench.spec import Point, SweepSpec, load_spec
 from ..bench.sweep import run_point
+from ..console import message_console
 from ..db.store import Condition, ProfileDB
 from ..errors import MprofError
 from .config import GateConfig
@@ -91,8 +92,9 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
              fit_script: str | Path | None = None, where: Sequence[Condition] = (),
              allow_cross_machine: bool = False, inconclusive_ok: bool = False,
              console: Console | None = None,
-             on_round: Callable[[GateReport], None] | None = None) -> tuple[GateReport, RunLog]:
-    console = console or Console(stderr=True)
+             on_round: Callable[[GateReport], None] | None = None,
+             interfaces: Sequence[str | Path] = ()) -> tuple[GateReport, RunLog]:
+    console = console or message_console()
     spec = load_spec(spec_path)
     if not (baseline_cmd or baseline_bin) or not (candidate_cmd or candidate_bin):
         raise MprofError("gate run needs --baseline-cmd or --baseline-bin, and "
@@ -121,7 +123,7 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
         if log.failures:
             raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
         report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                           inconclusive_ok)
+                           inconclusive_ok, interfaces)
         if on_round:
             on_round(report)
         while budget - log.extra_runs >= 2:
@@ -144,7 +146,7 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
             if not added:
                 break
             report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                               inconclusive_ok)
+                               inconclusive_ok, interfaces)
             if on_round:
                 on_round(report)
             console.print(f"gate run: round {log.rounds}: +{added} point(s) per build, "
@@ -156,11 +158,13 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
     return report, log
 
 
-def _evaluate(builds, config, model, fit_script, where, allow_cross_machine, inconclusive_ok):
+def _evaluate(builds, config, model, fit_script, where, allow_cross_machine, inconclusive_ok,
+              interfaces=()):
     baseline = load_side("baseline", builds[0].database, where)
     candidate = load_side("candidate", builds[1].database, where)
     return evaluate(baseline, candidate, config, model=model, fit_script=fit_script,
-                    allow_cross_machine=allow_cross_machine, inconclusive_ok=inconclusive_ok)
+                    allow_cross_machine=allow_cross_machine, inconclusive_ok=inconclusive_ok,
+                    interfaces=interfaces)
 
 
 def _inconclusive_points(report: GateReport, db: ProfileDB, points: Sequence[Point]) -> list:

@@ -3,9 +3,11 @@
 Rules (each reported at the offending name's line and column):
   - `statistics` and `categories` sections are required;
   - statistic types are u64 (default), i64 or double;
-  - names are C identifiers usable in the generated code (no C/C++ keywords, no standard
-    macros the generated files see, no reserved `__x`/`_X` identifiers, no built-in
-    function names);
+  - names are C identifiers usable in the generated code, also when the header is compiled
+    as C++: no C/C++ keywords, no standard or generated macros the generated files see, no
+    names starting with `_` or holding `__`, none ending in `_t`, none in the runtime's
+    namespace (`mp_`, `MP_`, `mpr_`, `MPROF_`), no built-in function names, at most 64
+    characters;
   - statistics and terms share one namespace; categories and accesses have their own;
     no name is declared twice;
   - a term's block defines that term (`Op -- ... { Op = ...; }`);
@@ -25,27 +27,45 @@ from .lexer import Source, Token
 from .model import DEFAULT_TYPE, STAT_TYPES, Access, Category, Interface, Statistic, Term
 from .parser import Decl, Syntax, parse
 
+# Keywords of C (C11 and C23) and C++ (C++20, with the alternative operator spellings): the
+# generated header is also compiled as C++.
 C_KEYWORDS = frozenset(
     """auto break case char const continue default do double else enum extern float for goto
     if inline int long register restrict return short signed sizeof static struct switch
     typedef union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex
     _Generic _Imaginary _Noreturn _Static_assert _Thread_local
-    alignas alignof bool false true nullptr static_assert thread_local typeof constexpr
-    asm catch class delete explicit friend mutable namespace new operator private protected
-    public template this throw try typeid typename using virtual""".split()
+    alignas alignof bool false true nullptr static_assert thread_local typeof typeof_unqual
+    constexpr
+    and and_eq asm bitand bitor catch char8_t char16_t char32_t class co_await co_return
+    co_yield compl concept const_cast consteval constinit decltype delete dynamic_cast explicit
+    export friend mutable namespace new noexcept not not_eq operator or or_eq private protected
+    public reinterpret_cast requires static_cast template this throw try typeid typename using
+    virtual wchar_t xor xor_eq""".split()
 )
 
 # Object-like macros of the standard headers the generated files include (stddef, stdint,
-# stdio, stdlib, math): a statistic named like one would be macro-expanded in `s->NAME`.
+# stdio, stdlib, math), also in GNU mode (gcc's default), and the compilers' predefined
+# ones: a statistic named like one would be macro-expanded in `s->NAME`.
 STD_MACROS = frozenset(
     """NULL EOF BUFSIZ FILENAME_MAX FOPEN_MAX L_tmpnam TMP_MAX SEEK_SET SEEK_CUR SEEK_END
+    SEEK_DATA SEEK_HOLE P_tmpdir L_ctermid L_cuserid
     stdin stdout stderr EXIT_SUCCESS EXIT_FAILURE RAND_MAX MB_CUR_MAX INFINITY NAN HUGE_VAL
-    HUGE_VALF HUGE_VALL MATH_ERRNO MATH_ERREXCEPT math_errhandling errno assert""".split()
+    HUGE_VALF HUGE_VALL MATH_ERRNO MATH_ERREXCEPT math_errhandling errno assert
+    MAXFLOAT HUGE WNOHANG WUNTRACED WSTOPPED WEXITED WCONTINUED WNOWAIT
+    linux unix i386""".split()
 )
 _STD_MACRO_RE = re.compile(
     r"^(U?INT(\d+|_LEAST\d+|_FAST\d+|MAX|PTR)|SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT)_(MAX|MIN|C)$"
     r"|^FP_[A-Z_]+$"
+    r"|^M_[A-Z0-9_]+l?$"  # <math.h> constants in GNU mode: M_PI, M_SQRT2, M_PIl ...
 )
+# Macros every generated header defines, for its own module M (and another module's header
+# may be included next to it): `M_PERF_H`, `M_NSTATS`, `M_NTERMS`, `M_NACCESSES`.
+_GENERATED_MACRO_RE = re.compile(r"^[A-Z0-9_]+_(PERF_H|NSTATS|NTERMS|NACCESSES)$")
+# The runtime's (mp.h: mp_*, MP_*, struct mpr_*) and the toolkit's (MPROF_*) namespaces.
+_RUNTIME_PREFIX_RE = re.compile(r"^(mp|mpr|mprof)(_|$)", re.IGNORECASE)
+# Names become file names (`<module>_perf.h`) and parts of longer C identifiers.
+MAX_NAME_LENGTH = 64
 
 
 def check_name(source: Source, tok: Token, what: str) -> None:
@@ -57,8 +77,18 @@ def check_name(source: Source, tok: Token, what: str) -> None:
         problem = "is a built-in function"
     elif name in STD_MACROS or _STD_MACRO_RE.match(name):
         problem = "is a standard C macro"
-    elif name.startswith("__") or re.match(r"_[A-Z]", name):
-        problem = "is reserved in C (it starts with '__' or '_' and a capital)"
+    elif name.startswith("_") or "__" in name:
+        problem = "is reserved in C and C++ (it starts with '_' or holds '__')"
+    elif name.endswith("_t"):
+        problem = "ends in '_t', which names types (POSIX reserves it; stdint.h uses it)"
+    elif _GENERATED_MACRO_RE.match(name):
+        problem = "is the name of a macro of the generated headers"
+    elif _RUNTIME_PREFIX_RE.match(name):
+        problem = "is in the runtime's namespace (mp_, MP_, mpr_, MPROF_)"
+    elif len(name) > MAX_NAME_LENGTH:
+        problem = f"is longer than {MAX_NAME_LENGTH} characters ({len(name)})"
+    elif what == "interface" and name.endswith("_"):
+        problem = "ends in '_' (the generated names would hold '__')"
     if problem:
         raise source.error_at(tok, f"{what} name '{name}' {problem}")
 
@@ -189,7 +219,8 @@ class Checker:
                     decl.type,
                     f"unknown statistic type '{stype}' (expected u64, i64 or double)",
                 )
-        return Statistic(decl.name.text, stype, decl.desc.text, decl.name.line, decl.name.column)
+        return Statistic(decl.name.text, stype, decl.desc.text, decl.name.line, decl.name.column,
+                         measured=any(a.text == "measured" for a in decl.attributes))
 
     def _hint(self, name: str, others: dict[str, dict[str, Decl]]) -> str:
         if name in others["categories"]:

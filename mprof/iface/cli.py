@@ -64,7 +64,7 @@ def cmd_check(args) -> int:
             f"{len(iface.terms)} terms, {len(iface.categories)} categories, "
             f"{len(iface.accesses)} accesses"
         )
-    return 1 if failed else 0
+    return 2 if failed else 0  # an invalid input is exit 2, as everywhere in mprof
 
 
 def cmd_compile(args) -> int:
@@ -109,7 +109,7 @@ def _show_tables(iface) -> None:
     for col in ("statistic", "type", "description"):
         table.add_column(col)
     for s in iface.statistics:
-        table.add_row(s.name, s.type, s.description)
+        table.add_row(s.name, s.type + (", measured" if s.measured else ""), s.description)
     console.print(table)
 
     table = Table(title="terms", title_justify="left")

@@ -235,7 +235,9 @@ class Call(Expr):
     def __init__(self, func: str, args: list[Expr], line: int = 0, column: int = 0):
         self.func, self.args = func, list(args)
         self.line, self.column = line, column
-        self.depth = max(a.depth for a in self.args) + 1
+        # min/max of k arguments become k - 1 nested calls in C: each counts as a level (a
+        # C compiler limits bracket nesting, clang to 256).
+        self.depth = max(a.depth for a in self.args) + max(len(self.args) - 1, 1)
 
     def children(self):
         return tuple(self.args)

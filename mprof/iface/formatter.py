@@ -9,18 +9,21 @@ from __future__ import annotations
 from .model import Interface
 
 
-def _decl(name: str, desc: str, width: int, type_: str | None = None) -> str:
-    head = name if type_ is None else f"{name} : {type_}"
-    return f"  {head.ljust(width)}  -- {desc}"
+def _decl(name: str, desc: str, width: int) -> str:
+    return f"  {name.ljust(width)}  -- {desc}"
+
+
+def _stat_head(stat) -> str:
+    head = stat.name if stat.type == "u64" else f"{stat.name} : {stat.type}"
+    return head + (" measured" if stat.measured else "")
 
 
 def format_interface(iface: Interface) -> str:
     out = [f"interface {iface.name}  -- {iface.description}", "", "statistics"]
-    heads = [s.name if s.type == "u64" else f"{s.name} : {s.type}" for s in iface.statistics]
+    heads = [_stat_head(s) for s in iface.statistics]
     width = max(len(h) for h in heads)
-    for stat in iface.statistics:
-        type_ = None if stat.type == "u64" else stat.type
-        out.append(_decl(stat.name, stat.description, width, type_))
+    for stat, head in zip(iface.statistics, heads):
+        out.append(f"  {head.ljust(width)}  -- {stat.description}")
 
     if iface.declared_terms:
         out += ["", "terms"]

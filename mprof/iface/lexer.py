@@ -140,6 +140,10 @@ def tokenize(source: Source) -> list[Token]:
                 i += 1
                 continue
             raise source.error(lineno, col, f"unexpected character {_char_name(ch)}")
+    # End of file: after the last character, on the file's last line as editors count
+    # lines (a final newline ends that line; it does not start another one).
     last = len(source.lines)
-    tokens.append(Token(EOF, "", last, len(source.lines[-1]) + 1))
+    if last > 1 and source.lines[-1] == "":
+        last -= 1
+    tokens.append(Token(EOF, "", last, len(source.lines[last - 1]) + 1))
     return tokens

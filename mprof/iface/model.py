@@ -29,6 +29,9 @@ class Statistic:
     description: str
     line: int = 0
     column: int = 0
+    # A measurement (a time, or a count that depends on timing, like idle cycles) rather than
+    # a count fixed by the program and its input: never compared exactly (mprof gate).
+    measured: bool = False
 
     @property
     def c_type(self) -> str:
@@ -133,7 +136,8 @@ class Interface:
             "name": self.name,
             "description": self.description,
             "statistics": [
-                {"name": s.name, "type": s.type, "description": s.description}
+                {"name": s.name, "type": s.type, "measured": s.measured,
+                 "description": s.description}
                 for s in self.statistics
             ],
             "terms": [

@@ -4,7 +4,7 @@ Grammar (see docs/interface-language.md):
 
     file        = "interface" NAME DESC section*
     section     = ("statistics" | "terms" | "categories" | "accesses") decl*
-    statistic   = NAME [":" TYPE] DESC
+    statistic   = NAME [":" TYPE] ["measured"] DESC
     term        = NAME DESC "{" NAME "=" expr [";"] "}"
     category    = NAME DESC "{" NAME* "}"
     access      = NAME DESC
@@ -25,6 +25,8 @@ from .lexer import DESC, EOF, NAME, NUMBER, Source, Token, tokenize
 
 SECTIONS = ("statistics", "terms", "categories", "accesses")
 KEYWORDS = frozenset(("interface",) + SECTIONS)
+# Attributes a statistic may carry after its type (on the same line as its name).
+ATTRIBUTES = ("measured",)
 
 # Singular nouns for messages.
 _NOUN = {
@@ -43,6 +45,7 @@ class Decl:
     name: Token
     desc: Token
     type: Token | None = None
+    attributes: list[Token] = field(default_factory=list)  # statistics: e.g. `measured`
     block: Token | None = None  # the "{" token
     def_name: Token | None = None  # terms: the name left of "="
     expr: Expr | None = None  # terms: the definition
@@ -96,6 +99,14 @@ class Parser:
         if tok.text in KEYWORDS:
             raise self.error(tok, f"'{tok.text}' is a keyword and cannot be used as {what}")
         return tok
+
+    def close_block(self, opening: Token, what: str) -> Token:
+        if self.tok.kind == EOF:
+            raise self.error(
+                self.tok, f"the block opened on line {opening.line} is never closed "
+                "(missing '}')"
+            )
+        return self.expect("}", what)
 
     def at_keyword(self) -> bool:
         return self.tok.kind == NAME and self.tok.text in KEYWORDS
@@ -155,8 +166,26 @@ class Parser:
             if section != "statistics":
                 raise self.error(colon, f"only statistics have a type, not a {noun}")
             type_tok = self.expect(NAME, "a statistic type (u64, i64 or double)")
+        attributes = []
+        # A name on the same line before the description is an attribute (`measured`); a
+        # name on a later line is the next declaration (this one lacks its description).
+        while self.tok.kind == NAME and self.tok.line == name.line and not self.at_keyword():
+            attr = self.advance()
+            if section != "statistics":
+                raise self.error(
+                    attr, f"expected a description ('-- text') after {noun} '{name.text}', "
+                    f"found '{attr.text}'"
+                )
+            if attr.text not in ATTRIBUTES:
+                raise self.error(
+                    attr, f"unknown statistic attribute '{attr.text}' (known: "
+                    f"{', '.join(ATTRIBUTES)}; a description starts with '--')"
+                )
+            if any(a.text == attr.text for a in attributes):
+                raise self.error(attr, f"attribute '{attr.text}' is given twice")
+            attributes.append(attr)
         desc = self.expect_description(name, noun)
-        decl = Decl(section, name, desc, type_tok)
+        decl = Decl(section, name, desc, type_tok, attributes)
         if section == "terms":
             if self.tok.kind != "{":
                 raise self.error(
@@ -172,7 +201,7 @@ class Parser:
                 self.advance()
             if self.tok.kind == NAME and self.tokens[self.pos + 1].kind == "=":
                 raise self.error(self.tok, "a definition block defines exactly one term")
-            self.expect("}", "'}' or an operator")
+            self.close_block(decl.block, "'}' or an operator")
         elif section == "categories":
             if self.tok.kind != "{":
                 raise self.error(
@@ -181,7 +210,7 @@ class Parser:
             decl.block = self.advance()
             while self.tok.kind == NAME and not self.at_keyword():
                 decl.members.append(self.advance())
-            self.expect("}", "a term name or '}'")
+            self.close_block(decl.block, "a term name or '}'")
         elif self.tok.kind == "{":
             raise self.error(self.tok, f"a {noun} has no definition block")
         return decl
@@ -195,8 +224,13 @@ class Parser:
 
     def checked(self, node: Expr) -> Expr:
         if node.depth > MAX_DEPTH:
+            note = ""
+            if isinstance(node, Call) and len(node.args) > 2:
+                note = (f"; {node.func} of {len(node.args)} arguments nests "
+                        f"{len(node.args) - 1} calls in C")
             raise self.source.error(
-                node.line, node.column, f"expression is nested too deeply (limit {MAX_DEPTH})"
+                node.line, node.column,
+                f"expression is nested too deeply (limit {MAX_DEPTH}){note}",
             )
         return node
 

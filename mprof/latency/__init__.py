@@ -1,5 +1,5 @@
 """mprof.latency: observed and critical-path latency, the dependence graph of synchronization
-events, and problematic dependence chains (seed 003 §4.5).
+events, and problematic dependence chains (Wen 1995, §4.5).
 
     from mprof.latency import rows_from_profile, summarize, build_graph, find_chains
     rows = rows_from_profile(doc)

@@ -1,4 +1,4 @@
-"""Observed and critical-path latency (seed 003 §4.5): sums, the dependence graph of
+"""Observed and critical-path latency (Wen 1995, §4.5): sums, the dependence graph of
 synchronization events, and the walk backwards along the chains that cause idle time.
 
 Everything here is a pure function over plain dataclasses so that it can be tested directly.
@@ -192,7 +192,7 @@ def display_names(nodes: Iterable[str]) -> dict[str, str]:
 
 def find_chains(graph: DependenceGraph, metric: str = "observed", *, roots: int = 3,
                 min_fraction: float = 0.05, max_length: int = 32) -> list[Chain]:
-    """Problematic chains of synchronization events (seed 003 §4.5.4).
+    """Problematic chains of synchronization events (Wen 1995, §4.5.4).
 
     Starting from the `roots` access categories with the largest latency, every enabler that
     contributes at least `min_fraction` of the root's latency starts a chain; from there the

@@ -7,6 +7,14 @@
     model.price_categories("rts", terms)        # category -> Estimate
 """
 
-from .modelfile import Estimate, Model, ModuleInfo, load_model
-
 __all__ = ["Estimate", "Model", "ModuleInfo", "load_model"]
+
+
+def __getattr__(name):
+    # Imported on first use: SciPy takes most of a second to load, and every `mprof` command
+    # (e.g. `mprof db list`) imports this package through the command-line registry.
+    if name in __all__:
+        from . import modelfile
+
+        return getattr(modelfile, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

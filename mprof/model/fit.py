@@ -1,5 +1,4 @@
-"""SVD least-squares instantiation of cost models (C.-P. Wen, *Portable Library Support for
-Irregular Applications*, §4.4.3).
+"""SVD least-squares instantiation of cost models (Wen 1995, §4.4.3).
 
 The input is a design: one row per sample, one column per free parameter (`module:term`), the
 measured time `t` of each sample, and the known part of each sample's time contributed by

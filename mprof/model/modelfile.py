@@ -142,13 +142,16 @@ class Model:
         if path.is_dir():
             raise MprofError(f"{path}: is a directory; SaveModel needs a file name")
         text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
+        if path.is_dir():
+            raise MprofError(f"{path} is a directory, not a model file")
+        tmp = path.with_suffix(path.suffix + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.write_text(text + "\n")
             tmp.replace(path)  # never leave a half-written model behind
         except OSError as exc:
-            raise MprofError(f"{path}: cannot write the model: {exc.strerror or exc}") from None
+            tmp.unlink(missing_ok=True)
+            raise MprofError(f"cannot write model {path}: {exc.strerror or exc}") from None
         self.path = path
 
     @classmethod
@@ -311,8 +314,12 @@ def load_model(path: str | Path) -> Model:
         data = json.loads(path.read_text())
     except OSError as exc:
         raise MprofError(f"{path}: cannot read model: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise MprofError(f"{path}: not valid JSON ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise MprofError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise MprofError(f"{path}: not valid UTF-8: is it a model file?") from None
+    except (ValueError, RecursionError) as exc:  # huge integers, deep nesting
+        raise MprofError(f"{path}: not a model file: {exc or 'nested too deeply'}") from None
     model = Model.from_json(data, str(path), path.resolve().parent)
     model.path = path
     return model

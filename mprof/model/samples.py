@@ -1,4 +1,4 @@
-"""From profile databases and performance interfaces to a fitting design.
+"""From profile databases and performance interfaces to a fitting design (docs/fitting.md).
 
 A sample is one PE of one run (granularity "pe": t is that PE's time by the session's measure,
 mprof.profile) or one run with its PEs summed (granularity "run").  For every object of every

@@ -3,8 +3,17 @@
 The paper's directives are Tcl commands implemented in Python.  Python exceptions cannot cross
 Tcl with their message intact (tkinter turns them into an empty TclError), so each command is a
 small Tcl proc around one dispatcher that returns {ok value} or {error message}; the proc raises
-a real Tcl error, and Tcl's errorInfo then carries the script file and line.  The script is run
-with `source` so that errorInfo names the file.
+a real Tcl error.  The script is run with `source` so that Tcl knows each command's file and
+line, also inside loop bodies and procs (`info frame`, TIP 280).
+
+Where an error is reported:
+  - a directive that fails: the line of that directive call (the proc passes its caller's
+    `info frame` to the dispatcher), wherever it sits (loop body, if branch, proc);
+  - a fit-time error about a directive (`IgnoreTerm: module 'pipe' has no term 'Pxx'`, found
+    only when `Fit` or the end of the script fits): the line of that directive;
+  - an unknown command (a misspelled directive): its line, with the closest directive name;
+  - any other Tcl error: the innermost line errorInfo gives (file line plus the line within
+    the loop or branch body).
 """
 
 from __future__ import annotations
@@ -18,6 +27,32 @@ from ..errors import MprofError
 from .session import FitOutcome, FitSession
 
 _FILE_LINE = re.compile(r'\(file "(?P<file>[^"]+)" line (?P<line>\d+)\)')
+# "(\"foreach\" body line 3)", "(\"if\" then script line 2)", "(\"dict for\" body line 1)"
+_BODY_LINE = re.compile(r'\("[^"]+" (?:[a-z]+ )*(?:body|script|arm) line (?P<line>\d+)\)')
+_PROC_LINE = re.compile(r'\(procedure "[^"]+" line \d+\)')
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def _locate(info: str, path: str) -> tuple[str, int | None]:
+    """(file, line) of the innermost command of a Tcl errorInfo trace: the file line of the
+    top-level command plus, going inwards, the line within each loop or branch body (exact when
+    a body starts on its command's line, the usual layout).  Inside a procedure the call's line
+    is kept (the body's own lines are relative to the procedure)."""
+    where, line = path, None
+    for text in reversed(info.splitlines()):  # outermost first
+        text = text.strip()
+        m = _FILE_LINE.search(text)
+        if m:
+            where, line = m.group("file"), int(m.group("line"))
+            continue
+        if line is None:
+            continue
+        if _PROC_LINE.search(text):
+            break
+        m = _BODY_LINE.search(text)
+        if m:
+            line += int(m.group("line")) - 1
+    return where, line
 
 
 class ScriptError(MprofError):
@@ -40,6 +75,8 @@ class ModelingScript:
         self.on_fit = on_fit or (lambda outcome: None)
         self.warn = warn or (lambda text: print(f"mprof fit: warning: {text}", file=sys.stderr))
         self.fits = 0
+        self.calls: list[tuple[str, list, str, int | None]] = []  # directive, args, file, line
+        self._failed: tuple[str, str, int | None] | None = None  # message, file, line
         self.tcl = tkinter.Tcl()
         self.tcl.createcommand("::mprof::dispatch", self._dispatch)
         self.commands = {
@@ -58,14 +95,23 @@ class ModelingScript:
             "Fit": self._fit,
         }
         for name in self.commands:
+            # [info frame -1]: where the directive was called (file and absolute line)
             body = (
-                "lassign [::mprof::dispatch %s {*}$args] status value\n"
+                "lassign [::mprof::dispatch %s [info frame -1] {*}$args] status value\n"
                 "if {$status ne \"ok\"} {return -code error $value}\n"
                 "return $value" % name
             )
             # The paper writes directives with a trailing colon (`FitDatabase: "x.db"`).
             for spelling in (name, name + ":"):
                 self.tcl.call("proc", spelling, "args", body)
+        # A misspelled directive: name the line and the closest directive.
+        self.tcl.createcommand("::mprof::unknown", self._unknown)
+        self.tcl.eval("rename unknown ::mprof::tcl_unknown")
+        self.tcl.eval("proc unknown {name args} {\n"
+                      "  lassign [::mprof::unknown $name [info frame -1]] status value\n"
+                      "  if {$status ne \"ok\"} {return -code error $value}\n"
+                      "  uplevel 1 [list ::mprof::tcl_unknown $name {*}$args]\n"
+                      "}")
 
     # -- running ----------------------------------------------------------------------------
 
@@ -76,15 +122,17 @@ class ModelingScript:
             self.tcl.call("source", str(self.path))
         except tkinter.TclError as exc:
             info = str(self.tcl.eval("set ::errorInfo"))
-            match = _FILE_LINE.search(info)
-            line = int(match.group("line")) if match else None
-            where = match.group("file") if match else str(self.path)
-            if where == str(self.path):
-                where = str(self.path)
-            raise ScriptError(where, line, str(exc) or "error", info) from None
+            message = str(exc) or "error"
+            if self._failed is not None and self._failed[0] == message:
+                _, where, line = self._failed  # a directive (or a misspelled one) failed
+            else:
+                where, line = _locate(info, str(self.path))
+            raise ScriptError(where, line, message, info) from None
         if self.fits == 0:  # no explicit Fit: fit once at the end
             try:
                 self._do_fit()
+            except ScriptError:
+                raise
             except MprofError as exc:
                 raise ScriptError(str(self.path), None, f"at end of script: {exc}") from None
             except Exception as exc:  # a bug: still no traceback for the user
@@ -92,14 +140,68 @@ class ModelingScript:
                                   f"{type(exc).__name__}: {exc}") from None
         return self.session.last
 
-    def _dispatch(self, name, *args):
+    def _frame(self, frame) -> tuple[str, int | None]:
+        """(file, line) from a Tcl `info frame` dictionary (line None when Tcl has none, e.g.
+        for a command built at run time and eval'ed)."""
+        items = self.tcl.splitlist(frame)
+        info = {str(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
+        if str(info.get("type", "")) != "source":
+            return str(self.path), None
+        try:
+            line = int(str(info["line"]))
+        except (KeyError, ValueError):
+            return str(self.path), None
+        where = str(info.get("file", self.path))
+        if Path(where) == self.path.resolve():
+            where = str(self.path)  # as the user wrote it
+        return where, line
+
+    def _unknown(self, name, frame):
+        import difflib
+
+        name = str(name)
+        if name.startswith("::mprof::") or not name[:1].isupper():
+            return ("ok", "")  # Tcl's own unknown handling (auto-loading, abbreviations)
+        close = difflib.get_close_matches(name.rstrip(":"), list(self.commands), n=1)
+        if not close:
+            return ("ok", "")
+        message = f"unknown command '{name}' (did you mean {close[0]}?)"
+        where, line = self._frame(frame)
+        self._failed = (message, where, line)
+        return ("error", message)
+
+    def _directive_line(self, message: str) -> tuple[str, int | None] | None:
+        """The call of the directive a fit-time error names (`IgnoreTerm: module 'pipe' has
+        no term 'Pxx'`): of that directive's calls, the last one whose arguments hold most of
+        the names the message quotes."""
+        name = message.split(":", 1)[0]
+        if name not in self.commands or ":" not in message:
+            return None
+        quoted = set(_QUOTED.findall(message))
+        best, found = 0, None
+        for directive, args, where, line in self.calls:
+            shared = len(quoted & set(args))
+            if directive == name and line is not None and shared and shared >= best:
+                best, found = shared, (where, line)
+        return found
+
+    def _dispatch(self, name, frame, *args):
+        where, line = self._frame(frame)
+        self.calls.append((name, [str(a) for a in args], where, line))
+        self._failed = None
         try:
             value = self.commands[name](list(args))
             return ("ok", "" if value is None else value)
+        except ScriptError as exc:  # a fit-time error located at another directive
+            message = exc.message
+            self._failed = (message, exc.path, exc.line)
         except MprofError as exc:
-            return ("error", str(exc))
+            message = str(exc)
+            self._failed = (message, where, line)
         except Exception as exc:  # a bug, still reported at the script line
-            return ("error", f"internal error in {name}: {type(exc).__name__}: {exc}")
+            message = f"internal error in {name}: {type(exc).__name__}: {exc}"
+            self._failed = (message, where, line)
+        return ("error", message)
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -162,7 +264,11 @@ class ModelingScript:
 
     def _save_model(self, args):
         self._arity("SaveModel", args, 1, 1, "path.json")
-        self.session.save_model(args[0])
+        spec = str(args[0])
+        if spec.endswith("/") or self.session.resolve(spec).is_dir():
+            raise MprofError(f"SaveModel: '{spec}' is a directory; name the model file, e.g. "
+                             f"SaveModel {Path(spec) / 'model.json'}")
+        self.session.save_model(spec)
 
     def _fit(self, args):
         self._arity("Fit", args, 0, 0, "")
@@ -173,7 +279,13 @@ class ModelingScript:
                 "test_mre", "" if r.test_mre is None else r.test_mre, "rank", r.rank)
 
     def _do_fit(self) -> FitOutcome:
-        outcome = self.session.fit()
+        try:
+            outcome = self.session.fit()
+        except MprofError as exc:
+            located = self._directive_line(str(exc))
+            if located is None:
+                raise
+            raise ScriptError(located[0], located[1], f"{exc} (found when fitting)") from None
         self.fits += 1
         for text in outcome.warnings:
             self.warn(text)

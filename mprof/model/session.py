@@ -31,7 +31,8 @@ def default_search_path() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("MPROF_PERF_PATH", "").split(os.pathsep) if p]
     dirs.append(REPO_ROOT / "runtime")
     for pattern in ("instrumented-lib/*", "benchmarks/*"):
-        dirs.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / pattern))))
+        dirs.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / pattern)))
+                    if Path(p).is_dir())
     return dirs
 
 

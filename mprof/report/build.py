@@ -3,7 +3,7 @@
 `build_report(doc, model)` computes everything the text, terminal, JSON and HTML outputs show,
 so that they cannot disagree.
 
-Cost Profile (Wen, Figs 4.10/4.12): for every object (id, module) the statistics' term values
+Cost Profile (Wen 1995, Figs 4.10/4.12): for every object (id, module) the statistics' term values
 are summed over PEs and priced with the model (`Model.price`, cost and 90 % half width from the
 joint covariance of fitted and imported parameters).  `Time: Model=` is the sum of all
 categories, `Total=` the sum of the PEs' times by the model's measure (CPU or elapsed time;

@@ -43,7 +43,7 @@ typedef enum {
 
 const char *mp_strerror(mp_err err);
 
-/* Result of a split-phase operation (seed 003 section 3.2.2). */
+/* Result of a split-phase operation (Wen 1995, section 3.2.2). */
 typedef enum {
     MP_OK = 0,   /* completed locally; the counter has already been incremented */
     MP_WAIT = 1, /* communication started; the counter is incremented on completion */
@@ -201,7 +201,7 @@ mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done);
 mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done);
 
 /* ------------------------------------------------------------------------------------ */
-/* Snapshot data structure (seed 003 section 3.4.2)                                        */
+/* Snapshot data structure (Wen 1995, section 3.4.2)                                        */
 
 /* A snapshot is a distributed object: its handle is the object id, valid on every PE. */
 typedef mp_obj_t mp_snapshot_t;

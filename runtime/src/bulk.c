@@ -1,5 +1,5 @@
 /*
- * bulk.c -- bulk read, write and store (seed 003 section 3.3.2), built on records with a
+ * bulk.c -- bulk read, write and store (Wen 1995, section 3.3.2), built on records with a
  * payload.  Local transfers complete at once (MP_OK) and count as local communication.
  */
 #include "mpr.h"

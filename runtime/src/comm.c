@@ -1,5 +1,5 @@
 /*
- * comm.c -- remote fiber invocation and the message layer (seed 003 section 3.3.3).
+ * comm.c -- remote fiber invocation and the message layer (Wen 1995, section 3.3.3).
  *
  * Every remote operation is a record: a fiber to create on the destination, optionally
  * preceded by a payload copied to a destination address.  Records are classed by size:

@@ -159,7 +159,7 @@ typedef struct {
 } mpr_obj;
 
 /* ---------------------------------------------------------------------------------- */
-/* Latency accounting (seed 003 section 4.5.3), per (access, enabler) pair               */
+/* Latency accounting (Wen 1995, section 4.5.3), per (access, enabler) pair               */
 
 typedef struct {
     uint64_t count;
@@ -445,6 +445,7 @@ void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), 
 
 /* profile.c */
 int mpr_profile_write(const char *path);
+int mpr_profile_check(const char *path, char *why, size_t why_size);
 
 /* hang.c */
 bool mpr_hang_report(FILE *out);

@@ -154,6 +154,11 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     if (!cfg || !pe_main || cfg->npes < 1 || cfg->npes > 4096)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main needs a config with 1..4096 PEs and an "
                                               "entry function");
+    /* A profile that cannot be written is found now, not after the run (MPROF_OUT) */
+    char why[512];
+    if (cfg->profile_path && mpr_profile_check(cfg->profile_path, why, sizeof why) != 0)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "cannot write the run profile to %s: %s",
+                          cfg->profile_path, why);
     const mpr_machine *m = mpr_machine_select();
     if (!m)
         return mpr_misuse(MP_ERR_BACKEND, "no usable backend (see MPROF_BACKEND)");

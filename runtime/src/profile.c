@@ -6,10 +6,12 @@
 #define _GNU_SOURCE
 #include "mpr.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SCHEMA_VERSION 2
@@ -176,7 +178,7 @@ int mpr_profile_write(const char *path)
 
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "mprof: cannot write the run profile to %s\n", path);
+        fprintf(stderr, "mprof: cannot write the run profile to %s: %s\n", path, strerror(errno));
         free(all);
         return -1;
     }
@@ -227,4 +229,54 @@ int mpr_profile_write(const char *path)
         return -1;
     }
     return 0;
+}
+
+/* Before the run: can the profile be written to `path` at the end?  The file must not be a
+ * folder and must be writable if it exists; else its folder must exist and be writable.  On
+ * failure writes "what: strerror(errno)" into `why` and returns -1. */
+int mpr_profile_check(const char *path, char *why, size_t why_size)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            snprintf(why, why_size, "%s", strerror(EISDIR));
+            return -1;
+        }
+        if (access(path, W_OK) != 0) {
+            snprintf(why, why_size, "%s", strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (errno != ENOENT) {
+        snprintf(why, why_size, "%s", strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(path);
+    char *dir = malloc(n + 2);
+    if (!dir) {
+        snprintf(why, why_size, "%s", strerror(ENOMEM));
+        return -1;
+    }
+    memcpy(dir, path, n + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int rc = 0;
+    if (stat(dir, &st) != 0) {
+        snprintf(why, why_size, "folder %s: %s", dir, strerror(errno));
+        rc = -1;
+    } else if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_size, "%s: %s", dir, strerror(ENOTDIR));
+        rc = -1;
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(why, why_size, "folder %s: %s", dir, strerror(errno));
+        rc = -1;
+    }
+    free(dir);
+    return rc;
 }

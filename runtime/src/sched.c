@@ -2,7 +2,7 @@
  * sched.c -- the top-level scheduler, the built-in schedulers (urgent, FIFO, preemptive),
  * custom deposit/select schedulers, idle accounting and latency accounting.
  *
- * Latency (seed 003 section 4.5.3): C_total is the PE's idle time so far and C_charged the
+ * Latency (Wen 1995, section 4.5.3): C_total is the PE's idle time so far and C_charged the
  * part already charged on the critical path.  A fiber remembers C_total when created; on
  * dispatch the difference is its observed latency, and if that is non-zero it also takes
  * C_total - C_charged as critical-path latency.  Both are charged, when the fiber ends, to
@@ -146,7 +146,7 @@ static mpr_fiber *select_round_robin(mpr_pe *pe)
     return NULL;
 }
 
-/* Communication progress: forced flush and poll every K fibers (seed 003 section 3.3.3). */
+/* Communication progress: forced flush and poll every K fibers (Wen 1995, section 3.3.3). */
 static MPR_COLD void periodic(mpr_pe *pe)
 {
     pe->current = NULL;

@@ -1,5 +1,5 @@
 /*
- * snapshot.c -- the snapshot data structure (seed 003 section 3.4.2).
+ * snapshot.c -- the snapshot data structure (Wen 1995, section 3.4.2).
  *
  * Each PE's partition counts the mutators that executed on it and, through a counter, those
  * that completed (a completion is reported to the PE where the mutator executed, so every PE

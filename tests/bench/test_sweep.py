@@ -1,5 +1,7 @@
 """`mprof bench`: sweeps, resumption, failure reports, timeouts."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,7 +104,7 @@ timeout_s = 0.5
 def test_dry_run_and_spec_errors(tmp_path, capsys):
     spec = write_spec(tmp_path)
     assert main(["bench", "--dry-run", str(spec)]) == 0
-    assert "fake_program.py 2 20 0" in capsys.readouterr().err
+    assert "fake_program.py 2 20 0" in capsys.readouterr().out
     assert not (tmp_path / "out/sweep.db").exists()
     bad = tmp_path / "bad.toml"
     bad.write_text('program = "x"\ndatabase = "d.db"\nnpes = [0]\n')
@@ -152,3 +154,77 @@ def test_oversubscribed_points_are_warned_and_recorded(tmp_path, capsys):
     with ProfileDB(tmp_path / "n.db", create=False) as db:
         flagged = {r.npes: r.settings.get("oversubscribed") for r in db.runs()}
     assert flagged == {1: None, over: 1}
+
+
+# -- a spec that cannot work is refused before anything runs or any database is created ------
+
+
+def test_placeholder_typo_is_caught_before_the_database_exists(tmp_path, capsys):
+    spec = write_spec(tmp_path).read_text().replace("{work}", "{wrk}")
+    (tmp_path / "sweep.toml").write_text(spec)
+    assert main(["bench", str(tmp_path / "sweep.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown placeholder 'wrk'" in err and "did you mean {work}?" in err, err
+    assert not (tmp_path / "out").exists() and invocations(tmp_path) == 0
+    assert main(["bench", "--dry-run", str(tmp_path / "sweep.toml")]) == 2
+    (tmp_path / "sweep.toml").write_text(spec.replace("{wrk}", "{work"))
+    assert main(["bench", str(tmp_path / "sweep.toml")]) == 2
+    assert "literal braces" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("program, command, message", [
+    ("missing.py", "{python} {program} {npes} {work} {fail}", "missing.py does not exist"),
+    ("fake_program.py", "./no-such-tool {npes}", "no-such-tool does not exist"),
+    ("fake_program.py", "no-such-tool-on-path {npes}", "'no-such-tool-on-path' not found on PATH"),
+    ("fake_program.py", "{program} {npes} {work} {fail}", "is not an executable file"),
+])
+def test_missing_program_stops_at_once(tmp_path, capsys, program, command, message):
+    spec = write_spec(tmp_path).read_text()
+    spec = spec.replace(str(HERE / "fake_program.py"), str(HERE / program))
+    spec = spec.replace(spec.splitlines()[2], f'command = "{command}"')
+    (tmp_path / "sweep.toml").write_text(spec)
+    assert main(["bench", str(tmp_path / "sweep.toml")]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "FAILED" not in err and not (tmp_path / "out").exists()
+
+
+def test_dry_run_lists_only_points_not_yet_recorded(tmp_path, capsys):
+    spec = load_spec(write_spec(tmp_path))
+    from mprof.bench.sweep import run_point
+
+    points = spec.points()
+    spec.database.parent.mkdir(parents=True)
+    with ProfileDB(spec.database) as db:
+        for point in points[:5]:
+            assert run_point(spec, point, db) is None
+    capsys.readouterr()
+    assert main(["bench", "--dry-run", str(tmp_path / "sweep.toml")]) == 0
+    out, err = capsys.readouterr()
+    listed = out.splitlines()
+    assert len(listed) == 11 and all(p.describe() in "".join(listed) for p in points[5:])
+    assert not any(line.endswith(f"# {points[0].describe()}") for line in listed)
+    assert "11 of 16 point(s) to run; 5 already recorded" in err
+    assert invocations(tmp_path) == 5
+
+
+# -- outside a terminal: plain, complete lines ---------------------------------------------
+
+
+def test_progress_outside_a_terminal_is_plain_lines(tmp_path):
+    long_value = "v" * 150  # a line far wider than rich's default 80 columns
+    spec = write_spec(tmp_path, fail="[0, 1]").read_text().replace(
+        'MPROF_AGG_BYTES = ["0", "1000"]', f'MPROF_AGG_BYTES = ["0"]\nLONG = ["{long_value}"]'
+    ).replace("npes = [1, 2]", "npes = [1]")
+    (tmp_path / "sweep.toml").write_text(spec)
+    cmd = [sys.executable, "-m", "mprof", "bench", str(tmp_path / "sweep.toml")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert not any(ch in proc.stderr for ch in "━\x1b"), proc.stderr  # no bar, no colour
+    assert sum(line.startswith("bench ") and line.endswith(": ok") for line in lines) == 4
+    assert sum(": FAILED: exit code 3" in line for line in lines) == 4
+    assert all(f"LONG={long_value}" in line for line in lines if line.startswith("bench "))
+    # fully recorded: no empty 0/0 bar either
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert "0/0" not in proc.stderr and "━" not in proc.stderr, proc.stderr

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mprof.cli import main
+from mprof.errors import MprofError
 from mprof.gate.config import config_from_dict
 from mprof.gate.data import load_side
 from mprof.gate.evaluate import (ALLOWED, BEHAVIOUR, INCONCLUSIVE, INFO, PASS, REGRESSION,
@@ -184,3 +185,137 @@ def test_terminal_table_lists_regressions_first(dbs, capsys):
     out = capsys.readouterr().out
     assert out.index("REGRESSION") < out.index("PASS")
     assert "mprof gate: FAIL" in out
+
+
+# -- nothing to compare is an input error (exit 2), saying what did not match ---------------
+
+
+def test_no_shared_configuration_is_an_input_error(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    a = write_db(tmp_path / "a.db", rng, program="alpha")
+    b = write_db(tmp_path / "b.db", rng, program="beta")
+    for extra in ([], ["--inconclusive-ok"]):
+        assert main(["gate", "--baseline", str(a), "--candidate", str(b), "-q", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "nothing to compare" in err and "programs differ" in err, err
+        assert "alpha(npes=2,n=1000)" in err and "beta(npes=2,n=1000)" in err
+
+
+def test_misspelled_where_says_what_did_not_match(dbs, capsys):
+    assert gate(dbs, "same", "--where", "nn=1000") == 2
+    err = capsys.readouterr().err
+    assert "no run has a parameter or setting 'nn'" in err and "did you mean 'n'" in err, err
+    assert gate(dbs, "same", "--where", "n=12345") == 2
+    assert "no run has n=12345 (n is 1000, 4000)" in capsys.readouterr().err
+    assert gate(dbs, "same", "--program", "other") == 2
+    assert "programs: synth" in capsys.readouterr().err
+
+
+def test_db_list_with_a_where_that_selects_nothing_exits_2(dbs, capsys):
+    assert main(["db", "list", str(dbs["base"]), "--where", "nn=1000"]) == 2
+    assert "did you mean 'n'" in capsys.readouterr().err
+    assert main(["db", "list", str(dbs["base"]), "--where", "n=1000", "--json"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 8
+
+
+def test_no_unit_compared_after_the_filter_is_an_input_error(dbs, tmp_path):
+    rng = np.random.default_rng(5)
+    half = write_db(tmp_path / "half.db", rng, configs=((1000, 2),))
+    with pytest.raises(MprofError, match="no unit compares"):
+        evaluate(load_side("baseline", dbs["base"]), load_side("candidate", half),
+                 config_from_dict({}), unit_filter=lambda u: "n=4000" in u.id)
+
+
+# -- which statistics are compared exactly: what they are, not coincidence ------------------
+
+
+def test_measured_statistic_equal_by_chance_is_no_behaviour_change(tmp_path):
+    """rts.IdleNs is declared `measured` in runtime/rts.perf: two baseline runs that happen
+    to idle equally long (here: not at all) say nothing about the candidate's idle time."""
+    rng = np.random.default_rng(11)
+    base = write_db(tmp_path / "b.db", rng, reps=2, extra=lambda n, rep: {"IdleNs": 0})
+    cand = write_db(tmp_path / "c.db", rng, reps=2,
+                    extra=lambda n, rep: {"IdleNs": 1000 + 7 * rep})
+    report = evaluate(load_side("baseline", base), load_side("candidate", cand),
+                      config_from_dict({}))
+    ids = {u.id for u in report.units}
+    assert not any("IdleNs" in i for i in ids), ids
+    assert BEHAVIOUR not in {u.verdict for u in report.units}
+    assert report.inexact_stats["rts.IdleNs"].startswith("declared measured in ")
+    assert "synth(npes=2,n=1000)::stat:rts.Ops" in ids  # counts are still compared
+
+
+def test_statistic_varying_in_one_configuration_is_not_exact_in_any(tmp_path):
+    """`Steals` varies between repetitions of n=4000: it depends on timing, so its equal
+    values in the n=1000 repetitions are luck, not a behaviour to hold the candidate to."""
+    rng = np.random.default_rng(12)
+    base = write_db(tmp_path / "b.db", rng, reps=3,
+                    extra=lambda n, rep: {"Steals": 0 if n == 1000 else rep})
+    cand = write_db(tmp_path / "c.db", rng, reps=3, extra=lambda n, rep: {"Steals": 1})
+    report = evaluate(load_side("baseline", base), load_side("candidate", cand),
+                      config_from_dict({}))
+    assert not any("Steals" in u.id for u in report.units)
+    assert "varies between baseline repetitions" in report.inexact_stats["rts.Steals"]
+
+
+def test_interface_option_declares_measured_statistics(tmp_path, capsys):
+    perf = tmp_path / "perf"
+    perf.mkdir()
+    (perf / "mylib.perf").write_text(
+        "interface mylib -- test\nstatistics\n  P -- p\n  Ops -- ops\n  Noise -- noise\n"
+        "  WaitNs measured -- waiting time\ncategories\n  ALL -- all\n    { P Ops Noise WaitNs }\n")
+    rng = np.random.default_rng(13)
+    base = write_db(tmp_path / "b.db", rng, module="mylib", extra=lambda n, rep: {"WaitNs": 5})
+    cand = write_db(tmp_path / "c.db", rng, module="mylib", extra=lambda n, rep: {"WaitNs": 9})
+    args = ["gate", "--baseline", str(base), "--candidate", str(cand), "--inconclusive-ok", "-q"]
+    assert main(args) == 1  # no interface found: a constant count that changed
+    assert main(args + ["--interface", str(perf)]) == 0
+    assert main(args + ["--interface", str(perf / "mylib.perf")]) == 0
+    assert main(args + ["--interface", str(tmp_path / "missing.perf")]) == 2
+    capsys.readouterr()
+
+
+def test_a_single_baseline_run_shows_no_statistic_is_deterministic(tmp_path):
+    rng = np.random.default_rng(14)
+    base = write_db(tmp_path / "b.db", rng, reps=1)
+    cand = write_db(tmp_path / "c.db", rng, reps=3, stat_delta=1)
+    report = evaluate(load_side("baseline", base), load_side("candidate", cand),
+                      config_from_dict({}))
+    assert not [u for u in report.units if u.kind == "stat"]
+
+
+def test_mprof_starts_without_scipy():
+    """Every command (`mprof db list`, `mprof iface check`) starts in a fraction of a second:
+    SciPy, which takes most of a second to import, loads only where statistics are needed."""
+    import subprocess
+    import sys
+
+    from mprof.gate import cli as gate_cli
+    from mprof.gate import evaluate as gate_evaluate
+
+    assert gate_cli.EXIT_ERROR == gate_evaluate.EXIT_ERROR
+    code = ("import sys\nfrom mprof.cli import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out
+
+
+def test_table_columns_are_labelled_and_explained(dbs, tmp_path, capsys):
+    """The change is a Hodges-Lehmann estimate, not the ratio of the medians shown beside
+    it: the table says so, and `--help` shows no required ACTION."""
+    md = tmp_path / "o.md"
+    main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]),
+          "--markdown", str(md)])
+    out = capsys.readouterr().out
+    for text in (out, md.read_text()):
+        assert "baseline¹" in text and "change²" in text and "bounds³" in text
+        assert "Hodges-Lehmann" in text and "median of the runs" in text
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "ACTION" not in usage and "mprof gate --baseline DB --candidate DB" in usage
+    from mprof.gate.stats import compare_samples
+
+    c = compare_samples([1.0, 1.0, 1.3], [1.1, 1.3, 1.3], 0.05, 0.05)  # the docs' example
+    assert (c.baseline, c.candidate, round(c.change, 3)) == (1.0, 1.3, 0.1)

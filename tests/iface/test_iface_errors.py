@@ -1,5 +1,7 @@
 """One test per checker rule: the error names the right line and column."""
 
+from pathlib import Path
+
 import pytest
 
 from mprof.errors import MprofError, SourceError
@@ -10,6 +12,7 @@ def perf(*lines):
     return "\n".join(lines) + "\n"
 
 
+ROOT = Path(__file__).resolve().parents[2]
 HEAD = "interface t -- test"
 STATS = ("statistics", "  A -- a", "  B -- b")
 CATS = ("categories", "  C -- c", "    { A }")
@@ -131,6 +134,36 @@ CASES = [
     ("too-deep-parentheses",
      perf(HEAD, *STATS, "terms", "  X -- x", "    { X = " + "(" * 150 + "A" + ")" * 150 + "; }",
           "categories", "  C -- c", "    { X }"), 7, 111, "nested too deeply (limit 100)"),
+    # names the generated C would not compile with (the generated header is also C++)
+    *[(case, perf(HEAD, "statistics", "  A -- a", f"  {name} -- x", *CATS), 4, 3, fragment)
+      for case, name, fragment in [
+          ("cxx-keyword", "class", "statistic name 'class' is a C/C++ keyword"),
+          ("cxx-alternative-token", "xor", "is a C/C++ keyword"),
+          ("generated-macro", "T_NSTATS",
+           "statistic name 'T_NSTATS' is the name of a macro of the generated headers"),
+          ("include-guard", "T_PERF_H", "is the name of a macro of the generated headers"),
+          ("runtime-macro", "MP_H", "in the runtime's namespace"),
+          ("type-name", "uint64_t", "ends in '_t'"),
+          ("gnu-macro", "M_PI", "is a standard C macro"),
+          ("double-underscore", "a__b", "is reserved in C and C++"),
+      ]],
+    ("runtime-module", perf("interface mp -- m", *STATS, *CATS), 1, 11,
+     "interface name 'mp' is in the runtime's namespace"),
+    ("long-module-name", perf("interface " + "m" * 200 + " -- m", *STATS, *CATS), 1, 11,
+     "is longer than 64 characters (200)"),
+    ("max-of-many-arguments",
+     perf(HEAD, *STATS, "terms", "  X -- x", "    { X = max(" + ", ".join(["A"] * 300) + "); }",
+          "categories", "  C -- c", "    { X }"), 7, 11, "max of 300 arguments nests 299 calls"),
+    # a statistic attribute
+    ("unknown-attribute", perf(HEAD, "statistics", "  A : u64 timing -- a", *CATS), 3, 11,
+     "unknown statistic attribute 'timing' (known: measured"),
+    ("attribute-on-category", perf(HEAD, *STATS, "categories", "  C measured -- c", "    { A }"),
+     6, 5, "expected a description ('-- text') after category 'C', found 'measured'"),
+    # the end of the file is on its last line, not past it
+    ("unclosed-block-at-end", perf(HEAD, *STATS, "categories", "  C -- c", "    { A"), 7, 8,
+     "the block opened on line 7 is never closed (missing '}')"),
+    ("unclosed-term", perf(HEAD, *STATS, *CATS, "terms", "  X -- x", "    { X = A + B"), 10, 16,
+     "the block opened on line 10 is never closed"),
     ("too-deep-chain",
      perf(HEAD, *STATS, "terms", "  X -- x", "    { X = A" + " + A" * 120 + "; }", "categories",
           "  C -- c", "    { X }"), 7, 409, "nested too deeply (limit 100)"),
@@ -167,6 +200,15 @@ def test_invalid_utf8_is_located(tmp_path):
         load_interface(path)
     assert (info.value.line, info.value.column) == (3, 11)
     assert "not valid UTF-8" in info.value.message
+
+
+def test_measured_statistics():
+    iface = parse_interface(perf(HEAD, "statistics", "  A : u64 measured -- a",
+                                 "  B measured -- b", "  D : double -- d", *CATS))
+    assert [(s.name, s.type, s.measured) for s in iface.statistics] == [
+        ("A", "u64", True), ("B", "u64", True), ("D", "double", False)]
+    rts = load_interface(ROOT / "runtime" / "rts.perf")
+    assert {s.name for s in rts.statistics if s.measured} == {"IdleNs", "IdleCycle", "IdleCpuNs", "Wakes"}
 
 
 def test_missing_file(tmp_path):

@@ -4,6 +4,9 @@ or raises SourceError/MprofError with a sensible location -- never another excep
 Across the tests below hypothesis generates more than 10,000 inputs per run."""
 
 import math
+import subprocess
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,9 +45,13 @@ def exercise(text):
     try:
         iface = parse_interface(text, "fuzz.perf")
     except SourceError as err:
-        nlines = len(text.replace("\r\n", "\n").split("\n"))
-        assert 1 <= err.line <= nlines, err.format()
-        assert err.column >= 1
+        # Lines as an editor counts them: a final newline ends the last line, it does not
+        # start another; a column is at most one past the end of its line.
+        lines = text.replace("\r\n", "\n").split("\n")
+        if len(lines) > 1 and lines[-1] == "":
+            lines.pop()
+        assert 1 <= err.line <= len(lines), err.format()
+        assert 1 <= err.column <= len(lines[err.line - 1]) + 1, err.format()
         assert err.format().startswith(f"fuzz.perf:{err.line}:{err.column}: ")
         return None
     except MprofError:
@@ -115,12 +122,45 @@ def test_arbitrary_text(text):
     exercise("interface t -- x\n" + text if text[:1] == "s" else text)
 
 
-# -- valid interfaces built from the grammar --------------------------------------------
+# -- interfaces built from the grammar, with names that collide with C, C++ and the code ----
+# -- generated from them: whatever `check` accepts must compile ------------------------------
 
-# A fixed pool keeps generation cheap; it includes names that collide with C.
-NAME_POOL = ["A", "b", "Xy", "N_1", "op", "Op", "OP", "T", "t2", "Stat", "EltSize", "P",
-             "q_", "Zz9", "int", "NULL", "_Y", "stdin", "M", "k"]  # fmt: skip
-NAMES = st.sampled_from(NAME_POOL)
+# Keywords of C11/C23 and C++20, written out here (not taken from the checker, which they
+# test).  A declared name that is one must be rejected, or the generated code must compile.
+C_CXX_KEYWORDS = """auto break case char const continue default do double else enum extern
+    float for goto if inline int long register restrict return short signed sizeof static
+    struct switch typedef union unsigned void volatile while bool true false nullptr typeof
+    constexpr static_assert thread_local alignas alignof and and_eq asm bitand bitor catch
+    char8_t char16_t char32_t class co_await co_return co_yield compl concept const_cast
+    consteval constinit decltype delete dynamic_cast explicit export friend mutable namespace
+    new noexcept not not_eq operator or or_eq private protected public reinterpret_cast
+    requires static_cast template this throw try typeid typename using virtual wchar_t xor
+    xor_eq final override import module""".split()
+MODULES = ["gm", "Gm", "mp", "MP", "mpr", "mprof", "m", "x_y", "q_", "int", "stats", "a" * 64,
+           "b" * 65, "c" * 240]  # fmt: skip
+
+
+def generated_names(module, terms=("Op",), cats=("OPS",), accs=("ENQ",)):
+    """The identifiers the hook generator makes for a module (perf.h.j2, perf.c.j2)."""
+    m, M = module, module.upper()
+    names = [f"{M}_PERF_H", f"{M}_NSTATS", f"{M}_NTERMS", f"{M}_NACCESSES", f"{M}_SET",
+             f"{M}_INC", f"{M}_READ", f"{M}_ACCESS", f"{m}_stats_t", f"{m}_stats_create",
+             f"{m}_stat_module", f"{m}_stat_fields", f"{m}_perf_init", f"{m}_access_ids"]
+    names += [f"{M}_TERM_{t}" for t in terms] + [f"{m}_term_{t}" for t in terms]
+    names += [f"{m}_cost_{c}" for c in cats] + [f"{M}_ACCESS_{a}" for a in accs]
+    return names
+
+
+# The runtime's public names (runtime/include/mp.h) and what the generated code uses.
+RUNTIME_NAMES = """mp_stat_module mp_stat_field mp_stat_type mp_stats_new MP_STAT_U64 MP_H
+    MP_ACCESS_UNCLASSIFIED MP_OBJ_RTS mp_access_register mp_access_declare MPROF_DISABLE
+    mp_main mp_fiber_t uint64_t int64_t size_t NULL stdin stderr fprintf abort fmin fmax
+    log2 sqrt s params rec names id i M_PI linux unix EOF INT64_MAX errno""".split()
+PLAIN = ["A", "b", "Xy", "N_1", "op", "Op", "OP", "T", "t2", "Stat", "EltSize", "P", "q_",
+         "Zz9", "M", "k", "x" * 64, "y" * 65]  # fmt: skip
+NAME_POOL = sorted(set(PLAIN + C_CXX_KEYWORDS + RUNTIME_NAMES
+                       + [n for m in MODULES[:10] for n in generated_names(m)]))
+NAMES = st.one_of(st.sampled_from(PLAIN), st.sampled_from(NAME_POOL))
 DESCS = (
     st.lists(st.sampled_from(list("ab xyz-*/{}()[];:=?\\\"'\t") + ["é", "€", "*/", "/*", "??/"]),
              min_size=1, max_size=8)
@@ -153,32 +193,80 @@ def interfaces(draw):
     names = draw(st.lists(NAMES, min_size=2, max_size=8, unique=True))
     nstats = draw(st.integers(min_value=1, max_value=len(names) - 1))
     stats, terms = names[:nstats], names[nstats:]
-    lines = [f"interface {draw(NAMES)} -- {draw(DESCS)}", "statistics"]
+    module = draw(st.one_of(st.sampled_from(MODULES), NAMES))
+    lines = [f"interface {module} -- {draw(DESCS)}", "statistics"]
     for s in stats:
-        t = draw(st.sampled_from(["", " : u64", " : i64", " : double"]))
+        t = draw(st.sampled_from(["", " : u64", " : i64", " : double", " measured",
+                                  " : double measured"]))
         lines.append(f"  {s}{t} -- {draw(DESCS)}")
     lines.append("terms")
     for k, t in enumerate(terms):
         expr = draw(expressions(stats + terms[:k]))
+        if draw(st.integers(0, 9)) == 0:  # min/max of many arguments: deep nesting in C
+            many = draw(st.integers(min_value=2, max_value=300))
+            expr = f"{draw(st.sampled_from(['min', 'max']))}({', '.join([expr] * many)})"
         lines += [f"  {t} -- {draw(DESCS)}", f"    {{ {t} = {expr}; }}"]
     members = terms + draw(st.lists(st.sampled_from(stats), unique=True))
     ncat = draw(st.integers(min_value=1, max_value=len(members)))
+    cats = draw(st.lists(NAMES, min_size=ncat, max_size=ncat, unique=True))
     lines.append("categories")
     for c in range(ncat):
-        lines += [f"  CAT{c} -- {draw(DESCS)}", "    { " + " ".join(members[c::ncat]) + " }"]
+        lines += [f"  {cats[c]} -- {draw(DESCS)}", "    { " + " ".join(members[c::ncat]) + " }"]
+    accs = draw(st.lists(NAMES, max_size=3, unique=True))
+    if accs:
+        lines += ["accesses"] + [f"  {a} -- {draw(DESCS)}" for a in accs]
     return "\n".join(lines) + "\n", stats, terms
+
+
+# What a rejected generated interface may be rejected for: a name, or nesting.
+REJECTIONS = ("keyword", "reserved", "macro", "function", "namespace", "longer than",
+              "ends in", "nested too deeply", "already declared")
+CXX_HEADER_CHECK = '#include "{m}_perf.h"\nint main() {{ return {M}_NSTATS > 0 ? 0 : 1; }}\n'
+
+
+def compile_all(ifaces, tmp):
+    """Generate every interface into its own folder and compile: the C files with gcc and
+    clang as C11 (hooks on and off) and gcc's default GNU dialect, the headers as C++17."""
+    from iface_helpers import RUNTIME_INCLUDE
+
+    from mprof.iface.codegen import write
+
+    c_files, cxx_files = [], []
+    for k, iface in enumerate(ifaces):
+        out = tmp / f"i{k}"
+        write(iface, out)
+        c_files.append(str(out / f"{iface.name}_perf.c"))
+        cxx = out / "header.cpp"
+        cxx.write_text(CXX_HEADER_CHECK.format(m=iface.name, M=iface.name.upper()))
+        cxx_files.append(str(cxx))
+    common = ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME_INCLUDE}"]
+    jobs = [["gcc", "-std=c11", *common, *c_files],
+            ["gcc", "-std=c11", "-DMPROF_DISABLE", *common, *c_files],
+            ["gcc", *common, *c_files],  # gnu17: GNU macros (linux, M_PI) are defined
+            ["clang", "-std=c11", *common, *c_files],
+            ["g++", "-std=c++17", *common, *cxx_files],
+            ["clang++", "-std=c++17", *common, *cxx_files]]
+    for cmd in jobs:
+        proc = subprocess.run([*cmd, f"-I{tmp}"], capture_output=True, text=True, cwd=tmp)
+        assert proc.returncode == 0, (
+            f"{' '.join(cmd[:3])} rejects what `iface check` accepts:\n{proc.stderr[-3000:]}\n"
+            + "\n---\n".join(format_interface(i) for i in ifaces))
+
+
+def accepted(text):
+    try:
+        return parse_interface(text)
+    except SourceError as err:
+        assert any(r in err.message for r in REJECTIONS), err.format()
+        return None
 
 
 @settings(FUZZ, max_examples=120)
 @given(interfaces(), st.data())
 def test_generated_valid_interfaces(generated, data):
     text, stats, terms = generated
-    try:
-        parse_interface(text)
-    except SourceError as err:
-        # Random names may hit a reserved C name; nothing else may go wrong.
-        assert "name" in err.message and ("keyword" in err.message or "reserved" in err.message
-                                          or "macro" in err.message or "function" in err.message)
+    iface = accepted(text)
+    if iface is None:
         return
     iface = exercise(text)
     assert [s.name for s in iface.statistics] == stats
@@ -189,6 +277,23 @@ def test_generated_valid_interfaces(generated, data):
     values = {s: data.draw(st.floats(allow_nan=False, width=64)) for s in stats}
     for name, value in iface.term_values(values).items():
         assert isinstance(value, float) and (math.isnan(value) or value == value)
+
+
+@settings(FUZZ, max_examples=25)
+@given(st.lists(interfaces(), min_size=1, max_size=8))
+def test_whatever_check_accepts_compiles(generated):
+    """Names from generated identifiers, the runtime's names and C/C++ keywords; module names
+    near and beyond the file-name limit; min/max of hundreds of arguments: every interface
+    `check` accepts compiles warning-free as C11 (gcc, clang) and its header as C++17."""
+    ifaces = []
+    for text, _, _ in generated:
+        COUNT["inputs"] += 1
+        iface = accepted(text)
+        if iface is not None and iface.name not in {i.name for i in ifaces}:
+            ifaces.append(iface)
+    if ifaces:
+        with tempfile.TemporaryDirectory(prefix="mprof-fuzz-cc-") as tmp:
+            compile_all(ifaces, Path(tmp))
 
 
 def test_fuzz_volume():

@@ -99,7 +99,7 @@ def test_cli_compile_and_check(tmp_path, capsys):
 def test_cli_reports_errors(tmp_path, capsys):
     bad = tmp_path / "bad.perf"
     bad.write_text("interface bad -- x\nstatistics\n  A -- a\ncategories\n  C -- c\n  { B }\n")
-    assert main(["iface", "check", str(INTERFACES["pipe"]), str(bad)]) == 1
+    assert main(["iface", "check", str(INTERFACES["pipe"]), str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:6:5: unknown term 'B' in category 'C'" in err
     assert main(["iface", "compile", "-o", str(tmp_path), str(bad)]) == 2

@@ -1,4 +1,4 @@
-"""mprof.latency: sums over PEs, the dependence graph and the chain walk (seed 003 §4.5.4)."""
+"""mprof.latency: sums over PEs, the dependence graph and the chain walk (Wen 1995, §4.5.4)."""
 
 import json
 

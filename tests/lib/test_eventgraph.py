@@ -11,12 +11,10 @@ import os
 import re
 import subprocess
 import tempfile
-import warnings
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ["mprof_eventgraph_tests", "pipe"]
 ELT = 24  # element size of eg_test
 SANITIZER_ERRORS = re.compile(
@@ -28,16 +26,9 @@ _bins: dict = {}
 
 def eg_build(cmake_build, variant: str | None) -> Path:
     """Build directory holding tests/c/lib/eg_test and benchmarks/pipe/pipe for a variant
-    (None, "address", "thread"); falls back to the standalone tests/c/lib/eventgraph project
-    when the whole tree does not configure."""
+    (None, "address", "thread"); a failed build fails the test."""
     if variant not in _bins:
-        try:
-            bdir = cmake_build(sanitize=variant, targets=TARGETS)
-        except RuntimeError as exc:  # BuildError of tests/conftest.py
-            warnings.warn(f"full-tree build failed, building the event graph alone: {exc}"[:2000])
-            bdir = cmake_build(f"build-eg/{variant or 'plain'}", sanitize=variant,
-                               targets=TARGETS, source=REPO_ROOT / "tests/c/lib/eventgraph")
-        _bins[variant] = bdir
+        _bins[variant] = cmake_build(sanitize=variant, targets=TARGETS)
     return _bins[variant]
 
 

@@ -1,6 +1,7 @@
 """Modeling scripts end to end: Tcl directives, imports, ignores, model files, errors."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,20 +119,30 @@ def test_unknown_module_warns(tmp_path):
     "body, line, message",
     [
         ("FitDatabase fit.db\nset x 1\n\nFitDatabase nosuch.db\n", 4, "nosuch.db not found"),
-        ("FitDatabase fit.db\nInterface @PIPE@\nIgnoreTerm pipe Nope\nFit\n", 4, "no term 'Nope'"),
-        ("set a 1\nproc f {} {\n  Cutoff abc\n}\nf\n", 5, "cut-off must be a number"),
+        # found only when fitting, reported at the directive (not at Fit, nor "end of script")
+        ("FitDatabase fit.db\nInterface @PIPE@\nIgnoreTerm pipe Nope\nFit\n", 3, "no term 'Nope'"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nIgnoreTerm pipe Nope\n\n", 3, "no term 'Nope'"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nforeach t {P Nope} {\n  IgnoreTerm pipe $t\n}\n"
+         "Fit\n", 4, "no term 'Nope'"),
+        # inside a procedure, a loop body, a branch: the line of the failing command
+        ("set a 1\nproc f {} {\n  Cutoff abc\n}\nf\n", 3, "cut-off must be a number"),
         ("FitDatabase fit.db\nif {1} {\n  ImportParameter rts\n}\n", 3, "usage: ImportParameter"),
+        ("foreach c {0.1 x} {\n  Normalize on\n  Cutoff $c\n}\n", 3, "cut-off must be a number"),
+        ("foreach c {1 0} {\n  set y 2\n  set x [expr {1/$c}]\n}\n", 3, "divide by zero"),
         ("set x [expr {1/0}]\n", 1, "divide by zero"),
         ("Granularity thread\n", 1, "granularity must be"),
+        ("FitDatabase fit.db\nwhile 1 {\n  IgnorTerm pipe P\n}\n", 3, "did you mean IgnoreTerm"),
+        ("FitDatabase fit.db\nSaveModel .\nFit\n", 2, "is a directory"),
     ],
 )
 def test_script_errors_name_the_line(tmp_path, pipe_dbs, body, line, message):
     path = write_script(tmp_path, body)
     with pytest.raises(ScriptError) as err:
         ModelingScript(path, warn=lambda w: None).run()
-    assert err.value.line == line
+    assert err.value.line == line, str(err.value)
     assert message in str(err.value)
     assert str(err.value).startswith(f"{path}:{line}:")
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.parent.glob("*.tmp"))
 
 
 def test_cli_fit_text_and_json(tmp_path, pipe_dbs, capsys):
@@ -161,3 +172,13 @@ def test_cli_script_error_has_no_traceback(tmp_path, capsys):
 def test_no_fit_database_is_reported(tmp_path):
     with pytest.raises(MprofError, match="no fit database"):
         ModelingScript(write_script(tmp_path, "Normalize on\n")).run()
+
+
+def test_interface_not_found_lists_only_folders(tmp_path, pipe_dbs):
+    path = write_script(tmp_path, "FitDatabase fit.db\nInterface nosuchmodule\n")
+    with pytest.raises(ScriptError) as err:
+        ModelingScript(path, warn=lambda w: None).run()
+    assert err.value.line == 2 and "no interface nosuchmodule.perf" in str(err.value)
+    searched = str(err.value).split("search path: ", 1)[1].split(", ")
+    assert searched and all(Path(d).is_dir() for d in searched), searched
+    assert "CMakeLists.txt" not in str(err.value)

@@ -1,5 +1,7 @@
 """Idle and latency accounting, and the run profile format (docs/run-profile.md)."""
 
+import time
+
 import pytest
 from rt_helpers import rts_statistics
 
@@ -101,3 +103,19 @@ def test_unwritable_profile_path_fails_the_run(rt, tmp_path):
     run = rt.run("fibers", env={"MPROF_OUT": tmp_path / "missing" / "p.json"}, expect_rc=1)
     assert "fibers: " not in run.stdout  # main returns mp_main's status first
     assert f"cannot write the run profile to {tmp_path}/missing/p.json" in run.stderr
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("missing/p.json", "folder {tmp}/missing: No such file or directory"),
+    ("", "Is a directory"),
+    ("file/p.json", "file/p.json: Not a directory"),
+])
+def test_unwritable_profile_path_is_found_before_the_run(rt, tmp_path, where, reason):
+    """A one-second run stops at once, saying why (errno), instead of losing its profile."""
+    (tmp_path / "file").write_text("x")
+    t0 = time.monotonic()
+    run = rt.run("idle", 1.0, env={"MPROF_PES": 2, "MPROF_OUT": tmp_path / where},
+                 expect_rc=None)
+    assert time.monotonic() - t0 < 0.8, run.describe()
+    assert run.returncode != 0 and "pokes=10" not in run.stdout, run.describe()  # no run
+    assert reason.format(tmp=tmp_path) in run.stderr, run.describe()

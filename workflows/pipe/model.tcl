@@ -1,5 +1,5 @@
 # Instantiate the PIPE program's and the event graph's cost models with the runtime's
-# parameters imported from a previous session (Wen, Fig 4.9):
+# parameters imported from a previous session (Wen 1995, Fig 4.9):
 #   mprof bench workflows/rts/sweep-fit.toml && mprof bench workflows/rts/sweep-test.toml
 #   mprof fit workflows/rts/model.tcl                 # writes build/workflows/rts.model.json
 #   mprof bench workflows/pipe/sweep-fit.toml && mprof bench workflows/pipe/sweep-test.toml

@@ -1,4 +1,4 @@
-# Cost models of PIPE (modules rts, graph, pipe) for the experiments of seed 003 §4.4.4/§4.5.4.
+# Cost models of PIPE (modules rts, graph, pipe) for the experiments of Wen 1995, §4.4.4/§4.5.4.
 # Run by benchmarks/pipe/experiments/run.py, which sets MPROF_EXP_WORK (its work folder, holding
 # pipe-fit.db and pipe-test.db) and MPROF_EXP_RTS_MODEL (the runtime's model).
 #

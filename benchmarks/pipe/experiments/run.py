@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reproduce the qualitative findings of seed 003 §4.4.4 and §4.5.4 with mprof's own tools.
+"""Reproduce the qualitative findings of Wen 1995, §4.4.4 and §4.5.4 with mprof's own tools.
 
     .venv/bin/python benchmarks/pipe/experiments/run.py [--pes 4] [--reps 3] [--refit]
 
@@ -14,7 +14,8 @@ Steps (each skipped when its output exists, unless --refit):
        swp                       Fig 4.18: software pipelining
        flush                     Fig 4.19: selective flushing before each computation
   4. `mprof report RUN --model MODEL` for every run; for the run with the median total of
-     each experiment, reports/pipe/<name>.txt and .html; reports/pipe/summary.md puts the
+     each experiment, the text report results/<name>.txt (committed: small) and the HTML page
+     build/experiments/pipe/html/<name>.html (output, not kept); results/summary.md puts the
      medians beside the paper's numbers (32-node CM5, times summed over PEs).
 
 The PIPE program defaults to build/benchmarks/pipe/pipe (built with `cmake --build build
@@ -163,13 +164,14 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--refit", action="store_true", help="redo the sweeps and fits")
     ap.add_argument("--work", type=Path, default=ROOT / "build/experiments/pipe")
-    ap.add_argument("--out", type=Path, default=ROOT / "reports/pipe")
+    ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     python = sys.executable
 
     pipe = ensure_pipe(args.pipe.resolve())
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
+    (args.work / "html").mkdir(exist_ok=True)
     rts_model = ensure_rts_model(python, args.refit)
     model = ensure_pipe_model(python, args.work, pipe, rts_model, args.refit)
 
@@ -188,7 +190,8 @@ def main(argv=None):
         results.sort(key=lambda r: r[1]["measured_total_s"])
         median_prof, _ = results[len(results) // 2]
         text = mprof(python, "report", median_prof, "--model", model, "--format", "text",
-                     "--html", args.out / f"{name}.html", capture_output=True, text=True).stdout
+                     "--html", args.work / "html" / f"{name}.html", capture_output=True,
+                     text=True).stdout
         (args.out / f"{name}.txt").write_text(text)
         figs = [figures(doc) for _, doc in results]
         row = {}
@@ -216,7 +219,7 @@ def _f(v, d=4):
 
 def render_summary(rows, args) -> str:
     lines = [
-        "# PIPE experiments (seed 003 §4.4.4, §4.5.4) reproduced with mprof",
+        "# PIPE experiments (Wen 1995, §4.4.4, §4.5.4) reproduced with mprof",
         "",
         f"`benchmarks/pipe/experiments/run.py`: {args.pes} PEs, M={args.M} N={args.N} "
         f"T={args.T} ELTSIZE={args.eltsize}, {args.reps} runs per configuration; every number is "

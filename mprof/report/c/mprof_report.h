@@ -1,5 +1,5 @@
 /*
- * mprof_report.h -- a program prints its own Cost Profile at exit (seed 003 §4.4.4: "the
+ * mprof_report.h -- a program prints its own Cost Profile at exit (Wen 1995, §4.4.4: "the
  * models are transformed into C functions that are linked into the library").
  *
  * Link with the C that `mprof model export-c MODEL.json -o DIR` writes (mpm_model.h/.c) and
