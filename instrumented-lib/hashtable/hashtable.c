@@ -134,7 +134,7 @@ mp_err ht_create(const ht_options *o, ht_t *out)
     return MP_SUCCESS;
 }
 
-static void free_entries(ht_part *p)
+static void drop_entries(ht_part *p)
 {
     for (size_t b = 0; b < p->nbins; b++) {
         for (ht_entry *e = p->bins[b], *n; e; e = n) {
@@ -144,13 +144,18 @@ static void free_entries(ht_part *p)
         p->bins[b] = NULL;
     }
     p->count = 0;
+}
+
+static void free_entries(ht_part *p)
+{
+    drop_entries(p);
     HASHTABLE_SET(p->st, Entry, 0);
 }
 
 static void part_free(void *arg)
 {
     ht_part *p = arg;
-    free_entries(p);
+    drop_entries(p); /* (Entry keeps the count at destruction) */
     free(p->bins);
     free(p);
 }
