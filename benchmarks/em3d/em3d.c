@@ -45,9 +45,9 @@ static struct {
     uint64_t nodes, degree, span, iters, seed;
     double remote;      /* percent */
     uint64_t remote_bp; /* basis points: an edge is remote when hash % 10000 < remote_bp */
-    bool check;
+    bool check, fault;
     int npes;
-} prm = {1000, 20, 3, 100, 1, 10.0, 1000, false, 0};
+} prm = {1000, 20, 3, 100, 1, 10.0, 1000, false, false, 0};
 
 static _Atomic int failed;
 static double *reference; /* --check: every node's final value, index p * N + i */
@@ -219,6 +219,8 @@ static uint64_t compare(int me, double *max_diff)
     *max_diff = 0;
     for (uint64_t i = 0; i < prm.nodes; i++) {
         double got = ((field *)bg_state(S.g, BG_ID(me, i)))->v;
+        if (prm.fault && i == 0 && me == mp_npes() - 1)
+            got += 1; /* test hook: the check must fail */
         double want = reference[(uint64_t)me * prm.nodes + i];
         double diff = fabs(got - want);
         if (diff > *max_diff)
@@ -313,6 +315,10 @@ int main(int argc, char **argv)
         bool ok = true;
         if (!strcmp(a, "--check")) {
             prm.check = true;
+            continue;
+        }
+        if (!strcmp(a, "--fault")) { /* test hook: corrupt one value before the check */
+            prm.fault = true;
             continue;
         }
         any = true;
