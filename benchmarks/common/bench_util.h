@@ -75,6 +75,31 @@ static inline bool bu_f64(const char *prog, const char *what, const char *s, dou
     return true;
 }
 
+/* --check, and --fault: a test hook that corrupts one result before the check (which must
+ * then fail).  Returns true when arg was one of them. */
+static inline bool bu_check_flag(const char *arg, bool *check, bool *fault)
+{
+    if (!strcmp(arg, "--check"))
+        *check = true;
+    else if (!strcmp(arg, "--fault"))
+        *fault = true;
+    else
+        return false;
+    return true;
+}
+
+/* From pe_main: waits for the split-phase operation just issued, whose completion adds 1 to
+ * counter c (*waited counts the completions waited for so far). */
+static inline void bu_await(mp_counter_t c, uint64_t *waited, mp_status s, const char *what)
+{
+    if (s == MP_FAIL) {
+        fprintf(stderr, "PE %d: %s failed\n", mp_mype(), what);
+        exit(1);
+    }
+    if (mp_block_until(c, ++*waited) != MP_SUCCESS)
+        exit(1);
+}
+
 /* The run settings: mp_config_init() (the MPROF_* environment), but 2 PEs when MPROF_PES is
  * not set and the program was not started by an MPI launcher (there P is the rank count). */
 static inline void bu_config(mp_config *cfg)

@@ -476,14 +476,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool ok = true;
-        if (!strcmp(a, "--check")) {
-            prm.check = true;
+        if (bu_check_flag(a, &prm.check, &prm.fault))
             continue;
-        }
-        if (!strcmp(a, "--fault")) { /* test hook: corrupt one eigenvalue before the check */
-            prm.fault = true;
-            continue;
-        }
         if ((v = bu_opt(a, "--dump"))) {
             prm.dump = v;
             continue;

@@ -156,16 +156,7 @@ typedef struct {
 static _Thread_local pe_state S;
 
 /* Waits (from pe_main) for the split-phase operation just issued. */
-static void await(mp_status s, const char *what)
-{
-    if (s == MP_FAIL) {
-        fprintf(stderr, "em3d: PE %d: %s failed\n", mp_mype(), what);
-        exit(1);
-    }
-    S.waited++;
-    if (mp_block_until(S.c, S.waited) != MP_SUCCESS)
-        exit(1);
-}
+static void await(mp_status s, const char *what) { bu_await(S.c, &S.waited, s, what); }
 
 /* The kernel: called by bg_update for every local node of one kind. */
 static void update(bg_t g, bg_node *node, void *ctx)
@@ -313,14 +304,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool ok = true;
-        if (!strcmp(a, "--check")) {
-            prm.check = true;
+        if (bu_check_flag(a, &prm.check, &prm.fault))
             continue;
-        }
-        if (!strcmp(a, "--fault")) { /* test hook: corrupt one value before the check */
-            prm.fault = true;
-            continue;
-        }
         any = true;
         if ((v = bu_opt(a, "--nodes")))
             ok = bu_u64("em3d", "--nodes", v, 2, 1u << 30, &prm.nodes);

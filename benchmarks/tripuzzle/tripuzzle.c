@@ -253,16 +253,7 @@ typedef struct {
 static _Thread_local pe_state S;
 static _Atomic int failed;
 
-static void await(mp_status s, const char *what)
-{
-    if (s == MP_FAIL) {
-        fprintf(stderr, "tripuzzle: PE %d: %s failed\n", mp_mype(), what);
-        exit(1);
-    }
-    S.waited++;
-    if (mp_block_until(S.c, S.waited) != MP_SUCCESS)
-        exit(1);
-}
+static void await(mp_status s, const char *what) { bu_await(S.c, &S.waited, s, what); }
 
 /* The duplicate handler: one more way to reach a board already in the table. */
 static void add_paths(void *stored, const void *incoming, size_t size, void *ctx)
@@ -422,16 +413,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool ok = true;
-        if (!strcmp(a, "--check")) {
-            prm.check = true;
+        if (bu_check_flag(a, &prm.check, &prm.fault))
             continue;
-        }
         if (!strcmp(a, "--verbose")) {
             prm.verbose = true;
-            continue;
-        }
-        if (!strcmp(a, "--fault")) { /* test hook: corrupt one PE's count before the check */
-            prm.fault = true;
             continue;
         }
         any = true;
