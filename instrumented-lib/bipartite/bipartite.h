@@ -16,8 +16,9 @@
  * the next bg_validate(c).
  *
  * Node ids are global: (owner PE << 32) | local index; local indices are assigned in the
- * order of bg_add_node.  Collective calls (bg_create, bg_finalize, bg_validate) are made by
- * every PE in the same order; create the graph in pe_main before any fiber touches it.
+ * order of bg_add_node.  Collective calls (bg_create, bg_finalize, bg_validate, bg_destroy)
+ * are made by every PE in the same order; create the graph in pe_main before any fiber
+ * touches it.
  */
 #ifndef MPROF_BIPARTITE_H
 #define MPROF_BIPARTITE_H
@@ -73,6 +74,11 @@ mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done);
  * UPDATE access, a chunk of nodes per fiber), then increments done.  MP_WAIT. */
 typedef void (*bg_update_fn)(bg_t g, bg_node *node, void *ctx);
 mp_status bg_update(bg_t g, bg_color c, bg_update_fn fn, void *ctx, mp_counter_t done);
+
+/* Collective, split-phase (MP_WAIT): frees the graph.  Call it when no bg_update, validate
+ * or finalize of the graph is in progress on any PE (in the bulk-synchronous pattern: after
+ * the last validate has completed).  The statistics stay in the run profile. */
+mp_status bg_destroy(bg_t g, mp_counter_t done);
 
 /* Local access. */
 void *bg_state(bg_t g, bg_node_id local);   /* a local node's state, NULL if not local */

@@ -107,7 +107,14 @@ void eg_unfreeze(eg_graph *g); /* on every PE */
 size_t eg_pending_sends(const eg_graph *g, uint32_t node);
 int eg_is_waiting(const eg_graph *g, uint32_t node);
 
-/* Frees every graph partition of the process.  Call after mp_main() has returned. */
+/* Collective, split-phase (MP_WAIT): frees this PE's partition of the graph and its
+ * snapshot.  Call it on every PE once the graph is frozen (eg_freeze has completed, so
+ * nothing of it is in flight) with no suspended send and no pending wait; MP_FAIL otherwise.
+ * The statistics stay in the run profile. */
+mp_status eg_graph_destroy(eg_graph *g, mp_counter_t done);
+
+/* Frees every graph partition of the process not destroyed with eg_graph_destroy.  Call
+ * after mp_main() has returned. */
 void eg_finalize(void);
 
 #ifdef __cplusplus

@@ -17,10 +17,10 @@
 
 #include "hashtable_perf.h"
 
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#define LIB_MODULE "hashtable"
+#include "lib_internal.h"
 
 enum { OP_INSERT = 0, OP_DELETE = 1, OP_LOOKUP = 2 };
 
@@ -34,6 +34,7 @@ typedef struct {
     mp_obj_t id;
     ht_options o;
     mp_snapshot_t snap;
+    bool own_snap; /* created by the table (destroyed with it) */
     uint64_t total_bins;
     size_t nbins;
     ht_entry **bins;
@@ -66,15 +67,7 @@ typedef struct {
     _Alignas(16) unsigned char value[];
 } ht_reply;
 
-static ht_part *part_of(ht_t h)
-{
-    ht_part *p = mp_obj_local(h);
-    if (!p) {
-        fprintf(stderr, "hashtable: object %u is not a hash table on PE %d\n", h, mp_mype());
-        abort();
-    }
-    return p;
-}
+static ht_part *part_of(ht_t h) { return lib_part(h); }
 
 static uint64_t fnv1a(const void *key, size_t n)
 {
@@ -97,16 +90,15 @@ void ht_options_init(ht_options *o, size_t key_size, size_t value_size)
     o->key_size = key_size;
     o->value_size = value_size;
     o->bins_per_pe = 1024;
+    o->sched = MP_SCHED_FIFO;
 }
-
-static pthread_once_t access_once = PTHREAD_ONCE_INIT;
 
 mp_err ht_create(const ht_options *o, ht_t *out)
 {
     if (!o || !out || o->key_size == 0 || o->key_size + o->value_size > HT_MAX_ITEM ||
         o->bins_per_pe == 0)
         return MP_ERR_INVALID_ARG;
-    pthread_once(&access_once, hashtable_perf_init); /* in case the program did not */
+    LIB_PERF_INIT(hashtable_perf_init);
     ht_part *p = calloc(1, sizeof *p);
     if (!p)
         return MP_ERR_NO_MEMORY;
@@ -127,6 +119,8 @@ mp_err ht_create(const ht_options *o, ht_t *out)
         free(p->bins);
         free(p);
         return e;
+    } else {
+        p->own_snap = true;
     }
     if ((e = mp_obj_create(p, &p->id)) != MP_SUCCESS) {
         free(p->bins);
@@ -140,7 +134,7 @@ mp_err ht_create(const ht_options *o, ht_t *out)
     return MP_SUCCESS;
 }
 
-static void free_entries(ht_part *p)
+static void drop_entries(ht_part *p)
 {
     for (size_t b = 0; b < p->nbins; b++) {
         for (ht_entry *e = p->bins[b], *n; e; e = n) {
@@ -150,16 +144,28 @@ static void free_entries(ht_part *p)
         p->bins[b] = NULL;
     }
     p->count = 0;
+}
+
+static void free_entries(ht_part *p)
+{
+    drop_entries(p);
     HASHTABLE_SET(p->st, Entry, 0);
 }
 
-void ht_destroy(ht_t h)
+static void part_free(void *arg)
 {
-    ht_part *p = part_of(h);
-    free_entries(p);
+    ht_part *p = arg;
+    drop_entries(p); /* (Entry keeps the count at destruction) */
     free(p->bins);
-    p->bins = NULL;
-    p->nbins = 0;
+    free(p);
+}
+
+mp_status ht_destroy(ht_t h, mp_counter_t done)
+{
+    ht_part *p = mp_obj_local(h);
+    if (!p || !done)
+        return MP_FAIL;
+    return lib_destroy(h, p->own_snap ? p->snap : 0, part_free, p, done);
 }
 
 static inline uint64_t bin_of(const ht_part *p, uint64_t hash) { return hash % p->total_bins; }
@@ -192,11 +198,7 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
         }
         if (*head)
             HASHTABLE_INC(p->st, Collisions, 1);
-        e = malloc(sizeof *e + ks + vs);
-        if (!e) {
-            fprintf(stderr, "hashtable: out of memory\n");
-            abort();
-        }
+        e = lib_malloc(sizeof *e + ks + vs);
         e->hash = hash;
         memcpy(e->data, key, ks);
         if (vs)
@@ -278,7 +280,7 @@ static void ht_serve(void *args)
         r->value_out = q->value_out;
         HASHTABLE_INC(p->st, NMsg, 1);
         HASHTABLE_INC(p->st, Bytes, r->nval);
-        mp_invoke(q->from, ht_reply_fiber, r, sizeof *r + r->nval, MP_SCHED_FIFO);
+        mp_invoke(q->from, ht_reply_fiber, r, sizeof *r + r->nval, p->o.sched);
     } else if (mutator) {
         HASHTABLE_INC(p->st, NMsg, 1); /* the runtime's completion message */
         mp_snapshot_complete(p->snap, q->from);
@@ -317,7 +319,7 @@ static mp_status issue(ht_part *p, ht_req *q)
     }
     HASHTABLE_INC(p->st, NMsg, 1);
     HASHTABLE_INC(p->st, Bytes, dsize);
-    if (mp_invoke(owner, ht_serve, q, sizeof *q + dsize, MP_SCHED_FIFO) != MP_SUCCESS)
+    if (mp_invoke(owner, ht_serve, q, sizeof *q + dsize, p->o.sched) != MP_SUCCESS)
         return MP_FAIL;
     return MP_WAIT;
 }
@@ -411,9 +413,12 @@ mp_status ht_sync(ht_t h, mp_counter_t done)
     mp_fiber_t f = mp_fiber_create(ht_synced, &a, sizeof a, MP_SCHED_FIFO);
     if (!a.inner || !f || mp_counter_wait(a.inner, 1, f) != MP_SUCCESS)
         return MP_FAIL;
-    if (mp_snapshot_sync(p->snap, a.inner) == MP_FAIL)
-        return MP_FAIL;
-    return MP_WAIT;
+    /* the snapshot's fibers inherit the category: the sync's idle time is charged to SYNC */
+    int caller = mp_access_current();
+    HASHTABLE_ACCESS(SYNC);
+    mp_status s = mp_snapshot_sync(p->snap, a.inner);
+    mp_access_declare(caller);
+    return s == MP_FAIL ? MP_FAIL : MP_WAIT;
 }
 
 size_t ht_local_count(ht_t h) { return part_of(h)->count; }

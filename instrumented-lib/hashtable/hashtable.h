@@ -18,8 +18,9 @@
  * Results (existed, found, value) are written on the issuing PE just before the counter is
  * incremented: they must stay valid until then.
  *
- * Collective calls (ht_create, ht_sync) must be made by every PE in the same order.  Create
- * tables in pe_main before any fiber can touch them (before the first mp_block_until).
+ * Collective calls (ht_create, ht_sync, ht_destroy) must be made by every PE in the same
+ * order.  Create tables in pe_main before any fiber can touch them (before the first
+ * mp_block_until).
  */
 #ifndef MPROF_HASHTABLE_H
 #define MPROF_HASHTABLE_H
@@ -50,6 +51,11 @@ typedef struct {
     ht_dup_fn on_duplicate; /* NULL: keep the stored value */
     void *dup_ctx;          /* passed to on_duplicate (per PE: each PE passes its own) */
     mp_snapshot_t snapshot; /* share another object's snapshot (0: the table makes its own) */
+    /* Scheduler of the fibers that apply requests at the owner and deliver replies
+     * (default MP_SCHED_FIFO).  MP_SCHED_PREEMPT runs them as soon as the message is polled,
+     * between two fibers of the owner, without queueing (Wen 1995, section 5.1.2); the
+     * duplicate handler then runs preemptively too and must not suspend. */
+    mp_sched_t sched;
 } ht_options;
 
 #define HT_MAX_ITEM 768 /* key_size + value_size limit (they travel as fiber arguments) */
@@ -58,9 +64,11 @@ void ht_options_init(ht_options *o, size_t key_size, size_t value_size);
 
 /* Collective: creates the table (and, unless o->snapshot is set, its snapshot object). */
 mp_err ht_create(const ht_options *o, ht_t *out);
-/* Frees this PE's partition (entries and statistics stay in the profile).  Call after the
- * table is quiescent on every PE (e.g. after a sync). */
-void ht_destroy(ht_t h);
+/* Collective, split-phase (MP_WAIT): frees the table, and its snapshot unless it shares
+ * another object's.  Call it when the table is quiescent on every PE: after a sync with no
+ * operation issued since, and after the counters of the acknowledged operations have moved.
+ * The statistics stay in the run profile. */
+mp_status ht_destroy(ht_t h, mp_counter_t done);
 
 /* Owner PE of a key. */
 int ht_owner(ht_t h, const void *key);

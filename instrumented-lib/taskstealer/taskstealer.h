@@ -20,8 +20,8 @@
  *
  * Rules: tasks are added either in pe_main or by a task in progress (so that a PE with no
  * task in progress cannot gain work except by migration); every task obtained from
- * ts_remove is finished with ts_done.  ts_create is collective (every PE, same order, in
- * pe_main before any fiber touches the stealer).
+ * ts_remove is finished with ts_done.  ts_create and ts_destroy are collective (every PE, same
+ * order; create in pe_main before any fiber touches the stealer).
  */
 #ifndef MPROF_TASKSTEALER_H
 #define MPROF_TASKSTEALER_H
@@ -83,6 +83,12 @@ mp_status ts_remove(ts_t ts, void *task, ts_hints *hints, int *result, mp_counte
 
 /* Declares that a task obtained from ts_remove on this PE has finished. */
 void ts_done(ts_t ts);
+
+/* Collective, split-phase (MP_WAIT): frees the stealer and its snapshot.  Call it on every
+ * PE after termination (every ts_remove answered TS_TERMINATED and every task obtained was
+ * finished with ts_done).  It first lets the last protocol messages land (see ts_balance.c);
+ * the statistics stay in the run profile.  MP_FAIL before termination. */
+mp_status ts_destroy(ts_t ts, mp_counter_t done);
 
 bool ts_terminated(ts_t ts);
 size_t ts_local_count(ts_t ts);

@@ -195,6 +195,14 @@ mp_err mp_obj_create(void *local_partition, mp_obj_t *id);
 mp_err mp_obj_create_named(mp_obj_t id, void *local_partition);
 void *mp_obj_local(mp_obj_t id);
 
+/* Collective and split-phase like mp_obj_barrier: ends the object.  Every PE calls it once
+ * the object is quiescent here (no operation of it in flight to or from this PE, no global
+ * operation of it in progress).  `done` is incremented once every PE has called it; from
+ * then on mp_obj_local(id) is NULL on this PE and the caller may free its partition (a
+ * partition the runtime allocated, such as a snapshot's, is freed by the runtime).  Dynamic
+ * ids are not reused; statistics records of the object stay in the run profile. */
+mp_status mp_obj_destroy(mp_obj_t id, mp_counter_t done);
+
 typedef enum { MP_REDUCE_SUM, MP_REDUCE_MIN, MP_REDUCE_MAX } mp_reduce_op;
 /* Split-phase, per object; several objects may have global operations in flight at once. */
 mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done);
@@ -243,6 +251,9 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id);
 int mp_access_register(const char *module, const char *name);
 /* Declares the access category of the executing fiber (latency is charged to it). */
 void mp_access_declare(int access_id);
+/* The access category the executing code declared last (to restore it after a library call
+ * that declares its own). */
+int mp_access_current(void);
 #define MP_ACCESS_UNCLASSIFIED 0
 
 #ifdef __cplusplus

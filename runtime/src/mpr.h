@@ -155,7 +155,10 @@ typedef struct {
     int gop_arrived;
     double gop_acc;
     int gop_op;
-    bool rt_owned; /* partition allocated by the runtime (snapshot): freed at exit */
+    bool rt_owned;   /* partition allocated by the runtime (snapshot): freed at exit */
+    bool destroying; /* mp_obj_destroy: the current global operation ends the object */
+    bool destroyed;
+    void (*rt_fini)(void *partition); /* frees an rt_owned partition at mp_obj_destroy */
 } mpr_obj;
 
 /* ---------------------------------------------------------------------------------- */

@@ -52,7 +52,8 @@ mp_err mp_obj_create(void *local_partition, mp_obj_t *id)
         return mpr_misuse(pe ? MP_ERR_INVALID_ARG : MP_ERR_BAD_STATE,
                           "mp_obj_create needs a running PE and an id pointer");
     *id = pe->next_dynamic_obj++;
-    mpr_obj_get(pe, *id)->partition = local_partition;
+    mpr_obj *o = mpr_obj_get(pe, *id);
+    o->partition = local_partition;
     return MP_SUCCESS;
 }
 
@@ -65,7 +66,9 @@ mp_err mp_obj_create_named(mp_obj_t id, void *local_partition)
         return mpr_misuse(MP_ERR_INVALID_ARG,
                           "object name %u is not in the reserved range [%u, %u)", id,
                           MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST);
-    mpr_obj_get(pe, id)->partition = local_partition;
+    mpr_obj *o = mpr_obj_get(pe, id);
+    o->partition = local_partition;
+    o->destroyed = false; /* a reserved name may be used again */
     return MP_SUCCESS;
 }
 
@@ -103,6 +106,16 @@ static void gop_release(void *p)
     if (o->gop_out)
         *o->gop_out = m->value;
     mpr_counter *done = o->gop_done;
+    if (o->destroying) {
+        /* every PE has called mp_obj_destroy: nothing will reach this partition any more */
+        if (o->rt_owned)
+            (o->rt_fini ? o->rt_fini : free)(o->partition);
+        o->partition = NULL;
+        o->rt_owned = false;
+        o->rt_fini = NULL;
+        o->destroying = false;
+        o->destroyed = true;
+    }
     o->gop_busy = false;
     o->gop_done = NULL;
     o->gop_out = NULL;
@@ -131,6 +144,10 @@ mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp
         return MP_FAIL;
     }
     mpr_obj *o = mpr_obj_get(pe, id);
+    if (o->destroyed) {
+        mpr_misuse(MP_ERR_BAD_STATE, "object %u was destroyed", id);
+        return MP_FAIL;
+    }
     if (o->gop_busy) {
         mpr_misuse(MP_ERR_BAD_STATE, "object %u already has a global operation in progress", id);
         return MP_FAIL;
@@ -147,4 +164,22 @@ mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp
 mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done)
 {
     return mp_obj_reduce(id, MP_REDUCE_SUM, 0.0, NULL, done);
+}
+
+mp_status mp_obj_destroy(mp_obj_t id, mp_counter_t done)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe || !done || id == MP_OBJ_RTS) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_obj_destroy needs a running PE, a user object and a "
+                                       "counter");
+        return MP_FAIL;
+    }
+    mpr_obj *o = mpr_obj_get(pe, id);
+    if (o->destroyed || o->gop_busy)
+        return mp_obj_barrier(id, done); /* reports the misuse */
+    o->destroying = true;                /* read by gop_release */
+    mp_status s = mp_obj_barrier(id, done);
+    if (s == MP_FAIL)
+        mpr_obj_get(pe, id)->destroying = false;
+    return s;
 }

@@ -6,6 +6,8 @@
  * can wait for its own share).  Freezing is collective: every PE stops admitting mutators,
  * a barrier makes sure all have stopped, then each waits until its started mutators have
  * completed.  Suspended mutators wait on the `thaw` counter, which unfreeze increments.
+ * The fibers of a freeze or sync declare the access category of the code that started it,
+ * so the idle time they wait through is charged to that access (not to "unclassified").
  */
 #include "mpr.h"
 
@@ -25,6 +27,7 @@ typedef struct {
     mp_obj_t id;
     mpr_counter *done;
     mpr_counter *scratch; /* sync: the counter of its freeze phase, freed when passed */
+    int access;           /* the category of the code that started the freeze or sync */
 } step_args;
 
 static snapshot *local(mp_snapshot_t s)
@@ -33,6 +36,16 @@ static snapshot *local(mp_snapshot_t s)
     if (!p)
         mpr_fatal("snapshot object %u does not exist on this PE", s);
     return p;
+}
+
+/* mp_obj_destroy of a snapshot (quiescent: no fiber waits on its counters). */
+static void snapshot_free(void *p)
+{
+    snapshot *s = p;
+    mp_counter_free(s->completed);
+    mp_counter_free(s->thaw);
+    mp_counter_free(s->phase);
+    free(s);
 }
 
 mp_err mp_snapshot_new(mp_snapshot_t *out)
@@ -50,7 +63,9 @@ mp_err mp_snapshot_new(mp_snapshot_t *out)
         free(s);
         return e;
     }
-    mpr_obj_get(mpr_pe_self(), s->id)->rt_owned = true; /* no destroy call: freed at exit */
+    mpr_obj *o = mpr_obj_get(mpr_pe_self(), s->id);
+    o->rt_owned = true; /* freed by mp_obj_destroy, or at exit */
+    o->rt_fini = snapshot_free;
     *out = s->id;
     return MP_SUCCESS;
 }
@@ -100,12 +115,14 @@ static void after_barrier(snapshot *s, mp_fiber_fn fn, step_args a)
 static void freeze_drained(void *p)
 {
     step_args *a = p;
+    mp_access_declare(a->access);
     mp_counter_add(a->done, 1);
 }
 
 static void freeze_all_frozen(void *p)
 {
     step_args *a = p;
+    mp_access_declare(a->access);
     snapshot *s = local(a->id);
     /* No PE admits mutators any more, so `started` is final: wait for our completions. */
     mp_fiber_t f = mp_fiber_create(freeze_drained, a, sizeof *a, MP_SCHED_URGENT);
@@ -121,7 +138,7 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
         return MP_FAIL;
     }
     s->frozen = true;
-    after_barrier(s, freeze_all_frozen, (step_args){h, done, NULL});
+    after_barrier(s, freeze_all_frozen, (step_args){h, done, NULL, mp_access_current()});
     return MP_WAIT;
 }
 
@@ -135,6 +152,7 @@ void mp_snapshot_unfreeze(mp_snapshot_t h)
 static void sync_done(void *p)
 {
     step_args *a = p;
+    mp_access_declare(a->access);
     mp_snapshot_unfreeze(a->id);
     mp_counter_add(a->done, 1);
 }
@@ -142,21 +160,23 @@ static void sync_done(void *p)
 static void sync_frozen(void *p)
 {
     step_args *a = p;
+    mp_access_declare(a->access);
     mp_counter_free(a->scratch);
     /* Every PE must have drained its share before anyone unfreezes. */
-    after_barrier(local(a->id), sync_done, (step_args){a->id, a->done, NULL});
+    after_barrier(local(a->id), sync_done, (step_args){a->id, a->done, NULL, a->access});
 }
 
 static void sync_start(void *p)
 {
     step_args *a = p;
+    mp_access_declare(a->access);
     snapshot *s = local(a->id);
     mpr_counter *mine = mp_counter_new(0);
-    step_args next = {a->id, a->done, mine};
+    step_args next = {a->id, a->done, mine, a->access};
     mp_fiber_t f = mp_fiber_create(sync_frozen, &next, sizeof next, MP_SCHED_URGENT);
     mp_counter_wait(mine, 1, f);
     s->frozen = true;
-    after_barrier(s, freeze_all_frozen, (step_args){a->id, mine, NULL});
+    after_barrier(s, freeze_all_frozen, (step_args){a->id, mine, NULL, a->access});
 }
 
 mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
@@ -167,7 +187,7 @@ mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
                    done ? "while frozen" : "without a counter");
         return MP_FAIL;
     }
-    step_args a = {h, done, NULL};
+    step_args a = {h, done, NULL, mp_access_current()};
     sync_start(&a);
     return MP_WAIT;
 }

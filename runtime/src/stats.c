@@ -54,6 +54,12 @@ void mp_access_declare(int id)
     mpr_access_set(pe, (unsigned)id);
 }
 
+int mp_access_current(void)
+{
+    mpr_pe *pe = mpr_pe_self();
+    return pe ? (int)mpr_cur_access(pe) : MP_ACCESS_UNCLASSIFIED;
+}
+
 const char *mpr_access_name(int id) { return access_names[id]; }
 int mpr_access_count(void) { return naccess; }
 

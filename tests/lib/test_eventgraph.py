@@ -158,12 +158,23 @@ def test_freeze_unfreeze(eg, npes):
         assert st["NBlock"] >= 1  # the send while frozen
 
 
+@pytest.mark.parametrize("npes", [1, 3, 8])
+def test_destroy_after_freeze(eg, npes):
+    """Ring of P nodes: after the traffic, freeze then eg_graph_destroy on every PE; destroy
+    before the freeze is refused, the partition is gone afterwards, the statistics stay."""
+    k = 100
+    proc, prof = run_eg(eg, None, "destroy", npes, k)
+    assert f"received={npes * k} expected={npes * k}" in proc.stdout
+    for st in graph_stats(prof):
+        assert st["DeqSize"] == k * ELT
+
+
 # ------------------------------------------------------------------------------------------
 # Sanitizers
 
 SAN_CASES = [("fifo", 4, 200, 3), ("fifo", 8, 100, 2), ("collapse", 4, 100, 4),
              ("block", 4, 200, 2), ("wake_empty", 4), ("wake_any", 4), ("freeze", 4, 50),
-             ("freeze", 8, 20)]
+             ("freeze", 8, 20), ("destroy", 4, 50)]
 
 
 @pytest.mark.sanitizer

@@ -149,6 +149,12 @@ static void pe_main(int argc, char **argv)
             check_ghosts(g, c, s);
         }
     }
+    /* destroy: collective; afterwards the object is gone on this PE */
+    CHECK_EQ(bg_destroy(g, cnt[me]), MP_WAIT);
+    CHECK_EQ(mp_obj_destroy(barrier_obj[me], cnt[me]), MP_WAIT);
+    wait_more(2);
+    CHECK(mp_obj_local(g) == NULL && mp_obj_local(barrier_obj[me]) == NULL);
+    mp_counter_free(cnt[me]);
 }
 
 int main(int argc, char **argv)

@@ -59,6 +59,16 @@ static void sum_dup(void *stored, const void *incoming, size_t n, void *ctx)
     ++*(long *)ctx;
 }
 
+/* Collective: every table is quiescent (synced, acknowledged operations completed). */
+static void destroy(const ht_t *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(ht_destroy(t[i], cnt[ME]), MP_WAIT);
+    wait_more((uint64_t)n);
+    for (int i = 0; i < n; i++)
+        CHECK(mp_obj_local(t[i]) == NULL);
+}
+
 static void semantics(void)
 {
     int me = ME, P = mp_npes();
@@ -205,6 +215,7 @@ static void semantics(void)
     free(val);
     free(v1);
     free(f1);
+    destroy((ht_t[]){T, D, U}, 3);
 }
 
 /* The workload whose statistics the Python test predicts (see test_hashtable.py). */
@@ -239,6 +250,7 @@ static void stats(void)
     sync_all(T);
     free(flag);
     free(val);
+    destroy(&T, 1);
 }
 
 static void pe_main(int argc, char **argv)
@@ -249,6 +261,7 @@ static void pe_main(int argc, char **argv)
         stats();
     else
         semantics();
+    mp_counter_free(cnt[ME]);
 }
 
 int main(int argc, char **argv)

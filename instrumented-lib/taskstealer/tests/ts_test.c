@@ -81,6 +81,14 @@ static void check_total(void *p)
     CHECK_EQ((long)total_seen[mp_mype()], expected);
 }
 
+static void destroyed(void *p)
+{
+    int me = mp_mype();
+    CHECK(mp_obj_local(tss[me]) == NULL);
+    mp_counter_free(*(mp_counter_t *)p);
+    mp_counter_free(fin[me]);
+}
+
 static void finished(void *p)
 {
     (void)p;
@@ -102,6 +110,11 @@ static void finished(void *p)
     CHECK_EQ(result, TS_TERMINATED);
     CHECK_EQ(mp_counter_value(c), 1);
     mp_counter_free(c);
+    /* collective; waits for the last steal refusals and probe requests to land */
+    mp_counter_t d = mp_counter_new(0);
+    CHECK_EQ(ts_destroy(tss[me], d), MP_WAIT);
+    CHECK_EQ(mp_counter_wait(d, 1, mp_fiber_create(destroyed, &d, sizeof d, MP_SCHED_FIFO)),
+             MP_SUCCESS);
 }
 
 static void pe_main(int argc, char **argv)

@@ -1,6 +1,6 @@
 /* objects.c -- the distributed object manager on P PEs (MPROF_PES): collective creation gives
  * the same ids everywhere, barriers hold every PE until all arrived, sum/min/max reductions,
- * and two objects with global operations in flight at the same time. */
+ * two objects with global operations in flight at the same time, and collective destruction. */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -54,6 +54,20 @@ static void pe_main(int argc, char **argv)
         CHECK_OK(mp_block_until(c, ++target));
         CHECK(min == 3.5 - r);
     }
+    /* destroy: collective; afterwards the entries are gone (a snapshot's partition, which the
+     * runtime allocated, is freed by it) and a new object gets a new id */
+    mp_snapshot_t s;
+    CHECK_OK(mp_snapshot_new(&s));
+    CHECK(mp_obj_local(s) != NULL);
+    CHECK_EQ(mp_obj_destroy(a, c), MP_WAIT);
+    CHECK_EQ(mp_obj_destroy(s, c), MP_WAIT);
+    target += 2;
+    CHECK_OK(mp_block_until(c, target));
+    CHECK(mp_obj_local(a) == NULL && mp_obj_local(s) == NULL);
+    CHECK(mp_obj_local(b) == &part[me][1]);
+    mp_obj_t d;
+    CHECK_OK(mp_obj_create(&part[me][0], &d));
+    CHECK(d != a && d != s && mp_obj_local(d) == &part[me][0]);
     mp_counter_free(c);
 }
 

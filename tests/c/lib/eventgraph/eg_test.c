@@ -147,6 +147,35 @@ typedef struct {
     mp_counter_t c;
 } recv_args;
 
+/* destroy: freeze (nothing in flight any more), then destroy the graph on every PE */
+static int destroyed[MAXPE];
+
+static void destroy_done(void *p)
+{
+    mp_obj_t id = *(mp_obj_t *)p;
+    CHECK(eg_graph_local(id) == NULL, "graph still present after eg_graph_destroy");
+    destroyed[mp_mype()] = 1;
+}
+
+static void destroy_frozen(void *p)
+{
+    (void)p;
+    mp_counter_t c = mp_counter_new(0);
+    mp_obj_t id = eg_graph_id(S.g);
+    CHECK(eg_graph_destroy(S.g, c) == MP_WAIT, "eg_graph_destroy");
+    mp_counter_wait(c, 1, mp_fiber_create(destroy_done, &id, sizeof id, MP_SCHED_FIFO));
+    S.g = NULL;
+}
+
+static void destroy_start(void *p)
+{
+    (void)p;
+    mp_counter_t c = mp_counter_new(0);
+    CHECK(eg_graph_destroy(S.g, c) == MP_FAIL, "destroy before freeze must fail");
+    CHECK(eg_freeze(S.g, c) == MP_WAIT, "eg_freeze");
+    mp_counter_wait(c, 1, mp_fiber_create(destroy_frozen, NULL, 0, MP_SCHED_FIFO));
+}
+
 static void receiver(void *p)
 {
     recv_args *a = p;
@@ -166,8 +195,11 @@ static void receiver(void *p)
             received[mp_mype()] += got;
         }
     }
-    if (a->got >= a->want)
+    if (a->got >= a->want) {
+        if (!strcmp(scenario, "destroy")) /* once this PE has sent its share too */
+            mp_counter_wait(S.all_sent, 1, mp_fiber_create(destroy_start, NULL, 0, MP_SCHED_FIFO));
         return;
+    }
     mp_status st = eg_wait(S.g, a->node, a->c);
     CHECK(st == MP_WAIT, "eg_wait returned %d", (int)st);
     mp_counter_wait(a->c, mp_counter_value(a->c) + 1, mp_continue(receiver, MP_SCHED_FIFO));
@@ -380,7 +412,7 @@ static void pe_main(int argc, char **argv)
         common_setup(&cfg);
         if (me == 0)
             mp_spawn(send_a, NULL, 0, MP_SCHED_FIFO);
-    } else if (!strcmp(scenario, "freeze")) {
+    } else if (!strcmp(scenario, "freeze") || !strcmp(scenario, "destroy")) {
         uint32_t n = (uint32_t)P;
         edges = calloc(n, sizeof *edges);
         for (uint32_t i = 0; i < n; i++)
@@ -392,7 +424,11 @@ static void pe_main(int argc, char **argv)
         cfg.partition = part_fifo;
         common_setup(&cfg);
         spawn_sender((uint32_t)me, 0, K);
-        mp_counter_wait(S.all_sent, 1, mp_fiber_create(freeze_sender_done, NULL, 0, MP_SCHED_FIFO));
+        if (!strcmp(scenario, "destroy"))
+            spawn_receiver((uint32_t)me, K);
+        else
+            mp_counter_wait(S.all_sent, 1,
+                            mp_fiber_create(freeze_sender_done, NULL, 0, MP_SCHED_FIFO));
     } else {
         fprintf(stderr, "eg_test: unknown scenario %s\n", scenario);
         exit(2);
@@ -428,6 +464,11 @@ int main(int argc, char **argv)
         printf("FAIL received %llu of %llu\n", (unsigned long long)r, (unsigned long long)x);
         failures++;
     }
+    for (int i = 0; !strcmp(scenario, "destroy") && i < cfg.npes; i++)
+        if (!destroyed[i]) {
+            printf("FAIL PE %d did not destroy its graph\n", i);
+            failures++;
+        }
     if (!strcmp(scenario, "wake_empty") && waiting_after_b != 1) {
         printf("FAIL EMPTY mode: arrival at a non-empty edge woke the sink\n");
         failures++;

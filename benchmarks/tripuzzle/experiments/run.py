@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Tripuzzle study (Wen 1995, section 5.1.2, Figs 5.2-5.3) with mprof's own tools.
+
+    .venv/bin/python benchmarks/tripuzzle/experiments/run.py [--pes 2] [--reps 3] [--rows 7]
+
+Runs build/benchmarks/tripuzzle/tripuzzle on the paper's board (7 rows, the hole in the middle
+of the 5th row) once on one PE (the sequential time) and --reps times in each configuration
+of Fig 5.3: FIFO inserts with 1 KiB aggregation (the initial implementation), preemptive
+inserts with 1 KiB, preemptive with 4 KiB (MPROF_AGG_BYTES).  Every run is reported with
+the runtime's fitted cost model (`mprof report RUN --model M`, default
+build/workflows/rts.model.json from `make demo`).  Writes benchmarks/tripuzzle/experiments/results/<config>.txt and
+benchmarks/tripuzzle/experiments/results/summary.md.  A 7-row run takes about half a minute on 2 PEs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import study  # noqa: E402
+
+TAG = "tripuzzle-study"
+SYNC = "hashtable:SYNC"
+CONFIGS = [  # name, scheduler, aggregation bytes, Fig 5.3 row
+    ("fifo-1k", "fifo", 1024, "FIFO Scheduler, 1K byte aggregation"),
+    ("preempt-1k", "preempt", 1024, "Preemptive Scheduler, 1K byte aggregation"),
+    ("preempt-4k", "preempt", 4096, "Preemptive Scheduler, 4K byte aggregation"),
+]
+# Fig 5.2 (initial implementation; seconds averaged over PEs):
+# sequential, total, idle, threads, comm start-up / transfer, sync observed / critical
+PAPER_52 = {"CM5": (122.9, 7.69, 2.10, 0.86, 0.14, 1.17, 1.91, 1.91),
+            "Paragon": (66.9, 17.60, 6.81, 1.71, 0.91, 1.70, 6.70, 6.70),
+            "SP1": (40.2, 9.66, 2.11, 1.22, 0.43, 1.64, 2.09, 2.09)}
+PAPER_53 = {"fifo-1k": (7.69, 17.6, 9.66), "preempt-1k": (6.55, 16.4, 8.70),
+            "preempt-4k": (5.59, 14.1, 7.90)}  # CM5, Paragon, SP1
+
+
+def main(argv=None):
+    ap = study.parser(__doc__, "tripuzzle", 3)
+    ap.add_argument("--rows", type=int, default=7)
+    args = ap.parse_args(argv)
+    rows = study.saved(args)
+    if rows is not None:
+        study.write(args.out, list(rows.values()), render(rows, args))
+        return 0
+    exe, model = study.setup(TAG, "tripuzzle", args)
+    board = [f"--rows={args.rows}"]
+    rows = {"sequential": study.measure(TAG, "sequential", exe, board + ["--sched=fifo"],
+                                        {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 1, model,
+                                        args.work, args.out)}
+    for name, sched, agg, _ in CONFIGS:
+        rows[name] = study.measure(TAG, name, exe, board + [f"--sched={sched}"],
+                                   {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg}, args.reps,
+                                   model, args.work, args.out)
+    study.write(args.out, list(rows.values()), render(rows, args))
+    return 0
+
+
+def render(rows, args) -> str:
+    f = study.fmt
+    seq = study.param_stat(rows["sequential"], "search_s")[0]
+    lines = [
+        "# Tripuzzle (Wen 1995, §5.1.2, Figs 5.2-5.3) reproduced with mprof",
+        "",
+        f"`benchmarks/tripuzzle/experiments/run.py`: {args.rows} rows, hole in the middle of the "
+        f"5th row; {args.pes} PEs on shared memory (the machine has 2 cores), {args.reps} runs "
+        "per configuration, one sequential run (1 PE).  Medians over the runs, seconds "
+        "averaged over the PEs; costs from the runtime's fitted model.  `search` is the "
+        "program's own time of the search.  The paper's board has no one-peg solution: every "
+        "run counts 0 solutions after expanding 8.4 million canonical boards (holes with "
+        "solutions exist: `--hole=6,1` has 422164782932465380).",
+        "",
+        "| configuration | search (range) | speedup | total | idle | THREAD | "
+        "COMM_ALPHA / COMM_BETA | SYNC obs / crit | explained |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in rows.items():
+        t, lo, hi = study.param_stat(row, "search_s")
+        sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
+        lines.append(
+            f"| {name} | {f(t, 2)} ({f(lo, 2)}-{f(hi, 2)}) | {sp} | {f(row.get('Total'), 2)} | "
+            f"{f(row.get('IDLE'), 3)} | {f(row.get('THREAD'), 3)} | "
+            f"{f(row.get('COMM_ALPHA'), 3)} / {f(row.get('COMM_BETA'), 3)} | "
+            f"{f(row.get('obs:' + SYNC), 3)} / {f(row.get('crit:' + SYNC), 3)} | "
+            f"{row['explained']}/{row['runs']} |")
+    lines += ["", study.EXPLAINED_NOTE]
+    lines += ["", "The paper, Fig 5.2 (initial implementation):", "",
+              "| machine | sequential | total | idle | threads | comm start-up / transfer | "
+              "sync obs / crit |", "|---|---|---|---|---|---|---|"]
+    for m, (s, t, i, th, ca, cb, so, sc) in PAPER_52.items():
+        lines.append(f"| {m} | {s} | {t} | {i} | {th} | {ca} / {cb} | {so} / {sc} |")
+    lines += ["", "and Fig 5.3 (running time):", "", "| configuration | CM5 | Paragon | SP1 |",
+              "|---|---|---|---|"]
+    for name, _, _, label in CONFIGS:
+        c, p, s = PAPER_53[name]
+        lines.append(f"| {label} | {c} | {p} | {s} |")
+    lines += ["", "Findings:", ""] + findings(rows)
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()]
+    return "\n".join(lines) + "\n"
+
+
+def findings(rows) -> list[str]:
+    t = {n: study.param_stat(r, "search_s") for n, r in rows.items()}
+
+    def faster(a, b):  # a's slowest run beats b's fastest
+        return t[a][2] is not None and t[b][1] is not None and t[a][2] < t[b][1]
+
+    def pct(a, b):
+        return f"{100 * (t[b][0] - t[a][0]) / t[a][0]:+.1f} %" if t[a][0] and t[b][0] else "n/a"
+
+    base = rows["fifo-1k"]
+    idle, sync = base.get("Idle"), base.get("obs:" + SYNC)
+    named = {k[4:]: v for k, v in base.items() if k.startswith("obs:") and v}
+    top = max(named, key=named.get) if named else "none"
+    out = [
+        f"- Draining the inserts carries the idle time (paper: sync observed = critical = "
+        f"nearly all idle): FIFO/1 KiB, idle {study.fmt(idle, 3)} s per PE; {SYNC} critical "
+        f"{study.fmt(base.get('crit:' + SYNC), 3)} s, observed {study.fmt(sync, 3)} s "
+        f"(observed latencies of fibers waiting at once overlap, so they can add up to more "
+        f"than the idle time); the access with the most observed latency is {top}.  "
+        f"Reproduced: {'yes' if top == SYNC else 'no'}.  With 2 PEs the hash spreads the "
+        "boards evenly, so idle time is a small part of the run here (the paper's 32 CM5 "
+        "nodes idled 27 % of the time).",
+        f"- Preemptive inserts (paper: -10 % to -15 %): search {pct('fifo-1k', 'preempt-1k')}"
+        f".  Faster beyond the spread: {'yes' if faster('preempt-1k', 'fifo-1k') else 'no'}; "
+        f"slower beyond it: {'yes' if faster('fifo-1k', 'preempt-1k') else 'no'}.  In this "
+        "runtime a preemptive fiber is still a fiber (allocated, counted in ThreadAlloc), so "
+        f"the model's THREAD cost cannot change ({study.fmt(base.get('THREAD'), 3)} -> "
+        f"{study.fmt(rows['preempt-1k'].get('THREAD'), 3)} s); what it saves is the queueing, "
+        "and running the inserts inside the poll, between two expansion chunks, did not pay "
+        "here.",
+        f"- 4 KiB instead of 1 KiB aggregation (paper: a further -10 % to -15 %): search "
+        f"{pct('preempt-1k', 'preempt-4k')}; faster beyond the spread: "
+        f"{'yes' if faster('preempt-4k', 'preempt-1k') else 'no'}.  Against the initial "
+        f"FIFO/1 KiB version: {pct('fifo-1k', 'preempt-4k')}.  The model's COMM_ALPHA is "
+        f"negative ({study.fmt(rows['preempt-1k'].get('COMM_ALPHA'), 3)} -> "
+        f"{study.fmt(rows['preempt-4k'].get('COMM_ALPHA'), 3)} s): the runtime model's fitted "
+        "RemoteOp parameter is negative, harmless within its sweep but not for 40 million "
+        "remote inserts, so the model's communication split is not usable for this program "
+        "(the runs are not explained either).",
+        "- Where the time goes instead: applying the inserts.  A table holds up to 1.3 "
+        "million boards per PE, far beyond the caches, so each insert waits on memory "
+        "(perf on one PE: 83 % of the cycles in the table's apply).  The runtime's thread and "
+        "message costs, which the paper's optimisations reduce, are a small part of the run.",
+    ]
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+/*
+ * bg_finalize.c -- the bipartite graph's inspector (Wen 1995, section 2.2.1.2).
+ *
+ * The ghosts are the distinct remote sources, sorted by id, so the ghosts of each owner q
+ * form one contiguous run whose ids are the subscription list sent to q.  Each PE p sends
+ * every other PE q one subscription (count and addresses on p); q pulls the id list with a
+ * bulk read, records which of its nodes p needs (by colour, in subscription order), and
+ * answers with one bulk store of their colours and states.  Then the edges are laid out in
+ * CSR with their source pointers resolved, and a barrier ends the finalize.
+ */
+#include "bg_internal.h"
+
+#include <stdlib.h>
+
+static int cmp_id(const void *a, const void *b)
+{
+    bg_node_id x = *(const bg_node_id *)a, y = *(const bg_node_id *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    bg_t g;
+    int from;
+    uint32_t count;
+    const bg_node_id *ids;  /* on `from` */
+    void *landing;          /* on `from` */
+    void *recvbuf;          /* on `from` */
+    mp_counter_t read_done; /* on the serving PE, once the ids are read */
+    bg_node_id *idbuf;
+} sub_msg;
+
+typedef struct {
+    bg_t g;
+    int from;
+    uint32_t count;
+} answer_hdr;
+
+static void finish_build(bg_part *p);
+
+static void fin_step(bg_part *p) { mp_counter_add(p->fin, 1); }
+
+/* Bulk-stores `buf` (malloc'd) and frees it once the runtime says the source is free. */
+static void store_and_free(bg_part *p, int to, void *dst, void *buf, size_t n, mp_fiber_fn fn,
+                           const void *user, size_t user_size)
+{
+    BIPARTITE_INC(p->st, NMsg, 1);
+    lib_store_and_free(to, dst, buf, n, fn, user, user_size);
+}
+
+static void bg_answer_arrive(void *args);
+
+/* On the owner: the id list of a subscriber has been read: record and answer. */
+static void bg_sub_read(void *args)
+{
+    sub_msg *m = args;
+    bg_part *p = part_of(m->g);
+    BIPARTITE_ACCESS(VALIDATE);
+    int q = m->from;
+    size_t off = p->soff[q];
+    size_t abytes = align16(m->count) + (size_t)m->count * p->ss;
+    unsigned char *ans = lib_calloc(1, abytes);
+    for (uint32_t i = 0; i < m->count; i++) {
+        bg_node_id id = m->idbuf[i];
+        if (BG_OWNER(id) != p->me || BG_INDEX(id) >= p->n)
+            lib_die("an edge names a node that does not exist");
+        uint32_t idx = BG_INDEX(id);
+        int c = p->color[idx];
+        p->sidx[c][off + p->scnt[c][q]++] = idx;
+        ans[i] = (uint8_t)c;
+        memcpy(ans + align16(m->count) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss, p->ss);
+    }
+    if (m->read_done)
+        mp_counter_free(m->read_done);
+    free(m->idbuf);
+    p->raddr[q] = m->recvbuf;
+    answer_hdr h = {m->g, p->me, m->count};
+    store_and_free(p, q, m->landing, ans, abytes, bg_answer_arrive, &h, sizeof h);
+    fin_step(p);
+}
+
+/* On the owner: a subscription (once this PE has started finalizing too). */
+static void bg_sub_arrive(void *args)
+{
+    sub_msg *m = args;
+    bg_part *p = part_of(m->g);
+    BIPARTITE_ACCESS(VALIDATE);
+    if (mp_counter_value(p->started) == 0) {
+        /* our own nodes may still be growing: wait for bg_finalize here */
+        mp_counter_wait(p->started, 1, mp_continue(bg_sub_arrive, MP_SCHED_FIFO));
+        return;
+    }
+    if (m->count == 0) {
+        m->idbuf = NULL;
+        m->read_done = NULL;
+        bg_sub_read(m);
+        return;
+    }
+    m->idbuf = lib_calloc(m->count, sizeof *m->idbuf);
+    m->read_done = mp_counter_new(0);
+    BIPARTITE_INC(p->st, NMsg, 1); /* the read request */
+    mp_status s =
+        mp_bulk_read(m->from, m->ids, m->idbuf, m->count * sizeof *m->idbuf, m->read_done);
+    if (s == MP_FAIL)
+        lib_die("bulk read failed");
+    mp_counter_wait(m->read_done, 1, mp_continue(bg_sub_read, MP_SCHED_FIFO));
+}
+
+/* On the subscriber: colours and states of my ghosts owned by `from`. */
+static void bg_answer_arrive(void *args)
+{
+    mp_store_arrival *a = args;
+    answer_hdr h;
+    memcpy(&h, a->user, sizeof h);
+    bg_part *p = part_of(h.g);
+    BIPARTITE_ACCESS(VALIDATE);
+    int q = h.from;
+    size_t base = p->gbeg[q];
+    if (h.count != p->gbeg[q + 1] - base)
+        lib_die("finalize answer of the wrong size");
+    const unsigned char *buf = p->landing[q];
+    for (uint32_t i = 0; i < h.count; i++) {
+        int c = buf[i];
+        p->gcolor[base + i] = (uint8_t)c;
+        memcpy(p->gstates + (base + i) * p->ss, buf + align16(h.count) + (size_t)i * p->ss, p->ss);
+        p->ridx[c][p->roff[q] + p->rcnt[c][q]++] = (uint32_t)(base + i);
+    }
+    fin_step(p);
+}
+
+typedef struct {
+    bg_t g;
+    mp_counter_t done;
+} done_args;
+
+static void bg_signal(void *args)
+{
+    done_args *a = args;
+    BIPARTITE_ACCESS(VALIDATE);
+    mp_counter_add(a->done, 1);
+}
+
+/* Increments `done` (from a fiber that declares VALIDATE) once a barrier has passed. */
+void bgi_barrier_then_signal(bg_part *p, mp_counter_t done)
+{
+    done_args d = {p->id, done};
+    p->phase_target++;
+    mp_counter_wait(p->phase, p->phase_target,
+                    mp_fiber_create(bg_signal, &d, sizeof d, MP_SCHED_FIFO));
+    mp_obj_barrier(p->id, p->phase);
+}
+
+static void bg_fin_done(void *args)
+{
+    done_args *a = args;
+    bg_part *p = part_of(a->g);
+    BIPARTITE_ACCESS(VALIDATE);
+    finish_build(p);
+    bgi_barrier_then_signal(p, a->done);
+}
+
+/* Edges into CSR, with their source pointers resolved; statistics. */
+static void finish_build(bg_part *p)
+{
+    p->ebeg = lib_calloc(p->n + 1, sizeof *p->ebeg);
+    for (size_t e = 0; e < p->npend; e++)
+        p->ebeg[p->pend[e].dst_index + 1]++;
+    for (size_t i = 0; i < p->n; i++)
+        p->ebeg[i + 1] += p->ebeg[i];
+    size_t *fill = lib_calloc(p->n + 1, sizeof *fill);
+    memcpy(fill, p->ebeg, (p->n + 1) * sizeof *fill);
+    p->edges = lib_calloc(p->npend, sizeof *p->edges);
+    size_t remote = 0;
+    for (size_t e = 0; e < p->npend; e++) {
+        pending_edge *pe = &p->pend[e];
+        const void *src;
+        int scolor;
+        if (BG_OWNER(pe->src) == p->me) {
+            src = p->states + (size_t)BG_INDEX(pe->src) * p->ss;
+            scolor = p->color[BG_INDEX(pe->src)];
+        } else {
+            long gi = ghost_index(p, pe->src);
+            if (gi < 0)
+                lib_die("lost a ghost");
+            src = p->gstates + (size_t)gi * p->ss;
+            scolor = p->gcolor[gi];
+            remote++;
+        }
+        if (scolor == p->color[pe->dst_index])
+            lib_die("an edge joins two nodes of the same colour");
+        p->edges[fill[pe->dst_index]++] = (bg_edge){pe->src, pe->weight, src};
+    }
+    free(fill);
+    free(p->pend);
+    p->pend = NULL;
+    BIPARTITE_SET(p->st, Node, p->n);
+    BIPARTITE_SET(p->st, Ghost, p->ng);
+    BIPARTITE_SET(p->st, Edge, p->npend);
+    BIPARTITE_SET(p->st, RemoteEdge, remote);
+    size_t maxsend = 0;
+    for (int q = 0; q < p->npes; q++)
+        for (int c = 0; c < 2; c++)
+            if (p->scnt[c][q] > maxsend)
+                maxsend = p->scnt[c][q];
+    p->packbuf = lib_calloc(maxsend, p->ss);
+    p->finalized = true;
+}
+
+mp_status bg_finalize(bg_t g, mp_counter_t done)
+{
+    bg_part *p = mp_obj_local(g);
+    if (!p || !done || !p->building)
+        return MP_FAIL;
+    p->building = false;
+    int P = p->npes;
+    /* ghosts: the distinct remote sources, sorted (hence grouped by owner) */
+    bg_node_id *ids = lib_calloc(p->npend, sizeof *ids);
+    size_t k = 0;
+    for (size_t e = 0; e < p->npend; e++)
+        if (BG_OWNER(p->pend[e].src) != p->me)
+            ids[k++] = p->pend[e].src;
+    qsort(ids, k, sizeof *ids, cmp_id);
+    size_t ng = 0;
+    for (size_t i = 0; i < k; i++)
+        if (ng == 0 || ids[ng - 1] != ids[i])
+            ids[ng++] = ids[i];
+    p->ng = ng;
+    p->gid = ids;
+    p->gcolor = lib_calloc(ng, 1);
+    p->gstates = lib_calloc(ng, p->ss);
+    p->gbeg = lib_calloc((size_t)P + 1, sizeof *p->gbeg);
+    for (size_t i = 0; i < ng; i++)
+        p->gbeg[BG_OWNER(ids[i]) + 1]++;
+    for (int q = 0; q < P; q++)
+        p->gbeg[q + 1] += p->gbeg[q];
+    for (int c = 0; c < 2; c++) {
+        p->scnt[c] = lib_calloc((size_t)P, sizeof(uint32_t));
+        p->rcnt[c] = lib_calloc((size_t)P, sizeof(uint32_t));
+        /* send lists: at most all my nodes of colour c per peer; sized lazily below */
+        p->ridx[c] = lib_calloc(ng, sizeof(uint32_t));
+    }
+    /* each peer's send lists get a slice of n entries per colour (n = my node count) */
+    p->soff = lib_calloc((size_t)P, sizeof *p->soff);
+    p->sidx[0] = lib_calloc((size_t)P * (p->n ? p->n : 1), sizeof(uint32_t));
+    p->sidx[1] = lib_calloc((size_t)P * (p->n ? p->n : 1), sizeof(uint32_t));
+    p->roff = lib_calloc((size_t)P, sizeof *p->roff);
+    p->raddr = lib_calloc((size_t)P, sizeof *p->raddr);
+    p->recvbuf = lib_calloc((size_t)P, sizeof *p->recvbuf);
+    p->landing = lib_calloc((size_t)P, sizeof *p->landing);
+    for (int q = 0; q < P; q++) {
+        size_t cnt = p->gbeg[q + 1] - p->gbeg[q];
+        p->roff[q] = p->gbeg[q];
+        p->soff[q] = (size_t)q * (p->n ? p->n : 1);
+        p->recvbuf[q] = lib_calloc(cnt, p->ss);
+        p->landing[q] = lib_calloc(1, align16(cnt) + cnt * p->ss);
+    }
+    /* finalize completes after P-1 subscriptions served and P-1 answers received */
+    done_args d = {g, done};
+    mp_counter_wait(p->fin, 2 * (uint64_t)(P - 1),
+                    mp_fiber_create(bg_fin_done, &d, sizeof d, MP_SCHED_FIFO));
+    for (int q = 0; q < P; q++) {
+        if (q == p->me)
+            continue;
+        size_t cnt = p->gbeg[q + 1] - p->gbeg[q];
+        sub_msg m = {g,    p->me, (uint32_t)cnt, p->gid + p->gbeg[q], p->landing[q], p->recvbuf[q],
+                     NULL, NULL};
+        BIPARTITE_INC(p->st, NMsg, 1);
+        mp_invoke(q, bg_sub_arrive, &m, sizeof m, MP_SCHED_FIFO);
+    }
+    mp_counter_set(p->started, 1);
+    return MP_WAIT;
+}

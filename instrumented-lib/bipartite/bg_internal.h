@@ -1,0 +1,85 @@
+/*
+ * bg_internal.h -- the bipartite graph's partition and what its two source files share
+ * (bipartite.c: building, validate, update, access, destroy; bg_finalize.c: the inspector that
+ * finalizes the graph).  Internal to the library.
+ */
+#ifndef MPROF_BG_INTERNAL_H
+#define MPROF_BG_INTERNAL_H
+
+#include "bipartite.h"
+
+#include "bipartite_perf.h"
+
+#include <string.h>
+
+#define LIB_MODULE "bipartite"
+#include "lib_internal.h"
+
+typedef struct {
+    bg_node_id dst_index;
+    bg_node_id src;
+    double weight;
+} pending_edge;
+
+typedef struct {
+    mp_obj_t id;
+    int me, npes;
+    size_t ss; /* state size */
+    /* local nodes */
+    size_t n, ncap;
+    uint8_t *color;
+    unsigned char *states;
+    size_t *ebeg; /* CSR: edges of node i are edges[ebeg[i] .. ebeg[i+1]) */
+    bg_edge *edges;
+    size_t ncolor[2];
+    pending_edge *pend;
+    size_t npend, pcap;
+    /* ghosts, sorted by id */
+    size_t ng;
+    bg_node_id *gid;
+    uint8_t *gcolor;
+    unsigned char *gstates;
+    size_t *gbeg; /* ghosts of owner q: [gbeg[q], gbeg[q+1]) */
+    /* schedule, per peer q */
+    uint32_t *sidx[2], *scnt[2]; /* send: my node indices q ghosts, by colour */
+    size_t *soff;                /* offset of q's lists in sidx[c] */
+    uint32_t *ridx[2], *rcnt[2]; /* receive: my ghost indices owned by q, by colour */
+    size_t *roff;
+    void **raddr;            /* q's receive buffer for my states */
+    unsigned char **recvbuf; /* my receive buffer for q's states */
+    unsigned char **landing; /* finalize: q's answer lands here */
+    unsigned char *packbuf;
+    /* progress */
+    bool finalized, building;
+    mp_counter_t started; /* 1 once bg_finalize was called here */
+    mp_counter_t fin;     /* subscriptions served + answers received */
+    mp_counter_t recv;    /* validate messages received */
+    mp_counter_t sent;    /* validate sources free again */
+    mp_counter_t phase;   /* internal barriers */
+    uint64_t recv_target, sent_target, phase_target;
+    bipartite_stats_t *st;
+} bg_part;
+
+static inline bg_part *part_of(bg_t g) { return lib_part(g); }
+
+static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* The ghost index of a remote node, or -1 (ghosts are sorted by id). */
+static inline long ghost_index(const bg_part *p, bg_node_id id)
+{
+    size_t lo = 0, hi = p->ng;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->gid[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->ng && p->gid[lo] == id ? (long)lo : -1;
+}
+
+/* bg_finalize.c: increments `done` (from a fiber that declares VALIDATE) once a barrier on
+ * the graph has passed. */
+void bgi_barrier_then_signal(bg_part *p, mp_counter_t done);
+
+#endif

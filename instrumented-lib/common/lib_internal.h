@@ -1,0 +1,144 @@
+/*
+ * lib_internal.h -- helpers shared by the structures of the instrumented library (hash table,
+ * task stealer, bipartite graph, event graph).  Internal: not part of any public header.
+ *
+ * Define LIB_MODULE (the structure's name, used in messages) before including it:
+ *
+ *     #define LIB_MODULE "bipartite"
+ *     #include "lib_internal.h"
+ *
+ * Everything is static, so each structure's library keeps its own copy and the libraries
+ * stay independent of each other.
+ */
+#ifndef MPROF_LIB_INTERNAL_H
+#define MPROF_LIB_INTERNAL_H
+
+#ifndef LIB_MODULE
+#error "define LIB_MODULE before including lib_internal.h"
+#endif
+
+#include "mp.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Reports an unrecoverable error ("<module> (PE n): ...") and aborts. */
+static _Noreturn __attribute__((format(printf, 1, 2), unused)) void lib_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s (PE %d): ", LIB_MODULE, mp_mype());
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    abort();
+}
+
+static __attribute__((unused)) void *lib_malloc(size_t n)
+{
+    void *q = malloc(n ? n : 1);
+    if (!q)
+        lib_die("out of memory (%zu bytes)", n);
+    return q;
+}
+
+static __attribute__((unused)) void *lib_calloc(size_t n, size_t size)
+{
+    void *q = calloc(n ? n : 1, size ? size : 1);
+    if (!q)
+        lib_die("out of memory (%zu x %zu bytes)", n, size);
+    return q;
+}
+
+static __attribute__((unused)) void *lib_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        lib_die("out of memory (%zu bytes)", n);
+    return q;
+}
+
+/* This PE's partition of object `id`; aborts when the PE has none (a message for an object
+ * this PE did not create, or one already destroyed). */
+static __attribute__((unused)) void *lib_part(mp_obj_t id)
+{
+    void *p = mp_obj_local(id);
+    if (!p)
+        lib_die("object %u is not a " LIB_MODULE " on this PE (not created here, or destroyed)",
+                id);
+    return p;
+}
+
+/* Registers the module's access categories once per process (thread-safe); the structures
+ * call it from their create functions, in case the program did not. */
+#define LIB_PERF_INIT(init_fn)                                                                     \
+    do {                                                                                           \
+        static pthread_once_t once_ = PTHREAD_ONCE_INIT;                                           \
+        pthread_once(&once_, init_fn);                                                             \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------- */
+/* Bulk stores of malloc'd buffers                                                      */
+
+typedef struct {
+    mp_counter_t c;
+    void *buf;
+} lib_free_args;
+
+static __attribute__((unused)) void lib_free_after(void *args)
+{
+    lib_free_args *a = args;
+    free(a->buf);
+    mp_counter_free(a->c);
+}
+
+/* mp_bulk_store of `buf` (malloc'd, n bytes) that frees it once the runtime lets go of it. */
+static __attribute__((unused)) void lib_store_and_free(int to, void *dst, void *buf, size_t n,
+                                                       mp_fiber_fn on_arrival, const void *user,
+                                                       size_t user_size)
+{
+    mp_counter_t c = mp_counter_new(0);
+    if (mp_bulk_store(to, dst, buf, n, c, on_arrival, user, user_size) == MP_FAIL)
+        lib_die("bulk store of %zu bytes to PE %d failed", n, to);
+    lib_free_args fa = {c, buf};
+    mp_counter_wait(c, 1, mp_fiber_create(lib_free_after, &fa, sizeof fa, MP_SCHED_URGENT));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Destroying a structure                                                               */
+
+typedef struct {
+    void (*free_part)(void *part);
+    void *part;
+    mp_counter_t inner, done;
+} lib_destroy_args;
+
+static __attribute__((unused)) void lib_destroyed(void *args)
+{
+    lib_destroy_args *a = args;
+    a->free_part(a->part);
+    mp_counter_free(a->inner);
+    mp_counter_add(a->done, 1);
+}
+
+/* Collective, split-phase: mp_obj_destroy of the structure's object `id` and, unless 0, of
+ * the snapshot object it owns; then free_part(part) frees this PE's partition and `done` is
+ * incremented.  The structure must be quiescent (see mp_obj_destroy).  MP_WAIT or MP_FAIL. */
+static __attribute__((unused)) mp_status lib_destroy(mp_obj_t id, mp_snapshot_t snap,
+                                                     void (*free_part)(void *), void *part,
+                                                     mp_counter_t done)
+{
+    lib_destroy_args a = {free_part, part, mp_counter_new(0), done};
+    uint64_t n = snap ? 2 : 1;
+    if (mp_obj_destroy(id, a.inner) == MP_FAIL ||
+        (snap && mp_obj_destroy(snap, a.inner) == MP_FAIL)) {
+        return MP_FAIL;
+    }
+    mp_counter_wait(a.inner, n, mp_fiber_create(lib_destroyed, &a, sizeof a, MP_SCHED_FIFO));
+    return MP_WAIT;
+}
+
+#endif
