@@ -25,8 +25,8 @@ echo "== 2b. PIPE and event-graph cost models, runtime parameters imported (work
 mprof fit workflows/pipe/model.tcl
 
 echo
-echo "== 3. PIPE: 2 PEs, M=3000 N=10 T=120 F=15, 100-byte elements, 1000-byte aggregation"
-MPROF_OUT="$BUILD/workflows/pipe-demo.json" "$BUILD/benchmarks/pipe/pipe" 2 3000 10 120 15 100 1000
+echo "== 3. PIPE: 2 PEs, M=30000 N=10 T=120 F=15, 100-byte elements, 1000-byte aggregation"
+MPROF_OUT="$BUILD/workflows/pipe-demo.json" "$BUILD/benchmarks/pipe/pipe" 2 30000 10 120 15 100 1000
 mprof report "$BUILD/workflows/pipe-demo.json" --model "$BUILD/workflows/pipe.model.json" \
   --format text --html reports/pipe-demo.html
 echo "HTML report with plots: reports/pipe-demo.html"

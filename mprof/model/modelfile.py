@@ -25,6 +25,7 @@ from scipy import stats as sstats
 from ..errors import MprofError
 
 SCHEMA = "mprof.model"
+FIXED = "(fixed by the script)"  # Model.imported source of a FixParameter value
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
 
@@ -91,7 +92,8 @@ class Model:
     halfwidths: dict[str, float]  # 90 % interval half widths (imported: as in their source)
     fitted: list[str]  # parameters estimated by this fit
     covariance: np.ndarray  # joint covariance over `cov_names`
-    imported: dict[str, str] = field(default_factory=dict)  # parameter -> source model file
+    # parameter -> source model file, or FIXED for a value the script set (FixParameter)
+    imported: dict[str, str] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
     quality: dict = field(default_factory=dict)
     interfaces: dict[str, ModuleInfo] = field(default_factory=dict)
@@ -114,12 +116,15 @@ class Model:
     def to_json(self, base: Path | None = None) -> dict:
         params = {}
         for name, value in self.values.items():
+            source = "fit"
+            if name in self.imported:
+                source = "fixed" if self.imported[name] == FIXED else "imported"
             params[name] = {
                 "value": value,
                 "halfwidth": self.halfwidths.get(name),
-                "source": "imported" if name in self.imported else "fit",
+                "source": source,
             }
-            if name in self.imported:
+            if source == "imported":
                 params[name]["from"] = self.imported[name]
         return {
             "schema": SCHEMA,
@@ -174,8 +179,8 @@ class Model:
                 fitted=fitted,
                 covariance=cov,
                 cov_names=cov_names,
-                imported={k: v.get("from", "") for k, v in params.items()
-                          if v.get("source") == "imported"},
+                imported={k: (FIXED if v.get("source") == "fixed" else v.get("from", ""))
+                          for k, v in params.items() if v.get("source") in ("imported", "fixed")},
                 ignored=list(data.get("ignored", [])),
                 quality=dict(data.get("quality", {})),
                 interfaces={m: ModuleInfo.from_json(m, info, base)

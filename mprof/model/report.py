@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from .modelfile import FIXED
 from .session import FitOutcome
 
 
@@ -67,7 +68,7 @@ def format_text(outcome: FitOutcome) -> str:
             text = f"{name}: {value:g} +- {half:g}" if half is not None else f"{name}: {value:g}"
             notes = []
             if name in model.imported:
-                notes.append("imported")
+                notes.append("fixed" if model.imported[name] == FIXED else "imported")
             if name in r.zero_interval:
                 notes.append("interval contains 0")
             if any(name in g for g in r.null_groups):

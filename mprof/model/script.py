@@ -86,6 +86,7 @@ class ModelingScript:
             "InterfacePath": self._interface_path,
             "ImportParameter": self._import_parameter,
             "IgnoreTerm": self._ignore_term,
+            "FixParameter": self._fix_parameter,
             "Granularity": self._granularity,
             "Measure": self._measure,
             "Normalize": self._normalize,
@@ -230,6 +231,10 @@ class ModelingScript:
     def _import_parameter(self, args):
         self._arity("ImportParameter", args, 3, usage="Module model.json Term ...")
         self.session.import_parameters(args[0], args[1], args[2:])
+
+    def _fix_parameter(self, args):
+        self._arity("FixParameter", args, 3, 3, "Module Term value")
+        self.session.fix_parameter(args[0], args[1], str(args[2]))
 
     def _ignore_term(self, args):
         self._arity("IgnoreTerm", args, 2, usage="Module Term ...")

@@ -18,7 +18,7 @@ from ..db.store import Condition, ProfileDB
 from ..errors import MprofError
 from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, solve
-from .modelfile import Model, ModuleInfo, load_model
+from .modelfile import FIXED, Model, ModuleInfo, load_model
 from .samples import LoadedInterface, load_samples, make_design
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +59,7 @@ class FitSession:
     search_path: list[Path] = field(default_factory=list)
     imports: list[Imported] = field(default_factory=list)
     ignores: list[tuple[str, str]] = field(default_factory=list)  # (module spec, term)
+    fixes: list[tuple[str, str, float]] = field(default_factory=list)  # (module spec, term, v)
     granularity: str = "pe"
     measure: str | None = None  # None: cpu where recorded, else elapsed (mprof.profile)
     normalize: bool = False
@@ -140,6 +141,18 @@ class FitSession:
             raise MprofError("ImportParameter needs at least one term")
         self.imports.append(Imported(module, path, list(terms)))
 
+    def fix_parameter(self, module: str, term: str, value: str) -> None:
+        """A parameter whose value the physics fixes (e.g. 1 for a term already in seconds):
+        it is not fitted, counts like an imported parameter with no uncertainty, and its
+        term's time is taken out of the samples before the fit."""
+        try:
+            number = float(value)
+        except ValueError:
+            raise MprofError(f"FixParameter: the value must be a number, got '{value}'") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise MprofError(f"FixParameter: the value must be finite, got '{value}'")
+        self.fixes.append((module, term, number))
+
     def ignore_terms(self, module: str, terms: list[str]) -> None:
         if not terms:
             raise MprofError("IgnoreTerm needs at least one term")
@@ -201,6 +214,18 @@ class FitSession:
                 self._import_halfwidths[f"{module}:{term}"] = model.halfwidths.get(
                     f"{src_module}:{term}", float("nan"))
             blocks.append(model.sub_covariance([f"{src_module}:{t}" for t in fresh]))
+        for spec, term, number in self.fixes:
+            module = _match_module(spec, self.interfaces.keys())
+            if module is None:
+                raise MprofError(f"FixParameter: module '{spec}' has no loaded interface")
+            self._check_term(module, term, "FixParameter")
+            name = f"{module}:{term}"
+            if name in values:
+                raise MprofError(f"FixParameter: {name} is already imported")
+            values[name] = number
+            sources[name] = FIXED
+            self._import_halfwidths[name] = 0.0
+            blocks.append(np.zeros((1, 1)))
         ignored = set()
         for spec, term in self.ignores:
             module = _match_module(spec, self.interfaces.keys())

@@ -7,8 +7,10 @@
  *   medium (record <= agg_bytes): appended to the destination's aggregation buffer, which is
  *          sent when full, after K fibers, when the PE runs out of work, or on mp_flush();
  *   large  (anything bigger): sent at once.
- * Buffers are pooled per PE; the receiver gives a pooled buffer back to its sender once its
- * records are turned into fibers (a flow-control message).
+ * Buffers are pooled per PE (small, aggregation-sized, and large ones by power-of-two class up
+ * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
+ * records are turned into fibers (a flow-control message).  Only messages bigger than the
+ * largest class get a buffer of their own, which the receiver frees.
  */
 #include "mpr.h"
 
@@ -99,10 +101,33 @@ void mpr_comm_fini(mpr_pe *pe)
     pe->agg = NULL;
     free_list(pe->free_small);
     free_list(pe->free_agg);
+    for (int c = 0; c < MPR_LARGE_CLASSES; c++) {
+        free_list(pe->free_large[c]);
+        pe->free_large[c] = NULL;
+    }
+    pe->large_cached = 0;
     free_list(atomic_exchange(&pe->returned, NULL));
     free_list(pe->rx_pending); /* only after an abnormal end (hang, timeout) */
     pe->rx_pending = NULL;
     pe->free_small = pe->free_agg = NULL;
+}
+
+/* The class of a large buffer of `cap` bytes, or -1 when cap is not a class's capacity. */
+static int large_class(size_t cap)
+{
+    if (cap < ((size_t)1 << MPR_LARGE_MIN_LOG2) || cap > ((size_t)1 << MPR_LARGE_MAX_LOG2) ||
+        (cap & (cap - 1)))
+        return -1;
+    return __builtin_ctzll((unsigned long long)cap) - MPR_LARGE_MIN_LOG2;
+}
+
+/* The class capacity a large record of `need` bytes goes in, or 0 when none is big enough. */
+static size_t large_cap(size_t need)
+{
+    size_t cap = (size_t)1 << MPR_LARGE_MIN_LOG2;
+    while (cap < need && cap < ((size_t)1 << MPR_LARGE_MAX_LOG2))
+        cap <<= 1;
+    return cap >= need ? cap : 0;
 }
 
 /* Takes back the buffers receivers returned and sorts them into the free lists. */
@@ -117,6 +142,11 @@ static void reclaim(mpr_pe *pe)
         } else if (b->cap == pe->agg_cap) {
             b->next = pe->free_agg;
             pe->free_agg = b;
+        } else if (large_class(b->cap) >= 0 && pe->large_cached + b->cap <= MPR_LARGE_CACHE_BYTES) {
+            int c = large_class(b->cap);
+            b->next = pe->free_large[c];
+            pe->free_large[c] = b;
+            pe->large_cached += b->cap;
         } else {
             free(b);
         }
@@ -124,8 +154,13 @@ static void reclaim(mpr_pe *pe)
     }
 }
 
-static mpr_msgbuf *buf_new(size_t cap, uint32_t kind)
+/* A fresh buffer: the pools were empty (receivers have not given enough back yet) or the
+ * message is too big to pool.  Counted (MsgAlloc): fresh memory costs a malloc and page
+ * faults, several times a pooled send, and how often it happens depends on how far the
+ * receivers lag behind. */
+static mpr_msgbuf *buf_new(mpr_pe *pe, size_t cap, uint32_t kind)
 {
+    RTS_INC(&pe->rts, MsgAlloc, 1);
     mpr_msgbuf *b = malloc(sizeof *b + cap);
     if (!b)
         mpr_fatal("out of memory allocating a %zu-byte message", cap);
@@ -137,6 +172,7 @@ static mpr_msgbuf *buf_new(size_t cap, uint32_t kind)
 static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
 {
     mpr_msgbuf **list = NULL;
+    bool large = false;
     size_t cap;
     if (need <= SMALL_CAP) {
         list = &pe->free_small;
@@ -144,6 +180,9 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
     } else if (need <= pe->agg_cap) {
         list = &pe->free_agg;
         cap = pe->agg_cap;
+    } else if ((cap = large_cap(need)) != 0) {
+        list = &pe->free_large[large_class(cap)];
+        large = true;
     } else {
         cap = need;
     }
@@ -152,13 +191,15 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
         if (!*list)
             reclaim(pe);
         b = *list;
-        if (b)
+        if (b) {
             *list = b->next;
-        else
-            b = buf_new(cap, MPR_BUF_POOLED);
+            if (large)
+                pe->large_cached -= cap;
+        } else {
+            b = buf_new(pe, cap, MPR_BUF_POOLED);
+        }
     } else {
-        b = buf_new(cap, MPR_BUF_OWNED);
-        RTS_INC(&pe->rts, MsgAlloc, 1);
+        b = buf_new(pe, cap, MPR_BUF_OWNED);
     }
     b->len = 0;
     b->src = pe->id;

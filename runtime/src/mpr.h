@@ -127,6 +127,15 @@ typedef struct {
 
 typedef enum { MPR_BUF_POOLED = 0, MPR_BUF_OWNED = 1 } mpr_buf_kind;
 
+/* Large messages (bigger than the aggregation capacity) travel in buffers of a power-of-two
+ * capacity from MPR_LARGE_MIN up to MPR_LARGE_MAX, pooled per sender like the others: a
+ * malloc and a cross-thread free per message cost several times more than the copy and,
+ * worse, vary with allocator contention from run to run.  Bigger ones are allocated. */
+#define MPR_LARGE_MIN_LOG2 9
+#define MPR_LARGE_MAX_LOG2 20
+#define MPR_LARGE_CLASSES (MPR_LARGE_MAX_LOG2 - MPR_LARGE_MIN_LOG2 + 1)
+#define MPR_LARGE_CACHE_BYTES ((size_t)4 << 20) /* per PE; beyond it returned ones are freed */
+
 typedef struct mpr_msgbuf {
     struct mpr_msgbuf *next; /* inbox / free list link */
     int src;
@@ -220,9 +229,11 @@ typedef struct mpr_pe {
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
-    mpr_agg *agg;           /* per destination */
-    mpr_msgbuf *free_small; /* pooled buffers of MPR_SMALL_CAP */
-    mpr_msgbuf *free_agg;   /* pooled buffers of the aggregation capacity */
+    mpr_agg *agg;                              /* per destination */
+    mpr_msgbuf *free_small;                    /* pooled buffers of MPR_SMALL_CAP */
+    mpr_msgbuf *free_agg;                      /* pooled buffers of the aggregation capacity */
+    mpr_msgbuf *free_large[MPR_LARGE_CLASSES]; /* pooled large buffers, by power of two */
+    size_t large_cached;                       /* bytes held in free_large */
     size_t agg_cap;
     size_t small_below;             /* arguments below this many bytes go as fast messages */
     _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */

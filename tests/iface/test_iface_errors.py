@@ -208,7 +208,8 @@ def test_measured_statistics():
     assert [(s.name, s.type, s.measured) for s in iface.statistics] == [
         ("A", "u64", True), ("B", "u64", True), ("D", "double", False)]
     rts = load_interface(ROOT / "runtime" / "rts.perf")
-    assert {s.name for s in rts.statistics if s.measured} == {"IdleNs", "IdleCycle", "IdleCpuNs", "Wakes"}
+    assert {s.name for s in rts.statistics if s.measured} == {
+        "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc"}
 
 
 def test_missing_file(tmp_path):

@@ -87,6 +87,30 @@ def test_import_parameter_moves_terms_to_rhs(tmp_path, pipe_dbs):
     assert model.fitted == ["pipe:Comp"] and model.ignored == ["pipe:P"]
 
 
+def test_fix_parameter_takes_its_term_out_of_the_fit(tmp_path, pipe_dbs):
+    # at the true value, the other parameters come out as before, and the model keeps the
+    # fixed value with no uncertainty
+    truth = TRUTH["graph:Data"]
+    (fixed,) = run_script(tmp_path, BASE + f"FixParameter graph Data {truth}\nSaveModel m.json\n")
+    assert fixed.result.names == ["pipe:Comp", "graph:P", "graph:Op"]
+    for name in fixed.result.names:
+        value, half = fixed.result.parameter(name)
+        assert abs(value - TRUTH[name]) <= max(3 * half, 1e-12), name
+    model = load_model(tmp_path / "m.json")
+    assert model.values["graph:Data"] == truth and model.halfwidths["graph:Data"] == 0
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["parameters"]["graph:Data"]["source"] == "fixed"
+    assert model.price({"graph:Data": 1000.0}).seconds == pytest.approx(1000 * truth)
+    assert model.price({"graph:Data": 1000.0}).variance == 0
+    # a session importing it gets the fixed value
+    (second,) = run_script(tmp_path, BASE + 'ImportParameter graph m.json Data\n')
+    assert second.model.values["graph:Data"] == truth
+    # the fixed value enters the fit: a wrong one leaves a residual the others cannot absorb
+    (wrong,) = run_script(tmp_path, BASE + f"FixParameter graph Data {10 * truth}\n")
+    assert wrong.result.sse > 100 * fixed.result.sse
+    assert wrong.result.parameter("graph:Op")[0] != pytest.approx(TRUTH["graph:Op"], rel=0.1)
+
+
 def test_ignore_term_drops_column(tmp_path, pipe_dbs):
     (outcome,) = run_script(tmp_path, BASE + "IgnoreTerm graph Data\n")
     assert "graph:Data" not in outcome.result.names
@@ -133,6 +157,12 @@ def test_unknown_module_warns(tmp_path):
         ("Granularity thread\n", 1, "granularity must be"),
         ("FitDatabase fit.db\nwhile 1 {\n  IgnorTerm pipe P\n}\n", 3, "did you mean IgnoreTerm"),
         ("FitDatabase fit.db\nSaveModel .\nFit\n", 2, "is a directory"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n", 3,
+         "the value must be a number"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Nope 1\nFit\n", 3,
+         "no term 'Nope'"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp\n", 3,
+         "usage: FixParameter"),
     ],
 )
 def test_script_errors_name_the_line(tmp_path, pipe_dbs, body, line, message):

@@ -5,7 +5,9 @@
  *                    when out of fibers, per MPROF_FLUSH_FIBERS)
  *   explicit N SIZE  the same, each fiber calls mp_flush()
  *   order N          PEs 0 and 2 send N invocations each of mixed sizes (fast, medium, large)
- *                    to PE 1, which checks each sender's sequence numbers arrive in order */
+ *                    to PE 1, which checks each sender's sequence numbers arrive in order
+ *   pingpong N SIZE  PEs 0 and 1 bounce one SIZE-byte invocation N times each way: every
+ *                    buffer comes back before its sender needs the next one (pool reuse) */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -64,6 +66,19 @@ static void sender_fiber(void *p)
         mp_flush();
 }
 
+static unsigned char bounce_args[MP_FIBER_ARGS_MAX];
+
+static void bounce(void *p)
+{
+    int hops = *(int *)p;
+    atomic_fetch_add(&arrivals, 1);
+    if (hops < 2 * n_msgs - 1) {
+        int next = hops + 1;
+        memcpy(bounce_args, &next, sizeof next);
+        CHECK_OK(mp_invoke(1 - mp_mype(), bounce, bounce_args, (size_t)msg_size, MP_SCHED_FIFO));
+    }
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -78,7 +93,12 @@ static void pe_main(int argc, char **argv)
     }
     if (me != 0)
         return;
-    if (strcmp(scenario, "count") == 0) {
+    if (strcmp(scenario, "pingpong") == 0) {
+        int hops = 0;
+        CHECK(msg_size >= (int)sizeof hops && msg_size <= MP_FIBER_ARGS_MAX);
+        memcpy(bounce_args, &hops, sizeof hops);
+        CHECK_OK(mp_invoke(1, bounce, bounce_args, (size_t)msg_size, MP_SCHED_FIFO));
+    } else if (strcmp(scenario, "count") == 0) {
         for (int i = 0; i < n_msgs; i++)
             send_one(i, msg_size);
     } else {
@@ -95,7 +115,8 @@ int main(int argc, char **argv)
     int rc = tst_run(argc, argv, strcmp(scenario, "order") == 0 ? 3 : 2, pe_main);
     if (rc)
         return rc;
-    int expect = strcmp(scenario, "order") == 0 ? 2 * n_msgs : n_msgs;
+    int expect =
+        strcmp(scenario, "order") == 0 || strcmp(scenario, "pingpong") == 0 ? 2 * n_msgs : n_msgs;
     printf("arrivals=%d expected=%d\n", atomic_load(&arrivals), expect);
     CHECK_EQ(atomic_load(&arrivals), expect);
     return 0;
