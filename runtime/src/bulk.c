@@ -50,6 +50,7 @@ static mpr_pe *caller(const char *what)
 static mp_status local_copy(mpr_pe *pe, void *dst, const void *src, size_t n, mpr_counter *done)
 {
     memmove(dst, src, n);
+    RTS_INC(&pe->rts, LocalOp, 1);
     RTS_INC(&pe->rts, ByteCopy, n);
     if (done)
         mp_counter_add(done, 1);

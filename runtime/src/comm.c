@@ -249,6 +249,7 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
 {
     if (payload_size)
         memmove(payload_dst, payload, payload_size);
+    RTS_INC(&pe->rts, LocalOp, 1);
     RTS_INC(&pe->rts, ByteCopy, payload_size + args_size);
     mpr_fiber_spawn(pe, fn, args, args_size, (unsigned)sched, mpr_cur_access(pe), false);
 }

@@ -30,6 +30,7 @@ def test_reference_models():
         "P", "Sched", "ThreadAlloc", "ThreadEnable", "ThreadDisp", "ThreadContext",
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
+        "LocalOp",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
@@ -37,7 +38,7 @@ def test_reference_models():
         "IDLE": ["Idle", "IdleCpu"],
         "COMM_ALPHA": ["RemoteOp", "Msg", "AllocMsg", "Wake"],
         "COMM_BETA": ["ByteSent", "ByteRecv"],
-        "COMM_LOCAL": ["ByteCopy"],
+        "COMM_LOCAL": ["LocalOp", "ByteCopy"],
     }
     assert rts.accesses == []
     assert all(s.type == "u64" for s in rts.statistics)

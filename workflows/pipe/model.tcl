@@ -16,8 +16,8 @@ Interface:       rts graph pipe
 Measure cpu
 
 set runtime ../../build/workflows/rts.model.json
-ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg AllocMsg Wake
-ImportParameter: Rts $runtime  ByteSent ByteRecv ByteCopy
+ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg AllocMsg
+ImportParameter: Rts $runtime  ByteSent ByteRecv LocalOp ByteCopy
 ImportParameter: Rts $runtime  IdleCpu
 
 # As in the runtime session: wall-clock idle time is not part of a CPU-time sample, and thread
@@ -30,6 +30,8 @@ IgnoreTerm:      Rts Idle ThreadContext
 IgnoreTerm:      Rts P
 IgnoreTerm:      pipe P
 IgnoreTerm:      graph P
+# Wake-ups are left out of the runtime session (workflows/rts/model.tcl says why).
+IgnoreTerm:      Rts Wake
 
 Normalize on
 Fit
