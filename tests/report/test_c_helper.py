@@ -23,6 +23,7 @@ PROGRAM = r"""
 #include "mprof_report.h"
 
 #include <pthread.h>
+#include <string.h>
 
 static void *pe_main(void *arg)
 {
@@ -38,8 +39,10 @@ static void *pe_main(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "bands") == 0)
+        mprof_report_bands(mpm_halfwidth, MPM_NPARAMS);
     mprof_report_atexit();
     pthread_t t[@NPES@];
     for (long pe = 0; pe < @NPES@; pe++)
@@ -118,3 +121,13 @@ def test_program_prints_its_own_cost_profile(tmp_path):
     assert c_lines[1] in text
     assert c_lines[3] == "Id 3: STARTUP=  0.000 COMP=  1.800"  # pipe:P ignored
     assert lines[-1] in text
+
+    # with bands: the model total's half width from the parameters' joint covariance, as
+    # `mprof report` computes it (before it adds the fit's residual scatter)
+    banded = subprocess.run([str(exe), "bands"], capture_output=True, text=True,
+                            env={**os.environ, "MPROF_REPORT": "1"})
+    assert banded.returncode == 0, banded.stderr
+    blines = banded.stdout.splitlines()
+    assert blines[:-1] == lines and blines[-1].startswith("Model band (90 %): +-")
+    assert report.param_halfwidth > 0.01, report.param_halfwidth  # printed to 3 decimals
+    assert numbers(blines[-1])[0] == pytest.approx(report.param_halfwidth, rel=2e-3, abs=2e-3)

@@ -27,6 +27,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry_t *entries;
 static size_t nentries, capacity;
 static double total_time;
+static double (*band_fn)(const double *f);
+static double *band_terms;
+static int band_nparams;
 
 int mprof_report_enabled(void)
 {
@@ -114,6 +117,8 @@ void mprof_report_print(FILE *out)
         fprintf(out, "\n");
     }
     fprintf(out, "Time: Model=%*.*f, Total=%*.*f\n", w, d, model, w, d, total_time);
+    if (band_fn && band_terms)
+        fprintf(out, "Model band (90 %%): +-%*.*f\n", w, d, band_fn(band_terms));
     fflush(out);
     pthread_mutex_unlock(&lock);
 }
@@ -127,6 +132,35 @@ void mprof_report_reset(void)
     }
     nentries = 0;
     total_time = 0.0;
+    if (band_terms)
+        memset(band_terms, 0, (size_t)band_nparams * sizeof *band_terms);
+    pthread_mutex_unlock(&lock);
+}
+
+void mprof_report_bands(double (*halfwidth)(const double *f), int nparams)
+{
+    pthread_mutex_lock(&lock);
+    free(band_terms);
+    band_terms = nparams > 0 && halfwidth ? calloc((size_t)nparams, sizeof *band_terms) : NULL;
+    band_nparams = band_terms ? nparams : 0;
+    band_fn = band_terms ? halfwidth : NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+int mprof_report_nparams(void)
+{
+    pthread_mutex_lock(&lock);
+    int n = band_nparams;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+void mprof_report_add_terms(const double *f, int nparams)
+{
+    pthread_mutex_lock(&lock);
+    if (band_terms && nparams == band_nparams)
+        for (int i = 0; i < nparams; i++)
+            band_terms[i] += f[i];
     pthread_mutex_unlock(&lock);
 }
 

@@ -22,6 +22,12 @@
  *     *** Cost Profile ***
  *     Id 1: STARTUP=  0.004 OP=  0.034 DATA=  0.060
  *     Time: Model=  2.023, Total=  2.023
+ *     Model band (90 %): +-  0.041
+ *
+ * The band line is printed after `mprof_report_bands(mpm_halfwidth, MPM_NPARAMS)`: records
+ * added with MPROF_REPORT_RECORD then add their term values too, and the band is the half
+ * width of the model's total from the joint covariance of its fitted and imported parameters
+ * (the parameters' uncertainty; `mprof report` adds the fit's residual scatter on top).
  *
  * Every category the model exports is printed (a category whose terms were all ignored in
  * the fit prints 0; `mprof report` leaves those out).
@@ -31,6 +37,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,6 +66,17 @@ int mprof_report_atexit(void);
 /* Forgets everything gathered (for programs that report several phases). */
 void mprof_report_reset(void);
 
+/* Turns on the band line: `halfwidth` and `nparams` are the exported model's mpm_halfwidth and
+ * MPM_NPARAMS.  Call before adding records. */
+void mprof_report_bands(double (*halfwidth)(const double *f), int nparams);
+
+/* The parameter count given to mprof_report_bands (0 when bands are off). */
+int mprof_report_nparams(void);
+
+/* Adds term values f[nparams] (from mpm_<module>_terms) to the model total's term vector.
+ * Thread-safe. */
+void mprof_report_add_terms(const double *f, int nparams);
+
 /* Prices a generated statistics record with the exported model and adds it:
  *   MPROF_REPORT_RECORD(mpm_graph, MPM_GRAPH, 1, "graph", rec)
  * needs <module>_perf.h included before mpm_model.h (for mpm_<module>_costs_record). */
@@ -68,6 +86,15 @@ void mprof_report_reset(void);
         fn_##_costs_record((rec_), mprof_report_costs_);                                           \
         mprof_report_add((id_), (module_), fn_##_category_names, mprof_report_costs_,              \
                          UPPER_##_NCATS);                                                          \
+        int mprof_report_np_ = mprof_report_nparams();                                             \
+        if (mprof_report_np_ > 0) {                                                                \
+            double *mprof_report_f_ = calloc((size_t)mprof_report_np_, sizeof(double));            \
+            if (mprof_report_f_) {                                                                 \
+                fn_##_terms_record((rec_), mprof_report_f_);                                       \
+                mprof_report_add_terms(mprof_report_f_, mprof_report_np_);                         \
+                free(mprof_report_f_);                                                             \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 #ifdef __cplusplus
