@@ -228,24 +228,21 @@ uint64_t mpr_thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Sleeps, and returns the wall time slept minus the CPU time it took.  The thread's CPU clock
- * is a system call (about 1 us on a VM), far too dear for every idle period, but a sleep is a
- * system call anyway: reading the clock around it keeps the idle loop's CPU time exact without
- * touching the spinning path. */
-static uint64_t sleep_off_cpu(mpr_pe *pe, double timeout_s)
-{
-    uint64_t w0 = now_ns(), c0 = mpr_thread_cpu_ns();
-    mpr_machine_sleep(pe, timeout_s);
-    uint64_t cpu = mpr_thread_cpu_ns() - c0, wall = now_ns() - w0;
-    return wall > cpu ? wall - cpu : 0;
-}
+/* Spins after which an idle period reads the thread's CPU clock (see idle()). */
+#define IDLE_CLOCK_SPINS 256
 
 /* No fiber is runnable: spin a little, then sleep until a message arrives.  Returns false
- * when the run is over (quiescence or hang).  The idle period's CPU time (IdleCpuNs) is its wall
- * time less the time spent asleep: a spinning PE is on its CPU (PEs within cores). */
+ * when the run is over (quiescence or hang).
+ *
+ * The idle period's CPU time (IdleCpuNs): the thread's CPU clock is a system call (about 1 us
+ * on a VM), too dear for the many short idle periods, which are on the CPU all along (a few
+ * microseconds of spinning).  A period that lasts IDLE_CLOCK_SPINS spins reads the clock then
+ * and at its end, so the time it spends asleep, or preempted by another thread of the machine,
+ * is not counted as CPU time. */
 static bool idle(mpr_pe *pe)
 {
-    uint64_t t0 = now_ns(), off_cpu = 0;
+    uint64_t t0 = now_ns(), t_clock = 0, c0 = 0;
+    bool clocked = false;
     bool more = true;
     if (mpr_machine_idle_enter(pe)) {
         more = false;
@@ -262,13 +259,19 @@ static bool idle(mpr_pe *pe)
                 break;
             }
             RTS_INC(&pe->rts, IdleCycle, 1);
-            if (++spins < mpr_g.cfg.spin) {
+            spins++;
+            if (!clocked && (spins == IDLE_CLOCK_SPINS || spins >= mpr_g.cfg.spin)) {
+                t_clock = now_ns();
+                c0 = mpr_thread_cpu_ns();
+                clocked = true;
+            }
+            if (spins < mpr_g.cfg.spin) {
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
                 continue;
             }
-            off_cpu += sleep_off_cpu(pe, 0.05);
+            mpr_machine_sleep(pe, 0.05);
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
                 (atomic_load(&mpr_g.activity) >> 32) == 0) {
                 int expected = 0;
@@ -281,7 +284,7 @@ static bool idle(mpr_pe *pe)
     uint64_t idle_ns = now_ns() - t0;
     pe->c_total += idle_ns;
     RTS_INC(&pe->rts, IdleNs, idle_ns);
-    uint64_t idle_cpu_ns = idle_ns > off_cpu ? idle_ns - off_cpu : 0;
+    uint64_t idle_cpu_ns = clocked ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0) : idle_ns;
     pe->idle_cpu_ns += idle_cpu_ns;
     RTS_INC(&pe->rts, IdleCpuNs, idle_cpu_ns);
     return more;
