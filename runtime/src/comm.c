@@ -161,6 +161,7 @@ static void reclaim(mpr_pe *pe)
 static mpr_msgbuf *buf_new(mpr_pe *pe, size_t cap, uint32_t kind)
 {
     RTS_INC(&pe->rts, MsgAlloc, 1);
+    RTS_INC(&pe->rts, ByteAlloc, cap);
     mpr_msgbuf *b = malloc(sizeof *b + cap);
     if (!b)
         mpr_fatal("out of memory allocating a %zu-byte message", cap);

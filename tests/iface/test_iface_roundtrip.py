@@ -30,14 +30,14 @@ def test_reference_models():
         "P", "Sched", "ThreadAlloc", "ThreadEnable", "ThreadDisp", "ThreadContext",
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
-        "LocalOp",
+        "LocalOp", "ByteAlloc",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
         "THREAD": ["Thread", "RemoteThread", "ThreadContext"],
         "IDLE": ["Idle", "IdleCpu"],
-        "COMM_ALPHA": ["RemoteOp", "Msg", "AllocMsg", "Wake"],
-        "COMM_BETA": ["ByteSent", "ByteRecv"],
+        "COMM_ALPHA": ["RemoteOp", "Msg", "Wake"],
+        "COMM_BETA": ["ByteSent", "ByteRecv", "ByteAlloc"],
         "COMM_LOCAL": ["LocalOp", "ByteCopy"],
     }
     assert rts.accesses == []

@@ -51,6 +51,16 @@ def test_buffers_come_back_to_their_sender_and_are_reused(rt, size, agg):
         s = run.pe_stats(pe)
         assert s["RemoteOp"] == 200 and s["ThreadArrived"] == 200
         assert s["MsgAlloc"] == 1, (pe, s["MsgAlloc"])
+        # its bytes: the buffer's class (256-byte small buffers, the aggregation size, or a
+        # power of two from 512 that holds the record)
+        record = 16 + (size + 15) // 16 * 16
+        if record <= 256:
+            cap = 256
+        elif record <= agg:
+            cap = agg
+        else:
+            cap = max(512, 1 << (record - 1).bit_length())
+        assert s["ByteAlloc"] == cap, (pe, s["ByteAlloc"], cap)
 
 
 def test_fresh_buffers_are_counted_once_each(rt):
@@ -58,6 +68,7 @@ def test_fresh_buffers_are_counted_once_each(rt):
     # every fresh buffer is counted, once
     run, large = comm(rt, "count", 100, 512, MPROF_AGG_BYTES=0)
     assert large["MsgSent"] == 100 and 1 <= large["MsgAlloc"] <= 100
+    assert large["ByteAlloc"] == 1024 * large["MsgAlloc"]  # 512 + 16 bytes: the 1 KiB class
     assert run.pe_stats(1)["ThreadArrived"] == 100
 
 

@@ -16,8 +16,8 @@ Interface:       rts graph pipe
 Measure cpu
 
 set runtime ../../build/workflows/rts.model.json
-ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg AllocMsg
-ImportParameter: Rts $runtime  ByteSent ByteRecv LocalOp ByteCopy
+ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg
+ImportParameter: Rts $runtime  ByteSent ByteRecv ByteAlloc LocalOp ByteCopy
 ImportParameter: Rts $runtime  IdleCpu
 
 # As in the runtime session: wall-clock idle time is not part of a CPU-time sample, and thread
