@@ -45,7 +45,8 @@ def parser(doc: str, program: str, reps: int) -> argparse.ArgumentParser:
     ap.add_argument("--reps", type=int, default=reps, help="runs per configuration")
     ap.add_argument("--model", type=Path, default=RTS_MODEL, help="the runtime's cost model")
     ap.add_argument("--work", type=Path, default=ROOT / "build/experiments" / program)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / program / "experiments" / "results")
+    ap.add_argument("--out", type=Path,
+                    default=ROOT / "benchmarks" / program / "experiments" / "results")
     ap.add_argument("--render", action="store_true",
                     help="only write summary.md again from the runs' summary.json")
     return ap

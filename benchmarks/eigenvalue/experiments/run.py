@@ -9,7 +9,7 @@ stealing and pushing with fetched intervals and 1 KiB aggregation (the initial
 implementation), stealing without aggregation, pushing with the intervals sent in the tasks
 and without aggregation.  Every run is reported with the runtime's fitted cost model
 (`mprof report RUN --model M`, default build/workflows/rts.model.json from `make demo`).
-Writes benchmarks/eigenvalue/experiments/results/<config>.txt and benchmarks/eigenvalue/experiments/results/summary.md.
+Writes <config>.txt and summary.md in benchmarks/eigenvalue/experiments/results/.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ Runs build/benchmarks/em3d/em3d at the paper's settings (1000 nodes per PE, 20 e
 most 3 apart, 100 iterations) with 0 %, 10 % and 20 % remote edges, --reps times each, and
 reports every run with the runtime's fitted cost model (`mprof report RUN --model M`,
 default build/workflows/rts.model.json from `make demo`; made here when missing).  Writes
-benchmarks/em3d/experiments/results/<config>.txt (the median run's report) and benchmarks/em3d/experiments/results/summary.md: time, idle,
-thread and communication costs, the validate barrier's observed/critical latency and the
+<config>.txt (the median run's report) and summary.md in benchmarks/em3d/experiments/results/:
+time, idle, thread and communication costs, the validate barrier's observed/critical latency and the
 efficiency loss relative to 0 %, beside the paper's numbers, with the run-to-run spread.
 """
 

@@ -8,8 +8,8 @@ of the 5th row) once on one PE (the sequential time) and --reps times in each co
 of Fig 5.3: FIFO inserts with 1 KiB aggregation (the initial implementation), preemptive
 inserts with 1 KiB, preemptive with 4 KiB (MPROF_AGG_BYTES).  Every run is reported with
 the runtime's fitted cost model (`mprof report RUN --model M`, default
-build/workflows/rts.model.json from `make demo`).  Writes benchmarks/tripuzzle/experiments/results/<config>.txt and
-benchmarks/tripuzzle/experiments/results/summary.md.  A 7-row run takes about half a minute on 2 PEs.
+build/workflows/rts.model.json from `make demo`).  Writes <config>.txt and summary.md in
+benchmarks/tripuzzle/experiments/results/.  A 7-row run takes about half a minute on 2 PEs.
 """
 
 from __future__ import annotations
