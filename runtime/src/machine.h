@@ -1,7 +1,8 @@
 /*
  * machine.h -- the machine interface: the only part of the runtime that knows how PEs are
  * started and how bytes move between them.  Two backends implement it:
- *   shm (shm/machine.c)  one thread per PE in one process (the default, always built);
+ *   shm (shm/machine.c)  PEs multiplexed over min(P, cores) threads of one process (the
+ *                        default, always built);
  *   mpi (mpi/machine.c)  one PE per MPI rank (built when CMake finds MPI: MPROF_HAVE_MPI).
  * pe.c picks one at the start of mp_main (mpr_machine_select) and points mpr_m at its table;
  * the fiber and communication layers above call only the inline wrappers below.
@@ -33,6 +34,9 @@ typedef struct mpr_machine {
     void (*idle_leave)(struct mpr_pe *pe);
     /* Waits until a message may have arrived, the run ended, or timeout_s passed. */
     void (*sleep)(struct mpr_pe *pe, double timeout_s);
+    /* Optional (NULL: never called).  A PE whose `mux` flag the backend set gives its
+     * thread to the other PEs sharing it, and returns when it is resumed. */
+    void (*yield)(struct mpr_pe *pe);
     /* Wakes every local PE (end of run). */
     void (*wake_all)(void);
     /* Does pe have unread messages?  (cheap, may be stale; the MPI backend progresses here) */
@@ -73,6 +77,7 @@ static inline void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s)
 {
     mpr_m->sleep(pe, timeout_s);
 }
+static inline void mpr_machine_yield(struct mpr_pe *pe) { mpr_m->yield(pe); }
 static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
 

@@ -19,7 +19,8 @@
 
 #define MPR_MAX_SCHED 16
 #define MPR_MAX_ACCESS 64
-#define MPR_PREEMPT_DEPTH 16 /* deeper preemptive enables are deferred to the urgent queue */
+#define MPR_PREEMPT_DEPTH 16     /* deeper preemptive enables are deferred to the urgent queue */
+#define MPR_MUX_YIELD_PERIODS 16 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
 
 #if defined(__GNUC__)
 #define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -244,12 +245,10 @@ typedef struct mpr_pe {
     uint64_t cpu_start_ns;
     uint64_t cpu_end_ns;
 
-    /* machine layer (shm): inbox and sleeping */
-    _Atomic(mpr_msgbuf *) inbox;
-    _Atomic(uint32_t) wake_seq;
-    _Atomic(int) sleeping;
-    double idle_since;
-    bool in_main;            /* running pe_main (outside fibers) */
+    /* Set by the machine layer before the PE starts: the PE shares its worker thread with
+     * other PEs (shm), so it yields instead of spinning or sleeping (sched.c). */
+    bool mux;
+    unsigned mux_periods;    /* communication periods left before a busy PE yields */
     mpr_counter *blocked_on; /* mp_block_until in progress */
     uint64_t blocked_value;
 } mpr_pe;

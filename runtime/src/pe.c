@@ -104,9 +104,6 @@ static mpr_pe *pe_new(int id, int npes)
     memset(pe, 0, sizeof *pe);
     pe->id = id;
     pe->npes = npes;
-    atomic_init(&pe->inbox, NULL);
-    atomic_init(&pe->wake_seq, 0);
-    atomic_init(&pe->sleeping, 0);
     return pe;
 }
 
@@ -117,14 +114,19 @@ void mpr_pe_run(mpr_pe *pe)
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->t_start = mp_wtime();
+    if (pe->mux) {
+        /* it waited for its worker since the run started: idle, like a switched-out PE */
+        uint64_t waited = (uint64_t)((pe->t_start - mpr_g.t_start) * 1e9);
+        pe->c_total += waited;
+        RTS_INC(&pe->rts, IdleNs, waited);
+        pe->t_start = mpr_g.t_start;
+    }
     pe->cpu_start_ns = mpr_thread_cpu_ns();
     mpr_sched_init(pe);
     mpr_comm_init(pe);
     mpr_objs_init(pe);
     mpr_stats_init(pe);
-    pe->in_main = true;
     mpr_g.pe_main(mpr_g.argc, mpr_g.argv);
-    pe->in_main = false;
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();

@@ -21,6 +21,7 @@ void mpr_sched_init(mpr_pe *pe)
     pe->nsched = MP_SCHED_PREEMPT + 1;
     pe->rr = 0;
     pe->until_flush = mpr_g.cfg.flush_fibers;
+    pe->mux_periods = MPR_MUX_YIELD_PERIODS;
 }
 
 static void run(mpr_pe *pe, mpr_fiber *f);
@@ -153,6 +154,11 @@ static MPR_COLD void periodic(mpr_pe *pe)
     pe->until_flush = mpr_g.cfg.flush_fibers;
     mpr_flush_all(pe);
     mpr_poll(pe);
+    /* a PE sharing its worker thread lets the others run now and then, even when busy */
+    if (MPR_UNLIKELY(pe->mux) && --pe->mux_periods == 0) {
+        pe->mux_periods = MPR_MUX_YIELD_PERIODS;
+        mpr_machine_yield(pe);
+    }
 }
 
 static inline void dispatch(mpr_pe *pe, mpr_fiber *f)
@@ -234,6 +240,11 @@ uint64_t mpr_thread_cpu_ns(void)
  * touching the spinning path. */
 static uint64_t sleep_off_cpu(mpr_pe *pe, double timeout_s)
 {
+    if (pe->mux) { /* switched out while other PEs run on the thread: no clock system call */
+        uint64_t w0 = now_ns();
+        mpr_machine_sleep(pe, timeout_s);
+        return now_ns() - w0;
+    }
     uint64_t w0 = now_ns(), c0 = mpr_thread_cpu_ns();
     mpr_machine_sleep(pe, timeout_s);
     uint64_t cpu = mpr_thread_cpu_ns() - c0, wall = now_ns() - w0;
@@ -242,7 +253,9 @@ static uint64_t sleep_off_cpu(mpr_pe *pe, double timeout_s)
 
 /* No fiber is runnable: spin a little, then sleep until a message arrives.  Returns false
  * when the run is over (quiescence or hang).  The idle period's CPU time (IdleCpuNs) is its wall
- * time less the time spent asleep: a spinning PE is on its CPU (PEs within cores). */
+ * time less the time spent asleep: a spinning PE is on its CPU (PEs within cores).  A PE that
+ * shares its worker thread does not spin: "sleeping" switches to the worker, which spins for
+ * all its PEs, and the time switched out is idle but not this PE's CPU time. */
 static bool idle(mpr_pe *pe)
 {
     uint64_t t0 = now_ns(), off_cpu = 0;
@@ -250,7 +263,7 @@ static bool idle(mpr_pe *pe)
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
-        unsigned spins = 0;
+        unsigned spins = 0, spin = pe->mux ? 0 : mpr_g.cfg.spin;
         double since = mp_wtime();
         for (;;) {
             if (atomic_load_explicit(&mpr_g.done, memory_order_acquire)) {
@@ -262,7 +275,7 @@ static bool idle(mpr_pe *pe)
                 break;
             }
             RTS_INC(&pe->rts, IdleCycle, 1);
-            if (++spins < mpr_g.cfg.spin) {
+            if (++spins < spin) {
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
