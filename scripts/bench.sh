@@ -20,3 +20,7 @@ if [ -x benchmarks/mpi/bench.sh ]; then
   echo "== MPI backend"
   benchmarks/mpi/bench.sh
 fi
+
+echo "== more PEs than cores: PIPE at 2/4/8 PEs, local fibers, 64/1024 PEs start-up (benchmarks/oversub/oversub.py)"
+python benchmarks/oversub/oversub.py --pipe "$BUILD/benchmarks/pipe/pipe" \
+  --workload "$BUILD/benchmarks/micro/rt_workload"
