@@ -186,9 +186,20 @@ typedef struct mpr_stats_rec {
 /* ---------------------------------------------------------------------------------- */
 /* The PE                                                                               */
 
+/* Where a PE is, for the progress watchdog and the SIGQUIT dump (watchdog.c).  Written by
+ * the PE on cold paths only (start, idle, yield, end); read by the watchdog without locks. */
+typedef enum {
+    MPR_PE_STARTING = 0, /* pe_main not entered yet */
+    MPR_PE_RUNNING,      /* pe_main or a fiber */
+    MPR_PE_IDLE,         /* in the idle loop (parked, when it shares a worker) */
+    MPR_PE_SWITCHED_OUT, /* busy, but gave its worker thread to another PE */
+    MPR_PE_FINISHED
+} mpr_pe_where;
+
 typedef struct mpr_pe {
     int id;
     int npes;
+    uint8_t where; /* mpr_pe_where */
 
     /* scheduling */
     mpr_fiber *current;
@@ -451,6 +462,11 @@ int mpr_profile_check(const char *path, char *why, size_t why_size);
 
 /* hang.c */
 bool mpr_hang_report(FILE *out);
+
+/* watchdog.c: the progress watchdog (MPROF_PROGRESS_TIMEOUT) and the SIGQUIT state dump run
+ * in a helper thread of each process for the duration of the PEs' run. */
+void mpr_watchdog_start(void);
+void mpr_watchdog_stop(void);
 
 /* the machine layer: backend table and wrappers (machine.h) */
 #include "machine.h"

@@ -77,6 +77,7 @@ void mp_config_init(mp_config *cfg)
     cfg->small_bytes = (size_t)env_double("MPROF_SMALL_BYTES", 0, 0);
     cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0);
     cfg->spin = (unsigned)env_double("MPROF_SPIN", 2000, 0);
+    cfg->progress_timeout_s = env_double("MPROF_PROGRESS_TIMEOUT", 300, 0);
     const char *out = getenv("MPROF_OUT");
     cfg->profile_path = out && *out ? out : NULL;
 }
@@ -111,6 +112,7 @@ static mpr_pe *pe_new(int id, int npes)
 void mpr_pe_run(mpr_pe *pe)
 {
     mpr_self_pe = pe;
+    pe->where = MPR_PE_RUNNING;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->t_start = mp_wtime();
@@ -131,6 +133,7 @@ void mpr_pe_run(mpr_pe *pe)
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
+    pe->where = MPR_PE_FINISHED;
 }
 
 static void pe_free(mpr_pe *pe)
@@ -195,7 +198,10 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     for (int i = first; i < first + count; i++)
         mpr_g.pes[i] = pe_new(i, npes);
 
-    if (mpr_machine_run() != 0)
+    mpr_watchdog_start();
+    int run_rc = mpr_machine_run();
+    mpr_watchdog_stop();
+    if (run_rc != 0)
         return mpr_misuse(MP_ERR_BACKEND, "the machine layer failed to start the PEs");
 
     int rc = 0;

@@ -157,7 +157,9 @@ static MPR_COLD void periodic(mpr_pe *pe)
     /* a PE sharing its worker thread lets the others run now and then, even when busy */
     if (MPR_UNLIKELY(pe->mux) && --pe->mux_periods == 0) {
         pe->mux_periods = MPR_MUX_YIELD_PERIODS;
+        pe->where = MPR_PE_SWITCHED_OUT;
         mpr_machine_yield(pe);
+        pe->where = MPR_PE_RUNNING;
     }
 }
 
@@ -260,6 +262,7 @@ static bool idle(mpr_pe *pe)
 {
     uint64_t t0 = now_ns(), off_cpu = 0;
     bool more = true;
+    pe->where = MPR_PE_IDLE;
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
@@ -291,6 +294,7 @@ static bool idle(mpr_pe *pe)
             }
         }
     }
+    pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = now_ns() - t0;
     pe->c_total += idle_ns;
     RTS_INC(&pe->rts, IdleNs, idle_ns);

@@ -58,3 +58,9 @@ def test_multiplexed_pes_under_sanitizer(rt_san, workers):
 def test_misuse_under_sanitizer(rt_san):
     run = rt_san.run("misuse", timeout=120)
     assert "after=12 rc=0" in run.stdout
+
+
+def test_watchdog_under_sanitizer(rt_san):
+    run = rt_san.run("watchdog", "fiber", env={"MPROF_PROGRESS_TIMEOUT": 0.5}, expect_rc=2,
+                     timeout=60)
+    assert "mprof: hang: PE 1: fiber watchdog_spinner" in run.stderr
