@@ -19,8 +19,8 @@
 
 #define MPR_MAX_SCHED 16
 #define MPR_MAX_ACCESS 64
-#define MPR_PREEMPT_DEPTH 16     /* deeper preemptive enables are deferred to the urgent queue */
-#define MPR_MUX_YIELD_PERIODS 16 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
+#define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
+#define MPR_MUX_YIELD_PERIODS 1 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
 
 #if defined(__GNUC__)
 #define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -138,10 +138,13 @@ typedef struct mpr_msgbuf {
     _Alignas(16) unsigned char data[];
 } mpr_msgbuf;
 
-/* Per-destination aggregation state. */
+/* Per-destination aggregation state: the open buffer, if any.  A PE keeps at most
+ * MPR_AGG_OPEN_MAX of them open at once (comm.c), so the buffers a PE holds do not grow with
+ * the number of PEs it talks to. */
 typedef struct {
     mpr_msgbuf *buf;
 } mpr_agg;
+#define MPR_AGG_OPEN_MAX 32
 
 /* ---------------------------------------------------------------------------------- */
 /* Distributed objects                                                                  */
@@ -232,7 +235,10 @@ typedef struct mpr_pe {
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
-    mpr_agg *agg;           /* per destination */
+    mpr_agg *agg;  /* per destination */
+    int *agg_open; /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
+    int agg_nopen;
+    uint8_t *agg_listed;    /* per destination: in agg_open */
     mpr_msgbuf *free_small; /* pooled buffers of MPR_SMALL_CAP */
     mpr_msgbuf *free_agg;   /* pooled buffers of the aggregation capacity */
     size_t agg_cap;
