@@ -22,6 +22,18 @@
 #define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
 #define MPR_MUX_YIELD_PERIODS 1 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
 
+/* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
+ *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile
+ *                     then has no rts object;
+ *   MPROF_NO_LATENCY  latency accounting compiles away: fibers do not note the idle total at
+ *                     creation and dispatch skips the latency check; the profile's latency rows
+ *                     keep their dispatch counts with zero latencies. */
+#ifdef MPROF_NO_LATENCY
+#define MPR_LATENCY 0
+#else
+#define MPR_LATENCY 1
+#endif
+
 #if defined(__GNUC__)
 #define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MPR_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -272,6 +284,14 @@ typedef struct mpr_pe {
 
 extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
 
+/* How the run stands.  pe.c owns the transitions: a backend or the idle loop reports the end
+ * with mpr_run_end(), and the first report wins. */
+typedef enum {
+    MPR_RUN_RUNNING = 0,
+    MPR_RUN_QUIESCENT,    /* nothing runnable anywhere, nothing in flight (waiters: a hang) */
+    MPR_RUN_IDLE_TIMEOUT, /* every PE idle past MPROF_IDLE_TIMEOUT without quiescence: a hang */
+} mpr_run_state;
+
 /* global run state (shared, read-mostly) */
 typedef struct {
     mp_config cfg;
@@ -283,8 +303,7 @@ typedef struct {
     int argc;
     char **argv;
     _Atomic(uint64_t) activity; /* active PEs << 32 | physical messages in flight */
-    _Atomic(int) done;
-    _Atomic(int) hang; /* 1: quiescent with waiters, 2: idle timeout */
+    _Atomic(int) state;         /* mpr_run_state */
     double t_start;
     char started_at[32];
 } mpr_run;
@@ -292,6 +311,14 @@ typedef struct {
 extern mpr_run mpr_g;
 
 static inline mpr_pe *mpr_pe_self(void) { return mpr_self_pe; }
+
+/* pe.c: ends the run for the reason given unless it has ended already; returns whether this
+ * call ended it.  The caller wakes the PEs (machine layer). */
+bool mpr_run_end(mpr_run_state why);
+static inline bool mpr_run_over(void)
+{
+    return atomic_load_explicit(&mpr_g.state, memory_order_acquire) != MPR_RUN_RUNNING;
+}
 
 /* error.c */
 mp_err mpr_misuse(mp_err code, const char *fmt, ...) MPR_COLD;
@@ -387,7 +414,8 @@ static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.c
 static inline void mpr_fiber_init(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, uint64_t tag)
 {
     f->fn = fn;
-    f->idle_at_create = pe->c_total;
+    if (MPR_LATENCY)
+        f->idle_at_create = pe->c_total;
     f->tag.word = tag;
 }
 

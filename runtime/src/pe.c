@@ -98,6 +98,12 @@ int mp_mype(void)
 
 int mp_npes(void) { return mpr_g.npes; }
 
+bool mpr_run_end(mpr_run_state why)
+{
+    int running = MPR_RUN_RUNNING;
+    return atomic_compare_exchange_strong(&mpr_g.state, &running, (int)why);
+}
+
 static mpr_pe *pe_new(int id, int npes)
 {
     /* Mapped, not malloc'd and cleared: most of a PE is its latency table, of which a run
@@ -194,8 +200,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     gmtime_r(&now, &tm);
     strftime(mpr_g.started_at, sizeof mpr_g.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
     atomic_init(&mpr_g.activity, (uint64_t)count << 32);
-    atomic_init(&mpr_g.done, 0);
-    atomic_init(&mpr_g.hang, 0);
+    atomic_init(&mpr_g.state, MPR_RUN_RUNNING);
     mpr_g.pes = calloc((size_t)npes, sizeof *mpr_g.pes);
     if (!mpr_g.pes)
         mpr_fatal("out of memory");
@@ -212,12 +217,12 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     bool waiting = mpr_hang_report(stderr);
     if (waiting) {
         rc = 2;
-        if (atomic_load(&mpr_g.hang) == 2)
+        if (atomic_load(&mpr_g.state) == MPR_RUN_IDLE_TIMEOUT)
             fprintf(stderr,
                     "mprof: hang: whole machine idle for more than %g s "
                     "(MPROF_IDLE_TIMEOUT)\n",
                     mpr_g.cfg.idle_timeout_s);
-    } else if (atomic_load(&mpr_g.hang) == 2) {
+    } else if (atomic_load(&mpr_g.state) == MPR_RUN_IDLE_TIMEOUT) {
         fprintf(stderr,
                 "mprof: hang: whole machine idle for more than %g s with messages "
                 "in flight\n",

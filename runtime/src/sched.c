@@ -72,7 +72,7 @@ static MPR_COLD void latency_charge(mpr_pe *pe, mpr_latency *l)
  * fiber; the dispatch loop clears it once when it stops, not after every fiber. */
 static inline void run(mpr_pe *pe, mpr_fiber *f)
 {
-    bool waited = pe->c_total != f->idle_at_create;
+    bool waited = MPR_LATENCY && pe->c_total != f->idle_at_create;
     if (MPR_UNLIKELY(waited))
         latency_start(pe, pe->c_total - f->idle_at_create);
     unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
@@ -269,7 +269,7 @@ static bool idle(mpr_pe *pe)
         unsigned spins = 0, spin = pe->mux ? 0 : mpr_g.cfg.spin;
         double since = mp_wtime();
         for (;;) {
-            if (atomic_load_explicit(&mpr_g.done, memory_order_acquire)) {
+            if (mpr_run_over()) {
                 more = false;
                 break;
             }
@@ -287,10 +287,8 @@ static bool idle(mpr_pe *pe)
             off_cpu += sleep_off_cpu(pe, 0.05);
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
                 (atomic_load(&mpr_g.activity) >> 32) == 0) {
-                int expected = 0;
-                atomic_compare_exchange_strong(&mpr_g.hang, &expected, 2);
-                atomic_store(&mpr_g.done, 1);
-                mpr_machine_wake_all();
+                if (mpr_run_end(MPR_RUN_IDLE_TIMEOUT))
+                    mpr_machine_wake_all();
             }
         }
     }

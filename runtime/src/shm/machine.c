@@ -172,7 +172,7 @@ static int shm_idle_enter(mpr_pe *pe)
 {
     (void)pe;
     if (atomic_fetch_sub(&mpr_g.activity, ONE_ACTIVE) == ONE_ACTIVE) {
-        atomic_store(&mpr_g.done, 1);
+        mpr_run_end(MPR_RUN_QUIESCENT);
         shm_wake_all();
         return 1;
     }
@@ -188,7 +188,7 @@ static void shm_idle_leave(mpr_pe *pe)
 /* Has any PE of the worker a message, or is the run over? */
 static int worker_pending(const shm_worker *w)
 {
-    if (atomic_load(&mpr_g.done))
+    if (mpr_run_over())
         return 1;
     for (int i = w->first; i < w->first + w->count; i++)
         if (inbox_pending(&S.pes[i]))
@@ -346,7 +346,7 @@ static void mux_loop(shm_worker *w)
     unsigned spins = 0;
     while (live) {
         bool ran = false;
-        int done = atomic_load(&mpr_g.done);
+        int done = mpr_run_over();
         for (int i = w->first; i < w->first + w->count; i++) {
             shm_pe *sp = &S.pes[i];
             if (sp->finished || (sp->parked && !tick && !done && !inbox_pending(sp)))
