@@ -27,3 +27,6 @@ python benchmarks/oversub/oversub.py --pipe "$BUILD/benchmarks/pipe/pipe" \
 
 echo "== memory and time against PEs: rt_workload at 32-1024 PEs (benchmarks/memory/pes_memory.py)"
 python benchmarks/memory/pes_memory.py --workload "$BUILD/benchmarks/micro/rt_workload"
+
+echo "== statistics and latency accounting overhead, callgrind instructions (benchmarks/overhead/overhead.py)"
+python benchmarks/overhead/overhead.py --build "$BUILD"
