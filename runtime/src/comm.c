@@ -232,16 +232,17 @@ static inline void agg_send_pending(mpr_pe *pe, int dst)
     }
 }
 
-/* Sends a partly filled aggregation buffer on a flush.  A buffer that holds little goes out
- * as a copy in a small pooled buffer and the aggregation buffer returns to the pool at once:
- * with many destinations most flushes carry a few records, and sending the whole aggregation
- * buffer would keep agg_bytes in flight (and then in the pool) per (sender, destination). */
+/* Sends a partly filled aggregation buffer on a flush.  With more destinations than a PE
+ * keeps open, a buffer that holds little goes out as a copy in a small pooled buffer and the
+ * aggregation buffer returns to the pool at once: most such flushes carry a few records, and
+ * sending the whole buffer would keep agg_bytes in flight (and then in the pool) per (sender,
+ * destination).  With few PEs that memory is small and the copy is not worth it. */
 static void agg_flush(mpr_pe *pe, int dst)
 {
     mpr_msgbuf *b = pe->agg[dst].buf;
     if (!b || !b->len)
         return;
-    if (b->len <= SMALL_CAP && pe->agg_cap > SMALL_CAP) {
+    if (pe->npes > MPR_AGG_OPEN_MAX && b->len <= SMALL_CAP && pe->agg_cap > SMALL_CAP) {
         mpr_msgbuf *s = buf_get(pe, b->len);
         memcpy(s->data, b->data, b->len);
         s->len = b->len;
