@@ -15,6 +15,8 @@
 struct mpr_pe;
 struct mpr_msgbuf;
 
+/* Required functions first; the optional ones (marked) may be NULL, and the wrappers below
+ * then do what a backend whose PEs all live in this process would do. */
 typedef struct mpr_machine {
     const char *name; /* "shm" or "mpi": the run profile's "backend" */
     /* Before the PEs exist: fixes P (*npes: requested on entry, actual on return) and the
@@ -41,14 +43,21 @@ typedef struct mpr_machine {
     void (*wake_all)(void);
     /* Does pe have unread messages?  (cheap, may be stale; the MPI backend progresses here) */
     int (*pending)(struct mpr_pe *pe);
-    /* After the run, outside the PEs: the maximum of v over all processes (collective). */
+    /* Optional (default: v).  After the run, outside the PEs: the maximum of v over all
+     * processes (collective). */
     double (*max_all)(double v);
-    /* After the run: collects `len` bytes from every process in process (= PE) order.  On the
-     * process that writes the run profile returns 1 with *out (malloc'd, owned by the caller)
-     * and *out_len set; elsewhere returns 0; -1 on failure.  Collective. */
+    /* Optional (default: a copy of buf, return 1).  After the run: collects `len` bytes from
+     * every process in process (= PE) order.  On the process that writes the run profile
+     * returns 1 with *out (malloc'd, owned by the caller) and *out_len set; elsewhere returns
+     * 0; -1 on failure.  Collective. */
     int (*gather)(const char *buf, size_t len, char **out, size_t *out_len);
-    /* After the run, before mp_main returns: releases what run() kept. */
+    /* Optional (default: nothing).  After the run, before mp_main returns: releases what
+     * run() kept. */
     void (*fini)(void);
+    /* Optional (default: false).  Are all of the machine's PEs idle?  The idle loop asks
+     * before it declares an idle timeout; a backend that detects the timeout itself (MPI's
+     * waves) leaves it NULL. */
+    int (*all_idle)(void);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;
@@ -80,6 +89,17 @@ static inline void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s)
 static inline void mpr_machine_yield(struct mpr_pe *pe) { mpr_m->yield(pe); }
 static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
+static inline int mpr_machine_all_idle(void) { return mpr_m->all_idle && mpr_m->all_idle(); }
+static inline double mpr_machine_max_all(double v)
+{
+    return mpr_m->max_all ? mpr_m->max_all(v) : v;
+}
+int mpr_machine_gather(const char *buf, size_t len, char **out, size_t *out_len); /* pe.c */
+static inline void mpr_machine_fini(void)
+{
+    if (mpr_m->fini)
+        mpr_m->fini();
+}
 
 /* Provided by the PE layer, run by the backend on each local PE. */
 void mpr_pe_run(struct mpr_pe *pe);

@@ -98,6 +98,20 @@ int mp_mype(void)
 
 int mp_npes(void) { return mpr_g.npes; }
 
+int mpr_machine_gather(const char *buf, size_t len, char **out, size_t *out_len)
+{
+    if (mpr_m->gather)
+        return mpr_m->gather(buf, len, out, out_len);
+    char *copy = malloc(len + 1); /* every PE is in this process: the data is all there is */
+    if (!copy)
+        return -1;
+    memcpy(copy, buf, len);
+    copy[len] = 0;
+    *out = copy;
+    *out_len = len;
+    return 1;
+}
+
 bool mpr_run_end(mpr_run_state why)
 {
     int running = MPR_RUN_RUNNING;
@@ -230,7 +244,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
         rc = 2;
     }
     /* a hang anywhere fails the run everywhere (MPI: on every rank) */
-    if (mpr_m->max_all((double)rc) > rc) {
+    if (mpr_machine_max_all((double)rc) > rc) {
         rc = 2;
         fprintf(stderr,
                 "mprof: hang: PE %d: nothing waits here; another PE's report names the "
@@ -244,6 +258,6 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
             pe_free(mpr_g.pes[i]);
     free(mpr_g.pes);
     mpr_g.pes = NULL;
-    mpr_m->fini();
+    mpr_machine_fini();
     return rc;
 }

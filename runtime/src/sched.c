@@ -286,7 +286,7 @@ static bool idle(mpr_pe *pe)
             }
             off_cpu += sleep_off_cpu(pe, 0.05);
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
-                (atomic_load(&mpr_g.activity) >> 32) == 0) {
+                mpr_machine_all_idle()) {
                 if (mpr_run_end(MPR_RUN_IDLE_TIMEOUT))
                     mpr_machine_wake_all();
             }

@@ -464,19 +464,8 @@ static int shm_init(int *npes, int *first, int *count)
     return 0;
 }
 
-static double shm_max_all(double v) { return v; }
-
-static int shm_gather(const char *buf, size_t len, char **out, size_t *out_len)
-{
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return -1;
-    memcpy(copy, buf, len);
-    copy[len] = 0;
-    *out = copy;
-    *out_len = len;
-    return 1;
-}
+/* Idle timeout: no PE is active (the high half of the termination word). */
+static int shm_all_idle(void) { return (atomic_load(&mpr_g.activity) >> 32) == 0; }
 
 static void shm_fini(void)
 {
@@ -500,7 +489,6 @@ const mpr_machine mpr_machine_shm = {
     .yield = shm_yield,
     .wake_all = shm_wake_all,
     .pending = shm_pending,
-    .max_all = shm_max_all,
-    .gather = shm_gather,
     .fini = shm_fini,
+    .all_idle = shm_all_idle,
 };
