@@ -420,7 +420,8 @@ static int shm_run(void)
     int nw = env_int("MPROF_WORKERS", online_cores(), 1);
     if (nw > npes)
         nw = npes;
-    S.stack_size = (size_t)env_int("MPROF_STACK_KB", 1024, 64) * 1024;
+    /* a thread's default: mapped without reserve, only the pages a PE touches cost memory */
+    S.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64) * 1024;
     S.pes = aligned_alloc(64, sizeof *S.pes * (size_t)npes);
     S.workers = aligned_alloc(64, sizeof *S.workers * (size_t)nw);
     if (!S.pes || !S.workers)
