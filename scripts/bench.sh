@@ -20,3 +20,13 @@ if [ -x benchmarks/mpi/bench.sh ]; then
   echo "== MPI backend"
   benchmarks/mpi/bench.sh
 fi
+
+echo "== more PEs than cores: PIPE at 2/4/8 PEs, local fibers, 64/1024 PEs start-up (benchmarks/oversub/oversub.py)"
+python benchmarks/oversub/oversub.py --pipe "$BUILD/benchmarks/pipe/pipe" \
+  --workload "$BUILD/benchmarks/micro/rt_workload"
+
+echo "== memory and time against PEs: rt_workload at 32-1024 PEs (benchmarks/memory/pes_memory.py)"
+python benchmarks/memory/pes_memory.py --workload "$BUILD/benchmarks/micro/rt_workload"
+
+echo "== statistics and latency accounting overhead, callgrind instructions (benchmarks/overhead/overhead.py)"
+python benchmarks/overhead/overhead.py --build "$BUILD"

@@ -60,6 +60,8 @@ typedef enum {
  *   MPROF_SMALL_BYTES    arguments up to this size travel as small (fast) messages; 0: none
  *   MPROF_IDLE_TIMEOUT   seconds the whole machine may stay idle with waiting fibers
  *   MPROF_SPIN           idle polls before a PE sleeps
+ *   MPROF_PROGRESS_TIMEOUT  seconds a fiber (or pe_main) may run without returning to the
+ *                        runtime before the run is reported as stuck and ended; 0: never
  *   MPROF_OUT            path of the run profile written at exit
  *   MPROF_BACKEND        "shm" (default) or "mpi"                                        */
 typedef struct {
@@ -69,6 +71,7 @@ typedef struct {
     size_t small_bytes;
     double idle_timeout_s;
     unsigned spin;
+    double progress_timeout_s;
     const char *profile_path; /* NULL: no profile */
     const char *program;      /* name recorded in the profile (default: argv[0] basename) */
 } mp_config;

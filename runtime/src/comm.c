@@ -77,8 +77,11 @@ size_t mp_max_message(void) { return MAX_MESSAGE; }
 void mpr_comm_init(mpr_pe *pe)
 {
     pe->agg = calloc((size_t)pe->npes, sizeof *pe->agg);
-    if (!pe->agg)
+    pe->agg_open = malloc(MPR_AGG_OPEN_MAX * sizeof *pe->agg_open);
+    pe->agg_listed = calloc((size_t)pe->npes, 1);
+    if (!pe->agg || !pe->agg_open || !pe->agg_listed)
         mpr_fatal("out of memory");
+    pe->agg_nopen = 0;
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
     atomic_init(&pe->returned, NULL);
@@ -98,7 +101,11 @@ void mpr_comm_fini(mpr_pe *pe)
     for (int i = 0; i < pe->npes; i++)
         free(pe->agg[i].buf);
     free(pe->agg);
+    free(pe->agg_open);
+    free(pe->agg_listed);
     pe->agg = NULL;
+    pe->agg_open = NULL;
+    pe->agg_listed = NULL;
     free_list(pe->free_small);
     free_list(pe->free_agg);
     for (int c = 0; c < MPR_LARGE_CLASSES; c++) {
@@ -268,6 +275,53 @@ static inline void agg_send_pending(mpr_pe *pe, int dst)
     }
 }
 
+/* Sends a partly filled aggregation buffer on a flush.  With more destinations than a PE
+ * keeps open, a buffer that holds little goes out as a copy in a small pooled buffer and the
+ * aggregation buffer returns to the pool at once: most such flushes carry a few records, and
+ * sending the whole buffer would keep agg_bytes in flight (and then in the pool) per (sender,
+ * destination).  With few PEs that memory is small and the copy is not worth it. */
+static void agg_flush(mpr_pe *pe, int dst)
+{
+    mpr_msgbuf *b = pe->agg[dst].buf;
+    if (!b || !b->len)
+        return;
+    if (pe->npes > MPR_AGG_OPEN_MAX && b->len <= SMALL_CAP && pe->agg_cap > SMALL_CAP) {
+        mpr_msgbuf *s = buf_get(pe, b->len);
+        memcpy(s->data, b->data, b->len);
+        s->len = b->len;
+        b->next = pe->free_agg;
+        pe->free_agg = b;
+        pe->agg[dst].buf = NULL;
+        RTS_INC(&pe->rts, MsgSent, 1);
+        send_buf(pe, dst, s);
+        return;
+    }
+    agg_send_pending(pe, dst);
+}
+
+/* Flushes every destination that may hold an open buffer. */
+static void agg_flush_open(mpr_pe *pe)
+{
+    for (int i = 0; i < pe->agg_nopen; i++) {
+        agg_flush(pe, pe->agg_open[i]);
+        pe->agg_listed[pe->agg_open[i]] = 0;
+    }
+    pe->agg_nopen = 0;
+}
+
+/* Opens an aggregation buffer for dst, first flushing the others when MPR_AGG_OPEN_MAX are
+ * open: a PE's aggregation memory is bounded whatever the number of PEs. */
+static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
+{
+    if (!pe->agg_listed[dst]) { /* a listed one was sent when full and reopens */
+        if (pe->agg_nopen == MPR_AGG_OPEN_MAX)
+            agg_flush_open(pe);
+        pe->agg_open[pe->agg_nopen++] = dst;
+        pe->agg_listed[dst] = 1;
+    }
+    return pe->agg[dst].buf = buf_get(pe, pe->agg_cap);
+}
+
 mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
                        mp_sched_t sched, const void *payload, size_t payload_size,
                        void *payload_dst)
@@ -311,7 +365,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         if (a->buf && a->buf->len + total > pe->agg_cap)
             agg_send_pending(pe, dst);
         if (!a->buf)
-            a->buf = buf_get(pe, pe->agg_cap);
+            agg_open(pe, dst);
         put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size, payload_dst,
                    total);
         if (a->buf->len >= pe->agg_cap)
@@ -367,8 +421,7 @@ void mpr_flush_all(mpr_pe *pe)
 {
     if (!pe->agg_cap)
         return;
-    for (int d = 0; d < pe->npes; d++)
-        agg_send_pending(pe, d);
+    agg_flush_open(pe);
 }
 
 void mp_flush(void)

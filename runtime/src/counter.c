@@ -32,11 +32,19 @@ mp_counter_t mp_counter_new(uint64_t initial)
     return c;
 }
 
+/* A freed counter's owner field holds this (PEs number at most 4096), so that freeing it
+ * again, or using it, is reported instead of corrupting the free list. */
+#define MPR_COUNTER_FREED UINT16_MAX
+
 void mp_counter_free(mp_counter_t c)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!c)
         return;
+    if (c->pe == MPR_COUNTER_FREED) {
+        mpr_misuse(MP_ERR_BAD_STATE, "counter %p freed twice", (void *)c);
+        return;
+    }
     if (!pe || c->pe != pe->id) {
         mpr_misuse(MP_ERR_BAD_STATE, "freeing a counter of another PE");
         return;
@@ -52,6 +60,7 @@ void mp_counter_free(mp_counter_t c)
     if (c->next)
         c->next->prev = c->prev;
     c->next = pe->free_counters;
+    c->pe = MPR_COUNTER_FREED;
     pe->free_counters = c;
 }
 
@@ -97,14 +106,25 @@ static void wake_eligible(mpr_pe *pe, mpr_counter *c)
     }
 }
 
+/* Reports why `c` cannot be used on this PE and returns the code that goes with the
+ * message. */
+static MPR_COLD mp_err not_owned(mpr_pe *pe, mpr_counter *c)
+{
+    if (!c)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "NULL counter");
+    if (!pe)
+        return mpr_misuse(MP_ERR_BAD_STATE, "counter used outside a running PE");
+    if (c->pe == MPR_COUNTER_FREED)
+        return mpr_misuse(MP_ERR_BAD_STATE, "counter %p used after mp_counter_free", (void *)c);
+    return mpr_misuse(MP_ERR_BAD_STATE,
+                      "counter of PE %d updated on another PE (use mp_counter_add_remote)", c->pe);
+}
+
 static inline int owned(mpr_pe *pe, mpr_counter *c)
 {
     if (MPR_LIKELY(c && pe && c->pe == pe->id))
         return 1;
-    mpr_misuse(c ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG,
-               c ? "counter of PE %d updated on another PE (use mp_counter_add_remote)"
-                 : "NULL counter",
-               c ? c->pe : 0);
+    not_owned(pe, c);
     return 0;
 }
 
@@ -133,8 +153,8 @@ mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)
     mpr_pe *pe = mpr_pe_self();
     if (!f)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_counter_wait with a NULL fiber");
-    if (!owned(pe, c))
-        return MP_ERR_BAD_STATE;
+    if (MPR_UNLIKELY(!c || !pe || c->pe != pe->id))
+        return not_owned(pe, c); /* the code agrees with the message */
     if (f->waiting_on)
         return mpr_misuse(MP_ERR_ALREADY_WAITING,
                           "fiber already waits on counter %p; a fiber may wait on one counter",
@@ -185,8 +205,8 @@ mp_err mp_block_until(mp_counter_t c, uint64_t value)
         return mpr_misuse(MP_ERR_IN_FIBER,
                           "mp_block_until is a blocking call; inside a fiber wait with "
                           "mp_counter_wait and a continuation");
-    if (!owned(pe, c))
-        return MP_ERR_BAD_STATE;
+    if (MPR_UNLIKELY(!c || c->pe != pe->id))
+        return not_owned(pe, c);
     pe->blocked_on = c;
     pe->blocked_value = value;
     mpr_schedule_loop(pe, c, value);

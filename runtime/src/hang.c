@@ -20,7 +20,7 @@ bool mpr_hang_report(FILE *out)
 {
     bool waiting = false;
     char name[128], where[48] = "";
-    if (mpr_m != &mpr_machine_shm)
+    if (mpr_g.local_count < mpr_g.npes) /* this process hosts some of the PEs */
         snprintf(where, sizeof where, " (%s rank %d of %d)", mpr_m->name, mpr_g.local_first,
                  mpr_g.npes);
     /* only this process's PEs (MPI: one rank each reports its own PE) */

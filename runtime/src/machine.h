@@ -1,7 +1,8 @@
 /*
  * machine.h -- the machine interface: the only part of the runtime that knows how PEs are
  * started and how bytes move between them.  Two backends implement it:
- *   shm (shm/machine.c)  one thread per PE in one process (the default, always built);
+ *   shm (shm/machine.c)  PEs multiplexed over min(P, cores) threads of one process (the
+ *                        default, always built);
  *   mpi (mpi/machine.c)  one PE per MPI rank (built when CMake finds MPI: MPROF_HAVE_MPI).
  * pe.c picks one at the start of mp_main (mpr_machine_select) and points mpr_m at its table;
  * the fiber and communication layers above call only the inline wrappers below.
@@ -14,6 +15,8 @@
 struct mpr_pe;
 struct mpr_msgbuf;
 
+/* Required functions first; the optional ones (marked) may be NULL, and the wrappers below
+ * then do what a backend whose PEs all live in this process would do. */
 typedef struct mpr_machine {
     const char *name; /* "shm" or "mpi": the run profile's "backend" */
     /* Before the PEs exist: fixes P (*npes: requested on entry, actual on return) and the
@@ -33,18 +36,28 @@ typedef struct mpr_machine {
     void (*idle_leave)(struct mpr_pe *pe);
     /* Waits until a message may have arrived, the run ended, or timeout_s passed. */
     void (*sleep)(struct mpr_pe *pe, double timeout_s);
+    /* Optional (NULL: never called).  A PE whose `mux` flag the backend set gives its
+     * thread to the other PEs sharing it, and returns when it is resumed. */
+    void (*yield)(struct mpr_pe *pe);
     /* Wakes every local PE (end of run). */
     void (*wake_all)(void);
     /* Does pe have unread messages?  (cheap, may be stale; the MPI backend progresses here) */
     int (*pending)(struct mpr_pe *pe);
-    /* After the run, outside the PEs: the maximum of v over all processes (collective). */
+    /* Optional (default: v).  After the run, outside the PEs: the maximum of v over all
+     * processes (collective). */
     double (*max_all)(double v);
-    /* After the run: collects `len` bytes from every process in process (= PE) order.  On the
-     * process that writes the run profile returns 1 with *out (malloc'd, owned by the caller)
-     * and *out_len set; elsewhere returns 0; -1 on failure.  Collective. */
+    /* Optional (default: a copy of buf, return 1).  After the run: collects `len` bytes from
+     * every process in process (= PE) order.  On the process that writes the run profile
+     * returns 1 with *out (malloc'd, owned by the caller) and *out_len set; elsewhere returns
+     * 0; -1 on failure.  Collective. */
     int (*gather)(const char *buf, size_t len, char **out, size_t *out_len);
-    /* After the run, before mp_main returns: releases what run() kept. */
+    /* Optional (default: nothing).  After the run, before mp_main returns: releases what
+     * run() kept. */
     void (*fini)(void);
+    /* Optional (default: false).  Are all of the machine's PEs idle?  The idle loop asks
+     * before it declares an idle timeout; a backend that detects the timeout itself (MPI's
+     * waves) leaves it NULL. */
+    int (*all_idle)(void);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;
@@ -73,8 +86,20 @@ static inline void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s)
 {
     mpr_m->sleep(pe, timeout_s);
 }
+static inline void mpr_machine_yield(struct mpr_pe *pe) { mpr_m->yield(pe); }
 static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
+static inline int mpr_machine_all_idle(void) { return mpr_m->all_idle && mpr_m->all_idle(); }
+static inline double mpr_machine_max_all(double v)
+{
+    return mpr_m->max_all ? mpr_m->max_all(v) : v;
+}
+int mpr_machine_gather(const char *buf, size_t len, char **out, size_t *out_len); /* pe.c */
+static inline void mpr_machine_fini(void)
+{
+    if (mpr_m->fini)
+        mpr_m->fini();
+}
 
 /* Provided by the PE layer, run by the backend on each local PE. */
 void mpr_pe_run(struct mpr_pe *pe);

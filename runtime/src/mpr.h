@@ -19,7 +19,20 @@
 
 #define MPR_MAX_SCHED 16
 #define MPR_MAX_ACCESS 64
-#define MPR_PREEMPT_DEPTH 16 /* deeper preemptive enables are deferred to the urgent queue */
+#define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
+#define MPR_MUX_YIELD_PERIODS 1 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
+
+/* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
+ *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile
+ *                     then has no rts object;
+ *   MPROF_NO_LATENCY  latency accounting compiles away: fibers do not note the idle total at
+ *                     creation and dispatch skips the latency check; the profile's latency rows
+ *                     keep their dispatch counts with zero latencies. */
+#ifdef MPROF_NO_LATENCY
+#define MPR_LATENCY 0
+#else
+#define MPR_LATENCY 1
+#endif
 
 #if defined(__GNUC__)
 #define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -146,10 +159,13 @@ typedef struct mpr_msgbuf {
     _Alignas(16) unsigned char data[];
 } mpr_msgbuf;
 
-/* Per-destination aggregation state. */
+/* Per-destination aggregation state: the open buffer, if any.  A PE keeps at most
+ * MPR_AGG_OPEN_MAX of them open at once (comm.c), so the buffers a PE holds do not grow with
+ * the number of PEs it talks to. */
 typedef struct {
     mpr_msgbuf *buf;
 } mpr_agg;
+#define MPR_AGG_OPEN_MAX 32
 
 /* ---------------------------------------------------------------------------------- */
 /* Distributed objects                                                                  */
@@ -194,9 +210,20 @@ typedef struct mpr_stats_rec {
 /* ---------------------------------------------------------------------------------- */
 /* The PE                                                                               */
 
+/* Where a PE is, for the progress watchdog and the SIGQUIT dump (watchdog.c).  Written by
+ * the PE on cold paths only (start, idle, yield, end); read by the watchdog without locks. */
+typedef enum {
+    MPR_PE_STARTING = 0, /* pe_main not entered yet */
+    MPR_PE_RUNNING,      /* pe_main or a fiber */
+    MPR_PE_IDLE,         /* in the idle loop (parked, when it shares a worker) */
+    MPR_PE_SWITCHED_OUT, /* busy, but gave its worker thread to another PE */
+    MPR_PE_FINISHED
+} mpr_pe_where;
+
 typedef struct mpr_pe {
     int id;
     int npes;
+    uint8_t where; /* mpr_pe_where */
 
     /* scheduling */
     mpr_fiber *current;
@@ -229,7 +256,10 @@ typedef struct mpr_pe {
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
-    mpr_agg *agg;                              /* per destination */
+    mpr_agg *agg;  /* per destination */
+    int *agg_open; /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
+    int agg_nopen;
+    uint8_t *agg_listed;                       /* per destination: in agg_open */
     mpr_msgbuf *free_small;                    /* pooled buffers of MPR_SMALL_CAP */
     mpr_msgbuf *free_agg;                      /* pooled buffers of the aggregation capacity */
     mpr_msgbuf *free_large[MPR_LARGE_CLASSES]; /* pooled large buffers, by power of two */
@@ -255,17 +285,23 @@ typedef struct mpr_pe {
     uint64_t cpu_start_ns;
     uint64_t cpu_end_ns;
 
-    /* machine layer (shm): inbox and sleeping */
-    _Atomic(mpr_msgbuf *) inbox;
-    _Atomic(uint32_t) wake_seq;
-    _Atomic(int) sleeping;
-    double idle_since;
-    bool in_main;            /* running pe_main (outside fibers) */
+    /* Set by the machine layer before the PE starts: the PE shares its worker thread with
+     * other PEs (shm), so it yields instead of spinning or sleeping (sched.c). */
+    bool mux;
+    unsigned mux_periods;    /* communication periods left before a busy PE yields */
     mpr_counter *blocked_on; /* mp_block_until in progress */
     uint64_t blocked_value;
 } mpr_pe;
 
 extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
+
+/* How the run stands.  pe.c owns the transitions: a backend or the idle loop reports the end
+ * with mpr_run_end(), and the first report wins. */
+typedef enum {
+    MPR_RUN_RUNNING = 0,
+    MPR_RUN_QUIESCENT,    /* nothing runnable anywhere, nothing in flight (waiters: a hang) */
+    MPR_RUN_IDLE_TIMEOUT, /* every PE idle past MPROF_IDLE_TIMEOUT without quiescence: a hang */
+} mpr_run_state;
 
 /* global run state (shared, read-mostly) */
 typedef struct {
@@ -278,8 +314,7 @@ typedef struct {
     int argc;
     char **argv;
     _Atomic(uint64_t) activity; /* active PEs << 32 | physical messages in flight */
-    _Atomic(int) done;
-    _Atomic(int) hang; /* 1: quiescent with waiters, 2: idle timeout */
+    _Atomic(int) state;         /* mpr_run_state */
     double t_start;
     char started_at[32];
 } mpr_run;
@@ -287,6 +322,14 @@ typedef struct {
 extern mpr_run mpr_g;
 
 static inline mpr_pe *mpr_pe_self(void) { return mpr_self_pe; }
+
+/* pe.c: ends the run for the reason given unless it has ended already; returns whether this
+ * call ended it.  The caller wakes the PEs (machine layer). */
+bool mpr_run_end(mpr_run_state why);
+static inline bool mpr_run_over(void)
+{
+    return atomic_load_explicit(&mpr_g.state, memory_order_acquire) != MPR_RUN_RUNNING;
+}
 
 /* error.c */
 mp_err mpr_misuse(mp_err code, const char *fmt, ...) MPR_COLD;
@@ -382,7 +425,8 @@ static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.c
 static inline void mpr_fiber_init(mpr_pe *pe, mpr_fiber *f, mp_fiber_fn fn, uint64_t tag)
 {
     f->fn = fn;
-    f->idle_at_create = pe->c_total;
+    if (MPR_LATENCY)
+        f->idle_at_create = pe->c_total;
     f->tag.word = tag;
 }
 
@@ -463,6 +507,11 @@ int mpr_profile_check(const char *path, char *why, size_t why_size);
 
 /* hang.c */
 bool mpr_hang_report(FILE *out);
+
+/* watchdog.c: the progress watchdog (MPROF_PROGRESS_TIMEOUT) and the SIGQUIT state dump run
+ * in a helper thread of each process for the duration of the PEs' run. */
+void mpr_watchdog_start(void);
+void mpr_watchdog_stop(void);
 
 /* the machine layer: backend table and wrappers (machine.h) */
 #include "machine.h"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
@@ -77,6 +78,7 @@ void mp_config_init(mp_config *cfg)
     cfg->small_bytes = (size_t)env_double("MPROF_SMALL_BYTES", 0, 0);
     cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0);
     cfg->spin = (unsigned)env_double("MPROF_SPIN", 2000, 0);
+    cfg->progress_timeout_s = env_double("MPROF_PROGRESS_TIMEOUT", 300, 0);
     const char *out = getenv("MPROF_OUT");
     cfg->profile_path = out && *out ? out : NULL;
 }
@@ -96,17 +98,37 @@ int mp_mype(void)
 
 int mp_npes(void) { return mpr_g.npes; }
 
+int mpr_machine_gather(const char *buf, size_t len, char **out, size_t *out_len)
+{
+    if (mpr_m->gather)
+        return mpr_m->gather(buf, len, out, out_len);
+    char *copy = malloc(len + 1); /* every PE is in this process: the data is all there is */
+    if (!copy)
+        return -1;
+    memcpy(copy, buf, len);
+    copy[len] = 0;
+    *out = copy;
+    *out_len = len;
+    return 1;
+}
+
+bool mpr_run_end(mpr_run_state why)
+{
+    int running = MPR_RUN_RUNNING;
+    return atomic_compare_exchange_strong(&mpr_g.state, &running, (int)why);
+}
+
 static mpr_pe *pe_new(int id, int npes)
 {
-    mpr_pe *pe = aligned_alloc(64, (sizeof(mpr_pe) + 63) & ~(size_t)63);
-    if (!pe)
+    /* Mapped, not malloc'd and cleared: most of a PE is its latency table, of which a run
+     * touches the rows of the categories it uses, and untouched pages of a fresh mapping
+     * cost no memory (with 1024 PEs, clearing the tables alone took 130 MB). */
+    mpr_pe *pe =
+        mmap(NULL, sizeof(mpr_pe), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pe == MAP_FAILED)
         mpr_fatal("out of memory allocating PE %d", id);
-    memset(pe, 0, sizeof *pe);
     pe->id = id;
     pe->npes = npes;
-    atomic_init(&pe->inbox, NULL);
-    atomic_init(&pe->wake_seq, 0);
-    atomic_init(&pe->sleeping, 0);
     return pe;
 }
 
@@ -114,21 +136,28 @@ static mpr_pe *pe_new(int id, int npes)
 void mpr_pe_run(mpr_pe *pe)
 {
     mpr_self_pe = pe;
+    pe->where = MPR_PE_RUNNING;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->t_start = mp_wtime();
+    if (pe->mux) {
+        /* it waited for its worker since the run started: idle, like a switched-out PE */
+        uint64_t waited = (uint64_t)((pe->t_start - mpr_g.t_start) * 1e9);
+        pe->c_total += waited;
+        RTS_INC(&pe->rts, IdleNs, waited);
+        pe->t_start = mpr_g.t_start;
+    }
     pe->cpu_start_ns = mpr_thread_cpu_ns();
     mpr_sched_init(pe);
     mpr_comm_init(pe);
     mpr_objs_init(pe);
     mpr_stats_init(pe);
-    pe->in_main = true;
     mpr_g.pe_main(mpr_g.argc, mpr_g.argv);
-    pe->in_main = false;
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
+    pe->where = MPR_PE_FINISHED;
 }
 
 static void pe_free(mpr_pe *pe)
@@ -138,7 +167,7 @@ static void pe_free(mpr_pe *pe)
     mpr_fiber_slabs_free(pe);
     mpr_counters_free(pe);
     mpr_stats_fini(pe);
-    free(pe);
+    munmap(pe, sizeof(mpr_pe));
 }
 
 static const char *basename_of(const char *path)
@@ -185,27 +214,29 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     gmtime_r(&now, &tm);
     strftime(mpr_g.started_at, sizeof mpr_g.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
     atomic_init(&mpr_g.activity, (uint64_t)count << 32);
-    atomic_init(&mpr_g.done, 0);
-    atomic_init(&mpr_g.hang, 0);
+    atomic_init(&mpr_g.state, MPR_RUN_RUNNING);
     mpr_g.pes = calloc((size_t)npes, sizeof *mpr_g.pes);
     if (!mpr_g.pes)
         mpr_fatal("out of memory");
     for (int i = first; i < first + count; i++)
         mpr_g.pes[i] = pe_new(i, npes);
 
-    if (mpr_machine_run() != 0)
+    mpr_watchdog_start();
+    int run_rc = mpr_machine_run();
+    mpr_watchdog_stop();
+    if (run_rc != 0)
         return mpr_misuse(MP_ERR_BACKEND, "the machine layer failed to start the PEs");
 
     int rc = 0;
     bool waiting = mpr_hang_report(stderr);
     if (waiting) {
         rc = 2;
-        if (atomic_load(&mpr_g.hang) == 2)
+        if (atomic_load(&mpr_g.state) == MPR_RUN_IDLE_TIMEOUT)
             fprintf(stderr,
                     "mprof: hang: whole machine idle for more than %g s "
                     "(MPROF_IDLE_TIMEOUT)\n",
                     mpr_g.cfg.idle_timeout_s);
-    } else if (atomic_load(&mpr_g.hang) == 2) {
+    } else if (atomic_load(&mpr_g.state) == MPR_RUN_IDLE_TIMEOUT) {
         fprintf(stderr,
                 "mprof: hang: whole machine idle for more than %g s with messages "
                 "in flight\n",
@@ -213,7 +244,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
         rc = 2;
     }
     /* a hang anywhere fails the run everywhere (MPI: on every rank) */
-    if (mpr_m->max_all((double)rc) > rc) {
+    if (mpr_machine_max_all((double)rc) > rc) {
         rc = 2;
         fprintf(stderr,
                 "mprof: hang: PE %d: nothing waits here; another PE's report names the "
@@ -227,6 +258,6 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
             pe_free(mpr_g.pes[i]);
     free(mpr_g.pes);
     mpr_g.pes = NULL;
-    mpr_m->fini();
+    mpr_machine_fini();
     return rc;
 }

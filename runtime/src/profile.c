@@ -162,10 +162,10 @@ int mpr_profile_write(const char *path)
     for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++)
         if (mpr_g.pes[i]->t_end - mpr_g.t_start > elapsed)
             elapsed = mpr_g.pes[i]->t_end - mpr_g.t_start;
-    elapsed = mpr_m->max_all(elapsed);
+    elapsed = mpr_machine_max_all(elapsed);
     size_t mine_len, all_len = 0;
     char *mine = render_local_pes(&mine_len), *all = NULL;
-    int writer = mpr_m->gather(mine ? mine : "", mine ? mine_len : 0, &all, &all_len);
+    int writer = mpr_machine_gather(mine ? mine : "", mine ? mine_len : 0, &all, &all_len);
     free(mine);
     if (writer == 0)
         return mine ? 0 : -1;

@@ -21,6 +21,7 @@ void mpr_sched_init(mpr_pe *pe)
     pe->nsched = MP_SCHED_PREEMPT + 1;
     pe->rr = 0;
     pe->until_flush = mpr_g.cfg.flush_fibers;
+    pe->mux_periods = MPR_MUX_YIELD_PERIODS;
 }
 
 static void run(mpr_pe *pe, mpr_fiber *f);
@@ -71,7 +72,7 @@ static MPR_COLD void latency_charge(mpr_pe *pe, mpr_latency *l)
  * fiber; the dispatch loop clears it once when it stops, not after every fiber. */
 static inline void run(mpr_pe *pe, mpr_fiber *f)
 {
-    bool waited = pe->c_total != f->idle_at_create;
+    bool waited = MPR_LATENCY && pe->c_total != f->idle_at_create;
     if (MPR_UNLIKELY(waited))
         latency_start(pe, pe->c_total - f->idle_at_create);
     unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
@@ -153,6 +154,13 @@ static MPR_COLD void periodic(mpr_pe *pe)
     pe->until_flush = mpr_g.cfg.flush_fibers;
     mpr_flush_all(pe);
     mpr_poll(pe);
+    /* a PE sharing its worker thread lets the others run now and then, even when busy */
+    if (MPR_UNLIKELY(pe->mux) && --pe->mux_periods == 0) {
+        pe->mux_periods = MPR_MUX_YIELD_PERIODS;
+        pe->where = MPR_PE_SWITCHED_OUT;
+        mpr_machine_yield(pe);
+        pe->where = MPR_PE_RUNNING;
+    }
 }
 
 static inline void dispatch(mpr_pe *pe, mpr_fiber *f)
@@ -238,19 +246,22 @@ uint64_t mpr_thread_cpu_ns(void)
  * on a VM), too dear for the many short idle periods, which are on the CPU all along (a few
  * microseconds of spinning).  A period that lasts IDLE_CLOCK_SPINS spins reads the clock then
  * and at its end, so the time it spends asleep, or preempted by another thread of the machine,
- * is not counted as CPU time. */
+ * is not counted as CPU time.  A PE that shares its worker thread does not spin and never
+ * reads the clock (it would charge it the other PEs' time): "sleeping" switches to the worker,
+ * which spins for all its PEs, and the time switched out is idle but not this PE's CPU time. */
 static bool idle(mpr_pe *pe)
 {
-    uint64_t t0 = now_ns(), t_clock = 0, c0 = 0;
+    uint64_t t0 = now_ns(), t_clock = 0, c0 = 0, switched_out = 0;
     bool clocked = false;
     bool more = true;
+    pe->where = MPR_PE_IDLE;
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
-        unsigned spins = 0;
+        unsigned spins = 0, spin = pe->mux ? 0 : mpr_g.cfg.spin;
         double since = mp_wtime();
         for (;;) {
-            if (atomic_load_explicit(&mpr_g.done, memory_order_acquire)) {
+            if (mpr_run_over()) {
                 more = false;
                 break;
             }
@@ -260,31 +271,35 @@ static bool idle(mpr_pe *pe)
             }
             RTS_INC(&pe->rts, IdleCycle, 1);
             spins++;
-            if (!clocked && (spins == IDLE_CLOCK_SPINS || spins >= mpr_g.cfg.spin)) {
+            if (!pe->mux && !clocked && (spins == IDLE_CLOCK_SPINS || spins >= spin)) {
                 t_clock = now_ns();
                 c0 = mpr_thread_cpu_ns();
                 clocked = true;
             }
-            if (spins < mpr_g.cfg.spin) {
+            if (spins < spin) {
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
                 continue;
             }
+            uint64_t w0 = pe->mux ? now_ns() : 0;
             mpr_machine_sleep(pe, 0.05);
+            if (pe->mux)
+                switched_out += now_ns() - w0;
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
-                (atomic_load(&mpr_g.activity) >> 32) == 0) {
-                int expected = 0;
-                atomic_compare_exchange_strong(&mpr_g.hang, &expected, 2);
-                atomic_store(&mpr_g.done, 1);
-                mpr_machine_wake_all();
+                mpr_machine_all_idle()) {
+                if (mpr_run_end(MPR_RUN_IDLE_TIMEOUT))
+                    mpr_machine_wake_all();
             }
         }
     }
+    pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = now_ns() - t0;
     pe->c_total += idle_ns;
     RTS_INC(&pe->rts, IdleNs, idle_ns);
-    uint64_t idle_cpu_ns = clocked ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0) : idle_ns;
+    uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
+                           : pe->mux ? idle_ns - switched_out
+                                     : idle_ns;
     pe->idle_cpu_ns += idle_cpu_ns;
     RTS_INC(&pe->rts, IdleCpuNs, idle_cpu_ns);
     return more;

@@ -128,8 +128,12 @@ void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_
 
 void mpr_stats_init(mpr_pe *pe)
 {
+#ifndef MPROF_DISABLE /* statistics compiled out: the hooks are gone, and so is the record */
     mpr_stats_attach(pe, &rts_stat_module, MP_OBJ_RTS, (uint64_t *)&pe->rts);
     RTS_SET(&pe->rts, P, 1);
+#else
+    (void)pe;
+#endif
 }
 
 void mpr_stats_fini(mpr_pe *pe)

@@ -49,6 +49,18 @@ def test_hang_under_sanitizer(rt_san, scenario):
     assert "mprof: hang:" in run.stderr
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_multiplexed_pes_under_sanitizer(rt_san, workers):
+    run = rt_san.run("mux", 30, env={"MPROF_PES": 6, "MPROF_WORKERS": workers}, timeout=120)
+    assert "mux: OK" in run.stdout
+
+
 def test_misuse_under_sanitizer(rt_san):
     run = rt_san.run("misuse", timeout=120)
     assert "after=12 rc=0" in run.stdout
+
+
+def test_watchdog_under_sanitizer(rt_san):
+    run = rt_san.run("watchdog", "fiber", env={"MPROF_PROGRESS_TIMEOUT": 0.5}, expect_rc=2,
+                     timeout=60)
+    assert "mprof: hang: PE 1: fiber watchdog_spinner" in run.stderr

@@ -3,6 +3,8 @@
 import re
 import time
 
+import pytest
+
 STRESS_ENV = {"MPROF_PES": 4, "MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024}
 
 
@@ -89,6 +91,8 @@ MISUSE = {
     "gop_busy": (2, "already has a global operation in progress (object in the wrong state"),
     "enable_twice": (5, "enabling a fiber that is not in the created state"),
     "unknown_sched": (1, "unknown scheduler id 99 (invalid argument)"),
+    "double_free_distinct": (0, "freed twice (object in the wrong state for this call)"),
+    "wait_null": (1, "NULL counter (invalid argument)"),
 }
 
 
@@ -103,3 +107,52 @@ def test_misuse_reports_error_codes_and_the_run_continues(rt):
     assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
     # every invocation made after the misuse arrived and the run ended normally
     assert "after=12 rc=0" in run.stdout
+
+
+# --- code that never returns to the runtime (runtime/src/watchdog.c) --------------------
+
+
+@pytest.mark.parametrize("workers", [None, 1])
+def test_watchdog_names_a_fiber_that_never_returns(rt, workers):
+    env = {"MPROF_PROGRESS_TIMEOUT": 0.5}
+    if workers:
+        env["MPROF_WORKERS"] = workers  # the stuck PE's worker also hosts PE 0
+    t0 = time.monotonic()
+    run = rt.run("watchdog", "fiber", env=env, expect_rc=2, timeout=30)
+    assert time.monotonic() - t0 < 10
+    m = re.search(r"mprof: hang: PE 1: fiber watchdog_spinner \(category wd:spin\) has run for "
+                  r"([0-9.]+) s without returning to the runtime", run.stderr)
+    assert m, run.describe()
+    assert 0.5 <= float(m.group(1)) < 5
+    assert "mprof: state: PE 0: idle" in run.stderr
+
+
+def test_watchdog_names_pe_main_stuck_in_a_loop(rt):
+    run = rt.run("watchdog", "main", env={"MPROF_PROGRESS_TIMEOUT": 0.3}, expect_rc=2,
+                 timeout=30)
+    assert re.search(r"mprof: hang: PE 0: pe_main has run for [0-9.]+ s without returning",
+                     run.stderr), run.describe()
+
+
+def test_sigquit_dumps_every_pe_and_the_run_goes_on(rt):
+    """SIGQUIT while PE 0 computes in a fiber and PE 1 blocks: a dump, then a normal end."""
+    import signal
+    import subprocess
+
+    from rt_helpers import clean_env
+
+    proc = subprocess.Popen([str(rt.bindir / "rt_watchdog"), "quit", "1.5"],
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "busy"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGQUIT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "mp_main returned 0" in out
+    assert "mprof: state of 2 PE(s)" in err
+    assert re.search(r"PE 0: running fiber watchdog_long \(category wd:long\), unchanged for",
+                     err), err
+    assert re.search(r"counter 0x[0-9a-f]+: value 0, 1 fibers wait, the first for 3", err), err
+    assert re.search(r"PE 1: idle.*\n.*pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ "
+                     r"for 1 \(is 0\)", err), err

@@ -560,14 +560,12 @@ static void wave_progress(void)
         bool balanced = w[W_SENT] == w[W_RECV];
         if (all_idle && balanced && M.have_prev && M.prev[W_ACTIVE] == 0 &&
             M.prev[W_SENT] == M.prev[W_RECV] && M.prev[W_SENT] == w[W_SENT]) {
-            atomic_store(&mpr_g.done, 1);
+            mpr_run_end(MPR_RUN_QUIESCENT);
             return;
         }
         if (all_idle && w[W_VOTE] == M.size) {
             /* every PE idle past MPROF_IDLE_TIMEOUT and still no quiescence */
-            int expected = 0;
-            atomic_compare_exchange_strong(&mpr_g.hang, &expected, 2);
-            atomic_store(&mpr_g.done, 1);
+            mpr_run_end(MPR_RUN_IDLE_TIMEOUT);
             return;
         }
         memcpy(M.prev, w, sizeof M.prev);
@@ -576,8 +574,7 @@ static void wave_progress(void)
     /* Short idle spells (a PE waiting for an answer) start no wave: a pending wave makes every
      * MPI call of every rank progress the collective until the last rank joins.  Idle polls
      * are counted rather than timed, so the idle loop reads no clock. */
-    if (!atomic_load_explicit(&mpr_g.done, memory_order_relaxed) && locally_idle() &&
-        ++M.idle_polls >= WAVE_POLLS) {
+    if (!mpr_run_over() && locally_idle() && ++M.idle_polls >= WAVE_POLLS) {
         double t = mpr_g.cfg.idle_timeout_s, now = mp_wtime();
         if (M.idle_since == 0)
             M.idle_since = now;
@@ -658,7 +655,7 @@ static int mpi_idle_enter(mpr_pe *pe)
         M.idle_since = 0; /* read when the first wave starts */
     }
     idle_progress(pe);
-    return atomic_load(&mpr_g.done);
+    return mpr_run_over();
 }
 
 static void mpi_idle_leave(mpr_pe *pe)

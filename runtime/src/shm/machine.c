@@ -1,26 +1,96 @@
 /*
- * shm/machine.c -- the shared-memory backend: one thread per PE in one process.
+ * shm/machine.c -- the shared-memory backend: PEs multiplexed over worker threads in one
+ * process.
  *
- * Each PE has an inbox, a lock-free stack that any PE pushes to and only the owner empties
- * (all at once, then reversed, which keeps every sender's messages in order).  Idle PEs
- * sleep on a futex.  Termination uses one word: active PEs in the high half, physical
+ * Workers.  P PEs run on W = min(P, online cores) worker threads (MPROF_WORKERS overrides W),
+ * each worker hosting a contiguous block of PEs, so that neighbours in a pipeline or a grid
+ * mostly share a worker.  A worker with one PE runs it on its own stack, exactly as a thread
+ * per PE did.  A worker with several gives each PE a context of its own (ctx.h: a stack,
+ * because pe_main may block in mp_block_until in the middle of its schedule loop) and runs
+ * them cooperatively: a PE that runs out of work parks and switches back to its worker, which
+ * resumes the next PE that has messages.  A hand-off between two PEs of one worker is thus a
+ * queue push and two context switches, with no system call; PEs only cost the operating
+ * system a futex sleep when their whole worker is idle.  A PE that keeps finding work yields
+ * every MPR_MUX_YIELD_PERIODS communication periods (sched.c), so a busy PE cannot starve the
+ * others of its worker.
+ *
+ * PE-local storage.  Programs keep per-PE state in _Thread_local variables (a PE was a
+ * thread).  A worker keeps that true for the executable's TLS block: switching to a different
+ * PE saves the block into the outgoing PE's copy and loads the incoming one's (only when the
+ * PE changes, so a worker that polls parked PEs copies nothing).  The addresses of such
+ * variables are the worker's, so they are only valid on the PE that owns them (as on MPI,
+ * and as every remote access in this runtime is carried out by the owner).
+ *
+ * CPU time.  The thread's CPU clock is a system call, so a multiplexed PE is not given a clock
+ * read per switch: the worker charges each PE the monotonic time (vDSO, no system call) of the
+ * slices it ran, and when the worker ends scales these so that its PEs' CPU times add up to
+ * the worker thread's CPU clock (one read per worker).  A PE's idle CPU time is the part of
+ * its own slices spent in its idle loop, scaled alike; time a PE spends switched out is idle
+ * (its fibers wait) but not its CPU time.
+ *
+ * Messages.  Each PE has an inbox, a lock-free stack that any PE pushes to and only the owner
+ * empties (all at once, then reversed, which keeps every sender's messages in order).  Idle
+ * workers sleep on a futex.  Termination uses one word: active PEs in the high half, physical
  * messages in flight in the low half; the PE that brings it to zero ends the run.
  * The functions are reached through the table mpr_machine_shm (machine.h).
  */
 #define _GNU_SOURCE
 #include "../mpr.h"
+#include "ctx.h"
 
 #include <errno.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <stdlib.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define ONE_ACTIVE ((uint64_t)1 << 32)
+
+typedef struct shm_worker shm_worker;
+
+/* This backend's per-PE state (indexed by PE id), one cache line apart: senders touch inbox. */
+typedef struct {
+    _Alignas(64) _Atomic(mpr_msgbuf *) inbox;
+    shm_worker *w;
+    mpr_pe *pe;
+    /* multiplexed PEs only (touched by their worker thread alone) */
+    mpr_ctx ctx;
+    void *stack_map; /* mmap'd guard page + stack */
+    size_t stack_map_size;
+    unsigned char *tls; /* this PE's copy of the executable's TLS block while switched out */
+    uint64_t ran_ns;    /* monotonic time of its slices */
+    bool parked;        /* in its idle loop, waiting for a message */
+    bool finished;
+} shm_pe;
+
+struct shm_worker {
+    _Alignas(64) _Atomic(uint32_t) wake_seq;
+    _Atomic(int) sleeping;
+    pthread_t thread;
+    int first, count; /* PEs [first, first + count) */
+    mpr_ctx ctx;      /* the worker's scheduler (its thread's own stack) */
+    shm_pe *running;  /* PE switched in, NULL in the scheduler */
+    shm_pe *resident; /* PE whose TLS image is in the block */
+    unsigned char *tls_block;
+    size_t tls_size;
+};
+
+static struct {
+    shm_pe *pes;
+    shm_worker *workers;
+    int nworkers;
+    /* the executable's TLS segment: its initial image and size */
+    const void *tls_image;
+    size_t tls_filesz, tls_memsz;
+    size_t stack_size;
+} S;
 
 static void futex_wait(_Atomic(uint32_t) *word, uint32_t expected, double timeout_s)
 {
@@ -33,10 +103,10 @@ static void futex_wake(_Atomic(uint32_t) *word)
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static void wake(mpr_pe *pe)
+static void wake(shm_worker *w)
 {
-    atomic_fetch_add(&pe->wake_seq, 1);
-    futex_wake(&pe->wake_seq);
+    atomic_fetch_add(&w->wake_seq, 1);
+    futex_wake(&w->wake_seq);
 }
 
 static void shm_wake_all(void);
@@ -52,21 +122,23 @@ static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
 
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
-    mpr_pe *to = mpr_g.pes[dst];
+    shm_pe *to = &S.pes[dst];
     atomic_fetch_add(&mpr_g.activity, 1);
     push(&to->inbox, b);
-    /* seq_cst push then load pairs with the sleeper's store-then-check: no lost wake-up */
-    if (atomic_load(&to->sleeping)) {
-        wake(to);
+    /* seq_cst push then load pairs with the sleeper's store-then-check: no lost wake-up.
+     * A PE of the sender's own worker is never asleep while the sender runs. */
+    if (atomic_load(&to->w->sleeping)) {
+        wake(to->w);
         RTS_INC(&from->rts, Wakes, 1);
     }
 }
 
 static mpr_msgbuf *shm_take(mpr_pe *pe)
 {
-    if (!atomic_load_explicit(&pe->inbox, memory_order_relaxed))
+    shm_pe *sp = &S.pes[pe->id];
+    if (!atomic_load_explicit(&sp->inbox, memory_order_relaxed))
         return NULL;
-    mpr_msgbuf *b = atomic_exchange_explicit(&pe->inbox, NULL, memory_order_acquire);
+    mpr_msgbuf *b = atomic_exchange_explicit(&sp->inbox, NULL, memory_order_acquire);
     mpr_msgbuf *fifo = NULL;
     while (b) {
         mpr_msgbuf *n = b->next;
@@ -77,10 +149,12 @@ static mpr_msgbuf *shm_take(mpr_pe *pe)
     return fifo;
 }
 
-static int shm_pending(mpr_pe *pe)
+static inline int inbox_pending(const shm_pe *sp)
 {
-    return atomic_load_explicit(&pe->inbox, memory_order_acquire) != NULL;
+    return atomic_load_explicit(&sp->inbox, memory_order_acquire) != NULL;
 }
+
+static int shm_pending(mpr_pe *pe) { return inbox_pending(&S.pes[pe->id]); }
 
 static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
 {
@@ -98,7 +172,7 @@ static int shm_idle_enter(mpr_pe *pe)
 {
     (void)pe;
     if (atomic_fetch_sub(&mpr_g.activity, ONE_ACTIVE) == ONE_ACTIVE) {
-        atomic_store(&mpr_g.done, 1);
+        mpr_run_end(MPR_RUN_QUIESCENT);
         shm_wake_all();
         return 1;
     }
@@ -111,48 +185,277 @@ static void shm_idle_leave(mpr_pe *pe)
     atomic_fetch_add(&mpr_g.activity, ONE_ACTIVE);
 }
 
+/* Has any PE of the worker a message, or is the run over? */
+static int worker_pending(const shm_worker *w)
+{
+    if (mpr_run_over())
+        return 1;
+    for (int i = w->first; i < w->first + w->count; i++)
+        if (inbox_pending(&S.pes[i]))
+            return 1;
+    return 0;
+}
+
+static void worker_sleep(shm_worker *w, double timeout_s)
+{
+    uint32_t seq = atomic_load(&w->wake_seq);
+    atomic_store(&w->sleeping, 1);
+    if (!worker_pending(w))
+        futex_wait(&w->wake_seq, seq, timeout_s);
+    atomic_store(&w->sleeping, 0);
+}
+
+/* A PE that shares its worker switches back to the worker's scheduler. */
+static void to_scheduler(shm_pe *sp) { mpr_ctx_switch(&sp->ctx, &sp->w->ctx); }
+
 static void shm_sleep(mpr_pe *pe, double timeout_s)
 {
-    uint32_t seq = atomic_load(&pe->wake_seq);
-    atomic_store(&pe->sleeping, 1);
-    if (!shm_pending(pe) && !atomic_load(&mpr_g.done))
-        futex_wait(&pe->wake_seq, seq, timeout_s);
-    atomic_store(&pe->sleeping, 0);
+    shm_pe *sp = &S.pes[pe->id];
+    if (!pe->mux) {
+        worker_sleep(sp->w, timeout_s);
+        return;
+    }
+    sp->parked = true; /* resumed when a message arrives, the run ends, or after a nap */
+    to_scheduler(sp);
 }
+
+static void shm_yield(mpr_pe *pe) { to_scheduler(&S.pes[pe->id]); }
 
 static void shm_wake_all(void)
 {
-    for (int i = 0; i < mpr_g.npes; i++)
-        if (mpr_g.pes[i])
-            wake(mpr_g.pes[i]);
+    for (int i = 0; i < S.nworkers; i++)
+        wake(&S.workers[i]);
 }
 
-static void *pe_thread(void *arg)
+static inline uint64_t mono_ns(void)
 {
-    mpr_pe_run(arg);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Multiplexed PEs                                                                       */
+
+/* Finds the executable's TLS segment (its initial image) and, per worker, the block. */
+static int find_tls(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    shm_worker *w = ctx;
+    if (info->dlpi_tls_modid != 1) /* module 1 is the executable */
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS) {
+            if (w)
+                w->tls_block = info->dlpi_tls_data;
+            else {
+                S.tls_image = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+                S.tls_filesz = info->dlpi_phdr[i].p_filesz;
+                S.tls_memsz = info->dlpi_phdr[i].p_memsz;
+            }
+        }
+    return 1;
+}
+
+static void pe_entry(void *arg)
+{
+    shm_pe *sp = arg;
+    mpr_pe_run(sp->pe);
+    sp->finished = true;
+    mpr_ctx_exit(&sp->ctx, &sp->w->ctx);
+}
+
+/* Switches to PE sp and back; brings its TLS image in first if another PE's is there. */
+static void run_slice(shm_worker *w, shm_pe *sp)
+{
+    if (w->resident != sp && w->tls_size) {
+        if (w->resident)
+            memcpy(w->resident->tls, w->tls_block, w->tls_size);
+        memcpy(w->tls_block, sp->tls, w->tls_size);
+    }
+    w->resident = sp;
+    mpr_self_pe = sp->pe;
+    w->running = sp;
+    uint64_t t0 = mono_ns();
+    mpr_ctx_switch(&w->ctx, &sp->ctx);
+    sp->ran_ns += mono_ns() - t0;
+    w->running = NULL;
+}
+
+static int mux_setup(shm_worker *w)
+{
+    mpr_ctx_init_thread(&w->ctx);
+    if (S.tls_memsz) {
+        dl_iterate_phdr(find_tls, w);
+        w->tls_size = w->tls_block ? S.tls_memsz : 0;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    for (int i = w->first; i < w->first + w->count; i++) {
+        shm_pe *sp = &S.pes[i];
+        sp->stack_map_size = S.stack_size + (size_t)page;
+        sp->stack_map = mmap(NULL, sp->stack_map_size, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (sp->stack_map == MAP_FAILED) {
+            sp->stack_map = NULL;
+            return -1;
+        }
+        mprotect(sp->stack_map, (size_t)page, PROT_NONE); /* guard page below the stack */
+        mpr_ctx_make(&sp->ctx, (char *)sp->stack_map + page, S.stack_size, pe_entry, sp);
+        if (w->tls_size) {
+            if (!(sp->tls = malloc(w->tls_size)))
+                return -1;
+            memcpy(sp->tls, S.tls_image, S.tls_filesz);
+            memset(sp->tls + S.tls_filesz, 0, w->tls_size - S.tls_filesz);
+        }
+    }
+    return 0;
+}
+
+static void mux_teardown(shm_worker *w)
+{
+    uint64_t charged = 0;
+    for (int i = w->first; i < w->first + w->count; i++)
+        charged += S.pes[i].ran_ns;
+    uint64_t cpu = mpr_thread_cpu_ns();
+    double scale = charged ? (double)cpu / (double)charged : 0;
+    for (int i = w->first; i < w->first + w->count; i++) {
+        shm_pe *sp = &S.pes[i];
+        mpr_pe *pe = sp->pe;
+        pe->cpu_start_ns = 0;
+        pe->cpu_end_ns = (uint64_t)((double)sp->ran_ns * scale);
+        pe->idle_cpu_ns = (uint64_t)((double)pe->idle_cpu_ns * scale);
+        if (pe->idle_cpu_ns > pe->cpu_end_ns)
+            pe->idle_cpu_ns = pe->cpu_end_ns;
+        RTS_SET(&pe->rts, IdleCpuNs, pe->idle_cpu_ns);
+        mpr_ctx_destroy(&sp->ctx);
+        if (sp->stack_map)
+            munmap(sp->stack_map, sp->stack_map_size);
+        free(sp->tls);
+        sp->stack_map = NULL;
+        sp->tls = NULL;
+    }
+}
+
+/* The worker's scheduler: resumes, round-robin, every PE that is not parked or has a
+ * message; when none is, spins a little and then sleeps, and after a sleep resumes every PE
+ * once so that their idle loops see the time pass (idle timeout) and the end of the run. */
+static void mux_loop(shm_worker *w)
+{
+    int live = w->count;
+    bool tick = true;
+    unsigned spins = 0;
+    while (live) {
+        bool ran = false;
+        int done = mpr_run_over();
+        for (int i = w->first; i < w->first + w->count; i++) {
+            shm_pe *sp = &S.pes[i];
+            if (sp->finished || (sp->parked && !tick && !done && !inbox_pending(sp)))
+                continue;
+            sp->parked = false;
+            run_slice(w, sp);
+            ran = true;
+            if (sp->finished)
+                live--;
+        }
+        tick = false;
+        if (ran) {
+            spins = 0;
+            continue;
+        }
+        if (++spins < mpr_g.cfg.spin) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        spins = 0;
+        worker_sleep(w, 0.05);
+        tick = true;
+    }
+}
+
+static void *worker_thread(void *arg)
+{
+    shm_worker *w = arg;
+    if (w->count == 1) {
+        mpr_pe_run(S.pes[w->first].pe);
+        return NULL;
+    }
+    if (mux_setup(w) != 0)
+        mpr_fatal("cannot allocate the stacks of PEs %d-%d (MPROF_STACK_KB)", w->first,
+                  w->first + w->count - 1);
+    mux_loop(w);
+    mux_teardown(w);
+    mpr_self_pe = NULL;
     return NULL;
+}
+
+/* Online cores this process may use. */
+static int online_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int env_int(const char *name, int dflt, int min)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < min) {
+        fprintf(stderr, "mprof: ignoring %s=%s (expected an integer >= %d)\n", name, s, min);
+        return dflt;
+    }
+    return (int)v;
 }
 
 static int shm_run(void)
 {
-    pthread_t *threads = calloc((size_t)mpr_g.npes, sizeof *threads);
-    if (!threads)
+    int npes = mpr_g.npes;
+    int nw = env_int("MPROF_WORKERS", online_cores(), 1);
+    if (nw > npes)
+        nw = npes;
+    /* a thread's default: mapped without reserve, only the pages a PE touches cost memory */
+    S.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64) * 1024;
+    S.pes = aligned_alloc(64, sizeof *S.pes * (size_t)npes);
+    S.workers = aligned_alloc(64, sizeof *S.workers * (size_t)nw);
+    if (!S.pes || !S.workers)
         return -1;
-    int started = 0, rc = 0;
-    for (; started < mpr_g.npes; started++)
-        if (pthread_create(&threads[started], NULL, pe_thread, mpr_g.pes[started]) != 0) {
-            fprintf(stderr, "mprof: cannot start thread for PE %d\n", started);
-            rc = -1;
-            break;
+    memset(S.pes, 0, sizeof *S.pes * (size_t)npes);
+    memset(S.workers, 0, sizeof *S.workers * (size_t)nw);
+    S.nworkers = nw;
+    S.tls_memsz = 0;
+    if (nw < npes)
+        dl_iterate_phdr(find_tls, NULL);
+    for (int k = 0; k < nw; k++) {
+        shm_worker *w = &S.workers[k];
+        /* contiguous blocks, sizes differing by at most one */
+        w->first = (int)((long)npes * k / nw);
+        w->count = (int)((long)npes * (k + 1) / nw) - w->first;
+        atomic_init(&w->wake_seq, 0);
+        atomic_init(&w->sleeping, 0);
+        for (int i = w->first; i < w->first + w->count; i++) {
+            S.pes[i].w = w;
+            S.pes[i].pe = mpr_g.pes[i];
+            atomic_init(&S.pes[i].inbox, NULL);
+            mpr_g.pes[i]->mux = w->count > 1;
         }
-    if (rc) {
-        /* the started PEs cannot finish without the others: end the process cleanly */
-        mpr_fatal("could only start %d of %d PEs", started, mpr_g.npes);
     }
+    int started = 0;
+    for (; started < nw; started++)
+        if (pthread_create(&S.workers[started].thread, NULL, worker_thread, &S.workers[started]) !=
+            0) {
+            /* the started PEs cannot finish without the others: end the process cleanly */
+            mpr_fatal("could only start %d of %d worker threads", started, nw);
+        }
     for (int i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
-    free(threads);
-    return rc;
+        pthread_join(S.workers[i].thread, NULL);
+    return 0;
 }
 
 static int shm_init(int *npes, int *first, int *count)
@@ -162,21 +465,17 @@ static int shm_init(int *npes, int *first, int *count)
     return 0;
 }
 
-static double shm_max_all(double v) { return v; }
+/* Idle timeout: no PE is active (the high half of the termination word). */
+static int shm_all_idle(void) { return (atomic_load(&mpr_g.activity) >> 32) == 0; }
 
-static int shm_gather(const char *buf, size_t len, char **out, size_t *out_len)
+static void shm_fini(void)
 {
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return -1;
-    memcpy(copy, buf, len);
-    copy[len] = 0;
-    *out = copy;
-    *out_len = len;
-    return 1;
+    free(S.pes);
+    free(S.workers);
+    S.pes = NULL;
+    S.workers = NULL;
+    S.nworkers = 0;
 }
-
-static void shm_fini(void) {}
 
 const mpr_machine mpr_machine_shm = {
     .name = "shm",
@@ -188,9 +487,9 @@ const mpr_machine mpr_machine_shm = {
     .idle_enter = shm_idle_enter,
     .idle_leave = shm_idle_leave,
     .sleep = shm_sleep,
+    .yield = shm_yield,
     .wake_all = shm_wake_all,
     .pending = shm_pending,
-    .max_all = shm_max_all,
-    .gather = shm_gather,
     .fini = shm_fini,
+    .all_idle = shm_all_idle,
 };

@@ -56,6 +56,17 @@ static void in_fiber(void *p)
            mp_bulk_store(1, big, big, 16, NULL, nop, big, MP_FIBER_ARGS_MAX - 8));
     report("too_large_read_huge", mp_bulk_read(1, big, big, (size_t)-16, d));
 
+    /* a counter freed twice is refused: the pool must not hand it out twice */
+    mp_counter_t twice = mp_counter_new(0);
+    mp_counter_free(twice);
+    mp_counter_free(twice);
+    mp_counter_t n1 = mp_counter_new(0), n2 = mp_counter_new(0);
+    report("double_free_distinct", n1 != n2 ? MP_SUCCESS : MP_ERR_BAD_STATE);
+    mp_counter_free(n1);
+    mp_counter_free(n2);
+    /* the code returned matches the message printed */
+    report("wait_null", mp_counter_wait(NULL, 1, mp_fiber_create(nop, NULL, 0, MP_SCHED_FIFO)));
+
     mp_fiber_t g = mp_fiber_create(counted, NULL, 0, MP_SCHED_FIFO);
     CHECK_OK(mp_fiber_enable(g));
     report("enable_twice", mp_fiber_enable(g));
