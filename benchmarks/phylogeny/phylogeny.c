@@ -547,14 +547,14 @@ static void pe_main(int argc, char **argv)
     }
 
     /* Collect and print solutions */
-    if (prm.fault && me == npes - 1 && S.success.nlist)
-        S.success.list[0] |= 1ull << (__builtin_ctzll(~S.success.list[0]) % prm.chars);
     send_masks(0, collect, S.success.list, S.success.nlist, 0, 0);
     double wrong = 0;
     if (me == 0) {
         if (mp_block_until(S.collected, (uint64_t)npes) != MP_SUCCESS)
             exit(1);
         u64vec got = maximal_found();
+        if (prm.fault && got.n) /* the test hook: lose one maximal subset */
+            got.n--;
         size_t largest = 0;
         for (size_t i = 0; i < got.n; i++)
             if ((size_t)__builtin_popcountll(got.v[i]) > largest)
