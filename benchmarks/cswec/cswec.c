@@ -1,0 +1,762 @@
+/*
+ * cswec.c -- CSWEC: event-driven timing simulation of a combinational circuit on the event
+ * graph (Wen 1995, section 2.2.4.3, Fig 2.13; the study of section 5.1.5).
+ *
+ *   cswec --netlist=FILE [--capacity=C] [--vectors=V] [--seed=X] [--null-steps=K]
+ *         [--check] [--verbose]
+ *
+ * FILE is a netlist written by benchmarks/cswec/netlist.py (ISCAS-85 circuits from the
+ * circuitgraph package, or the generated REGFILE).  The circuit and its electrical model are
+ * in cswec_model.h.  Every node of the circuit -- a primary input, a constant, a subcircuit
+ * -- is a node of the event graph and is simulated by a thread of its own (a chain of
+ * fibers); an edge joins a node to each subcircuit it drives.  Nodes are placed on PEs
+ * statically by size (largest first onto the least loaded PE, Wen 1995 section 2.2.4.3).
+ *
+ * A subcircuit's thread (Fig 2.13) repeats: consume the input events up to its time T (and
+ * every null message, which only raises the edge's known time); plan the next step T' (its
+ * own step size, cut at the next pending input event); when some input without a pending
+ * event is not known up to T', [wait for a new event message at an empty edge]; else
+ * simulate the step, and [send the new state to all fanout subcircuits] when it cannot be
+ * extrapolated linearly from the last one, or a null message after --null-steps steps
+ * without an event (default 8).  At the end time it sends a FIN (a null at the end time).
+ * Sources send their stimulus the same way.  Sends suspend while an out-edge is full
+ * (--capacity elements per edge, default 64, the paper's setting).
+ *
+ * Deadlock recovery (one "recovery" thread per PE): when no node on a PE can progress, the
+ * PE enters a barrier on the recovery object (other threads that wake up meanwhile run:
+ * the barrier overlaps with work); after it the graph is frozen (every element sent has
+ * arrived) and a min-reduction finds the global lower bound M of the times of the events
+ * not yet consumed: for a node waiting for input the end of the step it waits for (or an
+ * earlier event already in its buffer), for a node waiting for space the element it tries to
+ * send, for a runnable node its time, for a finished node infinity.  No event earlier than M
+ * can still arrive anywhere, so every edge becomes known up to M and the waiting nodes
+ * retry; the node that defined M can then progress.  M = infinity ends the simulation.
+ *
+ * --check: the events of every primary output must equal, bit for bit, those of the
+ * sequential event-driven simulation of the same circuit and model (cswec_netlist.h); exit
+ * status 1 otherwise.  With --check and no netlist the built-in c17 runs.  The run prints
+ * the event graph's collapsing of identical messages: 1 - physical element messages / event
+ * messages on edges.  PEs: MPROF_PES (default 2) or the MPI rank count under mpirun.
+ * Aggregation: MPROF_AGG_BYTES.  Run profile: MPROF_OUT.
+ */
+#include "bench_util.h"
+#include "cswec_netlist.h"
+#include "cswec_perf.h"
+#include "eventgraph.h"
+
+#include <stdatomic.h>
+
+static struct {
+    const char *netlist;
+    uint64_t capacity, vectors, seed, null_steps;
+    bool check, fault, verbose;
+} prm = {NULL, 64, 8, 1, 8, false, false, false};
+
+static cs_model M; /* read-only during the run */
+static eg_edge_def *edges;
+static uint32_t nedges;
+static uint8_t *drives_po; /* per node */
+static _Atomic int failed;
+
+enum { RUN = 0, BLK_INPUT = 1, BLK_SEND = 2, DONE = 3 };
+
+typedef struct {
+    cs_sub s;
+    uint32_t node;
+    int state;
+    bool fin_sent, src_init;
+    double *known; /* per slot */
+    const uint32_t *in_edge;
+    double want;     /* BLK_INPUT: the step end it waits for */
+    double queued_t; /* BLK_SEND: the element's time */
+    uint32_t nfin;   /* slots whose FIN was consumed */
+    uint32_t nvalid; /* slots whose value at t = 0 arrived (an event, not a bound) */
+    uint64_t src_cursor, since;
+    mp_counter_t wake, sent;
+    uint64_t consumed, sent_target;
+    uint32_t nremote; /* distinct remote PEs among the sinks */
+    uint32_t outdeg;
+    cs_wave po; /* events sent, if it drives a primary output */
+} node_state;
+
+typedef struct {
+    eg_graph *g;
+    mp_obj_t obj;
+    int me, npes;
+    int *part; /* node -> PE */
+    cswec_stats_t *st;
+    node_state *nodes; /* local nodes */
+    uint32_t nlocal, nactive;
+    /* recovery */
+    bool recovering, finished, checking;
+    uint64_t rounds;
+    double lb, gmin;
+    mp_counter_t rbar, rfz, rred, done_c;
+    double tot[5]; /* events, nulls, steps, event messages on edges, physical messages */
+    /* PE 0: the primary outputs' events */
+    cs_wave *got;
+    mp_counter_t collected;
+} pe_state;
+
+static _Thread_local pe_state S;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "cswec: PE %d: %s\n", mp_mype(), what);
+    exit(1);
+}
+
+static int partition(uint32_t node, int npes, void *ctx)
+{
+    (void)npes;
+    return ((const int *)ctx)[node];
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Deadlock recovery                                                                      */
+
+static void maybe_recover(void);
+
+static double node_bound(node_state *n)
+{
+    switch (n->state) {
+    case DONE:
+        return INFINITY;
+    case BLK_SEND:
+        return n->queued_t;
+    case BLK_INPUT: {
+        double b = n->want;
+        for (uint32_t i = 0; i < n->s.nslot; i++) {
+            size_t c = eg_count(S.g, n->in_edge[i]);
+            for (size_t k = 0; k < c; k++) {
+                const cs_msg *e = eg_examine(S.g, n->in_edge[i], k);
+                if (e && e->kind == M_EVENT && e->t < b)
+                    b = e->t;
+            }
+        }
+        return b;
+    }
+    default:
+        return n->node < M.nsrc ? 0.0 : n->s.T;
+    }
+}
+
+static void rec_reduced(void *args)
+{
+    (void)args;
+    CSWEC_ACCESS(TERM);
+    CSWEC_INC(S.st, NRecover, 1);
+    if (S.gmin == INFINITY) { /* every node everywhere has finished */
+        S.finished = true;
+        mp_counter_add(S.done_c, 1);
+        return;
+    }
+    for (uint32_t k = 0; k < S.nlocal; k++) {
+        node_state *n = &S.nodes[k];
+        for (uint32_t i = 0; i < n->s.nslot; i++)
+            if (n->known[i] < S.gmin)
+                n->known[i] = S.gmin;
+        if (n->state == BLK_INPUT)
+            mp_counter_add(n->wake, 1); /* retry (a spurious wake-up is harmless) */
+    }
+    eg_unfreeze(S.g);
+    S.recovering = false;
+    maybe_recover();
+}
+
+static void rec_frozen(void *args)
+{
+    (void)args;
+    CSWEC_ACCESS(TERM);
+    S.lb = INFINITY;
+    for (uint32_t k = 0; k < S.nlocal; k++) {
+        double b = node_bound(&S.nodes[k]);
+        if (b < S.lb)
+            S.lb = b;
+    }
+    if (mp_obj_reduce(S.obj, MP_REDUCE_MIN, S.lb, &S.gmin, S.rred) == MP_FAIL)
+        die("reduction failed");
+    mp_counter_wait(S.rred, S.rounds, mp_continue(rec_reduced, MP_SCHED_FIFO));
+}
+
+static void rec_barrier(void *args)
+{
+    (void)args;
+    CSWEC_ACCESS(TERM);
+    if (eg_freeze(S.g, S.rfz) == MP_FAIL)
+        die("eg_freeze failed");
+    mp_counter_wait(S.rfz, S.rounds, mp_continue(rec_frozen, MP_SCHED_FIFO));
+}
+
+static void start_round(void)
+{
+    S.recovering = true;
+    S.rounds++;
+    if (mp_obj_barrier(S.obj, S.rbar) == MP_FAIL)
+        die("barrier failed");
+    mp_counter_wait(S.rbar, S.rounds, mp_fiber_create(rec_barrier, NULL, 0, MP_SCHED_FIFO));
+}
+
+/* Starts a round once no node has run for two turns of the FIFO queue: a node woken by an
+ * arrival is counted active only when its continuation runs, which the wake-up fiber queues
+ * behind this one. */
+static void rec_check(void *args)
+{
+    int *turn = args;
+    S.checking = false;
+    if (S.nactive || S.recovering || S.finished)
+        return;
+    if (++*turn < 2) {
+        S.checking = true;
+        mp_fiber_enable(mp_continue(rec_check, MP_SCHED_FIFO));
+        return;
+    }
+    start_round();
+}
+
+static void maybe_recover(void)
+{
+    if (S.nactive || S.recovering || S.finished || S.checking)
+        return;
+    int turn = 0;
+    S.checking = true;
+    if (mp_spawn(rec_check, &turn, sizeof turn, MP_SCHED_FIFO) != MP_SUCCESS)
+        die("mp_spawn failed");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The node threads                                                                       */
+
+static void node_run(void *args);
+
+static void block(node_state *n, int state)
+{
+    n->state = state;
+    S.nactive--;
+    maybe_recover();
+}
+
+static void node_resumed(void *args)
+{
+    node_state *n = &S.nodes[*(uint32_t *)args];
+    n->consumed = mp_counter_value(n->wake);
+    n->state = RUN;
+    S.nactive++;
+    node_run(args);
+}
+
+static void node_sent(void *args)
+{
+    node_state *n = &S.nodes[*(uint32_t *)args];
+    n->state = RUN;
+    S.nactive++;
+    node_run(args);
+}
+
+/* Sends one element; false when the node must wait for space (its continuation is set). */
+static bool send(node_state *n, const cs_msg *e)
+{
+    S.tot[e->kind == M_EVENT ? 0 : 1]++;
+    S.tot[3] += n->outdeg;
+    S.tot[4] += n->nremote;
+    if (e->kind == M_EVENT) {
+        CSWEC_INC(S.st, NEvent, 1);
+        if (drives_po[n->node])
+            cs_wave_push(&n->po, e);
+    } else {
+        CSWEC_INC(S.st, NNull, 1);
+    }
+    CSWEC_INC(S.st, NEdgeMsg, n->outdeg);
+    CSWEC_INC(S.st, NPhys, n->nremote);
+    n->since = 0;
+    n->sent_target++;
+    mp_status s = eg_send(S.g, n->node, e, n->sent);
+    if (s == MP_FAIL)
+        die("eg_send failed");
+    if (s == MP_OK)
+        return true;
+    CSWEC_INC(S.st, NSendBlock, 1);
+    n->queued_t = e->t;
+    block(n, BLK_SEND);
+    mp_counter_wait(n->sent, n->sent_target, mp_continue(node_sent, MP_SCHED_FIFO));
+    return false;
+}
+
+static void finish(node_state *n)
+{
+    n->state = DONE;
+    S.nactive--;
+    maybe_recover();
+}
+
+/* A source: its stimulus, then FIN. */
+static void source_run(node_state *n)
+{
+    cs_msg e;
+    while (cs_source_event(&M, n->node, &n->src_cursor, &e))
+        if (!send(n, &e))
+            return;
+    if (!n->fin_sent) {
+        n->fin_sent = true;
+        e = (cs_msg){M.t_end, 0, 0, M_FIN, 0};
+        if (!send(n, &e))
+            return;
+    }
+    finish(n);
+}
+
+/* Consumes the events up to T and every null at the head of an edge; returns the time of the
+ * earliest pending event (infinity if none). */
+static double consume(node_state *n)
+{
+    double next = INFINITY;
+    for (uint32_t i = 0; i < n->s.nslot; i++) {
+        uint32_t edge = n->in_edge[i];
+        while (eg_count(S.g, edge)) {
+            const cs_msg *e = eg_examine(S.g, edge, 0);
+            if (e->kind == M_EVENT && e->t > n->s.T) {
+                if (e->t < next)
+                    next = e->t;
+                break;
+            }
+            cs_msg m;
+            eg_remove(S.g, edge, &m, 1);
+            if (m.kind == M_EVENT) {
+                if (m.t == 0 && !n->s.init)
+                    n->nvalid++; /* (a source's first event is at t = 0, then ramps) */
+                n->s.in[i] = (cs_seg){m.t, m.v, m.s};
+            }
+            if (m.t > n->known[i])
+                n->known[i] = m.t;
+            n->nfin += m.kind == M_FIN;
+        }
+    }
+    return next;
+}
+
+#define STEPS_PER_FIBER 64
+
+/* From node_run: waits for an arrival; `want` is the step end it waits for (infinity: only
+ * FINs are missing, no event can come). */
+static void wait_input(node_state *n, double want)
+{
+    CSWEC_INC(S.st, NInputBlock, 1);
+    n->want = want;
+    if (!eg_is_waiting(S.g, n->node) && eg_wait(S.g, n->node, n->wake) == MP_FAIL)
+        die("eg_wait failed");
+    block(n, BLK_INPUT);
+    mp_counter_wait(n->wake, n->consumed + 1, mp_continue(node_resumed, MP_SCHED_FIFO));
+}
+
+static void node_run(void *args)
+{
+    node_state *n = &S.nodes[*(uint32_t *)args];
+    if (n->node < M.nsrc) {
+        source_run(n);
+        return;
+    }
+    for (int it = 0; it < STEPS_PER_FIBER; it++) {
+        double next = consume(n);
+        double T2;
+        if (!n->s.init) {
+            T2 = 0; /* every input's value at t = 0 first */
+        } else {
+            if (n->s.T >= M.t_end) {
+                if (!n->fin_sent) {
+                    n->fin_sent = true;
+                    cs_msg e = {M.t_end, 0, 0, M_FIN, 0};
+                    if (!send(n, &e))
+                        return;
+                }
+                if (n->nfin < n->s.nslot) { /* drain the inputs: senders may wait for space */
+                    wait_input(n, INFINITY);
+                    return;
+                }
+                finish(n);
+                return;
+            }
+            T2 = cs_plan(&M, &n->s);
+            if (next < T2)
+                T2 = next;
+        }
+        /* initialisation needs every input's event at t = 0 itself (a recovery bound of 0
+         * says only that nothing earlier is on its way) */
+        bool ready = n->s.init || n->nvalid == n->s.nslot;
+        for (uint32_t i = 0; i < n->s.nslot && ready && n->s.init; i++)
+            ready = eg_count(S.g, n->in_edge[i]) > 0 || n->known[i] >= T2;
+        if (!ready) { /* [ Wait until a new event message arrives at an empty edge ] */
+            wait_input(n, T2);
+            return;
+        }
+        if (!n->s.init) {
+            cs_init(&M, &n->s);
+            n->s.last = (cs_msg){0, cs_out(&M, &n->s), 0, M_EVENT, 0};
+            if (!send(n, &n->s.last))
+                return;
+            continue;
+        }
+        double prev = cs_out(&M, &n->s), T = n->s.T;
+        cs_advance(&M, &n->s, T2);
+        CSWEC_INC(S.st, NStep, 1);
+        S.tot[2]++;
+        CSWEC_INC(S.st, NGateEval, M.sub_ng[n->node]);
+        cs_msg e;
+        if (cs_event(&M, &n->s, prev, T2 - T, &e)) {
+            /* [ Send new state to all fanout subcircuits ] */
+            if (!send(n, &e))
+                return;
+        } else if (++n->since >= prm.null_steps) {
+            /* [ Send null messages to all fanout subcircuits ] */
+            e = (cs_msg){n->s.T, 0, 0, M_NULL, 0};
+            if (!send(n, &e))
+                return;
+        }
+    }
+    mp_fiber_enable(mp_continue(node_run, MP_SCHED_FIFO)); /* let messages in */
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Setup, collection, check                                                               */
+
+/* Largest first onto the least loaded PE (ties: lower node, lower PE); every PE computes the
+ * same table. */
+static int *place(int npes)
+{
+    int *part = cs_alloc(M.nnodes, sizeof *part);
+    uint32_t *order = cs_alloc(M.nnodes, sizeof *order);
+    double *load = cs_alloc((size_t)npes, sizeof *load);
+    for (uint32_t i = 0; i < M.nnodes; i++)
+        order[i] = i;
+    for (uint32_t i = 1; i < M.nnodes; i++) { /* stable insertion sort by size, descending */
+        uint32_t x = order[i], j = i;
+        uint32_t wx = M.sub_ng[x] ? M.sub_ng[x] : 1;
+        while (j > 0 && (M.sub_ng[order[j - 1]] ? M.sub_ng[order[j - 1]] : 1) < wx) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+    }
+    for (uint32_t i = 0; i < M.nnodes; i++) {
+        int best = 0;
+        for (int p = 1; p < npes; p++)
+            if (load[p] < load[best])
+                best = p;
+        part[order[i]] = best;
+        load[best] += M.sub_ng[order[i]] ? M.sub_ng[order[i]] : 1;
+    }
+    free(order);
+    free(load);
+    return part;
+}
+
+typedef struct {
+    uint32_t node, n, last, pad_;
+    cs_msg e[28];
+} po_msg;
+
+static void collect(void *args)
+{
+    po_msg *m = args;
+    for (uint32_t i = 0; i < m->n; i++)
+        cs_wave_push(&S.got[m->node], &m->e[i]);
+    if (m->last)
+        mp_counter_add(S.collected, 1);
+}
+
+static uint32_t po_nodes(void)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < M.nnodes; i++)
+        k += drives_po[i];
+    return k;
+}
+
+static void send_po(const node_state *n)
+{
+    po_msg m;
+    memset(&m, 0, sizeof m);
+    m.node = n->node;
+    size_t i = 0;
+    do {
+        for (m.n = 0; i < n->po.n && m.n < 28; i++)
+            m.e[m.n++] = n->po.e[i];
+        m.last = i == n->po.n;
+        if (mp_invoke(0, collect, &m, offsetof(po_msg, e) + m.n * sizeof m.e[0], MP_SCHED_FIFO) !=
+            MP_SUCCESS)
+            die("mp_invoke failed");
+    } while (i < n->po.n);
+}
+
+/* PE 0: compares the primary outputs with the sequential simulation; returns the outputs
+ * that differ. */
+static uint32_t compare(const cs_wave *seq)
+{
+    uint32_t wrong = 0;
+    for (uint32_t k = 0; k < M.nnodes; k++) {
+        if (!drives_po[k])
+            continue;
+        const cs_wave *a = &S.got[k], *b = &seq[k];
+        bool same = a->n == b->n;
+        for (size_t i = 0; same && i < a->n; i++)
+            same = a->e[i].t == b->e[i].t && a->e[i].v == b->e[i].v && a->e[i].s == b->e[i].s;
+        if (!same) {
+            if (wrong < 3)
+                fprintf(stderr, "cswec: node %u: %zu events, sequential %zu\n", k, a->n, b->n);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
+static double sum(double x)
+{
+    double out = 0;
+    mp_counter_t c = mp_counter_new(0);
+    uint64_t w = 0;
+    bu_await(c, &w, mp_obj_reduce(S.obj, MP_REDUCE_SUM, x, &out, c), "reduction");
+    mp_counter_free(c);
+    return out;
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    int me = mp_mype(), npes = mp_npes();
+    memset(&S, 0, sizeof S);
+    S.me = me;
+    S.npes = npes;
+    S.part = place(npes);
+    eg_config cfg = {M.nnodes,  edges,  nedges,       sizeof(cs_msg), (uint32_t)prm.capacity,
+                     partition, S.part, EG_WAKE_EMPTY};
+    if (eg_graph_create(&cfg, &S.g) != MP_SUCCESS)
+        die("cannot create the event graph");
+    mp_obj_create(&S, &S.obj);
+    S.st = cswec_stats_create(S.obj);
+    S.rbar = mp_counter_new(0);
+    S.rfz = mp_counter_new(0);
+    S.rred = mp_counter_new(0);
+    S.done_c = mp_counter_new(0);
+    S.collected = mp_counter_new(0);
+    if (me == 0)
+        S.got = cs_alloc(M.nnodes, sizeof *S.got);
+    for (uint32_t k = 0; k < M.nnodes; k++)
+        S.nlocal += S.part[k] == me;
+    S.nodes = cs_alloc(S.nlocal, sizeof *S.nodes);
+    uint32_t *ids = cs_alloc(S.nlocal, sizeof *ids);
+    uint32_t gates = 0;
+    for (uint32_t k = 0, j = 0; k < M.nnodes; k++) {
+        if (S.part[k] != me)
+            continue;
+        node_state *n = &S.nodes[j];
+        ids[j] = j;
+        j++;
+        uint32_t ns;
+        n->node = k;
+        n->in_edge = eg_in_edges(S.g, k, &ns);
+        n->s = (cs_sub){k,
+                        ns,
+                        cs_alloc(ns, sizeof(cs_seg)),
+                        cs_alloc(M.sub_ng[k] ? M.sub_ng[k] : 1, sizeof(double)),
+                        cs_alloc(M.sub_ng[k] ? M.sub_ng[k] : 1, sizeof(double)),
+                        0,
+                        {0, 0, 0, 0, 0},
+                        false};
+        n->known = cs_alloc(ns, sizeof(double));
+        for (uint32_t i = 0; i < ns; i++)
+            n->known[i] = -1;
+        n->wake = mp_counter_new(0);
+        n->sent = mp_counter_new(0);
+        const uint32_t *out = eg_out_edges(S.g, k, &n->outdeg);
+        uint64_t seen = 0; /* remote PEs (bits; PEs beyond 64 counted once each per edge) */
+        for (uint32_t i = 0; i < n->outdeg; i++) {
+            int pe = S.part[edges[out[i]].dst];
+            if (pe != me && (pe >= 64 || !(seen >> pe & 1))) {
+                n->nremote++;
+                if (pe < 64)
+                    seen |= 1ull << pe;
+            }
+        }
+        gates += M.sub_ng[k];
+    }
+    CSWEC_SET(S.st, P, 1);
+    CSWEC_SET(S.st, Node, S.nlocal);
+    CSWEC_SET(S.st, Gate, gates);
+    S.nactive = S.nlocal;
+
+    double t0 = mp_wtime();
+    for (uint32_t j = 0; j < S.nlocal; j++)
+        mp_spawn(node_run, &ids[j], sizeof ids[j], MP_SCHED_FIFO);
+    if (S.nlocal == 0)
+        start_round();
+    if (mp_block_until(S.done_c, 1) != MP_SUCCESS)
+        exit(1);
+    double sim_s = mp_wtime() - t0;
+
+    /* Collect the primary outputs' events on PE 0 */
+    for (uint32_t j = 0; j < S.nlocal; j++)
+        if (drives_po[S.nodes[j].node])
+            send_po(&S.nodes[j]);
+    double events = sum(S.tot[0]), nulls = sum(S.tot[1]), steps = sum(S.tot[2]);
+    double edge_msgs = sum(S.tot[3]), phys = sum(S.tot[4]);
+    double wrong = 0;
+    if (me == 0) {
+        if (mp_block_until(S.collected, po_nodes()) != MP_SUCCESS)
+            exit(1);
+        for (uint32_t k = 0; prm.fault && k < M.nnodes; k++) /* the test hook */
+            if (S.got[k].n) {
+                S.got[k].e[S.got[k].n - 1].v += 0.5;
+                break;
+            }
+        double collapse = edge_msgs > 0 ? 1 - phys / edge_msgs : 0;
+        mp_param("sim_s", sim_s);
+        mp_param("collapse", collapse);
+        mp_param("events", events);
+        mp_param("nulls", nulls);
+        mp_param("steps", steps);
+        mp_param("recoveries", (double)S.rounds);
+        size_t po_events = 0;
+        for (uint32_t k = 0; k < M.nnodes; k++)
+            po_events += S.got[k].n;
+        printf("cswec: P=%d circuit=%s nodes=%u edges=%u capacity=%llu vectors=%llu: %.0f "
+               "steps, %.0f events, %.0f nulls, %zu output events, %llu recovery rounds, "
+               "%.6f s\n",
+               npes, M.name, M.nnodes, nedges, (unsigned long long)prm.capacity,
+               (unsigned long long)prm.vectors, steps, events, nulls, po_events,
+               (unsigned long long)S.rounds, sim_s);
+        printf("cswec: collapsing: %.0f event messages on edges, %.0f physical element "
+               "messages: %.1f %% removed\n",
+               edge_msgs, phys, 100 * collapse);
+        if (prm.verbose)
+            for (uint32_t i = 0; i < M.noutputs; i++) {
+                const cs_wave *w = &S.got[M.sig_node[M.out_sig[i]]];
+                printf("  output %u: %zu events, final %.3f\n", i, w->n,
+                       w->n ? w->e[w->n - 1].v : -1.0);
+            }
+        if (prm.check) {
+            uint64_t seq_steps = 0;
+            cs_wave *seq = cs_sequential(&M, &seq_steps);
+            uint32_t bad = compare(seq);
+            wrong = bad;
+            printf("cswec: check against the sequential simulation: %s (%u of %u output nodes "
+                   "differ; %llu steps sequentially)\n",
+                   bad ? "FAILED" : "OK", bad, po_nodes(), (unsigned long long)seq_steps);
+            for (uint32_t k = 0; k < M.nnodes; k++)
+                free(seq[k].e);
+            free(seq);
+        }
+        fflush(stdout);
+    }
+    if (bu_agree(S.obj, wrong) > 0)
+        atomic_store(&failed, 1);
+    /* the graph stays frozen after the last recovery round; eg_finalize frees it */
+    for (uint32_t j = 0; j < S.nlocal; j++) {
+        node_state *n = &S.nodes[j];
+        free(n->s.in);
+        free(n->s.v);
+        free(n->s.tgt);
+        free(n->known);
+        free(n->po.e);
+        mp_counter_free(n->wake);
+        mp_counter_free(n->sent);
+    }
+    if (me == 0) {
+        for (uint32_t k = 0; k < M.nnodes; k++)
+            free(S.got[k].e);
+        free(S.got);
+    }
+    mp_counter_t cs[] = {S.rbar, S.rfz, S.rred, S.done_c, S.collected};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        mp_counter_free(cs[i]);
+    free(S.nodes);
+    free(ids);
+    free(S.part);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cswec: %s: cannot open\n", path);
+        exit(2);
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    if (!buf)
+        die("out of memory");
+    buf[n] = 0;
+    return buf;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: cswec --netlist=FILE [--capacity=C] [--vectors=V] [--seed=X] "
+                    "[--null-steps=K] [--check] [--verbose]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        bool ok = true;
+        if (bu_check_flag(a, &prm.check, &prm.fault))
+            continue;
+        if (!strcmp(a, "--verbose"))
+            prm.verbose = true;
+        else if ((v = bu_opt(a, "--netlist")) && *v)
+            prm.netlist = v;
+        else if ((v = bu_opt(a, "--capacity")))
+            ok = bu_u64("cswec", "--capacity", v, 1, 1u << 20, &prm.capacity);
+        else if ((v = bu_opt(a, "--vectors")))
+            ok = bu_u64("cswec", "--vectors", v, 1, 1u << 20, &prm.vectors);
+        else if ((v = bu_opt(a, "--seed")))
+            ok = bu_u64("cswec", "--seed", v, 0, UINT64_MAX, &prm.seed);
+        else if ((v = bu_opt(a, "--null-steps")))
+            ok = bu_u64("cswec", "--null-steps", v, 1, 1u << 20, &prm.null_steps);
+        else
+            return usage();
+        if (!ok)
+            return 2;
+    }
+    if (!prm.netlist && !prm.check)
+        return usage();
+    char *text = prm.netlist ? slurp(prm.netlist) : NULL;
+    cs_parse(&M, text ? text : CS_C17, prm.netlist ? prm.netlist : "<built-in c17>");
+    free(text);
+    M.seed = prm.seed;
+    M.vectors = prm.vectors;
+    M.period = 10.0;
+    M.ramp = 0.5;
+    M.t_end = (double)(prm.vectors + 1) * M.period;
+    nedges = M.slot_off[M.nnodes];
+    edges = cs_alloc(nedges, sizeof *edges);
+    for (uint32_t n = M.nsrc; n < M.nnodes; n++)
+        for (uint32_t j = M.slot_off[n]; j < M.slot_off[n + 1]; j++)
+            edges[j] = (eg_edge_def){M.slot_src[j], n};
+    drives_po = cs_alloc(M.nnodes, 1);
+    for (uint32_t i = 0; i < M.noutputs; i++)
+        drives_po[M.sig_node[M.out_sig[i]]] = 1;
+
+    mp_config cfg;
+    bu_config(&cfg);
+    cswec_perf_init();
+    mp_param("capacity", (double)prm.capacity);
+    mp_param("vectors", (double)prm.vectors);
+    mp_param("nodes", (double)M.nnodes);
+    mp_param("edges", (double)nedges);
+    int rc = mp_main(&cfg, pe_main, argc, argv);
+    eg_finalize();
+    free(edges);
+    free(drives_po);
+    cs_model_free(&M);
+    if (atomic_load(&failed))
+        return 1;
+    return rc;
+}
