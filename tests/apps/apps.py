@@ -15,7 +15,7 @@ from collections import defaultdict
 from itertools import permutations
 from pathlib import Path
 
-PROGRAMS = ["em3d", "tripuzzle", "eigenvalue", "phylogeny"]
+PROGRAMS = ["em3d", "tripuzzle", "eigenvalue", "phylogeny", "cswec"]
 MPIRUN = shutil.which("mpirun")
 SANITIZER_ERRORS = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|"
