@@ -18,7 +18,9 @@
  * event is not known up to T', [wait for a new event message at an empty edge]; else
  * simulate the step, and [send the new state to all fanout subcircuits] when it cannot be
  * extrapolated linearly from the last one, or a null message after --null-steps steps
- * without an event (default 8).  At the end time it sends a FIN (a null at the end time).
+ * without an event (default 8).  A node about to wait for input first sends a null message
+ * with its time if its fanout does not know it yet (the heuristic that keeps most waits
+ * from needing deadlock recovery).  At the end time it sends a FIN (a null at the end time).
  * Sources send their stimulus the same way.  Sends suspend while an out-edge is full
  * (--capacity elements per edge, default 64, the paper's setting).
  *
@@ -67,10 +69,11 @@ typedef struct {
     bool fin_sent, src_init;
     double *known; /* per slot */
     const uint32_t *in_edge;
-    double want;     /* BLK_INPUT: the step end it waits for */
-    double queued_t; /* BLK_SEND: the element's time */
-    uint32_t nfin;   /* slots whose FIN was consumed */
-    uint32_t nvalid; /* slots whose value at t = 0 arrived (an event, not a bound) */
+    double want;      /* BLK_INPUT: the step end it waits for */
+    double queued_t;  /* BLK_SEND: the element's time */
+    uint32_t nfin;    /* slots whose FIN was consumed */
+    uint32_t nvalid;  /* slots whose value at t = 0 arrived (an event, not a bound) */
+    double announced; /* time of the last element sent */
     uint64_t src_cursor, since;
     mp_counter_t wake, sent;
     uint64_t consumed, sent_target;
@@ -269,6 +272,7 @@ static bool send(node_state *n, const cs_msg *e)
     CSWEC_INC(S.st, NEdgeMsg, n->outdeg);
     CSWEC_INC(S.st, NPhys, n->nremote);
     n->since = 0;
+    n->announced = e->t;
     n->sent_target++;
     mp_status s = eg_send(S.g, n->node, e, n->sent);
     if (s == MP_FAIL)
@@ -384,7 +388,15 @@ static void node_run(void *args)
         bool ready = n->s.init || n->nvalid == n->s.nslot;
         for (uint32_t i = 0; i < n->s.nslot && ready && n->s.init; i++)
             ready = eg_count(S.g, n->in_edge[i]) > 0 || n->known[i] >= T2;
-        if (!ready) { /* [ Wait until a new event message arrives at an empty edge ] */
+        if (!ready) {
+            /* before waiting, tell the fanout how far this node got (a null message): the
+             * waits of its receivers then rarely need the recovery thread */
+            if (n->s.init && n->announced < n->s.T) {
+                cs_msg e = {n->s.T, 0, 0, M_NULL, 0};
+                if (!send(n, &e))
+                    return;
+            }
+            /* [ Wait until a new event message arrives at an empty edge ] */
             wait_input(n, T2);
             return;
         }
@@ -563,6 +575,7 @@ static void pe_main(int argc, char **argv)
                         {0, 0, 0, 0, 0},
                         false};
         n->known = cs_alloc(ns, sizeof(double));
+        n->announced = -1;
         for (uint32_t i = 0; i < ns; i++)
             n->known[i] = -1;
         n->wake = mp_counter_new(0);

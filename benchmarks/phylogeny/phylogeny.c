@@ -217,6 +217,7 @@ typedef struct {
     mp_counter_t barrier, rounds_done, step_in[MAX_STEPS];
     u64vec staged[MAX_STEPS];
     int step;
+    double tot[4]; /* tasks, tests, fetches, combine entries received (for the run's totals) */
     /* PE 0: every success */
     maskset all;
     mp_counter_t collected;
@@ -271,6 +272,7 @@ static void comb_merged(void *args)
             PHYLOGENY_INC(S.st, NCombineMerged, 1);
         }
     PHYLOGENY_INC(S.st, NCombineRecv, in->n);
+    S.tot[3] += (double)in->n;
     in->n = 0;
     S.step++;
     comb_step();
@@ -344,6 +346,7 @@ static void add_task(uint64_t y)
 static void explore(uint64_t x)
 {
     PHYLOGENY_INC(S.st, NTask, 1);
+    S.tot[0]++;
     if (store_has_subset_of(&S.failure, x)) {
         PHYLOGENY_INC(S.st, NPruneFail, 1);
         return;
@@ -354,6 +357,7 @@ static void explore(uint64_t x)
         uint64_t pairs = 0, witness = 0;
         bool ok = compatible(x, &pairs, &witness);
         PHYLOGENY_INC(S.st, NTest, 1);
+        S.tot[1]++;
         PHYLOGENY_INC(S.st, NPair, pairs);
         if (!ok) {
             store_insert(&S.failure, witness);
@@ -404,6 +408,7 @@ static void got_task(void)
     }
     /* [ Fetch the character subset ] */
     PHYLOGENY_INC(S.st, NFetch, 1);
+    S.tot[2]++;
     S.fetch_target++;
     if (mp_bulk_read(S.task.creator, S.task.subset, &S.x, sizeof S.x, S.fetched) == MP_FAIL)
         die("bulk read failed");
@@ -546,6 +551,11 @@ static void pe_main(int argc, char **argv)
             exit(1);
     }
 
+    /* the run's totals, for the study (mp_param) */
+    double tot[4];
+    for (int i = 0; i < 4; i++) {
+        bu_await(c, &cw, mp_obj_reduce(S.obj, MP_REDUCE_SUM, S.tot[i], &tot[i], c), "reduction");
+    }
     /* Collect and print solutions */
     send_masks(0, collect, S.success.list, S.success.nlist, 0, 0);
     double wrong = 0;
@@ -562,12 +572,17 @@ static void pe_main(int argc, char **argv)
         mp_param("solve_s", solve_s);
         mp_param("maximal", (double)got.n);
         mp_param("successes", (double)S.all.n);
+        mp_param("tasks", tot[0]);
+        mp_param("tests", tot[1]);
+        mp_param("fetches", tot[2]);
+        mp_param("combine_recv", tot[3]);
+        mp_param("combines", (double)S.done_rounds);
         printf("phylogeny: P=%d species=%llu chars=%llu noise=%g seed=%llu balance=%s: %zu "
                "maximal compatible subsets (largest %zu characters), %zu compatible subsets "
-               "explored, %.6f s\n",
+               "explored, %.0f tasks, %.0f tests, %.0f fetches, %u combinations, %.6f s\n",
                npes, (unsigned long long)prm.species, (unsigned long long)prm.chars, prm.noise,
                (unsigned long long)prm.seed, prm.push ? "push" : ts_topology_name(prm.topology),
-               got.n, largest, S.all.n, solve_s);
+               got.n, largest, S.all.n, tot[0], tot[1], tot[2], S.done_rounds, solve_s);
         if (prm.verbose)
             for (size_t i = 0; i < got.n; i++)
                 print_subset(got.v[i]);
