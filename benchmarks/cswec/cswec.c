@@ -3,14 +3,16 @@
  * graph (Wen 1995, section 2.2.4.3, Fig 2.13; the study of section 5.1.5).
  *
  *   cswec --netlist=FILE [--capacity=C] [--vectors=V] [--seed=X] [--null-steps=K]
- *         [--check] [--verbose]
+ *         [--place=size|block] [--check] [--verbose]
  *
  * FILE is a netlist written by benchmarks/cswec/netlist.py (ISCAS-85 circuits from the
  * circuitgraph package, or the generated REGFILE).  The circuit and its electrical model are
  * in cswec_model.h.  Every node of the circuit -- a primary input, a constant, a subcircuit
  * -- is a node of the event graph and is simulated by a thread of its own (a chain of
  * fibers); an edge joins a node to each subcircuit it drives.  Nodes are placed on PEs
- * statically by size (largest first onto the least loaded PE, Wen 1995 section 2.2.4.3).
+ * statically by size (largest first onto the least loaded PE, Wen 1995 section 2.2.4.3), or
+ * with --place=block in contiguous runs of the node order (sources, then subcircuits in
+ * topological order) holding equal numbers of gates, which keeps most edges on one PE.
  *
  * A subcircuit's thread (Fig 2.13) repeats: consume the input events up to its time T (and
  * every null message, which only raises the edge's known time); plan the next step T' (its
@@ -51,8 +53,8 @@
 static struct {
     const char *netlist;
     uint64_t capacity, vectors, seed, null_steps;
-    bool check, fault, verbose;
-} prm = {NULL, 64, 8, 1, 8, false, false, false};
+    bool block, check, fault, verbose;
+} prm = {NULL, 64, 8, 1, 8, false, false, false, false};
 
 static cs_model M; /* read-only during the run */
 static eg_edge_def *edges;
@@ -430,11 +432,22 @@ static void node_run(void *args)
 /* ------------------------------------------------------------------------------------ */
 /* Setup, collection, check                                                               */
 
-/* Largest first onto the least loaded PE (ties: lower node, lower PE); every PE computes the
- * same table. */
+/* Largest first onto the least loaded PE (ties: lower node, lower PE); --place=block: runs of
+ * the node order instead.  Every PE computes the same table. */
 static int *place(int npes)
 {
     int *part = cs_alloc(M.nnodes, sizeof *part);
+    if (prm.block) { /* contiguous runs of the topological order, equal in gates */
+        double total = 0, done = 0;
+        for (uint32_t i = 0; i < M.nnodes; i++)
+            total += M.sub_ng[i] ? M.sub_ng[i] : 1;
+        for (uint32_t i = 0; i < M.nnodes; i++) {
+            int pe = (int)(done * npes / total);
+            part[i] = pe < npes ? pe : npes - 1;
+            done += M.sub_ng[i] ? M.sub_ng[i] : 1;
+        }
+        return part;
+    }
     uint32_t *order = cs_alloc(M.nnodes, sizeof *order);
     double *load = cs_alloc((size_t)npes, sizeof *load);
     for (uint32_t i = 0; i < M.nnodes; i++)
@@ -631,12 +644,12 @@ static void pe_main(int argc, char **argv)
         size_t po_events = 0;
         for (uint32_t k = 0; k < M.nnodes; k++)
             po_events += S.got[k].n;
-        printf("cswec: P=%d circuit=%s nodes=%u edges=%u capacity=%llu vectors=%llu: %.0f "
-               "steps, %.0f events, %.0f nulls, %zu output events, %llu recovery rounds, "
+        printf("cswec: P=%d circuit=%s nodes=%u edges=%u capacity=%llu vectors=%llu place=%s: "
+               "%.0f steps, %.0f events, %.0f nulls, %zu output events, %llu recovery rounds, "
                "%.6f s\n",
                npes, M.name, M.nnodes, nedges, (unsigned long long)prm.capacity,
-               (unsigned long long)prm.vectors, steps, events, nulls, po_events,
-               (unsigned long long)S.rounds, sim_s);
+               (unsigned long long)prm.vectors, prm.block ? "block" : "size", steps, events, nulls,
+               po_events, (unsigned long long)S.rounds, sim_s);
         printf("cswec: collapsing: %.0f event messages on edges, %.0f physical element "
                "messages: %.1f %% removed\n",
                edge_msgs, phys, 100 * collapse);
@@ -710,7 +723,8 @@ static char *slurp(const char *path)
 static int usage(void)
 {
     fprintf(stderr, "usage: cswec --netlist=FILE [--capacity=C] [--vectors=V] [--seed=X] "
-                    "[--null-steps=K] [--check] [--verbose]\n");
+                    "[--null-steps=K] [--place=size|block]\n"
+                    "             [--check] [--verbose]\n");
     return 2;
 }
 
@@ -731,6 +745,8 @@ int main(int argc, char **argv)
             ok = bu_u64("cswec", "--vectors", v, 1, 1u << 20, &prm.vectors);
         else if ((v = bu_opt(a, "--seed")))
             ok = bu_u64("cswec", "--seed", v, 0, UINT64_MAX, &prm.seed);
+        else if ((v = bu_opt(a, "--place")) && (!strcmp(v, "size") || !strcmp(v, "block")))
+            prm.block = !strcmp(v, "block");
         else if ((v = bu_opt(a, "--null-steps")))
             ok = bu_u64("cswec", "--null-steps", v, 1, 1u << 20, &prm.null_steps);
         else
@@ -764,6 +780,7 @@ int main(int argc, char **argv)
     mp_param("vectors", (double)prm.vectors);
     mp_param("nodes", (double)M.nnodes);
     mp_param("edges", (double)nedges);
+    mp_param("block", prm.block);
     int rc = mp_main(&cfg, pe_main, argc, argv);
     eg_finalize();
     free(edges);

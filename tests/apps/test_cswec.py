@@ -82,6 +82,16 @@ def test_waveforms_and_statistics(cswec, nets, circuit, pes):
     assert sum(s["NStep"] for s in cs) == steps
 
 
+@pytest.mark.parametrize("pes", [2, 3])
+def test_block_placement(cswec, nets, pes):
+    size = run(cswec, "--check", f"--netlist={nets['c432']}", pes=pes)
+    block = run(cswec, "--check", f"--netlist={nets['c432']}", "--place=block", pes=pes)
+    check_ok(block)
+    assert "place=block" in block.stdout and block.profile["params"]["block"] == 1
+    # contiguous runs of the topological order keep most edges on one PE
+    assert block.total("cswec", "NPhys") < size.total("cswec", "NPhys")
+
+
 def test_smallest_capacity_recovers(cswec, nets):
     r = run(cswec, "--check", f"--netlist={nets['c432']}", "--capacity=1", "--null-steps=1000",
             pes=2)
@@ -95,7 +105,8 @@ def test_a_wrong_waveform_fails_the_check(cswec):
 
 
 @pytest.mark.parametrize("args", [[], ["--capacity=0"], ["--netlist=/nonexistent.net"],
-                                  ["--check", "--vectors=-1"], ["x"]])
+                                  ["--check", "--vectors=-1"], ["--check", "--place=random"],
+                                  ["x"]])
 def test_bad_command_lines(cswec, args):
     r = run(cswec, *args, expect_rc=2)
     assert "cswec" in r.stderr and r.profile is None
