@@ -10,8 +10,8 @@ build/benchmarks/cswec/cswec on each: on one PE (the sequential time), the initi
 implementation (capacity 64, the paper's setting, 1 KiB aggregation) and 4 KiB aggregation
 (Figs 5.8-5.9) and, beyond the paper, with the nodes placed in contiguous blocks of the
 topological order (`--place=block`) --reps times, and the capacity sweep of Fig 5.10
---cap-reps times with --sweep-vectors vectors (small capacities need thousands of recovery rounds: capacity 1 on
-C2670 takes minutes, so the default sweep starts at 2).  Every run
+--cap-reps times with --sweep-vectors vectors (small capacities need thousands of recovery
+rounds: capacity 1 on C2670 takes minutes, so the default sweep starts at 2).  Every run
 is reported with the runtime's fitted cost model (`mprof report RUN --model M`, default
 build/workflows/rts.model.json from `make demo`).  Writes
 benchmarks/cswec/experiments/results/<config>.txt and .../summary.md.
@@ -205,7 +205,7 @@ def findings(rows, args) -> list[str]:
         "null messages (table above): a sender blocked on a full edge cannot announce its "
         "time, so its receivers' other inputs stall until the recovery thread's global "
         f"minimum frees them.  Less sensitive to capacity here: {less} (paper: C2670, which "
-        "has more parallelism).  REGFILE's sweep runs last ~0.2 s and move within their "
+        "has more parallelism).  REGFILE's sweep runs last 0.1-0.3 s and move within their "
         "noise; its few long bit slices rarely fill an edge.  The paper's memory-hierarchy "
         "penalty of very large capacities does not appear at these sizes.")
     out.append(
