@@ -94,7 +94,7 @@ static void *cs_alloc(size_t n, size_t size)
 }
 
 /* Parses `text` (from `path`) into m.  Exits with status 2 on bad input. */
-static void cs_parse(cs_model *m, const char *text, const char *path)
+static inline void cs_parse(cs_model *m, const char *text, const char *path)
 {
     static const char *types[] = {"and", "nand", "or", "nor", "xor", "xnor", "not", "buf"};
     cs_reader r = {path, text, 1, 1, 1, 1, {0}};
@@ -245,7 +245,7 @@ static void cs_parse(cs_model *m, const char *text, const char *path)
     }
 }
 
-static void cs_model_free(cs_model *m)
+static inline void cs_model_free(cs_model *m)
 {
     void *p[] = {m->out_sig, m->sig_node, m->tie_value, m->sub_g0,  m->sub_ng,
                  m->gate,    m->gin,      m->slot_src,  m->slot_off};
@@ -275,7 +275,7 @@ static void cs_wave_push(cs_wave *w, const cs_msg *e)
 }
 
 /* Every node's events (sources: their stimulus); the caller frees waves[i].e and waves. */
-static cs_wave *cs_sequential(const cs_model *m, uint64_t *steps)
+static inline cs_wave *cs_sequential(const cs_model *m, uint64_t *steps)
 {
     cs_wave *w = cs_alloc(m->nnodes, sizeof *w);
     for (uint32_t n = 0; n < m->nsrc; n++) {
