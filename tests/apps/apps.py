@@ -1,4 +1,5 @@
-"""Shared helpers of the application tests (benchmarks/em3d, tripuzzle, eigenvalue): build and
+"""Shared helpers of the application tests (benchmarks/em3d, tripuzzle, eigenvalue, phylogeny,
+cswec): build and
 run the programs on shared memory or under mpirun, read their run profiles, and replay their
 input generators in Python to predict the statistics that follow from the input."""
 
@@ -14,7 +15,7 @@ from collections import defaultdict
 from itertools import permutations
 from pathlib import Path
 
-PROGRAMS = ["em3d", "tripuzzle", "eigenvalue"]
+PROGRAMS = ["em3d", "tripuzzle", "eigenvalue", "phylogeny", "cswec"]
 MPIRUN = shutil.which("mpirun")
 SANITIZER_ERRORS = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|"
@@ -181,3 +182,58 @@ def tripuzzle_bfs(rows: int, hole_r: int, hole_c: int) -> dict:
         level = nxt
     return {"solutions": sum(level.values()), "expanded": expanded, "moves": made,
             "distinct": distinct, "final_boards": len(level)}
+
+
+def unit(h: int) -> float:
+    return (h >> 11) * 2.0**-53
+
+
+def phylogeny_maximal(species: int, chars: int, noise: float, seed: int = 1) -> list[set]:
+    """Replays phylogeny.c's generator and finds the maximal compatible character subsets by
+    brute force over all subsets of the (pairwise) compatible graph's cliques."""
+    cluster = [1 << i for i in range(species)]
+    clades = []
+    step = 0
+    while len(cluster) > 1:
+        h = hash3(seed, 1, step, 0)
+        n = len(cluster)
+        a, b = h % n, (h >> 32) % (n - 1)
+        if b >= a:
+            b += 1
+        merged = cluster[a] | cluster[b]
+        if n > 2:
+            clades.append(merged)
+        lo, hi = min(a, b), max(a, b)
+        cluster[lo] = merged
+        cluster[hi] = cluster[-1]
+        cluster.pop()
+        step += 1
+    masks = []
+    for c in range(chars):
+        m = clades[hash3(seed, 2, c, 0) % len(clades)]
+        for s in range(species):
+            if unit(hash3(seed, 3, c, s)) < noise:
+                m ^= 1 << s
+        masks.append(m)
+    full = (1 << species) - 1
+
+    def ok(a, b):
+        return not ((a & b) and (a & ~b) and (~a & b & full) and (~a & ~b & full))
+
+    compat = [{j for j in range(chars) if j != i and ok(masks[i], masks[j])}
+              for i in range(chars)]
+    # every compatible subset is a clique of the pair graph (the four-gamete theorem)
+    found = []
+
+    def grow(members, candidates):
+        extend = [c for c in range(chars) if c not in members
+                  and all(c in compat[m] for m in members)]
+        if not extend:
+            found.append(set(members))
+            return
+        for c in candidates:
+            if c in extend:
+                grow(members | {c}, [d for d in candidates if d > c])
+
+    grow(set(), list(range(chars)))
+    return sorted(found, key=lambda s: sorted(s))

@@ -1,0 +1,102 @@
+"""Phylogeny (benchmarks/phylogeny): the maximal compatible character subsets equal a Python
+brute force over the replayed input and the program's own sequential enumeration, for
+stealing and pushing, at 1-4 PEs, on shared memory and under mpirun; every compatible
+subset is explored exactly once whoever runs it; the task stealer's counts obey their
+invariants; a corrupted success fails the check; sanitizer runs of the small case."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from apps import MPIRUN, build, phylogeny_maximal, run
+
+SMALL = dict(species=10, chars=24, noise=0.12)
+ARGS = [f"--{k}={v}" for k, v in SMALL.items()]
+
+
+@pytest.fixture(scope="module")
+def phylo(cmake_build):
+    return build(cmake_build, "phylogeny")
+
+
+@pytest.fixture(scope="module")
+def want():
+    return phylogeny_maximal(**SMALL)
+
+
+def subsets(stdout: str) -> list[set]:
+    return sorted(({int(c) for c in m.split()} for m in re.findall(r"^  \{([\d ]*)\}$", stdout,
+                                                                       re.M)),
+                  key=lambda s: sorted(s))
+
+
+def test_check_alone_runs_the_builtin_case_on_two_pes(phylo):
+    r = run(phylo, "--check", timeout=30)
+    assert "species=10 chars=24" in r.stdout
+    assert "check against the sequential enumeration: OK" in r.stdout
+    assert r.profile["npes"] == 2
+
+
+@pytest.mark.parametrize("pes", [1, 2, 3, 4])
+@pytest.mark.parametrize("balance", ["steal", "push"])
+def test_maximal_subsets_and_statistics(phylo, want, pes, balance):
+    r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", pes=pes)
+    assert "check against the sequential enumeration: OK" in r.stdout
+    assert subsets(r.stdout) == want
+    explored = int(re.search(r"(\d+) compatible subsets explored", r.stdout).group(1))
+    # every compatible subset is generated once and succeeds once, wherever it runs
+    assert r.total("phylogeny", "NSuccess") == explored
+    ph, ts = r.stats("phylogeny"), r.stats("taskstealer")
+    assert sum(s["NAdd"] for s in ts) == sum(s["NTask"] for s in ts)
+    assert sum(s["NGen"] for s in ph) == sum(s["NTask"] for s in ph) == sum(
+        s["NTask"] for s in ts)
+    tasks = sum(s["NTask"] for s in ph)
+    assert tasks == explored + sum(s["NFailure"] + s["NPruneFail"] for s in ph)
+    assert sum(s["NTest"] for s in ph) == sum(
+        s["NSuccess"] - s["NPruneSucc"] + s["NFailure"] for s in ph)
+    # a fetch is a task run away from its creator: it must have migrated
+    assert r.total("phylogeny", "NFetch") <= sum(s["NMigrate"] for s in ts)
+    if pes == 1:
+        assert r.total("phylogeny", "NFetch") == 0
+    if balance == "push":
+        assert sum(s["NSteal"] for s in ts) == 0
+        if pes > 1:
+            assert r.total("phylogeny", "NFetch") > 0
+    # all PEs take part in the same combinations
+    assert len({s["NCombine"] for s in ph}) == 1
+
+
+def test_seeds_differ_and_the_paper_size_runs(phylo):
+    a = run(phylo, "--check", "--species=12", "--chars=30", "--seed=2", pes=2)
+    assert "OK" in a.stdout and "seed=2" in a.stdout
+
+
+def test_a_wrong_success_fails_the_check(phylo):
+    r = run(phylo, "--check", "--fault", pes=2, expect_rc=1)
+    assert "check against the sequential enumeration: FAILED" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["--species=1"], ["--chars=65"], ["--noise=2"],
+                                  ["--balance=random"], ["--topology=push"], ["x"]])
+def test_bad_command_lines(phylo, args):
+    r = run(phylo, *args, expect_rc=2)
+    assert "phylogeny" in r.stderr and r.profile is None
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
+@pytest.mark.parametrize("balance", ["steal", "push"])
+def test_mpi_backend(phylo, want, balance):
+    r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", np=2)
+    assert "OK" in r.stdout and subsets(r.stdout) == want
+    assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2
+
+
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("sanitize", ["address", "thread"])
+def test_sanitizers(cmake_build, sanitize):
+    exe = build(cmake_build, "phylogeny", sanitize)
+    for balance in ("steal", "push"):
+        r = run(exe, "--check", *ARGS, f"--balance={balance}", pes=3, sanitize=sanitize,
+                timeout=300)
+        assert "OK" in r.stdout
