@@ -20,3 +20,12 @@ if [ -x benchmarks/mpi/bench.sh ]; then
   echo "== MPI backend"
   benchmarks/mpi/bench.sh
 fi
+if [ -f benchmarks/gate/gate_bench.py ]; then
+  # quick: 3 detection + 5 A/A trials; GATE_BENCH=full: the targets' 10 + 100 (10-30 min)
+  echo "== mprof gate: detection of a 10 % slower lookup, A/A false alarms (benchmarks/gate/gate_bench.py)"
+  if [ "${GATE_BENCH:-quick}" = full ]; then
+    python benchmarks/gate/gate_bench.py
+  else
+    python benchmarks/gate/gate_bench.py --quick
+  fi
+fi
