@@ -53,26 +53,29 @@ class Figure:
                             "stroke": stroke, "tip": tip})
 
 
-def _nice_max(value: float) -> float:
-    if value <= 0 or not math.isfinite(value):
-        return 1.0
-    exp = 10 ** math.floor(math.log10(value))
-    for m in (1, 2, 2.5, 5, 10):
-        if m * exp >= value:
-            return m * exp
-    return 10 * exp
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Tick values from at most `lo` to at least `hi`, a nice step apart (1, 2, 2.5 or 5 times a
+    power of ten), zero among them when the range crosses it; about 5 intervals."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi - lo <= 0 or not math.isfinite(hi - lo):
+        return [0.0, 1.0] if hi <= 0 else [0.0, hi]
+    raw = (hi - lo) / 5
+    exp = 10 ** math.floor(math.log10(raw))
+    step = next(m * exp for m in (1, 2, 2.5, 5, 10) if m * exp >= raw)
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [i * step for i in range(first, last + 1)]
 
 
 def _fmt(v: float, d: int) -> str:
     return f"{v:.{d}f}" if abs(v) >= 10 ** -d or v == 0 else f"{v:.2g}"
 
 
-def _axes(fig: Figure, x0, y0, x1, y1, vmax, d, label, vmin=0.0, xlabel=""):
-    """Left value axis from vmin (at y1) up to vmax (at y0), 5 grid intervals; the zero line
-    is drawn dark when the axis reaches below zero."""
-    for i in range(6):
-        v = vmin + (vmax - vmin) * i / 5
-        y = y1 - (y1 - y0) * i / 5
+def _axes(fig: Figure, x0, y0, x1, y1, ticks, d, label, xlabel=""):
+    """Left value axis from ticks[0] (at y1) up to ticks[-1] (at y0), a grid line per tick; the
+    zero line is drawn dark when the axis reaches below zero.  Returns the zero line's y."""
+    vmin, vmax = ticks[0], ticks[-1]
+    for v in ticks:
+        y = y1 - (y1 - y0) * (v - vmin) / (vmax - vmin)
         fig.line(x0, y, x1, y, stroke="#ddd", width=1)
         fig.text(x0 - 6, y + 4, _fmt(v, d), anchor="end", size=10)
     fig.line(x0, y0, x0, y1)
@@ -99,14 +102,13 @@ def where_bars(report: Report, d: int) -> Figure:
     x0, x1 = 170, 660
     lo = min([r.seconds for r in rows] + [0.0])
     hi = max([r.seconds for r in rows] + [0.0])
-    vmax = _nice_max(hi)
-    vmin = -_nice_max(-lo) if lo < 0 else 0.0
+    ticks = _ticks(lo, hi)
+    vmin, vmax = ticks[0], ticks[-1]
 
     def x(v):
         return x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
 
-    for i in range(6):
-        v = vmin + (vmax - vmin) * i / 5
+    for v in ticks:
         fig.line(x(v), 14, x(v), height - 40, stroke="#eee")
         fig.text(x(v), height - 26, _fmt(v, d), anchor="middle", size=10)
     fig.line(x(0), 14, x(0), height - 40, stroke="#333")
@@ -149,10 +151,10 @@ def stacked_costs(report: Report, d: int) -> Figure:
     x0, y0, x1, y1 = 70, 30, width - 240, 330
     pos_max = max([sum(max(v[i], 0.0) for v in series.values()) for i in range(len(pes))] + [0])
     neg_min = min([sum(min(v[i], 0.0) for v in series.values()) for i in range(len(pes))] + [0])
-    vmax = _nice_max(pos_max)
-    vmin = -_nice_max(-neg_min) if neg_min < 0 else 0.0
-    zero = _axes(fig, x0, y0, x1, y1, vmax, d,
-                 "CPU seconds" if report.measure == "cpu" else "seconds", vmin=vmin, xlabel="PE")
+    ticks = _ticks(neg_min, pos_max)
+    vmin, vmax = ticks[0], ticks[-1]
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d,
+                 "CPU seconds" if report.measure == "cpu" else "seconds", xlabel="PE")
     scale = (y1 - y0) / (vmax - vmin)
     slot = (x1 - x0) / max(len(pes), 1)
     bar = min(40, slot * 0.7)
@@ -192,9 +194,10 @@ def model_vs_measured(report: Report, d: int) -> Figure:
                                                 for pc in pes if pc.halfwidth is not None
                                                 and math.isfinite(pc.halfwidth)]
               + [pc.model_s or 0 for pc in pes])
-    vmax = _nice_max(top)
+    ticks = _ticks(0.0, top)
+    vmax = ticks[-1]
     fig.height += 14
-    _axes(fig, x0, y0, x1, y1, vmax, d, "CPU seconds" if report.measure == "cpu" else "seconds",
+    _axes(fig, x0, y0, x1, y1, ticks, d, "CPU seconds" if report.measure == "cpu" else "seconds",
           xlabel="PE (label: model error relative to measured)")
     slot = (x1 - x0) / max(len(pes), 1)
     bar = min(26, slot * 0.35)
@@ -234,11 +237,12 @@ def latency_bars(report: Report, d: int) -> Figure:
                  "Observed and critical-path latency of each access category (seconds of idle "
                  "time, summed over PEs), largest observed latency first.")
     x0, x1, top, bottom = 150, 620, 20, height - 50
-    vmax = _nice_max(max([a.observed_s for a in items] + [a.critical_s for a in items] + [0]))
-    for i in range(6):
-        x = x0 + (x1 - x0) * i / 5
+    ticks = _ticks(0.0, max([a.observed_s for a in items] + [a.critical_s for a in items] + [0]))
+    vmax = ticks[-1]
+    for v in ticks:
+        x = x0 + (x1 - x0) * v / vmax
         fig.line(x, top, x, bottom, stroke="#ddd")
-        fig.text(x, bottom + 16, _fmt(vmax * i / 5, d), anchor="middle", size=10)
+        fig.text(x, bottom + 16, _fmt(v, d), anchor="middle", size=10)
     fig.line(x0, top, x0, bottom)
     fig.text((x0 + x1) / 2, height - 10, "latency (seconds of idle time, summed over PEs)",
              anchor="middle", size=11, cls="axis-title")

@@ -204,3 +204,15 @@ def test_report_without_model_leads_with_busy_and_idle():
     busy, idle = report.where[0], report.where[1]
     assert busy.share + idle.share == pytest.approx(1.0)
     assert idle.seconds == pytest.approx(sum(0.01 * (pe + 1) for pe in range(NPES)))
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 0.0996), (-0.8, 1.8), (-0.2, 0.52), (0, 134.063),
+                                   (-0.4, 0.4), (0, 1e-9)])
+def test_axis_ticks_cover_the_range_and_include_zero(lo, hi):
+    from mprof.report.html import _ticks
+
+    ticks = _ticks(lo, hi)
+    assert ticks[0] <= lo and ticks[-1] >= hi and 3 <= len(ticks) <= 8
+    assert any(abs(t) < 1e-12 for t in ticks)
+    steps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert max(steps) - min(steps) < 1e-9 * max(abs(hi), abs(lo), 1e-300) + 1e-15
