@@ -30,3 +30,12 @@ python benchmarks/memory/pes_memory.py --workload "$BUILD/benchmarks/micro/rt_wo
 
 echo "== statistics and latency accounting overhead, callgrind instructions (benchmarks/overhead/overhead.py)"
 python benchmarks/overhead/overhead.py --build "$BUILD"
+if [ -f benchmarks/gate/gate_bench.py ]; then
+  # quick: 3 detection + 5 A/A trials; GATE_BENCH=full: the targets' 10 + 100 (10-30 min)
+  echo "== mprof gate: detection of a 10 % slower lookup, A/A false alarms (benchmarks/gate/gate_bench.py)"
+  if [ "${GATE_BENCH:-quick}" = full ]; then
+    python benchmarks/gate/gate_bench.py
+  else
+    python benchmarks/gate/gate_bench.py --quick
+  fi
+fi

@@ -5,6 +5,8 @@
     alpha = 0.05              # significance level
     correction = "holm"       # holm | bh | none: multiple-testing correction over all units
     behaviour_change = "fail" # fail | warn: whether a BEHAVIOUR CHANGE fails the gate
+    disturbed = 0             # --fit: runs this much slower than their configuration's lower
+                              # median are left out of the fits (e.g. 0.10; 0: keep every run)
 
     [[unit]]                  # per-unit overrides; later entries win, field by field
     match = "*::time"         # glob (fnmatch) on the unit id
@@ -51,6 +53,7 @@ class GateConfig:
     alpha: float = DEFAULT_ALPHA
     correction: str = "holm"
     behaviour_change: str = "fail"
+    disturbed_limit: float = 0.0  # mprof.gate.disturbed (0: off)
     units: list[UnitRule] = field(default_factory=list)
     allow: list[AllowRule] = field(default_factory=list)
     source: str = "<defaults>"
@@ -109,7 +112,8 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise MprofError(f"{source}: [defaults] must be a table")
-    extra = set(defaults) - {"tolerance", "alpha", "correction", "behaviour_change"}
+    extra = set(defaults) - {"tolerance", "alpha", "correction", "behaviour_change",
+                             "disturbed"}
     if extra:
         raise MprofError(f"{source}: [defaults]: unknown key(s) {', '.join(sorted(extra))}")
     if "tolerance" in defaults:
@@ -124,6 +128,9 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
             raise MprofError(f"{source}: defaults.behaviour_change must be one of "
                              f"{', '.join(BEHAVIOUR_POLICIES)}, got {value!r}")
         cfg.behaviour_change = value
+    if "disturbed" in defaults:
+        cfg.disturbed_limit = check_tolerance(defaults["disturbed"],
+                                              f"{source}: defaults.disturbed")
     for i, entry in enumerate(_table_list(data.get("unit", []), source, "unit")):
         where = f"{source}: unit[{i}]"
         extra = set(entry) - {"match", "tolerance", "alpha"}

@@ -182,6 +182,30 @@ def fit_side(script: str | Path, side: Side) -> SideFit:
                    [f"{side.name} fit: {w}" for w in outcome.warnings], undetermined)
 
 
+def _fits(fit_script, baseline: Side, candidate: Side, limit: float,
+          warnings: list[str]) -> tuple[SideFit, SideFit]:
+    """Both sides' fits, each without its runs disturbed by interference (gate.disturbed)."""
+    import tempfile
+
+    from .disturbed import disturbed_runs, without_runs
+
+    with tempfile.TemporaryDirectory(prefix="mprof-gate-") as tmp:
+        sides = []
+        for side in (baseline, candidate):
+            bad = disturbed_runs(side, limit)
+            if bad:
+                warnings.append(
+                    f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
+                    f"than {limit:.0%} slower than their configuration's lower median): "
+                    + ", ".join(f"run {r.id} +{slower:.0%}" for r, slower in bad))
+                side = without_runs(side, [r for r, _ in bad], Path(tmp))
+            sides.append(side)
+        fits = (fit_side(fit_script, sides[0]), fit_side(fit_script, sides[1]))
+    for f in fits:
+        warnings.extend(f.warnings)
+    return fits
+
+
 def _undetermined(names, fits) -> Comparison:
     return Comparison("coefficient", fits[0].dof, fits[1].dof, math.nan, math.nan, math.nan,
                       -math.inf, math.inf, 1.0, 1.0,
@@ -271,9 +295,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
 
     fits = None
     if fit_script is not None:
-        fits = (fit_side(fit_script, baseline), fit_side(fit_script, candidate))
-        for f in fits:
-            report.warnings.extend(f.warnings)
+        fits = _fits(fit_script, baseline, candidate, config.disturbed_limit, report.warnings)
 
     for key in keys:
         label = labels[key]

@@ -1,9 +1,11 @@
 """Latency sections in the shape of the paper's Fig 4.15:
 
     *** Observed Latency ***
-    consume = 134.063 -- DEQ: 92.700 produce: 41.363
+    consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s
     *** Critical Latency ***
-    PE31: DEQ = 62.669 -- ENQ: 62.669
+    PE31: DEQ = 62.669 s -- ENQ: 62.669 s
+
+(the paper prints bare numbers; every value here carries its unit, seconds of idle time)
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ def fmt(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
+def sec(value: float, decimals: int) -> str:
+    return f"{value:.{decimals}f} s"
+
+
 def latency_lines(metric: str, items: Sequence[AccessLatency], names: Mapping[str, str],
                   decimals: int = 3, prefix: str = "") -> list[str]:
     """One line per access category with a non-zero `metric` latency."""
@@ -24,10 +30,10 @@ def latency_lines(metric: str, items: Sequence[AccessLatency], names: Mapping[st
     for a in items:
         if a.value(metric) <= 0:
             continue
-        parts = " ".join(f"{names.get(e.enabler, e.enabler)}: {fmt(e.value(metric), decimals)}"
+        parts = " ".join(f"{names.get(e.enabler, e.enabler)}: {sec(e.value(metric), decimals)}"
                          for e in a.breakdown(metric))
         lines.append(f"{prefix}{names.get(a.access, a.access)} = "
-                     f"{fmt(a.value(metric), decimals)} -- {parts}".rstrip(" -"))
+                     f"{sec(a.value(metric), decimals)} -- {parts}".rstrip(" -"))
     return lines
 
 
@@ -60,8 +66,8 @@ def chain_lines(chains: Sequence[Chain], names: Mapping[str, str], decimals: int
         why = STOP_TEXT.get(c.stop, c.stop).format(closes=names.get(c.closes_at or "",
                                                                      c.closes_at))
         steps = " ".join(fmt(w, decimals) for w in c.edge_latencies)
-        lines.append(f"{i}. {c.name(names)} = {fmt(c.latency, decimals)}"
-                     f"  (edges: {steps}; {why})")
+        lines.append(f"{i}. {c.name(names)} = {sec(c.latency, decimals)}"
+                     f"  (edges: {steps} s; {why})")
     return lines
 
 

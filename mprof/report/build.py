@@ -1,7 +1,18 @@
 """The content of a post-run report: a run profile combined (optionally) with a cost model.
 
 `build_report(doc, model)` computes everything the text, terminal, JSON and HTML outputs show,
-so that they cannot disagree.
+so that they cannot disagree; each renderer makes one pass over the Report and computes
+nothing but layout.  The Report leads with the finding (Wen 1995 reads a Cost Profile for where
+the time went, then the chains that explain the idle time, §4.5.4):
+
+- `where`: the categories (module:CATEGORY, summed over objects and PEs) by cost, largest
+  first, each with its share of the total (the model's total; without a model the measured busy
+  and idle time and their share of the measured total);
+- `lead_chain`: the observed-latency chain with the largest latency, and the latency of the
+  access it ends at (so a reader sees what share of that wait the chain explains);
+- then model quality: `verdict()`.
+
+`cost_rows` (every object's categories) and `latency_by_cost` are the tables, sorted by cost.
 
 Cost Profile (Wen 1995, Figs 4.10/4.12): for every object (id, module) the statistics' term values
 are summed over PEs and priced with the model (`Model.price`, cost and 90 % half width from the
@@ -32,6 +43,23 @@ class CategoryCost:
     name: str
     seconds: float
     halfwidth: float  # 90 % half width from the parameters' covariance (nan: unknown)
+
+
+@dataclass
+class CostRow:
+    """One line of a cost table: a category of one object (`id`), or of a module summed over
+    its objects (`id` None).  `share` is the fraction of the report's `where_total`."""
+
+    module: str
+    category: str
+    seconds: float
+    halfwidth: float
+    share: float
+    id: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.module}:{self.category}"
 
 
 @dataclass
@@ -91,6 +119,18 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     confidence: float = 0.90
     measure: str = "elapsed"  # what measured_s and measured_total are (the model's measure)
+    decimals: int = 3  # of printed seconds: about four significant digits (decimals_for)
+    where: list[CostRow] = field(default_factory=list)  # by cost, largest first
+    where_total: float = 0.0  # what the shares in `where` and `cost_rows` are of
+    cost_rows: list[CostRow] = field(default_factory=list)  # objects' categories by cost
+    latency_by_cost: list[AccessLatency] = field(default_factory=list)  # by observed latency
+    lead_chain: Chain | None = None  # the observed chain with the largest latency
+    lead_access_latency: float = 0.0  # observed latency of the access lead_chain ends at
+
+    @property
+    def seconds_unit(self) -> str:
+        """What the seconds of the costs are: CPU or elapsed seconds, summed over PEs."""
+        return ("CPU seconds" if self.measure == "cpu" else "seconds") + " summed over PEs"
 
     @property
     def band(self) -> tuple[float, float] | None:
@@ -153,7 +193,50 @@ def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path:
     report.names = display_names(report.graph.nodes)
     report.chains = {m: find_chains(report.graph, m, roots=roots, min_fraction=min_fraction)
                      for m in METRICS}
+    _lead(report)
     return report
+
+
+def decimals_for(report: Report) -> int:
+    """3 decimals as in the paper for totals of a second or more; more for short runs so that
+    every printed value keeps about four significant digits."""
+    largest = max([report.model_total or 0.0, report.measured_total]
+                  + [a.observed_s for a in report.latency])
+    if largest <= 0 or largest >= 1:
+        return 3
+    return min(9, 3 + math.ceil(-math.log10(largest)))
+
+
+def _share(value: float, total: float) -> float:
+    return value / total if total > 0 else math.nan
+
+
+def _lead(report: Report) -> None:
+    """The finding first: where the time went, by cost, and the chain behind the waits."""
+    report.decimals = decimals_for(report)
+    if report.model_total is not None:
+        report.where_total = report.model_total
+        report.cost_rows = sorted(
+            (CostRow(oc.module, c.name, c.seconds, c.halfwidth,
+                     _share(c.seconds, report.model_total), oc.id)
+             for oc in report.objects if oc.modelled for c in oc.categories),
+            key=lambda r: (-r.seconds, r.id, r.category))
+        for row in report.where:
+            row.share = _share(row.seconds, report.model_total)
+        report.where.sort(key=lambda r: (-r.seconds, r.name))
+    else:
+        total = report.measured_total
+        busy = max(total - report.idle_total, 0.0)
+        report.where_total = total
+        report.where = sorted([CostRow("measured", "busy", busy, math.nan, _share(busy, total)),
+                               CostRow("measured", "idle", report.idle_total, math.nan,
+                                       _share(report.idle_total, total))],
+                              key=lambda r: -r.seconds)
+    report.latency_by_cost = sorted(report.latency, key=lambda a: (-a.observed_s, a.access))
+    observed = report.chains.get("observed") or []
+    if observed:
+        report.lead_chain = observed[0]
+        report.lead_access_latency = report.graph.latency(observed[0].nodes[-1], "observed")
 
 
 def _summed(term_dicts) -> dict[str, float]:
@@ -217,6 +300,14 @@ def _price(report: Report, pes: list, model) -> None:
         terms = _summed(by_object.get((oc.id, oc.module), []))
         oc.categories = [CategoryCost(cat, est.seconds, est.halfwidth(quantile))
                          for cat, est in model.price_categories(oc.module, terms).items()]
+
+    by_module: dict[str, list[dict[str, float]]] = {}
+    for (_, module), term_list in by_object.items():
+        by_module.setdefault(module, []).extend(term_list)
+    report.where = [CostRow(module, cat, est.seconds, est.halfwidth(quantile), math.nan)
+                    for module in sorted(by_module)
+                    for cat, est in model.price_categories(module,
+                                                           _summed(by_module[module])).items()]
 
     total = model.price(_summed(terms for records in priced for _, terms in records))
     report.model_total = total.seconds

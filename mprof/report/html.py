@@ -13,7 +13,7 @@ import jinja2
 
 from .. import __version__
 from .build import Report
-from .text import decimals_for, format_text
+from .text import format_text, lead_rows, share_text
 
 TEMPLATES = Path(__file__).with_name("templates")
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -26,17 +26,23 @@ class Figure:
         self.caption = caption
         self.shapes: list[dict] = []
 
-    def rect(self, x, y, w, h, fill, tip="", cls=""):
-        self.shapes.append({"t": "rect", "x": x, "y": y, "w": max(w, 0), "h": max(h, 0),
-                            "fill": fill, "tip": tip, "cls": cls})
+    def rect(self, x, y, w, h, fill, tip="", cls="", stroke="", dash=""):
+        if w < 0:  # a bar drawn leftwards (negative value)
+            x, w = x + w, -w
+        if h < 0:
+            y, h = y + h, -h
+        self.shapes.append({"t": "rect", "x": x, "y": y, "w": w, "h": h, "fill": fill,
+                            "tip": tip, "cls": cls, "stroke": stroke, "dash": dash})
 
     def line(self, x1, y1, x2, y2, stroke="#333", width=1.0, dash=""):
         self.shapes.append({"t": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2,
                             "stroke": stroke, "width": width, "dash": dash})
 
-    def text(self, x, y, text, anchor="start", size=11, fill="#222", bold=False, rotate=None):
+    def text(self, x, y, text, anchor="start", size=11, fill="#222", bold=False, rotate=None,
+             halo=False, cls=""):
         self.shapes.append({"t": "text", "x": x, "y": y, "text": str(text), "anchor": anchor,
-                            "size": size, "fill": fill, "bold": bold, "rotate": rotate})
+                            "size": size, "fill": fill, "bold": bold, "rotate": rotate,
+                            "halo": halo, "cls": cls})
 
     def path(self, d, stroke, width, tip="", marker=True, cls=""):
         self.shapes.append({"t": "path", "d": d, "stroke": stroke, "width": width, "tip": tip,
@@ -47,68 +53,131 @@ class Figure:
                             "stroke": stroke, "tip": tip})
 
 
-def _nice_max(value: float) -> float:
-    if value <= 0 or not math.isfinite(value):
-        return 1.0
-    exp = 10 ** math.floor(math.log10(value))
-    for m in (1, 2, 2.5, 5, 10):
-        if m * exp >= value:
-            return m * exp
-    return 10 * exp
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Tick values from at most `lo` to at least `hi`, a nice step apart (1, 2, 2.5 or 5 times a
+    power of ten), zero among them when the range crosses it; about 5 intervals."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi - lo <= 0 or not math.isfinite(hi - lo):
+        return [0.0, 1.0] if hi <= 0 else [0.0, hi]
+    raw = (hi - lo) / 5
+    exp = 10 ** math.floor(math.log10(raw))
+    step = next(m * exp for m in (1, 2, 2.5, 5, 10) if m * exp >= raw)
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [i * step for i in range(first, last + 1)]
 
 
 def _fmt(v: float, d: int) -> str:
     return f"{v:.{d}f}" if abs(v) >= 10 ** -d or v == 0 else f"{v:.2g}"
 
 
-def _axes(fig: Figure, x0, y0, x1, y1, vmax, d, label):
-    """Left value axis from y1 (0) up to y0 (vmax), with 5 grid lines."""
-    for i in range(6):
-        v = vmax * i / 5
-        y = y1 - (y1 - y0) * i / 5
+def _axes(fig: Figure, x0, y0, x1, y1, ticks, d, label, xlabel=""):
+    """Left value axis from ticks[0] (at y1) up to ticks[-1] (at y0), a grid line per tick; the
+    zero line is drawn dark when the axis reaches below zero.  Returns the zero line's y."""
+    vmin, vmax = ticks[0], ticks[-1]
+    for v in ticks:
+        y = y1 - (y1 - y0) * (v - vmin) / (vmax - vmin)
         fig.line(x0, y, x1, y, stroke="#ddd", width=1)
         fig.text(x0 - 6, y + 4, _fmt(v, d), anchor="end", size=10)
     fig.line(x0, y0, x0, y1)
-    fig.line(x0, y1, x1, y1)
-    fig.text(14, (y0 + y1) / 2, label, anchor="middle", size=11, rotate=-90)
+    zero = y1 - (y1 - y0) * (0 - vmin) / (vmax - vmin)
+    fig.line(x0, zero, x1, zero, stroke="#333", width=1.2 if vmin < 0 else 1)
+    fig.text(14, (y0 + y1) / 2, label, anchor="middle", size=11, rotate=-90, cls="axis-title")
+    if xlabel:
+        fig.text((x0 + x1) / 2, fig.height - 6, xlabel, anchor="middle", size=11,
+                 cls="axis-title")
+    return zero
+
+
+def where_bars(report: Report, d: int) -> Figure:
+    """The lead figure: every category's cost as a bar, largest first, with its share."""
+    rows, rest = lead_rows(report, limit=8)
+    rows = rows + ([rest] if rest else [])
+    modelled = report.model_total is not None
+    height = 58 + 26 * max(len(rows), 1)
+    fig = Figure("Where the time went", 900, height, "where",
+                 f"{'Model estimate' if modelled else 'Measured time'} of each category "
+                 f"({report.seconds_unit}), largest first, with its share of the "
+                 f"{'model' if modelled else 'measured'} total "
+                 f"{_fmt(report.where_total, d)} s.")
+    x0, x1 = 170, 660
+    lo = min([r.seconds for r in rows] + [0.0])
+    hi = max([r.seconds for r in rows] + [0.0])
+    ticks = _ticks(lo, hi)
+    vmin, vmax = ticks[0], ticks[-1]
+
+    def x(v):
+        return x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
+
+    for v in ticks:
+        fig.line(x(v), 14, x(v), height - 40, stroke="#eee")
+        fig.text(x(v), height - 26, _fmt(v, d), anchor="middle", size=10)
+    fig.line(x(0), 14, x(0), height - 40, stroke="#333")
+    fig.text((x0 + x1) / 2, height - 8, report.seconds_unit, anchor="middle", size=11,
+             cls="axis-title")
+    for i, r in enumerate(rows):
+        y = 16 + 26 * i
+        label = r.name if r.module else r.category
+        neg = r.seconds < 0
+        fig.text(x0 - 8, y + 14, label, anchor="end", size=12, bold=i == 0)
+        fig.rect(x(0), y + 2, x(r.seconds) - x(0), 18, "#c44e52" if neg else
+                 (PALETTE[0] if r.module else "#bab0ac"),
+                 tip=f"{label}: {_fmt(r.seconds, d)} s, {share_text(r.share)}", cls="where",
+                 stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
+        fig.text(max(x(r.seconds), x(0)) + 6, y + 15,
+                 f"{_fmt(r.seconds, d)} s  ·  {share_text(r.share)}", size=11, bold=i == 0)
+    return fig
 
 
 def stacked_costs(report: Report, d: int) -> Figure:
+    """Per PE, the categories stacked: positive costs upwards from zero, negative costs (a
+    fitted parameter below zero) downwards, outlined, so that they stay visible."""
     pes = report.pes
     if report.model_total is not None:
-        cats = []
-        for pc in pes:
-            for c in pc.categories:
-                if c not in cats:
-                    cats.append(c)
-        series = {c: [pc.categories.get(c, 0.0) for pc in pes] for c in cats}
+        order = [r.name for r in report.where]  # largest first: the legend reads like the lead
+        cats = [c for c in order if any(c in pc.categories for pc in pes)]
+        cats += [c for pc in pes for c in pc.categories if c not in cats]
+        series = {c: [pc.categories.get(c, 0.0) for pc in pes] for c in dict.fromkeys(cats)}
         title, caption = "Estimated cost per category and PE", \
-            "Stacked model estimates (seconds) of every module:CATEGORY on each PE."
+            (f"Stacked model estimates ({report.seconds_unit.replace(' summed over PEs', '')})"
+             " of every module:CATEGORY on each PE; negative estimates are drawn below zero, "
+             "outlined.")
     else:
         series = {"busy (measured)": [max(pc.measured_s - pc.idle_s, 0.0) for pc in pes],
                   "idle (measured)": [pc.idle_s for pc in pes]}
         title, caption = "Busy and idle time per PE", "No model: measured busy and idle seconds."
     colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
-    width = max(520, 90 + 46 * len(pes) + 220)
-    fig = Figure(title, width, 360, "stacked", caption)
-    x0, y0, x1, y1 = 70, 30, width - 220, 320
-    vmax = _nice_max(max([sum(v[i] for v in series.values()) for i in range(len(pes))] + [0]))
-    _axes(fig, x0, y0, x1, y1, vmax, d, "seconds")
+    width = max(560, 90 + 46 * len(pes) + 240)
+    fig = Figure(title, width, 380, "stacked", caption)
+    x0, y0, x1, y1 = 70, 30, width - 240, 330
+    pos_max = max([sum(max(v[i], 0.0) for v in series.values()) for i in range(len(pes))] + [0])
+    neg_min = min([sum(min(v[i], 0.0) for v in series.values()) for i in range(len(pes))] + [0])
+    ticks = _ticks(neg_min, pos_max)
+    vmin, vmax = ticks[0], ticks[-1]
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d,
+                 "CPU seconds" if report.measure == "cpu" else "seconds", xlabel="PE")
+    scale = (y1 - y0) / (vmax - vmin)
     slot = (x1 - x0) / max(len(pes), 1)
     bar = min(40, slot * 0.7)
     for i, pc in enumerate(pes):
         x = x0 + slot * i + (slot - bar) / 2
-        base = y1
+        up, down = zero, zero
         for c, vals in series.items():
-            h = (y1 - y0) * vals[i] / vmax
-            fig.rect(x, base - h, bar, h, colors[c], tip=f"PE{pc.pe} {c}: {_fmt(vals[i], d)} s",
-                     cls="seg")
-            base -= h
+            v = vals[i]
+            tip = f"PE{pc.pe} {c}: {_fmt(v, d)} s"
+            if v >= 0:
+                fig.rect(x, up - scale * v, bar, scale * v, colors[c], tip=tip, cls="seg")
+                up -= scale * v
+            else:
+                fig.rect(x, down, bar, -scale * v, colors[c], tip=tip, cls="seg neg",
+                         stroke="#111", dash="3,2")
+                down -= scale * v
         fig.text(x + bar / 2, y1 + 16, f"PE{pc.pe}", anchor="middle", size=10)
     for j, c in enumerate(series):
         y = y0 + 16 * j
-        fig.rect(x1 + 16, y, 12, 12, colors[c])
-        fig.text(x1 + 34, y + 10, c, size=11)
+        negative = any(v < 0 for v in series[c])
+        fig.rect(x1 + 16, y, 12, 12, colors[c], stroke="#111" if negative else "",
+                 dash="3,2" if negative else "")
+        fig.text(x1 + 34, y + 10, c + (" (negative)" if negative else ""), size=11)
     return fig
 
 
@@ -125,8 +194,11 @@ def model_vs_measured(report: Report, d: int) -> Figure:
                                                 for pc in pes if pc.halfwidth is not None
                                                 and math.isfinite(pc.halfwidth)]
               + [pc.model_s or 0 for pc in pes])
-    vmax = _nice_max(top)
-    _axes(fig, x0, y0, x1, y1, vmax, d, "seconds")
+    ticks = _ticks(0.0, top)
+    vmax = ticks[-1]
+    fig.height += 14
+    _axes(fig, x0, y0, x1, y1, ticks, d, "CPU seconds" if report.measure == "cpu" else "seconds",
+          xlabel="PE (label: model error relative to measured)")
     slot = (x1 - x0) / max(len(pes), 1)
     bar = min(26, slot * 0.35)
 
@@ -158,39 +230,85 @@ def model_vs_measured(report: Report, d: int) -> Figure:
 
 
 def latency_bars(report: Report, d: int) -> Figure:
-    items = report.latency
+    items = report.latency_by_cost
     names = report.names
-    height = 60 + 40 * max(len(items), 1)
+    height = 88 + 40 * max(len(items), 1)
     fig = Figure("Latency per access category", 760, height, "latency",
-                 "Observed and critical-path latency (seconds of idle time, summed over PEs).")
-    x0, x1 = 140, 620
-    vmax = _nice_max(max([a.observed_s for a in items] + [a.critical_s for a in items] + [0]))
-    for i in range(6):
-        x = x0 + (x1 - x0) * i / 5
-        fig.line(x, 20, x, height - 30, stroke="#ddd")
-        fig.text(x, height - 14, _fmt(vmax * i / 5, d), anchor="middle", size=10)
+                 "Observed and critical-path latency of each access category (seconds of idle "
+                 "time, summed over PEs), largest observed latency first.")
+    x0, x1, top, bottom = 150, 620, 20, height - 50
+    ticks = _ticks(0.0, max([a.observed_s for a in items] + [a.critical_s for a in items] + [0]))
+    vmax = ticks[-1]
+    for v in ticks:
+        x = x0 + (x1 - x0) * v / vmax
+        fig.line(x, top, x, bottom, stroke="#ddd")
+        fig.text(x, bottom + 16, _fmt(v, d), anchor="middle", size=10)
+    fig.line(x0, top, x0, bottom)
+    fig.text((x0 + x1) / 2, height - 10, "latency (seconds of idle time, summed over PEs)",
+             anchor="middle", size=11, cls="axis-title")
+    fig.text(16, (top + bottom) / 2, "access category", anchor="middle", size=11, rotate=-90,
+             cls="axis-title")
     for i, a in enumerate(items):
-        yb = 26 + 40 * i
+        yb = top + 6 + 40 * i
         fig.text(x0 - 8, yb + 18, names.get(a.access, a.access), anchor="end", size=12)
         for j, (metric, color) in enumerate((("observed", PALETTE[2]), ("critical", PALETTE[3]))):
             v = a.value(metric)
             fig.rect(x0, yb + 15 * j, (x1 - x0) * v / vmax, 13, color,
                      tip=f"{names.get(a.access, a.access)} {metric}: {_fmt(v, d)} s", cls=metric)
-            fig.text(x0 + (x1 - x0) * v / vmax + 4, yb + 15 * j + 11, _fmt(v, d), size=10)
+            fig.text(x0 + (x1 - x0) * v / vmax + 4, yb + 15 * j + 11, f"{_fmt(v, d)} s", size=10)
     for j, (label, color) in enumerate((("observed", PALETTE[2]), ("critical", PALETTE[3]))):
         fig.rect(x1 + 50, 24 + 16 * j, 12, 12, color)
         fig.text(x1 + 68, 34 + 16 * j, label)
     return fig
 
 
+def _label_box(x, y, text, size):
+    """The box a label centred at x with baseline y covers (approximate glyph widths)."""
+    w = 0.6 * size * len(text) + 4
+    return (x - w / 2, y - size, x + w / 2, y + 4)
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _hits_node(box, pos, r) -> bool:
+    for cx, cy in pos.values():
+        nx, ny = min(max(cx, box[0]), box[2]), min(max(cy, box[1]), box[3])
+        if (nx - cx) ** 2 + (ny - cy) ** 2 < r * r:
+            return True
+    return False
+
+
+def _place_label(candidates, text, size, placed, pos, r):
+    """The first candidate point whose label box overlaps no placed label and no node (the
+    least crowded one when every candidate collides)."""
+    best, best_hits = None, None
+    for x, y in candidates:
+        box = _label_box(x, y, text, size)
+        hits = sum(_overlaps(box, b) for b in placed) * 10 + _hits_node(box, pos, r)
+        if best_hits is None or hits < best_hits:
+            best, best_hits = (x, y, box), hits
+        if hits == 0:
+            break
+    placed.append(best[2])
+    return best[0], best[1]
+
+
 def dependence_graph(report: Report, d: int) -> Figure:
+    """Access categories on a circle, synchronization events as curved arrows.  Only nodes
+    with at least one drawn edge appear; edge labels are placed where they overlap no other
+    label and no node."""
     g = report.graph
     names = report.names
-    nodes = list(g.nodes)
+    edges = [e for e in g.edges if e.observed_s > 0 or e.critical_s > 0]
+    used = {e.enabler for e in edges} | {e.access for e in edges}
+    nodes = [n for n in g.nodes if n in used]
     fig = Figure("Dependence graph of synchronization events", 760, 560, "graph",
-                 "Nodes are access categories; an edge enabler -> access carries the latency "
-                 "of that synchronization event (observed / critical seconds, width ~ observed). "
-                 "Red edges lie on the problematic chains.")
+                 "Nodes are access categories; an arrow enabler -> access carries the latency "
+                 "of that synchronization event (observed / critical, seconds; width ~ "
+                 "observed). Red arrows lie on the problematic chains. Categories without "
+                 "latency are left out.")
     if not nodes:
         fig.text(380, 280, "no latency rows in this run", anchor="middle", size=14)
         return fig
@@ -201,36 +319,47 @@ def dependence_graph(report: Report, d: int) -> Figure:
         pos[n] = (cx + radius * math.cos(a), cy + radius * math.sin(a))
     on_chain = {(c.nodes[i], c.nodes[i + 1]) for cs in report.chains.values() for c in cs
                 for i in range(len(c.nodes) - 1)}
-    wmax = max([e.observed_s for e in g.edges] + [1e-300])
+    wmax = max([e.observed_s for e in edges] + [1e-300])
     node_r = 34
-    for e in g.edges:
-        if e.observed_s <= 0 and e.critical_s <= 0:
-            continue
+    placed: list[tuple] = []
+    labels = []
+    for e in sorted(edges, key=lambda e: -e.observed_s):
         (xa, ya), (xb, yb) = pos[e.enabler], pos[e.access]
         width = 1.5 + 7 * e.observed_s / wmax
         color = "#d62728" if (e.enabler, e.access) in on_chain else "#777"
         tip = (f"{names.get(e.enabler, e.enabler)} -> {names.get(e.access, e.access)}: "
                f"observed {_fmt(e.observed_s, d)} s, critical {_fmt(e.critical_s, d)} s, "
                f"{e.count} events")
-        label = f"{_fmt(e.observed_s, d)} / {_fmt(e.critical_s, d)}"
+        label = f"{_fmt(e.observed_s, d)} / {_fmt(e.critical_s, d)} s"
         if e.enabler == e.access:  # self loop above the node
             path = (f"M {xa - 12:.1f} {ya - node_r + 4:.1f} C {xa - 50:.1f} {ya - 110:.1f} "
                     f"{xa + 50:.1f} {ya - 110:.1f} {xa + 12:.1f} {ya - node_r + 4:.1f}")
             fig.path(path, color, width, tip, cls="edge")
-            fig.text(xa, ya - 92, label, anchor="middle", size=10)
-            continue
-        dx, dy = xb - xa, yb - ya
-        dist = math.hypot(dx, dy) or 1
-        ux, uy = dx / dist, dy / dist
-        nx, ny = -uy, ux  # bend to the left of the direction: A->B and B->A separate
-        bend = 0.18 * dist
-        sx, sy = xa + ux * node_r + nx * 8, ya + uy * node_r + ny * 8
-        ex, ey = xb - ux * (node_r + 6) + nx * 8, yb - uy * (node_r + 6) + ny * 8
-        mx, my = (xa + xb) / 2 + nx * bend, (ya + yb) / 2 + ny * bend
-        fig.path(f"M {sx:.1f} {sy:.1f} Q {mx:.1f} {my:.1f} {ex:.1f} {ey:.1f}", color, width,
-                 tip, cls="edge")
-        lx, ly = (xa + xb) / 2 + nx * bend * 0.55, (ya + yb) / 2 + ny * bend * 0.55
-        fig.text(lx, ly, label, anchor="middle", size=10, fill="#222")
+            candidates = [(xa, ya - 92 - k) for k in (0, 14, -14, 28)]
+        else:
+            dx, dy = xb - xa, yb - ya
+            dist = math.hypot(dx, dy) or 1
+            ux, uy = dx / dist, dy / dist
+            nx, ny = -uy, ux  # bend to the left of the direction: A->B and B->A separate
+            bend = 0.18 * dist
+            sx, sy = xa + ux * node_r + nx * 8, ya + uy * node_r + ny * 8
+            ex, ey = xb - ux * (node_r + 6) + nx * 8, yb - uy * (node_r + 6) + ny * 8
+            mx, my = (xa + xb) / 2 + nx * bend, (ya + yb) / 2 + ny * bend
+            fig.path(f"M {sx:.1f} {sy:.1f} Q {mx:.1f} {my:.1f} {ex:.1f} {ey:.1f}", color,
+                     width, tip, cls="edge")
+
+            def on_curve(t, off=0.0):  # a point of the quadratic curve, moved off it
+                px = (1 - t) ** 2 * sx + 2 * (1 - t) * t * mx + t * t * ex
+                py = (1 - t) ** 2 * sy + 2 * (1 - t) * t * my + t * t * ey
+                return px + nx * off, py + ny * off + 4
+
+            candidates = [on_curve(t, off) for off in (10, 24, -10) for t in
+                          (0.5, 0.38, 0.62, 0.28, 0.72)]
+        lx, ly = _place_label(candidates, label, 10, placed, pos, node_r)
+        labels.append((lx, ly, label))
+    for lx, ly, label in labels:  # above every arrow
+        fig.text(lx, ly, label, anchor="middle", size=10, fill="#222", halo=True,
+                 cls="edge-label")
     lat = {a.access: a for a in report.latency}
     for n in nodes:
         x, y = pos[n]
@@ -243,20 +372,21 @@ def dependence_graph(report: Report, d: int) -> Figure:
 
 
 def render_html(report: Report, *, digits: int | None = None) -> str:
-    d = digits if digits is not None else decimals_for(report)
+    d = digits if digits is not None else report.decimals
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
         isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
-    figures = [stacked_costs(report, d)]
+    figures = [where_bars(report, d), stacked_costs(report, d)]
     if report.model_total is not None:
         figures.append(model_vs_measured(report, d))
     figures += [latency_bars(report, d), dependence_graph(report, d)]
     css = (TEMPLATES / "report.css").read_text()
     return env.get_template("report.html.j2").render(
-        r=report, d=d, figures=figures, css=css, version=__version__,
-        text=format_text(report, per_pe=False, digits=digits), names=report.names)
+        r=report, d=d, figures={f.kind: f for f in figures}, css=css, version=__version__,
+        text=format_text(report, per_pe=False, digits=digits), names=report.names,
+        share=share_text)
 
 
 def write_html(report: Report, path: str | Path, *, digits: int | None = None) -> Path:

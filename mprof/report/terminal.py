@@ -1,4 +1,7 @@
-"""Terminal rendering of a Report with rich tables (the default when stdout is a terminal)."""
+"""Terminal rendering of a Report with rich tables (the default when stdout is a terminal).
+
+One pass over the Report (mprof.report.build), in the order of the text report: where the time
+went, the chain behind the waits, model quality, then the tables sorted by cost."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from .build import Report
-from .text import decimals_for, raw_lines
 
 
 def _s(value, d):
@@ -17,26 +19,67 @@ def _s(value, d):
     return f"{value:.{d}f}" if abs(value) >= 10 ** -d or value == 0 else f"{value:.2g}"
 
 
+def _share(share: float) -> str:
+    return "n/a" if not math.isfinite(share) else f"{100 * share:.1f} %"
+
+
+def _bar(share: float, width: int = 20) -> str:
+    if not math.isfinite(share) or share <= 0:
+        return ""
+    return "█" * max(1, round(min(share, 1.0) * width))
+
+
 def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = None,
                console: Console | None = None) -> None:
     console = console or Console()
-    d = digits if digits is not None else decimals_for(report)
+    d = digits if digits is not None else report.decimals
+    names = report.names
+    modelled = report.model_total is not None
+    pct = int(round(report.confidence * 100))
     console.print(f"[bold]% {' '.join(report.argv) or report.program}[/bold]  "
                   f"({report.npes} PEs, run {report.source}"
                   + (f", model {report.model_path})" if report.model_path else ")"))
-    if report.model_total is not None:
-        pct = int(round(report.confidence * 100))
-        t = Table(title="Cost Profile (summed over PEs)")
+
+    # 1. where the time went
+    t = Table(title=f"Where the time went ({'model' if modelled else 'measured'}, "
+              f"{report.seconds_unit})")
+    for col, just in (("category", "left"), ("seconds", "right"), ("share", "right"),
+                      ("", "left")):
+        t.add_column(col, justify=just)
+    for r in report.where:
+        t.add_row(r.name, _s(r.seconds, d), _share(r.share), _bar(r.share))
+    t.add_section()
+    t.add_row("[bold]total[/bold]" + (" (model)" if modelled else ""),
+              _s(report.where_total, d), "", "")
+    if modelled:
+        t.add_row("measured", _s(report.measured_total, d), "", "")
+    console.print(t)
+
+    # 2. the chain behind the waits
+    chain = report.lead_chain
+    if chain is None:
+        console.print("No dependence chain: the run profile has no latency to explain.")
+    else:
+        last = names.get(chain.nodes[-1], chain.nodes[-1])
+        share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0
+        console.print(f"Why the PEs waited: [bold]{last}[/bold] waited "
+                      f"{_s(report.lead_access_latency, d)} s; {_s(chain.latency, d)} s "
+                      f"({100 * share:.1f} %) along [bold]{chain.name(names)}[/bold]",
+                      highlight=False)
+
+    # 3. model quality
+    if modelled:
+        verdict = report.verdict()
+        console.print(f"[bold red]{verdict}[/bold red]" if report.explained is False
+                      else f"Model quality: {verdict}", highlight=False)
+
+        t = Table(title=f"Cost Profile by cost ({report.seconds_unit})")
         for col, just in (("Id", "right"), ("module", "left"), ("category", "left"),
                           ("seconds", "right"), (f"± {pct} %", "right"), ("share", "right")):
             t.add_column(col, justify=just)
-        for oc in report.objects:
-            if not oc.modelled:
-                continue
-            for c in oc.categories:
-                share = 100 * c.seconds / report.model_total if report.model_total else 0.0
-                t.add_row(str(oc.id), oc.module, c.name, _s(c.seconds, d), _s(c.halfwidth, d),
-                          f"{share:.1f}%")
+        for r in report.cost_rows:
+            t.add_row(str(r.id), r.module, r.category, _s(r.seconds, d), _s(r.halfwidth, d),
+                      _share(r.share))
         t.add_section()
         t.add_row("", "", "[bold]Model[/bold]", _s(report.model_total, d),
                   _s(report.band_halfwidth, d), "")
@@ -44,10 +87,8 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
         console.print(t)
         if report.unmodelled:
             console.print("Unmodelled: " + ", ".join(report.unmodelled))
-        verdict = report.verdict()
-        console.print(f"[bold red]{verdict}[/bold red]" if report.explained is False else verdict)
         if per_pe:
-            t = Table(title="Time per PE")
+            t = Table(title="Time per PE (seconds)")
             for col in ("PE", "model", f"± {pct} %", "measured", "idle", "error"):
                 t.add_column(col, justify="right")
             for pc in report.pes:
@@ -57,17 +98,22 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
                           f"{err:+.1f}%" if err is not None else "")
             console.print(t)
     else:
-        for line in raw_lines(report):
-            console.print(line, highlight=False, markup=False)
+        t = Table(title="Statistics (summed over PEs)")
+        for col, just in (("Id", "right"), ("module", "left"), ("statistics", "left")):
+            t.add_column(col, justify=just)
+        for oc in report.objects:
+            t.add_row(str(oc.id), oc.module, " ".join(
+                f"{k}={int(v) if float(v).is_integer() else f'{v:.6g}'}"
+                for k, v in oc.stats.items()) or "(no statistics)")
+        console.print(t)
 
-    names = report.names
-    groups = {None: report.latency}
+    groups = {None: report.latency_by_cost}
     if per_pe:
         groups.update(report.latency_per_pe)
-    t = Table(title="Latency per access category (seconds of idle time)")
-    for col, just in (("PE", "right"), ("access", "left"), ("observed", "right"),
-                      ("critical", "right"), ("count", "right"), ("by enabler (observed / critical)",
-                                                                  "left")):
+    t = Table(title="Latency per access category, by observed latency (seconds of idle time)")
+    for col, just in (("PE", "right"), ("access", "left"), ("observed s", "right"),
+                      ("critical s", "right"), ("count", "right"),
+                      ("by enabler (observed / critical s)", "left")):
         t.add_column(col, justify=just)
     for pe, items in groups.items():
         for a in items:
@@ -80,7 +126,7 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
     else:
         console.print("(the run profile has no latency rows)")
     t = Table(title="Dependence chains")
-    for col, just in (("metric", "left"), ("chain", "left"), ("latency", "right"),
+    for col, just in (("metric", "left"), ("chain", "left"), ("latency s", "right"),
                       ("stops at", "left")):
         t.add_column(col, justify=just)
     for metric, chains in report.chains.items():

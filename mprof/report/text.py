@@ -1,10 +1,21 @@
-"""Plain-text and JSON renderings of a Report; the text keeps the paper's shape (Figs 4.12, 4.15):
+"""Plain-text and JSON renderings of a Report, each one pass over it (mprof.report.build).
 
+The text leads with the finding, then keeps the paper's shape (Figs 4.12, 4.15), whose
+`*** Cost Profile ***` block, `Id N: CAT= x.xxx` lines and `Time: Model= ..., Total= ...` line
+other tools parse (the C helper prints the same lines):
+
+    *** Where the time went (model, CPU seconds summed over PEs) ***
+      pipe:COMP   0.0996 s   69.7 %
+      rts:IDLE    0.0369 s   25.8 %
+    *** Why the PEs waited (observed latency) ***
+    consume waited 0.0377 s; 0.0199 s (52.8 %) along DEQ -> ENQ -> produce -> consume
+    *** Model quality ***
+    The measured total 0.143194 s is inside the model's 90 % band [0.138074, 0.147975] s.
     *** Cost Profile ***
     Id 0: THREAD= 45.912 IDLE=147.729 COMM_ALPHA= 10.317 COMM_BETA= 53.037
     Time: Model= 427.325, Total= 406.569
     *** Observed Latency ***
-    consume = 134.063 -- DEQ: 92.700 produce: 41.363
+    consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s
 """
 
 from __future__ import annotations
@@ -13,21 +24,65 @@ import math
 
 from ..latency import access_latency_json, chain_json
 from ..latency.text import chains_section, latency_section
-from .build import Report
+from .build import CostRow, Report, decimals_for
 
+__all__ = ["decimals_for", "format_text", "report_json", "share_text"]
 
-def decimals_for(report: Report) -> int:
-    """3 decimals as in the paper for totals of a second or more; more for short runs so that
-    every printed value keeps about four significant digits."""
-    largest = max([report.model_total or 0.0, report.measured_total]
-                  + [a.observed_s for a in report.latency])
-    if largest <= 0 or largest >= 1:
-        return 3
-    return min(9, 3 + math.ceil(-math.log10(largest)))
+LEAD_ROWS = 5  # categories listed by name in the lead; the rest are summed as "N more"
 
 
 def _num(value: float, d: int) -> str:
     return f"{value:{d + 4}.{d}f}"
+
+
+def share_text(share: float) -> str:
+    return "n/a" if not math.isfinite(share) else f"{100 * share:.1f} %"
+
+
+def lead_rows(report: Report, limit: int = LEAD_ROWS) -> tuple[list[CostRow], CostRow | None]:
+    """The first `limit` categories of `where`, and the rest summed into one row (or None)."""
+    rows, rest = report.where[:limit], report.where[limit:]
+    if not rest:
+        return rows, None
+    seconds = sum(r.seconds for r in rest)
+    share = seconds / report.where_total if report.where_total > 0 else math.nan
+    return rows, CostRow("", f"{len(rest)} more", seconds, math.nan, share)
+
+
+def basis(report: Report) -> str:
+    return ("model" if report.model_total is not None else "measured") + ", " \
+        + report.seconds_unit
+
+
+def lead_lines(report: Report, d: int) -> list[str]:
+    """Where the time went, the chain behind the waits, and model quality."""
+    out = [f"*** Where the time went ({basis(report)}) ***"]
+    rows, rest = lead_rows(report)
+    width = max([len(r.name) for r in rows] + [len(rest.category) if rest else 0] + [8])
+    for r in rows + ([rest] if rest else []):
+        label = r.name if r.module else r.category
+        out.append(f"  {label:<{width}} {_num(r.seconds, d)} s {share_text(r.share):>8}")
+    if report.model_total is not None:
+        out.append(f"  {'total':<{width}} {_num(report.where_total, d)} s (model); measured "
+                   f"{report.measured_total:.{d}f} s")
+    else:
+        out.append(f"  {'total':<{width}} {_num(report.where_total, d)} s")
+    out.append("*** Why the PEs waited (observed latency) ***")
+    out.append(chain_sentence(report, d))
+    if report.model_total is not None:
+        out.append("*** Model quality ***")
+        out.append(report.verdict())
+    return out
+
+
+def chain_sentence(report: Report, d: int) -> str:
+    chain = report.lead_chain
+    if chain is None:
+        return "(no dependence chain: the run profile has no latency to explain)"
+    last = report.names.get(chain.nodes[-1], chain.nodes[-1])
+    share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0.0
+    return (f"{last} waited {report.lead_access_latency:.{d}f} s; {chain.latency:.{d}f} s "
+            f"({100 * share:.1f} %) along {chain.name(report.names)}")
 
 
 def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
@@ -43,7 +98,7 @@ def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
         out.append("Unmodelled: " + ", ".join(report.unmodelled))
     if bands:
         pct = int(round(report.confidence * 100))
-        out.append(f"*** Bands ({pct} % half widths) ***")
+        out.append(f"*** Bands ({pct} % half widths, seconds) ***")
         for oc in report.objects:
             if oc.modelled and oc.categories:
                 out.append(f"Id {oc.id}: " + " ".join(f"{c.name} +-{_hw(c.halfwidth, d)}"
@@ -51,7 +106,6 @@ def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
         out.append(f"Time: Model= {report.model_total:.{d}f} +-{_hw(report.band_halfwidth, d)} "
                    f"(parameters +-{_hw(report.param_halfwidth, d)}, plus the fit's residual "
                    f"scatter)")
-        out.append(report.verdict())
     return out
 
 
@@ -66,7 +120,7 @@ def raw_lines(report: Report) -> list[str]:
     for oc in report.objects:
         stats = " ".join(f"{k}={_stat(v)}" for k, v in oc.stats.items()) or "(no statistics)"
         out.append(f"Id {oc.id} ({oc.module}): {stats}")
-    out.append(f"Time: Total= {report.measured_total:.6g}, Idle= {report.idle_total:.6g}")
+    out.append(f"Time: Total= {report.measured_total:.6g} s, Idle= {report.idle_total:.6g} s")
     return out
 
 
@@ -76,13 +130,13 @@ def _stat(v) -> str:
 
 def format_text(report: Report, *, per_pe: bool = False, digits: int | None = None,
                 chains: bool = True) -> str:
-    d = digits if digits is not None else decimals_for(report)
+    d = digits if digits is not None else report.decimals
     head = f"% {' '.join(report.argv) or report.program}"
-    out = [head, ""]
+    out = [head, ""] + lead_lines(report, d)
     if report.model_total is not None:
         out += cost_profile_lines(report, d)
         if per_pe:
-            out.append("*** Time per PE ***")
+            out.append("*** Time per PE (seconds) ***")
             for pc in report.pes:
                 err = pc.error_percent
                 out.append(f"PE{pc.pe}: Model={_num(pc.model_s, d)} +-{_hw(pc.halfwidth, d)}, "
@@ -114,6 +168,12 @@ def report_json(report: Report) -> dict:
         "model_param_halfwidth_s": _finite(report.param_halfwidth),
         "confidence": report.confidence,
         "explained": report.explained, "verdict": report.verdict(),
+        "where": [{"module": r.module, "category": r.category, "seconds": r.seconds,
+                   "halfwidth": _finite(r.halfwidth), "share": _finite(r.share)}
+                  for r in report.where],
+        "where_total_s": report.where_total,
+        "lead_chain": (chain_json(report.lead_chain, report.names) | {
+            "access_latency_s": report.lead_access_latency}) if report.lead_chain else None,
         "objects": [
             {"id": oc.id, "module": oc.module, "pes": oc.pes, "modelled": oc.modelled,
              "note": oc.note, "stats": oc.stats,

@@ -74,13 +74,13 @@ def test_text_has_the_paper_shape():
     text = latency_section(summarize(rows, DECLARED), display_names(graph.nodes))
     assert text == [
         "*** Observed Latency ***",
-        "ENQ = 47.337 -- DEQ: 47.337",
-        "DEQ = 92.700 -- ENQ: 92.700",
-        "produce = 47.337 -- ENQ: 47.337",
-        "consume = 134.063 -- DEQ: 92.700 produce: 41.363",
+        "ENQ = 47.337 s -- DEQ: 47.337 s",
+        "DEQ = 92.700 s -- ENQ: 92.700 s",
+        "produce = 47.337 s -- ENQ: 47.337 s",
+        "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s",
         "*** Critical Latency ***",
-        "ENQ = 47.337 -- DEQ: 47.337",
-        "DEQ = 92.700 -- ENQ: 92.700",
+        "ENQ = 47.337 s -- DEQ: 47.337 s",
+        "DEQ = 92.700 s -- ENQ: 92.700 s",
     ]
 
 
@@ -136,16 +136,16 @@ def test_cli_text_and_json(tmp_path, capsys):
     path.write_text(json.dumps(profile_doc()))
     assert main(["latency", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "consume = 134.063 -- DEQ: 92.700 produce: 41.363" in out
-    assert "1. ENQ -> DEQ -> consume = 92.700" in out
-    assert "2. DEQ -> ENQ -> produce -> consume = 41.363" in out
+    assert "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s" in out
+    assert "1. ENQ -> DEQ -> consume = 92.700 s" in out
+    assert "2. DEQ -> ENQ -> produce -> consume = 41.363 s" in out
     assert main(["latency", str(path), "--json", "--per-pe"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [c["chain"] for c in doc["chains"]["observed"]] == [
         "ENQ -> DEQ -> consume", "DEQ -> ENQ -> produce -> consume"]
     assert set(doc["latency_per_pe"]) == {"0", "1", "2"}
     assert main(["latency", str(path), "--per-pe"]) == 0
-    assert "PE2: consume = 44.688" in capsys.readouterr().out
+    assert "PE2: consume = 44.688 s" in capsys.readouterr().out
 
 
 def test_cli_rejects_bad_input(tmp_path, capsys):

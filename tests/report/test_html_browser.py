@@ -85,7 +85,7 @@ def test_html_report_renders_in_chromium(chromium, tmp_path):
     dom = run_chromium(chromium, tmp_path, url, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
-    assert html.count("<svg") == 4  # stacked costs, model vs measured, latency, graph
+    assert html.count("<svg") == 5  # where, model vs measured, stacked costs, latency, graph
     assert html.count('class="seg"') >= 4 * 8  # 8 categories on each of 4 PEs
     assert html.count('class="edge"') == 5  # the five synchronization events of Fig 4.15
     assert html.count('class="node"') == 4
@@ -116,4 +116,4 @@ def test_html_is_self_contained_and_escaped():
     html = render_html(build_report(doc))
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "<link" not in html and "<style>" in html
-    assert "no model" in html and html.count("<svg") == 3  # no model-vs-measured plot
+    assert "no model" in html and html.count("<svg") == 4  # no model-vs-measured plot

@@ -97,18 +97,19 @@ def test_text_report_shape(report):
     total = sum(want.values())
     assert lines[i + 4] == f"Time: Model={total:7.3f}, Total={total:7.3f}"
     assert lines[i + 5] == "Unmodelled: Id 2 (hashtable)"
-    assert "consume = 134.063 -- DEQ: 92.700 produce: 41.363" in lines
+    assert "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s" in lines
     assert "*** Observed Latency ***" in lines and "*** Critical Latency ***" in lines
     crit = lines[lines.index("*** Critical Latency ***") + 1:]
-    assert crit[:2] == ["ENQ = 47.337 -- DEQ: 47.337", "DEQ = 92.700 -- ENQ: 92.700"]
-    assert "1. ENQ -> DEQ -> consume = 92.700" in text
-    assert "2. DEQ -> ENQ -> produce -> consume = 41.363" in text
+    assert crit[:2] == ["ENQ = 47.337 s -- DEQ: 47.337 s", "DEQ = 92.700 s -- ENQ: 92.700 s"]
+    assert "1. ENQ -> DEQ -> consume = 92.700 s" in text
+    assert "2. DEQ -> ENQ -> produce -> consume = 41.363 s" in text
 
 
 def test_per_pe_text(report):
     text = format_text(report, per_pe=True)
     share = 134.063 / (NPES - 1)
-    assert f"PE1: consume = {share:.3f} -- DEQ: {92.7 / 3:.3f} produce: {41.363 / 3:.3f}" in text
+    assert (f"PE1: consume = {share:.3f} s -- DEQ: {92.7 / 3:.3f} s produce: "
+            f"{41.363 / 3:.3f} s") in text
     assert "PE0: consume" not in text  # PE 0 has no latency rows
     assert re.search(r"PE3: Model= *[\d.]+ \+-[\d.]+, Total= *[\d.]+, Idle= *0\.040", text)
 
@@ -150,7 +151,7 @@ def test_report_without_model_shows_statistics_and_latency():
     text = format_text(report)
     assert "*** Cost Profile ***" not in text
     assert "Id 1 (graph): P=4 EltSize=400 EdgeCap=60" in text
-    assert "consume = 134.063 -- DEQ: 92.700 produce: 41.363" in text
+    assert "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s" in text
     assert report.verdict() is None and report_json(report)["model_total_s"] is None
 
 

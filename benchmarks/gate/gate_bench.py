@@ -1,0 +1,204 @@
+"""Detection and false-alarm rates of `mprof gate` at its default settings (`make bench`).
+
+Two builds of benchmarks/gate/gate_ops.c: the baseline, and a candidate whose lookups (one
+data-structure operation, category OP_B) do SLOW_ROUNDS more mixing rounds on their dependency
+chain (3 rounds: +8-13 % CPU time per lookup as measured on the shared VM; the benchmark
+measures it again apart from the gate and prints it as `injected_slowdown`).  Every trial is
+one `mprof gate run` (mprof.gate.runner.run_gate) with the
+default tolerance, alpha and correction, the shipped fit script (benchmarks/gate/gate_ops.tcl,
+CPU time per PE thread), 1 PE (within the cores), runs of tens of milliseconds, baseline and
+candidate runs interleaved (ABBA), into fresh databases:
+
+- detection: baseline vs slowed build; a trial detects when the lookup coefficient or an
+  OP_B category unit is a REGRESSION, and is wrong elsewhere when any other unit except the
+  configurations' total time (which contains OP_B) is a REGRESSION or BEHAVIOUR CHANGE;
+- A/A: the baseline build against itself; a false alarm is any REGRESSION or BEHAVIOUR CHANGE.
+
+The last line printed is one JSON object with both rates, the median estimated OP_B change
+(the injected slowdown as the gate measured it), the settings and the load average.
+Options: --detect N --aa N (trials), --reps, --sizes, --na, --slow-rounds, --budget,
+--disturbed (see --help).
+
+    python benchmarks/gate/gate_bench.py              # full: 10 detection + 100 A/A trials
+    python benchmarks/gate/gate_bench.py --quick      # 3 + 5 trials
+    python benchmarks/gate/gate_bench.py --detect 10 --aa 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from rich.console import Console  # noqa: E402
+
+from mprof.gate.config import GateConfig  # noqa: E402
+from mprof.gate.evaluate import BEHAVIOUR, REGRESSION  # noqa: E402
+from mprof.gate.runner import run_gate  # noqa: E402
+
+FIT_SCRIPT = REPO / "benchmarks" / "gate" / "gate_ops.tcl"
+QUIET = Console(file=open(os.devnull, "w"))  # the runner's progress lines
+OP_B_UNITS = ("::fit:gateops.OP_B", "fit::gateops.OP_B:Lookup", "::cost:gateops.OP_B")
+
+
+def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
+    """Compile the two variants against the runtime library of `make build`."""
+    librt = build_dir / "runtime" / "libmprof_rt.a"
+    if not librt.exists():
+        raise SystemExit(f"{librt} is missing: run `make build` first")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    subprocess.run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", str(out),
+                    str(REPO / "benchmarks" / "gate" / "gateops.perf")], check=True, cwd=REPO)
+    extra = []
+    if "MPI_" in subprocess.run(["nm", "-u", str(librt)], capture_output=True,
+                                text=True).stdout:
+        extra = shlex.split(subprocess.run(["mpicc", "--showme:link"], capture_output=True,
+                                           text=True, check=True).stdout)
+    paths = {}
+    for variant, flags in (("base", []),
+                           ("slow", ["-DSLOW_OP_B", f"-DSLOW_ROUNDS={slow_rounds}"])):
+        target = out / variant / "gate_ops"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", *flags,
+                        f"-I{REPO / 'runtime' / 'include'}", f"-I{out}",
+                        str(REPO / "benchmarks" / "gate" / "gate_ops.c"),
+                        str(out / "gateops_perf.c"), str(librt), *extra, "-lpthread",
+                        "-rdynamic", "-lm", "-o", str(target)], check=True)
+        paths[variant] = target
+    return paths
+
+
+def cpu_seconds(exe: Path, na: int, nb: int, tmp: Path) -> float:
+    out = tmp / "calibrate.json"
+    subprocess.run([str(exe), "1", str(na), str(nb)], check=True,
+                   env=dict(os.environ, MPROF_OUT=str(out), MPROF_PES="1"))
+    return float(json.loads(out.read_text())["pes"][0]["cpu_s"])
+
+
+def injected_slowdown(exe: dict[str, Path], n: int, tmp: Path, reps: int = 9) -> float:
+    """The slowdown of one lookup as injected, measured apart from the gate in runs like the
+    gate's (n inserts, then n lookups): the lookups' CPU time is a run's less that of a run
+    with the inserts only; both builds interleaved.  Minima: interference (other processes, a
+    hypervisor's steal) only ever adds time."""
+    times = {"base": [], "slow": [], "inserts": []}
+    for _ in range(reps):
+        times["base"].append(cpu_seconds(exe["base"], n, n, tmp))
+        times["slow"].append(cpu_seconds(exe["slow"], n, n, tmp))
+        times["inserts"].append(cpu_seconds(exe["base"], n, 0, tmp))
+    low = {k: min(v) for k, v in times.items()}
+    return (low["slow"] - low["inserts"]) / (low["base"] - low["inserts"]) - 1
+
+
+def write_spec(path: Path, program: Path, na: list[int], nb: list[int], reps: int) -> Path:
+    path.write_text(f'program = "{program}"\ncommand = "{{program}} {{npes}} {{na}} {{nb}}"\n'
+                    f'database = "unused.db"\nnpes = [1]\nrepetitions = {reps}\n'
+                    f"timeout_s = 120\n[params]\nna = {na}\nnb = {nb}\n")
+    return path
+
+
+def trial(spec, baseline, candidate, out_dir, config, budget):
+    report, log = run_gate(spec, baseline_bin=str(baseline), candidate_bin=str(candidate),
+                           out_dir=out_dir, config=config, fit_script=FIT_SCRIPT,
+                           budget=budget, console=QUIET)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return report, log
+
+
+def classify(report):
+    flagged = [(u.id, u.verdict) for u in report.units if u.verdict in (REGRESSION, BEHAVIOUR)]
+    own = [uid for uid, v in flagged if v == REGRESSION and uid.endswith(OP_B_UNITS)]
+    elsewhere = [(uid, v) for uid, v in flagged
+                 if not uid.endswith(OP_B_UNITS) and not (v == REGRESSION
+                                                           and uid.endswith("::time"))]
+    coef = next((u for u in report.units if u.id == "fit::gateops.OP_B:Lookup"), None)
+    change = coef.comparison.change if coef is not None and coef.comparison else None
+    return flagged, own, elsewhere, change
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--detect", type=int, default=10, help="detection trials (10)")
+    parser.add_argument("--aa", type=int, default=100, help="A/A trials (100)")
+    parser.add_argument("--quick", action="store_true", help="3 detection + 5 A/A trials")
+    parser.add_argument("--reps", type=int, default=4, help="repetitions per point and build")
+    parser.add_argument("--sizes", default="100000,300000",
+                        help="values of nb, lookups per run (and of na unless --na)")
+    parser.add_argument("--na", help="values of na, inserts per run (default: --sizes)")
+    parser.add_argument("--slow-rounds", type=int, default=3,
+                        help="extra mixing rounds per lookup in the candidate (48 per lookup "
+                        "in the baseline: 3 is about +10 %%)")
+    parser.add_argument("--budget", type=int, default=0, help="gate run --budget (default 0)")
+    parser.add_argument("--disturbed", type=float, default=None,
+                        help="gate config `disturbed` (default: the gate's, off)")
+    parser.add_argument("--build-dir", default=os.environ.get("BUILD", "build"))
+    args = parser.parse_args()
+    if args.quick:
+        args.detect, args.aa = 3, 5
+    sizes = [int(x) for x in args.sizes.split(",")]
+    na = [int(x) for x in args.na.split(",")] if args.na else sizes
+    config = GateConfig()  # the documented defaults: tolerance 5 %, alpha 0.05, Holm
+    if args.disturbed is not None:
+        config.disturbed_limit = args.disturbed
+    load_before = os.getloadavg()
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mprof-gate-bench-") as tmp:
+        tmp = Path(tmp)
+        exe = build(tmp / "bin", (REPO / args.build_dir).resolve(), args.slow_rounds)
+        injected = injected_slowdown(exe, max(sizes), tmp)
+        print(f"injected lookup slowdown, measured apart: {injected:+.1%}", flush=True)
+        spec = write_spec(tmp / "sweep.toml", exe["base"], na, sizes, args.reps)
+        detected, wrong, changes, time_flagged, details = 0, 0, [], 0, []
+        for i in range(args.detect):
+            report, _ = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config, args.budget)
+            flagged, own, elsewhere, change = classify(report)
+            detected += bool(own)
+            wrong += bool(elsewhere)
+            time_flagged += any(uid.endswith("::time") for uid, _ in flagged)
+            if change is not None:
+                changes.append(change)
+            details.append({"trial": f"detect {i}", "own": len(own), "elsewhere": elsewhere,
+                            "op_b_change": change})
+            print(f"detect {i}: OP_B flagged in {len(own)} unit(s), elsewhere {elsewhere}, "
+                  f"estimated lookup change {change:+.1%}" if change is not None else
+                  f"detect {i}: no estimate", flush=True)
+        alarms, behaviour = 0, 0
+        for i in range(args.aa):
+            report, _ = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config, args.budget)
+            flagged, _, _, _ = classify(report)
+            alarms += any(v == REGRESSION for _, v in flagged)
+            behaviour += any(v == BEHAVIOUR for _, v in flagged)
+            if flagged:
+                details.append({"trial": f"aa {i}", "flagged": flagged})
+            print(f"A/A {i}: {flagged or 'nothing flagged'}", flush=True)
+    result = {
+        "benchmark": "gate_rates", "detect_trials": args.detect, "detected": detected,
+        "flagged_elsewhere": wrong, "time_unit_flagged": time_flagged,
+        "injected_slowdown": round(injected, 4),
+        "op_b_change_median": round(statistics.median(changes), 4) if changes else None,
+        "aa_trials": args.aa, "aa_regressions": alarms, "aa_behaviour_changes": behaviour,
+        "tolerance": config.tolerance, "alpha": config.alpha, "correction": config.correction,
+        "disturbed": config.disturbed_limit,
+        "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
+        "budget": args.budget, "seconds": round(time.monotonic() - start, 1),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "targets_met": detected >= 0.9 * args.detect and wrong == 0 and alarms == 0
+        and behaviour == 0,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

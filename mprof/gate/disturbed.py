@@ -1,0 +1,74 @@
+"""Runs disturbed by interference, left out of the gate's fits (`--fit`).
+
+Interference from outside the program (other processes on a shared machine, a hypervisor's
+steal time, cache traffic of a neighbour) only ever adds time to a run, and it comes in bursts:
+most repetitions of a configuration agree to 1-2 %, a few are 10-30 % slower.  A least-squares
+fit weighs those few heavily and its coefficients scatter by several per cent, far more than a
+tolerance of a few per cent allows (docs/gate.md, measured).  So before fitting, each side's
+runs of every configuration with at least 3 runs are compared with the configuration's lower
+median (the middle run of the faster half, which interference cannot move while fewer than
+half the runs are disturbed), and a run slower than that by more than `limit` is left out of
+the fit; the gate says which runs and why.  The rank tests of the `::time` units see every run.
+Off by default (`disturbed = 0` in the gate config): measured with benchmarks/gate/gate_bench.py
+it narrowed the scatter of the estimates but also the standard errors, and one A/A trial in 100
+became a REGRESSION (docs/gate.md).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import MprofError
+from ..profile import RunProfile
+from .data import RunData, Side
+
+DEFAULT_LIMIT = 0.0  # off: see docs/gate.md for what it did to the measured rates
+
+
+def run_time(profile: RunProfile) -> float:
+    """The run's time as the fit measures it by default: CPU time summed over PEs where every
+    PE recorded it, elapsed time otherwise."""
+    try:
+        return sum(pe.time("cpu") for pe in profile.pes)
+    except MprofError:
+        return sum(pe.elapsed_s for pe in profile.pes)
+
+
+def disturbed_runs(side: Side, limit: float) -> list[tuple[RunData, float]]:
+    """(run, how much slower than its configuration's lower median) of the disturbed runs."""
+    if limit <= 0:
+        return []
+    out = []
+    for runs in side.by_config().values():
+        if len(runs) < 3:
+            continue
+        times = sorted(run_time(r.profile) for r in runs)
+        ref = times[(len(times) - 1) // 2]
+        if ref <= 0:
+            continue
+        out += [(r, run_time(r.profile) / ref - 1) for r in runs
+                if run_time(r.profile) > ref * (1 + limit)]
+    return out
+
+
+def without_runs(side: Side, runs: Sequence[RunData], folder: Path) -> Side:
+    """A copy of the side whose database lacks `runs` (a copy in `folder`; the side's own
+    database is never written)."""
+    target = folder / f"{side.name}-undisturbed.db"
+    with sqlite3.connect(f"file:{side.database}?mode=ro", uri=True) as src, \
+            sqlite3.connect(target) as dst:
+        src.backup(dst)
+    conn = sqlite3.connect(target)
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.executemany("DELETE FROM runs WHERE id = ?", [(r.id,) for r in runs])
+        conn.commit()
+    finally:
+        conn.close()
+    drop = {id(r) for r in runs}
+    return Side(side.name, target, list(side.where), [r for r in side.runs if id(r) not in drop])
+
+
+__all__ = ["DEFAULT_LIMIT", "disturbed_runs", "run_time", "without_runs"]
