@@ -20,3 +20,5 @@ if [ -x benchmarks/mpi/bench.sh ]; then
   echo "== MPI backend"
   benchmarks/mpi/bench.sh
 fi
+echo "== PIPE held-out error: mprof beside Extra-P (benchmarks/exports/extrap_vs_mprof.py)"
+python benchmarks/exports/extrap_vs_mprof.py

@@ -1,5 +1,5 @@
 """The installable package (docs/install.md): `cmake --install` into a temporary prefix, then a
-small out-of-tree project (tests/install/project) built twice, with find_package(mprof) and
+small out-of-tree project (examples/out-of-tree) built twice, with find_package(mprof) and
 with pkg-config, and run; and the Python package installed outside the source tree, where it
 must find its database migrations as package data."""
 
@@ -10,12 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).with_name("project")
 ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ROOT / "examples" / "out-of-tree"
 
 
 def run(cmd, **kwargs):
@@ -72,9 +73,11 @@ def test_pkg_config_build(prefix, tmp_path):
     env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
     flags = run(["pkg-config", "--cflags", "--libs", "mprof"], env=env).stdout.split()
     gen = tmp_path / "perf"
-    run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", gen, PROJECT / "hello.perf"])
+    run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", gen,
+         PROJECT / "hello.perf"])
     exe = tmp_path / "hello"
-    run(["cc", "-std=c11", f"-I{gen}", "-o", exe, PROJECT / "hello.c", gen / "hello_perf.c", *flags])
+    sources = [PROJECT / "hello.c", gen / "hello_perf.c"]
+    run(["cc", "-std=c11", f"-I{gen}", "-o", exe, *sources, *flags])
     check_run(exe, tmp_path)
 
 
@@ -86,9 +89,15 @@ def test_python_package_outside_source_tree(build_dir, tmp_path):
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "mprof", src / "mprof", ignore=shutil.ignore_patterns("__pycache__"))
+    # Build the wheel through the PEP 517 backend the project declares (no network, no
+    # isolation), then lay it out as an installer would: a pure-Python wheel is unpacked.
+    dist = tmp_path / "dist"
+    build = ("import sys, setuptools.build_meta as b; "
+             "print(b.build_wheel(sys.argv[1]))")
+    wheel = run([sys.executable, "-c", build, dist], cwd=src).stdout.strip().splitlines()[-1]
     site = tmp_path / "site"
-    run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", site, src])
+    with zipfile.ZipFile(dist / wheel) as zf:
+        zf.extractall(site)
     shutil.rmtree(src)
     env = dict(os.environ, PYTHONPATH=str(site))
     where = run([sys.executable, "-c", "import mprof; print(mprof.__file__)"], env=env,

@@ -1,6 +1,7 @@
-/* Every PE greets the next one N times through remote fiber invocations, counting them in its
- * own statistics record (hello.perf), and inserts N keys into a hashtable of the installed
- * instrumented library; PE 0 prints the totals. */
+/* An out-of-tree program built against an installed mprof (docs/install.md).  Every PE greets
+ * the next one N times through remote fiber invocations, counting them in its own statistics
+ * record (hello.perf), and inserts N keys into a hashtable of the installed instrumented
+ * library; PE 0 prints the totals. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
