@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "sde.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -100,6 +101,7 @@ static void link_record(mpr_pe *pe, mpr_stats_rec *r, const mp_stat_module *modu
     while (*tail)
         tail = &(*tail)->next;
     *tail = r;
+    MPR_SDE_RECORD_ADD(r);
 }
 
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
@@ -136,6 +138,7 @@ void mpr_stats_fini(mpr_pe *pe)
 {
     for (mpr_stats_rec *r = pe->records, *n; r; r = n) {
         n = r->next;
+        MPR_SDE_RECORD_RETIRE(r);
         free(r);
     }
     pe->records = NULL;
