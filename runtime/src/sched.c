@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "trace.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -80,7 +81,9 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     pe->cur_enabler = (uint16_t)enabler;
     mpr_latency *row = pe->latency[enabler]; /* indexed before the call: fewer steps after */
 
+    MPR_TRACE(mpr_trace_fiber_begin(pe));
     f->fn(f->args);
+    MPR_TRACE(mpr_trace_fiber_end(pe));
 
     mpr_latency *l = &row[mpr_cur_access(pe)];
     l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
@@ -247,6 +250,7 @@ static bool idle(mpr_pe *pe)
 {
     uint64_t t0 = now_ns(), off_cpu = 0;
     bool more = true;
+    MPR_TRACE(mpr_trace_idle_begin(pe));
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
@@ -278,6 +282,7 @@ static bool idle(mpr_pe *pe)
             }
         }
     }
+    MPR_TRACE(mpr_trace_idle_end(pe));
     uint64_t idle_ns = now_ns() - t0;
     pe->c_total += idle_ns;
     RTS_INC(&pe->rts, IdleNs, idle_ns);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "mpr.h"
 #include "sde.h"
+#include "trace.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@ void mp_access_declare(int id)
         return;
     }
     mpr_access_set(pe, (unsigned)id);
+    MPR_TRACE(mpr_trace_access(pe, (unsigned)id));
 }
 
 int mp_access_current(void)
