@@ -22,3 +22,5 @@ if [ -x benchmarks/mpi/bench.sh ]; then
 fi
 echo "== PIPE held-out error: mprof beside Extra-P (benchmarks/exports/extrap_vs_mprof.py)"
 python benchmarks/exports/extrap_vs_mprof.py
+echo "== OTF2 tracing: cost when off and when on (benchmarks/trace/trace_overhead.py)"
+python benchmarks/trace/trace_overhead.py

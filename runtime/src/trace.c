@@ -115,7 +115,7 @@ void mpr_trace_start(void)
     tpes = calloc((size_t)mpr_g.npes, sizeof *tpes);
     if (!tpes)
         return;
-    archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 4 * 1024 * 1024,
+    archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 256 * 1024,
                                 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!archive) {
         fprintf(stderr,
