@@ -122,16 +122,16 @@ def main():
                                  text=True, check=True).stdout
         events = sum(1 for line in listing.splitlines()
                      if re.match(r"^(ENTER|LEAVE|MPI_SEND|MPI_RECV|METRIC) ", line))
-    on = {"pipe_args": PIPE_ARGS, "off_s": statistics.median(t_off),
-          "on_s": statistics.median(t_on), "ratio": statistics.median(t_on) / statistics.median(t_off),
-          "trace_bytes": size, "events": events,
-          "ns_per_event": (statistics.median(t_on) - statistics.median(t_off)) * 1e9 / events}
+    m_off, m_on = statistics.median(t_off), statistics.median(t_on)
+    on = {"pipe_args": PIPE_ARGS, "off_s": m_off, "on_s": m_on, "ratio": m_on / m_off,
+          "trace_bytes": size, "events": events, "ns_per_event": (m_on - m_off) * 1e9 / events}
     cost = callgrind_cost(exe, Path(tempfile.mkdtemp()) / "trace") if shutil.which("valgrind") \
         else None
     on["callgrind"] = cost
+    sd = off["spawn_dispatch_ns"]
     print(f"tracing off (hooks vs no-tracing build): spawn+dispatch "
-          f"{off['spawn_dispatch_ns']['hooks']:.2f} vs {off['spawn_dispatch_ns']['no_tracing_build']:.2f} ns"
-          f" ({off['spawn_dispatch_ns']['ratio']:.3f}x), aggregated remote invocations at "
+          f"{sd['hooks']:.2f} vs {sd['no_tracing_build']:.2f} ns"
+          f" ({sd['ratio']:.3f}x), aggregated remote invocations at "
           f"{1 / off['remote_aggregated_per_s']['ratio']:.2f}x the no-tracing build's rate")
     print(f"tracing on (PIPE {' '.join(PIPE_ARGS)}): {on['off_s']:.4f} s -> {on['on_s']:.4f} s "
           f"({on['ratio']:.2f}x), {events} events, {size / 1e6:.1f} MB")

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "papictr.h"
 #include "trace.h"
 
 #include <stdio.h>
@@ -131,6 +132,7 @@ void mpr_pe_run(mpr_pe *pe)
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
+    MPR_PAPI_PE_END(pe); /* statistics bound to PAPI events get their counts */
     MPR_TRACE(mpr_trace_pe_end(pe));
 }
 

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "papictr.h"
 #include "trace.h"
 
 #include <stdlib.h>
@@ -82,7 +83,9 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     mpr_latency *row = pe->latency[enabler]; /* indexed before the call: fewer steps after */
 
     MPR_TRACE(mpr_trace_fiber_begin(pe));
+    MPR_PAPI(mpr_papi_fiber_begin(pe));
     f->fn(f->args);
+    MPR_PAPI(mpr_papi_fiber_end(pe));
     MPR_TRACE(mpr_trace_fiber_end(pe));
 
     mpr_latency *l = &row[mpr_cur_access(pe)];

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "papictr.h"
 #include "sde.h"
 #include "trace.h"
 
@@ -104,6 +105,7 @@ static void link_record(mpr_pe *pe, mpr_stats_rec *r, const mp_stat_module *modu
         tail = &(*tail)->next;
     *tail = r;
     MPR_SDE_RECORD_ADD(r);
+    MPR_PAPI_RECORD_ADD(pe, r);
 }
 
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)

@@ -17,7 +17,7 @@
 
 #include "mp.h"
 
-static const mp_stat_field fields[] = {{"Count", MP_STAT_U64}, {"Weight", MP_STAT_F64}};
+static const mp_stat_field fields[] = {{"Count", MP_STAT_U64, NULL}, {"Weight", MP_STAT_F64, NULL}};
 static const mp_stat_module demo = {"demo", 2, fields};
 static const char *events[] = {"sde:::MPROF::demo::Count", "sde:::MPROF::demo::Weight",
                                "sde:::MPROF::rts::P"};
