@@ -108,14 +108,20 @@ static sde_module *module_get(const mp_stat_module *desc, bool *created)
     return m;
 }
 
-static pthread_once_t sde_once = PTHREAD_ONCE_INIT;
-static void sde_init(void) { sde_handle = papi_sde_init("MPROF"); }
+/* Registration calls into libsde one at a time: its registry is not safe to update from
+ * several threads at once.  A lock of its own, not sde_lock, which sde_read takes while
+ * libsde holds its lock. */
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void module_register(sde_module *m)
 {
-    pthread_once(&sde_once, sde_init);
+    pthread_mutex_lock(&register_lock);
     if (!sde_handle)
+        sde_handle = papi_sde_init("MPROF");
+    if (!sde_handle) {
+        pthread_mutex_unlock(&register_lock);
         return;
+    }
     const mp_stat_module *desc = m->desc;
     for (unsigned i = 0; i < desc->nfields; i++) {
         char name[256];
@@ -124,6 +130,7 @@ static void module_register(sde_module *m)
         papi_sde_register_counter_cb(sde_handle, name, PAPI_SDE_RO | PAPI_SDE_INSTANT, type,
                                      sde_read, &m->fields[i]);
     }
+    pthread_mutex_unlock(&register_lock);
 }
 
 void mpr_sde_record_add(mpr_stats_rec *r)
