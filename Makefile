@@ -31,4 +31,4 @@ format:
 	@$(VENV)/bin/python -m ruff format mprof tests 2>/dev/null || true
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-nostats build-overhead-stats build-overhead-latency
+	rm -rf $(BUILD) build-asan build-tsan build-nostats build-overhead-stats build-overhead-latency build-notrace

@@ -39,3 +39,7 @@ if [ -f benchmarks/gate/gate_bench.py ]; then
     python benchmarks/gate/gate_bench.py --quick
   fi
 fi
+echo "== PIPE held-out error: mprof beside Extra-P (benchmarks/exports/extrap_vs_mprof.py)"
+python benchmarks/exports/extrap_vs_mprof.py
+echo "== OTF2 tracing: cost when off and when on (benchmarks/trace/trace_overhead.py)"
+python benchmarks/trace/trace_overhead.py

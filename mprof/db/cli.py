@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
 
@@ -32,9 +33,21 @@ def register(subparsers):
     p.add_argument("run_id", type=int)
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("export", help="export all runs as JSON lines (one profile per line)")
+    p = sub.add_parser("export", help="export runs: JSON lines (one profile per line), Extra-P "
+                       "JSON Lines or CUBE4 experiment folders (docs/exports.md)")
     p.add_argument("db")
-    p.add_argument("-o", "--output", help="output file (default: standard output)")
+    p.add_argument("-o", "--output", help="output file (default: standard output); for "
+                   "--format cube the experiment folder (required)")
+    p.add_argument("--format", choices=("profiles", "extrap", "cube"), default="profiles",
+                   help="profiles (default): the stored run profiles; extrap: Extra-P JSON "
+                   "Lines; cube: one CUBE4 profile.cubex per run")
+    p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
+                   help="export only runs whose parameter or setting NAME equals VALUE")
+    p.add_argument("--measure", choices=MEASURES, default=DEFAULT_MEASURE,
+                   help="time measure of the extrap and cube formats (default: %(default)s)")
+    p.add_argument("--params", metavar="A,B",
+                   help="parameters of the extrap and cube formats (default: every numeric "
+                   "parameter, PE count as npes, that varies across the exported runs)")
     p.set_defaults(func=cmd_export)
 
 
@@ -111,12 +124,64 @@ def cmd_show(args):
     return 0
 
 
+def _selected_runs(args) -> list[RunProfile]:
+    where = [Condition.parse(w) for w in args.where]
+    with _open_existing(args.db) as db:
+        runs = db.runs(where)
+        if not runs:
+            raise MprofError(f"{args.db}: no run to export"
+                             + (f": {explain_no_match(db.runs(), where)}" if where else ""))
+        out = []
+        for run in runs:
+            profile = RunProfile.from_document(db.document(run.id), f"{args.db}: run {run.id}")
+            profile.id = run.id
+            out.append(profile)
+    return out
+
+
 def cmd_export(args):
+    if args.format != "profiles":
+        return _export_for_tools(args)
+    if args.where or args.params:
+        raise MprofError("--where and --params apply to --format extrap and cube")
     with _open_existing(args.db) as db:
         lines = [canonical_json(doc) + "\n" for _, doc in db.documents()]
     if args.output:
         Path(args.output).write_text("".join(lines))
         print(f"exported {len(lines)} run(s) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.writelines(lines)
+    return 0
+
+
+def _export_for_tools(args):
+    from ..exports.cube import write_cube_experiment
+    from ..exports.extrap import extrap_lines
+
+    runs = _selected_runs(args)
+    params = None
+    if args.params is not None:
+        params = [p.strip() for p in args.params.split(",") if p.strip()]
+        from ..exports.calltree import numeric_params
+
+        for run in runs:
+            missing = [p for p in params if p not in numeric_params(run)]
+            if missing:
+                raise MprofError(f"--params: run {run.id} has no numeric parameter "
+                                 f"{', '.join(missing)}")
+    if args.format == "cube":
+        if not args.output:
+            raise MprofError("--format cube needs -o DIR (the experiment folder)")
+        paths = write_cube_experiment(runs, Path(args.output), args.measure, params)
+        print(f"exported {len(paths)} run(s) as CUBE4 profiles under {args.output}",
+              file=sys.stderr)
+        return 0
+    lines = extrap_lines(runs, args.measure, params)
+    if args.output:
+        text = "".join(lines)
+        Path(args.output).write_text(text)
+        print(f"exported {len(runs)} run(s) ({text.count(chr(10))} measurements) as Extra-P "
+              f"JSON Lines to {args.output}", file=sys.stderr)
     else:
         sys.stdout.writelines(lines)
     return 0

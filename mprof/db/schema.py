@@ -1,4 +1,4 @@
-"""Database schema: numbered SQL migrations kept in `profile-db/migrations/`.
+"""Database schema: numbered SQL migrations kept in `mprof/db/migrations/`.
 
 Migration files are named `NNNN_description.sql`; the database records the highest applied
 number in `schema_version`.  Opening a database applies whatever is missing, in order, each in
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..errors import MprofError
 
-# The SQL lives in profile-db/ (repository layout, docs/architecture.md).  The package is
-# installed in editable mode, so the directory is found relative to the source tree.
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "profile-db" / "migrations"
+# The SQL is package data (installed with the package, docs/install.md); profile-db/migrations
+# in the source tree is a link to this folder.
+MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
 _NAME = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
 
 

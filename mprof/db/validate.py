@@ -246,6 +246,13 @@ def validate_profile(doc: Any, source: str = "<profile>") -> None:
             stats = c.obj(c.required(obj, "stats", owhere), f"{owhere}.stats")
             for name, value in stats.items():
                 c.number(value, f"{owhere}.stats.{name}")
+            # statistics bound to PAPI events that could not be counted (docs/papi.md)
+            absent = c.obj(obj.get("absent", {}), f"{owhere}.absent")
+            for name, why in absent.items():
+                c.string(why, f"{owhere}.absent.{name}")
+                if name in stats:
+                    c.fail(f"{owhere}.absent.{name}", "a statistic cannot be both measured and "
+                           "absent")
         for j, row in enumerate(c.array(pe.get("latency", []), f"{where}.latency")):
             lwhere = f"{where}.latency[{j}]"
             c.obj(row, lwhere)

@@ -219,8 +219,12 @@ class Checker:
                     decl.type,
                     f"unknown statistic type '{stype}' (expected u64, i64 or double)",
                 )
+        papi = decl.papi_event
+        # A counter is a measurement: its count depends on the machine and on timing.
         return Statistic(decl.name.text, stype, decl.desc.text, decl.name.line, decl.name.column,
-                         measured=any(a.text == "measured" for a in decl.attributes))
+                         measured=papi is not None or any(a.text == "measured"
+                                                          for a in decl.attributes),
+                         papi_event=papi)
 
     def _hint(self, name: str, others: dict[str, dict[str, Decl]]) -> str:
         if name in others["categories"]:

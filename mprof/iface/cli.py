@@ -109,7 +109,9 @@ def _show_tables(iface) -> None:
     for col in ("statistic", "type", "description"):
         table.add_column(col)
     for s in iface.statistics:
-        table.add_row(s.name, s.type + (", measured" if s.measured else ""), s.description)
+        kind = s.type + (f", papi {s.papi_event}" if s.papi_event
+                         else ", measured" if s.measured else "")
+        table.add_row(s.name, kind, s.description)
     console.print(table)
 
     table = Table(title="terms", title_justify="left")

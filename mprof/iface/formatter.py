@@ -15,6 +15,8 @@ def _decl(name: str, desc: str, width: int) -> str:
 
 def _stat_head(stat) -> str:
     head = stat.name if stat.type == "u64" else f"{stat.name} : {stat.type}"
+    if stat.papi_event:  # papi implies measured
+        return f"{head} papi {stat.papi_event}"
     return head + (" measured" if stat.measured else "")
 
 

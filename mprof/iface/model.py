@@ -32,6 +32,10 @@ class Statistic:
     # A measurement (a time, or a count that depends on timing, like idle cycles) rather than
     # a count fixed by the program and its input: never compared exactly (mprof gate).
     measured: bool = False
+    # Bound to a PAPI event (`papi EVENT`, docs/papi.md): the runtime reads the counter around
+    # every fiber of the module's access categories; absent from a run profile when the
+    # counter could not be read there.
+    papi_event: str | None = None
 
     @property
     def c_type(self) -> str:
@@ -137,7 +141,8 @@ class Interface:
             "description": self.description,
             "statistics": [
                 {"name": s.name, "type": s.type, "measured": s.measured,
-                 "description": s.description}
+                 "description": s.description,
+                 **({"papi": s.papi_event} if s.papi_event else {})}
                 for s in self.statistics
             ],
             "terms": [

@@ -4,7 +4,8 @@ Grammar (see docs/interface-language.md):
 
     file        = "interface" NAME DESC section*
     section     = ("statistics" | "terms" | "categories" | "accesses") decl*
-    statistic   = NAME [":" TYPE] ["measured"] DESC
+    statistic   = NAME [":" TYPE] ["measured"] ["papi" EVENT] DESC
+    EVENT       = NAME (":" | NAME)*  written without spaces (PAPI_L1_DCM, perf::CYCLES)
     term        = NAME DESC "{" NAME "=" expr [";"] "}"
     category    = NAME DESC "{" NAME* "}"
     access      = NAME DESC
@@ -26,7 +27,7 @@ from .lexer import DESC, EOF, NAME, NUMBER, Source, Token, tokenize
 SECTIONS = ("statistics", "terms", "categories", "accesses")
 KEYWORDS = frozenset(("interface",) + SECTIONS)
 # Attributes a statistic may carry after its type (on the same line as its name).
-ATTRIBUTES = ("measured",)
+ATTRIBUTES = ("measured", "papi")
 
 # Singular nouns for messages.
 _NOUN = {
@@ -50,6 +51,7 @@ class Decl:
     def_name: Token | None = None  # terms: the name left of "="
     expr: Expr | None = None  # terms: the definition
     members: list[Token] = field(default_factory=list)  # categories: the term names
+    papi_event: str | None = None  # statistics: the event of a `papi EVENT` attribute
 
 
 @dataclass
@@ -157,6 +159,22 @@ class Parser:
             )
         return self.advance()
 
+    def parse_papi_event(self, attr: Token) -> str:
+        """The PAPI event after `papi`: a preset (PAPI_L1_DCM) or a component's native event
+        (perf::PERF_COUNT_HW_CACHE_MISSES, sde:::MPROF::rts::RemoteOp), names and colons
+        written without spaces."""
+        if self.tok.kind != NAME or self.tok.line != attr.line:
+            raise self.error(attr, "expected a PAPI event name after 'papi' (e.g. "
+                             "'papi PAPI_L1_DCM')")
+        first = self.advance()
+        text, end = first.text, first.column + len(first.text)
+        while (self.tok.kind in (NAME, ":") and self.tok.line == first.line
+               and self.tok.column == end):
+            tok = self.advance()
+            text += tok.text
+            end = tok.column + len(tok.text)
+        return text
+
     def parse_decl(self, section: str) -> Decl:
         noun = _NOUN[section]
         name = self.advance()
@@ -167,6 +185,7 @@ class Parser:
                 raise self.error(colon, f"only statistics have a type, not a {noun}")
             type_tok = self.expect(NAME, "a statistic type (u64, i64 or double)")
         attributes = []
+        papi_event = None
         # A name on the same line before the description is an attribute (`measured`); a
         # name on a later line is the next declaration (this one lacks its description).
         while self.tok.kind == NAME and self.tok.line == name.line and not self.at_keyword():
@@ -183,9 +202,12 @@ class Parser:
                 )
             if any(a.text == attr.text for a in attributes):
                 raise self.error(attr, f"attribute '{attr.text}' is given twice")
+            if attr.text == "papi":
+                papi_event = self.parse_papi_event(attr)
             attributes.append(attr)
         desc = self.expect_description(name, noun)
         decl = Decl(section, name, desc, type_tok, attributes)
+        decl.papi_event = papi_event
         if section == "terms":
             if self.tok.kind != "{":
                 raise self.error(

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..db.store import Condition
 from ..errors import MprofError
+from ..iface.expr import STATISTIC
 from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, load_profiles
 from .fit import Design
 
@@ -51,20 +52,51 @@ class SampleSet:
     modules_seen: set[str] = field(default_factory=set)
     fingerprints: set[str] = field(default_factory=set)
     measure: str = DEFAULT_MEASURE  # what t is
+    # "module:term" -> why the term cannot be fitted: it needs a statistic bound to a PAPI
+    # event that some runs could not count (absent from their profiles, docs/papi.md)
+    absent_terms: dict[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return len(self.t)
 
 
+def term_statistics(iface) -> dict[str, set[str]]:
+    """term name -> the statistics its value depends on (through other terms too)."""
+    out = {}
+    for term in iface.terms:
+        out[term.name] = {ref.name for dep in (term.plan or [term]) for ref in dep.expr.refs()
+                          if ref.kind == STATISTIC}
+    return out
+
+
+def _absent_terms(loaded: LoadedInterface, obj: ObjectRecord, absent: dict[str, str]) -> None:
+    """A statistic bound to a PAPI event is always in a profile when it was counted, so one
+    missing from a record was absent there: every term that needs it is unavailable."""
+    bound = {s.name: s.papi_event for s in loaded.iface.statistics if s.papi_event}
+    gone = {name for name in bound if name not in obj.stats}
+    if not gone:
+        return
+    for term, stats in term_statistics(loaded.iface).items():
+        needed = sorted(stats & gone)
+        key = f"{obj.module}:{term}"
+        if needed and key not in absent:
+            absent[key] = (f"term {key} needs statistic {obj.module}::{needed[0]} (PAPI event "
+                           f"{bound[needed[0]]}), which some runs could not count (absent from "
+                           f"their profiles, not zero): the term is ignored")
+
+
 def term_row(interfaces: Mapping[str, LoadedInterface], objects: Sequence[ObjectRecord],
-             missing: set[str], columns: Mapping[str, int], width: int) -> np.ndarray:
+             missing: set[str], columns: Mapping[str, int], width: int,
+             absent: dict[str, str] | None = None) -> np.ndarray:
     row = np.zeros(width)
     for obj in objects:
         loaded = interfaces.get(obj.module)
         if loaded is None:
             missing.add(obj.module)
             continue
+        if absent is not None:
+            _absent_terms(loaded, obj, absent)
         # A statistic the program never set is zero (profiles may omit untouched counters).
         record = dict.fromkeys(loaded.statistic_names, 0.0)
         record.update(obj.stats)
@@ -97,6 +129,7 @@ def load_samples(databases: Sequence[str | Path], interfaces: Mapping[str, Loade
     columns = {name: i for i, name in enumerate(names)}
     rows, times, labels, groups = [], [], [], []
     missing: set[str] = set()
+    absent: dict[str, str] = {}
     seen: set[str] = set()
     fingerprints: set[str] = set()
     for tag, run in runs:
@@ -108,7 +141,8 @@ def load_samples(databases: Sequence[str | Path], interfaces: Mapping[str, Loade
         pe_rows = []
         for pe in run.pes:
             seen.update(obj.module for obj in pe.objects)
-            pe_rows.append(term_row(interfaces, pe.objects, missing, columns, len(names)))
+            pe_rows.append(term_row(interfaces, pe.objects, missing, columns, len(names),
+                                    absent))
         if granularity == "pe":
             rows.extend(pe_rows)
             times.extend(pe_times)
@@ -126,7 +160,7 @@ def load_samples(databases: Sequence[str | Path], interfaces: Mapping[str, Loade
                         "(machine fingerprints differ)")
     F = np.array(rows, dtype=float).reshape(len(rows), len(names))
     return SampleSet(names, F, np.array(times, dtype=float), labels, groups, seen, fingerprints,
-                     measure)
+                     measure, absent)
 
 
 def make_design(samples: SampleSet, imported: Mapping[str, float], ignored: set[str],

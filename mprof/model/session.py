@@ -253,6 +253,20 @@ class FitSession:
                 self.select = saved
         return self._fit()
 
+    @staticmethod
+    def _ignore_absent(samples, imported, ignored: set[str], warnings: list[str]) -> set[str]:
+        """Terms that need a statistic some runs could not count (a PAPI event unavailable
+        there) are left out of the fit, with a message; an imported one cannot be priced."""
+        out = set(ignored)
+        for term, why in samples.absent_terms.items():
+            if term in imported:
+                raise MprofError(why.replace("the term is ignored",
+                                             "an imported term cannot be left out"))
+            if term not in out:
+                warnings.append(why)
+                out.add(term)
+        return out
+
     def _fit(self) -> FitOutcome:
         if not self.fit_databases:
             raise MprofError("no fit database (use FitDatabase)")
@@ -267,11 +281,13 @@ class FitSession:
         samples = load_samples(self.fit_databases, self.interfaces, self.granularity,
                                self.select, warnings, self.measure)
         measure = samples.measure
+        ignored = self._ignore_absent(samples, imported, ignored, warnings)
         design = make_design(samples, imported, ignored, imported_cov)
         test = None
         if self.test_databases:
             test_samples = load_samples(self.test_databases, self.interfaces, self.granularity,
                                         self.select, warnings, measure)
+            ignored = self._ignore_absent(test_samples, imported, ignored, warnings)
             test = make_design(test_samples, imported, ignored, imported_cov)
             if test.n == 0:
                 warnings.append("the test databases give no samples (Select excludes them?); "

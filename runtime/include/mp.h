@@ -238,6 +238,9 @@ typedef enum { MP_STAT_U64 = 0, MP_STAT_I64 = 1, MP_STAT_F64 = 2 } mp_stat_type;
 typedef struct {
     const char *name;
     mp_stat_type type;
+    /* NULL, or the PAPI event the runtime counts for this statistic around every fiber of the
+     * module's access categories (a `.perf` statistic's `papi EVENT`, docs/papi.md) */
+    const char *papi_event;
 } mp_stat_field;
 typedef struct {
     const char *module;

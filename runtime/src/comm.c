@@ -13,6 +13,7 @@
  * largest class get a buffer of their own, which the receiver frees.
  */
 #include "mpr.h"
+#include "trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         return MP_SUCCESS;
     }
     RTS_INC(&pe->rts, RemoteOp, 1);
+    MPR_TRACE(mpr_trace_send(pe, dst, total));
     uint16_t access = mpr_cur_access(pe);
 
     if (is_small(pe, args_size, payload_size)) {
@@ -412,6 +414,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
         return invoke_general(pe_id, fn, args, size, sched);
     copy_small(put_header(b, fn, size, sched, mpr_cur_access(pe), total), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
+    MPR_TRACE(mpr_trace_send(pe, pe_id, total));
     if (MPR_UNLIKELY(b->len >= pe->agg_cap))
         return invoke_filled(pe, pe_id);
     return MP_SUCCESS;
@@ -457,6 +460,7 @@ bool mpr_poll(mpr_pe *pe)
                 p += sizeof *h;
                 memcpy(h->dst, p + align16(r->args_size), h->size);
             }
+            MPR_TRACE(mpr_trace_recv(pe, b->src, r->total));
             mpr_fiber_spawn(pe, mpr_fn_decode(r->fn), p, r->args_size, (unsigned)r->sched,
                             r->access, true);
             off += r->total;

@@ -4,6 +4,8 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "papictr.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,11 +154,14 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_comm_init(pe);
     mpr_objs_init(pe);
     mpr_stats_init(pe);
+    MPR_TRACE(mpr_trace_pe_begin(pe));
     mpr_g.pe_main(mpr_g.argc, mpr_g.argv);
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
+    MPR_PAPI_PE_END(pe); /* statistics bound to PAPI events get their counts */
+    MPR_TRACE(mpr_trace_pe_end(pe));
     pe->where = MPR_PE_FINISHED;
 }
 
@@ -220,6 +225,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
         mpr_fatal("out of memory");
     for (int i = first; i < first + count; i++)
         mpr_g.pes[i] = pe_new(i, npes);
+    MPR_TRACE_START(); /* opens the archive when MPROF_TRACE is set */
 
     mpr_watchdog_start();
     int run_rc = mpr_machine_run();
@@ -251,6 +257,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
                 "waiting fibers\n",
                 mpr_g.local_first);
     }
+    MPR_TRACE(mpr_trace_finish());
     if (mpr_g.cfg.profile_path && mpr_profile_write(mpr_g.cfg.profile_path) != 0 && rc == 0)
         rc = 1;
     for (int i = 0; i < npes; i++)

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "papictr.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -108,12 +109,32 @@ static void put_pe(FILE *f, mpr_pe *pe)
         fprintf(f, "%s\n       {\"id\": %" PRIu64 ", \"module\": ", first ? "" : ",", r->object_id);
         json_string(f, r->module->module);
         fprintf(f, ", \"stats\": {");
+        /* a statistic bound to a PAPI event that could not be counted is absent, not 0 */
+        int absent = 0, sep = 0;
         for (unsigned i = 0; i < r->module->nfields; i++) {
-            if (i)
-                fprintf(f, ", ");
+            if (mpr_papi_absent(&r->module->fields[i])) {
+                absent++;
+                continue;
+            }
+            fprintf(f, "%s", sep++ ? ", " : "");
             put_stat(f, &r->module->fields[i], r->slots[i]);
         }
-        fprintf(f, "}}");
+        fprintf(f, "}");
+        if (absent) {
+            fprintf(f, ", \"absent\": {");
+            sep = 0;
+            for (unsigned i = 0; i < r->module->nfields; i++) {
+                const char *why = mpr_papi_absent(&r->module->fields[i]);
+                if (!why)
+                    continue;
+                fprintf(f, "%s", sep++ ? ", " : "");
+                json_string(f, r->module->fields[i].name);
+                fprintf(f, ": ");
+                json_string(f, why);
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "}");
         first = 0;
     }
     fprintf(f, "],\n     \"latency\": [");

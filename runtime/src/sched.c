@@ -10,6 +10,8 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "papictr.h"
+#include "trace.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -81,7 +83,11 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     pe->cur_enabler = (uint16_t)enabler;
     mpr_latency *row = pe->latency[enabler]; /* indexed before the call: fewer steps after */
 
+    MPR_TRACE(mpr_trace_fiber_begin(pe));
+    MPR_PAPI(mpr_papi_fiber_begin(pe));
     f->fn(f->args);
+    MPR_PAPI(mpr_papi_fiber_end(pe));
+    MPR_TRACE(mpr_trace_fiber_end(pe));
 
     mpr_latency *l = &row[mpr_cur_access(pe)];
     l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
@@ -255,6 +261,7 @@ static bool idle(mpr_pe *pe)
     bool clocked = false;
     bool more = true;
     pe->where = MPR_PE_IDLE;
+    MPR_TRACE(mpr_trace_idle_begin(pe));
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
@@ -293,6 +300,7 @@ static bool idle(mpr_pe *pe)
             }
         }
     }
+    MPR_TRACE(mpr_trace_idle_end(pe));
     pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = now_ns() - t0;
     pe->c_total += idle_ns;

@@ -40,6 +40,15 @@ def _mpi_link_flags(librt: Path) -> list[str]:
     return shlex.split(link.stdout)
 
 
+def _ecosystem_link_flags(librt: Path) -> list[str]:
+    """Libraries of the runtime's optional links (runtime/ecosystem.cmake): PAPI software-defined
+    events (libsde), OTF2 traces (libotf2), PAPI counters (libpapi), when it was built with
+    them.  Installed programs get them from find_package(mprof) or mprof.pc (docs/install.md)."""
+    nm = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
+    return [flag for symbol, flag in (("papi_sde_", "-lsde"), ("OTF2_", "-lotf2"),
+                                      ("PAPI_", "-lpapi")) if symbol in nm]
+
+
 @pytest.fixture(scope="session")
 def rt_workload(cmake_build) -> Path:
     return _built(cmake_build, "rt_workload", "benchmarks/micro/rt_workload")
@@ -55,7 +64,7 @@ def gate_ops_builds(cmake_build, tmp_path_factory) -> dict[str, Path]:
     subprocess.run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", str(out),
                     str(REPO / "benchmarks" / "gate" / "gateops.perf")], check=True, cwd=REPO)
     paths = {}
-    extra = _mpi_link_flags(librt)
+    extra = _mpi_link_flags(librt) + _ecosystem_link_flags(librt)
     for variant, flags in (("base", []), ("slow", ["-DSLOW_OP_B"])):
         target = out / variant / "gate_ops"
         target.parent.mkdir()

@@ -57,10 +57,12 @@ def test_table_and_json_report_the_same_figures(rt_micro):
         label = next(k for k in sorted(TABLE, key=len, reverse=True) if line.startswith(k))
         printed = line[len(label):].split()[0]
         assert _close(printed, _figure(figures, TABLE[label])), (line, figures)
+    # The table rounds the exact ratio, the JSON prints it with one more digit: 2.8554 is
+    # "2.86" in the table and 2.855 in the JSON, which Python rounds to 2.85.
     speedup = re.search(r"aggregated ([\d.]+)x", table[5]).group(1)
-    assert float(speedup) == round(figures["aggregation_speedup"], 1)
+    assert abs(float(speedup) - figures["aggregation_speedup"]) <= 0.05 + 1e-3
     over = re.search(r"\(([\d.]+)x floor\)", table[1]).group(1)
-    assert float(over) == round(figures["spawn_over_floor"], 2)
+    assert abs(float(over) - figures["spawn_over_floor"]) <= 0.005 + 1e-3
 
 
 def test_derived_figures_are_the_ratios_they_claim(rt_micro):

@@ -1,0 +1,107 @@
+"""The call tree every export shares (docs/exports.md).
+
+mprof measures no call stacks; what it knows per PE is the PE's time, the part of it spent
+idle, and per (access category, enabling category) pair the number of fibers run and the
+latency they observed and put on the critical path (Wen 1995, section 4.5.3).  That becomes a
+tree of three levels:
+
+    <program>                      time: busy time (the PE's time less its idle time)
+      idle                         time: idle time
+      <module:ACCESS>              fibers, observed and critical latency of that category
+        <module:ENABLER>           the same, for the fibers that category enabled
+
+`time` follows the measure (`cpu`, the default, or `elapsed`: mprof.profile.MEASURES), so an
+exported tree's times add up to what `mprof fit` models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import MprofError
+from ..profile import RunProfile
+
+METRICS = ("time", "fibers", "latency_observed", "latency_critical")
+UNITS = {"time": "sec", "fibers": "occ", "latency_observed": "sec", "latency_critical": "sec"}
+DESCRIPTIONS = {
+    "time": "busy time of the PE (program node) or its idle time (idle node), seconds",
+    "fibers": "fibers that ran in this access category (enabled by this category)",
+    "latency_observed": "time the fibers waited while their PE was idle (Wen 1995, 4.5.3)",
+    "latency_critical": "the part of the observed latency on the critical path",
+}
+
+
+@dataclass
+class Node:
+    name: str
+    kind: str  # program, idle, access, enabler
+    # metric -> one value per PE (index = PE number)
+    values: dict[str, list[float]] = field(default_factory=dict)
+    children: list["Node"] = field(default_factory=list)
+
+    def child(self, name: str, kind: str, npes: int) -> "Node":
+        for c in self.children:
+            if c.name == name:
+                return c
+        node = Node(name, kind, {m: [0.0] * npes for m in METRICS})
+        self.children.append(node)
+        return node
+
+    def walk(self, path: tuple[str, ...] = ()):
+        """(call path, node) in pre-order."""
+        here = path + (self.name,)
+        yield here, self
+        for c in self.children:
+            yield from c.walk(here)
+
+
+def run_tree(run: RunProfile, measure: str) -> Node:
+    """The call tree of one run (needs the run's document for the latency table)."""
+    npes = len(run.pes)
+    root = Node(run.program or "program", "program", {m: [0.0] * npes for m in METRICS})
+    idle = root.child("idle", "idle", npes)
+    for i, pe in enumerate(run.pes):
+        try:
+            total, idle_t = pe.time(measure), pe.idle_time(measure)
+        except MprofError as exc:
+            raise MprofError(f"{run.source}: {exc}") from None
+        root.values["time"][i] = max(total - idle_t, 0.0)
+        idle.values["time"][i] = idle_t
+    docs = {int(p["pe"]): p for p in (run.document or {}).get("pes", [])}
+    for i, pe in enumerate(run.pes):
+        for entry in docs.get(pe.pe, {}).get("latency", []):
+            access = root.child(str(entry["access"]), "access", npes)
+            enabler = access.child(str(entry["enabler"]), "enabler", npes)
+            for node in (access, enabler):
+                node.values["fibers"][i] += float(entry["count"])
+                node.values["latency_observed"][i] += float(entry["observed_s"])
+                node.values["latency_critical"][i] += float(entry["critical_s"])
+    return root
+
+
+def numeric_params(run: RunProfile) -> dict[str, float]:
+    """The run's numeric parameters, with its PE count as `npes`."""
+    out = {"npes": float(run.npes)}
+    for name, value in run.params.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[str(name)] = float(value)
+    return out
+
+
+def varying_params(runs: list[RunProfile]) -> list[str]:
+    """Parameters that take more than one value across the runs, in first-seen order; modelling
+    tools cannot fit a parameter that never changes."""
+    seen: dict[str, set] = {}
+    for run in runs:
+        for name, value in numeric_params(run).items():
+            seen.setdefault(name, set()).add(value)
+    names = [n for n, values in seen.items() if len(values) > 1]
+    missing = [n for n in names if any(n not in numeric_params(r) for r in runs)]
+    if missing:
+        raise MprofError(f"parameter(s) {', '.join(missing)} are not set in every run: "
+                         "select runs of one program with --where")
+    return names
+
+
+def applicable_metrics(kind: str) -> tuple[str, ...]:
+    """The metrics a node of this kind measures (the others are not zero but undefined)."""
+    return ("time",) if kind in ("program", "idle") else METRICS[1:]

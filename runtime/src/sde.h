@@ -1,0 +1,27 @@
+/*
+ * sde.h -- mprof statistics as PAPI software-defined events (docs/papi.md).
+ *
+ * Every statistic of every module is a PAPI SDE counter sde:::MPROF::<module>::<statistic>,
+ * the sum over this process's PEs of every record of that module.  The counters are callbacks:
+ * the hooks stay one plain add on PE-local memory and the sum is taken only when a PAPI user
+ * reads the event (papi_sde_inc_counter takes a global lock, unsuitable for hot paths).
+ * Records join when they are created and, when freed at the end of the run, leave their final
+ * values behind, so a counter never goes backwards.  Without libsde (MPROF_HAVE_SDE unset) the
+ * hooks compile to nothing.
+ */
+#ifndef MPR_SDE_H
+#define MPR_SDE_H
+
+#include "mpr.h"
+
+#ifdef MPROF_HAVE_SDE
+void mpr_sde_record_add(mpr_stats_rec *r);
+void mpr_sde_record_retire(mpr_stats_rec *r);
+#define MPR_SDE_RECORD_ADD(r) mpr_sde_record_add(r)
+#define MPR_SDE_RECORD_RETIRE(r) mpr_sde_record_retire(r)
+#else
+#define MPR_SDE_RECORD_ADD(r) ((void)(r))
+#define MPR_SDE_RECORD_RETIRE(r) ((void)(r))
+#endif
+
+#endif /* MPR_SDE_H */

@@ -1,0 +1,401 @@
+/*
+ * trace.c -- OTF2 traces of a run (trace.h, docs/tracing.md).
+ *
+ * MPROF_TRACE=DIR writes the archive DIR/traces.otf2 (with its folder DIR/traces/):
+ *   - one location per PE (location id = PE number), in one location group per process;
+ *   - a region for idle time (region 0) and one per access category (region id = category
+ *     id + 1); a fiber's execution is Enter/Leave of the category it runs in.  A fiber starts
+ *     in "unclassified" and usually declares its category first thing, so its Enter is held
+ *     back until it declares one or writes another event: the time before a first declaration
+ *     goes to the declared category (as the runtime charges latency to the category declared
+ *     last).  A later mp_access_declare switches region (Leave the old, Enter the new), and
+ *     preemptive fibers nest inside the fiber that enabled them;
+ *   - a remote invocation is an MpiSend on the sender (when the invocation is made) and an
+ *     MpiRecv on the receiver (when the record becomes a fiber), on one communicator of all
+ *     PEs with tag 0: records from one PE to another arrive in the order they were made
+ *     (comm.c), so readers pair them in order;
+ *   - each module's statistics, summed over the PE's records, as one Metric event of the
+ *     module's metric class at the PE's end.
+ * Each PE writes its own event writer, so the archive uses OTF2's pthread locking callbacks;
+ * on the MPI backend the archive is opened collectively over MPI_COMM_WORLD and rank 0 writes
+ * the global definitions.
+ */
+#define _GNU_SOURCE
+#include "trace.h"
+
+#include <errno.h>
+#include <otf2/OTF2_Pthread_Locks.h>
+#include <otf2/otf2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#ifdef MPROF_HAVE_MPI
+#include <mpi.h>
+#include <otf2/OTF2_MPI_Collectives.h>
+#endif
+
+#define IDLE_REGION 0
+#define ACCESS_REGION(a) ((OTF2_RegionRef)(a) + 1)
+#define TRACE_DEPTH (MPR_PREEMPT_DEPTH + 4)
+#define MAX_MODULES 64
+
+bool mpr_trace_on;
+
+typedef struct {
+    OTF2_EvtWriter *w;
+    uint32_t stack[TRACE_DEPTH]; /* regions entered by running fibers, innermost last */
+    int depth;
+    int lost;         /* nesting deeper than TRACE_DEPTH: those fibers are not traced */
+    bool pending;     /* the innermost fiber's Enter is not written yet */
+    uint64_t started; /* ... and happened at this time */
+} trace_pe;
+
+typedef struct {
+    char *name;
+    const mp_stat_module *desc;
+} trace_module;
+
+static OTF2_Archive *archive;
+static trace_pe *tpes; /* indexed by PE number; only local PEs are used */
+static uint64_t t_begin, t_end;
+static bool is_mpi;
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+static trace_module modules[MAX_MODULES];
+static int nmodules;
+
+static inline uint64_t now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static OTF2_FlushType pre_flush(void *u, OTF2_FileType t, OTF2_LocationRef l, void *c, bool f)
+{
+    (void)u, (void)t, (void)l, (void)c, (void)f;
+    return OTF2_FLUSH;
+}
+static OTF2_TimeStamp post_flush(void *u, OTF2_FileType t, OTF2_LocationRef l)
+{
+    (void)u, (void)t, (void)l;
+    return now();
+}
+static OTF2_FlushCallbacks flush_callbacks = {.otf2_pre_flush = pre_flush,
+                                              .otf2_post_flush = post_flush};
+
+void mpr_trace_start(void)
+{
+    const char *dir = getenv("MPROF_TRACE");
+    if (!dir || !*dir)
+        return;
+    is_mpi = strcmp(mpr_m->name, "mpi") == 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/traces", dir);
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (is_mpi) /* every rank must take the same decision */
+        exists = mpr_machine_max_all((double)exists) > 0;
+    if (exists) {
+        if (mpr_g.local_first == 0)
+            fprintf(stderr,
+                    "mprof: MPROF_TRACE: %s already exists (an earlier trace?); remove it or "
+                    "choose another folder. This run is not traced.\n",
+                    path);
+        return;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "mprof: MPROF_TRACE: cannot create %s: %s. This run is not traced.\n", dir,
+                strerror(errno));
+        return;
+    }
+    tpes = calloc((size_t)mpr_g.npes, sizeof *tpes);
+    if (!tpes)
+        return;
+    archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 256 * 1024,
+                                OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    if (!archive) {
+        fprintf(stderr,
+                "mprof: MPROF_TRACE: OTF2 cannot open an archive in %s. This run is not "
+                "traced.\n",
+                dir);
+        free(tpes);
+        tpes = NULL;
+        return;
+    }
+    OTF2_Archive_SetFlushCallbacks(archive, &flush_callbacks, NULL);
+#ifdef MPROF_HAVE_MPI
+    if (is_mpi)
+        OTF2_MPI_Archive_SetCollectiveCallbacks(archive, MPI_COMM_WORLD, MPI_COMM_NULL);
+    else
+#endif
+        OTF2_Archive_SetSerialCollectiveCallbacks(archive);
+    OTF2_Pthread_Archive_SetLockingCallbacks(archive, NULL);
+    OTF2_Archive_OpenEvtFiles(archive);
+    t_begin = now();
+    mpr_trace_on = true;
+}
+
+void mpr_trace_pe_begin(mpr_pe *pe)
+{
+    tpes[pe->id].w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
+}
+
+static int module_id(const mp_stat_module *desc)
+{
+    pthread_mutex_lock(&modules_lock);
+    int id = -1;
+    for (int i = 0; i < nmodules && id < 0; i++)
+        if (strcmp(modules[i].name, desc->module) == 0)
+            id = modules[i].desc->nfields == desc->nfields ? i : -2;
+    if (id == -1 && nmodules < MAX_MODULES && desc->nfields <= 255) {
+        modules[nmodules].name = strdup(desc->module);
+        modules[nmodules].desc = desc;
+        id = nmodules++;
+    }
+    pthread_mutex_unlock(&modules_lock);
+    return id;
+}
+
+/* The PE's statistics, summed per module, as one Metric event per module. */
+static void write_metrics(mpr_pe *pe, OTF2_EvtWriter *w, uint64_t t)
+{
+    for (mpr_stats_rec *r = pe->records; r; r = r->next) {
+        int id = module_id(r->module);
+        bool first = true; /* one event per module: the first of its records sums them all */
+        for (mpr_stats_rec *q = pe->records; q != r && first; q = q->next)
+            first = strcmp(q->module->module, r->module->module) != 0;
+        if (id < 0 || !first)
+            continue;
+        unsigned n = r->module->nfields;
+        OTF2_Type types[255];
+        OTF2_MetricValue values[255];
+        for (unsigned i = 0; i < n; i++) {
+            mp_stat_type st = r->module->fields[i].type;
+            types[i] = st == MP_STAT_F64   ? OTF2_TYPE_DOUBLE
+                       : st == MP_STAT_I64 ? OTF2_TYPE_INT64
+                                           : OTF2_TYPE_UINT64;
+            values[i].unsigned_int = 0;
+            for (mpr_stats_rec *q = r; q; q = q->next) {
+                if (strcmp(q->module->module, r->module->module) != 0)
+                    continue;
+                if (st == MP_STAT_F64) {
+                    double d;
+                    memcpy(&d, &q->slots[i], sizeof d);
+                    values[i].floating_point += d;
+                } else {
+                    values[i].unsigned_int += q->slots[i];
+                }
+            }
+        }
+        OTF2_EvtWriter_Metric(w, NULL, t, (OTF2_MetricRef)id, (uint8_t)n, types, values);
+    }
+}
+
+void mpr_trace_pe_end(mpr_pe *pe)
+{
+    trace_pe *tp = &tpes[pe->id];
+    write_metrics(pe, tp->w, now());
+}
+
+/* Writes the held-back Enter of the innermost fiber before any other event of the PE. */
+static inline void settle(trace_pe *tp)
+{
+    if (tp->pending) {
+        tp->pending = false;
+        OTF2_EvtWriter_Enter(tp->w, NULL, tp->started, ACCESS_REGION(tp->stack[tp->depth - 1]));
+    }
+}
+
+void mpr_trace_fiber_begin(mpr_pe *pe)
+{
+    trace_pe *tp = &tpes[pe->id];
+    if (tp->depth == TRACE_DEPTH) {
+        tp->lost++;
+        return;
+    }
+    settle(tp);
+    tp->stack[tp->depth++] = MP_ACCESS_UNCLASSIFIED;
+    tp->pending = true;
+    tp->started = now();
+}
+
+void mpr_trace_fiber_end(mpr_pe *pe)
+{
+    trace_pe *tp = &tpes[pe->id];
+    if (tp->lost) {
+        tp->lost--;
+        return;
+    }
+    if (tp->depth > 0) {
+        settle(tp);
+        OTF2_EvtWriter_Leave(tp->w, NULL, now(), ACCESS_REGION(tp->stack[--tp->depth]));
+    }
+}
+
+void mpr_trace_access(mpr_pe *pe, unsigned access)
+{
+    trace_pe *tp = &tpes[pe->id];
+    if (!tp->w || tp->depth == 0 || tp->lost || tp->stack[tp->depth - 1] == access)
+        return; /* outside fibers (pe_main) the PE is in no region */
+    if (tp->pending) {
+        tp->stack[tp->depth - 1] = access; /* the held-back Enter names the new category */
+        return;
+    }
+    uint64_t t = now();
+    OTF2_EvtWriter_Leave(tp->w, NULL, t, ACCESS_REGION(tp->stack[tp->depth - 1]));
+    OTF2_EvtWriter_Enter(tp->w, NULL, t, ACCESS_REGION(access));
+    tp->stack[tp->depth - 1] = access;
+}
+
+void mpr_trace_idle_begin(mpr_pe *pe)
+{
+    OTF2_EvtWriter_Enter(tpes[pe->id].w, NULL, now(), IDLE_REGION);
+}
+
+void mpr_trace_idle_end(mpr_pe *pe)
+{
+    OTF2_EvtWriter_Leave(tpes[pe->id].w, NULL, now(), IDLE_REGION);
+}
+
+void mpr_trace_send(mpr_pe *pe, int dst, size_t bytes)
+{
+    trace_pe *tp = &tpes[pe->id];
+    settle(tp);
+    OTF2_EvtWriter_MpiSend(tp->w, NULL, now(), (uint32_t)dst, 0, 0, bytes);
+}
+
+void mpr_trace_recv(mpr_pe *pe, int src, size_t bytes)
+{
+    trace_pe *tp = &tpes[pe->id];
+    settle(tp);
+    OTF2_EvtWriter_MpiRecv(tp->w, NULL, now(), (uint32_t)src, 0, 0, bytes);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Definitions                                                                          */
+
+typedef struct {
+    OTF2_GlobalDefWriter *w;
+    uint32_t next;
+} strings;
+
+static uint32_t string(strings *s, const char *text)
+{
+    OTF2_GlobalDefWriter_WriteString(s->w, s->next, text);
+    return s->next++;
+}
+
+static void write_global_definitions(const uint64_t *events)
+{
+    OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(archive);
+    strings s = {w, 0};
+    uint32_t empty = string(&s, "");
+    OTF2_GlobalDefWriter_WriteClockProperties(w, 1000000000u, t_begin, t_end - t_begin,
+                                              OTF2_UNDEFINED_TIMESTAMP);
+    OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, string(&s, mpr_g.cfg.program),
+                                             string(&s, "machine"),
+                                             OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    int nprocs = is_mpi ? mpr_g.npes : 1;
+    for (int p = 0; p < nprocs; p++) {
+        char name[64];
+        snprintf(name, sizeof name, "process %d", p);
+        OTF2_GlobalDefWriter_WriteLocationGroup(w, (OTF2_LocationGroupRef)p, string(&s, name),
+                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                                OTF2_UNDEFINED_LOCATION_GROUP);
+    }
+    for (int pe = 0; pe < mpr_g.npes; pe++) {
+        char name[64];
+        snprintf(name, sizeof name, "PE %d", pe);
+        OTF2_GlobalDefWriter_WriteLocation(w, (OTF2_LocationRef)pe, string(&s, name),
+                                           OTF2_LOCATION_TYPE_CPU_THREAD, events[pe],
+                                           (OTF2_LocationGroupRef)(is_mpi ? pe : 0));
+    }
+    uint32_t idle = string(&s, "idle");
+    OTF2_GlobalDefWriter_WriteRegion(
+        w, IDLE_REGION, idle, idle, string(&s, "no fiber runnable: the PE polls or sleeps"),
+        OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER, OTF2_REGION_FLAG_NONE, empty, 0, 0);
+    uint32_t role_name = string(&s, "mprof access category");
+    for (int a = 0; a < mpr_access_count(); a++) {
+        uint32_t name = string(&s, mpr_access_name(a));
+        OTF2_GlobalDefWriter_WriteRegion(w, ACCESS_REGION(a), name, name, role_name,
+                                         OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER,
+                                         OTF2_REGION_FLAG_NONE, empty, 0, 0);
+    }
+    /* remote invocations: one communicator of all PEs, rank = PE number */
+    uint64_t *members = calloc((size_t)mpr_g.npes, sizeof *members);
+    if (members) {
+        for (int pe = 0; pe < mpr_g.npes; pe++)
+            members[pe] = (uint64_t)pe;
+        OTF2_GlobalDefWriter_WriteGroup(w, 0, string(&s, "PE locations"),
+                                        OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                                        OTF2_GROUP_FLAG_NONE, (uint32_t)mpr_g.npes, members);
+        OTF2_GlobalDefWriter_WriteGroup(w, 1, empty, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                        OTF2_GROUP_FLAG_NONE, (uint32_t)mpr_g.npes, members);
+        OTF2_GlobalDefWriter_WriteComm(w, 0, string(&s, "remote invocations"), 1,
+                                       OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE);
+        free(members);
+    }
+    /* statistics: a metric class per module, a member per statistic */
+    uint32_t member = 0;
+    for (int m = 0; m < nmodules; m++) {
+        const mp_stat_module *d = modules[m].desc;
+        OTF2_MetricMemberRef refs[255];
+        for (unsigned i = 0; i < d->nfields; i++) {
+            char name[256];
+            snprintf(name, sizeof name, "%s::%s", d->module, d->fields[i].name);
+            OTF2_Type type = d->fields[i].type == MP_STAT_F64   ? OTF2_TYPE_DOUBLE
+                             : d->fields[i].type == MP_STAT_I64 ? OTF2_TYPE_INT64
+                                                                : OTF2_TYPE_UINT64;
+            OTF2_GlobalDefWriter_WriteMetricMember(
+                w, member, string(&s, name),
+                string(&s, "mprof statistic, summed over the PE's records"), OTF2_METRIC_TYPE_USER,
+                OTF2_METRIC_ACCUMULATED_START, type, OTF2_BASE_DECIMAL, 0, empty);
+            refs[i] = member++;
+        }
+        OTF2_GlobalDefWriter_WriteMetricClass(w, (OTF2_MetricRef)m, (uint8_t)d->nfields, refs,
+                                              OTF2_METRIC_ASYNCHRONOUS,
+                                              OTF2_RECORDER_KIND_ABSTRACT);
+    }
+    OTF2_Archive_CloseGlobalDefWriter(archive, w);
+}
+
+void mpr_trace_finish(void)
+{
+    if (!mpr_trace_on)
+        return;
+    mpr_trace_on = false;
+    t_end = now();
+    /* event counts of the local PEs, gathered to the process that writes the definitions */
+    uint64_t local[mpr_g.local_count > 0 ? mpr_g.local_count : 1];
+    for (int i = 0; i < mpr_g.local_count; i++) {
+        trace_pe *tp = &tpes[mpr_g.local_first + i];
+        local[i] = 0;
+        if (tp->w) {
+            OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i]);
+            OTF2_Archive_CloseEvtWriter(archive, tp->w);
+        }
+    }
+    OTF2_Archive_CloseEvtFiles(archive);
+    OTF2_Archive_OpenDefFiles(archive);
+    for (int i = 0; i < mpr_g.local_count; i++) {
+        OTF2_DefWriter *dw =
+            OTF2_Archive_GetDefWriter(archive, (OTF2_LocationRef)(mpr_g.local_first + i));
+        OTF2_Archive_CloseDefWriter(archive, dw);
+    }
+    OTF2_Archive_CloseDefFiles(archive);
+    char *all = NULL;
+    size_t all_len = 0;
+    int root = mpr_machine_gather((const char *)local, sizeof(uint64_t) * (size_t)mpr_g.local_count,
+                                  &all, &all_len);
+    if (root == 1 && all_len == sizeof(uint64_t) * (size_t)mpr_g.npes)
+        write_global_definitions((const uint64_t *)all);
+    free(all);
+    OTF2_Archive_Close(archive);
+    archive = NULL;
+    free(tpes);
+    tpes = NULL;
+}

@@ -1,0 +1,116 @@
+"""OTF2 traces (docs/tracing.md): MPROF_TRACE=DIR writes DIR/traces.otf2; otf2-print reads it
+and the Python otf2 reader's per-PE figures agree with the run profile: one location per PE,
+balanced Enter/Leave, a send per remote invocation and a receive per arrived record, the
+statistics as metrics, and idle time as the profile measured it."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import otf2
+import pytest
+
+PIPE_ARGS = ["2", "300", "5", "20", "15", "64", "1000"]  # PES M N T F ELTSIZE AGG
+MPIRUN = shutil.which("mpirun")
+
+
+def traced_run(exe: Path, tmp: Path, np: int | None = None):
+    trace, out = tmp / "trace", tmp / "run.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+    env.update(MPROF_TRACE=str(trace), MPROF_OUT=str(out))
+    cmd = [str(exe), *PIPE_ARGS]
+    if np:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = [MPIRUN, "-np", str(np), "--oversubscribe", *cmd]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return trace / "traces.otf2", json.loads(out.read_text())
+
+
+def summarize(archive: Path):
+    """Per location name: event counts by type, idle seconds, metric values, region stack
+    depth at the end."""
+    per = collections.defaultdict(lambda: {"counts": collections.Counter(), "idle": 0.0,
+                                           "metrics": {}, "stack": [], "errors": []})
+    with otf2.reader.open(str(archive)) as trace:
+        resolution = trace.timer_resolution
+        locations = sorted(loc.name for loc in trace.definitions.locations)
+        for loc, ev in trace.events:
+            s = per[loc.name]
+            s["counts"][type(ev).__name__] += 1
+            if isinstance(ev, otf2.events.Enter):
+                s["stack"].append((ev.region.name, ev.time))
+            elif isinstance(ev, otf2.events.Leave):
+                name, t0 = s["stack"].pop()
+                if name != ev.region.name:
+                    s["errors"].append(f"leave {ev.region.name} inside {name}")
+                if name == "idle":
+                    s["idle"] += (ev.time - t0) / resolution
+            elif isinstance(ev, otf2.events.Metric):
+                for member, value in zip(ev.metric.members, ev.values):
+                    s["metrics"][member.name] = value
+    return locations, per
+
+
+def check_against_profile(archive: Path, profile: dict):
+    locations, per = summarize(archive)
+    assert locations == [f"PE {pe['pe']}" for pe in profile["pes"]]
+    for pe in profile["pes"]:
+        s = per[f"PE {pe['pe']}"]
+        assert not s["errors"] and not s["stack"], s["errors"]
+        assert s["counts"]["Enter"] == s["counts"]["Leave"] > 0
+        stats = {f"{o['module']}::{k}": v for o in pe["objects"] for k, v in o["stats"].items()}
+        assert s["metrics"] == stats
+        assert s["counts"]["MpiSend"] == stats["rts::RemoteOp"]
+        assert s["counts"]["MpiRecv"] == stats["rts::ThreadArrived"]
+        # the trace's idle intervals are the ones the runtime measures, read a few
+        # instructions apart
+        assert s["idle"] == pytest.approx(pe["idle_s"], rel=0.05, abs=5e-4)
+    sends = sum(per[n]["counts"]["MpiSend"] for n in locations)
+    assert sends == sum(per[n]["counts"]["MpiRecv"] for n in locations) > 0
+
+
+def test_pipe_trace_agrees_with_the_profile(build_dir, tmp_path):
+    archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path)
+    check_against_profile(archive, profile)
+    with otf2.reader.open(str(archive)) as trace:
+        regions = {r.name for r in trace.definitions.regions}
+    assert {"idle", "pipe:produce", "pipe:consume", "graph:ENQ", "graph:DEQ"} <= regions
+
+
+def test_otf2_print_reads_the_trace(build_dir, tmp_path):
+    archive, _ = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path)
+    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    kinds = collections.Counter(line.split()[0] for line in proc.stdout.splitlines()
+                                if line[:1].isupper() and not line.startswith("Event"))
+    assert kinds["ENTER"] == kinds["LEAVE"] > 0
+    assert kinds["MPI_SEND"] == kinds["MPI_RECV"] > 0
+    assert kinds["METRIC"] == 2 * 3  # rts, graph, pipe on each of 2 PEs
+    assert 'Region: "pipe:produce"' in proc.stdout
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
+def test_mpi_backend_writes_one_archive(build_dir, tmp_path):
+    archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path, np=2)
+    assert profile["backend"] == "mpi"
+    check_against_profile(archive, profile)
+
+
+def test_existing_trace_is_not_overwritten(build_dir, tmp_path):
+    exe = build_dir / "benchmarks/pipe/pipe"
+    traced_run(exe, tmp_path)
+    before = sorted(p.name for p in (tmp_path / "trace" / "traces").iterdir())
+    env = dict(os.environ, MPROF_TRACE=str(tmp_path / "trace"))
+    proc = subprocess.run([str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0
+    assert "already exists" in proc.stderr and "not traced" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "trace" / "traces").iterdir()) == before

@@ -1,0 +1,115 @@
+"""`mprof db export --format extrap|cube` read by the tools themselves (the `extrap` command
+line, pycubexr, `extrap --cube`), and mprof.hatchet's GraphFrame (docs/exports.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mprof.cli import main
+from mprof.profile import load_profiles
+
+from conftest import M_VALUES
+
+EXTRAP = Path(sys.executable).with_name("extrap")
+
+
+def run_times(db):
+    """(M, busy seconds summed over PEs, idle seconds summed over PEs) per run."""
+    out = []
+    for run in load_profiles(db):
+        # busy time is clamped at 0: on a loaded machine a PE's idle CPU time can exceed
+        # its thread CPU time (the clocks are read at different moments)
+        busy = sum(max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) for pe in run.pes)
+        idle = sum(pe.idle_time("cpu") for pe in run.pes)
+        out.append((run.params["M"], busy, idle))
+    return out
+
+
+def test_extrap_jsonl_lines_match_the_profiles(pipe_db, tmp_path, capsys):
+    out = tmp_path / "pipe.jsonl"
+    assert main(["db", "export", str(pipe_db), "--format", "extrap", "-o", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    # only M varies: npes, N, T, F, eltsize and agg are constant and left out
+    assert {tuple(x["params"]) for x in lines} == {("M",)}
+    busy = sorted((x["params"]["M"], x["value"]) for x in lines
+                  if x["callpath"] == "pipe" and x["metric"] == "time")
+    expected = sorted((m, b) for m, b, _ in run_times(pipe_db))
+    assert [m for m, _ in busy] == [m for m, _ in expected]
+    assert [b for _, b in busy] == pytest.approx([b for _, b in expected])
+    assert any(x["callpath"].startswith("pipe->graph:ENQ") and x["metric"] == "latency_observed"
+               for x in lines)
+
+
+def test_extrap_command_line_reads_the_export(pipe_db, tmp_path):
+    out = tmp_path / "pipe.jsonl"
+    assert main(["db", "export", str(pipe_db), "--format", "extrap", "-o", str(out)]) == 0
+    proc = subprocess.run([str(EXTRAP), "--json", str(out), "--disable-progress", "--print",
+                           "{callpath}|{metric}|{model}"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    models = dict(line.rsplit("|", 1)[0:1] + [line.rsplit("|", 1)[1]]
+                  for line in proc.stdout.splitlines() if line.count("|") == 2)
+    model = models["pipe|time"]
+    assert "M" in model  # PIPE's busy time grows with the number of elements
+
+
+def test_cube_export_read_by_pycubexr_and_extrap(pipe_db, tmp_path):
+    from pycubexr import CubexParser
+
+    out = tmp_path / "cube"
+    assert main(["db", "export", str(pipe_db), "--format", "cube", "-o", str(out)]) == 0
+    folders = sorted(p.name for p in out.iterdir())
+    assert folders == sorted(f"mprof.M{m}.r{r}" for m in M_VALUES for r in (1, 2))
+    expected = {}
+    for m, b, i in run_times(pipe_db):
+        expected.setdefault(m, []).append((b, i))
+    by_m = {}
+    for folder in out.iterdir():
+        with CubexParser(folder / "profile.cubex") as cube:
+            time = cube.get_metric_values(cube.get_metric_by_name("time"))
+            names = {cube.get_region(c).name: c for c in cube.all_cnodes()}
+            busy = float(sum(time.cnode_values(names["pipe"])))
+            idle = float(sum(time.cnode_values(names["idle"])))
+            assert len(cube.get_locations()) == 2
+            assert "graph:ENQ" in names
+            by_m.setdefault(int(folder.name.split(".")[1][1:]), []).append((busy, idle))
+    for m in M_VALUES:
+        got, want = sorted(by_m[m]), sorted(expected[m])
+        assert [x for pair in got for x in pair] == pytest.approx([x for p in want for x in p])
+    proc = subprocess.run([str(EXTRAP), "--cube", str(out), "--disable-progress", "--print",
+                           "callpaths"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "pipe->idle" in proc.stdout and "pipe->graph:ENQ" in proc.stdout
+
+
+def test_export_errors(pipe_db, tmp_path, capsys):
+    assert main(["db", "export", str(pipe_db), "--format", "cube"]) == 2
+    assert "needs -o DIR" in capsys.readouterr().err
+    assert main(["db", "export", str(pipe_db), "--format", "extrap", "--where", "M=7"]) == 2
+    assert "no run to export" in capsys.readouterr().err
+    assert main(["db", "export", str(pipe_db), "--format", "extrap", "--params", "Q"]) == 2
+    assert "no numeric parameter Q" in capsys.readouterr().err
+
+
+def test_hatchet_graphframe(pipe_db):
+    import mprof.hatchet
+
+    run = load_profiles(pipe_db)[0]
+    gf = mprof.hatchet.graphframe(pipe_db, run_id=1)
+    df = gf.dataframe
+    names = set(df["name"])
+    assert {"pipe", "PE 0", "PE 1", "busy", "idle", "graph:ENQ", "graph:DEQ"} <= names
+    root = df[df["name"] == "pipe"]
+    pe_times = [max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) + pe.idle_time("cpu")
+                for pe in run.pes]
+    assert float(root["time (inc)"].iloc[0]) == pytest.approx(sum(pe_times))
+    busy = df[df["name"] == "busy"]["time"].sum()
+    assert busy == pytest.approx(
+        sum(max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) for pe in run.pes))
+    enq = df[(df["name"] == "graph:ENQ")]
+    assert enq["fibers"].sum() > 0
