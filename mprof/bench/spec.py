@@ -78,13 +78,17 @@ class SweepSpec:
         return p if p.is_absolute() else self.root / p
 
     def points(self) -> list[Point]:
+        """Every point, repetitions interleaved: each configuration runs once before any runs
+        again, so a slow spell of a shared machine falls on different configurations in
+        different repetitions (and the median of a configuration's runs sheds it) instead of on
+        every repetition of the few configurations that ran during it."""
         names = list(self.params)
         env_names = list(self.env)
         out = []
-        for npes in self.npes:
-            for values in itertools.product(*(self.params[n] for n in names)):
-                for env_values in itertools.product(*(self.env[n] for n in env_names)):
-                    for rep in range(self.repetitions):
+        for rep in range(self.repetitions):
+            for npes in self.npes:
+                for values in itertools.product(*(self.params[n] for n in names)):
+                    for env_values in itertools.product(*(self.env[n] for n in env_names)):
                         out.append(Point(self.program, dict(zip(names, values)), npes,
                                          dict(zip(env_names, env_values)), rep))
         return out

@@ -142,6 +142,10 @@ class FitResult:
     noise_mre: float | None = None  # percent: each sample predicted by its replicates' mean
     imported: list[str] = field(default_factory=list)
     test_mre: float | None = None
+    # `Replicates median`: samples are each configuration's median run; the figures over
+    # every single run are kept beside them
+    replicates: str = "all"
+    run_test_mre: float | None = None
     n_test: int = 0
     zero_interval: list[str] = field(default_factory=list)
     null_groups: list[list[str]] = field(default_factory=list)

@@ -27,6 +27,11 @@ def _residual_line(r) -> str:
 def _noise_lines(r) -> list[str]:
     """Noise against model error: what replicates say about the residual."""
     lof = r.lack_of_fit
+    if lof is None and r.replicates == "median" and r.noise_mre is not None:
+        return [f"Replicate noise floor (MRE of each run against its replicates' mean): "
+                f"{_pct(r.noise_mre)}",
+                "Samples are each configuration's median run (Replicates median): no "
+                "lack-of-fit test"]
     if lof is None:
         return ["Lack of fit: no replicated configurations (repeat runs to tell noise from "
                 "model error)"]
@@ -48,7 +53,8 @@ def format_text(outcome: FitOutcome) -> str:
         f"Chi-square: {_fixed(r.chi_square)}",
         "Singular values: " + " ".join(f"{w:f}" for w in r.singular_values),
         f"Sample MRE: {_pct(r.sample_mre)}",
-        f"Test MRE: {_pct(r.test_mre)}",
+        f"Test MRE: {_pct(r.test_mre)}"
+        + (f" (single runs: {_pct(r.run_test_mre)})" if r.run_test_mre is not None else ""),
         "",
         f"Samples: {r.n_samples} fit, {r.n_test} test; parameters: {len(r.names)}"
         + (f" fitted, {len(r.imported)} imported" if r.imported else "")

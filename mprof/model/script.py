@@ -88,6 +88,7 @@ class ModelingScript:
             "IgnoreTerm": self._ignore_term,
             "FixParameter": self._fix_parameter,
             "Granularity": self._granularity,
+            "Replicates": self._replicates,
             "Measure": self._measure,
             "Normalize": self._normalize,
             "Cutoff": self._cutoff,
@@ -239,6 +240,10 @@ class ModelingScript:
     def _ignore_term(self, args):
         self._arity("IgnoreTerm", args, 2, usage="Module Term ...")
         self.session.ignore_terms(args[0], args[1:])
+
+    def _replicates(self, args):
+        self._arity("Replicates", args, 1, 1, "all|median")
+        self.session.set_replicates(str(args[0]))
 
     def _granularity(self, args):
         self._arity("Granularity", args, 1, 1, "pe|run")

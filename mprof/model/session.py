@@ -17,7 +17,7 @@ from scipy import linalg
 from ..db.store import Condition, ProfileDB
 from ..errors import MprofError
 from ..profile import MEASURES
-from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, solve
+from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
 from .modelfile import FIXED, Model, ModuleInfo, load_model
 from .samples import LoadedInterface, load_samples, make_design
 
@@ -62,6 +62,7 @@ class FitSession:
     fixes: list[tuple[str, str, float]] = field(default_factory=list)  # (module spec, term, v)
     granularity: str = "pe"
     measure: str | None = None  # None: cpu where recorded, else elapsed (mprof.profile)
+    replicates: str = "all"  # "median": a sample is each configuration's median run
     normalize: bool = False
     cutoff: float = DEFAULT_CUTOFF
     select: list[Condition] = field(default_factory=list)
@@ -162,6 +163,11 @@ class FitSession:
         if value not in MEASURES:
             raise MprofError(f"measure must be one of {', '.join(MEASURES)}, got '{value}'")
         self.measure = value
+
+    def set_replicates(self, value: str) -> None:
+        if value not in ("all", "median"):
+            raise MprofError(f"replicates must be 'all' or 'median', got '{value}'")
+        self.replicates = value
 
     def set_granularity(self, value: str) -> None:
         if value not in ("pe", "run"):
@@ -282,19 +288,32 @@ class FitSession:
                                self.select, warnings, self.measure)
         measure = samples.measure
         ignored = self._ignore_absent(samples, imported, ignored, warnings)
-        design = make_design(samples, imported, ignored, imported_cov)
-        test = None
+        test_samples = None
         if self.test_databases:
             test_samples = load_samples(self.test_databases, self.interfaces, self.granularity,
                                         self.select, warnings, measure)
             ignored = self._ignore_absent(test_samples, imported, ignored, warnings)
-            test = make_design(test_samples, imported, ignored, imported_cov)
-            if test.n == 0:
+            if test_samples.n == 0:
                 warnings.append("the test databases give no samples (Select excludes them?); "
                                 "no test MRE")
-                test = None
+                test_samples = None
+
+        def design_of(sample_set, every_run=False):
+            chosen = sample_set if every_run or self.replicates == "all" \
+                else sample_set.medians()
+            return make_design(chosen, imported, ignored, imported_cov)
+
+        test = design_of(test_samples) if test_samples is not None else None
         options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
-        result = solve(design, options, test)
+        result = solve(design_of(samples), options, test)
+        if self.replicates == "median":
+            # the noise floor from every run; single runs' test error beside the medians'
+            result.replicates = "median"
+            every_run = design_of(samples, every_run=True)
+            result.noise_mre = replicate_mre(every_run.t, every_run.groups)
+            if test_samples is not None:
+                test_runs = design_of(test_samples, every_run=True)
+                result.run_test_mre = mre(result.predict(test_runs), test_runs.t)
         warnings.extend(diagnostics(result))
         model = self._model(result, imported, sources, ignored, measure)
         self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)))
@@ -331,6 +350,7 @@ class FitSession:
                         for m, li in self.interfaces.items()},
             settings={
                 "granularity": self.granularity,
+                "replicates": self.replicates,
                 "measure": measure,
                 "normalize": self.normalize,
                 "cutoff": self.cutoff,
@@ -364,6 +384,8 @@ def quality_dict(result: FitResult) -> dict:
         "dof": result.dof,
         "residual_se": result.residual_se,
         "noise_mre_percent": _finite(result.noise_mre),
+        "replicates": result.replicates,
+        "run_test_mre_percent": _finite(result.run_test_mre),
         "lack_of_fit": None if lof is None else {
             "pure_error_ss": lof.pure_error_ss, "pure_error_dof": lof.pure_error_dof,
             "lack_of_fit_ss": lof.lack_of_fit_ss, "lack_of_fit_dof": lof.lack_of_fit_dof,

@@ -228,3 +228,14 @@ def test_progress_outside_a_terminal_is_plain_lines(tmp_path):
     # fully recorded: no empty 0/0 bar either
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert "0/0" not in proc.stderr and "━" not in proc.stderr, proc.stderr
+
+
+def test_repetitions_are_interleaved(tmp_path):
+    # every configuration runs once before any runs again: a slow spell of the machine falls
+    # on different configurations in different repetitions
+    points = load_spec(write_spec(tmp_path)).points()
+    reps = [p.repetition for p in points]
+    assert reps == sorted(reps) and len(set(reps)) > 1
+    first = [(p.npes, p.params, p.env) for p in points if p.repetition == 0]
+    second = [(p.npes, p.params, p.env) for p in points if p.repetition == 1]
+    assert first == second and len(first) == len({str(c) for c in first})

@@ -14,6 +14,9 @@ Interface:       rts graph pipe
 
 # The same measure as the runtime session: imported unit costs are CPU seconds.
 Measure cpu
+# A sample is each configuration's median run: the shared machine slows whole runs down now
+# and then (by up to 2-3x); `mprof fit` prints the single runs' test error beside it.
+Replicates median
 
 set runtime ../../build/workflows/rts.model.json
 ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg

@@ -9,6 +9,9 @@ TestDatabase:  ../../build/workflows/rts-test.db
 Interface:     ../../runtime/rts.perf
 
 Measure cpu
+# A sample is each configuration's median run: the shared machine slows whole runs down now
+# and then (by up to 2-3x); `mprof fit` prints the single runs' test error beside it.
+Replicates median
 Granularity pe
 Normalize on
 IgnoreTerm:    rts Idle ThreadContext

@@ -68,6 +68,9 @@ typedef struct {
     uint64_t ran_ns;    /* monotonic time of its slices */
     bool parked;        /* in its idle loop, waiting for a message */
     bool finished;
+    /* messages processed since the PE last went idle, not yet taken off mpr_g.activity
+     * (owner only; off the inbox's cache line, which senders write) */
+    _Alignas(64) uint64_t processed;
 } shm_pe;
 
 struct shm_worker {
@@ -165,13 +168,18 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
     } else {
         free(b);
     }
-    atomic_fetch_sub(&mpr_g.activity, 1);
+    /* Taken off the in-flight count when the PE goes idle, not one by one: the count cannot
+     * reach zero while this PE is active anyway, and every atomic on mpr_g.activity moves its
+     * cache line between the cores (one per message less). */
+    S.pes[pe->id].processed++;
 }
 
 static int shm_idle_enter(mpr_pe *pe)
 {
-    (void)pe;
-    if (atomic_fetch_sub(&mpr_g.activity, ONE_ACTIVE) == ONE_ACTIVE) {
+    shm_pe *sp = &S.pes[pe->id];
+    uint64_t leaving = ONE_ACTIVE + sp->processed;
+    sp->processed = 0;
+    if (atomic_fetch_sub(&mpr_g.activity, leaving) == leaving) {
         mpr_run_end(MPR_RUN_QUIESCENT);
         shm_wake_all();
         return 1;
