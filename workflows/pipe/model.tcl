@@ -20,7 +20,7 @@ Replicates median
 
 set runtime ../../build/workflows/rts.model.json
 ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg
-ImportParameter: Rts $runtime  ByteSent ByteRecv ByteAlloc LocalOp ByteCopy
+ImportParameter: Rts $runtime  ByteSent ByteRecv LocalOp
 ImportParameter: Rts $runtime  IdleCpu
 
 # As in the runtime session: wall-clock idle time is not part of a CPU-time sample, and thread
@@ -33,8 +33,9 @@ IgnoreTerm:      Rts Idle ThreadContext
 IgnoreTerm:      Rts P
 IgnoreTerm:      pipe P
 IgnoreTerm:      graph P
-# Wake-ups are left out of the runtime session (workflows/rts/model.tcl says why).
-IgnoreTerm:      Rts Wake
+# Wake-ups, local bytes and fresh buffers are left out of the runtime session
+# (workflows/rts/model.tcl says why).
+IgnoreTerm:      Rts Wake ByteCopy ByteAlloc
 # The bytes an edge carries cost the runtime's ByteSent and ByteRecv (imported); what the
 # graph adds per byte, a copy into the edge's queue (a few hundredths of a nanosecond), is far
 # below the runs' scatter: fitted, graph:Data came out -4e-11 +- 8e-11 s per byte.
