@@ -19,7 +19,7 @@ from ..db.store import Condition
 from ..errors import MprofError
 from ..iface.expr import STATISTIC
 from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, load_profiles
-from .fit import Design
+from .fit import Design, replicate_groups
 
 GRANULARITIES = ("pe", "run")
 
@@ -66,14 +66,13 @@ class SampleSet:
         slows whole runs down now and then, by up to 2-3x; the median run of each
         configuration is what a benchmark reports, and least squares over every run would
         chase the slow ones."""
-        index: dict[str, list[int]] = {}
-        for i, g in enumerate(self.groups or [str(i) for i in range(self.n)]):
-            index.setdefault(g, []).append(i)
-        keep = sorted(sorted(ix, key=lambda i: self.t[i])[(len(ix) - 1) // 2]
-                      for ix in index.values())
+        groups = replicate_groups(self.groups)
+        if groups is None:  # no sample has a replicate
+            return self
+        keep = sorted(sorted(ix, key=lambda i: self.t[i])[(len(ix) - 1) // 2] for ix in groups)
         return replace(self, F=self.F[keep], t=self.t[keep],
                        labels=[self.labels[i] for i in keep],
-                       groups=[self.groups[i] for i in keep] if self.groups else [])
+                       groups=[self.groups[i] for i in keep])
 
 
 def term_statistics(iface) -> dict[str, set[str]]:

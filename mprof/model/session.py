@@ -298,21 +298,22 @@ class FitSession:
                                 "no test MRE")
                 test_samples = None
 
-        def design_of(sample_set, every_run=False):
-            chosen = sample_set if every_run or self.replicates == "all" \
-                else sample_set.medians()
-            return make_design(chosen, imported, ignored, imported_cov)
+        def design(sample_set):
+            return make_design(sample_set, imported, ignored, imported_cov)
 
-        test = design_of(test_samples) if test_samples is not None else None
+        median = self.replicates == "median"
+        test = None
+        if test_samples is not None:
+            test = design(test_samples.medians() if median else test_samples)
         options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
-        result = solve(design_of(samples), options, test)
-        if self.replicates == "median":
+        result = solve(design(samples.medians() if median else samples), options, test)
+        if median:
             # the noise floor from every run; single runs' test error beside the medians'
             result.replicates = "median"
-            every_run = design_of(samples, every_run=True)
+            every_run = design(samples)
             result.noise_mre = replicate_mre(every_run.t, every_run.groups)
             if test_samples is not None:
-                test_runs = design_of(test_samples, every_run=True)
+                test_runs = design(test_samples)
                 result.run_test_mre = mre(result.predict(test_runs), test_runs.t)
         warnings.extend(diagnostics(result))
         model = self._model(result, imported, sources, ignored, measure)

@@ -144,16 +144,16 @@ static void reclaim(mpr_pe *pe)
     mpr_msgbuf *b = atomic_exchange_explicit(&pe->returned, NULL, memory_order_acquire);
     while (b) {
         mpr_msgbuf *n = b->next;
+        int large = large_class(b->cap);
         if (b->cap == SMALL_CAP) {
             b->next = pe->free_small;
             pe->free_small = b;
         } else if (b->cap == pe->agg_cap) {
             b->next = pe->free_agg;
             pe->free_agg = b;
-        } else if (large_class(b->cap) >= 0 && pe->large_cached + b->cap <= MPR_LARGE_CACHE_BYTES) {
-            int c = large_class(b->cap);
-            b->next = pe->free_large[c];
-            pe->free_large[c] = b;
+        } else if (large >= 0 && pe->large_cached + b->cap <= MPR_LARGE_CACHE_BYTES) {
+            b->next = pe->free_large[large];
+            pe->free_large[large] = b;
             pe->large_cached += b->cap;
         } else {
             free(b);

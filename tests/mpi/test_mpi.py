@@ -20,6 +20,7 @@ rts statistics as on shared memory.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -247,7 +248,8 @@ def test_single_pe_programs_on_one_rank(mpi_build, name):
 # ---------------------------------------------------------------------------------------
 # data structures and PIPE, from the normal build when present
 
-def _measured_stats() -> set[tuple[str, str]]:
+@functools.cache
+def _measured_stats() -> frozenset[tuple[str, str]]:
     """(module, statistic) the interfaces declare `measured`: timings and counts that depend on
     timing, which two runs may agree on by chance and the backends never by design."""
     from mprof.iface import load_interface
@@ -257,7 +259,7 @@ def _measured_stats() -> set[tuple[str, str]]:
     for perf in perfs:
         iface = load_interface(perf)
         out.update((iface.name, s.name) for s in iface.statistics if s.measured)
-    return out
+    return frozenset(out)
 
 
 def _deterministic_stats(a, b):
