@@ -12,10 +12,10 @@ BUILD=${BUILD:-build}
 mkdir -p "$BUILD/workflows"
 
 echo "== 1. benchmark sweeps (resumable: points already recorded are skipped)"
-mprof bench workflows/rts/sweep-fit.toml
-mprof bench workflows/rts/sweep-test.toml
-mprof bench workflows/pipe/sweep-fit.toml
-mprof bench workflows/pipe/sweep-test.toml
+# One invocation: the four sweeps run interleaved, repetition by repetition, so a slow spell
+# of the machine does not fall on the whole of one (docs/fitting.md).
+mprof bench workflows/rts/sweep-fit.toml workflows/rts/sweep-test.toml \
+  workflows/pipe/sweep-fit.toml workflows/pipe/sweep-test.toml
 
 echo
 echo "== 2a. runtime cost model (workflows/rts/model.tcl)"

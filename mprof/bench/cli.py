@@ -1,4 +1,4 @@
-"""`mprof bench SPEC.toml`: run a benchmark sweep into a profile database."""
+"""`mprof bench SPEC.toml [SPEC.toml ...]`: run benchmark sweeps into profile databases."""
 
 from __future__ import annotations
 
@@ -8,34 +8,48 @@ from pathlib import Path
 
 from ..console import message_console
 from ..db.store import ProfileDB
+from ..errors import MprofError
 from .spec import check_runnable, load_spec
-from .sweep import build_command, run_sweep
+from .sweep import build_command, run_sweeps
 
 
 def register(subparsers):
-    p = subparsers.add_parser("bench", help="sweep a benchmark over a parameter grid into a DB")
-    p.add_argument("spec", help="sweep specification (TOML)")
-    p.add_argument("--db", help="record into this database instead of the spec's")
+    p = subparsers.add_parser(
+        "bench", help="sweep a benchmark over a parameter grid into a DB",
+        description="Run sweeps into their profile databases.  Several sweeps given together "
+                    "run interleaved, repetition by repetition (each round runs every sweep's "
+                    "configurations once), so that a slow spell of a shared machine does not "
+                    "fall on all of one sweep, e.g. on a test set measured after its fit set.")
+    p.add_argument("spec", nargs="+", help="sweep specification (TOML)")
+    p.add_argument("--db", help="record into this database instead of the spec's "
+                                "(one spec only)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args):
-    spec = load_spec(args.spec)  # also checks the command's placeholders
+    specs = [load_spec(path) for path in args.spec]  # also checks the commands' placeholders
+    if args.db and len(specs) > 1:
+        raise MprofError("--db names one database: give one spec with it")
+    databases = [Path(args.db) if args.db else spec.database for spec in specs]
+    if len(set(databases)) < len(databases):
+        raise MprofError("two of the specs record into the same database; a sweep's points "
+                         "are told apart by program, parameters and repetition only")
     console = message_console()
     if args.dry_run:
-        return _dry_run(spec, Path(args.db) if args.db else spec.database)
-    check_runnable(spec)  # before the database is created or any point runs
-    summary = run_sweep(spec, database=Path(args.db) if args.db else None, console=console)
-    db = args.db or spec.database
-    print(f"{summary.total} point(s): {summary.ran} run, {summary.skipped} already recorded, "
-          f"{len(summary.failures)} failed -> {db}")
-    for failure in summary.failures:
-        lines = failure.reason.splitlines()
-        first = lines[0].removesuffix("; stderr:")
-        last = f" ({lines[-1].strip()})" if len(lines) > 1 and lines[-1].strip() else ""
-        print(f"  failed: {failure.point.describe()}: {first}{last}", file=sys.stderr)
-    return 0 if summary.ok else 1
+        return max(_dry_run(spec, db) for spec, db in zip(specs, databases))
+    for spec in specs:
+        check_runnable(spec)  # before any database is created or any point runs
+    summaries = run_sweeps(specs, databases=databases, console=console)
+    for db, summary in zip(databases, summaries):
+        print(f"{summary.total} point(s): {summary.ran} run, {summary.skipped} already "
+              f"recorded, {len(summary.failures)} failed -> {db}")
+        for failure in summary.failures:
+            lines = failure.reason.splitlines()
+            first = lines[0].removesuffix("; stderr:")
+            last = f" ({lines[-1].strip()})" if len(lines) > 1 and lines[-1].strip() else ""
+            print(f"  failed: {failure.point.describe()}: {first}{last}", file=sys.stderr)
+    return 0 if all(summary.ok for summary in summaries) else 1
 
 
 def _dry_run(spec, database: Path) -> int:

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,51 +106,68 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
     return None
 
 
-def run_sweep(spec: SweepSpec, *, database: Path | None = None, dry_run: bool = False,
-              console: Console | None = None) -> SweepSummary:
+def interleave(todos: list[list[Point]]) -> list[tuple[int, Point]]:
+    """The points of several sweeps in one order, as (sweep index, point): repetition by
+    repetition, each round running every sweep's configurations once.  A slow spell of a shared
+    machine then falls on different configurations of every sweep in different repetitions,
+    instead of on the whole of a short sweep (a test set measured after its fit set) that ran
+    during it."""
+    order = [(point.repetition, i, k, point) for i, todo in enumerate(todos)
+             for k, point in enumerate(todo)]
+    order.sort(key=lambda item: item[:3])
+    return [(i, point) for _, i, _, point in order]
+
+
+def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
+               console: Console | None = None) -> list[SweepSummary]:
+    """Several sweeps run together, their points interleaved by repetition (`interleave`);
+    each sweep records into its own database and has its own summary."""
     console = console or message_console()
-    points = spec.points()
-    summary = SweepSummary(total=len(points))
-    db_path = database or spec.database
-    if dry_run:
-        for point in points:
-            console.print(" ".join(shlex.quote(a) for a in build_command(spec, point)),
-                          f"  # {point.describe()}", soft_wrap=True)
-        return summary
-    over = sorted({p.npes for p in points if oversubscribed(p)})
+    over = sorted({p.npes for spec in specs for p in spec.points() if oversubscribed(p)})
     if over:
         console.print(f"warning: npes={', '.join(map(str, over))} exceed the {online_cores()} "
                       "online core(s): those runs share cores, their times include preemption, "
                       "and they are recorded with the setting oversubscribed=1", highlight=False)
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with ProfileDB(db_path) as db:
-        done = db.recorded_points()
-        todo = [p for p in points if p.key not in done]
-        summary.skipped = len(points) - len(todo)
-        if summary.skipped:
-            console.print(f"{summary.skipped} of {len(points)} point(s) already recorded in "
-                          f"{db_path}; resuming")
-        if not todo:
-            return summary
+    summaries, todos, dbs = [], [], []
+    with ExitStack() as stack:
+        for spec, db_path in zip(specs, databases):
+            points = spec.points()
+            summary = SweepSummary(total=len(points))
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+            db = stack.enter_context(ProfileDB(db_path))
+            done = db.recorded_points()
+            todo = [p for p in points if p.key not in done]
+            summary.skipped = len(points) - len(todo)
+            if summary.skipped:
+                console.print(f"{summary.skipped} of {len(points)} point(s) already recorded in "
+                              f"{db_path}; resuming")
+            summaries.append(summary)
+            todos.append(todo)
+            dbs.append(db)
+        order = interleave(todos)
+        if not order:
+            return summaries
         # A live bar on a terminal; elsewhere one plain line per point.
         plain = not console.is_terminal
         columns = (TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.description}"))
+        name = (lambda i: "") if len(specs) == 1 else (lambda i: f"{specs[i].path.name}: ")
         with Progress(*columns, console=console, transient=False, disable=plain) as progress:
-            task = progress.add_task("", total=len(todo))
-            for index, point in enumerate(todo, 1):
-                progress.update(task, description=point.describe())
-                reason = run_point(spec, point, db)
+            task = progress.add_task("", total=len(order))
+            for index, (i, point) in enumerate(order, 1):
+                what = name(i) + point.describe()
+                progress.update(task, description=what)
+                reason = run_point(specs[i], point, dbs[i])
                 if reason is None:
-                    summary.ran += 1
+                    summaries[i].ran += 1
                 else:
-                    summary.failures.append(Failure(point, reason))
+                    summaries[i].failures.append(Failure(point, reason))
                 if plain:
-                    console.print(f"bench {index}/{len(todo)}: {point.describe()}: "
+                    console.print(f"bench {index}/{len(order)}: {what}: "
                                   + ("ok" if reason is None else f"FAILED: {reason}"),
                                   markup=False)
                 elif reason is not None:
-                    progress.console.print(f"[red]FAILED[/] {point.describe()}: {reason}",
+                    progress.console.print(f"[red]FAILED[/] {what}: {reason}",
                                            markup=True, highlight=False, soft_wrap=True)
                 progress.advance(task)
-    return summary
+    return summaries

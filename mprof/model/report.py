@@ -27,10 +27,11 @@ def _residual_line(r) -> str:
 def _noise_lines(r) -> list[str]:
     """Noise against model error: what replicates say about the residual."""
     lof = r.lack_of_fit
-    if lof is None and r.replicates == "median" and r.noise_mre is not None:
+    if lof is None and r.replicates != "all" and r.noise_mre is not None:
+        which = {"median": "median", "min": "fastest"}[r.replicates]
         return [f"Replicate noise floor (MRE of each run against its replicates' mean): "
                 f"{_pct(r.noise_mre)}",
-                "Samples are each configuration's median run (Replicates median): no "
+                f"Samples are each configuration's {which} run (Replicates {r.replicates}): no "
                 "lack-of-fit test"]
     if lof is None:
         return ["Lack of fit: no replicated configurations (repeat runs to tell noise from "

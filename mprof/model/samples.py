@@ -60,16 +60,21 @@ class SampleSet:
     def n(self) -> int:
         return len(self.t)
 
-    def medians(self) -> SampleSet:
-        """One sample per replicate group: the one whose time is the median of the group's
-        (the lower median of an even count), with its own term values.  A shared machine
-        slows whole runs down now and then, by up to 2-3x; the median run of each
-        configuration is what a benchmark reports, and least squares over every run would
-        chase the slow ones."""
+    def representatives(self, how: str) -> SampleSet:
+        """One sample per replicate group, with its own term values: the run whose time is the
+        group's median (the lower median of an even count) or its minimum.
+
+        A shared machine slows whole runs down now and then, by up to 2-4x for tens of seconds
+        on the 2-core VM this was built on, and never speeds one up: interference only adds
+        time.  Least squares over every run chases the slow ones.  The median sheds a slow
+        spell that hits fewer than half of a configuration's runs; the minimum sheds any that
+        leaves one run untouched, which is why benchmark harnesses time deterministic code by
+        its fastest run (Chen and Revels, "Robust benchmarking in noisy environments", 2016)."""
         groups = replicate_groups(self.groups)
         if groups is None:  # no sample has a replicate
             return self
-        keep = sorted(sorted(ix, key=lambda i: self.t[i])[(len(ix) - 1) // 2] for ix in groups)
+        pick = {"median": lambda ix: (len(ix) - 1) // 2, "min": lambda ix: 0}[how]
+        keep = sorted(sorted(ix, key=lambda i: self.t[i])[pick(ix)] for ix in groups)
         return replace(self, F=self.F[keep], t=self.t[keep],
                        labels=[self.labels[i] for i in keep],
                        groups=[self.groups[i] for i in keep])

@@ -242,7 +242,7 @@ class ModelingScript:
         self.session.ignore_terms(args[0], args[1:])
 
     def _replicates(self, args):
-        self._arity("Replicates", args, 1, 1, "all|median")
+        self._arity("Replicates", args, 1, 1, "all|median|min")
         self.session.set_replicates(str(args[0]))
 
     def _granularity(self, args):

@@ -22,6 +22,8 @@ from .modelfile import FIXED, Model, ModuleInfo, load_model
 from .samples import LoadedInterface, load_samples, make_design
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# `Replicates`: every run is a sample, or each configuration's median or fastest run
+REPLICATES = ("all", "median", "min")
 
 
 def default_search_path() -> list[Path]:
@@ -62,7 +64,8 @@ class FitSession:
     fixes: list[tuple[str, str, float]] = field(default_factory=list)  # (module spec, term, v)
     granularity: str = "pe"
     measure: str | None = None  # None: cpu where recorded, else elapsed (mprof.profile)
-    replicates: str = "all"  # "median": a sample is each configuration's median run
+    # "median" or "min": a sample is each configuration's median or fastest run
+    replicates: str = "all"
     normalize: bool = False
     cutoff: float = DEFAULT_CUTOFF
     select: list[Condition] = field(default_factory=list)
@@ -165,8 +168,8 @@ class FitSession:
         self.measure = value
 
     def set_replicates(self, value: str) -> None:
-        if value not in ("all", "median"):
-            raise MprofError(f"replicates must be 'all' or 'median', got '{value}'")
+        if value not in REPLICATES:
+            raise MprofError(f"replicates must be 'all', 'median' or 'min', got '{value}'")
         self.replicates = value
 
     def set_granularity(self, value: str) -> None:
@@ -301,15 +304,16 @@ class FitSession:
         def design(sample_set):
             return make_design(sample_set, imported, ignored, imported_cov)
 
-        median = self.replicates == "median"
+        how = self.replicates
+        pick = (lambda s: s) if how == "all" else (lambda s: s.representatives(how))
         test = None
         if test_samples is not None:
-            test = design(test_samples.medians() if median else test_samples)
+            test = design(pick(test_samples))
         options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
-        result = solve(design(samples.medians() if median else samples), options, test)
-        if median:
-            # the noise floor from every run; single runs' test error beside the medians'
-            result.replicates = "median"
+        result = solve(design(pick(samples)), options, test)
+        if how != "all":
+            # the noise floor from every run; single runs' test error beside the representatives'
+            result.replicates = how
             every_run = design(samples)
             result.noise_mre = replicate_mre(every_run.t, every_run.groups)
             if test_samples is not None:

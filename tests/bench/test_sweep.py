@@ -239,3 +239,36 @@ def test_repetitions_are_interleaved(tmp_path):
     first = [(p.npes, p.params, p.env) for p in points if p.repetition == 0]
     second = [(p.npes, p.params, p.env) for p in points if p.repetition == 1]
     assert first == second and len(first) == len({str(c) for c in first})
+
+
+def test_several_sweeps_run_interleaved_into_their_own_databases(tmp_path, capsys):
+    # a test set given with its fit set is measured round by round with it, not after it
+    fit = write_spec(tmp_path)
+    test = tmp_path / "test.toml"
+    test.write_text(fit.read_text().replace('"out/sweep.db"', '"out/test.db"')
+                    .replace("npes = [1, 2]", "npes = [1]")
+                    .replace("work = [10, 20]", "work = [30]")
+                    .replace("repetitions = 2", "repetitions = 3"))
+    capsys.readouterr()
+    assert main(["bench", str(fit), str(test)]) == 0
+    out = capsys.readouterr().out
+    assert "16 point(s): 16 run, 0 already recorded, 0 failed" in out
+    assert "6 point(s): 6 run, 0 already recorded, 0 failed" in out
+    with ProfileDB(tmp_path / "out/sweep.db") as db:
+        assert {r.params["work"] for r in db.runs()} == {10, 20} and len(db.runs()) == 16
+    with ProfileDB(tmp_path / "out/test.db") as db:
+        assert {r.params["work"] for r in db.runs()} == {30} and len(db.runs()) == 6
+    # invocation order: fit's round 0 (8 points), test's round 0 (2), fit's round 1, test's
+    # round 1, then test's round 2 alone
+    work = [line.split()[1] for line in (tmp_path / "count.txt").read_text().splitlines()]
+    is_test = [w == "30" for w in work]
+    assert is_test == [False] * 8 + [True] * 2 + [False] * 8 + [True] * 4
+
+
+def test_several_sweeps_cannot_share_a_database_or_take_db(tmp_path, capsys):
+    spec = write_spec(tmp_path)
+    assert main(["bench", str(spec), str(spec)]) == 2
+    assert "same database" in capsys.readouterr().err
+    assert main(["bench", str(spec), str(spec), "--db", str(tmp_path / "x.db")]) == 2
+    assert "one spec" in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists() and not (tmp_path / "out").exists()

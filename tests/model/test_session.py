@@ -244,3 +244,41 @@ def test_replicates_median_sheds_slow_spells(tmp_path):
         assert every.result.parameter(name)[0] != pytest.approx(TRUTH[name], rel=0.05)
     assert median.result.noise_mre > 10  # the floor is still measured over every run
     assert median.model.settings["replicates"] == "median"
+
+
+def test_replicates_min_sheds_spells_that_hit_most_runs(tmp_path):
+    """A slow spell that lasts long hits two of a configuration's three runs (1.5-3x slower)
+    and the rest scatter by a few per cent upwards, as interference does: the median is then a
+    slow run and the fit is off; the fastest run of each configuration finds the truth."""
+    from mprof.bench.synth import make_profile
+    from mprof.db.store import ProfileDB
+
+    from model_helpers import pipe_objects, true_time
+
+    rng = np.random.default_rng(11)
+    docs = []
+    for config in range(12):
+        objs = pipe_objects(rng)
+        clean = config % 3  # the one repetition the spell missed
+        for rep in range(3):
+            slow = 1.0 if rep == clean else 1.5 + config / 8
+            docs.append((f"c{config}r{rep}.json",
+                         make_profile("pipe", [objs], [slow * true_time(objs, TRUTH)],
+                                      params={"config": config}, argv=[f"rep{rep}"])))
+    with ProfileDB(tmp_path / "spells.db") as db:
+        db.import_documents(docs)
+    base = "FitDatabase spells.db\nInterface @PIPE@\nInterface @GRAPH@\nIgnoreTerm pipe P\n"
+    (median,) = run_script(tmp_path, base + "Replicates median\n")
+    (fastest,) = run_script(tmp_path, base + "Replicates min\n")
+    assert fastest.result.n_samples == 12 and fastest.result.sample_mre < 1e-6
+    for name in ("pipe:Comp", "graph:Op"):
+        assert fastest.result.parameter(name)[0] == pytest.approx(TRUTH[name], rel=1e-6)
+        assert median.result.parameter(name)[0] != pytest.approx(TRUTH[name], rel=0.05)
+    assert fastest.model.settings["replicates"] == "min"
+
+
+def test_replicates_takes_all_median_or_min(tmp_path, pipe_dbs):
+    path = write_script(tmp_path, "FitDatabase fit.db\nReplicates fastest\n")
+    with pytest.raises(ScriptError) as err:
+        ModelingScript(path, warn=lambda w: None).run()
+    assert err.value.line == 2 and "'all', 'median' or 'min'" in str(err.value)

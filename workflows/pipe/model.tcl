@@ -1,8 +1,8 @@
 # Instantiate the PIPE program's and the event graph's cost models with the runtime's
 # parameters imported from a previous session (Wen 1995, Fig 4.9):
-#   mprof bench workflows/rts/sweep-fit.toml && mprof bench workflows/rts/sweep-test.toml
+#   mprof bench workflows/rts/sweep-fit.toml workflows/rts/sweep-test.toml \
+#               workflows/pipe/sweep-fit.toml workflows/pipe/sweep-test.toml
 #   mprof fit workflows/rts/model.tcl                 # writes build/workflows/rts.model.json
-#   mprof bench workflows/pipe/sweep-fit.toml && mprof bench workflows/pipe/sweep-test.toml
 #   mprof fit workflows/pipe/model.tcl
 # Interfaces are found by module name: rts in runtime/, graph in instrumented-lib/eventgraph/ and
 # pipe in benchmarks/pipe/ (see docs/fitting.md for the search path).
@@ -14,9 +14,10 @@ Interface:       rts graph pipe
 
 # The same measure as the runtime session: imported unit costs are CPU seconds.
 Measure cpu
-# A sample is each configuration's median run: the shared machine slows whole runs down now
-# and then (by up to 2-3x); `mprof fit` prints the single runs' test error beside it.
-Replicates median
+# A sample is each configuration's fastest run: the shared machine slows runs with two busy
+# threads down by 2-4x for spells of 10-30 s (docs/fitting.md), and interference only ever
+# adds time.  `mprof fit` prints the single runs' test error beside it.
+Replicates min
 
 set runtime ../../build/workflows/rts.model.json
 ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg

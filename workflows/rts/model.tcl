@@ -1,6 +1,5 @@
 # Instantiate the runtime's cost model (runtime/rts.perf) from rt_workload sweeps:
-#   mprof bench workflows/rts/sweep-fit.toml
-#   mprof bench workflows/rts/sweep-test.toml
+#   mprof bench workflows/rts/sweep-fit.toml workflows/rts/sweep-test.toml
 #   mprof fit workflows/rts/model.tcl
 # Paths are relative to this script.
 
@@ -9,9 +8,10 @@ TestDatabase:  ../../build/workflows/rts-test.db
 Interface:     ../../runtime/rts.perf
 
 Measure cpu
-# A sample is each configuration's median run: the shared machine slows whole runs down now
-# and then (by up to 2-3x); `mprof fit` prints the single runs' test error beside it.
-Replicates median
+# A sample is each configuration's fastest run: the shared machine slows runs with two busy
+# threads down by 2-4x for spells of 10-30 s (docs/fitting.md), and interference only ever
+# adds time.  `mprof fit` prints the single runs' test error beside it.
+Replicates min
 Granularity pe
 Normalize on
 IgnoreTerm:    rts Idle ThreadContext
