@@ -49,6 +49,15 @@ def cmd_bench(args):
             first = lines[0].removesuffix("; stderr:")
             last = f" ({lines[-1].strip()})" if len(lines) > 1 and lines[-1].strip() else ""
             print(f"  failed: {failure.point.describe()}: {first}{last}", file=sys.stderr)
+        if summary.probe_best is not None:
+            print(f"  probe: at its best {summary.probe_best:.4g} s busy CPU; {summary.extra} "
+                  "extra repetition(s) for configurations measured only while it was slower")
+        if summary.unsteady:
+            shown = "; ".join(p.describe().rsplit(" rep=", 1)[0] for p in summary.unsteady[:3])
+            more = f" and {len(summary.unsteady) - 3} more" if len(summary.unsteady) > 3 else ""
+            print(f"warning: {len(summary.unsteady)} configuration(s) have no run measured while "
+                  f"the probe was steady, their fastest run may be slowed: {shown}{more}",
+                  file=sys.stderr)
     return 0 if all(summary.ok for summary in summaries) else 1
 
 

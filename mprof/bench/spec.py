@@ -14,6 +14,9 @@
     [env]                         # environment axes (values are strings)
     MPROF_AGG_BYTES = ["0", "4096"]
 
+    [probe]                       # optional: the machine-state probe (mprof/bench/probe.py)
+    command = "{program} 2 300000 30000 16 0"
+
 The command template sees {program}, {npes}, {python} (this Python), {rep} and every
 parameter; it is split like a shell command line but never run through a shell.
 """
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MprofError
+from .probe import ProbeSpec
 
 DEFAULT_TIMEOUT = 600.0
 
@@ -71,11 +75,16 @@ class SweepSpec:
     timeout_s: float = DEFAULT_TIMEOUT
     params: dict[str, list] = field(default_factory=dict)
     env: dict[str, list[str]] = field(default_factory=dict)
+    probe: ProbeSpec | None = None
 
     @property
     def program_path(self) -> Path:
         p = Path(self.program)
         return p if p.is_absolute() else self.root / p
+
+    def configurations(self) -> list[Point]:
+        """Every configuration once, as its first repetition's point."""
+        return [p for p in self.points() if p.repetition == 0]
 
     def points(self) -> list[Point]:
         """Every point, repetitions interleaved: each configuration runs once before any runs
@@ -121,7 +130,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     path = Path(path)
     data = read_toml(path, "sweep spec")
     known = {"program", "command", "database", "root", "npes", "repetitions", "timeout_s",
-             "params", "env", "description"}
+             "params", "env", "description", "probe"}
     unknown = set(data) - known
     if unknown:
         raise MprofError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -146,10 +155,11 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise MprofError(f"{path}: command must be a non-empty string")
     _check_placeholders(path, command, params)
     database = Path(data["database"])
+    probe = ProbeSpec.parse(data["probe"], str(path)) if "probe" in data else None
     return SweepSpec(path=path, program=str(data["program"]), command=command,
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
-                     params=params, env=env)
+                     params=params, env=env, probe=probe)
 
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")
@@ -185,7 +195,15 @@ def check_runnable(spec: SweepSpec) -> None:
     argv = shlex.split(spec.command.format(**values))
     if not argv:
         raise MprofError(f"{spec.path}: the command is empty")
-    exe = argv[0]
+    _check_executable(spec, argv[0])
+    if spec.probe is not None:
+        probe_argv = spec.probe.argv(spec.program_path)
+        if not probe_argv:
+            raise MprofError(f"{spec.path}: the probe's command is empty")
+        _check_executable(spec, probe_argv[0])
+
+
+def _check_executable(spec: SweepSpec, exe: str) -> None:
     if "/" in exe:
         target = Path(exe) if Path(exe).is_absolute() else spec.root / exe
         if not target.is_file() or not os.access(target, os.X_OK):

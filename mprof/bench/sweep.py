@@ -13,8 +13,9 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -24,6 +25,7 @@ from ..console import message_console
 from ..db.store import ProfileDB
 from ..db.validate import load_profile
 from ..errors import MprofError
+from .probe import MachineProbe, probe_values
 from .spec import Point, SweepSpec
 
 STDERR_TAIL_LINES = 8
@@ -41,6 +43,11 @@ class SweepSummary:
     ran: int = 0
     skipped: int = 0
     failures: list[Failure] = field(default_factory=list)
+    # with a probe: extra repetitions run for configurations without a steady run, the
+    # configurations still without one, and the fastest probe
+    extra: int = 0
+    unsteady: list[Point] = field(default_factory=list)
+    probe_best: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -68,8 +75,12 @@ def oversubscribed(point: Point) -> bool:
     return point.npes > online_cores()
 
 
-def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
+def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
+              probe: MachineProbe | None = None) -> str | None:
     """Run one point and import its profile; return a failure reason, or None.
+
+    With a probe, the caller has just measured it; it is measured again after the run, and
+    both values go into the run's document (`bench.probe_s`).
 
     The point's PE count reaches the program twice: as {npes} in the command, and as MPROF_PES
     for programs that take it from the runtime's default (mp_config_init).  A profile with
@@ -102,6 +113,8 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB) -> str | None:
                     "program take its PE count from MPROF_PES")
         if oversubscribed(point):
             doc.setdefault("settings", {})["oversubscribed"] = 1
+        if probe is not None:
+            doc["bench"] = {"probe_s": [probe.values[-1], probe.measure()]}
         db.import_documents([(" ".join(argv), doc)], validate=False, point=point)
     return None
 
@@ -121,7 +134,8 @@ def interleave(todos: list[list[Point]]) -> list[tuple[int, Point]]:
 def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
                console: Console | None = None) -> list[SweepSummary]:
     """Several sweeps run together, their points interleaved by repetition (`interleave`);
-    each sweep records into its own database and has its own summary."""
+    each sweep records into its own database and has its own summary.  Sweeps with a probe
+    then top up configurations that have no steady run (`top_up`)."""
     console = console or message_console()
     over = sorted({p.npes for spec in specs for p in spec.points() if oversubscribed(p)})
     if over:
@@ -144,30 +158,121 @@ def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
             summaries.append(summary)
             todos.append(todo)
             dbs.append(db)
+        runner = _Runner(specs, dbs, summaries, console)
         order = interleave(todos)
-        if not order:
-            return summaries
         # A live bar on a terminal; elsewhere one plain line per point.
         plain = not console.is_terminal
         columns = (TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.description}"))
-        name = (lambda i: "") if len(specs) == 1 else (lambda i: f"{specs[i].path.name}: ")
-        with Progress(*columns, console=console, transient=False, disable=plain) as progress:
-            task = progress.add_task("", total=len(order))
-            for index, (i, point) in enumerate(order, 1):
-                what = name(i) + point.describe()
-                progress.update(task, description=what)
-                reason = run_point(specs[i], point, dbs[i])
-                if reason is None:
-                    summaries[i].ran += 1
-                else:
-                    summaries[i].failures.append(Failure(point, reason))
-                if plain:
-                    console.print(f"bench {index}/{len(order)}: {what}: "
-                                  + ("ok" if reason is None else f"FAILED: {reason}"),
-                                  markup=False)
-                elif reason is not None:
-                    progress.console.print(f"[red]FAILED[/] {what}: {reason}",
-                                           markup=True, highlight=False, soft_wrap=True)
-                progress.advance(task)
+        if order:
+            with Progress(*columns, console=console, transient=False, disable=plain) as progress:
+                task = progress.add_task("", total=len(order))
+                for index, (i, point) in enumerate(order, 1):
+                    progress.update(task, description=runner.name(i, point))
+                    runner.run(i, point, f"bench {index}/{len(order)}",
+                               progress.console if not plain else None)
+                    progress.advance(task)
+        top_up(runner)
     return summaries
+
+
+class _Runner:
+    """Runs points of several sweeps: their probes (shared by sweeps that probe alike), what
+    was measured last, and the report of each point."""
+
+    def __init__(self, specs, dbs, summaries, console):
+        self.specs, self.dbs, self.summaries, self.console = specs, dbs, summaries, console
+        shared: dict[tuple, MachineProbe] = {}
+        self.probes: list[MachineProbe | None] = []
+        for spec, db in zip(specs, dbs):
+            if spec.probe is None:
+                self.probes.append(None)
+                continue
+            probe = MachineProbe(spec.probe, spec.program_path, spec.root, str(spec.path))
+            probe = shared.setdefault((tuple(probe.argv), tuple(sorted(spec.probe.env.items())),
+                                       str(spec.root)), probe)
+            probe.recorded.extend(v for _, doc in db.documents() for v in probe_values(doc))
+            self.probes.append(probe)
+        self.fresh: MachineProbe | None = None  # the probe measured right before, if any
+
+    def name(self, i: int, point: Point) -> str:
+        return (f"{self.specs[i].path.name}: " if len(self.specs) > 1 else "") + point.describe()
+
+    def run(self, i: int, point: Point, label: str, live: Console | None) -> str | None:
+        probe = self.probes[i]
+        if probe is not None and self.fresh is not probe:
+            probe.measure()
+        reason = run_point(self.specs[i], point, self.dbs[i], probe)
+        self.fresh = probe if reason is None else None
+        summary = self.summaries[i]
+        if reason is None:
+            summary.ran += 1
+        else:
+            summary.failures.append(Failure(point, reason))
+        what = self.name(i, point)
+        if live is None:
+            self.console.print(f"{label}: {what}: "
+                               + ("ok" if reason is None else f"FAILED: {reason}"), markup=False)
+        elif reason is not None:
+            live.print(f"[red]FAILED[/] {what}: {reason}", markup=True, highlight=False,
+                       soft_wrap=True)
+        return reason
+
+
+def top_up(runner: _Runner) -> None:
+    """Extra repetitions of the configurations that have no steady run, each started once its
+    sweep's probe is steady, until every configuration has one or the patience runs out (the
+    longest of the sweeps' `patience_s`, for all of them together: mprof/bench/probe.py)."""
+    probed = [i for i, probe in enumerate(runner.probes) if probe is not None]
+    if not probed:
+        return
+    recorded = {i: runner.dbs[i].point_runs() for i in probed}
+    memo: dict[tuple[int, int], list[float]] = {}  # (sweep, run id) -> its probe values
+
+    def values_of(i: int, run_id: int) -> list[float]:
+        if (i, run_id) not in memo:
+            memo[i, run_id] = probe_values(runner.dbs[i].document(run_id))
+        return memo[i, run_id]
+
+    def runs_of(i: int, config: Point) -> tuple[list[list[float]], int]:
+        """The probe values of every recorded repetition, and the next free repetition."""
+        values, rep = [], 0
+        while (key := replace(config, repetition=rep).key) in recorded[i]:
+            values.append(values_of(i, recorded[i][key]))
+            rep += 1
+        return values, rep
+
+    def unsteady(i: int) -> list[Point]:
+        probe = runner.probes[i]
+        return [c for c in runner.specs[i].configurations()
+                if not any(probe.steady(v) for v in runs_of(i, c)[0] if len(v) == 2)]
+
+    lacking = [(i, c) for i in probed for c in unsteady(i)]
+    patience = max(runner.specs[i].probe.patience_s for i in probed)
+    if lacking:
+        runner.console.print(f"{len(lacking)} configuration(s) have no run measured while the "
+                             f"probe was steady: extra repetitions (for at most {patience:g} s)",
+                             markup=False)
+    deadline = time.monotonic() + patience
+    attempts: dict[tuple[int, str], int] = {}  # extra repetitions tried per configuration
+    failed: set[tuple[int, str]] = set()  # configurations whose extra repetition failed
+    while lacking and time.monotonic() < deadline:
+        # the configuration tried least often first, so one that never comes out steady does
+        # not use up the patience of all
+        i, config = min(lacking, key=lambda item: attempts.get((item[0], item[1].key), 0))
+        probe = runner.probes[i]
+        if probe.wait_steady(deadline) is None:
+            break
+        runner.fresh = probe
+        ident = (i, config.key)
+        attempts[ident] = attempts.get(ident, 0) + 1
+        point = replace(config, repetition=runs_of(i, config)[1])
+        if runner.run(i, point, "bench extra", None) is not None:
+            failed.add(ident)
+        runner.summaries[i].extra += 1
+        recorded[i] = runner.dbs[i].point_runs()
+        # every sweep's list again: the fastest probe may have moved
+        lacking = [(j, c) for j in probed for c in unsteady(j) if (j, c.key) not in failed]
+    for i in probed:
+        runner.summaries[i].unsteady = unsteady(i)
+        runner.summaries[i].probe_best = runner.probes[i].best

@@ -387,6 +387,10 @@ class ProfileDB:
     def recorded_points(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT point_key FROM sweep_points")}
 
+    def point_runs(self) -> dict[str, int]:
+        """Sweep point key -> the run recorded for it."""
+        return dict(self.conn.execute("SELECT point_key, run_id FROM sweep_points"))
+
     def pe_samples(self, run_ids: Sequence[int]) -> dict[int, list[PETimes]]:
         """run id -> the PEs' times, in PE order (CPU times are None for version 1 runs)."""
         out: dict[int, list] = {}

@@ -272,3 +272,74 @@ def test_several_sweeps_cannot_share_a_database_or_take_db(tmp_path, capsys):
     assert main(["bench", str(spec), str(spec), "--db", str(tmp_path / "x.db")]) == 2
     assert "one spec" in capsys.readouterr().err
     assert not (tmp_path / "x.db").exists() and not (tmp_path / "out").exists()
+
+
+def probe_spec(tmp_path, values, patience_s=30):
+    state = tmp_path / "probe-state.txt"
+    state.write_text("\n".join(map(str, values)) + "\n")
+    return write_spec(tmp_path, extra=f"""
+[probe]
+command = "{{python}} {HERE / 'fake_probe.py'} {state}"
+tolerance = 0.3
+patience_s = {patience_s}
+""").read_text().replace("npes = [1, 2]", "npes = [1]")
+
+
+def probe_pairs(db_path):
+    with ProfileDB(db_path) as db:
+        return {run_id: doc["bench"]["probe_s"] for run_id, doc in db.documents()}
+
+
+def test_probe_values_are_recorded_with_every_run(tmp_path, capsys):
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(probe_spec(tmp_path, [1.0]))
+    assert main(["bench", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "8 point(s): 8 run" in out and "probe: at its best 1 s busy CPU; 0 extra" in out
+    pairs = probe_pairs(tmp_path / "out/sweep.db")
+    assert len(pairs) == 8 and all(pair == [1.0, 1.0] for pair in pairs.values())
+
+
+def test_configurations_measured_only_in_a_slow_spell_get_extra_repetitions(tmp_path, capsys):
+    # the machine is at its best for the first probe, then 3x slower for the whole sweep (9
+    # probes: one before the first point, one after each), then at its best again: every
+    # configuration gets one more repetition, measured between two steady probes
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(probe_spec(tmp_path, [1.0] + [3.0] * 8 + [1.0]))
+    assert main(["bench", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert "4 extra repetition(s)" in captured.out and "warning" not in captured.err
+    with ProfileDB(tmp_path / "out/sweep.db") as db:
+        runs = db.runs()
+        pairs = {run_id: doc["bench"]["probe_s"] for run_id, doc in db.documents()}
+    assert len(runs) == 12
+    steady = [run for run in runs if max(pairs[run.id]) <= 1.3]
+    assert len(steady) == 4
+    assert {(r.params["work"], r.settings["agg_bytes"]) for r in steady} == {
+        (10, 0), (10, 1000), (20, 0), (20, 1000)}
+    # resuming finds every configuration steady: nothing runs
+    assert main(["bench", str(spec)]) == 0
+    assert "0 run, 8 already recorded" in capsys.readouterr().out
+
+
+def test_a_machine_that_stays_slow_is_waited_for_no_longer_than_patience(tmp_path, capsys):
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(probe_spec(tmp_path, [1.0, 1.0, 3.0], patience_s=1))
+    assert main(["bench", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert "0 extra repetition(s)" in captured.out
+    assert "warning: 3 configuration(s) have no run measured while the probe was steady" \
+        in captured.err
+
+
+@pytest.mark.parametrize("probe, message", [
+    ('command = "x"\ncolour = 1', "unknown key(s) in [probe]: colour"),
+    ('command = "{program} {npes}"', "probe.command uses unknown placeholder 'npes'"),
+    ('command = "x"\ntolerance = -1', "probe.tolerance must be a number >= 0"),
+    ('command = "no-such-probe-program"', "command 'no-such-probe-program' not found"),
+])
+def test_probe_spec_errors(tmp_path, capsys, probe, message):
+    spec = write_spec(tmp_path, extra=f"[probe]\n{probe}\n")
+    assert main(["bench", str(spec)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -1,5 +1,6 @@
 """The shipped sweep specs and modeling scripts in workflows/."""
 
+import re
 import shutil
 import tkinter
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 from mprof.bench.spec import load_spec
 from mprof.cli import main
+from mprof.db.store import ProfileDB
 from mprof.model import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +31,23 @@ def test_scripts_are_complete_tcl(script):
 
 @pytest.mark.skipif(not RT_WORKLOAD.exists(), reason="rt_workload not built")
 def test_runtime_workflow_end_to_end(tmp_path, capsys):
-    """Sweep the real runtime into temporary databases and fit with the shipped script."""
+    """Sweep the real runtime into temporary databases and fit with the shipped script: the
+    shipped sweeps with one repetition each and no waiting for a steady machine (the probe
+    still runs around every point)."""
+    specs = []
     for kind in ("fit", "test"):
-        assert main(["bench", str(WORKFLOWS / f"rts/sweep-{kind}.toml"),
-                     "--db", str(tmp_path / f"rts-{kind}.db")]) == 0
+        text = (WORKFLOWS / f"rts/sweep-{kind}.toml").read_text()
+        text = re.sub(r"(?m)^repetitions = \d+", "repetitions = 1", text)
+        text = re.sub(r"(?m)^patience_s = \d+", "patience_s = 0", text)
+        text = text.replace('root = "../.."', f'root = "{ROOT}"')
+        text = text.replace('"build/workflows/', f'"{tmp_path}/')
+        assert f'"{tmp_path}/rts-{kind}.db"' in text and "patience_s = 0" in text
+        specs.append(tmp_path / f"sweep-{kind}.toml")
+        specs[-1].write_text(text)
+    assert main(["bench", *map(str, specs)]) == 0
+    with ProfileDB(tmp_path / "rts-fit.db") as db:
+        docs = [doc for _, doc in db.documents()]
+    assert len(docs) == 32 and all(len(doc["bench"]["probe_s"]) == 2 for doc in docs)
     text = (WORKFLOWS / "rts/model.tcl").read_text()
     text = text.replace("../../build/workflows/", f"{tmp_path}/").replace("../../", f"{ROOT}/")
     shutil.copy(WORKFLOWS / "rts/model.tcl", tmp_path / "orig.tcl")
