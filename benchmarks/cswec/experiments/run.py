@@ -170,8 +170,8 @@ def render(rows, args) -> str:
               "| configuration | CM5 | Paragon | SP1 | ours, C2670 | ours, REGFILE |",
               "|---|---|---|---|---|---|"]
     for (label, (c, p, s)), name in zip(PAPER_59, ["initial", "preempt", "preempt-agg4k"]):
-        ours = [f"{fmt_ratio(ratio(rows, circ, name))}, {pstat(rows[f'{circ}-{name}'], 'sim_s'):.3f} s"
-                for circ in CIRCUITS]
+        ours = [f"{fmt_ratio(ratio(rows, circ, name))}, "
+                f"{pstat(rows[f'{circ}-{name}'], 'sim_s'):.3f} s" for circ in CIRCUITS]
         lines.append(f"| {label} | {c} | {p} | {s} | {ours[0]} | {ours[1]} |")
     lines += ["", "Ours also: 4 KiB aggregation with FIFO scheduling (`agg4k`) relative to the "
               "initial implementation: " + "; ".join(
@@ -194,18 +194,22 @@ def findings(rows, args) -> list[str]:
           for c in CIRCUITS}
     sp_block = {c: pstat(rows[f"{c}-sequential"], "sim_s") / pstat(rows[f"{c}-block"], "sim_s")
                 for c in CIRCUITS}
+    c_slow, r_gain = sp["c2670"] < 1, sp["regfile"] > 1
     out = [
         f"- Speedup on {args.pes} PEs, initial implementation: C2670 {sp['c2670']:.2f}, REGFILE "
         f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are single "
         "gates (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
         "and the size-based placement deals C2670's equal-sized gates out round-robin, so "
-        "half of its edges cross PEs: the message and thread overheads outweigh the "
-        "parallel work on C2670.  REGFILE's 32 large bit slices carry most of its work and "
-        "its wide fanouts collapse, so it gains a little.  Not reproduced.  Placing the nodes "
-        "in contiguous blocks of the topological order instead (`-block` rows, not in the "
-        f"paper) gives C2670 {sp_block['c2670']:.2f} and REGFILE {sp_block['regfile']:.2f}, "
-        f"with {100 * pstat(rows['c2670-block'], 'collapse'):.1f} % of C2670's edge messages "
-        "collapsed."]
+        "half of its edges cross PEs"
+        + (": the message and thread overheads outweigh the parallel work on C2670.  "
+           if c_slow else ", yet C2670 gains.  ")
+        + ("REGFILE's 32 large bit slices carry most of its work and its wide fanouts "
+           "collapse, so it gains a little.  " if r_gain else "REGFILE does not gain either.  ")
+        + "Not reproduced (the paper's speedups need its 32 PEs and coarser subcircuits).  "
+        "Placing the nodes in contiguous blocks of the topological order instead (`-block` "
+        f"rows, not in the paper) gives C2670 {sp_block['c2670']:.2f} and REGFILE "
+        f"{sp_block['regfile']:.2f}, with {100 * pstat(rows['c2670-block'], 'collapse'):.1f} % "
+        "of C2670's edge messages collapsed."]
     for circ in CIRCUITS:
         ini = rows[f"{circ}-initial"]
         named = sorted(((ev, ini.get("obs:" + a) or 0, ini.get("crit:" + a) or 0)
@@ -236,18 +240,18 @@ def findings(rows, args) -> list[str]:
     for circ in CIRCUITS:
         ts = [pstat(rows[f"{circ}-cap{c}"], "sim_s") for c in args.caps]
         cap_lines.append(f"{circ} {ts[-1] / ts[0]:.3g}x at C={args.caps[-1]}")
-    ratio = {c: pstat(rows[f"{c}-cap{args.caps[-1]}"], "sim_s")
-             / pstat(rows[f"{c}-cap{args.caps[0]}"], "sim_s") for c in CIRCUITS}
-    less = "C2670" if ratio["c2670"] > ratio["regfile"] else "REGFILE"
+    cap_ratio = {c: pstat(rows[f"{c}-cap{args.caps[-1]}"], "sim_s")
+                 / pstat(rows[f"{c}-cap{args.caps[0]}"], "sim_s") for c in CIRCUITS}
+    less = "C2670" if cap_ratio["c2670"] > cap_ratio["regfile"] else "REGFILE"
     out.append(
         "- Capacity (Fig 5.10): time at the largest capacity relative to the smallest: "
         + ", ".join(cap_lines) + ".  The smallest capacities need many recovery rounds and "
         "null messages (table above): a sender blocked on a full edge cannot announce its "
         "time, so its receivers' other inputs stall until the recovery thread's global "
         f"minimum frees them.  Less sensitive to capacity here: {less} (paper: C2670, which "
-        "has more parallelism).  REGFILE's sweep runs last 0.1-0.3 s and move within their "
-        "noise; its few long bit slices rarely fill an edge.  The paper's memory-hierarchy "
-        "penalty of very large capacities does not appear at these sizes.")
+        "has more parallelism).  REGFILE's few long bit slices rarely fill an edge.  The "
+        "paper's memory-hierarchy penalty of very large capacities does not appear at these "
+        "sizes.")
     out.append(
         "- Collapsing of identical messages: on 2 PEs most edges join nodes of the same PE "
         "(served inline, no message) or carry copies to the one other PE that are shipped "
