@@ -308,14 +308,16 @@ def findings(rows, args) -> list[str]:
             f"messages {pstat(ini, 'nulls'):.0f} and {pstat(prow, 'nulls'):.0f}; recovery "
             f"rounds {pstat(ini, 'recoveries'):.0f} and {pstat(prow, 'recoveries'):.0f}.")
     out.append(
-        "- Why preemption gains less here than in the paper.  Multipol ran a small preemptive "
-        "message straight from the network buffer, without creating a fiber (Wen 1995, "
-        "§3.3.3); this runtime still makes a fiber for every preemptive invocation (a slot "
-        "and a copy of its arguments) and saves only its queueing and dispatch, a few "
-        "nanoseconds per access.  The earlier wake-ups also change the simulation's schedule: "
-        "a node woken by the first element of a burst runs sooner, with fewer inputs, and "
-        "more often sends a null message and waits again (the null and recovery counts "
-        "above), which takes back part of the gain.")
+        "- Why preemption does not pay here as it did in the paper.  Multipol ran a small "
+        "preemptive message straight from the network buffer, without creating a fiber (Wen "
+        "1995, §3.3.3); this runtime still makes a fiber for every preemptive invocation (a "
+        "slot and a copy of its arguments), and running it inside the enabling context "
+        "(saving and restoring the running fiber's accounting) costs about as much as the "
+        "queueing and dispatch it saves: compare the instruction counts on 1 PE, where the "
+        "schedule hardly differs.  The earlier wake-ups also change the simulation's "
+        "schedule: a node woken by the first element of a burst runs sooner, with fewer "
+        "inputs, and more often sends a null message and waits again (the null and recovery "
+        "counts above).")
     cap_lines = []
     for circ in CIRCUITS:
         ts = [pstat(rows[f"{circ}-cap{c}"], "sim_s") for c in args.caps]
