@@ -105,20 +105,25 @@ def figures(doc: dict) -> dict:
     return out
 
 
-def measure(tag, name, exe, args, env_extra, reps, model, work: Path, out: Path) -> dict:
-    """Runs one configuration `reps` times; returns the median of every figure and the range
-    of each, and keeps the text report of the median run as out/<name>.txt."""
-    runs = []
-    for rep in range(reps):
-        prof = work / "runs" / f"{name}-{rep}.json"
-        prof.parent.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
-        env.update({k: str(v) for k, v in env_extra.items()}, MPROF_OUT=str(prof))
-        stdout = run(tag, [exe, *args], env=env, capture_output=True, text=True).stdout
-        rep_json = run(tag, [sys.executable, "-m", "mprof", "report", prof, "--model", model,
-                             "--json"], capture_output=True, text=True).stdout
-        runs.append((prof, figures(json.loads(rep_json)), stdout))
-    runs.sort(key=lambda r: r[1]["Total"])
+def _one_run(tag, name, rep, exe, args, env_extra, model, work: Path):
+    """One run of a configuration: (profile, figures of its report, stdout)."""
+    prof = work / "runs" / f"{name}-{rep}.json"
+    prof.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+    env.update({k: str(v) for k, v in env_extra.items()}, MPROF_OUT=str(prof))
+    stdout = run(tag, [exe, *args], env=env, capture_output=True, text=True).stdout
+    rep_json = run(tag, [sys.executable, "-m", "mprof", "report", prof, "--model", model,
+                         "--json"], capture_output=True, text=True).stdout
+    return prof, figures(json.loads(rep_json)), stdout
+
+
+def _reduce(tag, name, exe, args, env_extra, runs, model, out: Path) -> dict:
+    """The median of every figure over `runs` (in the order they ran) and the range of each;
+    keeps the text report of the median run as out/<name>.txt.  "rep_params" lists the
+    runs' mp_param values in the order they ran, for ratios between configurations measured
+    in the same round."""
+    rep_params = [f["params"] for _, f, _ in runs]
+    runs = sorted(runs, key=lambda r: r[1]["Total"])
     median_prof, _, median_stdout = runs[len(runs) // 2]
     text = run(tag, [sys.executable, "-m", "mprof", "report", median_prof, "--model", model,
                      "--format", "text"], capture_output=True, text=True).stdout
@@ -127,13 +132,61 @@ def measure(tag, name, exe, args, env_extra, reps, model, work: Path, out: Path)
     row = {"name": name, "cmd": " ".join(["env"] + [f"{k}={v}" for k, v in env_extra.items()]
                                           + [Path(exe).name, *map(str, args)]),
            "runs": len(runs), "explained": sum(f["explained"] for _, f, _ in runs),
-           "params": [f["params"] for _, f, _ in runs]}
+           "params": [f["params"] for _, f, _ in runs], "rep_params": rep_params}
     for k in sorted(keys):
         vals = [f[k] for _, f, _ in runs if f.get(k) is not None]
         if vals:
             row[k] = statistics.median(vals)
             row["range:" + k] = [min(vals), max(vals)]
     return row
+
+
+def measure(tag, name, exe, args, env_extra, reps, model, work: Path, out: Path) -> dict:
+    """Runs one configuration `reps` times; returns the median of every figure and the range
+    of each, and keeps the text report of the median run as out/<name>.txt."""
+    runs = [_one_run(tag, name, rep, exe, args, env_extra, model, work) for rep in range(reps)]
+    return _reduce(tag, name, exe, args, env_extra, runs, model, out)
+
+
+def measure_interleaved(tag, configs, exe, reps, model, work: Path, out: Path) -> dict:
+    """Like measure() for several configurations {name: (args, env_extra)}, run in rounds
+    (every configuration once per round, in turn), so that a change in the machine's load
+    falls on all of them alike; returns {name: row}.  Compare them with round_ratio()."""
+    runs = {name: [] for name in configs}
+    for rep in range(reps):
+        for name, (args, env_extra) in configs.items():
+            runs[name].append(_one_run(tag, name, rep, exe, args, env_extra, model, work))
+    return {name: _reduce(tag, name, exe, args, env_extra, runs[name], model, out)
+            for name, (args, env_extra) in configs.items()}
+
+
+def round_ratio(row: dict, base: dict, key: str):
+    """Median and range over the rounds of row's mp_param `key` divided by base's in the same
+    round (rows of one measure_interleaved call)."""
+    vals = [a[key] / b[key] for a, b in zip(row.get("rep_params", []), base.get("rep_params", []))
+            if key in a and b.get(key)]
+    return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
+
+
+def machine_load(row: dict | None = None) -> dict:
+    """The machine's load averages (1, 5, 15 min) and cores: a new row at the start of a
+    study, completed with the figures at its end when given that row."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    if row is None:
+        return {"name": "_machine", "cores": os.cpu_count(), "load_start": load}
+    row["load_end"] = load
+    return row
+
+
+def load_note(row: dict | None) -> str:
+    """One sentence on the machine's load during the study, for its summary."""
+    if not row:
+        return ""
+    end = row.get("load_end", ["?"])
+    return (f"The machine ({row['cores']} cores) was shared with other work while this study "
+            f"ran: load average {row['load_start'][0]} at its start and {end[0]} at its end "
+            "(1-minute figures), so absolute times carry that noise; the ratios between "
+            "configurations are taken within one round of interleaved runs.")
 
 
 def param_stat(row: dict, name: str):

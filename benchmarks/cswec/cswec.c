@@ -3,7 +3,7 @@
  * graph (Wen 1995, section 2.2.4.3, Fig 2.13; the study of section 5.1.5).
  *
  *   cswec --netlist=FILE [--capacity=C] [--vectors=V] [--seed=X] [--null-steps=K]
- *         [--place=size|block] [--check] [--verbose]
+ *         [--place=size|block] [--sched=fifo|preempt] [--check] [--verbose]
  *
  * FILE is a netlist written by benchmarks/cswec/netlist.py (ISCAS-85 circuits from the
  * circuitgraph package, or the generated REGFILE).  The circuit and its electrical model are
@@ -26,6 +26,13 @@
  * Sources send their stimulus the same way.  Sends suspend while an out-edge is full
  * (--capacity elements per edge, default 64, the paper's setting).
  *
+ * --sched chooses the scheduler of the event graph's own fibers (eventgraph.h, eg_sched_mode):
+ * fifo (default, the paper's initial implementation) queues the arrival of every element and
+ * release message and every wake-up behind the PE's node threads; preempt runs them on the
+ * runtime's preemptive scheduler, in the poll that received the message or inside the graph
+ * call that enabled them (Fig 5.9's "+ preemptive scheduler").  The node and recovery threads
+ * stay on the FIFO scheduler: they have continuations.  The waveforms do not depend on it.
+ *
  * Deadlock recovery (one "recovery" thread per PE): when no node on a PE can progress, the
  * PE enters a barrier on the recovery object (other threads that wake up meanwhile run:
  * the barrier overlaps with work); after it the graph is frozen (every element sent has
@@ -47,7 +54,7 @@
 
 #include <stdatomic.h>
 
-cswec_params prm = {NULL, 64, 8, 1, 8, false, false, false, false};
+cswec_params prm = {NULL, 64, 8, 1, 8, false, false, false, false, false};
 cs_model M;
 eg_edge_def *edges;
 uint32_t nedges;
@@ -192,8 +199,15 @@ static void pe_main(int argc, char **argv)
     S.me = me;
     S.npes = npes;
     S.part = place(npes);
-    eg_config cfg = {M.nnodes,  edges,  nedges,       sizeof(cs_msg), (uint32_t)prm.capacity,
-                     partition, S.part, EG_WAKE_EMPTY};
+    eg_config cfg = {.nnodes = M.nnodes,
+                     .edges = edges,
+                     .nedges = nedges,
+                     .elt_size = sizeof(cs_msg),
+                     .capacity = (uint32_t)prm.capacity,
+                     .partition = partition,
+                     .partition_ctx = S.part,
+                     .wake = EG_WAKE_EMPTY,
+                     .sched = prm.preempt ? EG_SCHED_PREEMPT : EG_SCHED_FIFO};
     if (eg_graph_create(&cfg, &S.g) != MP_SUCCESS)
         die("cannot create the event graph");
     mp_obj_create(&S, &S.obj);
@@ -281,14 +295,16 @@ static void pe_main(int argc, char **argv)
         mp_param("nulls", nulls);
         mp_param("steps", steps);
         mp_param("recoveries", (double)S.rounds);
+        mp_param("preempt", eg_sched(S.g) == EG_SCHED_PREEMPT); /* as the graph was made */
         size_t po_events = 0;
         for (uint32_t k = 0; k < M.nnodes; k++)
             po_events += S.got[k].n;
-        printf("cswec: P=%d circuit=%s nodes=%u edges=%u capacity=%llu vectors=%llu place=%s: "
-               "%.0f steps, %.0f events, %.0f nulls, %zu output events, %llu recovery rounds, "
-               "%.6f s\n",
+        printf("cswec: P=%d circuit=%s nodes=%u edges=%u capacity=%llu vectors=%llu place=%s "
+               "sched=%s: %.0f steps, %.0f events, %.0f nulls, %zu output events, %llu recovery "
+               "rounds, %.6f s\n",
                npes, M.name, M.nnodes, nedges, (unsigned long long)prm.capacity,
-               (unsigned long long)prm.vectors, prm.block ? "block" : "size", steps, events, nulls,
+               (unsigned long long)prm.vectors, prm.block ? "block" : "size",
+               eg_sched(S.g) == EG_SCHED_PREEMPT ? "preempt" : "fifo", steps, events, nulls,
                po_events, (unsigned long long)S.rounds, sim_s);
         printf("cswec: collapsing: %.0f event messages on edges, %.0f physical element "
                "messages: %.1f %% removed\n",
@@ -364,7 +380,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: cswec --netlist=FILE [--capacity=C] [--vectors=V] [--seed=X] "
                     "[--null-steps=K] [--place=size|block]\n"
-                    "             [--check] [--verbose]\n");
+                    "             [--sched=fifo|preempt] [--check] [--verbose]\n");
     return 2;
 }
 
@@ -387,6 +403,8 @@ int main(int argc, char **argv)
             ok = bu_u64("cswec", "--seed", v, 0, UINT64_MAX, &prm.seed);
         else if ((v = bu_opt(a, "--place")) && (!strcmp(v, "size") || !strcmp(v, "block")))
             prm.block = !strcmp(v, "block");
+        else if ((v = bu_opt(a, "--sched")) && (!strcmp(v, "fifo") || !strcmp(v, "preempt")))
+            prm.preempt = !strcmp(v, "preempt");
         else if ((v = bu_opt(a, "--null-steps")))
             ok = bu_u64("cswec", "--null-steps", v, 1, 1u << 20, &prm.null_steps);
         else

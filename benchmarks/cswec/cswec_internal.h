@@ -15,6 +15,7 @@ typedef struct {
     const char *netlist;
     uint64_t capacity, vectors, seed, null_steps;
     bool block, check, fault, verbose;
+    bool preempt; /* --sched=preempt: the event graph's fibers on the preemptive scheduler */
 } cswec_params;
 
 extern cswec_params prm;

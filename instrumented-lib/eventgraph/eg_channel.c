@@ -88,7 +88,7 @@ static void send_release(eg_graph *g, uint32_t j, uint64_t count)
     msg_hdr m = {g->id, j, g->me, 0, g->owed[src_pe], count};
     g->owed[src_pe] = 0;
     GRAPH_INC(g->st, NMsg, 1);
-    mp_invoke(src_pe, release_arrive, &m, sizeof m, MP_SCHED_FIFO);
+    mp_invoke(src_pe, release_arrive, &m, sizeof m, g->sched);
 }
 
 static void release(eg_graph *g, uint32_t j, uint64_t count)
@@ -180,7 +180,7 @@ mp_status eg_wait(eg_graph *g, uint32_t node, mp_counter_t done)
     if (n->waiting)
         return MP_FAIL;
     node_args a = {g->id, node, done};
-    mp_fiber_t f = mp_fiber_create(deq_wake, &a, sizeof a, MP_SCHED_FIFO);
+    mp_fiber_t f = mp_fiber_create(deq_wake, &a, sizeof a, g->sched);
     if (!f || mp_counter_wait(n->wake, mp_counter_value(n->wake) + 1, f) != MP_SUCCESS)
         return MP_FAIL;
     n->waiting = true;
@@ -220,7 +220,7 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
         g->owed[gr->dst_pe] = 0;
         mp_snapshot_execute(g->snap);
         GRAPH_INC(g->st, NMsg, 1);
-        mp_invoke(gr->dst_pe, item_arrive, buf, sizeof *m + g->E, MP_SCHED_FIFO);
+        mp_invoke(gr->dst_pe, item_arrive, buf, sizeof *m + g->E, g->sched);
     }
     GRAPH_INC(g->st, EnqSize, (uint64_t)g->E * (g->out_off[node + 1] - g->out_off[node]));
 }
@@ -250,7 +250,11 @@ static void enq_fiber(void *p)
     lnode_t *n = &g->nodes[a->node];
     while (n->ph) {
         if (is_frozen(g) || full_group(g, a->node) >= 0) {
-            enq_block(g, a->node, mp_continue(enq_fiber, MP_SCHED_FIFO));
+            /* a preemptive fiber has no continuation: it waits again as a new fiber */
+            enq_block(g, a->node,
+                      g->sched == MP_SCHED_PREEMPT
+                          ? mp_fiber_create(enq_fiber, a, sizeof *a, MP_SCHED_PREEMPT)
+                          : mp_continue(enq_fiber, MP_SCHED_FIFO));
             return;
         }
         pend *q = n->ph;
@@ -294,7 +298,7 @@ mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done
     if (!n->enq_active) {
         n->enq_active = true;
         node_args a = {g->id, node, NULL};
-        enq_block(g, node, mp_fiber_create(enq_fiber, &a, sizeof a, MP_SCHED_FIFO));
+        enq_block(g, node, mp_fiber_create(enq_fiber, &a, sizeof a, g->sched));
     }
     return MP_WAIT;
 }

@@ -58,6 +58,8 @@ struct eg_graph {
     size_t E;
     uint32_t F;
     eg_wake_mode wake;
+    eg_sched_mode sched_mode;
+    mp_sched_t sched; /* of the graph's ENQ and DEQ fibers */
     int *node_pe;
     eg_edge_def *edges;
     uint32_t *out_off, *out_list; /* CSR of out-edges per node */

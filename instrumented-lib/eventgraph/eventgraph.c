@@ -20,6 +20,15 @@
  * So a receiver resumed by an arrival is enabled DEQ <- ENQ -> user, and a suspended send is
  * resumed ENQ <- DEQ, the resource dependence of the flow-control protocol.
  *
+ * These fibers run on the scheduler the configuration chooses (eg_sched_mode): FIFO, or the
+ * runtime's preemptive scheduler (Wen 1995, sections 3.2.4 and 5.1.5), where an arrival runs
+ * in the poll that received it and a wake-up or a suspended send inside whatever enabled it,
+ * without being queued behind the PE's computation.  They satisfy the preemptive scheduler's
+ * rules: none changes its arguments, none has a continuation (the ENQ fiber that must wait
+ * again creates a new fiber in that mode instead of continuing), and each finishes the graph
+ * state it touches before it can enable another, so one that runs inside a graph call sees
+ * the state consistent.  The freeze's own fibers stay urgent.
+ *
  * Freeze uses the runtime's snapshot object.  Shipping an element or a release message is a
  * mutator: it is executed on the sending PE and completed when it arrives.  Completions are
  * not reported one message each: the receiver owes them to the sender and piggybacks the
@@ -107,7 +116,8 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
         return MP_ERR_BAD_STATE;
     if (cfg->nnodes == 0 || (cfg->nedges && !cfg->edges) || cfg->elt_size == 0 ||
         cfg->elt_size > EG_ELT_MAX || cfg->capacity == 0 ||
-        (cfg->wake != EG_WAKE_EMPTY && cfg->wake != EG_WAKE_ANY))
+        (cfg->wake != EG_WAKE_EMPTY && cfg->wake != EG_WAKE_ANY) ||
+        (cfg->sched != EG_SCHED_FIFO && cfg->sched != EG_SCHED_PREEMPT))
         return MP_ERR_INVALID_ARG;
     for (uint32_t i = 0; i < cfg->nedges; i++)
         if (cfg->edges[i].src >= cfg->nnodes || cfg->edges[i].dst >= cfg->nnodes)
@@ -122,6 +132,8 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
     g->E = cfg->elt_size;
     g->F = cfg->capacity;
     g->wake = cfg->wake;
+    g->sched_mode = cfg->sched;
+    g->sched = cfg->sched == EG_SCHED_PREEMPT ? MP_SCHED_PREEMPT : MP_SCHED_FIFO;
     eg_partition_fn part = cfg->partition ? cfg->partition : default_partition;
     g->node_pe = lib_calloc(g->nnodes, sizeof *g->node_pe);
     for (uint32_t u = 0; u < g->nnodes; u++) {
@@ -244,6 +256,7 @@ int eg_node_pe(const eg_graph *g, uint32_t node)
     return node < g->nnodes ? g->node_pe[node] : -1;
 }
 size_t eg_elt_size(const eg_graph *g) { return g->E; }
+eg_sched_mode eg_sched(const eg_graph *g) { return g->sched_mode; }
 uint32_t eg_capacity(const eg_graph *g) { return g->F; }
 uint32_t eg_nnodes(const eg_graph *g) { return g->nnodes; }
 uint32_t eg_nedges(const eg_graph *g) { return g->nedges; }

@@ -14,7 +14,8 @@
  * the split-phase ones (send, wait, freeze) from a fiber or from pe_main with
  * mp_block_until.  The graph is instrumented with the hooks generated from graph.perf:
  * statistics P, EltSize, EdgeCap, Node, Edge, NOp, NBlock, NMsg, EnqSize, DeqSize, and the
- * access categories graph:ENQ and graph:DEQ.  See docs/eventgraph.md.
+ * access categories graph:ENQ and graph:DEQ, run on the FIFO or the preemptive scheduler
+ * (eg_sched_mode).  See docs/eventgraph.md.
  */
 #ifndef EVENTGRAPH_H
 #define EVENTGRAPH_H
@@ -39,6 +40,20 @@ typedef enum {
     EG_WAKE_ANY = 1    /* on every arrival at any in-edge */
 } eg_wake_mode;
 
+/* How the graph's own fibers -- its accesses graph:ENQ and graph:DEQ: the arrival of an
+ * element or of a release message, the wake-up of a waiting receiver, the shipping of
+ * suspended sends -- are scheduled (Wen 1995, sections 3.2.4 and 5.1.5). */
+typedef enum {
+    EG_SCHED_FIFO = 0, /* on the runtime's FIFO scheduler, queued behind the PE's other fibers */
+    /* On the runtime's preemptive scheduler: each runs at once in the context that enabled
+     * it -- an arrival in the scheduler's poll, between two fibers; a wake-up or a suspended
+     * send inside the graph call or arrival that made it possible -- without being queued.
+     * Hence in this mode eg_send, eg_remove and eg_unfreeze may ship other suspended sends
+     * of this PE and deliver and wake receivers before they return, and the `done` counters
+     * of those operations move inside the call. */
+    EG_SCHED_PREEMPT = 1
+} eg_sched_mode;
+
 typedef struct {
     uint32_t src, dst; /* node numbers in [0, nnodes) */
 } eg_edge_def;
@@ -55,6 +70,7 @@ typedef struct {
     eg_partition_fn partition; /* NULL: node % npes */
     void *partition_ctx;
     eg_wake_mode wake;
+    eg_sched_mode sched; /* 0 (zero-initialised): EG_SCHED_FIFO */
 } eg_config;
 
 /* Collective: every PE calls it with the same configuration, in the same order relative to
@@ -67,6 +83,7 @@ mp_obj_t eg_graph_id(const eg_graph *g); /* the distributed object's id */
 eg_graph *eg_graph_local(mp_obj_t id);   /* this PE's partition of graph `id` */
 int eg_node_pe(const eg_graph *g, uint32_t node);
 size_t eg_elt_size(const eg_graph *g);
+eg_sched_mode eg_sched(const eg_graph *g);
 uint32_t eg_capacity(const eg_graph *g);
 uint32_t eg_nnodes(const eg_graph *g);
 uint32_t eg_nedges(const eg_graph *g);

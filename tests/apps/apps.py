@@ -189,8 +189,9 @@ def unit(h: int) -> float:
 
 
 def phylogeny_maximal(species: int, chars: int, noise: float, seed: int = 1) -> list[set]:
-    """Replays phylogeny.c's generator and finds the maximal compatible character subsets by
-    brute force over all subsets of the (pairwise) compatible graph's cliques."""
+    """Replays the generator of benchmarks/phylogeny/phylo_characters.c and finds the maximal
+    compatible character subsets by brute force over all subsets of the (pairwise) compatible
+    graph's cliques."""
     cluster = [1 << i for i in range(species)]
     clades = []
     step = 0

@@ -1,8 +1,9 @@
 """CSWEC (benchmarks/cswec): the primary outputs' waveforms equal, bit for bit, the sequential
 event-driven simulation of the same circuit and model, for ISCAS-85 c17 (by hand and from
 circuitgraph) and c432 (circuitgraph's netlist through netlist.py) and a small generated
-register file, at 1-4 PEs, on shared memory and under mpirun; the smallest edge capacity
-needs deadlock recovery and does not deadlock; the event graph's counts agree with the
+register file, at 1-4 PEs, on shared memory and under mpirun, with the event graph's fibers on
+the FIFO and on the preemptive scheduler (--sched); the smallest edge capacity needs deadlock
+recovery and does not deadlock; the event graph's counts agree with the
 program's; bad netlists give file:line:column errors; sanitizer runs."""
 
 from __future__ import annotations
@@ -61,11 +62,15 @@ def test_circuitgraph_c17_is_the_builtin_one(cswec, nets):
     assert outputs(a.stdout) == outputs(b.stdout) and len(outputs(a.stdout)) == 2
 
 
+@pytest.mark.parametrize("sched", ["fifo", "preempt"])
 @pytest.mark.parametrize("pes", [1, 2, 3, 4])
 @pytest.mark.parametrize("circuit", ["c432", "regfile"])
-def test_waveforms_and_statistics(cswec, nets, circuit, pes):
-    r = run(cswec, "--check", f"--netlist={nets[circuit]}", pes=pes)
+def test_waveforms_and_statistics(cswec, nets, circuit, pes, sched):
+    r = run(cswec, "--check", f"--netlist={nets[circuit]}", f"--sched={sched}", pes=pes)
     check_ok(r)
+    # the scheduler the graph was made with (eg_sched), not the command line echoed
+    assert f"sched={sched}:" in r.stdout
+    assert r.profile["params"]["preempt"] == (sched == "preempt")
     cs, g = r.stats("cswec"), r.stats("graph")
     elt = g[0]["EltSize"]
     assert elt == 32
@@ -92,9 +97,10 @@ def test_block_placement(cswec, nets, pes):
     assert block.total("cswec", "NPhys") < size.total("cswec", "NPhys")
 
 
-def test_smallest_capacity_recovers(cswec, nets):
+@pytest.mark.parametrize("sched", ["fifo", "preempt"])
+def test_smallest_capacity_recovers(cswec, nets, sched):
     r = run(cswec, "--check", f"--netlist={nets['c432']}", "--capacity=1", "--null-steps=1000",
-            pes=2)
+            f"--sched={sched}", pes=2)
     check_ok(r)
     assert r.total("cswec", "NRecover") > 0 and r.total("cswec", "NSendBlock") > 0
 
@@ -106,7 +112,7 @@ def test_a_wrong_waveform_fails_the_check(cswec):
 
 @pytest.mark.parametrize("args", [[], ["--capacity=0"], ["--netlist=/nonexistent.net"],
                                   ["--check", "--vectors=-1"], ["--check", "--place=random"],
-                                  ["x"]])
+                                  ["--check", "--sched=lifo"], ["x"]])
 def test_bad_command_lines(cswec, args):
     r = run(cswec, *args, expect_rc=2)
     assert "cswec" in r.stderr and r.profile is None
@@ -127,10 +133,14 @@ def test_bad_netlists(cswec, tmp_path):
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
-@pytest.mark.parametrize("circuit,capacity", [("c17", 1), ("c432", 64)])
-def test_mpi_backend(cswec, nets, circuit, capacity):
-    r = run(cswec, "--check", f"--netlist={nets[circuit]}", f"--capacity={capacity}", np=2)
+@pytest.mark.parametrize("circuit,capacity,sched", [("c17", 1, "fifo"), ("c432", 64, "fifo"),
+                                                  ("c17", 1, "preempt"),
+                                                  ("c432", 64, "preempt")])
+def test_mpi_backend(cswec, nets, circuit, capacity, sched):
+    r = run(cswec, "--check", f"--netlist={nets[circuit]}", f"--capacity={capacity}",
+            f"--sched={sched}", np=2)
     check_ok(r)
+    assert f"sched={sched}:" in r.stdout
     assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2
 
 
@@ -138,6 +148,7 @@ def test_mpi_backend(cswec, nets, circuit, capacity):
 @pytest.mark.parametrize("sanitize", ["address", "thread"])
 def test_sanitizers(cmake_build, nets, sanitize):
     exe = build(cmake_build, "cswec", sanitize)
-    for args in (["--capacity=1"], [f"--netlist={nets['c432']}", "--vectors=3"]):
+    for args in (["--capacity=1"], [f"--netlist={nets['c432']}", "--vectors=3"],
+                 ["--capacity=1", "--sched=preempt"]):
         r = run(exe, "--check", *args, pes=3, sanitize=sanitize, timeout=300)
         check_ok(r)

@@ -1,7 +1,9 @@
 """Event graph semantics (instrumented-lib/eventgraph) through the C scenarios of
 tests/c/lib/eventgraph/eg_test.c, at 1, 2, 4 and 8 PEs, with the statistics of graph.perf
-checked exactly where the scenario makes them deterministic; the same scenarios under
-ASan+UBSan and TSan.
+checked exactly where the scenario makes them deterministic, with the graph's fibers on the
+FIFO and on the preemptive scheduler (same results); tests/c/lib/eventgraph/eg_sched.c shows
+that the scheduling option changes when those fibers run, on shared memory and under mpirun;
+the same scenarios under ASan+UBSan and TSan.
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
+MPIRUN = shutil.which("mpirun")
+SCHEDS = ["fifo", "preempt"]
 TARGETS = ["mprof_eventgraph_tests", "pipe"]
 ELT = 24  # element size of eg_test
 SANITIZER_ERRORS = re.compile(
@@ -41,13 +46,18 @@ def sanitizer_env(variant: str | None) -> dict:
     return {}
 
 
-def run_eg(bdir: Path, variant, scenario: str, npes: int, *args, timeout=60):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+def run_eg(bdir: Path, variant, scenario: str, npes: int, *args, timeout=60, program="eg_test",
+           mpi=False):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
     env.update(sanitizer_env(variant))
     with tempfile.TemporaryDirectory(prefix="mprof-eg-") as tmp:
         out = Path(tmp) / "profile.json"
         env.update(MPROF_PES=str(npes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20")
-        cmd = [str(bdir / "tests/c/lib/eg_test"), scenario, *map(str, args)]
+        cmd = [str(bdir / "tests/c/lib" / program), scenario, *map(str, args)]
+        if mpi:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            del env["MPROF_PES"]
+            cmd = [MPIRUN, "-np", str(npes), "--oversubscribe", *cmd]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         profile = json.loads(out.read_text()) if out.exists() else None
     msg = f"$ MPROF_PES={npes} {' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -76,12 +86,13 @@ def eg(cmake_build):
 PES = [1, 2, 4, 8]
 
 
+@pytest.mark.parametrize("sched", SCHEDS)
 @pytest.mark.parametrize("npes", PES)
-def test_fifo_multicast_order(eg, npes):
+def test_fifo_multicast_order(eg, npes, sched):
     """2P nodes, node i -> i+1 and i -> i+3 (mod 2P), capacity 3: every in-edge delivers its
     source's elements in order (checked in C), and the counts are exact."""
     k, cap = 300, 3
-    proc, prof = run_eg(eg, None, "fifo", npes, k, cap)
+    proc, prof = run_eg(eg, None, "fifo", npes, k, cap, sched)
     assert f"received={4 * npes * k} expected={4 * npes * k}" in proc.stdout
     for st in graph_stats(prof):
         assert st["P"] == 1 and st["EltSize"] == ELT and st["EdgeCap"] == cap
@@ -114,10 +125,11 @@ def test_collapse_identical_messages_per_pe(eg, npes):
     assert rts0["RemoteOp"] == k * (npes - 1)
 
 
+@pytest.mark.parametrize("sched", SCHEDS)
 @pytest.mark.parametrize("npes", PES)
-def test_send_suspends_on_full_edge_and_resumes(eg, npes):
+def test_send_suspends_on_full_edge_and_resumes(eg, npes, sched):
     k, cap = 200, 2
-    proc, prof = run_eg(eg, None, "block", npes, k, cap)
+    proc, prof = run_eg(eg, None, "block", npes, k, cap, sched)
     assert f"sent={k} received={k}" in proc.stdout  # the sender resumed to the end
     stats = graph_stats(prof)
     assert stats[0]["NBlock"] > 0  # capacity 2 < burst: suspended sends
@@ -130,10 +142,11 @@ def test_send_suspends_on_full_edge_and_resumes(eg, npes):
         assert any(r["access"] == "graph:ENQ" and r["enabler"] == "graph:DEQ" for r in rows)
 
 
+@pytest.mark.parametrize("sched", SCHEDS)
 @pytest.mark.parametrize("npes", PES)
 @pytest.mark.parametrize("mode", ["empty", "any"])
-def test_wake_on_empty_edge_vs_any_arrival(eg, npes, mode):
-    proc, prof = run_eg(eg, None, f"wake_{mode}", npes)
+def test_wake_on_empty_edge_vs_any_arrival(eg, npes, mode, sched):
+    proc, prof = run_eg(eg, None, f"wake_{mode}", npes, 200, 4, sched)
     # B arrived at a non-empty edge: only ANY mode woke the waiting receiver
     assert f"waiting_after_B={1 if mode == 'empty' else 0}" in proc.stdout
     assert "received=3 expected=3" in proc.stdout
@@ -145,12 +158,13 @@ def test_wake_on_empty_edge_vs_any_arrival(eg, npes, mode):
         assert any(r["enabler"] == "graph:ENQ" for r in rows)
 
 
+@pytest.mark.parametrize("sched", SCHEDS)
 @pytest.mark.parametrize("npes", PES)
-def test_freeze_unfreeze(eg, npes):
+def test_freeze_unfreeze(eg, npes, sched):
     """Ring of P nodes: after each PE sent K and all froze, every in-edge holds exactly K; a
     send while frozen suspends and ships after unfreeze."""
     k = 100
-    proc, prof = run_eg(eg, None, "freeze", npes, k)
+    proc, prof = run_eg(eg, None, "freeze", npes, k, 4, sched)
     assert proc.stdout.count("frozen ok") == npes
     assert f"received={npes * (k + 1)} expected={npes * (k + 1)}" in proc.stdout
     for st in graph_stats(prof):
@@ -170,11 +184,53 @@ def test_destroy_after_freeze(eg, npes):
 
 
 # ------------------------------------------------------------------------------------------
+# The scheduling option (eg_config.sched) changes when the graph's fibers run
+
+
+@pytest.mark.parametrize("npes", [1, 2])
+@pytest.mark.parametrize("sched", SCHEDS)
+def test_sched_option_runs_wake_up_and_suspended_send_inline(eg, npes, sched):
+    """On the sink's PE: preemptive, the wake-up of a waiting receiver runs inside the send
+    that delivered the element and a suspended send is shipped inside the eg_remove that
+    freed its space; FIFO, both are queued and happen after the call returns."""
+    proc, _ = run_eg(eg, None, "local", npes, sched, program="eg_sched")
+    flag = int(sched == "preempt")
+    assert f"inline_wake={flag} inline_ship={flag}" in proc.stdout, proc.stdout
+
+
+def split_links(stdout: str) -> int:
+    m = re.search(r"split_links=(\d+) links=(\d+)", stdout)
+    assert m, stdout
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("npes", [2, 4])
+@pytest.mark.parametrize("sched", SCHEDS)
+def test_sched_option_runs_arrivals_ahead_of_queued_fibers(eg, npes, sched):
+    """A remote element reaches a PE busy with a chain of FIFO fibers.  FIFO: its arrival fiber
+    and then the wake-up fiber wait their turn behind the chain, so a link sees the element
+    before the receiver is woken.  Preemptive: both run in the poll that received it."""
+    proc, _ = run_eg(eg, None, "remote", npes, sched, program="eg_sched")
+    n = split_links(proc.stdout)
+    assert (n >= 1) if sched == "fifo" else (n == 0), proc.stdout
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
+@pytest.mark.parametrize("sched", SCHEDS)
+def test_sched_option_under_mpirun(eg, sched):
+    proc, prof = run_eg(eg, None, "remote", 2, sched, program="eg_sched", mpi=True)
+    assert prof["backend"] == "mpi"
+    n = split_links(proc.stdout)
+    assert (n >= 1) if sched == "fifo" else (n == 0), proc.stdout
+
+
+# ------------------------------------------------------------------------------------------
 # Sanitizers
 
 SAN_CASES = [("fifo", 4, 200, 3), ("fifo", 8, 100, 2), ("collapse", 4, 100, 4),
              ("block", 4, 200, 2), ("wake_empty", 4), ("wake_any", 4), ("freeze", 4, 50),
-             ("freeze", 8, 20), ("destroy", 4, 50)]
+             ("freeze", 8, 20), ("destroy", 4, 50), ("fifo", 4, 200, 3, "preempt"),
+             ("block", 4, 200, 2, "preempt"), ("freeze", 4, 50, 4, "preempt")]
 
 
 @pytest.mark.sanitizer
@@ -183,3 +239,5 @@ def test_eventgraph_clean_under_sanitizers(cmake_build, variant):
     bdir = eg_build(cmake_build, variant)
     for scenario, npes, *args in SAN_CASES:
         run_eg(bdir, variant, scenario, npes, *args, timeout=120)
+    for scenario, npes in (("local", 2), ("remote", 2)):
+        run_eg(bdir, variant, scenario, npes, "preempt", program="eg_sched", timeout=120)

@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 """CSWEC study (Wen 1995, section 5.1.5, Figs 5.8-5.10) with mprof's own tools.
 
-    .venv/bin/python benchmarks/cswec/experiments/run.py [--pes 2] [--reps 5] [--vectors 32]
+    .venv/bin/python benchmarks/cswec/experiments/run.py [--pes 2] [--reps 9] [--vectors 32]
         [--capacities 2,4,8,16,64,256] [--sweep-vectors 8] [--cap-reps 2]
+        [--callgrind-vectors 8] [--callgrind-reps 3]
 
 Makes the netlists of ISCAS-85 C2670 (circuitgraph's c2670.v through
 benchmarks/cswec/netlist.py) and the generated 32-bit REGFILE, then runs
-build/benchmarks/cswec/cswec on each: on one PE (the sequential time), the initial
-implementation (capacity 64, the paper's setting, 1 KiB aggregation) and 4 KiB aggregation
+build/benchmarks/cswec/cswec on each: on one PE (the sequential time); then, interleaved in
+--reps rounds (every configuration once per round, so that the load of a shared machine falls
+on all alike, and ratios are taken within a round), the initial implementation (capacity 64,
+the paper's setting, 1 KiB aggregation, the event graph's fibers FIFO), the event graph's
+fibers on the preemptive scheduler (`--sched=preempt`), 4 KiB aggregation with each scheduler
 (Figs 5.8-5.9) and, beyond the paper, with the nodes placed in contiguous blocks of the
-topological order (`--place=block`) --reps times, and the capacity sweep of Fig 5.10
+topological order (`--place=block`); the instructions of FIFO and preemptive scheduling
+counted by `valgrind --tool=callgrind` (--callgrind-vectors vectors; on 1 PE, where the count
+is deterministic, and --callgrind-reps times on --pes PEs, where it is not: the schedule, and
+an idle PE's spinning, vary), a figure the machine's load does not disturb (0 vectors: skip);
+and the capacity sweep of Fig 5.10
 --cap-reps times with --sweep-vectors vectors (small capacities need thousands of recovery
 rounds: capacity 1 on C2670 takes minutes, so the default sweep starts at 2).  Every run
 is reported with the runtime's fitted cost model (`mprof report RUN --model M`, default
@@ -19,6 +27,10 @@ benchmarks/cswec/experiments/results/<config>.txt and .../summary.md.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -42,15 +54,21 @@ PAPER_58 = {
 PAPER_59 = [("Initial implementation", (42.9, 248, 62.3)),
             ("+ preemptive scheduler", (38.3, 241, 56.7)),
             ("+ more aggregation (4K byte)", (36.9, 245, 49.5))]
+# The interleaved configurations at capacity 64: name, extra options, aggregation bytes.
+FIG59 = [("initial", [], 1024), ("preempt", ["--sched=preempt"], 1024),
+         ("agg4k", [], 4096), ("preempt-agg4k", ["--sched=preempt"], 4096),
+         ("block", ["--place=block"], 1024)]
 PAPER_SPEEDUP = {"regfile": (23.6, 7.7, 7.2, 6.0), "c2670": (26.8, 117, 7.3, 3.0)}
 
 
 def main(argv=None):
-    ap = study.parser(__doc__, "cswec", 5)
+    ap = study.parser(__doc__, "cswec", 9)
     ap.add_argument("--vectors", type=int, default=32)
     ap.add_argument("--capacities", default="2,4,8,16,64,256")
     ap.add_argument("--sweep-vectors", type=int, default=8)
     ap.add_argument("--cap-reps", type=int, default=2)
+    ap.add_argument("--callgrind-vectors", type=int, default=8)
+    ap.add_argument("--callgrind-reps", type=int, default=3)
     args = ap.parse_args(argv)
     args.caps = [int(c) for c in args.capacities.split(",")]
     rows = study.saved(args)
@@ -58,7 +76,7 @@ def main(argv=None):
         study.write(args.out, list(rows.values()), render(rows, args))
         return 0
     exe, model = study.setup(TAG, "cswec", args)
-    rows = {}
+    rows = {"_machine": study.machine_load()}
     for circ, how in CIRCUITS.items():
         net = args.work / f"{circ}.net"
         net.parent.mkdir(parents=True, exist_ok=True)
@@ -70,22 +88,87 @@ def main(argv=None):
                                        args.work, args.out)
 
         go(f"{circ}-sequential", [], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3)
-        go(f"{circ}-initial", ["--capacity=64"], {"MPROF_PES": args.pes,
-                                                  "MPROF_AGG_BYTES": 1024}, args.reps)
-        go(f"{circ}-agg4k", ["--capacity=64"], {"MPROF_PES": args.pes,
-                                                "MPROF_AGG_BYTES": 4096}, args.reps)
-        go(f"{circ}-block", ["--capacity=64", "--place=block"],
-           {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": 1024}, args.reps)
+        group = {}
+        for name, extra, agg in FIG59:
+            group[f"{circ}-{name}"] = ([*base, "--capacity=64", *extra],
+                                       {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg})
+        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
+                                              args.out))
+        if args.callgrind_vectors:
+            rows[f"_callgrind-{circ}"] = callgrind(exe, net, args)
         for cap in args.caps:
             go(f"{circ}-cap{cap}", [f"--capacity={cap}"],
                {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": 1024}, args.cap_reps,
                [f"--netlist={net}", f"--vectors={args.sweep_vectors}"])
+    study.machine_load(rows["_machine"])
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
 
+def callgrind(exe, net, args) -> dict:
+    """Instructions (callgrind's "Collected") of FIFO and preemptive scheduling, with the null
+    messages and recovery rounds of each run: {"name", "<sched>-<P>": [(Ir, nulls, rounds)]}."""
+    if not shutil.which("valgrind"):
+        sys.exit(f"[{TAG}] valgrind not found (apt-get install valgrind, or --callgrind-vectors 0)")
+    out = {"name": f"_callgrind-{Path(net).stem}", "vectors": args.callgrind_vectors}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+    for pes, reps in ((1, 1), (args.pes, args.callgrind_reps)):
+        for sched in ("fifo", "preempt"):
+            runs = []
+            for _ in range(reps):
+                cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", exe,
+                       f"--netlist={net}", f"--vectors={args.callgrind_vectors}",
+                       f"--sched={sched}"]
+                proc = study.run(TAG, cmd, env={**env, "MPROF_PES": str(pes)},
+                                 capture_output=True, text=True)
+                ir = re.search(r"Collected : (\d+)", proc.stderr)
+                stats = re.search(r"(\d+) nulls, .* (\d+) recovery rounds", proc.stdout)
+                if not ir or not stats:
+                    sys.exit(f"[{TAG}] cannot read the callgrind run: {proc.stderr[-500:]}")
+                runs.append((int(ir.group(1)), int(stats.group(1)), int(stats.group(2))))
+            out[f"{sched}-{pes}"] = runs
+    return out
+
+
+def callgrind_lines(rows, args) -> list[str]:
+    cg = {c: rows.get(f"_callgrind-{c}") for c in CIRCUITS}
+    if not all(cg.values()):
+        return []
+    lines = ["", f"Instructions counted by callgrind ({cg['c2670']['vectors']} vectors; millions; "
+             "the median run where there are several, with the null messages and recovery "
+             "rounds of the runs), preemptive over FIFO:", "",
+             "| circuit | PEs | FIFO | preemptive | ratio | nulls FIFO / preemptive | "
+             "recoveries FIFO / preemptive |", "|---|---|---|---|---|---|---|"]
+    for circ, c in cg.items():
+        for pes in sorted({int(k.split("-")[1]) for k in c if "-" in k}):
+            fi, pr = c[f"fifo-{pes}"], c[f"preempt-{pes}"]
+            a, b = statistics.median(r[0] for r in fi), statistics.median(r[0] for r in pr)
+            lines.append(
+                f"| {circ} | {pes} | {a / 1e6:.1f} | {b / 1e6:.1f} | {b / a:.3f} | "
+                f"{', '.join(str(r[1]) for r in fi)} / {', '.join(str(r[1]) for r in pr)} | "
+                f"{', '.join(str(r[2]) for r in fi)} / {', '.join(str(r[2]) for r in pr)} |")
+    return lines
+
+
+def cg_ratio(rows, circ, pes):
+    c = rows.get(f"_callgrind-{circ}")
+    if not c or f"fifo-{pes}" not in c:
+        return None
+    return (statistics.median(r[0] for r in c[f"preempt-{pes}"])
+            / statistics.median(r[0] for r in c[f"fifo-{pes}"]))
+
+
 def pstat(row, key):
     return study.param_stat(row, key)[0]
+
+
+def ratio(rows, circ, name):
+    """Simulation time of configuration `name` over the initial one's in the same round."""
+    return study.round_ratio(rows[f"{circ}-{name}"], rows[f"{circ}-initial"], "sim_s")
+
+
+def fmt_ratio(r) -> str:
+    return "" if r[0] is None else f"{r[0]:.3f} ({r[1]:.3f}-{r[2]:.3f})"
 
 
 def render(rows, args) -> str:
@@ -97,13 +180,15 @@ def render(rows, args) -> str:
         f"`c2670.v`, one subcircuit per gate) and the generated 32-bit REGFILE (32 large "
         f"bit-slice subcircuits of 63 gates among 37 small ones, plus the 1029 input drivers), "
         f"{args.vectors} input vectors, {args.pes} PEs on shared memory (the machine has 2 "
-        f"cores), {args.reps} runs per configuration ({args.cap_reps} in the capacity sweep), "
-        "3 sequential runs (1 PE).  Medians over the runs, seconds averaged over the PEs.  "
+        f"cores), {args.reps} runs per configuration at capacity 64, interleaved in rounds "
+        f"({args.cap_reps} in the capacity sweep), 3 sequential runs (1 PE).  Medians over the "
+        "runs, seconds averaged over the PEs.  "
         "`sim` is the program's simulation time; latency columns are observed / critical: "
         "term = the recovery thread (barrier, freeze, min-reduction), resource = waiting for "
         "edge space (graph:ENQ), data = waiting for events (graph:DEQ).  `collapsed`: the "
         "share of event messages on edges that the event graph did not send as physical "
-        "messages (same-PE sinks and identical copies to one PE).",
+        "messages (same-PE sinks and identical copies to one PE).  "
+        + study.load_note(rows.get("_machine")),
         "",
         "| configuration | sim (range) | speedup | idle | term | resource | data | events | "
         "nulls | recoveries | collapsed | explained |",
@@ -111,7 +196,7 @@ def render(rows, args) -> str:
     ]
     for circ in CIRCUITS:
         seq = pstat(rows[f"{circ}-sequential"], "sim_s")
-        for name in [f"{circ}-sequential", f"{circ}-initial", f"{circ}-agg4k", f"{circ}-block"]:
+        for name in [f"{circ}-sequential"] + [f"{circ}-{n}" for n, _, _ in FIG59]:
             row = rows[name]
             t, lo, hi = study.param_stat(row, "sim_s")
             sp = f"{seq / t:.2f}" if seq and t and not name.endswith("sequential") else ""
@@ -145,10 +230,19 @@ def render(rows, args) -> str:
         for m, (sq, t, i, *ev) in machines.items():
             cells = " | ".join("" if e is None else f"{e[0]} / {e[1]}" for e in ev)
             lines.append(f"| {circ} | {m} | {sq} | {t} | {i} | {cells} |")
-    lines += ["", "Fig 5.9 (C2670, running time):", "", "| configuration | CM5 | Paragon | SP1 |",
-              "|---|---|---|---|"]
-    for label, (c, p, s) in PAPER_59:
-        lines.append(f"| {label} | {c} | {p} | {s} |")
+    lines += ["", "Fig 5.9 (C2670, running time; paper in seconds, ours as the median over the "
+              "rounds of the time relative to the initial implementation in the same round, "
+              "with its range, and the median simulation time):", "",
+              "| configuration | CM5 | Paragon | SP1 | ours, C2670 | ours, REGFILE |",
+              "|---|---|---|---|---|---|"]
+    for (label, (c, p, s)), name in zip(PAPER_59, ["initial", "preempt", "preempt-agg4k"]):
+        ours = [f"{fmt_ratio(ratio(rows, circ, name))}, "
+                f"{pstat(rows[f'{circ}-{name}'], 'sim_s'):.3f} s" for circ in CIRCUITS]
+        lines.append(f"| {label} | {c} | {p} | {s} | {ours[0]} | {ours[1]} |")
+    lines += callgrind_lines(rows, args)
+    lines += ["", "Ours also: 4 KiB aggregation with FIFO scheduling (`agg4k`) relative to the "
+              "initial implementation: " + "; ".join(
+                  f"{circ} {fmt_ratio(ratio(rows, circ, 'agg4k'))}" for circ in CIRCUITS) + "."]
     lines += ["", "Best speedups (Fig 5.11; CM5, Paragon, SP1, Sparc cluster): " + "; ".join(
         f"{c} {', '.join(map(str, v))}" for c, v in PAPER_SPEEDUP.items()) + ".  Fig 5.10 "
         "gives no numbers in the text: larger capacity helps, C2670 is less sensitive to the "
@@ -156,58 +250,90 @@ def render(rows, args) -> str:
         "slower (paging).  §2.2.4.3: the event graph removed more than 95 % of the event "
         "messages for both circuits."]
     lines += ["", "Findings:", ""] + findings(rows, args)
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
+                                      if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
 def findings(rows, args) -> list[str]:
+    f = study.fmt
     sp = {c: pstat(rows[f"{c}-sequential"], "sim_s") / pstat(rows[f"{c}-initial"], "sim_s")
           for c in CIRCUITS}
     sp_block = {c: pstat(rows[f"{c}-sequential"], "sim_s") / pstat(rows[f"{c}-block"], "sim_s")
                 for c in CIRCUITS}
+    c_slow, r_gain = sp["c2670"] < 1, sp["regfile"] > 1
     out = [
         f"- Speedup on {args.pes} PEs, initial implementation: C2670 {sp['c2670']:.2f}, REGFILE "
         f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are single "
         "gates (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
         "and the size-based placement deals C2670's equal-sized gates out round-robin, so "
-        "half of its edges cross PEs: the message and thread overheads outweigh the "
-        "parallel work on C2670.  REGFILE's 32 large bit slices carry most of its work and "
-        "its wide fanouts collapse, so it gains a little.  Not reproduced.  Placing the nodes "
-        "in contiguous blocks of the topological order instead (`-block` rows, not in the "
-        f"paper) gives C2670 {sp_block['c2670']:.2f} and REGFILE {sp_block['regfile']:.2f}, "
-        f"with {100 * pstat(rows['c2670-block'], 'collapse'):.1f} % of C2670's edge messages "
-        "collapsed."]
+        "half of its edges cross PEs"
+        + (": the message and thread overheads outweigh the parallel work on C2670.  "
+           if c_slow else ", yet C2670 gains.  ")
+        + ("REGFILE's 32 large bit slices carry most of its work and its wide fanouts "
+           "collapse, so it gains a little.  " if r_gain else "REGFILE does not gain either.  ")
+        + "Not reproduced (the paper's speedups need its 32 PEs and coarser subcircuits).  "
+        "Placing the nodes in contiguous blocks of the topological order instead (`-block` "
+        f"rows, not in the paper) gives C2670 {sp_block['c2670']:.2f} and REGFILE "
+        f"{sp_block['regfile']:.2f}, with {100 * pstat(rows['c2670-block'], 'collapse'):.1f} % "
+        "of C2670's edge messages collapsed."]
     for circ in CIRCUITS:
-        ini, agg = rows[f"{circ}-initial"], rows[f"{circ}-agg4k"]
-        ti, ta = study.param_stat(ini, "sim_s"), study.param_stat(agg, "sim_s")
+        ini = rows[f"{circ}-initial"]
         named = sorted(((ev, ini.get("obs:" + a) or 0, ini.get("crit:" + a) or 0)
                         for ev, a in EVENTS), key=lambda x: -x[1])
         ranked = ", ".join(f"{ev} {o:.4f} / {c:.4f}" for ev, o, c in named)
-        faster = ta[2] is not None and ti[1] is not None and ta[2] < ti[1]
-        pct = 100 * (ta[0] - ti[0]) / ti[0] if ti[0] and ta[0] else float("nan")
         out.append(
             f"- {circ}: idle time by event (observed / critical, s per PE): {ranked}.  Paper: "
             "data first, then resource, term small; observed far above critical for data and "
-            f"resource.  4 KiB aggregation vs 1 KiB: {pct:+.1f} % (paper, C2670: -4 % CM5, "
-            f"-13 % SP1, -1 % .. +2 % Paragon); beyond the spread: {'yes' if faster else 'no'}.  "
-            f"Collapsing: {100 * pstat(ini, 'collapse'):.1f} % of the event messages on edges "
-            "sent no physical message.")
+            f"resource.  4 KiB aggregation vs 1 KiB (FIFO), same-round ratio: "
+            f"{fmt_ratio(ratio(rows, circ, 'agg4k'))}, {verdict(ratio(rows, circ, 'agg4k'))} "
+            "(paper, C2670: 0.96 CM5, 0.87 SP1, 1.02 Paragon, on top of the preemptive "
+            f"scheduler).  Collapsing: {100 * pstat(ini, 'collapse'):.1f} % of the event "
+            "messages on edges sent no physical message.")
+    for circ in CIRCUITS:
+        pre = ratio(rows, circ, "preempt")
+        both = ratio(rows, circ, "preempt-agg4k")
+        ini, prow = rows[f"{circ}-initial"], rows[f"{circ}-preempt"]
+        cg1, cgp = cg_ratio(rows, circ, 1), cg_ratio(rows, circ, args.pes)
+        cg = ("" if cg1 is None else
+              f"  Instructions (callgrind), preemptive over FIFO: {cg1:.3f} on 1 PE, "
+              f"{cgp:.3f} on {args.pes}.")
+        out.append(
+            f"- {circ}, the event graph's fibers on the preemptive scheduler (`--sched=preempt`, "
+            f"Fig 5.9's second row): time relative to FIFO in the same round "
+            f"{fmt_ratio(pre)}, {verdict(pre)}; with 4 KiB aggregation on top {fmt_ratio(both)}, "
+            f"{verdict(both)} (paper, C2670: 0.89 CM5, 0.97 Paragon, 0.91 SP1, then 0.86, "
+            f"0.99, 0.79).{cg}  Thread cost priced by the runtime model (s per PE): "
+            f"{f(ini.get('THREAD'), 4)} FIFO, {f(prow.get('THREAD'), 4)} preemptive; null "
+            f"messages {pstat(ini, 'nulls'):.0f} and {pstat(prow, 'nulls'):.0f}; recovery "
+            f"rounds {pstat(ini, 'recoveries'):.0f} and {pstat(prow, 'recoveries'):.0f}.")
+    out.append(
+        "- Why preemption does not pay here as it did in the paper.  Multipol ran a small "
+        "preemptive message straight from the network buffer, without creating a fiber (Wen "
+        "1995, §3.3.3); this runtime still makes a fiber for every preemptive invocation (a "
+        "slot and a copy of its arguments), and running it inside the enabling context "
+        "(saving and restoring the running fiber's accounting) costs about as much as the "
+        "queueing and dispatch it saves: compare the instruction counts on 1 PE, where the "
+        "schedule hardly differs.  The earlier wake-ups also change the simulation's "
+        "schedule: a node woken by the first element of a burst runs sooner, with fewer "
+        "inputs, and more often sends a null message and waits again (the null and recovery "
+        "counts above).")
     cap_lines = []
     for circ in CIRCUITS:
         ts = [pstat(rows[f"{circ}-cap{c}"], "sim_s") for c in args.caps]
         cap_lines.append(f"{circ} {ts[-1] / ts[0]:.3g}x at C={args.caps[-1]}")
-    ratio = {c: pstat(rows[f"{c}-cap{args.caps[-1]}"], "sim_s")
-             / pstat(rows[f"{c}-cap{args.caps[0]}"], "sim_s") for c in CIRCUITS}
-    less = "C2670" if ratio["c2670"] > ratio["regfile"] else "REGFILE"
+    cap_ratio = {c: pstat(rows[f"{c}-cap{args.caps[-1]}"], "sim_s")
+                 / pstat(rows[f"{c}-cap{args.caps[0]}"], "sim_s") for c in CIRCUITS}
+    less = "C2670" if cap_ratio["c2670"] > cap_ratio["regfile"] else "REGFILE"
     out.append(
         "- Capacity (Fig 5.10): time at the largest capacity relative to the smallest: "
         + ", ".join(cap_lines) + ".  The smallest capacities need many recovery rounds and "
         "null messages (table above): a sender blocked on a full edge cannot announce its "
         "time, so its receivers' other inputs stall until the recovery thread's global "
         f"minimum frees them.  Less sensitive to capacity here: {less} (paper: C2670, which "
-        "has more parallelism).  REGFILE's sweep runs last 0.1-0.3 s and move within their "
-        "noise; its few long bit slices rarely fill an edge.  The paper's memory-hierarchy "
-        "penalty of very large capacities does not appear at these sizes.")
+        "has more parallelism).  REGFILE's few long bit slices rarely fill an edge.  The "
+        "paper's memory-hierarchy penalty of very large capacities does not appear at these "
+        "sizes.")
     out.append(
         "- Collapsing of identical messages: on 2 PEs most edges join nodes of the same PE "
         "(served inline, no message) or carry copies to the one other PE that are shipped "
@@ -215,11 +341,18 @@ def findings(rows, args) -> list[str]:
         "it reproduces depends on the circuit and the placement: REGFILE's wide fanouts "
         "(address decoders to 32 bit slices) collapse far more than C2670's gates, whose "
         "fanout is small, unless C2670 is placed in topological blocks.")
-    out.append(
-        "- Not studied: the preemptive scheduling of the event graph's accesses (Fig 5.9's "
-        "second row).  The event graph (instrumented-lib/eventgraph) runs its fibers on the "
-        "FIFO scheduler and has no option to choose; adding one is a change to the library.")
     return out
+
+
+def verdict(r) -> str:
+    """Whether every round agrees on the direction of a same-round ratio."""
+    if r[0] is None:
+        return "not measured"
+    if r[2] < 1:
+        return "faster in every round"
+    if r[1] > 1:
+        return "slower in every round"
+    return "within the spread (the rounds disagree)"
 
 
 if __name__ == "__main__":

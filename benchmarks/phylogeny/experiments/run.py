@@ -5,9 +5,11 @@
         [--species 14] [--chars 50]
 
 Runs build/benchmarks/phylogeny/phylogeny on the paper's input size (14 species, 50 seeded
-random binary characters) once per rep on one PE (the sequential time) and --reps times in
-each configuration of Figs 5.6-5.7: stealing and pushing with 1 KiB aggregation (the initial
-implementation), and stealing without aggregation.  Every run is reported with the runtime's
+random binary characters) 3 times on one PE (the sequential time) and --reps times in each
+configuration of Figs 5.6-5.7, interleaved in rounds (every configuration once per round, so
+that the load of a shared machine falls on all alike; ratios are taken within a round):
+stealing and pushing with 1 KiB aggregation (the initial implementation), and stealing
+without aggregation.  Every run is reported with the runtime's
 fitted cost model (`mprof report RUN --model M`, default build/workflows/rts.model.json from
 `make demo`).  Writes benchmarks/phylogeny/experiments/results/<config>.txt and
 benchmarks/phylogeny/experiments/results/summary.md.
@@ -53,13 +55,16 @@ def main(argv=None):
         return 0
     exe, model = study.setup(TAG, "phylogeny", args)
     size = [f"--species={args.species}", f"--chars={args.chars}"]
+    machine = study.machine_load()
     rows = {"sequential": study.measure(TAG, "sequential", exe, size,
                                         {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3, model,
                                         args.work, args.out)}
-    for name, balance, agg, _ in CONFIGS:
-        rows[name] = study.measure(TAG, name, exe, [*size, f"--balance={balance}"],
-                                   {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg}, args.reps,
-                                   model, args.work, args.out)
+    group = {name: ([*size, f"--balance={balance}"],
+                    {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg})
+             for name, balance, agg, _ in CONFIGS}
+    rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
+                                          args.out))
+    rows["_machine"] = study.machine_load(machine)
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -72,17 +77,20 @@ def render(rows, args) -> str:
         "",
         f"`benchmarks/phylogeny/experiments/run.py`: {args.species} species, {args.chars} "
         f"seeded random binary characters, {args.pes} PEs on shared memory (the machine has 2 "
-        f"cores), {args.reps} runs per configuration, 3 sequential runs (1 PE).  Medians over "
-        "the runs, seconds averaged over the PEs.  `solve` is the program's time from the "
-        "first task to termination; latency columns are observed / critical; tasks, tests "
-        "(perfect-phylogeny tests actually run: the redundant work), fetches and "
-        "combinations are totals over the PEs of the median run.",
+        f"cores), {args.reps} runs per configuration interleaved in rounds, 3 sequential runs "
+        "(1 PE).  Medians over the runs, seconds averaged over the PEs.  `solve` is the "
+        "program's time from the first task to termination; latency columns are observed / "
+        "critical; tasks, tests (perfect-phylogeny tests actually run: the redundant work), "
+        "fetches and combinations are totals over the PEs of the median run.  "
+        + study.load_note(rows.get("_machine")),
         "",
         "| configuration | solve (range) | speedup | idle | fetch | remove | comb | tasks | "
         "tests | fetches | combines | explained |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in rows.items():
+        if name.startswith("_"):
+            continue
         t, lo, hi = study.param_stat(row, "solve_s")
         sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
         lat = " | ".join(f"{f(row.get('obs:' + a), 3)} / {f(row.get('crit:' + a), 3)}"
@@ -111,21 +119,25 @@ def render(rows, args) -> str:
               f"pushing {PAPER_TASKS['push']}; the text of §5.1.4 says pushing generates 50 % "
               "to 100 % more tasks than stealing."]
     lines += ["", "Findings:", ""] + findings(rows)
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
+                                      if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
 def findings(rows) -> list[str]:
-    t = {n: study.param_stat(r, "solve_s") for n, r in rows.items()}
+    t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
     seq_t = t["sequential"][0]
     p = {n: {k: study.param_stat(r, k)[0] for k in ("tasks", "tests", "fetches")}
-         for n, r in rows.items()}
+         for n, r in rows.items() if "cmd" in r}
 
-    def faster(a, b):
-        return t[a][2] is not None and t[b][1] is not None and t[a][2] < t[b][1]
-
-    def pct(a, b):
-        return f"{100 * (t[b][0] - t[a][0]) / t[a][0]:+.1f} %" if t[a][0] and t[b][0] else "n/a"
+    def rr(a, b):
+        """a's time over b's in the same round: median (min-max), and the verdict."""
+        m, lo, hi = study.round_ratio(rows[a], rows[b], "solve_s")
+        if m is None:
+            return "n/a", "not measured"
+        verdict = ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
+                   else "within the spread (the rounds disagree)")
+        return f"{m:.2f} ({lo:.2f}-{hi:.2f})", verdict
 
     def lat(name, access, kind="obs"):
         return rows[name].get(f"{kind}:{access}")
@@ -138,35 +150,36 @@ def findings(rows) -> list[str]:
         a, b = p["push"][k], p["steal"][k]
         return f"{a / b:.2f}x" if a and b else "n/a"
 
+    push, push_v = rr("push", "steal")
+    noagg, noagg_v = rr("steal-noagg", "steal")
+    steal_wins = push_v == "slower in every round"
+    sp = seq_t / t["steal"][0] if seq_t and t["steal"][0] else float("nan")
     return [
-        f"- Stealing vs pushing (paper: stealing 3.2x faster on the CM5, 2x Paragon, 3.1x "
-        f"SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing {study.fmt(t['push'][0], 3)} "
-        f"s ({pct('steal', 'push')}); stealing faster beyond the spread: "
-        f"{'yes' if faster('steal', 'push') else 'no'}.  Reproduces in direction.",
+        f"- Stealing vs pushing (paper: pushing 3.2x the time of stealing on the CM5, 2.0x "
+        f"Paragon, 3.1x SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing "
+        f"{study.fmt(t['push'][0], 3)} s; pushing's time over stealing's in the same round "
+        f"{push}, {push_v}.  "
+        + ("Reproduces in direction." if steal_wins else "Not reproduced beyond the spread."),
         f"- Locality and redundant work.  Pushing runs {ratio('tests')} the perfect-phylogeny "
         f"tests of stealing (a PE tests supersets of pairs that failed elsewhere until a "
         f"combine brings the pair) and {ratio('tasks')} the tasks; it fetches "
         f"{p['push']['fetches']:.0f} subsets against {p['steal']['fetches']:.0f}.  The paper "
         "reports 50-100 % more tasks with pushing; here every compatible subset is generated "
         "exactly once (characters added in increasing order), so only the failing "
-        "candidates, not the tasks, can multiply: the task counts barely differ.",
+        "candidates, not the tasks, can multiply.",
         f"- Which events carry the idle time (observed latency per PE).  Stealing: "
         f"{ranked('steal')}; pushing: {ranked('push')}.  Paper (CM5, SP1): fetch dominates "
-        "stealing's idle time, and pushing multiplies fetch, remove and combine latencies.  "
-        "With pushing nearly every task is remote, so fetch (a round trip per task) "
-        "dominates here as well.",
-        f"- Stealing without aggregation (paper: -18 % on the CM5, +8 % Paragon, 0 % SP1): "
-        f"{pct('steal', 'steal-noagg')}; faster beyond the spread: "
-        f"{'yes' if faster('steal-noagg', 'steal') else 'no'}.",
-        f"- Speedup of stealing: {seq_t / t['steal'][0]:.2f} on 2 PEs (paper: 7.9 on the "
-        "32-PE CM5, 3.4 on the 8-PE Paragon, 6.1 on the 8-PE SP1); the ranges are wide on "
-        "this shared 2-core machine.  Each PE's success store holds about half of the "
-        "successes, and a superset query on a smaller trie is cheaper, so a speedup above 2 "
-        "is possible (an earlier run of this study measured 2.3).  With 2 PEs a steal always reaches the only other PE and a combination is one "
-        "butterfly step, so the paper's 32-PE effects of topology are out of reach; the "
-        "tasks are also far finer than the paper's (microseconds, not 10-50 ms: the "
-        "binary-character test is a pairwise four-gamete check), so runtime overheads "
-        "weigh more.",
+        "stealing's idle time, and pushing multiplies fetch, remove and combine latencies.",
+        f"- Stealing without aggregation (paper: 0.82 of the aggregated time on the CM5, 1.08 "
+        f"Paragon, 1.00 SP1): {noagg} of the aggregated time in the same round, {noagg_v}.",
+        f"- Speedup of stealing: {sp:.2f} on 2 PEs (paper: 7.9 on the 32-PE CM5, 3.4 on the "
+        "8-PE Paragon, 6.1 on the 8-PE SP1).  Each PE's success store holds about half of "
+        "the successes, and a superset query on a smaller trie is cheaper, so a speedup above "
+        "2 is possible.  With 2 PEs a steal always reaches the only other PE and a "
+        "combination is one butterfly step, so the paper's 32-PE effects of topology are out "
+        "of reach; the tasks are also far finer than the paper's (microseconds, not 10-50 "
+        "ms: the binary-character test is a pairwise four-gamete check), so runtime "
+        "overheads weigh more.",
     ]
 
 

@@ -1,7 +1,7 @@
 /*
  * eg_test.c -- event-graph semantics, driven by tests/lib/test_eventgraph.py.
  *
- *   eg_test SCENARIO [K] [CAPACITY]     (P from MPROF_PES, profile to MPROF_OUT)
+ *   eg_test SCENARIO [K] [CAPACITY] [fifo|preempt]   (P from MPROF_PES, profile to MPROF_OUT)
  *
  * Scenarios:
  *   fifo       2P nodes, node i -> i+1 and i -> i+3 (mod 2P), node i on PE i mod P: every
@@ -18,6 +18,8 @@
  *   freeze     ring of P nodes; each sends K elements, then all freeze: every in-edge must
  *              hold exactly K; a send while frozen suspends until unfreeze; then all K+1
  *              are received in order.
+ * The last argument chooses the scheduler of the graph's fibers (eg_sched_mode, default fifo):
+ * every scenario must give the same results under both.
  * Exit status 0 when every check passed; failures are printed as "FAIL ...".
  */
 #include "eventgraph.h"
@@ -41,6 +43,7 @@ _Static_assert(sizeof(elt_t) == ELT, "element layout");
 static const char *scenario;
 static uint64_t K = 200;
 static uint32_t CAP = 4;
+static eg_sched_mode SCHED = EG_SCHED_FIFO;
 static _Atomic int failures;
 
 /* per-PE results, read by main() after mp_main returns */
@@ -369,6 +372,7 @@ static void pe_main(int argc, char **argv)
     eg_config cfg = {0};
     cfg.elt_size = ELT;
     cfg.capacity = CAP;
+    cfg.sched = SCHED;
     eg_edge_def *edges = NULL;
     if (!strcmp(scenario, "fifo")) {
         uint32_t n = 2 * (uint32_t)P;
@@ -439,7 +443,7 @@ static void pe_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: eg_test SCENARIO [K] [CAPACITY]\n");
+        fprintf(stderr, "usage: eg_test SCENARIO [K] [CAPACITY] [fifo|preempt]\n");
         return 2;
     }
     scenario = argv[1];
@@ -447,6 +451,8 @@ int main(int argc, char **argv)
         K = strtoull(argv[2], NULL, 10);
     if (argc > 3)
         CAP = (uint32_t)strtoul(argv[3], NULL, 10);
+    if (argc > 4)
+        SCHED = !strcmp(argv[4], "preempt") ? EG_SCHED_PREEMPT : EG_SCHED_FIFO;
     mp_config cfg;
     mp_config_init(&cfg);
     if (cfg.npes > MAXPE)
