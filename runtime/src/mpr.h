@@ -327,6 +327,9 @@ typedef struct {
 extern mpr_run mpr_g;
 
 static inline mpr_pe *mpr_pe_self(void) { return mpr_self_pe; }
+/* pe.c: the calling thread runs `pe` from now on (NULL: no PE); also points mp.h's inline
+ * mp_access_declare_registered at it (mpr_access_bytes). */
+void mpr_pe_bind(mpr_pe *pe);
 
 /* pe.c: ends the run for the reason given unless it has ended already; returns whether this
  * call ended it.  The caller wakes the PEs (machine layer). */

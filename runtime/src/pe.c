@@ -14,6 +14,15 @@
 #include <time.h>
 
 _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
+__thread unsigned char *mpr_access_bytes __attribute__((tls_model("initial-exec")));
+
+void mpr_pe_bind(mpr_pe *pe)
+{
+    mpr_self_pe = pe;
+    bool tracing = false;
+    MPR_TRACE(tracing = true);
+    mpr_access_bytes = pe && !tracing ? &pe->spawn_tag.enabler : NULL;
+}
 mpr_run mpr_g;
 const mpr_machine *mpr_m = &mpr_machine_shm;
 
@@ -137,7 +146,7 @@ static mpr_pe *pe_new(int id, int npes)
 /* Run on each PE by the machine layer. */
 void mpr_pe_run(mpr_pe *pe)
 {
-    mpr_self_pe = pe;
+    mpr_pe_bind(pe);
     pe->where = MPR_PE_RUNNING;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);

@@ -116,8 +116,9 @@ static uint64_t queue_length(const mpr_queue *q)
 void mpr_rts_fold(mpr_pe *pe)
 {
     uint64_t dispatched = 0;
-    for (int e = 0; e < MPR_MAX_ACCESS; e++)
-        for (int a = 0; a < MPR_MAX_ACCESS; a++)
+    int n = mpr_access_count(); /* categories never registered have no dispatches */
+    for (int e = 0; e < n; e++)
+        for (int a = 0; a < n; a++)
             dispatched += pe->latency[e][a].count;
     uint64_t live = mpr_fiber_live(pe);
     uint64_t enabled =
