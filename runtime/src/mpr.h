@@ -240,8 +240,11 @@ typedef struct mpr_pe {
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
-    /* Tag of a small FIFO fiber the executing code spawns.  Its creator byte is the access
+    /* c_total (idle ns so far, latency accounting) and the tag of a small FIFO fiber the
+     * executing code spawns, side by side as a fiber's idle_at_create and tag are: mp_spawn
+     * copies them with one 16-byte load and store.  The tag's creator byte is the access
      * category the executing code declared: see mpr_cur_access. */
+    uint64_t c_total;
     mpr_fiber_tag spawn_tag;
     uint64_t spawn_tag_unclassified; /* spawn_tag when a fiber starts (mpr_access_set 0) */
 
@@ -253,8 +256,7 @@ typedef struct mpr_pe {
     mpr_counter *counters; /* live counters (for diagnosis) */
     mpr_counter *free_counters;
 
-    /* idle and latency accounting */
-    uint64_t c_total; /* idle ns so far */
+    /* idle and latency accounting (c_total: beside spawn_tag, above) */
     /* Dispatch runs a fiber on its short path when the fiber's idle_at_create equals this:
      * c_total (the fiber did not wait through idle time, so it has no latency to account),
      * or ~0, which no fiber notes, while fiber_hooks is set (mpr_dispatch_key_update). */
