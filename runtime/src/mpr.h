@@ -447,10 +447,18 @@ static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.c
  * tag). */
 static inline unsigned mpr_cur_enabler(const mpr_pe *pe) { return pe->current->tag.enabler; }
 
-/* Called whenever c_total or fiber_hooks changes. */
+/* Called whenever c_total or fiber_hooks changes: a fiber created before idle time must not
+ * match the key, or dispatch would skip its latency. */
 static inline void mpr_dispatch_key_update(mpr_pe *pe)
 {
     pe->dispatch_key = pe->fiber_hooks ? UINT64_MAX : pe->c_total;
+}
+
+/* The PE was idle for `ns` more: the only way c_total grows. */
+static inline void mpr_idle_add(mpr_pe *pe, uint64_t ns)
+{
+    pe->c_total += ns;
+    mpr_dispatch_key_update(pe);
 }
 
 /* Writes the header of a new fiber (or of a continuation reusing one); `tag` holds its

@@ -159,8 +159,7 @@ void mpr_pe_run(mpr_pe *pe)
     if (pe->mux) {
         /* it waited for its worker since the run started: idle, like a switched-out PE */
         uint64_t waited = (uint64_t)((pe->t_start - mpr_g.t_start) * 1e9);
-        pe->c_total += waited;
-        mpr_dispatch_key_update(pe);
+        mpr_idle_add(pe, waited);
         RTS_INC(&pe->rts, IdleNs, waited);
         pe->t_start = mpr_g.t_start;
     }

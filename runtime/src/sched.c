@@ -332,8 +332,7 @@ static bool idle(mpr_pe *pe)
     MPR_TRACE(mpr_trace_idle_end(pe));
     pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = now_ns() - t0;
-    pe->c_total += idle_ns;
-    mpr_dispatch_key_update(pe);
+    mpr_idle_add(pe, idle_ns);
     RTS_INC(&pe->rts, IdleNs, idle_ns);
     uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
                            : pe->mux ? idle_ns - switched_out
