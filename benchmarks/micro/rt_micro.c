@@ -16,6 +16,9 @@
  *   counter_wait_ns     split-phase round trip on one PE: wait, complete, resume
  *   remote_invoke_per_s small fibers PE 0 -> PE 1, aggregated and unaggregated
  *   aggregated_bytes_per_s  medium invocations PE 0 -> PE 1 with aggregation
+ *
+ * `rt_micro --spawn-only R` runs R rounds of the spawn figure's loop and R of the floor, once
+ * each, and prints nothing: spawn_instructions.py counts their instructions with callgrind.
  */
 #include "mp.h"
 

@@ -27,6 +27,7 @@ void mpr_pe_bind(mpr_pe *pe)
         mpr_dispatch_key_update(pe);
     }
 }
+
 mpr_run mpr_g;
 const mpr_machine *mpr_m = &mpr_machine_shm;
 
