@@ -7,6 +7,8 @@ BUILD=${BUILD:-build}
 
 echo "== runtime micro-benchmarks (benchmarks/micro/rt_micro.c)"
 "$BUILD/benchmarks/micro/rt_micro"
+echo "== spawn + dispatch, callgrind instructions per fiber (benchmarks/micro/spawn_instructions.py)"
+python benchmarks/micro/spawn_instructions.py --micro "$BUILD/benchmarks/micro/rt_micro"
 
 if [ -f benchmarks/iface/hook_cost.py ]; then
   echo "== statistic hook cost, callgrind instructions (benchmarks/iface/hook_cost.py)"

@@ -16,6 +16,9 @@
  *   counter_wait_ns     split-phase round trip on one PE: wait, complete, resume
  *   remote_invoke_per_s small fibers PE 0 -> PE 1, aggregated and unaggregated
  *   aggregated_bytes_per_s  medium invocations PE 0 -> PE 1 with aggregation
+ *
+ * `rt_micro --spawn-only R` runs R rounds of the spawn figure's loop and R of the floor, once
+ * each, and prints nothing: spawn_instructions.py counts their instructions with callgrind.
  */
 #include "mp.h"
 
@@ -37,8 +40,8 @@ typedef struct {
 static volatile uint64_t sink;
 __attribute__((noinline)) static void empty_plain(void *a) { sink += ((unsigned char *)a)[0]; }
 
-/* One repetition of the floor, in ns per item. */
-static double floor_once(long rounds)
+/* One repetition of the floor, in ns per item (not inlined: callgrind counts it by name). */
+__attribute__((noinline)) static double floor_once(long rounds)
 {
     static ring_item ring[BATCH];
     void (*volatile fn)(void *) = empty_plain;
@@ -68,6 +71,18 @@ static void finish(void *a)
     mp_counter_add(done, 1);
 }
 
+/* `n` rounds of BATCH empty fibers and one that ends the round.  Not inlined: callgrind counts
+ * its instructions by name (spawn_instructions.py, --spawn-only). */
+__attribute__((noinline)) static void spawn_rounds(long n)
+{
+    for (long r = 0; r < n; r++) {
+        for (unsigned i = 0; i < BATCH; i++)
+            mp_spawn(empty_fiber, NULL, 0, MP_SCHED_FIFO);
+        mp_spawn(finish, NULL, 0, MP_SCHED_FIFO);
+        mp_block_until(done, mp_counter_value(done) + 1);
+    }
+}
+
 static void spawn_main(int argc, char **argv)
 {
     (void)argc;
@@ -80,12 +95,7 @@ static void spawn_main(int argc, char **argv)
         if (fl < floor_ns)
             floor_ns = fl;
         double t0 = mp_wtime();
-        for (long r = 0; r < short_rounds; r++) {
-            for (unsigned i = 0; i < BATCH; i++)
-                mp_spawn(empty_fiber, NULL, 0, MP_SCHED_FIFO);
-            mp_spawn(finish, NULL, 0, MP_SCHED_FIFO);
-            mp_block_until(done, mp_counter_value(done) + 1);
-        }
+        spawn_rounds(short_rounds);
         double ns = (mp_wtime() - t0) * 1e9 / ((double)short_rounds * (BATCH + 1));
         if (ns < best)
             best = ns;
@@ -240,6 +250,16 @@ static double run_remote(long n, size_t size, size_t agg)
     return best;
 }
 
+/* --spawn-only: the spawn rounds alone, once each, then the floor, for instruction counts. */
+static void spawn_only_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    done = mp_counter_new(0);
+    spawn_rounds(rounds);
+    floor_once(rounds);
+}
+
 static double run_one_pe(mp_pe_main_fn fn)
 {
     mp_config cfg;
@@ -254,6 +274,11 @@ static double run_one_pe(mp_pe_main_fn fn)
 
 int main(int argc, char **argv)
 {
+    if (argc > 2 && strcmp(argv[1], "--spawn-only") == 0) {
+        rounds = atol(argv[2]);
+        run_one_pe(spawn_only_main);
+        return 0;
+    }
     if (argc > 1)
         rounds = atol(argv[1]);
     double spawn_ns = run_one_pe(spawn_main);

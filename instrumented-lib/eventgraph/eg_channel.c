@@ -205,6 +205,8 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
     unsigned char buf[MP_FIBER_ARGS_MAX];
     msg_hdr *m = (msg_hdr *)buf;
     bool built = false;
+    /* first: nothing of it stays live across the calls below (cheaper than after the loop) */
+    GRAPH_INC(g->st, EnqSize, (uint64_t)g->E * (g->out_off[node + 1] - g->out_off[node]));
     for (uint32_t j = g->grp_off[node]; j < g->grp_off[node + 1]; j++) {
         const group_t *gr = &g->groups[j];
         uint64_t seq = g->snd[j].sent++;
@@ -222,7 +224,6 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
         GRAPH_INC(g->st, NMsg, 1);
         mp_invoke(gr->dst_pe, item_arrive, buf, sizeof *m + g->E, g->sched);
     }
-    GRAPH_INC(g->st, EnqSize, (uint64_t)g->E * (g->out_off[node + 1] - g->out_off[node]));
 }
 
 static void enq_fiber(void *p);

@@ -262,6 +262,30 @@ void mp_access_declare(int access_id);
 int mp_access_current(void);
 #define MP_ACCESS_UNCLASSIFIED 0
 
+/* mp_access_declare inline, for the generated MODULE_ACCESS hooks: mp_access_word(id) of an id
+ * mp_access_register returned (or 0), computed once, makes a declaration one store instead of
+ * a call.  Internal: while a PE runs without tracing, mpr_access_bytes points at its two bytes
+ * that hold the declared category (as creator and enabler of the fibers it spawns); it is NULL
+ * outside a PE and while tracing (which records every declaration), and the call then does
+ * the work and reports misuse. */
+static inline uint16_t mp_access_word(int access_id)
+{
+    return (uint16_t)((unsigned)access_id * 0x101u); /* the id in both bytes */
+}
+#if defined(__GNUC__)
+extern __thread unsigned char *mpr_access_bytes __attribute__((tls_model("initial-exec")));
+static inline void mp_access_declare_word(uint16_t word)
+{
+    unsigned char *b = mpr_access_bytes;
+    if (__builtin_expect(b != NULL, 1))
+        __builtin_memcpy(b, &word, sizeof word);
+    else
+        mp_access_declare(word & 0xff);
+}
+#else
+static inline void mp_access_declare_word(uint16_t word) { mp_access_declare(word & 0xff); }
+#endif
+
 #ifdef __cplusplus
 }
 #endif

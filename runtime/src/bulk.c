@@ -24,7 +24,7 @@ static void serve_read(void *p)
 {
     read_req *r = p;
     mpr_pe *pe = mpr_pe_self();
-    mp_access_declare(pe->cur_enabler);
+    mp_access_declare(mpr_cur_enabler(pe));
     mpr_bump_args b = {r->done, 1};
     mpr_send_record(pe, r->requester, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, r->src, r->n,
                     r->dst);
@@ -34,7 +34,7 @@ static void ack_write(void *p)
 {
     write_ack *a = p;
     mpr_pe *pe = mpr_pe_self();
-    mp_access_declare(pe->cur_enabler);
+    mp_access_declare(mpr_cur_enabler(pe));
     mpr_bump_args b = {a->done, 1};
     mpr_send_record(pe, a->writer, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, NULL, 0, NULL);
 }

@@ -178,7 +178,7 @@ void mpr_counter_bump(void *p)
 {
     mpr_bump_args *a = p;
     mpr_pe *pe = mpr_pe_self();
-    mp_access_declare(pe->cur_enabler);
+    mp_access_declare(mpr_cur_enabler(pe));
     mp_counter_add(a->c, a->n);
 }
 

@@ -113,9 +113,13 @@ static MPR_COLD mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t si
 
 /* Argument copy of the fast path, reached by a tail call so that mp_spawn itself needs no
  * stack frame.  The fiber is already queued, which is fine: it cannot run before we return. */
-static __attribute__((noinline)) mp_err copy_args(mpr_pe *pe, mpr_fiber *f, const void *args,
-                                                  size_t size)
+static MPR_NOIPA mp_err copy_args(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched,
+                                  mpr_pe *pe, mpr_fiber *f)
 {
+    /* mp_spawn's own arguments first, though unused: they stay in their registers, and mp_spawn
+     * moves none of them to make room for pe and f */
+    (void)fn;
+    (void)sched;
     if (MPR_UNLIKELY(!args))
         return mpr_misuse(MP_ERR_INVALID_ARG, "fiber arguments are NULL but size is %zu", size);
     memcpy(f->args, args, size);
@@ -123,21 +127,21 @@ static __attribute__((noinline)) mp_err copy_args(mpr_pe *pe, mpr_fiber *f, cons
     return MP_SUCCESS;
 }
 
-/* The common case (small arguments, built-in queue, warm slab) in straight-line code;
- * everything else takes spawn_general. */
+/* The common case (small arguments, FIFO queue, warm slab) in straight-line code; everything
+ * else takes spawn_general.  The spawn tag is a FIFO fiber's, ready to store. */
 mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (MPR_UNLIKELY(!pe || !fn || size > MPR_FIBER_SMALL_ARGS || (unsigned)sched > MP_SCHED_FIFO))
+    if (MPR_UNLIKELY(!pe || !fn || size > MPR_FIBER_SMALL_ARGS || sched != MP_SCHED_FIFO))
         return spawn_general(fn, args, size, sched);
     mpr_fiber *f = pe->free_slots[MPR_SLOT_SMALL];
     if (MPR_UNLIKELY(!f))
         return spawn_general(fn, args, size, sched);
     pe->free_slots[MPR_SLOT_SMALL] = f->next;
-    mpr_fiber_init(pe, f, fn, pe->spawn_tag.word | (unsigned)sched);
-    mpr_fiber_enqueue(pe, f, (unsigned)sched);
+    mpr_fiber_init(pe, f, fn, pe->spawn_tag.word);
+    mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
     if (size)
-        return copy_args(pe, f, args, size);
+        return copy_args(fn, args, size, sched, pe, f);
     return MP_SUCCESS;
 }
 

@@ -38,7 +38,13 @@
 #define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MPR_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MPR_COLD __attribute__((cold, noinline))
+#if defined(__clang__)
+#define MPR_NOIPA __attribute__((noinline))
 #else
+#define MPR_NOIPA __attribute__((noipa)) /* keeps the signature: no constprop or ISRA clone */
+#endif
+#else
+#define MPR_NOIPA
 #define MPR_LIKELY(x) (x)
 #define MPR_UNLIKELY(x) (x)
 #define MPR_COLD
@@ -234,9 +240,13 @@ typedef struct mpr_pe {
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
-    /* Tag of a small fiber the executing code spawns (sched 0).  Its creator byte is the
-     * access category the executing code declared: see mpr_cur_access. */
+    /* c_total (idle ns so far, latency accounting) and the tag of a small FIFO fiber the
+     * executing code spawns, side by side as a fiber's idle_at_create and tag are: mp_spawn
+     * copies them with one 16-byte load and store.  The tag's creator byte is the access
+     * category the executing code declared: see mpr_cur_access. */
+    uint64_t c_total;
     mpr_fiber_tag spawn_tag;
+    uint64_t spawn_tag_unclassified; /* spawn_tag when a fiber starts (mpr_access_set 0) */
 
     /* fiber storage */
     mpr_fiber *free_slots[2];
@@ -246,11 +256,14 @@ typedef struct mpr_pe {
     mpr_counter *counters; /* live counters (for diagnosis) */
     mpr_counter *free_counters;
 
-    /* idle and latency accounting */
-    uint64_t c_total;     /* idle ns so far */
-    uint64_t idle_cpu_ns; /* CPU ns of the idle loop so far */
-    uint64_t c_charged;   /* idle ns already charged on the critical path */
-    uint16_t cur_enabler;
+    /* idle and latency accounting (c_total: beside spawn_tag, above) */
+    /* Dispatch runs a fiber on its short path when the fiber's idle_at_create equals this:
+     * c_total (the fiber did not wait through idle time, so it has no latency to account),
+     * or ~0, which no fiber notes, while fiber_hooks is set (mpr_dispatch_key_update). */
+    uint64_t dispatch_key;
+    bool fiber_hooks; /* tracing, or PAPI counting on this PE: every fiber takes the full path */
+    uint64_t idle_cpu_ns;  /* CPU ns of the idle loop so far */
+    uint64_t c_charged;    /* idle ns already charged on the critical path */
     uint64_t cur_observed; /* latency of the executing fiber, when it is not zero */
     uint64_t cur_critical;
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
@@ -327,6 +340,9 @@ typedef struct {
 extern mpr_run mpr_g;
 
 static inline mpr_pe *mpr_pe_self(void) { return mpr_self_pe; }
+/* pe.c: the calling thread runs `pe` from now on (NULL: no PE); also points mp.h's inline
+ * mp_access_declare_registered at it (mpr_access_bytes). */
+void mpr_pe_bind(mpr_pe *pe);
 
 /* pe.c: ends the run for the reason given unless it has ended already; returns whether this
  * call ended it.  The caller wakes the PEs (machine layer). */
@@ -420,10 +436,30 @@ static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
  * ready, which saves mp_spawn from assembling it. */
 static inline void mpr_access_set(mpr_pe *pe, unsigned access)
 {
-    pe->spawn_tag.word = mpr_tag_make(pe, 0, access, access, MPR_FIBER_ENABLED, MPR_SLOT_SMALL);
+    pe->spawn_tag.word =
+        mpr_tag_make(pe, MP_SCHED_FIFO, access, access, MPR_FIBER_ENABLED, MPR_SLOT_SMALL);
 }
 
 static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.creator; }
+
+/* The category that enabled the executing fiber, for a runtime fiber that runs on behalf of
+ * a remote one and declares its category first (before any mp_continue, which rewrites the
+ * tag). */
+static inline unsigned mpr_cur_enabler(const mpr_pe *pe) { return pe->current->tag.enabler; }
+
+/* Called whenever c_total or fiber_hooks changes: a fiber created before idle time must not
+ * match the key, or dispatch would skip its latency. */
+static inline void mpr_dispatch_key_update(mpr_pe *pe)
+{
+    pe->dispatch_key = pe->fiber_hooks ? UINT64_MAX : pe->c_total;
+}
+
+/* The PE was idle for `ns` more: the only way c_total grows. */
+static inline void mpr_idle_add(mpr_pe *pe, uint64_t ns)
+{
+    pe->c_total += ns;
+    mpr_dispatch_key_update(pe);
+}
 
 /* Writes the header of a new fiber (or of a continuation reusing one); `tag` holds its
  * scheduler, categories, state and slot class. */

@@ -272,6 +272,10 @@ void mpr_papi_record_add(mpr_pe *pe, mpr_stats_rec *r)
             mark_absent(event, m->module, m->fields[i].name, why);
         else
             mpr_papi_on = true;
+        if (!why && !pe->fiber_hooks) { /* this PE's fibers are counted from now on */
+            pe->fiber_hooks = true;
+            mpr_dispatch_key_update(pe);
+        }
         pthread_mutex_unlock(&papi_lock);
     }
 }

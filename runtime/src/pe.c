@@ -14,6 +14,20 @@
 #include <time.h>
 
 _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
+__thread unsigned char *mpr_access_bytes __attribute__((tls_model("initial-exec")));
+
+void mpr_pe_bind(mpr_pe *pe)
+{
+    mpr_self_pe = pe;
+    bool tracing = false;
+    MPR_TRACE(tracing = true);
+    mpr_access_bytes = pe && !tracing ? &pe->spawn_tag.enabler : NULL;
+    if (pe && tracing && !pe->fiber_hooks) { /* every fiber is traced */
+        pe->fiber_hooks = true;
+        mpr_dispatch_key_update(pe);
+    }
+}
+
 mpr_run mpr_g;
 const mpr_machine *mpr_m = &mpr_machine_shm;
 
@@ -137,15 +151,16 @@ static mpr_pe *pe_new(int id, int npes)
 /* Run on each PE by the machine layer. */
 void mpr_pe_run(mpr_pe *pe)
 {
-    mpr_self_pe = pe;
+    mpr_pe_bind(pe);
     pe->where = MPR_PE_RUNNING;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
+    pe->spawn_tag_unclassified = pe->spawn_tag.word;
     pe->t_start = mp_wtime();
     if (pe->mux) {
         /* it waited for its worker since the run started: idle, like a switched-out PE */
         uint64_t waited = (uint64_t)((pe->t_start - mpr_g.t_start) * 1e9);
-        pe->c_total += waited;
+        mpr_idle_add(pe, waited);
         RTS_INC(&pe->rts, IdleNs, waited);
         pe->t_start = mpr_g.t_start;
     }

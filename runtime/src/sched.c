@@ -38,14 +38,12 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
         }
         mpr_fiber *outer = pe->current;
         mpr_fiber_tag outer_tag = pe->spawn_tag;
-        uint16_t outer_enabler = pe->cur_enabler;
         uint64_t outer_observed = pe->cur_observed, outer_critical = pe->cur_critical;
         pe->preempt_depth++;
         run(pe, f);
         pe->preempt_depth--;
         pe->current = outer;
         pe->spawn_tag = outer_tag;
-        pe->cur_enabler = outer_enabler;
         pe->cur_observed = outer_observed;
         pe->cur_critical = outer_critical;
         return;
@@ -70,9 +68,10 @@ static MPR_COLD void latency_charge(mpr_pe *pe, mpr_latency *l)
     l->critical_ns += pe->cur_critical;
 }
 
-/* Runs one fiber and does its accounting.  pe->current is left pointing at the finished
- * fiber; the dispatch loop clears it once when it stops, not after every fiber. */
-static inline void run(mpr_pe *pe, mpr_fiber *f)
+/* Runs one fiber with everything: latency accounting when it waited through idle time, the
+ * tracing and PAPI hooks.  pe->current is left pointing at the finished fiber; the dispatch
+ * loop clears it once when it stops, not after every fiber. */
+static __attribute__((noinline)) void run_full(mpr_pe *pe, mpr_fiber *f)
 {
     bool waited = MPR_LATENCY && pe->c_total != f->idle_at_create;
     if (MPR_UNLIKELY(waited))
@@ -80,7 +79,6 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
     pe->current = f;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
-    pe->cur_enabler = (uint16_t)enabler;
     mpr_latency *row = pe->latency[enabler]; /* indexed before the call: fewer steps after */
 
     MPR_TRACE(mpr_trace_fiber_begin(pe));
@@ -93,6 +91,32 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
     if (MPR_UNLIKELY(waited))
         latency_charge(pe, l);
+    if (MPR_UNLIKELY(f->tag.reused))
+        f->tag.reused = 0; /* the storage now belongs to the continuation */
+    else
+        mpr_fiber_release(pe, f);
+}
+
+/* Runs one fiber and does its accounting.  Most fibers did not wait through idle time and run
+ * with no hooks on; they take the short path below, which run_full would take too minus its
+ * tests, and one comparison (dispatch_key) tells them apart. */
+static inline void run(mpr_pe *pe, mpr_fiber *f)
+{
+#if MPR_LATENCY
+    bool plain = f->idle_at_create == pe->dispatch_key;
+#else
+    bool plain = !pe->fiber_hooks;
+#endif
+    if (MPR_UNLIKELY(!plain)) {
+        run_full(pe, f);
+        return;
+    }
+    unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
+    pe->current = f;
+    pe->spawn_tag.word = pe->spawn_tag_unclassified; /* mpr_access_set(pe, 0), one load less */
+    mpr_latency *row = pe->latency[enabler];
+    f->fn(f->args);
+    row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
     if (MPR_UNLIKELY(f->tag.reused))
         f->tag.reused = 0; /* the storage now belongs to the continuation */
     else
@@ -116,8 +140,9 @@ static uint64_t queue_length(const mpr_queue *q)
 void mpr_rts_fold(mpr_pe *pe)
 {
     uint64_t dispatched = 0;
-    for (int e = 0; e < MPR_MAX_ACCESS; e++)
-        for (int a = 0; a < MPR_MAX_ACCESS; a++)
+    int n = mpr_access_count(); /* categories never registered have no dispatches */
+    for (int e = 0; e < n; e++)
+        for (int a = 0; a < n; a++)
             dispatched += pe->latency[e][a].count;
     uint64_t live = mpr_fiber_live(pe);
     uint64_t enabled =
@@ -176,9 +201,13 @@ static inline void dispatch(mpr_pe *pe, mpr_fiber *f)
         periodic(pe);
 }
 
+/* mpr_schedule_loop's `until` when it has none: never reaches UINT64_MAX, and the dispatch
+ * loop compares without testing for NULL first. */
+static const mpr_counter never_reached;
+
 static inline bool reached(const mpr_counter *until, uint64_t value)
 {
-    return until && until->value >= value;
+    return until->value >= value;
 }
 
 /* Runs fibers until none is runnable (returns false) or `until` reaches `value` (true).
@@ -189,7 +218,7 @@ static inline bool reached(const mpr_counter *until, uint64_t value)
  * meanwhile queue behind the batch, which is the FIFO order anyway; urgent fibers and `until`
  * are checked between any two fibers, and what is left of the batch goes back to the front of
  * the queue when one of them interrupts it. */
-static bool run_ready(mpr_pe *pe, mpr_counter *until, uint64_t value)
+static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
 {
     mpr_queue *urgent = &pe->queue[MP_SCHED_URGENT], *fifo = &pe->queue[MP_SCHED_FIFO];
     for (;;) {
@@ -303,7 +332,7 @@ static bool idle(mpr_pe *pe)
     MPR_TRACE(mpr_trace_idle_end(pe));
     pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = now_ns() - t0;
-    pe->c_total += idle_ns;
+    mpr_idle_add(pe, idle_ns);
     RTS_INC(&pe->rts, IdleNs, idle_ns);
     uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
                            : pe->mux ? idle_ns - switched_out
@@ -313,8 +342,13 @@ static bool idle(mpr_pe *pe)
     return more;
 }
 
-void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value)
+void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until_counter, uint64_t value)
 {
+    const mpr_counter *until = until_counter;
+    if (!until) {
+        until = &never_reached;
+        value = UINT64_MAX;
+    }
     for (;;) {
         bool done = run_ready(pe, until, value);
         pe->current = NULL;

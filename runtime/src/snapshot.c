@@ -83,7 +83,7 @@ void mp_snapshot_execute(mp_snapshot_t h)
 static void remote_complete(void *p)
 {
     mp_obj_t *id = p;
-    mp_access_declare(mpr_pe_self()->cur_enabler);
+    mp_access_declare(mpr_cur_enabler(mpr_pe_self()));
     mp_counter_add(local(*id)->completed, 1);
 }
 

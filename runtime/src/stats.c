@@ -16,7 +16,7 @@
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *access_names[MPR_MAX_ACCESS] = {"unclassified"};
-static int naccess = 1;
+static _Atomic int naccess = 1; /* written under registry_lock; read without */
 
 typedef struct param {
     struct param *next;
@@ -39,7 +39,7 @@ int mp_access_register(const char *module, const char *name)
     if (id < 0 && naccess < MPR_MAX_ACCESS) {
         id = naccess;
         access_names[id] = strdup(full);
-        naccess++;
+        atomic_store_explicit(&naccess, id + 1, memory_order_release);
     }
     pthread_mutex_unlock(&registry_lock);
     if (id < 0)
@@ -50,7 +50,7 @@ int mp_access_register(const char *module, const char *name)
 void mp_access_declare(int id)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (MPR_UNLIKELY(!pe || id < 0 || id >= MPR_MAX_ACCESS)) {
+    if (MPR_UNLIKELY(!pe || id < 0 || id >= mpr_access_count())) {
         mpr_misuse(MP_ERR_INVALID_ARG, "declaring unknown access category %d", id);
         return;
     }
@@ -65,7 +65,7 @@ int mp_access_current(void)
 }
 
 const char *mpr_access_name(int id) { return access_names[id]; }
-int mpr_access_count(void) { return naccess; }
+int mpr_access_count(void) { return atomic_load_explicit(&naccess, memory_order_acquire); }
 
 void mp_param(const char *name, double value)
 {

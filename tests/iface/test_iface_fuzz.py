@@ -145,7 +145,8 @@ def generated_names(module, terms=("Op",), cats=("OPS",), accs=("ENQ",)):
     m, M = module, module.upper()
     names = [f"{M}_PERF_H", f"{M}_NSTATS", f"{M}_NTERMS", f"{M}_NACCESSES", f"{M}_SET",
              f"{M}_INC", f"{M}_READ", f"{M}_ACCESS", f"{m}_stats_t", f"{m}_stats_create",
-             f"{m}_stat_module", f"{m}_stat_fields", f"{m}_perf_init", f"{m}_access_ids"]
+             f"{m}_stat_module", f"{m}_stat_fields", f"{m}_perf_init", f"{m}_access_ids",
+             f"{m}_access_words"]
     names += [f"{M}_TERM_{t}" for t in terms] + [f"{m}_term_{t}" for t in terms]
     names += [f"{m}_cost_{c}" for c in cats] + [f"{M}_ACCESS_{a}" for a in accs]
     return names
@@ -154,6 +155,7 @@ def generated_names(module, terms=("Op",), cats=("OPS",), accs=("ENQ",)):
 # The runtime's public names (runtime/include/mp.h) and what the generated code uses.
 RUNTIME_NAMES = """mp_stat_module mp_stat_field mp_stat_type mp_stats_new MP_STAT_U64 MP_H
     MP_ACCESS_UNCLASSIFIED MP_OBJ_RTS mp_access_register mp_access_declare MPROF_DISABLE
+    mp_access_word mp_access_declare_word mpr_access_bytes
     mp_main mp_fiber_t uint64_t int64_t size_t NULL stdin stderr fprintf abort fmin fmax
     log2 sqrt s params rec names id i M_PI linux unix EOF INT64_MAX errno""".split()
 PLAIN = ["A", "b", "Xy", "N_1", "op", "Op", "OP", "T", "t2", "Stat", "EltSize", "P", "q_",

@@ -11,6 +11,8 @@ import json
 import math
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,22 @@ def test_figures_are_possible(rt_micro):
     assert f["aggregated_bytes_per_s"] / 512 < 4 * spawn_rate
     # a round trip through a counter takes at least a fiber dispatch
     assert f["counter_wait_ns"] > 0.25 * f["spawn_dispatch_ns"]
+
+
+def test_spawn_instructions_counts_the_fiber_path(cmake_build):
+    """benchmarks/micro/spawn_instructions.py (make bench): callgrind counts of rt_micro
+    --spawn-only.  Not a speed check: the figures must be what they claim, instructions per
+    fiber of the spawn rounds and per item of the plain ring, so a fiber costs more than the
+    ring and a few dozen instructions, not thousands (a count over the whole run would be)."""
+    bdir = cmake_build("build", targets=["rt_micro"])
+    micro = bdir / "benchmarks" / "micro" / "rt_micro"
+    run = subprocess.run([str(micro), "--spawn-only", "3"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0 and run.stdout == "", run.stderr
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "micro" / "spawn_instructions.py"
+    run = subprocess.run([sys.executable, str(script), "--micro", str(micro), "--rounds", "4"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    f = json.loads(run.stdout.strip().splitlines()[-1])
+    assert 5 < f["floor_instructions"] < 50, f
+    assert f["floor_instructions"] < f["spawn_dispatch_instructions"] < 300, f

@@ -685,7 +685,7 @@ static int mpi_run(void)
     run_state_init(pe);
     mpr_pe_run(pe);
     withdraw_receives();
-    mpr_self_pe = NULL; /* the PE ran on this thread: outside mp_main there is no PE */
+    mpr_pe_bind(NULL); /* the PE ran on this thread: outside mp_main there is no PE */
     return 0;
 }
 

@@ -282,7 +282,7 @@ static void run_slice(shm_worker *w, shm_pe *sp)
         memcpy(w->tls_block, sp->tls, w->tls_size);
     }
     w->resident = sp;
-    mpr_self_pe = sp->pe;
+    mpr_pe_bind(sp->pe);
     w->running = sp;
     uint64_t t0 = mono_ns();
     mpr_ctx_switch(&w->ctx, &sp->ctx);
@@ -394,7 +394,7 @@ static void *worker_thread(void *arg)
                   w->first + w->count - 1);
     mux_loop(w);
     mux_teardown(w);
-    mpr_self_pe = NULL;
+    mpr_pe_bind(NULL);
     return NULL;
 }
 
