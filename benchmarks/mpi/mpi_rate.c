@@ -285,7 +285,7 @@ int main(int argc, char **argv)
                "\"reps\": %d, "
                "\"raw_mpi_msgs_per_s\": %.0f, \"rt_mpi_noagg_per_s\": %.0f, "
                "\"rt_mpi_agg_per_s\": %.0f, \"rt_shm_noagg_per_s\": %.0f, "
-               "\"rt_shm_agg_per_s\": %.0f, \"rt_mpi_noagg_over_raw\": %.2f, "
+               "\"rt_shm_agg_per_s\": %.0f, \"rt_mpi_noagg_over_raw\": %.3g, "
                "\"rt_overhead_ns_per_msg\": %.1f, \"full_window\": %d, "
                "\"rt_mpi_agg_full_per_s\": %.0f, \"rt_shm_agg_full_per_s\": %.0f}\n",
                N, SIZE, W, REPS, n / raw, n / mpi_noagg, n / mpi_agg, n / shm_noagg, n / shm_agg,
