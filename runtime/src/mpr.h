@@ -20,7 +20,7 @@
 #define MPR_MAX_SCHED 16
 #define MPR_MAX_ACCESS 64
 #define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
-#define MPR_MUX_YIELD_PERIODS 1 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
+#define MPR_MUX_YIELD_PERIODS 4 /* a busy multiplexed PE yields every 4 * flush_fibers fibers */
 
 /* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
  *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile
@@ -514,11 +514,16 @@ void mpr_flush_all(mpr_pe *pe);
 mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
 void mpr_agg_group_free(mpr_agg_group *g);
 void mpr_agg_group_flush(mpr_agg_group *g);
-/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread). */
+/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread).  It
+ * counts as sent (MsgSent, ByteSent) by the PE that opened it, like a sent group buffer. */
 static inline mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
 {
     mpr_msgbuf *b = g->agg[dst].buf;
-    g->agg[dst].buf = NULL;
+    if (b) {
+        g->agg[dst].buf = NULL;
+        RTS_INC(&mpr_g.pes[b->src]->rts, MsgSent, 1);
+        RTS_INC(&mpr_g.pes[b->src]->rts, ByteSent, b->len);
+    }
     return b;
 }
 uintptr_t mpr_fn_encode(mp_fiber_fn fn);
