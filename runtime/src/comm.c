@@ -70,20 +70,20 @@ static inline void copy_small(unsigned char *dst, const unsigned char *src, size
 
 /* Function pointers travel as offsets from a symbol of the runtime, which stays valid across
  * processes of the same executable even with address-space randomisation.  The difference of
- * two user-space addresses fits in 48 bits (sign-extended), which leaves a record's high 16
+ * two user-space addresses fits in 48 bits (sign-extended), which leaves a record's low 16
  * bits for its sender (mpr_record). */
 uintptr_t mpr_fn_encode(mp_fiber_fn fn) { return (uintptr_t)fn - (uintptr_t)&mpr_fn_encode; }
 mp_fiber_fn mpr_fn_decode(uintptr_t off) { return (mp_fiber_fn)(off + (uintptr_t)&mpr_fn_encode); }
 
 static inline uint64_t fn_src_make(mp_fiber_fn fn, int src)
 {
-    return ((uint64_t)mpr_fn_encode(fn) & (((uint64_t)1 << 48) - 1)) | (uint64_t)src << 48;
+    return (uint64_t)mpr_fn_encode(fn) << 16 | (uint16_t)src;
 }
 static inline mp_fiber_fn fn_of(uint64_t fn_src)
 {
-    return mpr_fn_decode((uintptr_t)((int64_t)(fn_src << 16) >> 16));
+    return mpr_fn_decode((uintptr_t)((int64_t)fn_src >> 16)); /* arithmetic shift (GCC, Clang) */
 }
-static inline int src_of(uint64_t fn_src) { return (int)(fn_src >> 48); }
+static inline int src_of(uint64_t fn_src) { return (int)(fn_src & 0xffff); }
 
 size_t mp_max_message(void) { return MAX_MESSAGE; }
 

@@ -131,8 +131,8 @@ typedef struct {
     uint8_t sched;
     uint8_t access; /* category of the invoking fiber: the enabler on arrival */
     /* offset of the fiber function from a reference symbol, so it survives ASLR (MPI), in
-     * the low 48 bits (sign-extended); the sending PE in the high 16, because the buffers
-     * that the PEs of one worker share carry records of several senders (shm) */
+     * the high 48 bits (signed); the sending PE in the low 16, because the buffers that the
+     * PEs of one worker share carry records of several senders (shm) */
     uint64_t fn_src;
 } mpr_record;
 
