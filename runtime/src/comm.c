@@ -340,9 +340,13 @@ static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
         mpr_msgbuf *b = buf_get(pe, pe->agg_cap);
         b->counted = 1;
         mpr_machine_in_flight(pe);
-        if ((dst < g->first || dst >= g->first + g->count) && !g->xlisted[dst]) {
-            g->xlisted[dst] = 1;
-            g->xopen[g->nxopen++] = dst;
+        if (dst < g->first || dst >= g->first + g->count) {
+            if (!g->xlisted[dst]) {
+                g->xlisted[dst] = 1;
+                g->xopen[g->nxopen++] = dst;
+            }
+        } else if (mpr_g.pes[dst]->where == MPR_PE_IDLE) {
+            g->idle_fed = true;
         }
         return pe->agg[dst].buf = b;
     }

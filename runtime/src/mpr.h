@@ -186,6 +186,11 @@ typedef struct mpr_agg_group {
     int nxopen;
     int first, count; /* the member PEs, [first, first + count) */
     int npes;
+    /* A member opened a buffer for a member that is idle: the writer yields at its next
+     * communication period rather than after MPR_MUX_YIELD_PERIODS (sched.c), so that a
+     * hand-off within a worker (a pipeline) waits one period, while PEs that all have work
+     * of their own keep their longer slices. */
+    bool idle_fed;
 } mpr_agg_group;
 
 /* ---------------------------------------------------------------------------------- */
