@@ -285,15 +285,47 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
  * before a message sent at once, which must not overtake them (invocations from one PE to
  * another arrive in the order they were made). */
+/* A group buffer leaves its group (mpr.h): each record's bytes count as sent (ByteSent) by
+ * the PE that wrote it, as they would with buffers of its own, so per-PE figures stay those of
+ * any other backend; the message (MsgSent) counts on the PE that opened the buffer. */
+static void group_count(mpr_msgbuf *b)
+{
+    for (size_t off = 0; off < b->len;) {
+        const mpr_record *r = (const mpr_record *)(b->data + off);
+        RTS_INC(&mpr_g.pes[src_of(r->fn_src)]->rts, ByteSent, r->total);
+        off += r->total;
+    }
+    RTS_INC(&mpr_g.pes[b->src]->rts, MsgSent, 1);
+}
+
+static void group_send(mpr_msgbuf *b, int dst)
+{
+    group_count(b);
+    b->dst = dst;
+    mpr_machine_send(mpr_g.pes[b->src], dst, b);
+}
+
+mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
+{
+    mpr_msgbuf *b = g->agg[dst].buf;
+    if (b) {
+        g->agg[dst].buf = NULL;
+        group_count(b);
+    }
+    return b;
+}
+
 static inline void agg_send_pending(mpr_pe *pe, int dst)
 {
     mpr_msgbuf *b = pe->agg[dst].buf;
     if (b && b->len) {
-        /* a group buffer is counted on the PE that opened it (pools and statistics) */
-        mpr_pe *from = b->src == pe->id ? pe : mpr_g.pes[b->src];
-        RTS_INC(&from->rts, MsgSent, 1);
-        send_buf(from, dst, b);
         pe->agg[dst].buf = NULL;
+        if (b->counted) {
+            group_send(b, dst);
+        } else {
+            RTS_INC(&pe->rts, MsgSent, 1);
+            send_buf(pe, dst, b);
+        }
     }
 }
 
@@ -508,8 +540,8 @@ void mpr_agg_group_free(mpr_agg_group *g)
     free(g);
 }
 
-/* Sends the open buffers of destinations outside the group, each counted (MsgSent, ByteSent)
- * on the PE that opened it.  Called by the worker between PEs' slices and by mp_flush(). */
+/* Sends the open buffers of destinations outside the group.  Called by the worker between
+ * PEs' slices and by mp_flush(). */
 void mpr_agg_group_flush(mpr_agg_group *g)
 {
     for (int i = 0; i < g->nxopen; i++) {
@@ -517,10 +549,8 @@ void mpr_agg_group_flush(mpr_agg_group *g)
         mpr_msgbuf *b = g->agg[dst].buf;
         g->xlisted[dst] = 0;
         if (b) {
-            mpr_pe *from = mpr_g.pes[b->src];
             g->agg[dst].buf = NULL;
-            RTS_INC(&from->rts, MsgSent, 1);
-            send_buf(from, dst, b);
+            group_send(b, dst);
         }
     }
     g->nxopen = 0;

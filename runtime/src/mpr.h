@@ -519,18 +519,9 @@ void mpr_flush_all(mpr_pe *pe);
 mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
 void mpr_agg_group_free(mpr_agg_group *g);
 void mpr_agg_group_flush(mpr_agg_group *g);
-/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread).  It
- * counts as sent (MsgSent, ByteSent) by the PE that opened it, like a sent group buffer. */
-static inline mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
-{
-    mpr_msgbuf *b = g->agg[dst].buf;
-    if (b) {
-        g->agg[dst].buf = NULL;
-        RTS_INC(&mpr_g.pes[b->src]->rts, MsgSent, 1);
-        RTS_INC(&mpr_g.pes[b->src]->rts, ByteSent, b->len);
-    }
-    return b;
-}
+/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread); it
+ * counts as sent then, like a group buffer sent to another worker's PE. */
+mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst);
 uintptr_t mpr_fn_encode(mp_fiber_fn fn);
 mp_fiber_fn mpr_fn_decode(uintptr_t off);
 
