@@ -69,19 +69,35 @@ static inline void copy_small(unsigned char *dst, const unsigned char *src, size
 }
 
 /* Function pointers travel as offsets from a symbol of the runtime, which stays valid across
- * processes of the same executable even with address-space randomisation. */
+ * processes of the same executable even with address-space randomisation.  The difference of
+ * two user-space addresses fits in 48 bits (sign-extended), which leaves a record's low 16
+ * bits for its sender (mpr_record). */
 uintptr_t mpr_fn_encode(mp_fiber_fn fn) { return (uintptr_t)fn - (uintptr_t)&mpr_fn_encode; }
 mp_fiber_fn mpr_fn_decode(uintptr_t off) { return (mp_fiber_fn)(off + (uintptr_t)&mpr_fn_encode); }
+
+static inline uint64_t fn_src_make(mp_fiber_fn fn, int src)
+{
+    return (uint64_t)mpr_fn_encode(fn) << 16 | (uint16_t)src;
+}
+static inline mp_fiber_fn fn_of(uint64_t fn_src)
+{
+    return mpr_fn_decode((uintptr_t)((int64_t)fn_src >> 16)); /* arithmetic shift (GCC, Clang) */
+}
+static inline int src_of(uint64_t fn_src) { return (int)(fn_src & 0xffff); }
 
 size_t mp_max_message(void) { return MAX_MESSAGE; }
 
 void mpr_comm_init(mpr_pe *pe)
 {
-    pe->agg = calloc((size_t)pe->npes, sizeof *pe->agg);
-    pe->agg_open = malloc(MPR_AGG_OPEN_MAX * sizeof *pe->agg_open);
-    pe->agg_listed = calloc((size_t)pe->npes, 1);
-    if (!pe->agg || !pe->agg_open || !pe->agg_listed)
-        mpr_fatal("out of memory");
+    if (pe->group) {
+        pe->agg = pe->group->agg; /* agg_open and agg_listed stay unused */
+    } else {
+        pe->agg = calloc((size_t)pe->npes, sizeof *pe->agg);
+        pe->agg_open = malloc(MPR_AGG_OPEN_MAX * sizeof *pe->agg_open);
+        pe->agg_listed = calloc((size_t)pe->npes, 1);
+        if (!pe->agg || !pe->agg_open || !pe->agg_listed)
+            mpr_fatal("out of memory");
+    }
     pe->agg_nopen = 0;
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
@@ -99,9 +115,11 @@ static void free_list(mpr_msgbuf *b)
 
 void mpr_comm_fini(mpr_pe *pe)
 {
-    for (int i = 0; i < pe->npes; i++)
-        free(pe->agg[i].buf);
-    free(pe->agg);
+    if (!pe->group && pe->agg) { /* a group's buffers are the group's (mpr_agg_group_free) */
+        for (int i = 0; i < pe->npes; i++)
+            free(pe->agg[i].buf);
+        free(pe->agg);
+    }
     free(pe->agg_open);
     free(pe->agg_listed);
     pe->agg = NULL;
@@ -212,6 +230,7 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
     }
     b->len = 0;
     b->src = pe->id;
+    b->counted = 0;
     return b;
 }
 
@@ -223,7 +242,7 @@ static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
 }
 
 /* Starts a record of `total` bytes at the end of `b`; returns where its body goes. */
-static inline unsigned char *put_header(mpr_msgbuf *b, mp_fiber_fn fn, size_t args_size,
+static inline unsigned char *put_header(mpr_msgbuf *b, int src, mp_fiber_fn fn, size_t args_size,
                                         mp_sched_t sched, unsigned access, size_t total)
 {
     mpr_record *r = (mpr_record *)(b->data + b->len);
@@ -231,16 +250,16 @@ static inline unsigned char *put_header(mpr_msgbuf *b, mp_fiber_fn fn, size_t ar
     r->args_size = (uint16_t)args_size;
     r->sched = (uint8_t)sched;
     r->access = (uint8_t)access;
-    r->fn = mpr_fn_encode(fn);
+    r->fn_src = fn_src_make(fn, src);
     b->len += total;
     return (unsigned char *)(r + 1);
 }
 
-static void put_record(mpr_msgbuf *b, mp_fiber_fn fn, const void *args, size_t args_size,
+static void put_record(mpr_msgbuf *b, int src, mp_fiber_fn fn, const void *args, size_t args_size,
                        mp_sched_t sched, uint16_t access, const void *payload, size_t payload_size,
                        void *payload_dst, size_t total)
 {
-    unsigned char *p = put_header(b, fn, args_size, sched, access, total);
+    unsigned char *p = put_header(b, src, fn, args_size, sched, access, total);
     if (payload_size) {
         mpr_record_payload *h = (mpr_record_payload *)p;
         h->size = payload_size;
@@ -266,13 +285,47 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
  * before a message sent at once, which must not overtake them (invocations from one PE to
  * another arrive in the order they were made). */
+/* A group buffer leaves its group (mpr.h): each record's bytes count as sent (ByteSent) by
+ * the PE that wrote it, as they would with buffers of its own, so per-PE figures stay those of
+ * any other backend; the message (MsgSent) counts on the PE that opened the buffer. */
+static void group_count(mpr_msgbuf *b)
+{
+    for (size_t off = 0; off < b->len;) {
+        const mpr_record *r = (const mpr_record *)(b->data + off);
+        RTS_INC(&mpr_g.pes[src_of(r->fn_src)]->rts, ByteSent, r->total);
+        off += r->total;
+    }
+    RTS_INC(&mpr_g.pes[b->src]->rts, MsgSent, 1);
+}
+
+static void group_send(mpr_msgbuf *b, int dst)
+{
+    group_count(b);
+    b->dst = dst;
+    mpr_machine_send(mpr_g.pes[b->src], dst, b);
+}
+
+mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
+{
+    mpr_msgbuf *b = g->agg[dst].buf;
+    if (b) {
+        g->agg[dst].buf = NULL;
+        group_count(b);
+    }
+    return b;
+}
+
 static inline void agg_send_pending(mpr_pe *pe, int dst)
 {
     mpr_msgbuf *b = pe->agg[dst].buf;
     if (b && b->len) {
-        RTS_INC(&pe->rts, MsgSent, 1);
-        send_buf(pe, dst, b);
         pe->agg[dst].buf = NULL;
+        if (b->counted) {
+            group_send(b, dst);
+        } else {
+            RTS_INC(&pe->rts, MsgSent, 1);
+            send_buf(pe, dst, b);
+        }
     }
 }
 
@@ -314,6 +367,21 @@ static void agg_flush_open(mpr_pe *pe)
  * open: a PE's aggregation memory is bounded whatever the number of PEs. */
 static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
 {
+    mpr_agg_group *g = pe->group;
+    if (g) {
+        mpr_msgbuf *b = buf_get(pe, pe->agg_cap);
+        b->counted = 1;
+        mpr_machine_in_flight(pe);
+        if (dst < g->first || dst >= g->first + g->count) {
+            if (!g->xlisted[dst]) {
+                g->xlisted[dst] = 1;
+                g->xopen[g->nxopen++] = dst;
+            }
+        } else if (mpr_g.pes[dst]->where == MPR_PE_IDLE) {
+            g->idle_fed = true;
+        }
+        return pe->agg[dst].buf = b;
+    }
     if (!pe->agg_listed[dst]) { /* a listed one was sent when full and reopens */
         if (pe->agg_nopen == MPR_AGG_OPEN_MAX)
             agg_flush_open(pe);
@@ -356,7 +424,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         /* small: a fast message of its own */
         agg_send_pending(pe, dst);
         mpr_msgbuf *b = buf_get(pe, total);
-        put_record(b, fn, args, args_size, sched, access, NULL, 0, NULL, total);
+        put_record(b, pe->id, fn, args, args_size, sched, access, NULL, 0, NULL, total);
         RTS_INC(&pe->rts, FastMsgSent, 1);
         send_buf(pe, dst, b);
         return MP_SUCCESS;
@@ -368,8 +436,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
             agg_send_pending(pe, dst);
         if (!a->buf)
             agg_open(pe, dst);
-        put_record(a->buf, fn, args, args_size, sched, access, payload, payload_size, payload_dst,
-                   total);
+        put_record(a->buf, pe->id, fn, args, args_size, sched, access, payload, payload_size,
+                   payload_dst, total);
         if (a->buf->len >= pe->agg_cap)
             agg_send_pending(pe, dst);
         return MP_SUCCESS;
@@ -377,7 +445,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     /* large (or aggregation disabled): at once */
     agg_send_pending(pe, dst);
     mpr_msgbuf *b = buf_get(pe, total);
-    put_record(b, fn, args, args_size, sched, access, payload, payload_size, payload_dst, total);
+    put_record(b, pe->id, fn, args, args_size, sched, access, payload, payload_size, payload_dst,
+               total);
     RTS_INC(&pe->rts, MsgSent, 1);
     send_buf(pe, dst, b);
     return MP_SUCCESS;
@@ -412,7 +481,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
                      (unsigned)sched >= (unsigned)pe->nsched || !(b = pe->agg[pe_id].buf) ||
                      b->len + total > pe->agg_cap))
         return invoke_general(pe_id, fn, args, size, sched);
-    copy_small(put_header(b, fn, size, sched, mpr_cur_access(pe), total), args, size);
+    copy_small(put_header(b, pe->id, fn, size, sched, mpr_cur_access(pe), total), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
     MPR_TRACE(mpr_trace_send(pe, pe_id, total));
     if (MPR_UNLIKELY(b->len >= pe->agg_cap))
@@ -420,9 +489,12 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     return MP_SUCCESS;
 }
 
+/* The periodic and the out-of-work flush.  A PE in a group leaves the group's buffers open:
+ * its members take theirs when they poll, and the worker sends the others at the end of its
+ * round over the PEs (after every member has had its slice), so they fill across slices. */
 void mpr_flush_all(mpr_pe *pe)
 {
-    if (!pe->agg_cap)
+    if (!pe->agg_cap || pe->group)
         return;
     agg_flush_open(pe);
 }
@@ -430,8 +502,58 @@ void mpr_flush_all(mpr_pe *pe)
 void mp_flush(void)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (pe)
+    if (pe && pe->group)
+        mpr_agg_group_flush(pe->group);
+    else if (pe)
         mpr_flush_all(pe);
+}
+
+mpr_agg_group *mpr_agg_group_new(int first, int count, int npes)
+{
+    mpr_agg_group *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->agg = calloc((size_t)npes, sizeof *g->agg);
+    g->xopen = malloc((size_t)npes * sizeof *g->xopen);
+    g->xlisted = calloc((size_t)npes, 1);
+    g->first = first;
+    g->count = count;
+    g->npes = npes;
+    if (!g->agg || !g->xopen || !g->xlisted) {
+        mpr_agg_group_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* After the run (a group's open buffers are left only by an abnormal end). */
+void mpr_agg_group_free(mpr_agg_group *g)
+{
+    if (!g)
+        return;
+    if (g->agg)
+        for (int i = 0; i < g->npes; i++)
+            free(g->agg[i].buf);
+    free(g->agg);
+    free(g->xopen);
+    free(g->xlisted);
+    free(g);
+}
+
+/* Sends the open buffers of destinations outside the group.  Called by the worker between
+ * PEs' slices and by mp_flush(). */
+void mpr_agg_group_flush(mpr_agg_group *g)
+{
+    for (int i = 0; i < g->nxopen; i++) {
+        int dst = g->xopen[i];
+        mpr_msgbuf *b = g->agg[dst].buf;
+        g->xlisted[dst] = 0;
+        if (b) {
+            g->agg[dst].buf = NULL;
+            group_send(b, dst);
+        }
+    }
+    g->nxopen = 0;
 }
 
 /* Turns arrived records into enabled fibers; returns whether anything arrived.  A poll makes
@@ -460,9 +582,9 @@ bool mpr_poll(mpr_pe *pe)
                 p += sizeof *h;
                 memcpy(h->dst, p + align16(r->args_size), h->size);
             }
-            MPR_TRACE(mpr_trace_recv(pe, b->src, r->total));
-            mpr_fiber_spawn(pe, mpr_fn_decode(r->fn), p, r->args_size, (unsigned)r->sched,
-                            r->access, true);
+            MPR_TRACE(mpr_trace_recv(pe, src_of(r->fn_src), r->total));
+            mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, (unsigned)r->sched, r->access,
+                            true);
             off += r->total;
             made++;
         }

@@ -58,6 +58,10 @@ typedef struct mpr_machine {
      * before it declares an idle timeout; a backend that detects the timeout itself (MPI's
      * waves) leaves it NULL. */
     int (*all_idle)(void);
+    /* Optional (only a backend that makes aggregation groups, mpr.h, calls it and must set
+     * it).  Counts one message in flight that is not sent yet: an opened group buffer, sent
+     * later with `counted` set so that send() does not count it again. */
+    void (*in_flight)(struct mpr_pe *pe);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;
@@ -88,6 +92,7 @@ static inline void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s)
 }
 static inline void mpr_machine_yield(struct mpr_pe *pe) { mpr_m->yield(pe); }
 static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
+static inline void mpr_machine_in_flight(struct mpr_pe *pe) { mpr_m->in_flight(pe); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
 static inline int mpr_machine_all_idle(void) { return mpr_m->all_idle && mpr_m->all_idle(); }
 static inline double mpr_machine_max_all(double v)

@@ -20,7 +20,7 @@
 #define MPR_MAX_SCHED 16
 #define MPR_MAX_ACCESS 64
 #define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
-#define MPR_MUX_YIELD_PERIODS 1 /* a busy multiplexed PE yields every 16 * flush_fibers fibers */
+#define MPR_MUX_YIELD_PERIODS 4 /* a busy multiplexed PE yields every 4 * flush_fibers fibers */
 
 /* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
  *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile
@@ -136,7 +136,10 @@ typedef struct {
     uint16_t args_size; /* <= MP_FIBER_ARGS_MAX */
     uint8_t sched;
     uint8_t access; /* category of the invoking fiber: the enabler on arrival */
-    uintptr_t fn;   /* offset from a reference symbol, so it survives ASLR (MPI) */
+    /* offset of the fiber function from a reference symbol, so it survives ASLR (MPI), in
+     * the high 48 bits (signed); the sending PE in the low 16, because the buffers that the
+     * PEs of one worker share carry records of several senders (shm) */
+    uint64_t fn_src;
 } mpr_record;
 
 typedef struct {
@@ -157,9 +160,10 @@ typedef enum { MPR_BUF_POOLED = 0, MPR_BUF_OWNED = 1 } mpr_buf_kind;
 
 typedef struct mpr_msgbuf {
     struct mpr_msgbuf *next; /* inbox / free list link */
-    int src;
+    int src;                 /* the PE whose pool it came from (and returns to) */
     int dst;
     uint32_t kind;
+    uint32_t counted; /* already counted in flight when opened (a group buffer, below) */
     size_t len;
     size_t cap;
     _Alignas(16) unsigned char data[];
@@ -172,6 +176,28 @@ typedef struct {
     mpr_msgbuf *buf;
 } mpr_agg;
 #define MPR_AGG_OPEN_MAX 32
+
+/* Aggregation shared by the PEs of one worker thread (shm, multiplexed PEs; comm.c).  They
+ * run one at a time on one thread, so they can append to one buffer per destination PE
+ * without atomics, and a destination then receives one buffer per worker where it received
+ * one per sending PE: with P PEs talking round-robin, per-(sender, destination) buffers hold
+ * a record or two each, per-(worker, destination) ones many.  A group buffer counts as a
+ * message in flight from the moment it is opened.  A destination in the group takes its
+ * buffer itself when it polls (no send at all); one outside the group gets it when it fills,
+ * when the worker ends a round over its PEs, and on mp_flush(). */
+typedef struct mpr_agg_group {
+    mpr_agg *agg;     /* per destination PE; every member's pe->agg */
+    int *xopen;       /* destinations outside the group that may have an open buffer */
+    uint8_t *xlisted; /* per destination: in xopen */
+    int nxopen;
+    int first, count; /* the member PEs, [first, first + count) */
+    int npes;
+    /* A member opened a buffer for a member that is idle: the writer yields at its next
+     * communication period rather than after MPR_MUX_YIELD_PERIODS (sched.c), so that a
+     * hand-off within a worker (a pipeline) waits one period, while PEs that all have work
+     * of their own keep their longer slices. */
+    bool idle_fed;
+} mpr_agg_group;
 
 /* ---------------------------------------------------------------------------------- */
 /* Distributed objects                                                                  */
@@ -269,8 +295,9 @@ typedef struct mpr_pe {
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
-    mpr_agg *agg;  /* per destination */
-    int *agg_open; /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
+    mpr_agg *agg;         /* per destination (the group's, when the PE is in one) */
+    mpr_agg_group *group; /* set by the machine layer before the PE starts, or NULL */
+    int *agg_open;        /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
     int agg_nopen;
     uint8_t *agg_listed;                       /* per destination: in agg_open */
     mpr_msgbuf *free_small;                    /* pooled buffers of MPR_SMALL_CAP */
@@ -525,6 +552,12 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
                        void *payload_dst);
 bool mpr_poll(mpr_pe *pe);
 void mpr_flush_all(mpr_pe *pe);
+mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
+void mpr_agg_group_free(mpr_agg_group *g);
+void mpr_agg_group_flush(mpr_agg_group *g);
+/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread); it
+ * counts as sent then, like a group buffer sent to another worker's PE. */
+mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst);
 uintptr_t mpr_fn_encode(mp_fiber_fn fn);
 mp_fiber_fn mpr_fn_decode(uintptr_t off);
 

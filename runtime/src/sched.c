@@ -186,8 +186,10 @@ static MPR_COLD void periodic(mpr_pe *pe)
     mpr_flush_all(pe);
     mpr_poll(pe);
     /* a PE sharing its worker thread lets the others run now and then, even when busy */
-    if (MPR_UNLIKELY(pe->mux) && --pe->mux_periods == 0) {
+    if (MPR_UNLIKELY(pe->mux) && (--pe->mux_periods == 0 || (pe->group && pe->group->idle_fed))) {
         pe->mux_periods = MPR_MUX_YIELD_PERIODS;
+        if (pe->group)
+            pe->group->idle_fed = false;
         pe->where = MPR_PE_SWITCHED_OUT;
         mpr_machine_yield(pe);
         pe->where = MPR_PE_RUNNING;

@@ -38,6 +38,14 @@ def test_comm_under_sanitizer(rt_san):
                timeout=120)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_shared_worker_buffers_under_sanitizer(rt_san, workers):
+    run = rt_san.run("comm", "alltoall", 500, timeout=120,
+                     env={"MPROF_PES": 7, "MPROF_WORKERS": workers, "MPROF_SMALL_BYTES": 16,
+                          "MPROF_AGG_BYTES": 1024})
+    assert "arrivals=3500 expected=3500" in run.stdout
+
+
 def test_stress_under_sanitizer(rt_san):
     run = rt_san.run("stress", 100000, env=STRESS_ENV, timeout=240)
     check_stress_table(run, 100000)

@@ -77,10 +77,11 @@ struct shm_worker {
     _Alignas(64) _Atomic(uint32_t) wake_seq;
     _Atomic(int) sleeping;
     pthread_t thread;
-    int first, count; /* PEs [first, first + count) */
-    mpr_ctx ctx;      /* the worker's scheduler (its thread's own stack) */
-    shm_pe *running;  /* PE switched in, NULL in the scheduler */
-    shm_pe *resident; /* PE whose TLS image is in the block */
+    int first, count;     /* PEs [first, first + count) */
+    mpr_ctx ctx;          /* the worker's scheduler (its thread's own stack) */
+    shm_pe *running;      /* PE switched in, NULL in the scheduler */
+    shm_pe *resident;     /* PE whose TLS image is in the block */
+    mpr_agg_group *group; /* aggregation shared by its PEs (several PEs, aggregation on) */
     unsigned char *tls_block;
     size_t tls_size;
 };
@@ -126,7 +127,8 @@ static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
     shm_pe *to = &S.pes[dst];
-    atomic_fetch_add(&mpr_g.activity, 1);
+    if (!b->counted) /* a group buffer was counted when it was opened */
+        atomic_fetch_add(&mpr_g.activity, 1);
     push(&to->inbox, b);
     /* seq_cst push then load pairs with the sleeper's store-then-check: no lost wake-up.
      * A PE of the sender's own worker is never asleep while the sender runs. */
@@ -136,25 +138,43 @@ static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
     }
 }
 
+/* The group buffer open for a member PE (its worker's thread only). */
+static inline mpr_msgbuf *group_open_for(const shm_pe *sp)
+{
+    mpr_agg_group *g = sp->w->group;
+    return g ? g->agg[sp->pe->id].buf : NULL;
+}
+
+/* The inbox, oldest first, then the buffer the PE's worker group has open for it, which is
+ * newer than any buffer of the group in the inbox (those were sent when full). */
 static mpr_msgbuf *shm_take(mpr_pe *pe)
 {
     shm_pe *sp = &S.pes[pe->id];
-    if (!atomic_load_explicit(&sp->inbox, memory_order_relaxed))
-        return NULL;
-    mpr_msgbuf *b = atomic_exchange_explicit(&sp->inbox, NULL, memory_order_acquire);
-    mpr_msgbuf *fifo = NULL;
-    while (b) {
-        mpr_msgbuf *n = b->next;
-        b->next = fifo;
-        fifo = b;
-        b = n;
+    mpr_msgbuf *fifo = NULL, **tailp = &fifo;
+    if (atomic_load_explicit(&sp->inbox, memory_order_relaxed)) {
+        mpr_msgbuf *b = atomic_exchange_explicit(&sp->inbox, NULL, memory_order_acquire);
+        while (b) {
+            mpr_msgbuf *n = b->next;
+            b->next = fifo;
+            if (!fifo)
+                tailp = &b->next;
+            fifo = b;
+            b = n;
+        }
+    }
+    if (sp->w->group && group_open_for(sp)) {
+        mpr_msgbuf *own = mpr_agg_group_take(sp->w->group, pe->id);
+        own->next = NULL;
+        *tailp = own;
     }
     return fifo;
 }
 
+/* Has the PE a message: in its inbox, or open for it in its worker's group? */
 static inline int inbox_pending(const shm_pe *sp)
 {
-    return atomic_load_explicit(&sp->inbox, memory_order_acquire) != NULL;
+    return atomic_load_explicit(&sp->inbox, memory_order_acquire) != NULL ||
+           group_open_for(sp) != NULL;
 }
 
 static int shm_pending(mpr_pe *pe) { return inbox_pending(&S.pes[pe->id]); }
@@ -191,6 +211,12 @@ static void shm_idle_leave(mpr_pe *pe)
 {
     (void)pe;
     atomic_fetch_add(&mpr_g.activity, ONE_ACTIVE);
+}
+
+static void shm_in_flight(mpr_pe *pe)
+{
+    (void)pe;
+    atomic_fetch_add(&mpr_g.activity, 1);
 }
 
 /* Has any PE of the worker a message, or is the run over? */
@@ -365,6 +391,9 @@ static void mux_loop(shm_worker *w)
             if (sp->finished)
                 live--;
         }
+        /* every PE has had its slice: what they wrote for other workers' PEs goes now */
+        if (w->group)
+            mpr_agg_group_flush(w->group);
         tick = false;
         if (ran) {
             spins = 0;
@@ -453,6 +482,12 @@ static int shm_run(void)
             atomic_init(&S.pes[i].inbox, NULL);
             mpr_g.pes[i]->mux = w->count > 1;
         }
+        if (w->count > 1 && mpr_g.cfg.agg_bytes > 0) {
+            if (!(w->group = mpr_agg_group_new(w->first, w->count, npes)))
+                return -1;
+            for (int i = w->first; i < w->first + w->count; i++)
+                mpr_g.pes[i]->group = w->group;
+        }
     }
     int started = 0;
     for (; started < nw; started++)
@@ -478,6 +513,10 @@ static int shm_all_idle(void) { return (atomic_load(&mpr_g.activity) >> 32) == 0
 
 static void shm_fini(void)
 {
+    for (int k = 0; k < S.nworkers; k++) {
+        mpr_agg_group_free(S.workers[k].group);
+        S.workers[k].group = NULL;
+    }
     free(S.pes);
     free(S.workers);
     S.pes = NULL;
@@ -500,4 +539,5 @@ const mpr_machine mpr_machine_shm = {
     .pending = shm_pending,
     .fini = shm_fini,
     .all_idle = shm_all_idle,
+    .in_flight = shm_in_flight,
 };

@@ -7,7 +7,11 @@
  *   order N          PEs 0 and 2 send N invocations each of mixed sizes (fast, medium, large)
  *                    to PE 1, which checks each sender's sequence numbers arrive in order
  *   pingpong N SIZE  PEs 0 and 1 bounce one SIZE-byte invocation N times each way: every
- *                    buffer comes back before its sender needs the next one (pool reuse) */
+ *                    buffer comes back before its sender needs the next one (pool reuse)
+ *   alltoall N       every PE sends N invocations of mixed sizes round-robin to the others
+ *                    from a chain of fibers (some calling mp_flush); every receiver checks
+ *                    each sender's order.  With PEs sharing workers (MPROF_WORKERS) this
+ *                    drives the worker groups' shared aggregation buffers (mpr.h) */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -21,6 +25,7 @@ typedef struct {
 
 static atomic_int arrivals;
 static int next_seq[MAXPE];
+static int seen[MAXPE][MAXPE]; /* alltoall: [receiver][sender], each row written by its PE */
 static const char *scenario;
 static int n_msgs, msg_size;
 
@@ -66,6 +71,39 @@ static void sender_fiber(void *p)
         mp_flush();
 }
 
+static void arrive_any(void *p)
+{
+    msg *m = p;
+    int body = m->size - (int)(3 * sizeof(int));
+    for (int i = 0; i < body; i++)
+        CHECK_EQ(m->fill[i], (unsigned char)(m->seq + i));
+    CHECK_EQ(m->seq, seen[mp_mype()][m->src]); /* per-sender FIFO order */
+    seen[mp_mype()][m->src]++;
+    atomic_fetch_add(&arrivals, 1);
+}
+
+/* One step of a PE's alltoall: a few invocations, then the next step as a fiber. */
+static void alltoall_step(void *p)
+{
+    int i = *(int *)p, me = mp_mype(), np = mp_npes();
+    static const int sizes[] = {12, 40, 12, 200, 12, 1000, 64, 12, 600, 12, 1024, 40};
+    for (int k = 0; k < 3 && i < n_msgs; k++, i++) {
+        int size = sizes[(i * 5 + me) % 12];
+        msg m;
+        m.src = me;
+        m.seq = i / (np - 1); /* the i-th message goes to the (i mod (np - 1))-th other PE */
+        m.size = size;
+        for (int j = 0; j < size - (int)(3 * sizeof(int)); j++)
+            m.fill[j] = (unsigned char)(m.seq + j);
+        int dst = (me + 1 + i % (np - 1)) % np;
+        CHECK_OK(mp_invoke(dst, arrive_any, &m, (size_t)size, MP_SCHED_FIFO));
+    }
+    if (i % 97 == 0)
+        mp_flush();
+    if (i < n_msgs)
+        CHECK_OK(mp_spawn(alltoall_step, &i, sizeof i, MP_SCHED_FIFO));
+}
+
 static unsigned char bounce_args[MP_FIBER_ARGS_MAX];
 
 static void bounce(void *p)
@@ -83,6 +121,12 @@ static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
     int me = mp_mype();
+    if (strcmp(scenario, "alltoall") == 0) {
+        int start = 0;
+        if (mp_npes() > 1)
+            CHECK_OK(mp_spawn(alltoall_step, &start, sizeof start, MP_SCHED_FIFO));
+        return;
+    }
     if (strcmp(scenario, "order") == 0) {
         if (me != 0 && me != 2)
             return;
@@ -115,8 +159,10 @@ int main(int argc, char **argv)
     int rc = tst_run(argc, argv, strcmp(scenario, "order") == 0 ? 3 : 2, pe_main);
     if (rc)
         return rc;
-    int expect =
-        strcmp(scenario, "order") == 0 || strcmp(scenario, "pingpong") == 0 ? 2 * n_msgs : n_msgs;
+    int pes = getenv("MPROF_PES") ? atoi(getenv("MPROF_PES")) : 2;
+    int expect = strcmp(scenario, "alltoall") == 0 ? (pes > 1 ? pes * n_msgs : 0)
+                 : strcmp(scenario, "order") == 0 || strcmp(scenario, "pingpong") == 0 ? 2 * n_msgs
+                                                                                       : n_msgs;
     printf("arrivals=%d expected=%d\n", atomic_load(&arrivals), expect);
     CHECK_EQ(atomic_load(&arrivals), expect);
     return 0;
