@@ -60,11 +60,14 @@ def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
     cc = shutil.which("cc") or shutil.which("gcc")
     subprocess.run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", str(out),
                     str(REPO / "benchmarks" / "gate" / "gateops.perf")], check=True, cwd=REPO)
+    # the runtime's optional links (runtime/ecosystem.cmake), as tests/gate/conftest.py does
+    undefined = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
     extra = []
-    if "MPI_" in subprocess.run(["nm", "-u", str(librt)], capture_output=True,
-                                text=True).stdout:
+    if "MPI_" in undefined:
         extra = shlex.split(subprocess.run(["mpicc", "--showme:link"], capture_output=True,
                                            text=True, check=True).stdout)
+    extra += [flag for symbol, flag in (("papi_sde_", "-lsde"), ("OTF2_", "-lotf2"),
+                                        ("PAPI_", "-lpapi")) if symbol in undefined]
     paths = {}
     for variant, flags in (("base", []),
                            ("slow", ["-DSLOW_OP_B", f"-DSLOW_ROUNDS={slow_rounds}"])):
