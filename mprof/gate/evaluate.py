@@ -60,6 +60,9 @@ class Unit:
     config_key: str | None = None  # the configuration's identity (data.RunData.config_key)
     baseline_text: str = ""  # exact values for stat units
     candidate_text: str = ""
+    # units with equal keys test one hypothesis and count once in the multiple-testing
+    # correction (see _hypothesis); None: a hypothesis of its own
+    hypothesis: tuple | None = None
 
     def to_json(self) -> dict:
         c = self.comparison
@@ -231,6 +234,32 @@ def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]
     return {k: v / len(runs) for k, v in total.items()} if runs else {}
 
 
+def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
+                tc: dict[str, float], u: Unit) -> tuple | None:
+    """The hypothesis a configuration's category unit tests, as a key equal to that of every
+    unit testing the same one; None when it is a hypothesis of its own.
+
+    With the same term values x on both sides and only fitted parameters in the category, the
+    unit tests x.(b_cand - (1 + tol) b_base) <= 0 with the t statistic of that combination, which
+    does not change when x is scaled: the category in every configuration whose term values are
+    proportional, and for a one-term category the coefficient unit (`fit::...`), test the same
+    hypothesis with the same statistic and count once in the multiple-testing correction.
+    Counting each copy would treat 2k + 1 identical tests as independent and ask a one-term
+    category's slowdown to be k times as significant in a sweep of k configurations."""
+    names = [n for n in fits[0].model.categories_of(module).get(category, [])
+             if n in fits[0].model.values and n not in fits[0].model.ignored]
+    if not names or any(n not in fit.model.fitted for fit in fits for n in names):
+        return None  # imported or fixed parameters: their cost does not scale away
+    x = [tb.get(n, 0.0) for n in names]
+    if x != [tc.get(n, 0.0) for n in names]:
+        return None
+    norm = math.sqrt(sum(v * v for v in x))
+    if norm == 0:
+        return None
+    return ("fit", tuple(sorted((n, round(v / norm, 12)) for n, v in zip(names, x) if v)),
+            u.tolerance)
+
+
 def _run_costs(model, run: RunData) -> dict[str, float]:
     """MODULE.CATEGORY -> estimated seconds of one run (summed over PEs and objects)."""
     objects = [obj for pe in run.profile.pes for obj in pe.objects]
@@ -342,6 +371,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     cc, sc = _category_estimate(fc, module, cat, tc)
                     u.comparison = compare_estimates(cb, sb, fb.dof, cc, sc, fc.dof,
                                                      u.tolerance, u.alpha)
+                    u.hypothesis = _hypothesis(fits, module, cat, tb, tc, u)
     if fits is not None:
         fb, fc = fits
         for name in fb.model.fitted:
@@ -357,6 +387,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             u.comparison = compare_estimates(fb.model.values[name], fb.se[name], fb.dof,
                                              fc.model.values[name], fc.se[name], fc.dof,
                                              u.tolerance, u.alpha)
+            u.hypothesis = ("fit", ((name, 1.0),), u.tolerance)
 
     if unit_filter is not None:
         report.units[:] = [u for u in report.units if unit_filter(u)]
@@ -449,7 +480,16 @@ def decide(report: GateReport) -> None:
     """Correct the p-values, then set each statistical unit's verdict; apply the allow-list
     and the cross-machine rule."""
     tested = [u for u in report.units if u.comparison is not None]
-    adjusted = adjust([u.comparison.p_regression for u in tested], report.config.correction)
+    # one p-value per hypothesis: units with equal keys (Unit.hypothesis) are one test
+    families: dict = {}
+    for i, u in enumerate(tested):
+        key = ("unit", i) if u.hypothesis is None else (u.hypothesis, u.alpha)
+        families.setdefault(key, []).append(u)
+    groups = list(families.values())
+    q_group = adjust([max(u.comparison.p_regression for u in g) for g in groups],
+                     report.config.correction)
+    q_unit = {id(u): q for g, q in zip(groups, q_group) for u in g}
+    adjusted = [q_unit[id(u)] for u in tested]
     for u, q in zip(tested, adjusted):
         c = u.comparison
         u.p_adjusted = q
