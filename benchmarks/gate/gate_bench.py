@@ -134,8 +134,8 @@ def main():
     parser.add_argument("--detect", type=int, default=10, help="detection trials (10)")
     parser.add_argument("--aa", type=int, default=100, help="A/A trials (100)")
     parser.add_argument("--quick", action="store_true", help="3 detection + 5 A/A trials")
-    parser.add_argument("--reps", type=int, default=4, help="repetitions per point and build")
-    parser.add_argument("--sizes", default="100000,300000",
+    parser.add_argument("--reps", type=int, default=6, help="repetitions per point and build")
+    parser.add_argument("--sizes", default="100000,200000,300000",
                         help="values of nb, lookups per run (and of na unless --na)")
     parser.add_argument("--na", help="values of na, inserts per run (default: --sizes)")
     parser.add_argument("--slow-rounds", type=int, default=3,
@@ -144,6 +144,8 @@ def main():
     parser.add_argument("--budget", type=int, default=0, help="gate run --budget (default 0)")
     parser.add_argument("--disturbed", type=float, default=None,
                         help="gate config `disturbed` (default: the gate's, off)")
+    parser.add_argument("--fastest", type=int, default=None,
+                        help="gate config `fastest` (default: the gate's, 2)")
     parser.add_argument("--build-dir", default=os.environ.get("BUILD", "build"))
     args = parser.parse_args()
     if args.quick:
@@ -153,6 +155,8 @@ def main():
     config = GateConfig()  # the documented defaults: tolerance 5 %, alpha 0.05, Holm
     if args.disturbed is not None:
         config.disturbed_limit = args.disturbed
+    if args.fastest is not None:
+        config.fastest = args.fastest
     load_before = os.getloadavg()
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mprof-gate-bench-") as tmp:
@@ -191,7 +195,7 @@ def main():
         "op_b_change_median": round(statistics.median(changes), 4) if changes else None,
         "aa_trials": args.aa, "aa_regressions": alarms, "aa_behaviour_changes": behaviour,
         "tolerance": config.tolerance, "alpha": config.alpha, "correction": config.correction,
-        "disturbed": config.disturbed_limit,
+        "disturbed": config.disturbed_limit, "fastest": config.fastest,
         "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
         "budget": args.budget, "seconds": round(time.monotonic() - start, 1),
         "load_before": [round(x, 2) for x in load_before],

@@ -53,6 +53,23 @@ def disturbed_runs(side: Side, limit: float) -> list[tuple[RunData, float]]:
     return out
 
 
+def slower_than_fastest(side: Side, keep: int) -> list[tuple[RunData, float]]:
+    """(run, how much slower than its configuration's fastest run) of every run but the `keep`
+    fastest of each configuration: what `fastest = keep` leaves out of the fits (0: none).
+    Interference only ever adds time, so the fastest of a few repetitions are the least
+    disturbed (Chen & Revels 2016, "Robust benchmarking in noisy environments"); two of them,
+    not one, leave the fit replicates to estimate its noise from."""
+    if keep <= 0:
+        return []
+    out = []
+    for runs in side.by_config().values():
+        ranked = sorted(runs, key=lambda r: run_time(r.profile))
+        best = run_time(ranked[0].profile)
+        out += [(r, run_time(r.profile) / best - 1 if best > 0 else 0.0)
+                for r in ranked[keep:]]
+    return out
+
+
 def without_runs(side: Side, runs: Sequence[RunData], folder: Path) -> Side:
     """A copy of the side whose database lacks `runs` (a copy in `folder`; the side's own
     database is never written)."""
@@ -71,4 +88,4 @@ def without_runs(side: Side, runs: Sequence[RunData], folder: Path) -> Side:
     return Side(side.name, target, list(side.where), [r for r in side.runs if id(r) not in drop])
 
 
-__all__ = ["DEFAULT_LIMIT", "disturbed_runs", "run_time", "without_runs"]
+__all__ = ["DEFAULT_LIMIT", "slower_than_fastest", "disturbed_runs", "run_time", "without_runs"]

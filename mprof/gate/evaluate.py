@@ -142,6 +142,8 @@ class GateReport:
             "settings": {"tolerance": self.config.tolerance, "alpha": self.config.alpha,
                          "correction": self.config.correction,
                          "behaviour_change": self.config.behaviour_change,
+                         "fastest": self.config.fastest,
+                         "disturbed": self.config.disturbed_limit,
                          "config": self.config.source},
             "warnings": self.warnings,
             "unused_allow": self.unused_allow,
@@ -185,23 +187,28 @@ def fit_side(script: str | Path, side: Side) -> SideFit:
                    [f"{side.name} fit: {w}" for w in outcome.warnings], undetermined)
 
 
-def _fits(fit_script, baseline: Side, candidate: Side, limit: float,
+def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
           warnings: list[str]) -> tuple[SideFit, SideFit]:
-    """Both sides' fits, each without its runs disturbed by interference (gate.disturbed)."""
+    """Both sides' fits, each on its configurations' fastest runs (`fastest`) and without its
+    runs disturbed by interference (`disturbed`); mprof.gate.disturbed."""
     import tempfile
 
-    from .disturbed import disturbed_runs, without_runs
+    from .disturbed import disturbed_runs, slower_than_fastest, without_runs
 
+    limit = config.disturbed_limit
     with tempfile.TemporaryDirectory(prefix="mprof-gate-") as tmp:
         sides = []
         for side in (baseline, candidate):
-            bad = disturbed_runs(side, limit)
+            slower = slower_than_fastest(side, config.fastest)
+            bad = [(r, x) for r, x in disturbed_runs(side, limit)
+                   if all(r is not s for s, _ in slower)]
             if bad:
                 warnings.append(
                     f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
                     f"than {limit:.0%} slower than their configuration's lower median): "
-                    + ", ".join(f"run {r.id} +{slower:.0%}" for r, slower in bad))
-                side = without_runs(side, [r for r, _ in bad], Path(tmp))
+                    + ", ".join(f"run {r.id} +{x:.0%}" for r, x in bad))
+            if slower or bad:
+                side = without_runs(side, [r for r, _ in slower + bad], Path(tmp))
             sides.append(side)
         fits = (fit_side(fit_script, sides[0]), fit_side(fit_script, sides[1]))
     for f in fits:
@@ -324,7 +331,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
 
     fits = None
     if fit_script is not None:
-        fits = _fits(fit_script, baseline, candidate, config.disturbed_limit, report.warnings)
+        fits = _fits(fit_script, baseline, candidate, config, report.warnings)
 
     for key in keys:
         label = labels[key]
