@@ -2,12 +2,14 @@
 
 Two builds of benchmarks/gate/gate_ops.c: the baseline, and a candidate whose lookups (one
 data-structure operation, category OP_B) do SLOW_ROUNDS more mixing rounds on their dependency
-chain (3 rounds: +8-13 % CPU time per lookup as measured on the shared VM; the benchmark
-measures it again apart from the gate and prints it as `injected_slowdown`).  Every trial is
-one `mprof gate run` (mprof.gate.runner.run_gate) with the
-default tolerance, alpha and correction, the shipped fit script (benchmarks/gate/gate_ops.tcl,
-CPU time per PE thread), 1 PE (within the cores), runs of tens of milliseconds, baseline and
-candidate runs interleaved (ABBA), into fresh databases:
+chain (3 rounds: +9 % CPU time per lookup on the shared VM, 4 rounds already +18 %: an
+out-of-order core hides more or less of them; the benchmark measures the slowdown again apart
+from the gate and prints it as `injected_slowdown`).  Every trial is one `mprof gate run`
+(mprof.gate.runner.run_gate) with the default settings (tolerance, alpha, correction, and the
+fits on each configuration's two fastest runs), the shipped fit script
+(benchmarks/gate/gate_ops.tcl, CPU time per PE thread), 1 PE (within the cores), a 3 x 3 sweep
+of runs of 10-30 ms, 6 repetitions per point and build, baseline and candidate runs
+interleaved (ABBA), into fresh databases:
 
 - detection: baseline vs slowed build; a trial detects when the lookup coefficient or an
   OP_B category unit is a REGRESSION, and is wrong elsewhere when any other unit except the
@@ -17,7 +19,7 @@ candidate runs interleaved (ABBA), into fresh databases:
 The last line printed is one JSON object with both rates, the median estimated OP_B change
 (the injected slowdown as the gate measured it), the settings and the load average.
 Options: --detect N --aa N (trials), --reps, --sizes, --na, --slow-rounds, --budget,
---disturbed (see --help).
+--fastest, --disturbed (see --help).
 
     python benchmarks/gate/gate_bench.py              # full: 10 detection + 100 A/A trials
     python benchmarks/gate/gate_bench.py --quick      # 3 + 5 trials
@@ -140,7 +142,7 @@ def main():
     parser.add_argument("--na", help="values of na, inserts per run (default: --sizes)")
     parser.add_argument("--slow-rounds", type=int, default=3,
                         help="extra mixing rounds per lookup in the candidate (48 per lookup "
-                        "in the baseline: 3 is about +10 %%)")
+                        "in the baseline: 3 is about +9 %%)")
     parser.add_argument("--budget", type=int, default=0, help="gate run --budget (default 0)")
     parser.add_argument("--disturbed", type=float, default=None,
                         help="gate config `disturbed` (default: the gate's, off)")

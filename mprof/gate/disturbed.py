@@ -1,4 +1,5 @@
-"""Runs disturbed by interference, left out of the gate's fits (`--fit`).
+"""Runs left out of the gate's fits (`--fit`): all but each configuration's fastest
+(`fastest`, 2 by default), and runs disturbed by interference (`disturbed`, off by default).
 
 Interference from outside the program (other processes on a shared machine, a hypervisor's
 steal time, cache traffic of a neighbour) only ever adds time to a run, and it comes in bursts:
@@ -11,7 +12,8 @@ half the runs are disturbed), and a run slower than that by more than `limit` is
 the fit; the gate says which runs and why.  The rank tests of the `::time` units see every run.
 Off by default (`disturbed = 0` in the gate config): measured with benchmarks/gate/gate_bench.py
 it narrowed the scatter of the estimates but also the standard errors, and one A/A trial in 100
-became a REGRESSION (docs/gate.md).
+became a REGRESSION; fitting each configuration's fastest runs instead caught more of the
+interference and kept the standard errors true to the scatter (docs/gate.md).
 """
 
 from __future__ import annotations
