@@ -2,7 +2,8 @@
 
 Units (ids are matched by the config's globs):
 
-    CONFIG::time                     total time per run (Mann-Whitney U / Hodges-Lehmann)
+    CONFIG::time                     time per run: CPU (default) or elapsed (Mann-Whitney U /
+                                     Hodges-Lehmann)
     CONFIG::stat:MODULE.STAT         a statistic that is deterministic for the configuration:
                                      compared exactly (BEHAVIOUR CHANGE when it differs)
     CONFIG::cost:MODULE.CATEGORY     per-run category cost from --model (the model applied to
@@ -142,6 +143,7 @@ class GateReport:
             "settings": {"tolerance": self.config.tolerance, "alpha": self.config.alpha,
                          "correction": self.config.correction,
                          "behaviour_change": self.config.behaviour_change,
+                         "measure": self.config.measure,
                          "fastest": self.config.fastest,
                          "disturbed": self.config.disturbed_limit,
                          "config": self.config.source},
@@ -239,6 +241,20 @@ def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]
         for name, value in model.priced_terms(objects).items():
             total[name] = total.get(name, 0.0) + value
     return {k: v / len(runs) for k, v in total.items()} if runs else {}
+
+
+def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
+    """What a `::time` unit compares: with `measure = "cpu"` the runs' CPU seconds summed over
+    PEs when every PE of every run recorded them, else (and with "elapsed") their wall times.
+    CPU time leaves out the time a PE was preempted or asleep: on a loaded machine wall times
+    scatter so far beyond a 5 % tolerance that the rank test's A/A rate is nearly alpha itself
+    (docs/gate.md, "Measured")."""
+    if measure == "cpu":
+        try:
+            return [r.profile.time("cpu") for r in runs]
+        except MprofError:
+            pass
+    return [r.elapsed_s for r in runs]
 
 
 def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
@@ -344,8 +360,8 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                 u.verdict, u.note = INFO, "no baseline runs of this configuration (new)"
             continue
         u = unit(f"{label}::time", "time", label, "time")
-        u.comparison = compare_samples([r.elapsed_s for r in b_runs],
-                                       [r.elapsed_s for r in c_runs], u.tolerance, u.alpha)
+        u.comparison = compare_samples(_run_times(b_runs, config.measure),
+                                       _run_times(c_runs, config.measure), u.tolerance, u.alpha)
         _stat_units(unit, label, b_runs, c_runs, report.inexact_stats)
         if model is not None:
             b_costs = [_run_costs(model, r) for r in b_runs]

@@ -127,3 +127,32 @@ def test_config_keys(tmp_path):
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(MprofError, match="defaults.fastest"):
             config_from_dict({"defaults": {"fastest": bad}})
+
+
+def _with_cpu(docs, wall_factor: float):
+    """Schema-2 copies of the runs: CPU time as generated, wall time `wall_factor` times it
+    (a PE preempted or asleep)."""
+    out = []
+    for key, doc in docs:
+        doc = json.loads(json.dumps(doc))
+        doc["schema_version"] = 2
+        for pe in doc["pes"]:
+            pe["cpu_s"], pe["idle_cpu_s"] = pe["elapsed_s"], 0.0
+            pe["elapsed_s"] *= wall_factor
+        doc["elapsed_s"] *= wall_factor
+        out.append((key, doc))
+    return out
+
+
+def test_time_units_compare_cpu_time_by_default(tmp_path):
+    docs = gate_ops_docs(np.random.default_rng(6), reps=6)
+    base = load_side("baseline", write(tmp_path / "b.db", _with_cpu(docs, 1.0)))
+    cand = load_side("candidate", write(tmp_path / "c.db", _with_cpu(docs, 1.5)))
+    times = lambda report: {u.verdict for u in report.units if u.kind == "time"}  # noqa: E731
+    assert times(evaluate(base, cand, GateConfig())) == {"PASS"}
+    assert GateConfig().measure == "cpu"
+    elapsed = evaluate(base, cand, config_from_dict({"defaults": {"measure": "elapsed"}}))
+    assert times(elapsed) == {"REGRESSION"}
+    assert elapsed.to_json()["settings"]["measure"] == "elapsed"
+    with pytest.raises(MprofError, match="defaults.measure"):
+        config_from_dict({"defaults": {"measure": "wall"}})
