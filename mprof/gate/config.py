@@ -5,6 +5,8 @@
     alpha = 0.05              # significance level
     correction = "holm"       # holm | bh | none: multiple-testing correction over all units
     behaviour_change = "fail" # fail | warn: whether a BEHAVIOUR CHANGE fails the gate
+    measure = "cpu"           # ::time units compare CPU time (where recorded) | elapsed
+    fastest = 2               # --fit: fit each configuration's 2 fastest runs per side (0: all)
     disturbed = 0             # --fit: runs this much slower than their configuration's lower
                               # median are left out of the fits (e.g. 0.10; 0: keep every run)
 
@@ -31,6 +33,8 @@ from .stats import CORRECTIONS
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_ALPHA = 0.05
 BEHAVIOUR_POLICIES = ("fail", "warn")
+DEFAULT_FASTEST = 2  # docs/gate.md, "Measured": the fits' sample
+MEASURES = ("cpu", "elapsed")  # what ::time units compare
 
 
 @dataclass
@@ -54,6 +58,8 @@ class GateConfig:
     correction: str = "holm"
     behaviour_change: str = "fail"
     disturbed_limit: float = 0.0  # mprof.gate.disturbed (0: off)
+    fastest: int = DEFAULT_FASTEST  # --fit: each configuration's N fastest runs (0: all)
+    measure: str = "cpu"  # ::time units: cpu (where every PE recorded it) | elapsed
     units: list[UnitRule] = field(default_factory=list)
     allow: list[AllowRule] = field(default_factory=list)
     source: str = "<defaults>"
@@ -113,7 +119,7 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
     if not isinstance(defaults, dict):
         raise MprofError(f"{source}: [defaults] must be a table")
     extra = set(defaults) - {"tolerance", "alpha", "correction", "behaviour_change",
-                             "disturbed"}
+                             "disturbed", "fastest", "measure"}
     if extra:
         raise MprofError(f"{source}: [defaults]: unknown key(s) {', '.join(sorted(extra))}")
     if "tolerance" in defaults:
@@ -128,6 +134,18 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
             raise MprofError(f"{source}: defaults.behaviour_change must be one of "
                              f"{', '.join(BEHAVIOUR_POLICIES)}, got {value!r}")
         cfg.behaviour_change = value
+    if "measure" in defaults:
+        value = defaults["measure"]
+        if value not in MEASURES:
+            raise MprofError(f"{source}: defaults.measure must be one of "
+                             f"{', '.join(MEASURES)}, got {value!r}")
+        cfg.measure = value
+    if "fastest" in defaults:
+        value = defaults["fastest"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise MprofError(f"{source}: defaults.fastest must be a whole number >= 0 (0: fit "
+                             f"every run), got {value!r}")
+        cfg.fastest = value
     if "disturbed" in defaults:
         cfg.disturbed_limit = check_tolerance(defaults["disturbed"],
                                               f"{source}: defaults.disturbed")

@@ -1,4 +1,5 @@
-"""Runs disturbed by interference, left out of the gate's fits (`--fit`).
+"""Runs left out of the gate's fits (`--fit`): all but each configuration's fastest
+(`fastest`, 2 by default), and runs disturbed by interference (`disturbed`, off by default).
 
 Interference from outside the program (other processes on a shared machine, a hypervisor's
 steal time, cache traffic of a neighbour) only ever adds time to a run, and it comes in bursts:
@@ -11,7 +12,8 @@ half the runs are disturbed), and a run slower than that by more than `limit` is
 the fit; the gate says which runs and why.  The rank tests of the `::time` units see every run.
 Off by default (`disturbed = 0` in the gate config): measured with benchmarks/gate/gate_bench.py
 it narrowed the scatter of the estimates but also the standard errors, and one A/A trial in 100
-became a REGRESSION (docs/gate.md).
+became a REGRESSION; fitting each configuration's fastest runs instead caught more of the
+interference and kept the standard errors true to the scatter (docs/gate.md).
 """
 
 from __future__ import annotations
@@ -53,6 +55,23 @@ def disturbed_runs(side: Side, limit: float) -> list[tuple[RunData, float]]:
     return out
 
 
+def slower_than_fastest(side: Side, keep: int) -> list[tuple[RunData, float]]:
+    """(run, how much slower than its configuration's fastest run) of every run but the `keep`
+    fastest of each configuration: what `fastest = keep` leaves out of the fits (0: none).
+    Interference only ever adds time, so the fastest of a few repetitions are the least
+    disturbed (Chen & Revels 2016, "Robust benchmarking in noisy environments"); two of them,
+    not one, leave the fit replicates to estimate its noise from."""
+    if keep <= 0:
+        return []
+    out = []
+    for runs in side.by_config().values():
+        ranked = sorted(runs, key=lambda r: run_time(r.profile))
+        best = run_time(ranked[0].profile)
+        out += [(r, run_time(r.profile) / best - 1 if best > 0 else 0.0)
+                for r in ranked[keep:]]
+    return out
+
+
 def without_runs(side: Side, runs: Sequence[RunData], folder: Path) -> Side:
     """A copy of the side whose database lacks `runs` (a copy in `folder`; the side's own
     database is never written)."""
@@ -71,4 +90,4 @@ def without_runs(side: Side, runs: Sequence[RunData], folder: Path) -> Side:
     return Side(side.name, target, list(side.where), [r for r in side.runs if id(r) not in drop])
 
 
-__all__ = ["DEFAULT_LIMIT", "disturbed_runs", "run_time", "without_runs"]
+__all__ = ["DEFAULT_LIMIT", "slower_than_fastest", "disturbed_runs", "run_time", "without_runs"]

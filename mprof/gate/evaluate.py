@@ -2,7 +2,8 @@
 
 Units (ids are matched by the config's globs):
 
-    CONFIG::time                     total time per run (Mann-Whitney U / Hodges-Lehmann)
+    CONFIG::time                     time per run: CPU (default) or elapsed (Mann-Whitney U /
+                                     Hodges-Lehmann)
     CONFIG::stat:MODULE.STAT         a statistic that is deterministic for the configuration:
                                      compared exactly (BEHAVIOUR CHANGE when it differs)
     CONFIG::cost:MODULE.CATEGORY     per-run category cost from --model (the model applied to
@@ -60,6 +61,9 @@ class Unit:
     config_key: str | None = None  # the configuration's identity (data.RunData.config_key)
     baseline_text: str = ""  # exact values for stat units
     candidate_text: str = ""
+    # units with equal keys test one hypothesis and count once in the multiple-testing
+    # correction (see _hypothesis); None: a hypothesis of its own
+    hypothesis: tuple | None = None
 
     def to_json(self) -> dict:
         c = self.comparison
@@ -139,6 +143,9 @@ class GateReport:
             "settings": {"tolerance": self.config.tolerance, "alpha": self.config.alpha,
                          "correction": self.config.correction,
                          "behaviour_change": self.config.behaviour_change,
+                         "measure": self.config.measure,
+                         "fastest": self.config.fastest,
+                         "disturbed": self.config.disturbed_limit,
                          "config": self.config.source},
             "warnings": self.warnings,
             "unused_allow": self.unused_allow,
@@ -182,23 +189,28 @@ def fit_side(script: str | Path, side: Side) -> SideFit:
                    [f"{side.name} fit: {w}" for w in outcome.warnings], undetermined)
 
 
-def _fits(fit_script, baseline: Side, candidate: Side, limit: float,
+def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
           warnings: list[str]) -> tuple[SideFit, SideFit]:
-    """Both sides' fits, each without its runs disturbed by interference (gate.disturbed)."""
+    """Both sides' fits, each on its configurations' fastest runs (`fastest`) and without its
+    runs disturbed by interference (`disturbed`); mprof.gate.disturbed."""
     import tempfile
 
-    from .disturbed import disturbed_runs, without_runs
+    from .disturbed import disturbed_runs, slower_than_fastest, without_runs
 
+    limit = config.disturbed_limit
     with tempfile.TemporaryDirectory(prefix="mprof-gate-") as tmp:
         sides = []
         for side in (baseline, candidate):
-            bad = disturbed_runs(side, limit)
+            slower = slower_than_fastest(side, config.fastest)
+            bad = [(r, x) for r, x in disturbed_runs(side, limit)
+                   if all(r is not s for s, _ in slower)]
             if bad:
                 warnings.append(
                     f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
                     f"than {limit:.0%} slower than their configuration's lower median): "
-                    + ", ".join(f"run {r.id} +{slower:.0%}" for r, slower in bad))
-                side = without_runs(side, [r for r, _ in bad], Path(tmp))
+                    + ", ".join(f"run {r.id} +{x:.0%}" for r, x in bad))
+            if slower or bad:
+                side = without_runs(side, [r for r, _ in slower + bad], Path(tmp))
             sides.append(side)
         fits = (fit_side(fit_script, sides[0]), fit_side(fit_script, sides[1]))
     for f in fits:
@@ -229,6 +241,46 @@ def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]
         for name, value in model.priced_terms(objects).items():
             total[name] = total.get(name, 0.0) + value
     return {k: v / len(runs) for k, v in total.items()} if runs else {}
+
+
+def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
+    """What a `::time` unit compares: with `measure = "cpu"` the runs' CPU seconds summed over
+    PEs when every PE of every run recorded them, else (and with "elapsed") their wall times.
+    CPU time leaves out the time a PE was preempted or asleep: on a loaded machine wall times
+    scatter so far beyond a 5 % tolerance that the rank test's A/A rate is nearly alpha itself
+    (docs/gate.md, "Measured")."""
+    if measure == "cpu":
+        try:
+            return [r.profile.time("cpu") for r in runs]
+        except MprofError:
+            pass
+    return [r.elapsed_s for r in runs]
+
+
+def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
+                tc: dict[str, float], u: Unit) -> tuple | None:
+    """The hypothesis a configuration's category unit tests, as a key equal to that of every
+    unit testing the same one; None when it is a hypothesis of its own.
+
+    With the same term values x on both sides and only fitted parameters in the category, the
+    unit tests x.(b_cand - (1 + tol) b_base) <= 0 with the t statistic of that combination, which
+    does not change when x is scaled: the category in every configuration whose term values are
+    proportional, and for a one-term category the coefficient unit (`fit::...`), test the same
+    hypothesis with the same statistic and count once in the multiple-testing correction.
+    Counting each copy would treat 2k + 1 identical tests as independent and ask a one-term
+    category's slowdown to be k times as significant in a sweep of k configurations."""
+    names = [n for n in fits[0].model.categories_of(module).get(category, [])
+             if n in fits[0].model.values and n not in fits[0].model.ignored]
+    if not names or any(n not in fit.model.fitted for fit in fits for n in names):
+        return None  # imported or fixed parameters: their cost does not scale away
+    x = [tb.get(n, 0.0) for n in names]
+    if x != [tc.get(n, 0.0) for n in names]:
+        return None
+    norm = math.sqrt(sum(v * v for v in x))
+    if norm == 0:
+        return None
+    return ("fit", tuple(sorted((n, round(v / norm, 12)) for n, v in zip(names, x) if v)),
+            u.tolerance)
 
 
 def _run_costs(model, run: RunData) -> dict[str, float]:
@@ -295,7 +347,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
 
     fits = None
     if fit_script is not None:
-        fits = _fits(fit_script, baseline, candidate, config.disturbed_limit, report.warnings)
+        fits = _fits(fit_script, baseline, candidate, config, report.warnings)
 
     for key in keys:
         label = labels[key]
@@ -308,8 +360,8 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                 u.verdict, u.note = INFO, "no baseline runs of this configuration (new)"
             continue
         u = unit(f"{label}::time", "time", label, "time")
-        u.comparison = compare_samples([r.elapsed_s for r in b_runs],
-                                       [r.elapsed_s for r in c_runs], u.tolerance, u.alpha)
+        u.comparison = compare_samples(_run_times(b_runs, config.measure),
+                                       _run_times(c_runs, config.measure), u.tolerance, u.alpha)
         _stat_units(unit, label, b_runs, c_runs, report.inexact_stats)
         if model is not None:
             b_costs = [_run_costs(model, r) for r in b_runs]
@@ -342,6 +394,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     cc, sc = _category_estimate(fc, module, cat, tc)
                     u.comparison = compare_estimates(cb, sb, fb.dof, cc, sc, fc.dof,
                                                      u.tolerance, u.alpha)
+                    u.hypothesis = _hypothesis(fits, module, cat, tb, tc, u)
     if fits is not None:
         fb, fc = fits
         for name in fb.model.fitted:
@@ -357,6 +410,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             u.comparison = compare_estimates(fb.model.values[name], fb.se[name], fb.dof,
                                              fc.model.values[name], fc.se[name], fc.dof,
                                              u.tolerance, u.alpha)
+            u.hypothesis = ("fit", ((name, 1.0),), u.tolerance)
 
     if unit_filter is not None:
         report.units[:] = [u for u in report.units if unit_filter(u)]
@@ -449,7 +503,16 @@ def decide(report: GateReport) -> None:
     """Correct the p-values, then set each statistical unit's verdict; apply the allow-list
     and the cross-machine rule."""
     tested = [u for u in report.units if u.comparison is not None]
-    adjusted = adjust([u.comparison.p_regression for u in tested], report.config.correction)
+    # one p-value per hypothesis: units with equal keys (Unit.hypothesis) are one test
+    families: dict = {}
+    for i, u in enumerate(tested):
+        key = ("unit", i) if u.hypothesis is None else (u.hypothesis, u.alpha)
+        families.setdefault(key, []).append(u)
+    groups = list(families.values())
+    q_group = adjust([max(u.comparison.p_regression for u in g) for g in groups],
+                     report.config.correction)
+    q_unit = {id(u): q for g, q in zip(groups, q_group) for u in g}
+    adjusted = [q_unit[id(u)] for u in tested]
     for u, q in zip(tested, adjusted):
         c = u.comparison
         u.p_adjusted = q
