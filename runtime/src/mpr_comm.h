@@ -7,12 +7,11 @@
 
 #include "mpr_base.h"
 
-/* ---------------------------------------------------------------------------------- */
 /* Messages: a physical message carries records, each a fiber to create on arrival and
  * optionally a payload copied to a destination address first (bulk transfers).  A record is
  * a 16-byte header, then (bulk only) a 16-byte payload header, then the arguments and the
  * payload, each padded to 16 bytes.  The common invocation with a few words of arguments
- * thus costs 32 bytes of message.                                                          */
+ * thus costs 32 bytes of message. */
 
 typedef struct {
     uint32_t total;     /* record size including headers, args and payload, 16-aligned */

@@ -7,9 +7,6 @@
 #include "mpr_base.h"
 #include "mpr_fiber.h"
 
-/* ---------------------------------------------------------------------------------- */
-/* Counters                                                                             */
-
 struct mpr_counter {
     uint64_t value;
     mpr_fiber *waiters;              /* fibers waiting for value >= their wait_value */

@@ -7,9 +7,6 @@
 
 #include "mpr_base.h"
 
-/* ---------------------------------------------------------------------------------- */
-/* Fibers                                                                               */
-
 typedef enum {
     MPR_FIBER_FREE = 0,
     MPR_FIBER_CREATED,

@@ -1,14 +1,12 @@
 /*
- * mpr_latency.h -- latency accounting: one cell of a PE's (enabler, access) table.  What the
- * executing code is accounted as (access category, idle total, dispatch key): mpr_account.h.
+ * mpr_latency.h -- latency accounting (Wen 1995, section 4.5.3): one cell of a PE's (enabler,
+ * access) table.  What the executing code is accounted as (access category, idle total, dispatch
+ * key): mpr_account.h.
  */
 #ifndef MPR_LATENCY_H
 #define MPR_LATENCY_H
 
 #include "mpr_base.h"
-
-/* ---------------------------------------------------------------------------------- */
-/* Latency accounting (Wen 1995, section 4.5.3), per (access, enabler) pair               */
 
 typedef struct {
     uint64_t count;

@@ -7,9 +7,6 @@
 #include "mpr_base.h"
 #include "mpr_counter.h"
 
-/* ---------------------------------------------------------------------------------- */
-/* Distributed objects                                                                  */
-
 typedef struct {
     void *partition;
     /* global operation (barrier / reduction) in progress on this PE */

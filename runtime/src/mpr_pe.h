@@ -18,9 +18,6 @@
 
 #include <stdatomic.h>
 
-/* ---------------------------------------------------------------------------------- */
-/* The PE                                                                               */
-
 /* Where a PE is, for the progress watchdog and the SIGQUIT dump (watchdog.c).  Written by
  * the PE on cold paths only (start, idle, yield, end); read by the watchdog without locks. */
 typedef enum {

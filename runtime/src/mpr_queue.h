@@ -8,9 +8,6 @@
 #include "mpr_base.h"
 #include "mpr_fiber.h"
 
-/* ---------------------------------------------------------------------------------- */
-/* Schedulers                                                                           */
-
 /* A built-in scheduler queue: a FIFO list threaded through the fibers' next links.  Pushing
  * writes the previous tail fiber, which was just created and is still in cache; the list
  * never fills, so enabling has no capacity check. */

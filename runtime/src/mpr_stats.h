@@ -7,9 +7,6 @@
 
 #include "mpr_base.h"
 
-/* ---------------------------------------------------------------------------------- */
-/* Statistics records created by generated hooks                                       */
-
 typedef struct mpr_stats_rec {
     struct mpr_stats_rec *next;
     const mp_stat_module *module;
