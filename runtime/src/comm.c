@@ -285,7 +285,7 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
  * before a message sent at once, which must not overtake them (invocations from one PE to
  * another arrive in the order they were made). */
-/* A group buffer leaves its group (mpr.h): each record's bytes count as sent (ByteSent) by
+/* A group buffer leaves its group (mpr_comm.h): each record's bytes count as sent (ByteSent) by
  * the PE that wrote it, as they would with buffers of its own, so per-PE figures stay those of
  * any other backend; the message (MsgSent) counts on the PE that opened the buffer. */
 static void group_count(mpr_msgbuf *b)

@@ -58,7 +58,7 @@ typedef struct mpr_machine {
      * before it declares an idle timeout; a backend that detects the timeout itself (MPI's
      * waves) leaves it NULL. */
     int (*all_idle)(void);
-    /* Optional (only a backend that makes aggregation groups, mpr.h, calls it and must set
+    /* Optional (only a backend that makes aggregation groups, mpr_comm.h, calls it and must set
      * it).  Counts one message in flight that is not sent yet: an opened group buffer, sent
      * later with `counted` set so that send() does not count it again. */
     void (*in_flight)(struct mpr_pe *pe);

@@ -114,7 +114,7 @@ def test_per_sender_order_when_polls_stop_inside_a_buffer(rt):
 
 @pytest.mark.parametrize("workers", [1, 2, 7, 13])
 def test_alltoall_with_shared_worker_buffers_is_exact(rt, workers):
-    """PEs that share a worker share its aggregation buffers (runtime/src/mpr.h, groups):
+    """PEs that share a worker share its aggregation buffers (runtime/src/mpr_comm.h, groups):
     records of several senders travel in one buffer, a member takes its own buffer when it
     polls, the others go when full, after the worker's round, and on mp_flush().  Every
     invocation must arrive once and in each sender's order (fast, medium and large mixed),

@@ -11,7 +11,7 @@
  *   alltoall N       every PE sends N invocations of mixed sizes round-robin to the others
  *                    from a chain of fibers (some calling mp_flush); every receiver checks
  *                    each sender's order.  With PEs sharing workers (MPROF_WORKERS) this
- *                    drives the worker groups' shared aggregation buffers (mpr.h) */
+ *                    drives the worker groups' shared aggregation buffers (mpr_comm.h) */
 #include "check.h"
 
 #include <stdatomic.h>

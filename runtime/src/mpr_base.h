@@ -1,0 +1,54 @@
+/*
+ * mpr_base.h -- what every internal header needs: the runtime's limits, its build switches,
+ * compiler hints and error reporting (error.c).
+ */
+#ifndef MPR_BASE_H
+#define MPR_BASE_H
+
+#include "mp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPR_MAX_SCHED 16
+#define MPR_MAX_ACCESS 64
+#define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
+#define MPR_MUX_YIELD_PERIODS 4 /* a busy multiplexed PE yields every 4 * flush_fibers fibers */
+
+/* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
+ *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile
+ *                     then has no rts object;
+ *   MPROF_NO_LATENCY  latency accounting compiles away: fibers do not note the idle total at
+ *                     creation and dispatch skips the latency check; the profile's latency rows
+ *                     keep their dispatch counts with zero latencies. */
+#ifdef MPROF_NO_LATENCY
+#define MPR_LATENCY 0
+#else
+#define MPR_LATENCY 1
+#endif
+
+#if defined(__GNUC__)
+#define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MPR_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MPR_COLD __attribute__((cold, noinline))
+#if defined(__clang__)
+#define MPR_NOIPA __attribute__((noinline))
+#else
+#define MPR_NOIPA __attribute__((noipa)) /* keeps the signature: no constprop or ISRA clone */
+#endif
+#else
+#define MPR_NOIPA
+#define MPR_LIKELY(x) (x)
+#define MPR_UNLIKELY(x) (x)
+#define MPR_COLD
+#endif
+
+/* The PE (mpr_pe.h): most concepts' functions take one, few need its layout. */
+typedef struct mpr_pe mpr_pe;
+
+/* error.c */
+mp_err mpr_misuse(mp_err code, const char *fmt, ...) MPR_COLD;
+void mpr_fatal(const char *fmt, ...) MPR_COLD __attribute__((noreturn));
+
+#endif /* MPR_BASE_H */

@@ -1,0 +1,101 @@
+/*
+ * mpr_comm.h -- communication: message records, message buffers and their pools, aggregation per
+ * destination and per worker (groups), and comm.c.
+ */
+#ifndef MPR_COMM_H
+#define MPR_COMM_H
+
+#include "mpr_base.h"
+
+/* Messages: a physical message carries records, each a fiber to create on arrival and
+ * optionally a payload copied to a destination address first (bulk transfers).  A record is
+ * a 16-byte header, then (bulk only) a 16-byte payload header, then the arguments and the
+ * payload, each padded to 16 bytes.  The common invocation with a few words of arguments
+ * thus costs 32 bytes of message. */
+
+typedef struct {
+    uint32_t total;     /* record size including headers, args and payload, 16-aligned */
+    uint16_t args_size; /* <= MP_FIBER_ARGS_MAX */
+    uint8_t sched;
+    uint8_t access; /* category of the invoking fiber: the enabler on arrival */
+    /* offset of the fiber function from a reference symbol, so it survives ASLR (MPI), in
+     * the high 48 bits (signed); the sending PE in the low 16, because the buffers that the
+     * PEs of one worker share carry records of several senders (shm) */
+    uint64_t fn_src;
+} mpr_record;
+
+typedef struct {
+    uint64_t size;
+    void *dst;
+} mpr_record_payload; /* follows the header when the record carries a payload */
+
+typedef enum { MPR_BUF_POOLED = 0, MPR_BUF_OWNED = 1 } mpr_buf_kind;
+
+/* Large messages (bigger than the aggregation capacity) travel in buffers of a power-of-two
+ * capacity from MPR_LARGE_MIN up to MPR_LARGE_MAX, pooled per sender like the others: a
+ * malloc and a cross-thread free per message cost several times more than the copy and,
+ * worse, vary with allocator contention from run to run.  Bigger ones are allocated. */
+#define MPR_LARGE_MIN_LOG2 9
+#define MPR_LARGE_MAX_LOG2 20
+#define MPR_LARGE_CLASSES (MPR_LARGE_MAX_LOG2 - MPR_LARGE_MIN_LOG2 + 1)
+#define MPR_LARGE_CACHE_BYTES ((size_t)4 << 20) /* per PE; beyond it returned ones are freed */
+
+typedef struct mpr_msgbuf {
+    struct mpr_msgbuf *next; /* inbox / free list link */
+    int src;                 /* the PE whose pool it came from (and returns to) */
+    int dst;
+    uint32_t kind;
+    uint32_t counted; /* already counted in flight when opened (a group buffer, below) */
+    size_t len;
+    size_t cap;
+    _Alignas(16) unsigned char data[];
+} mpr_msgbuf;
+
+/* Per-destination aggregation state: the open buffer, if any.  A PE keeps at most
+ * MPR_AGG_OPEN_MAX of them open at once (comm.c), so the buffers a PE holds do not grow with
+ * the number of PEs it talks to. */
+typedef struct {
+    mpr_msgbuf *buf;
+} mpr_agg;
+#define MPR_AGG_OPEN_MAX 32
+
+/* Aggregation shared by the PEs of one worker thread (shm, multiplexed PEs; comm.c).  They
+ * run one at a time on one thread, so they can append to one buffer per destination PE
+ * without atomics, and a destination then receives one buffer per worker where it received
+ * one per sending PE: with P PEs talking round-robin, per-(sender, destination) buffers hold
+ * a record or two each, per-(worker, destination) ones many.  A group buffer counts as a
+ * message in flight from the moment it is opened.  A destination in the group takes its
+ * buffer itself when it polls (no send at all); one outside the group gets it when it fills,
+ * when the worker ends a round over its PEs, and on mp_flush(). */
+typedef struct mpr_agg_group {
+    mpr_agg *agg;     /* per destination PE; every member's pe->agg */
+    int *xopen;       /* destinations outside the group that may have an open buffer */
+    uint8_t *xlisted; /* per destination: in xopen */
+    int nxopen;
+    int first, count; /* the member PEs, [first, first + count) */
+    int npes;
+    /* A member opened a buffer for a member that is idle: the writer yields at its next
+     * communication period rather than after MPR_MUX_YIELD_PERIODS (sched.c), so that a
+     * hand-off within a worker (a pipeline) waits one period, while PEs that all have work
+     * of their own keep their longer slices. */
+    bool idle_fed;
+} mpr_agg_group;
+
+/* comm.c */
+void mpr_comm_init(mpr_pe *pe);
+void mpr_comm_fini(mpr_pe *pe);
+mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
+                       mp_sched_t sched, const void *payload, size_t payload_size,
+                       void *payload_dst);
+bool mpr_poll(mpr_pe *pe);
+void mpr_flush_all(mpr_pe *pe);
+mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
+void mpr_agg_group_free(mpr_agg_group *g);
+void mpr_agg_group_flush(mpr_agg_group *g);
+/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread); it
+ * counts as sent then, like a group buffer sent to another worker's PE. */
+mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst);
+uintptr_t mpr_fn_encode(mp_fiber_fn fn);
+mp_fiber_fn mpr_fn_decode(uintptr_t off);
+
+#endif /* MPR_COMM_H */

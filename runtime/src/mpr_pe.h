@@ -1,0 +1,119 @@
+/*
+ * mpr_pe.h -- the PE: its state (scheduling, fiber storage, counters, idle and latency accounting,
+ * communication, objects, statistics, time) and the calling thread's PE.  The fields are
+ * ordered for the hot paths; keep them so.
+ */
+#ifndef MPR_PE_H
+#define MPR_PE_H
+
+#include "mpr_base.h"
+#include "mpr_comm.h"
+#include "mpr_counter.h"
+#include "mpr_fiber.h"
+#include "mpr_latency.h"
+#include "mpr_obj.h"
+#include "mpr_queue.h"
+#include "mpr_stats.h"
+#include "rts_perf.h"
+
+#include <stdatomic.h>
+
+/* Where a PE is, for the progress watchdog and the SIGQUIT dump (watchdog.c).  Written by
+ * the PE on cold paths only (start, idle, yield, end); read by the watchdog without locks. */
+typedef enum {
+    MPR_PE_STARTING = 0, /* pe_main not entered yet */
+    MPR_PE_RUNNING,      /* pe_main or a fiber */
+    MPR_PE_IDLE,         /* in the idle loop (parked, when it shares a worker) */
+    MPR_PE_SWITCHED_OUT, /* busy, but gave its worker thread to another PE */
+    MPR_PE_FINISHED
+} mpr_pe_where;
+
+typedef struct mpr_pe {
+    int id;
+    int npes;
+    uint8_t where; /* mpr_pe_where */
+
+    /* scheduling */
+    mpr_fiber *current;
+    mpr_queue queue[2]; /* built-in queues, indexed by MP_SCHED_URGENT / MP_SCHED_FIFO */
+    mpr_custom_sched custom[MPR_MAX_SCHED];
+    int nsched; /* ids in use: built-ins plus custom */
+    int rr;     /* round-robin position among FIFO and custom schedulers */
+    int preempt_depth;
+    unsigned until_flush; /* fibers left before the next forced flush / poll */
+    uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
+    /* c_total (idle ns so far, latency accounting) and the tag of a small FIFO fiber the
+     * executing code spawns, side by side as a fiber's idle_at_create and tag are: mp_spawn
+     * copies them with one 16-byte load and store.  The tag's creator byte is the access
+     * category the executing code declared: see mpr_cur_access. */
+    uint64_t c_total;
+    mpr_fiber_tag spawn_tag;
+    uint64_t spawn_tag_unclassified; /* spawn_tag when a fiber starts (mpr_access_set 0) */
+
+    /* fiber storage */
+    mpr_fiber *free_slots[2];
+    void *slabs; /* list of slab chunks, freed at exit */
+
+    /* counters */
+    mpr_counter *counters; /* live counters (for diagnosis) */
+    mpr_counter *free_counters;
+
+    /* idle and latency accounting (c_total: beside spawn_tag, above) */
+    /* Dispatch runs a fiber on its short path when the fiber's idle_at_create equals this:
+     * c_total (the fiber did not wait through idle time, so it has no latency to account),
+     * or ~0, which no fiber notes, while fiber_hooks is set (mpr_dispatch_key_update). */
+    uint64_t dispatch_key;
+    bool fiber_hooks; /* tracing, or PAPI counting on this PE: every fiber takes the full path */
+    uint64_t idle_cpu_ns;  /* CPU ns of the idle loop so far */
+    uint64_t c_charged;    /* idle ns already charged on the critical path */
+    uint64_t cur_observed; /* latency of the executing fiber, when it is not zero */
+    uint64_t cur_critical;
+    mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
+
+    /* communication */
+    mpr_agg *agg;         /* per destination (the group's, when the PE is in one) */
+    mpr_agg_group *group; /* set by the machine layer before the PE starts, or NULL */
+    int *agg_open;        /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
+    int agg_nopen;
+    uint8_t *agg_listed;                       /* per destination: in agg_open */
+    mpr_msgbuf *free_small;                    /* pooled buffers of MPR_SMALL_CAP */
+    mpr_msgbuf *free_agg;                      /* pooled buffers of the aggregation capacity */
+    mpr_msgbuf *free_large[MPR_LARGE_CLASSES]; /* pooled large buffers, by power of two */
+    size_t large_cached;                       /* bytes held in free_large */
+    size_t agg_cap;
+    size_t small_below;             /* arguments below this many bytes go as fast messages */
+    _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */
+    mpr_msgbuf *rx_pending;         /* taken from the machine, not yet turned into fibers (FIFO) */
+    size_t rx_off;                  /* offset of the next record in rx_pending */
+
+    /* objects */
+    mpr_obj *objs;
+    uint32_t nobjs_cap;
+    uint32_t next_dynamic_obj;
+
+    /* statistics */
+    rts_stats_t rts; /* this PE's rts record, embedded to keep hooks one add */
+    mpr_stats_rec *records;
+
+    /* time: wall clock, and this PE's thread CPU clock (the run profile's cpu_s) */
+    double t_start;
+    double t_end;
+    uint64_t cpu_start_ns;
+    uint64_t cpu_end_ns;
+
+    /* Set by the machine layer before the PE starts: the PE shares its worker thread with
+     * other PEs (shm), so it yields instead of spinning or sleeping (sched.c). */
+    bool mux;
+    unsigned mux_periods;    /* communication periods left before a busy PE yields */
+    mpr_counter *blocked_on; /* mp_block_until in progress */
+    uint64_t blocked_value;
+} mpr_pe;
+
+extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
+
+static inline mpr_pe *mpr_pe_self(void) { return mpr_self_pe; }
+/* pe.c: the calling thread runs `pe` from now on (NULL: no PE); also points mp.h's inline
+ * mp_access_declare_registered at it (mpr_access_bytes). */
+void mpr_pe_bind(mpr_pe *pe);
+
+#endif /* MPR_PE_H */

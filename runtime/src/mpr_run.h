@@ -1,0 +1,60 @@
+/*
+ * mpr_run.h -- the run: how it stands, the global (shared, read-mostly) run state, and what watches
+ * it (hang report, progress watchdog).
+ */
+#ifndef MPR_RUN_H
+#define MPR_RUN_H
+
+#include "mpr_base.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+/* How the run stands.  pe.c owns the transitions: a backend or the idle loop reports the end
+ * with mpr_run_end(), and the first report wins. */
+typedef enum {
+    MPR_RUN_RUNNING = 0,
+    MPR_RUN_QUIESCENT,    /* nothing runnable anywhere, nothing in flight (waiters: a hang) */
+    MPR_RUN_IDLE_TIMEOUT, /* every PE idle past MPROF_IDLE_TIMEOUT without quiescence: a hang */
+} mpr_run_state;
+
+/* global run state (shared, read-mostly) */
+typedef struct {
+    mp_config cfg;
+    mpr_pe **pes; /* indexed by PE; only this process's PEs are non-NULL (MPI: one) */
+    int npes;
+    int local_first; /* this process hosts PEs [local_first, local_first + local_count) */
+    int local_count;
+    mp_pe_main_fn pe_main;
+    int argc;
+    char **argv;
+    /* Written on every message of the shared-memory backend, so on a cache line of its own:
+     * sharing one with the read-mostly fields (npes, cfg, pes, state, read in the hot paths)
+     * made every such read miss on the PE that had not written last, and the cost of a fiber
+     * or a record grew three-fold with the message rate (false sharing). */
+    _Alignas(64) _Atomic(uint64_t) activity; /* active PEs << 32 | physical messages in flight */
+    char activity_line[64 - sizeof(uint64_t)];
+    _Atomic(int) state; /* mpr_run_state */
+    double t_start;
+    char started_at[32];
+} mpr_run;
+
+extern mpr_run mpr_g;
+
+/* pe.c: ends the run for the reason given unless it has ended already; returns whether this
+ * call ended it.  The caller wakes the PEs (machine layer). */
+bool mpr_run_end(mpr_run_state why);
+static inline bool mpr_run_over(void)
+{
+    return atomic_load_explicit(&mpr_g.state, memory_order_acquire) != MPR_RUN_RUNNING;
+}
+
+/* hang.c */
+bool mpr_hang_report(FILE *out);
+
+/* watchdog.c: the progress watchdog (MPROF_PROGRESS_TIMEOUT) and the SIGQUIT state dump run
+ * in a helper thread of each process for the duration of the PEs' run. */
+void mpr_watchdog_start(void);
+void mpr_watchdog_stop(void);
+
+#endif /* MPR_RUN_H */

@@ -1,0 +1,45 @@
+/*
+ * mpr_sched.h -- scheduling on a PE: enabling fibers (inline: half of every fiber's life), the
+ * schedule loop and the rest of sched.c.
+ */
+#ifndef MPR_SCHED_H
+#define MPR_SCHED_H
+
+#include "mpr_base.h"
+#include "mpr_counter.h"
+#include "mpr_fiber.h"
+#include "mpr_pe.h"
+#include "mpr_queue.h"
+
+/* sched.c */
+void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f); /* preemptive and custom schedulers */
+void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
+void mpr_sched_init(mpr_pe *pe);
+
+/* Hands an enabled fiber to its scheduler.  Inline: this is half of every fiber's life. */
+static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
+{
+    f->tag.state = MPR_FIBER_ENABLED;
+    f->tag.enabler = (uint8_t)enabler;
+    if (MPR_LIKELY(f->tag.sched <= MP_SCHED_FIFO))
+        mpr_queue_push(&pe->queue[f->tag.sched], f);
+    else
+        mpr_enable_slow(pe, f);
+}
+
+/* Hands a fiber that was created enabled to scheduler `sched` (its tag's). */
+static inline void mpr_fiber_enqueue(mpr_pe *pe, mpr_fiber *f, unsigned sched)
+{
+    if (MPR_LIKELY(sched <= MP_SCHED_FIFO))
+        mpr_queue_push(&pe->queue[sched], f);
+    else
+        mpr_enable_slow(pe, f);
+}
+
+/* Sets the rts thread counts, which no hot path keeps (sched.c); called once the PE's
+ * schedule loop has ended, before the record is read. */
+void mpr_rts_fold(mpr_pe *pe);
+/* The calling thread's CPU time in ns (a system call: never on a hot path). */
+uint64_t mpr_thread_cpu_ns(void);
+
+#endif /* MPR_SCHED_H */
