@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
+
 #define TAU_UNIT 0.05 /* ns */
 #define DV_MAX 0.1    /* Vdd per step while switching */
 #define H_MIN 0.001   /* ns */
@@ -212,19 +214,6 @@ static bool cs_event(const cs_model *m, cs_sub *s, double prev, double h, cs_msg
 /* ---------------------------------------------------------------------------------- */
 /* Sources: the seeded stimulus                                                        */
 
-static inline uint64_t cs_mix(uint64_t x)
-{
-    uint64_t z = x + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t cs_hash(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
-{
-    return cs_mix(cs_mix(cs_mix(seed + a) + b) + c);
-}
-
 /* The k-th event of source `node` (k = 0: its value at t = 0); false past the last. */
 static bool cs_source_event(const cs_model *m, uint32_t node, uint64_t *cursor, cs_msg *out)
 {
@@ -236,7 +225,7 @@ static bool cs_source_event(const cs_model *m, uint32_t node, uint64_t *cursor, 
         *cursor = 1;
         return true;
     }
-    int v = (int)(cs_hash(m->seed, 10, node, 0) & 1);
+    int v = (int)(bu_hash3(m->seed, 10, node, 0) & 1);
     if (k == 0) {
         *out = (cs_msg){0, v, 0, M_EVENT, 0};
         *cursor = 1;
@@ -244,10 +233,10 @@ static bool cs_source_event(const cs_model *m, uint32_t node, uint64_t *cursor, 
     }
     /* cursor 2 j - 1: the start of vector j's ramp (when the input toggles), 2 j: its end */
     for (uint64_t j = 1; j <= m->vectors; j++) {
-        if (!(cs_hash(m->seed, 11, node, j) & 1))
+        if (!(bu_hash3(m->seed, 11, node, j) & 1))
             continue;
-        double t = (double)j * m->period +
-                   (double)(cs_hash(m->seed, 12, node, j) >> 11) * 0x1.0p-53 * 0.2 * m->period;
+        double t =
+            (double)j * m->period + bu_unit(bu_hash3(m->seed, 12, node, j)) * 0.2 * m->period;
         if (k <= 2 * j - 1) {
             *out = (cs_msg){t, v, (v ? -1.0 : 1.0) / m->ramp, M_EVENT, 0};
             *cursor = 2 * j;
