@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import string
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,8 @@ class ProbeSpec:
 
     @classmethod
     def parse(cls, data, where: str) -> ProbeSpec:
+        """The [probe] table; its command's placeholders are checked with the spec's
+        (mprof.bench.spec)."""
         if not isinstance(data, dict):
             raise MprofError(f"{where}: [probe] must be a table")
         unknown = set(data) - {"command", "env", "tolerance", "patience_s"}
@@ -70,21 +71,10 @@ class ProbeSpec:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise MprofError(f"{where}: probe.{key} must be a number >= 0")
             numbers[key] = float(value)
-        for name in _placeholders(command):
-            if name not in ("program", "python"):
-                raise MprofError(f"{where}: probe.command uses unknown placeholder '{name}' "
-                                 "(known: {program}, {python})")
         return cls(command, {k: str(v) for k, v in env.items()}, **numbers)
 
     def argv(self, program: Path) -> list[str]:
         return shlex.split(self.command.format(program=str(program), python=sys.executable))
-
-
-def _placeholders(command: str) -> list[str]:
-    try:
-        return [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
-    except ValueError as exc:
-        raise MprofError(f"probe command template {command!r}: {exc}") from None
 
 
 def busy_cpu_s(doc: dict) -> float:

@@ -153,9 +153,12 @@ def load_spec(path: str | Path) -> SweepSpec:
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
     if not isinstance(command, str) or not command.strip():
         raise MprofError(f"{path}: command must be a non-empty string")
-    _check_placeholders(path, command, params)
+    _check_placeholders(path, command, [*PLACEHOLDERS, *params])
     database = Path(data["database"])
-    probe = ProbeSpec.parse(data["probe"], str(path)) if "probe" in data else None
+    probe = None
+    if "probe" in data:
+        probe = ProbeSpec.parse(data["probe"], str(path))
+        _check_placeholders(path, probe.command, PROBE_PLACEHOLDERS, "probe.command")
     return SweepSpec(path=path, program=str(data["program"]), command=command,
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
@@ -163,22 +166,22 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")
+PROBE_PLACEHOLDERS = ("program", "python")  # a probe is the same run for every point
 
 
-def _check_placeholders(path: Path, command: str, params: dict) -> None:
-    """Every `{name}` of the command template is known: checked when the spec is read, before
-    anything runs or any database is created."""
-    known = [*PLACEHOLDERS, *params]
+def _check_placeholders(path: Path, command: str, known, what: str = "command") -> None:
+    """Every `{name}` of a command template is one of `known`: checked when the spec is read,
+    before anything runs or any database is created."""
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
     except ValueError as exc:
-        raise MprofError(f"{path}: command template {command!r}: {exc} (write {{{{ and }}}} "
+        raise MprofError(f"{path}: {what} template {command!r}: {exc} (write {{{{ and }}}} "
                          "for literal braces)") from None
     for field_name in fields:
         if field_name not in known:
             close = difflib.get_close_matches(field_name, known, n=1)
             hint = f"; did you mean {{{close[0]}}}?" if close else ""
-            raise MprofError(f"{path}: command uses unknown placeholder '{field_name}' "
+            raise MprofError(f"{path}: {what} uses unknown placeholder '{field_name}' "
                              f"(known: {', '.join('{' + k + '}' for k in known)}){hint}")
 
 
