@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..db.validate import load_profile
 from ..errors import MprofError
+from ..profile import RunProfile
 
 DEFAULT_TOLERANCE = 0.3
 DEFAULT_PATIENCE_S = 120.0
@@ -77,16 +78,12 @@ class ProbeSpec:
         return shlex.split(self.command.format(program=str(program), python=sys.executable))
 
 
-def busy_cpu_s(doc: dict) -> float:
-    """A profile's busy time summed over PEs: CPU less idle CPU where recorded, else elapsed
-    less idle."""
-    total = 0.0
-    for pe in doc["pes"]:
-        if pe.get("cpu_s") is not None:
-            total += pe["cpu_s"] - pe.get("idle_cpu_s", 0.0)
-        else:
-            total += pe["elapsed_s"] - pe["idle_s"]
-    return total
+def busy_time(doc: dict) -> float:
+    """A profile's busy time summed over PEs: its time less its idle time, in CPU seconds
+    where every PE recorded them, else in wall seconds (mprof.profile)."""
+    run = RunProfile.from_document(doc)
+    measure = "cpu" if all(pe.cpu_s is not None for pe in run.pes) else "elapsed"
+    return sum(pe.time(measure) - pe.idle_time(measure) for pe in run.pes)
 
 
 class MachineProbe:
@@ -129,7 +126,7 @@ class MachineProbe:
                 tail = proc.stderr.strip().splitlines()[-1:] or ["no run profile written"]
                 raise MprofError(f"{self.where}: the probe failed (exit code "
                                  f"{proc.returncode}: {tail[0]})")
-            value = busy_cpu_s(load_profile(out))
+            value = busy_time(load_profile(out))
         self.values.append(value)
         return value
 
