@@ -202,8 +202,8 @@ def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
         sides = []
         for side in (baseline, candidate):
             slower = slower_than_fastest(side, config.fastest)
-            bad = [(r, x) for r, x in disturbed_runs(side, limit)
-                   if all(r is not s for s, _ in slower)]
+            left_out = {id(r) for r, _ in slower}
+            bad = [(r, x) for r, x in disturbed_runs(side, limit) if id(r) not in left_out]
             if bad:
                 warnings.append(
                     f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
