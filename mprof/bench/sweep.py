@@ -184,14 +184,18 @@ class _Runner:
         self.specs, self.dbs, self.summaries, self.console = specs, dbs, summaries, console
         shared: dict[tuple, MachineProbe] = {}
         self.probes: list[MachineProbe | None] = []
-        for spec, db in zip(specs, dbs):
+        # (sweep, run id) -> the probe values recorded with the run, read once (top_up)
+        self.run_probes: dict[tuple[int, int], list[float]] = {}
+        for i, (spec, db) in enumerate(zip(specs, dbs)):
             if spec.probe is None:
                 self.probes.append(None)
                 continue
             probe = MachineProbe(spec.probe, spec.program_path, spec.root, str(spec.path))
             probe = shared.setdefault((tuple(probe.argv), tuple(sorted(spec.probe.env.items())),
                                        str(spec.root)), probe)
-            probe.recorded.extend(v for _, doc in db.documents() for v in probe_values(doc))
+            for run_id, doc in db.documents():
+                self.run_probes[i, run_id] = probe_values(doc)
+                probe.recorded.extend(self.run_probes[i, run_id])
             self.probes.append(probe)
         self.fresh: MachineProbe | None = None  # the probe measured right before, if any
 
@@ -227,7 +231,7 @@ def top_up(runner: _Runner) -> None:
     if not probed:
         return
     recorded = {i: runner.dbs[i].point_runs() for i in probed}
-    memo: dict[tuple[int, int], list[float]] = {}  # (sweep, run id) -> its probe values
+    memo = runner.run_probes  # runs recorded before this invocation; the new ones join it
 
     def values_of(i: int, run_id: int) -> list[float]:
         if (i, run_id) not in memo:
