@@ -7,8 +7,9 @@ instrument between measurements.  The probe is a short run of an mprof program, 
 before and after every point; its busy CPU time (CPU less idle CPU, summed over PEs) is the
 machine's state.  A run is *steady* when both probes around it came within `tolerance` of the
 sweep's fastest probes (their 10th percentile).  Interference only ever adds time, so the
-fastest probes are the machine at its best; a configuration with no steady run gets extra repetitions at the end of
-the sweep, each started once the probe is steady again, for at most `patience_s` seconds.
+fastest probes are the machine at its best; a configuration with no steady run gets extra
+repetitions at the end of the sweep, each started once the probe is steady again, for at most
+`patience_s` seconds.
 Models that take each configuration's fastest run (`Replicates min`) then have one measured
 in the state they describe.  The probe values are kept in each run's document under
 `bench.probe_s` ([before, after]); they are not settings, so they do not split a
