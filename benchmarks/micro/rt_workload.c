@@ -2,10 +2,11 @@
  * rt_workload PES FIBERS MSGS BYTES [SELF] -- a runtime workload for cost-model sweeps.
  *
  * Every PE spawns FIBERS local fibers and invokes SELF fibers on itself (local copies of
- * BYTES bytes of arguments); PE i sends (i + 1) * MSGS remote fiber invocations carrying BYTES
- * bytes of arguments, round-robin to the other PEs.  The uneven sends make each PE send and
- * receive different amounts, so the fitter can tell the sending PE's costs from the receiving
- * PE's.  The mix of thread, message and byte counts varies with the parameters and with
+ * BYTES bytes of arguments); even PEs send MSGS remote fiber invocations carrying BYTES bytes of
+ * arguments, odd PEs 2 * MSGS, round-robin to the other PEs.  The uneven sends make each PE
+ * send and receive different amounts, so the fitter can tell the sending PE's costs from the
+ * receiving PE's; the total stays linear in PEs (about 1.5 * MSGS per PE), so one MSGS means
+ * the same load per PE at 2 PEs and at 1024.  The mix of thread, message and byte counts varies with the parameters and with
  * MPROF_AGG_BYTES (aggregated records, records sent at once in pooled buffers, records too
  * large to pool), so sweeps over them determine every unit cost of runtime/rts.perf.
  * Writes MPROF_OUT.
@@ -66,11 +67,11 @@ static void pe_main(int argc, char **argv)
     memset(&w, 0, sizeof w);
     memset(w.payload, mp_mype(), sizeof w.payload);
     int p = mp_npes();
-    w.to_send = p > 1 ? msgs * (mp_mype() + 1) : 0;
-    /* the same number of steps on every PE: the busiest PE sends p * MSGS */
+    w.to_send = p > 1 ? msgs * (1 + mp_mype() % 2) : 0;
+    /* the same number of steps on every PE: the busiest PE sends 2 * MSGS */
     long most = fibers / 16;
-    if (p > 1 && msgs * p > most)
-        most = msgs * p;
+    if (p > 1 && msgs * 2 > most)
+        most = msgs * 2;
     if (selfs > most)
         most = selfs;
     w.steps = most > 0 ? most : 1;
