@@ -31,7 +31,14 @@
  * Messages.  Each PE has an inbox, a lock-free stack that any PE pushes to and only the owner
  * empties (all at once, then reversed, which keeps every sender's messages in order).  Idle
  * workers sleep on a futex.  Termination uses one word: active PEs in the high half, physical
- * messages in flight in the low half; the PE that brings it to zero ends the run.
+ * messages in flight in the low half; the PE that brings it to zero ends the run.  Neither
+ * half is updated per message: a receiver reports what it processed when it goes idle, and a
+ * sender takes SEND_CREDIT messages' worth of the count at a time and gives back what it did
+ * not use when it goes idle.  The low half thus never counts fewer messages than are in
+ * flight (a message is covered before it exists and uncovered only after it was processed), so
+ * it reaches zero only once every PE is idle and every message processed; and the word, which
+ * every PE's atomics would otherwise move between the cores once per message, moves once per
+ * SEND_CREDIT messages and per idle period.
  * The functions are reached through the table mpr_machine_shm (machine.h).
  */
 #define _GNU_SOURCE
@@ -52,6 +59,8 @@
 #include <unistd.h>
 
 #define ONE_ACTIVE ((uint64_t)1 << 32)
+/* Messages a PE may send on one increment of mpr_g.activity (see "Messages" above). */
+#define SEND_CREDIT 256
 
 typedef struct shm_worker shm_worker;
 
@@ -68,9 +77,11 @@ typedef struct {
     uint64_t ran_ns;    /* monotonic time of its slices */
     bool parked;        /* in its idle loop, waiting for a message */
     bool finished;
-    /* messages processed since the PE last went idle, not yet taken off mpr_g.activity
-     * (owner only; off the inbox's cache line, which senders write) */
+    /* messages processed since the PE last went idle, not yet taken off mpr_g.activity, and
+     * sends the PE has already added to it but not made (owner only; off the inbox's cache
+     * line, which senders write) */
     _Alignas(64) uint64_t processed;
+    uint64_t credit;
 } shm_pe;
 
 struct shm_worker {
@@ -124,11 +135,21 @@ static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
                                                   memory_order_relaxed));
 }
 
+/* Counts a message about to be sent by sp's PE in flight (its worker's thread only). */
+static inline void count_in_flight(shm_pe *sp)
+{
+    if (MPR_UNLIKELY(sp->credit == 0)) {
+        atomic_fetch_add(&mpr_g.activity, SEND_CREDIT);
+        sp->credit = SEND_CREDIT;
+    }
+    sp->credit--;
+}
+
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
     shm_pe *to = &S.pes[dst];
     if (!b->counted) /* a group buffer was counted when it was opened */
-        atomic_fetch_add(&mpr_g.activity, 1);
+        count_in_flight(&S.pes[from->id]);
     push(&to->inbox, b);
     /* seq_cst push then load pairs with the sleeper's store-then-check: no lost wake-up.
      * A PE of the sender's own worker is never asleep while the sender runs. */
@@ -197,8 +218,9 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
 static int shm_idle_enter(mpr_pe *pe)
 {
     shm_pe *sp = &S.pes[pe->id];
-    uint64_t leaving = ONE_ACTIVE + sp->processed;
+    uint64_t leaving = ONE_ACTIVE + sp->processed + sp->credit;
     sp->processed = 0;
+    sp->credit = 0;
     if (atomic_fetch_sub(&mpr_g.activity, leaving) == leaving) {
         mpr_run_end(MPR_RUN_QUIESCENT);
         shm_wake_all();
@@ -213,11 +235,7 @@ static void shm_idle_leave(mpr_pe *pe)
     atomic_fetch_add(&mpr_g.activity, ONE_ACTIVE);
 }
 
-static void shm_in_flight(mpr_pe *pe)
-{
-    (void)pe;
-    atomic_fetch_add(&mpr_g.activity, 1);
-}
+static void shm_in_flight(mpr_pe *pe) { count_in_flight(&S.pes[pe->id]); }
 
 /* Has any PE of the worker a message, or is the run over? */
 static int worker_pending(const shm_worker *w)
