@@ -332,6 +332,70 @@ def test_a_machine_that_stays_slow_is_waited_for_no_longer_than_patience(tmp_pat
         in captured.err
 
 
+def confirm_spec(tmp_path, monkeypatch, scales, extra="confirm = 0.03\nmax_repetitions = 4"):
+    """npes=1: four configurations, two repetitions each; the runs' times are scaled by
+    `scales` in the order they run (the last one repeats)."""
+    state = tmp_path / "scales.txt"
+    state.write_text("\n".join(map(str, scales)) + "\n")
+    monkeypatch.setenv("FAKE_SCALE_FILE", str(state))
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(write_spec(tmp_path, extra=extra).read_text()
+                    .replace("npes = [1, 2]", "npes = [1]"))
+    return spec
+
+
+def test_a_fastest_run_not_yet_confirmed_gets_extra_repetitions(tmp_path, monkeypatch, capsys):
+    # round 0 runs the four configurations at scale 1; round 1 slows the second one (work=10,
+    # MPROF_AGG_BYTES=1000) by 50 %: its two runs disagree, so it runs once more, at scale 1
+    spec = confirm_spec(tmp_path, monkeypatch, [1, 1, 1, 1, 1, 1.5, 1, 1, 1])
+    assert main(["bench", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert "1 extra repetition(s) for configurations whose fastest run was not confirmed" \
+        in captured.out and "warning" not in captured.err
+    with ProfileDB(tmp_path / "out/sweep.db") as db:
+        runs = db.runs()
+    assert len(runs) == 9
+    extra = [r for r in runs if r.params["work"] == 10 and r.settings["agg_bytes"] == 1000]
+    assert len(extra) == 3
+    # resuming: every configuration is confirmed, nothing runs
+    assert main(["bench", str(spec)]) == 0
+    assert "0 run, 8 already recorded" in capsys.readouterr().out
+    assert len(runs) == 9
+
+
+def test_runs_that_never_agree_stop_at_max_repetitions(tmp_path, monkeypatch, capsys):
+    # every run 10 % slower than the one before: no configuration's fastest is ever confirmed
+    spec = confirm_spec(tmp_path, monkeypatch, [1.1 ** k for k in range(40)])
+    assert main(["bench", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert "8 extra repetition(s)" in captured.out
+    assert "warning: 4 configuration(s) have no fastest run confirmed by a second within 3%" \
+        in captured.err
+    with ProfileDB(tmp_path / "out/sweep.db") as db:
+        assert len(db.runs()) == 16  # max_repetitions = 4 per configuration
+
+
+def test_without_confirm_disagreeing_runs_are_not_repeated(tmp_path, monkeypatch, capsys):
+    spec = confirm_spec(tmp_path, monkeypatch, [1.1 ** k for k in range(40)], extra="")
+    assert main(["bench", str(spec)]) == 0
+    assert "extra" not in capsys.readouterr().out
+    with ProfileDB(tmp_path / "out/sweep.db") as db:
+        assert len(db.runs()) == 8
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("confirm = -0.1", "confirm must be a number >= 0"),
+    ('confirm = "3 %"', "confirm must be a number >= 0"),
+    ("max_repetitions = 4", "max_repetitions bounds the repetitions that confirm adds"),
+    ("confirm = 0.03\nmax_repetitions = 1", "max_repetitions must be an integer >= repetitions"),
+])
+def test_confirm_spec_errors(tmp_path, capsys, extra, message):
+    spec = write_spec(tmp_path, extra=extra)
+    assert main(["bench", str(spec)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("probe, message", [
     ('command = "x"\ncolour = 1', "unknown key(s) in [probe]: colour"),
     ('command = "{program} {npes}"', "probe.command uses unknown placeholder 'npes'"),
