@@ -41,7 +41,7 @@ def cmd_bench(args):
     for spec in specs:
         check_runnable(spec)  # before any database is created or any point runs
     summaries = run_sweeps(specs, databases=databases, console=console)
-    for spec, db, summary in zip(specs, databases, summaries):
+    for db, summary in zip(databases, summaries):
         print(f"{summary.total} point(s): {summary.ran} run, {summary.skipped} already "
               f"recorded, {len(summary.failures)} failed -> {db}")
         for failure in summary.failures:
@@ -49,27 +49,16 @@ def cmd_bench(args):
             first = lines[0].removesuffix("; stderr:")
             last = f" ({lines[-1].strip()})" if len(lines) > 1 and lines[-1].strip() else ""
             print(f"  failed: {failure.point.describe()}: {first}{last}", file=sys.stderr)
-        why = [*(["measured only while it was slower"] if summary.probe_best is not None else []),
-               *(["whose fastest run was not confirmed"] if spec.confirm is not None else [])]
         if summary.probe_best is not None:
             print(f"  probe: at its best {summary.probe_best:.4g} s busy CPU; {summary.extra} "
-                  f"extra repetition(s) for configurations {' or '.join(why)}")
-        elif why:
-            print(f"  {summary.extra} extra repetition(s) for configurations {why[0]}")
-        _warn_configurations(summary.unsteady, "have no run measured while the probe was "
-                             "steady, their fastest run may be slowed")
-        if spec.confirm is not None:
-            _warn_configurations(summary.unconfirmed, "have no fastest run confirmed by a second "
-                                 f"within {spec.confirm:.0%} (after at most "
-                                 f"{spec.max_repetitions} runs or the probe's patience)")
+                  "extra repetition(s) for configurations measured only while it was slower")
+        if summary.unsteady:
+            shown = "; ".join(p.describe().rsplit(" rep=", 1)[0] for p in summary.unsteady[:3])
+            more = f" and {len(summary.unsteady) - 3} more" if len(summary.unsteady) > 3 else ""
+            print(f"warning: {len(summary.unsteady)} configuration(s) have no run measured while "
+                  f"the probe was steady, their fastest run may be slowed: {shown}{more}",
+                  file=sys.stderr)
     return 0 if all(summary.ok for summary in summaries) else 1
-
-
-def _warn_configurations(points, what: str) -> None:
-    if points:
-        shown = "; ".join(p.describe().rsplit(" rep=", 1)[0] for p in points[:3])
-        more = f" and {len(points) - 3} more" if len(points) > 3 else ""
-        print(f"warning: {len(points)} configuration(s) {what}: {shown}{more}", file=sys.stderr)
 
 
 def _dry_run(spec, database: Path) -> int:

@@ -7,8 +7,6 @@
     npes        = [2, 4]
     repetitions = 2               # optional, default 1
     timeout_s   = 120             # optional per-run timeout, default 600
-    confirm     = 0.03            # optional: repeat until each configuration's fastest run is
-    max_repetitions = 8           #   reproduced within 3 %, at most 8 runs (default 2 x reps)
 
     [params]                      # grid axes substituted into the command
     fibers = [100, 400]
@@ -78,10 +76,6 @@ class SweepSpec:
     params: dict[str, list] = field(default_factory=dict)
     env: dict[str, list[str]] = field(default_factory=dict)
     probe: ProbeSpec | None = None
-    # extra repetitions until a configuration's two fastest runs agree within this fraction of
-    # their busy time, up to max_repetitions runs in all (mprof/bench/sweep.py, top_up)
-    confirm: float | None = None
-    max_repetitions: int = 1
 
     @property
     def program_path(self) -> Path:
@@ -136,7 +130,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     path = Path(path)
     data = read_toml(path, "sweep spec")
     known = {"program", "command", "database", "root", "npes", "repetitions", "timeout_s",
-             "params", "env", "description", "probe", "confirm", "max_repetitions"}
+             "params", "env", "description", "probe"}
     unknown = set(data) - known
     if unknown:
         raise MprofError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -150,16 +144,6 @@ def load_spec(path: str | Path) -> SweepSpec:
     reps = data.get("repetitions", 1)
     if not isinstance(reps, int) or reps < 1:
         raise MprofError(f"{path}: repetitions must be a positive integer")
-    confirm = data.get("confirm")
-    if confirm is not None and (not isinstance(confirm, (int, float)) or isinstance(confirm, bool)
-                                or confirm < 0):
-        raise MprofError(f"{path}: confirm must be a number >= 0 (a fraction: 0.03 is 3 %)")
-    most = data.get("max_repetitions", 2 * reps if confirm is not None else reps)
-    if "max_repetitions" in data and confirm is None:
-        raise MprofError(f"{path}: max_repetitions bounds the repetitions that confirm adds: "
-                         "give confirm too")
-    if not isinstance(most, int) or isinstance(most, bool) or most < reps:
-        raise MprofError(f"{path}: max_repetitions must be an integer >= repetitions ({reps})")
     timeout = data.get("timeout_s", DEFAULT_TIMEOUT)
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise MprofError(f"{path}: timeout_s must be a positive number")
@@ -178,9 +162,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     return SweepSpec(path=path, program=str(data["program"]), command=command,
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
-                     params=params, env=env, probe=probe,
-                     confirm=float(confirm) if confirm is not None else None,
-                     max_repetitions=most)
+                     params=params, env=env, probe=probe)
 
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")

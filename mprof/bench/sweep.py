@@ -25,7 +25,7 @@ from ..console import message_console
 from ..db.store import ProfileDB
 from ..db.validate import load_profile
 from ..errors import MprofError
-from .probe import MachineProbe, busy_time, probe_values
+from .probe import MachineProbe, probe_values
 from .spec import Point, SweepSpec
 
 STDERR_TAIL_LINES = 8
@@ -43,12 +43,10 @@ class SweepSummary:
     ran: int = 0
     skipped: int = 0
     failures: list[Failure] = field(default_factory=list)
-    # extra repetitions (top_up) run for configurations without a steady run (with a probe) or
-    # without a confirmed fastest run (with `confirm`), the configurations still without one,
-    # and the fastest probe
+    # with a probe: extra repetitions run for configurations without a steady run, the
+    # configurations still without one, and the fastest probe
     extra: int = 0
     unsteady: list[Point] = field(default_factory=list)
-    unconfirmed: list[Point] = field(default_factory=list)
     probe_best: float | None = None
 
     @property
@@ -137,7 +135,7 @@ def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
                console: Console | None = None) -> list[SweepSummary]:
     """Several sweeps run together, their points interleaved by repetition (`interleave`);
     each sweep records into its own database and has its own summary.  Sweeps with a probe
-    and sweeps with `confirm` then top up configurations (`top_up`)."""
+    then top up configurations that have no steady run (`top_up`)."""
     console = console or message_console()
     over = sorted({p.npes for spec in specs for p in spec.points() if oversubscribed(p)})
     if over:
@@ -186,21 +184,18 @@ class _Runner:
         self.specs, self.dbs, self.summaries, self.console = specs, dbs, summaries, console
         shared: dict[tuple, MachineProbe] = {}
         self.probes: list[MachineProbe | None] = []
-        # (sweep, run id) -> (the probe values recorded with the run, its busy time), read
-        # once per run (top_up)
-        self.facts: dict[tuple[int, int], tuple[list[float], float]] = {}
+        # (sweep, run id) -> the probe values recorded with the run, read once (top_up)
+        self.run_probes: dict[tuple[int, int], list[float]] = {}
         for i, (spec, db) in enumerate(zip(specs, dbs)):
-            probe = None
-            if spec.probe is not None:
-                probe = MachineProbe(spec.probe, spec.program_path, spec.root, str(spec.path))
-                probe = shared.setdefault((tuple(probe.argv),
-                                           tuple(sorted(spec.probe.env.items())),
-                                           str(spec.root)), probe)
-            if probe is not None or spec.confirm is not None:
-                for run_id, doc in db.documents():
-                    self.facts[i, run_id] = _run_facts(doc)
-                    if probe is not None:
-                        probe.recorded.extend(self.facts[i, run_id][0])
+            if spec.probe is None:
+                self.probes.append(None)
+                continue
+            probe = MachineProbe(spec.probe, spec.program_path, spec.root, str(spec.path))
+            probe = shared.setdefault((tuple(probe.argv), tuple(sorted(spec.probe.env.items())),
+                                       str(spec.root)), probe)
+            for run_id, doc in db.documents():
+                self.run_probes[i, run_id] = probe_values(doc)
+                probe.recorded.extend(self.run_probes[i, run_id])
             self.probes.append(probe)
         self.fresh: MachineProbe | None = None  # the probe measured right before, if any
 
@@ -229,96 +224,59 @@ class _Runner:
 
 
 def top_up(runner: _Runner) -> None:
-    """Extra repetitions, after the sweeps' own, of the configurations that lack
-    - a run measured while the probe was steady (sweeps with a probe: each extra run starts
-      once the probe is steady again), or
-    - a confirmed fastest run (sweeps with `confirm`): their two fastest runs differ by more
-      than `confirm` of the fastest's busy time, so the fastest may still be slowed by
-      interference (which only ever adds time), or the second may;
-    until none lacks one, a configuration reaches `max_repetitions` runs (confirm), or the
-    patience runs out (the longest of the probes' `patience_s`, for all sweeps together:
-    mprof/bench/probe.py).  The configuration tried least often goes first, so one that never
-    settles does not use up the patience of all."""
-    active = [i for i, spec in enumerate(runner.specs)
-              if spec.probe is not None or spec.confirm is not None]
-    if not active:
+    """Extra repetitions of the configurations that have no steady run, each started once its
+    sweep's probe is steady, until every configuration has one or the patience runs out (the
+    longest of the sweeps' `patience_s`, for all of them together: mprof/bench/probe.py)."""
+    probed = [i for i, probe in enumerate(runner.probes) if probe is not None]
+    if not probed:
         return
-    recorded = {i: runner.dbs[i].point_runs() for i in active}
+    recorded = {i: runner.dbs[i].point_runs() for i in probed}
+    memo = runner.run_probes  # runs recorded before this invocation; the new ones join it
 
-    def facts_of(i: int, run_id: int) -> tuple[list[float], float]:
-        if (i, run_id) not in runner.facts:
-            runner.facts[i, run_id] = _run_facts(runner.dbs[i].document(run_id))
-        return runner.facts[i, run_id]
+    def values_of(i: int, run_id: int) -> list[float]:
+        if (i, run_id) not in memo:
+            memo[i, run_id] = probe_values(runner.dbs[i].document(run_id))
+        return memo[i, run_id]
 
-    def runs_of(i: int, config: Point) -> list[tuple[list[float], float]]:
-        """(probe values, busy time) of every recorded repetition, in repetition order."""
-        out, rep = [], 0
+    def runs_of(i: int, config: Point) -> tuple[list[list[float]], int]:
+        """The probe values of every recorded repetition, and the next free repetition."""
+        values, rep = [], 0
         while (key := replace(config, repetition=rep).key) in recorded[i]:
-            out.append(facts_of(i, recorded[i][key]))
+            values.append(values_of(i, recorded[i][key]))
             rep += 1
-        return out
+        return values, rep
 
-    def unsteady(i: int, runs) -> bool:
+    def unsteady(i: int) -> list[Point]:
         probe = runner.probes[i]
-        return probe is not None and not any(probe.steady(v) for v, _ in runs if len(v) == 2)
+        return [c for c in runner.specs[i].configurations()
+                if not any(probe.steady(v) for v in runs_of(i, c)[0] if len(v) == 2)]
 
-    def unconfirmed(i: int, runs) -> bool:
-        confirm = runner.specs[i].confirm
-        if confirm is None:
-            return False
-        fastest = sorted(busy for _, busy in runs)
-        return len(fastest) < 2 or fastest[1] > fastest[0] * (1.0 + confirm)
-
-    def lacking() -> list[tuple[int, Point]]:
-        out = []
-        for i in active:
-            spec = runner.specs[i]
-            for config in spec.configurations():
-                runs = runs_of(i, config)
-                if (i, config.key) in failed or (spec.confirm is not None
-                                                 and len(runs) >= spec.max_repetitions):
-                    continue
-                if unsteady(i, runs) or unconfirmed(i, runs):
-                    out.append((i, config))
-        return out
-
-    failed: set[tuple[int, str]] = set()  # configurations whose extra repetition failed
-    todo = lacking()
-    patiences = [runner.specs[i].probe.patience_s for i in active
-                 if runner.specs[i].probe is not None]
-    patience = max(patiences) if patiences else None
-    if todo:
-        bound = f" (for at most {patience:g} s)" if patience is not None else ""
-        runner.console.print(f"{len(todo)} configuration(s) lack a run measured while the probe "
-                             f"was steady or a confirmed fastest run: extra repetitions{bound}",
+    lacking = [(i, c) for i in probed for c in unsteady(i)]
+    patience = max(runner.specs[i].probe.patience_s for i in probed)
+    if lacking:
+        runner.console.print(f"{len(lacking)} configuration(s) have no run measured while the "
+                             f"probe was steady: extra repetitions (for at most {patience:g} s)",
                              markup=False)
-    deadline = time.monotonic() + patience if patience is not None else float("inf")
+    deadline = time.monotonic() + patience
     attempts: dict[tuple[int, str], int] = {}  # extra repetitions tried per configuration
-    while todo and time.monotonic() < deadline:
-        i, config = min(todo, key=lambda item: attempts.get((item[0], item[1].key), 0))
+    failed: set[tuple[int, str]] = set()  # configurations whose extra repetition failed
+    while lacking and time.monotonic() < deadline:
+        # the configuration tried least often first, so one that never comes out steady does
+        # not use up the patience of all
+        i, config = min(lacking, key=lambda item: attempts.get((item[0], item[1].key), 0))
         probe = runner.probes[i]
-        if probe is not None:
-            if probe.wait_steady(deadline) is None:
-                break
-            runner.fresh = probe
+        if probe.wait_steady(deadline) is None:
+            break
+        runner.fresh = probe
         ident = (i, config.key)
         attempts[ident] = attempts.get(ident, 0) + 1
-        point = replace(config, repetition=len(runs_of(i, config)))
+        point = replace(config, repetition=runs_of(i, config)[1])
         if runner.run(i, point, "bench extra", None) is not None:
             failed.add(ident)
         runner.summaries[i].extra += 1
         recorded[i] = runner.dbs[i].point_runs()
         # every sweep's list again: the fastest probe may have moved
-        todo = lacking()
-    for i in active:
-        spec = runner.specs[i]
-        configs = [(c, runs_of(i, c)) for c in spec.configurations()]
-        runner.summaries[i].unsteady = [c for c, runs in configs if unsteady(i, runs)]
-        runner.summaries[i].unconfirmed = [c for c, runs in configs if unconfirmed(i, runs)]
-        if runner.probes[i] is not None:
-            runner.summaries[i].probe_best = runner.probes[i].best
-
-
-def _run_facts(doc: dict) -> tuple[list[float], float]:
-    """What top_up needs of a recorded run: its probe values and its busy time."""
-    return probe_values(doc), busy_time(doc)
+        lacking = [(j, c) for j in probed for c in unsteady(j) if (j, c.key) not in failed]
+    for i in probed:
+        runner.summaries[i].unsteady = unsteady(i)
+        runner.summaries[i].probe_best = runner.probes[i].best

@@ -4,8 +4,6 @@ usage: fake_program.py NPES WORK FAIL [COUNT_FILE]
 NPES "env" takes the PE count from MPROF_PES, as the runtime's mp_config_init does.
 FAIL=1 exits with status 3 after printing to stderr; FAIL=2 writes a truncated profile;
 FAIL=3 sleeps (for timeouts).  COUNT_FILE gets one line per invocation.
-With FAKE_SCALE_FILE set, the PE times are scaled by the next number of that file (one per
-line, consumed from the top; the last one repeats forever): a machine that slows runs down.
 """
 
 import json
@@ -28,15 +26,7 @@ if fail == 3:
 agg = int(os.environ.get("MPROF_AGG_BYTES", "0"))
 objects = [[("rts", {"P": 1, "ThreadAlloc": work, "MsgSent": work // 2, "ByteSent": agg})]
            for _ in range(npes)]
-scale = 1.0
-if os.environ.get("FAKE_SCALE_FILE"):
-    with open(os.environ["FAKE_SCALE_FILE"]) as f:
-        scales = f.read().split()
-    scale = float(scales[0])
-    if len(scales) > 1:
-        with open(os.environ["FAKE_SCALE_FILE"], "w") as f:
-            f.write("\n".join(scales[1:]) + "\n")
-doc = make_profile("fake", objects, [scale * (0.001 * work + 0.01 * pe) for pe in range(npes)],
+doc = make_profile("fake", objects, [0.001 * work + 0.01 * pe for pe in range(npes)],
                    params={"work": work}, settings={"agg_bytes": agg},
                    argv=sys.argv, hostname=f"host-{time.time_ns()}")
 text = json.dumps(doc)
