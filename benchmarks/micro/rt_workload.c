@@ -6,10 +6,10 @@
  * arguments, odd PEs 2 * MSGS, round-robin to the other PEs.  The uneven sends make each PE
  * send and receive different amounts, so the fitter can tell the sending PE's costs from the
  * receiving PE's; the total stays linear in PEs (about 1.5 * MSGS per PE), so one MSGS means
- * the same load per PE at 2 PEs and at 1024.  The mix of thread, message and byte counts varies with the parameters and with
- * MPROF_AGG_BYTES (aggregated records, records sent at once in pooled buffers, records too
- * large to pool), so sweeps over them determine every unit cost of runtime/rts.perf.
- * Writes MPROF_OUT.
+ * the same load per PE at 2 PEs and at 1024.  The mix of thread, message and byte counts varies
+ * with the parameters and with MPROF_AGG_BYTES (aggregated records, records sent at once in pooled
+ * buffers, records too large to pool), so sweeps over them determine every unit cost of
+ * runtime/rts.perf. Writes MPROF_OUT.
  */
 #include "mp.h"
 

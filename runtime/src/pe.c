@@ -175,6 +175,7 @@ void mpr_pe_run(mpr_pe *pe)
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
+    mpr_stats_settle(pe);
     MPR_PAPI_PE_END(pe); /* statistics bound to PAPI events get their counts */
     MPR_TRACE(mpr_trace_pe_end(pe));
     pe->where = MPR_PE_FINISHED;

@@ -66,6 +66,8 @@ static long long sde_read(void *param)
     double fsum = type == MP_STAT_F64 ? as_f64(sum) : 0.0;
     for (sde_live *l = f->mod->live; l; l = l->next) {
         uint64_t v = __atomic_load_n(&l->rec->slots[f->field], __ATOMIC_RELAXED);
+        if (l->rec->derive) /* what the object derives from its state (mp_stats_derive) */
+            v = mpr_stat_add(type, v, mpr_stats_derived(l->rec, f->field));
         if (type == MP_STAT_F64)
             fsum += as_f64(v);
         else
@@ -74,6 +76,9 @@ static long long sde_read(void *param)
     pthread_mutex_unlock(&sde_lock);
     return (long long)(type == MP_STAT_F64 ? f64_bits(fsum) : sum);
 }
+
+void mpr_sde_lock(void) { pthread_mutex_lock(&sde_lock); }
+void mpr_sde_unlock(void) { pthread_mutex_unlock(&sde_lock); }
 
 /* Under sde_lock.  *created is set for a module new to the list: its creator registers its
  * counters once the lock is released (libsde's own lock is held while it calls sde_read, so
