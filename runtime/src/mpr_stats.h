@@ -21,8 +21,8 @@ typedef struct mpr_stats_rec {
 const char *mpr_access_name(int id);
 int mpr_access_count(void);
 void mpr_stats_init(mpr_pe *pe);
-void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
-                      uint64_t *slots);
+mpr_stats_rec *mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
+                                uint64_t *slots);
 void mpr_stats_fini(mpr_pe *pe);
 void mpr_stats_settle(mpr_pe *pe);
 uint64_t mpr_stat_add(mp_stat_type type, uint64_t a, uint64_t b);

@@ -123,13 +123,15 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
     return r->slots;
 }
 
-void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id, uint64_t *slots)
+mpr_stats_rec *mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
+                                uint64_t *slots)
 {
     mpr_stats_rec *r = calloc(1, sizeof *r);
     if (!r)
         mpr_fatal("out of memory allocating statistics");
     r->slots = slots;
     link_record(pe, r, module, object_id);
+    return r;
 }
 
 uint64_t mpr_stat_add(mp_stat_type type, uint64_t a, uint64_t b)
@@ -210,11 +212,28 @@ void mpr_stats_settle(mpr_pe *pe)
     MPR_SDE_UNLOCK();
 }
 
+#ifndef MPROF_DISABLE
+/* The idle totals the PE keeps anyway: IdleNs is C_total (latency accounting; mpr_idle_add is
+ * the only way either grows) and IdleCpuNs the idle loop's CPU time (the profile's
+ * idle_cpu_s), so idle() spends no add on the record. */
+static void rts_derive(const void *ctx, uint64_t *add)
+{
+    const mpr_pe *pe = ctx;
+    rts_stats_t *d = (rts_stats_t *)add;
+    d->IdleNs = __atomic_load_n(&pe->c_total, __ATOMIC_RELAXED);
+    d->IdleCpuNs = __atomic_load_n(&pe->idle_cpu_ns, __ATOMIC_RELAXED);
+}
+#endif
+
 void mpr_stats_init(mpr_pe *pe)
 {
 #ifndef MPROF_DISABLE /* statistics compiled out: the hooks are gone, and so is the record */
-    mpr_stats_attach(pe, &rts_stat_module, MP_OBJ_RTS, (uint64_t *)&pe->rts);
+    mpr_stats_rec *r = mpr_stats_attach(pe, &rts_stat_module, MP_OBJ_RTS, (uint64_t *)&pe->rts);
     RTS_SET(&pe->rts, P, 1);
+    MPR_SDE_LOCK();
+    r->derive = rts_derive;
+    r->derive_ctx = pe;
+    MPR_SDE_UNLOCK();
 #else
     (void)pe;
 #endif
