@@ -166,27 +166,35 @@ static uint64_t queue_length(const mpr_queue *q)
     return n;
 }
 
-/* Every allocated fiber (continuations included) is either dispatched once or still holds its
- * storage at the end, so the exact thread counts follow from the dispatch counts of the
- * latency table, the free lists and the queues, and no hot path spends an add on them:
- *   ThreadDisp   = dispatches
- *   ThreadAlloc  = dispatches + slots in use (created, waiting or enabled)
- *   ThreadEnable = dispatches + slots enabled and not yet dispatched */
-void mpr_rts_fold(mpr_pe *pe)
+/* The fibers the PE has dispatched: the sum of the latency table's counts.  Also read by a
+ * PAPI reader's thread (the rts record's derive function): one relaxed load per cell. */
+uint64_t mpr_dispatched(const mpr_pe *pe)
 {
     uint64_t dispatched = 0;
     int n = mpr_access_count(); /* categories never registered have no dispatches */
     for (int e = 0; e < n; e++)
         for (int a = 0; a < n; a++)
-            dispatched += pe->latency[e][a].count;
+            dispatched += __atomic_load_n(&pe->latency[e][a].count, __ATOMIC_RELAXED);
+    return dispatched;
+}
+
+/* Every allocated fiber (continuations included) is either dispatched once or still holds its
+ * storage at the end, so the exact thread counts follow from the dispatch counts of the
+ * latency table, the free lists and the queues, and no hot path spends an add on them:
+ *   ThreadDisp   = dispatches
+ *   ThreadAlloc  = dispatches + slots in use (created, waiting or enabled)
+ *   ThreadEnable = dispatches + slots enabled and not yet dispatched
+ * The dispatches are what the rts record derives (stats.c), live; at the end of the PE this
+ * stores the rest, which only the PE can count (its lists), and the fold adds them up. */
+void mpr_rts_fold(mpr_pe *pe)
+{
     uint64_t live = mpr_fiber_live(pe);
     uint64_t enabled =
         queue_length(&pe->queue[MP_SCHED_URGENT]) + queue_length(&pe->queue[MP_SCHED_FIFO]);
     for (int k = 0; k < pe->nsched - (MP_SCHED_PREEMPT + 1); k++)
         enabled += pe->custom[k].held;
-    RTS_SET(&pe->rts, ThreadDisp, dispatched);
-    RTS_SET(&pe->rts, ThreadAlloc, dispatched + live);
-    RTS_SET(&pe->rts, ThreadEnable, dispatched + enabled);
+    RTS_SET(&pe->rts, ThreadAlloc, live);
+    RTS_SET(&pe->rts, ThreadEnable, enabled);
 }
 
 static mpr_fiber *select_round_robin(mpr_pe *pe)

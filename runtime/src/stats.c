@@ -213,13 +213,17 @@ void mpr_stats_settle(mpr_pe *pe)
 }
 
 #ifndef MPROF_DISABLE
-/* The idle totals the PE keeps anyway: IdleNs is C_total (latency accounting; mpr_idle_add is
- * the only way either grows) and IdleCpuNs the idle loop's CPU time (the profile's
- * idle_cpu_s), so idle() spends no add on the record. */
+/* What the PE keeps anyway: IdleNs is C_total (latency accounting; mpr_idle_add is the only
+ * way either grows), IdleCpuNs the idle loop's CPU time (the profile's idle_cpu_s), and the
+ * latency table counts the dispatches, part of all three thread counts (mpr_rts_fold). */
 static void rts_derive(const void *ctx, uint64_t *add)
 {
     const mpr_pe *pe = ctx;
     rts_stats_t *d = (rts_stats_t *)add;
+    uint64_t dispatched = mpr_dispatched(pe);
+    d->ThreadDisp = dispatched;
+    d->ThreadAlloc = dispatched;
+    d->ThreadEnable = dispatched;
     d->IdleNs = __atomic_load_n(&pe->c_total, __ATOMIC_RELAXED);
     d->IdleCpuNs = __atomic_load_n(&pe->idle_cpu_ns, __ATOMIC_RELAXED);
 }

@@ -27,12 +27,17 @@ def test_sde_values_are_the_profile_sums(build_dir, tmp_path, npes):
                  if o["module"] == "demo")
     derived = sum(o["stats"]["Derived"] for pe in profile["pes"] for o in pe["objects"]
                   if o["module"] == "demo")
+    dispatched = sum(o["stats"]["ThreadDisp"] for pe in profile["pes"] for o in pe["objects"]
+                     if o["module"] == "rts")
     assert count == 500 * npes * (npes + 1) // 2
     assert derived == count  # the events counted after the fold do not count
     for when in ("during", "after"):
-        c, w, p, d = lines[when]
+        c, w, p, d, td = lines[when]
         assert int(c) == count
         assert float(w) == pytest.approx(weight)
         assert int(p) == npes  # rts::P is 1 on every PE
         assert int(d) == derived
+        # derived from the latency table, live: what was dispatched so far
+        assert 0 <= int(td) <= dispatched
+    assert int(lines["after"][4]) == dispatched >= npes  # every PE ran its main fiber
 

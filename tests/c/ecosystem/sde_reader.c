@@ -6,11 +6,11 @@
  * its record of module "demo", and counts (pe+1)*N events in a variable of its own from which
  * the record derives its Derived statistic (mp_stats_derive).  Once all PEs have, PE 0 reads
  * through PAPI, while the run is still going, sde:::MPROF::demo::Count, ::demo::Weight,
- * ::rts::P and ::demo::Derived (summed over PEs), while the PEs fold their derived statistic
- * into the record (mp_stats_derive NULL) and count more events, which must not count; main
- * reads them again after mp_main, when the records have been freed.  Output lines:
- *   during Count Weight P Derived
- *   after Count Weight P Derived                                                            */
+ * ::rts::P, ::demo::Derived and ::rts::ThreadDisp (summed over PEs), while the PEs fold their
+ * derived statistic into the record (mp_stats_derive NULL) and count more events, which must not
+ * count; main reads them again after mp_main, when the records have been freed.  Output lines:
+ *   during Count Weight P Derived ThreadDisp
+ *   after Count Weight P Derived ThreadDisp                                                 */
 #include <papi.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,9 +23,10 @@
 static const mp_stat_field fields[] = {
     {"Count", MP_STAT_U64, NULL}, {"Weight", MP_STAT_F64, NULL}, {"Derived", MP_STAT_U64, NULL}};
 static const mp_stat_module demo = {"demo", 3, fields};
-#define NEVENTS 4
+#define NEVENTS 5
 static const char *events[NEVENTS] = {"sde:::MPROF::demo::Count", "sde:::MPROF::demo::Weight",
-                                      "sde:::MPROF::rts::P", "sde:::MPROF::demo::Derived"};
+                                      "sde:::MPROF::rts::P", "sde:::MPROF::demo::Derived",
+                                      "sde:::MPROF::rts::ThreadDisp"};
 static _Atomic int ready;
 static int n;
 static uint64_t seen[64]; /* events counted by each PE, read by its record's derive function */
@@ -60,7 +61,7 @@ static void read_events(const char *label)
         die("PAPI_stop", rc);
     double weight;
     memcpy(&weight, &v[1], sizeof weight); /* a PAPI_SDE_double event: the bits of a double */
-    printf("%s %lld %.17g %lld %lld\n", label, v[0], weight, v[2], v[3]);
+    printf("%s %lld %.17g %lld %lld %lld\n", label, v[0], weight, v[2], v[3], v[4]);
     PAPI_cleanup_eventset(set);
     PAPI_destroy_eventset(&set);
 }
