@@ -39,5 +39,5 @@ def test_sde_values_are_the_profile_sums(build_dir, tmp_path, npes):
         assert int(d) == derived
         # derived from the latency table, live: what was dispatched so far
         assert 0 <= int(td) <= dispatched
-    assert int(lines["after"][4]) == dispatched >= npes  # every PE ran its main fiber
+    assert int(lines["after"][4]) == dispatched
 
