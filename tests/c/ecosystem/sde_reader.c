@@ -2,13 +2,14 @@
  *
  *   rt_sde_reader N
  *
- * Every PE adds (pe+1)*N to the Count statistic and (pe+1)*N*0.5 to the Weight statistic of
- * its record of module "demo", and counts (pe+1)*N events in a variable of its own from which
- * the record derives its Derived statistic (mp_stats_derive).  Once all PEs have, PE 0 reads
- * through PAPI, while the run is still going, sde:::MPROF::demo::Count, ::demo::Weight,
- * ::rts::P, ::demo::Derived and ::rts::ThreadDisp (summed over PEs), while the PEs fold their
- * derived statistic into the record (mp_stats_derive NULL) and count more events, which must not
- * count; main reads them again after mp_main, when the records have been freed.  Output lines:
+ * Every PE runs pe+1 empty fibers, then one that adds (pe+1)*N to the Count statistic and
+ * (pe+1)*N*0.5 to the Weight statistic of its record of module "demo", and counts (pe+1)*N
+ * events in a variable of its own from which the record derives its Derived statistic
+ * (mp_stats_derive).  Once all PEs have, PE 0 reads through PAPI, while the run is still
+ * going, sde:::MPROF::demo::Count, ::demo::Weight, ::rts::P, ::demo::Derived and
+ * ::rts::ThreadDisp (summed over PEs), while the PEs fold their derived statistic into the
+ * record (mp_stats_derive NULL) and count more events, which must not count; main reads them
+ * again after mp_main, when the records have been freed.  Output lines:
  *   during Count Weight P Derived ThreadDisp
  *   after Count Weight P Derived ThreadDisp                                                 */
 #include <papi.h>
@@ -66,16 +67,15 @@ static void read_events(const char *label)
     PAPI_destroy_eventset(&set);
 }
 
-static void pe_main(int argc, char **argv)
+static void tick(void *p) { (void)p; }
+
+/* The PE's work, in a fiber queued after the PE's k ticks: they have been dispatched (and
+ * counted in rts::ThreadDisp) when it runs. */
+static void work(void *p)
 {
-    (void)argc;
-    (void)argv;
+    (void)p;
     uint64_t *rec = mp_stats_new(&demo, 1);
     int me = mp_mype(), k = me + 1;
-    if (me >= 64) {
-        fprintf(stderr, "sde_reader: at most 64 PEs\n");
-        exit(2);
-    }
     mp_stats_derive(rec, derive, &seen[me]);
     for (int i = 0; i < k * n; i++) {
         rec[0] += 1;
@@ -93,6 +93,20 @@ static void pe_main(int argc, char **argv)
     }
     mp_stats_derive(rec, NULL, NULL); /* folds the derived count into the record */
     __atomic_store_n(&seen[me], seen[me] + 1000, __ATOMIC_RELAXED);
+}
+
+static void pe_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    int me = mp_mype();
+    if (me >= 64) {
+        fprintf(stderr, "sde_reader: at most 64 PEs\n");
+        exit(2);
+    }
+    for (int i = 0; i <= me; i++)
+        mp_spawn(tick, NULL, 0, MP_SCHED_FIFO);
+    mp_spawn(work, NULL, 0, MP_SCHED_FIFO);
 }
 
 int main(int argc, char **argv)
