@@ -260,9 +260,10 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id);
  * run in a reader's thread while the owning PE runs: it must only read words of ctx and take
  * no locks.  A function already set is folded in first (its additions are stored in the
  * record); fn NULL folds and stops, which an object does before ctx goes away.  The runtime
- * folds what is left when the PE ends.  Call it on the PE that created the record. */
+ * folds what is left when the PE ends.  Call it on the PE that created the record; anything
+ * else is MP_ERR_INVALID_ARG. */
 typedef void (*mp_stats_derive_fn)(const void *ctx, uint64_t *add);
-void mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx);
+mp_err mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx);
 
 /* Access categories are process-wide names "module:NAME"; register them before mp_main (or
  * from any PE: registration is thread-safe and idempotent).  Returns the id, or -1. */

@@ -185,21 +185,23 @@ static void settle(mpr_stats_rec *r)
     r->derive_ctx = NULL;
 }
 
-void mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx)
+mp_err mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx)
 {
     mpr_pe *pe = mpr_pe_self();
     mpr_stats_rec *r = pe ? pe->records : NULL;
     while (r && r->slots != record)
         r = r->next;
-    if (!r) {
-        mpr_misuse(MP_ERR_INVALID_ARG, "mp_stats_derive: not a statistics record of this PE");
-        return;
-    }
+    if (!r)
+        return mpr_misuse(MP_ERR_INVALID_ARG,
+                          "mp_stats_derive: %p is not a statistics record of "
+                          "this PE",
+                          record);
     MPR_SDE_LOCK(); /* a PAPI reader may be calling the old function */
     settle(r);
     r->derive = fn;
     r->derive_ctx = fn ? ctx : NULL;
     MPR_SDE_UNLOCK();
+    return MP_SUCCESS;
 }
 
 /* At the end of the PE, before the run profile and the PAPI-bound statistics take the

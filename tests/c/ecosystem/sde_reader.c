@@ -76,7 +76,8 @@ static void work(void *p)
     (void)p;
     uint64_t *rec = mp_stats_new(&demo, 1);
     int me = mp_mype(), k = me + 1;
-    mp_stats_derive(rec, derive, &seen[me]);
+    if (mp_stats_derive(rec, derive, &seen[me]) != MP_SUCCESS)
+        exit(3);
     for (int i = 0; i < k * n; i++) {
         rec[0] += 1;
         double w;
@@ -91,7 +92,8 @@ static void work(void *p)
             sched_yield();
         read_events("during");
     }
-    mp_stats_derive(rec, NULL, NULL); /* folds the derived count into the record */
+    if (mp_stats_derive(rec, NULL, NULL) != MP_SUCCESS) /* folds the derived count in */
+        exit(3);
     __atomic_store_n(&seen[me], seen[me] + 1000, __ATOMIC_RELAXED);
 }
 
