@@ -5,7 +5,8 @@
 
 Builds PIPE three ways -- as configured (statistics and latency accounting on), with
 -DMPROF_STATS=OFF (every statistics hook compiled out: runtime, event-graph library, PIPE) and
-with -DMPROF_LATENCY=OFF -- into ROOT/build-overhead-{stats,latency} (DIR is the normal build),
+with -DMPROF_LATENCY=OFF (latency accounting compiled out, the generated access declarations
+with it) -- into ROOT/build-overhead-{stats,latency} (DIR is the normal build),
 counts the instructions of the same commands in each with callgrind, and prints the overheads
 as percentages of the build without the feature; the last line is JSON with
 stats_overhead_pct and latency_overhead_pct for the communication-bound command.

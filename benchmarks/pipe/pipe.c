@@ -150,8 +150,13 @@ static void consume(void *p)
     consume_args *a = p;
     for (;;) {
         if (a->phase == PH_RECV) {
-            if (a->processed >= prm.M)
+            if (a->processed >= prm.M) {
+                /* once, not per batch: T is a quotient (a division per batch cost about as
+                 * much as the event graph's per-item statistics) */
+                PIPE_SET(S.st, M, S.items);
+                PIPE_SET(S.st, T, S.items ? S.units / S.items : 0);
                 return; /* (swp: the last produce finishes on its own) */
+            }
             a->batch = prm.M - a->processed < prm.N ? prm.M - a->processed : prm.N;
             while (S.has_in && a->got < a->batch) {
                 size_t k = eg_remove(S.g, S.in_edge, S.buf, a->batch - a->got);
@@ -195,8 +200,6 @@ static void consume(void *p)
         a->got = 0;
         a->phase = PH_RECV;
         S.items += a->batch;
-        PIPE_SET(S.st, M, S.items);
-        PIPE_SET(S.st, T, S.units / S.items);
         if (S.has_out && prm.variant != V_SWP) { /* wait for produce to complete */
             mp_counter_wait(a->produced, a->issued, mp_continue(consume, MP_SCHED_FIFO));
             return;

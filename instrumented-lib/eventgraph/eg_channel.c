@@ -143,9 +143,7 @@ size_t eg_remove(eg_graph *g, uint32_t edge, void *dst, size_t max)
         for (size_t i = 0; i < k; i++)
             memcpy((unsigned char *)dst + i * g->E,
                    r->ring + (size_t)((g->edge_read[edge] + i) % g->F) * g->E, g->E);
-    g->edge_read[edge] += k;
-    GRAPH_INC(g->st, NOp, k);
-    GRAPH_INC(g->st, DeqSize, k * g->E);
+    g->edge_read[edge] += k; /* NOp and DeqSize follow from it (eg_stats.c) */
     /* a slot is free once every edge of the group has removed it */
     const group_t *gr = &g->groups[j];
     uint64_t low = g->edge_read[edge];
@@ -205,9 +203,14 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
     unsigned char buf[MP_FIBER_ARGS_MAX];
     msg_hdr *m = (msg_hdr *)buf;
     bool built = false;
-    /* first: nothing of it stays live across the calls below (cheaper than after the loop) */
-    GRAPH_INC(g->st, EnqSize, (uint64_t)g->E * (g->out_off[node + 1] - g->out_off[node]));
-    for (uint32_t j = g->grp_off[node]; j < g->grp_off[node + 1]; j++) {
+    uint32_t j = g->grp_off[node];
+    if (j == g->grp_off[node + 1]) { /* no out-edges: no group's count tells of this send */
+        GRAPH_INC(g->st, NOp, 1);
+        return;
+    }
+    /* NOp, EnqSize and NMsg follow from the groups' counts (eg_stats.c).  A do-while: the
+     * test above was the loop's first. */
+    do {
         const group_t *gr = &g->groups[j];
         uint64_t seq = g->snd[j].sent++;
         if (gr->dst_pe == g->me) {
@@ -221,9 +224,8 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
         *m = (msg_hdr){g->id, j, g->me, 0, g->owed[gr->dst_pe], seq};
         g->owed[gr->dst_pe] = 0;
         mp_snapshot_execute(g->snap);
-        GRAPH_INC(g->st, NMsg, 1);
         mp_invoke(gr->dst_pe, item_arrive, buf, sizeof *m + g->E, g->sched);
-    }
+    } while (++j < g->grp_off[node + 1]);
 }
 
 static void enq_fiber(void *p);
@@ -275,8 +277,7 @@ mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done
 {
     if (!g || !elt || !local_node(g, node))
         return MP_FAIL;
-    GRAPH_INC(g->st, NOp, 1);
-    lnode_t *n = &g->nodes[node];
+    lnode_t *n = &g->nodes[node]; /* NOp: shipped or suspended below (eg_stats.c) */
     if (!n->ph && !is_frozen(g) && full_group(g, node) < 0) {
         ship(g, node, elt);
         if (done)

@@ -107,6 +107,11 @@ static inline eg_graph *lookup(mp_obj_t id) { return lib_part(id); }
 
 static inline bool is_frozen(eg_graph *g) { return mp_snapshot_query(g->snap) == MP_WAIT; }
 
+/* eg_stats.c: the statistics derived from the partition's state, from creation until it is
+ * destroyed (the runtime takes what is left when the PE ends). */
+void eg_stats_start(eg_graph *g);
+void eg_stats_stop(eg_graph *g);
+
 static inline bool local_node(const eg_graph *g, uint32_t node)
 {
     return node < g->nnodes && g->node_pe[node] == g->me;

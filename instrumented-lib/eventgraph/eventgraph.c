@@ -222,6 +222,7 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
     GRAPH_SET(g->st, EdgeCap, g->F);
     GRAPH_SET(g->st, Node, nnode_local);
     GRAPH_SET(g->st, Edge, nedge_local);
+    eg_stats_start(g);
 
     pthread_mutex_lock(&reg_lock);
     g->reg_next = registry;
@@ -312,6 +313,7 @@ static void destroyed(void *part)
         if (g->nodes[u].wake)
             mp_counter_free(g->nodes[u].wake);
     mp_counter_free(g->fz);
+    eg_stats_stop(g);
     graph_free(g);
 }
 

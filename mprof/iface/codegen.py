@@ -18,6 +18,12 @@ from .model import Interface
 
 _TEMPLATES = Path(__file__).with_name("templates")
 
+# When the access declarations (M_ACCESS) compile in: they serve latency accounting, so
+# MPROF_NO_LATENCY drops them; MPROF_DISABLE (statistics off) drops them too unless the build
+# keeps latency accounting and says so with MPROF_KEEP_ACCESS (CMakeLists.txt).
+ACCESS_ON = ("!defined(MPROF_NO_LATENCY) && "
+             "(!defined(MPROF_DISABLE) || defined(MPROF_KEEP_ACCESS))")
+
 
 def _ccomment(text) -> str:
     """Makes text safe inside a /* */ comment: no comment end, no nested comment start
@@ -71,6 +77,7 @@ def render(iface: Interface) -> dict[str, str]:
         "M": iface.name.upper(),
         "source": os.path.basename(iface.path),
         "term_c": term_c_expressions(iface),
+        "acc_on": ACCESS_ON,
     }
     env = _env()
     return {

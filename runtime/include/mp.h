@@ -252,6 +252,19 @@ typedef struct {
  * is PE-local memory, updated without atomics, and written to the run profile at exit. */
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id);
 
+/* Statistics an object derives from its own state instead of counting them per event (a count
+ * its data structure keeps anyway, bytes that are a count times a fixed size).  From now on
+ * every reader of `record` (from mp_stats_new) -- the run profile, the PAPI SDE counters,
+ * PAPI-bound statistics -- sees each field as its stored value plus what fn(ctx, add) puts in
+ * add[field] (add: one zeroed slot per field; for an f64 field the bits of a double).  fn may
+ * run in a reader's thread while the owning PE runs: it must only read words of ctx and take
+ * no locks.  A function already set is folded in first (its additions are stored in the
+ * record); fn NULL folds and stops, which an object does before ctx goes away.  The runtime
+ * folds what is left when the PE ends.  Call it on the PE that created the record; anything
+ * else is MP_ERR_INVALID_ARG. */
+typedef void (*mp_stats_derive_fn)(const void *ctx, uint64_t *add);
+mp_err mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx);
+
 /* Access categories are process-wide names "module:NAME"; register them before mp_main (or
  * from any PE: registration is thread-safe and idempotent).  Returns the id, or -1. */
 int mp_access_register(const char *module, const char *name);

@@ -234,10 +234,12 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
     return b;
 }
 
+/* ByteSent is not counted here: every remote record counts its bytes when it is written
+ * (mpr_send_record, mp_invoke), which costs one add, where counting per buffer would cost a
+ * walk over the records of a buffer that PEs of one worker share (see group_send). */
 static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
 {
     b->dst = dst;
-    RTS_INC(&pe->rts, ByteSent, b->len);
     mpr_machine_send(pe, dst, b);
 }
 
@@ -285,22 +287,11 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
  * before a message sent at once, which must not overtake them (invocations from one PE to
  * another arrive in the order they were made). */
-/* A group buffer leaves its group (mpr_comm.h): each record's bytes count as sent (ByteSent) by
- * the PE that wrote it, as they would with buffers of its own, so per-PE figures stay those of
- * any other backend; the message (MsgSent) counts on the PE that opened the buffer. */
-static void group_count(mpr_msgbuf *b)
-{
-    for (size_t off = 0; off < b->len;) {
-        const mpr_record *r = (const mpr_record *)(b->data + off);
-        RTS_INC(&mpr_g.pes[src_of(r->fn_src)]->rts, ByteSent, r->total);
-        off += r->total;
-    }
-    RTS_INC(&mpr_g.pes[b->src]->rts, MsgSent, 1);
-}
-
+/* A group buffer (mpr_comm.h) leaves its group.  It was counted when opened (MsgSent, on the
+ * PE that opened it: agg_open), and each record's bytes when written (ByteSent, on the PE that
+ * wrote it, as with buffers of its own), so nothing is left to count here. */
 static void group_send(mpr_msgbuf *b, int dst)
 {
-    group_count(b);
     b->dst = dst;
     mpr_machine_send(mpr_g.pes[b->src], dst, b);
 }
@@ -308,10 +299,8 @@ static void group_send(mpr_msgbuf *b, int dst)
 mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
 {
     mpr_msgbuf *b = g->agg[dst].buf;
-    if (b) {
+    if (b)
         g->agg[dst].buf = NULL;
-        group_count(b);
-    }
     return b;
 }
 
@@ -372,6 +361,7 @@ static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
         mpr_msgbuf *b = buf_get(pe, pe->agg_cap);
         b->counted = 1;
         mpr_machine_in_flight(pe);
+        RTS_INC(&pe->rts, MsgSent, 1); /* sent later by whichever PE of the worker flushes */
         if (dst < g->first || dst >= g->first + g->count) {
             if (!g->xlisted[dst]) {
                 g->xlisted[dst] = 1;
@@ -417,6 +407,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         return MP_SUCCESS;
     }
     RTS_INC(&pe->rts, RemoteOp, 1);
+    RTS_INC(&pe->rts, ByteSent, total);
     MPR_TRACE(mpr_trace_send(pe, dst, total));
     uint16_t access = mpr_cur_access(pe);
 
@@ -483,6 +474,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
         return invoke_general(pe_id, fn, args, size, sched);
     copy_small(put_header(b, pe->id, fn, size, sched, mpr_cur_access(pe), total), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
+    RTS_INC(&pe->rts, ByteSent, total);
     MPR_TRACE(mpr_trace_send(pe, pe_id, total));
     if (MPR_UNLIKELY(b->len >= pe->agg_cap))
         return invoke_filled(pe, pe_id);

@@ -122,8 +122,8 @@ static MPR_NOIPA mp_err copy_args(mp_fiber_fn fn, const void *args, size_t size,
     (void)sched;
     if (MPR_UNLIKELY(!args))
         return mpr_misuse(MP_ERR_INVALID_ARG, "fiber arguments are NULL but size is %zu", size);
+    RTS_INC(&pe->rts, ThreadContext, size); /* before the call: pe and size need not survive it */
     memcpy(f->args, args, size);
-    RTS_INC(&pe->rts, ThreadContext, size);
     return MP_SUCCESS;
 }
 

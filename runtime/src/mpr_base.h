@@ -18,10 +18,12 @@
 
 /* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
  *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile
- *                     then has no rts object;
+ *                     then has no rts object (CMake adds MPROF_KEEP_ACCESS when latency
+ *                     accounting stays: the generated access declarations are its);
  *   MPROF_NO_LATENCY  latency accounting compiles away: fibers do not note the idle total at
- *                     creation and dispatch skips the latency check; the profile's latency rows
- *                     keep their dispatch counts with zero latencies. */
+ *                     creation, dispatch skips the latency check and the generated access
+ *                     declarations are gone; the profile's latency rows keep their dispatch
+ *                     counts with zero latencies. */
 #ifdef MPROF_NO_LATENCY
 #define MPR_LATENCY 0
 #else

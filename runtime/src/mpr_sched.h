@@ -39,6 +39,7 @@ static inline void mpr_fiber_enqueue(mpr_pe *pe, mpr_fiber *f, unsigned sched)
 /* Sets the rts thread counts, which no hot path keeps (sched.c); called once the PE's
  * schedule loop has ended, before the record is read. */
 void mpr_rts_fold(mpr_pe *pe);
+uint64_t mpr_dispatched(const mpr_pe *pe);
 /* The calling thread's CPU time in ns (a system call: never on a hot path). */
 uint64_t mpr_thread_cpu_ns(void);
 

@@ -63,12 +63,12 @@ static inline mpr_fiber *mpr_fiber_make(mpr_pe *pe, mp_fiber_fn fn, const void *
     mpr_slot_class cls = mpr_slot_class_of(size);
     mpr_fiber *f = mpr_slot_get(pe, cls);
     if (size) {
+        RTS_INC(&pe->rts, ThreadContext, size); /* first: size need not survive a memcpy call */
         if (padded)
             for (size_t i = 0; i < size; i += 16)
                 __builtin_memcpy(f->args + i, (const unsigned char *)args + i, 16);
         else
             __builtin_memcpy(f->args, args, size);
-        RTS_INC(&pe->rts, ThreadContext, size);
     }
     mpr_fiber_init(pe, f, fn, mpr_tag_make(pe, sched, creator, enabler, state, cls));
     return f;

@@ -160,8 +160,7 @@ void mpr_pe_run(mpr_pe *pe)
     if (pe->mux) {
         /* it waited for its worker since the run started: idle, like a switched-out PE */
         uint64_t waited = (uint64_t)((pe->t_start - mpr_g.t_start) * 1e9);
-        mpr_idle_add(pe, waited);
-        RTS_INC(&pe->rts, IdleNs, waited);
+        mpr_idle_add(pe, waited); /* also the rts IdleNs (stats.c) */
         pe->t_start = mpr_g.t_start;
     }
     pe->cpu_start_ns = mpr_thread_cpu_ns();
@@ -175,6 +174,7 @@ void mpr_pe_run(mpr_pe *pe)
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
+    mpr_stats_settle(pe);
     MPR_PAPI_PE_END(pe); /* statistics bound to PAPI events get their counts */
     MPR_TRACE(mpr_trace_pe_end(pe));
     pe->where = MPR_PE_FINISHED;

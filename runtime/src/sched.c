@@ -97,9 +97,38 @@ static __attribute__((noinline)) void run_full(mpr_pe *pe, mpr_fiber *f)
         mpr_fiber_release(pe, f);
 }
 
+#if MPR_LATENCY
+/* Runs a fiber that waited through idle time while no hooks are on (the PE's C_total moved
+ * since the fiber was created): run_full's latency accounting without its tests and calls.
+ * Many fibers take it when PEs share a worker thread, where every switch to another PE is
+ * idle time for this one; the observed and critical latencies are kept in locals, so a
+ * preemptive fiber that runs inside this one cannot overwrite them. */
+static __attribute__((noinline)) void run_waited(mpr_pe *pe, mpr_fiber *f)
+{
+    uint64_t c_total = pe->c_total;
+    uint64_t observed = c_total - f->idle_at_create;
+    uint64_t critical = c_total - pe->c_charged;
+    pe->c_charged = c_total;
+    unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
+    pe->current = f;
+    pe->spawn_tag.word = pe->spawn_tag_unclassified;
+    mpr_latency *row = pe->latency[enabler];
+    f->fn(f->args);
+    mpr_latency *l = &row[mpr_cur_access(pe)];
+    l->count++;
+    l->observed_ns += observed;
+    l->critical_ns += critical;
+    if (MPR_UNLIKELY(f->tag.reused))
+        f->tag.reused = 0;
+    else
+        mpr_fiber_release(pe, f);
+}
+#endif
+
 /* Runs one fiber and does its accounting.  Most fibers did not wait through idle time and run
  * with no hooks on; they take the short path below, which run_full would take too minus its
- * tests, and one comparison (dispatch_key) tells them apart. */
+ * tests, and one comparison (dispatch_key) tells them apart.  Of the others, those that waited
+ * while no hooks are on take run_waited. */
 static inline void run(mpr_pe *pe, mpr_fiber *f)
 {
 #if MPR_LATENCY
@@ -108,6 +137,12 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     bool plain = !pe->fiber_hooks;
 #endif
     if (MPR_UNLIKELY(!plain)) {
+#if MPR_LATENCY
+        if (!pe->fiber_hooks) { /* then dispatch_key is c_total: the fiber waited */
+            run_waited(pe, f);
+            return;
+        }
+#endif
         run_full(pe, f);
         return;
     }
@@ -131,27 +166,35 @@ static uint64_t queue_length(const mpr_queue *q)
     return n;
 }
 
-/* Every allocated fiber (continuations included) is either dispatched once or still holds its
- * storage at the end, so the exact thread counts follow from the dispatch counts of the
- * latency table, the free lists and the queues, and no hot path spends an add on them:
- *   ThreadDisp   = dispatches
- *   ThreadAlloc  = dispatches + slots in use (created, waiting or enabled)
- *   ThreadEnable = dispatches + slots enabled and not yet dispatched */
-void mpr_rts_fold(mpr_pe *pe)
+/* The fibers the PE has dispatched: the sum of the latency table's counts.  Also read by a
+ * PAPI reader's thread (the rts record's derive function): one relaxed load per cell. */
+uint64_t mpr_dispatched(const mpr_pe *pe)
 {
     uint64_t dispatched = 0;
     int n = mpr_access_count(); /* categories never registered have no dispatches */
     for (int e = 0; e < n; e++)
         for (int a = 0; a < n; a++)
-            dispatched += pe->latency[e][a].count;
+            dispatched += __atomic_load_n(&pe->latency[e][a].count, __ATOMIC_RELAXED);
+    return dispatched;
+}
+
+/* Every allocated fiber (continuations included) is either dispatched once or still holds its
+ * storage at the end, so the exact thread counts follow from the dispatch counts of the
+ * latency table, the free lists and the queues, and no hot path spends an add on them:
+ *   ThreadDisp   = dispatches
+ *   ThreadAlloc  = dispatches + slots in use (created, waiting or enabled)
+ *   ThreadEnable = dispatches + slots enabled and not yet dispatched
+ * The dispatches are what the rts record derives (stats.c), live; at the end of the PE this
+ * stores the rest, which only the PE can count (its lists), and the fold adds them up. */
+void mpr_rts_fold(mpr_pe *pe)
+{
     uint64_t live = mpr_fiber_live(pe);
     uint64_t enabled =
         queue_length(&pe->queue[MP_SCHED_URGENT]) + queue_length(&pe->queue[MP_SCHED_FIFO]);
     for (int k = 0; k < pe->nsched - (MP_SCHED_PREEMPT + 1); k++)
         enabled += pe->custom[k].held;
-    RTS_SET(&pe->rts, ThreadDisp, dispatched);
-    RTS_SET(&pe->rts, ThreadAlloc, dispatched + live);
-    RTS_SET(&pe->rts, ThreadEnable, dispatched + enabled);
+    RTS_SET(&pe->rts, ThreadAlloc, live);
+    RTS_SET(&pe->rts, ThreadEnable, enabled);
 }
 
 static mpr_fiber *select_round_robin(mpr_pe *pe)
@@ -334,13 +377,11 @@ static bool idle(mpr_pe *pe)
     MPR_TRACE(mpr_trace_idle_end(pe));
     pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = now_ns() - t0;
-    mpr_idle_add(pe, idle_ns);
-    RTS_INC(&pe->rts, IdleNs, idle_ns);
+    mpr_idle_add(pe, idle_ns); /* also the rts IdleNs (stats.c) */
     uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
                            : pe->mux ? idle_ns - switched_out
                                      : idle_ns;
-    pe->idle_cpu_ns += idle_cpu_ns;
-    RTS_INC(&pe->rts, IdleCpuNs, idle_cpu_ns);
+    pe->idle_cpu_ns += idle_cpu_ns; /* also the rts IdleCpuNs (stats.c) */
     return more;
 }
 

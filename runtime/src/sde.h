@@ -17,11 +17,19 @@
 #ifdef MPROF_HAVE_SDE
 void mpr_sde_record_add(mpr_stats_rec *r);
 void mpr_sde_record_retire(mpr_stats_rec *r);
+void mpr_sde_lock(void);
+void mpr_sde_unlock(void);
 #define MPR_SDE_RECORD_ADD(r) mpr_sde_record_add(r)
 #define MPR_SDE_RECORD_RETIRE(r) mpr_sde_record_retire(r)
+/* Held while a record's derive function changes or is folded in: a counter's reader calls
+ * it under the same lock. */
+#define MPR_SDE_LOCK() mpr_sde_lock()
+#define MPR_SDE_UNLOCK() mpr_sde_unlock()
 #else
 #define MPR_SDE_RECORD_ADD(r) ((void)(r))
 #define MPR_SDE_RECORD_RETIRE(r) ((void)(r))
+#define MPR_SDE_LOCK() ((void)0)
+#define MPR_SDE_UNLOCK() ((void)0)
 #endif
 
 #endif /* MPR_SDE_H */

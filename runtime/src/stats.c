@@ -123,20 +123,123 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
     return r->slots;
 }
 
-void mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id, uint64_t *slots)
+mpr_stats_rec *mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64_t object_id,
+                                uint64_t *slots)
 {
     mpr_stats_rec *r = calloc(1, sizeof *r);
     if (!r)
         mpr_fatal("out of memory allocating statistics");
     r->slots = slots;
     link_record(pe, r, module, object_id);
+    return r;
 }
+
+uint64_t mpr_stat_add(mp_stat_type type, uint64_t a, uint64_t b)
+{
+    if (type != MP_STAT_F64)
+        return a + b; /* i64 wraps like u64: two's complement */
+    double x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    x += y;
+    memcpy(&a, &x, sizeof a);
+    return a;
+}
+
+/* Calls the record's derive function into zeroed slots: on the stack for the common module of
+ * a few fields. */
+static uint64_t *derive_into(const mpr_stats_rec *r, uint64_t *small, unsigned nsmall)
+{
+    unsigned n = r->module->nfields;
+    uint64_t *add = n <= nsmall ? small : calloc(n, sizeof *add);
+    if (!add)
+        mpr_fatal("out of memory deriving statistics");
+    memset(add, 0, n * sizeof *add);
+    r->derive(r->derive_ctx, add);
+    return add;
+}
+
+/* What the record's derive function adds to `field` now (under MPR_SDE_LOCK, or on the PE). */
+uint64_t mpr_stats_derived(const mpr_stats_rec *r, unsigned field)
+{
+    uint64_t small[32];
+    uint64_t *add = derive_into(r, small, 32);
+    uint64_t v = add[field];
+    if (add != small)
+        free(add);
+    return v;
+}
+
+/* Stores what the derive function adds in the record and drops the function. */
+static void settle(mpr_stats_rec *r)
+{
+    if (!r->derive)
+        return;
+    uint64_t small[32];
+    uint64_t *add = derive_into(r, small, 32);
+    for (unsigned i = 0; i < r->module->nfields; i++)
+        r->slots[i] = mpr_stat_add(r->module->fields[i].type, r->slots[i], add[i]);
+    if (add != small)
+        free(add);
+    r->derive = NULL;
+    r->derive_ctx = NULL;
+}
+
+mp_err mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx)
+{
+    mpr_pe *pe = mpr_pe_self();
+    mpr_stats_rec *r = pe ? pe->records : NULL;
+    while (r && r->slots != record)
+        r = r->next;
+    if (!r)
+        return mpr_misuse(MP_ERR_INVALID_ARG,
+                          "mp_stats_derive: %p is not a statistics record of "
+                          "this PE",
+                          record);
+    MPR_SDE_LOCK(); /* a PAPI reader may be calling the old function */
+    settle(r);
+    r->derive = fn;
+    r->derive_ctx = fn ? ctx : NULL;
+    MPR_SDE_UNLOCK();
+    return MP_SUCCESS;
+}
+
+/* At the end of the PE, before the run profile and the PAPI-bound statistics take the
+ * records: derived statistics become stored ones, and no object state is needed after. */
+void mpr_stats_settle(mpr_pe *pe)
+{
+    MPR_SDE_LOCK();
+    for (mpr_stats_rec *r = pe->records; r; r = r->next)
+        settle(r);
+    MPR_SDE_UNLOCK();
+}
+
+#ifndef MPROF_DISABLE
+/* What the PE keeps anyway: IdleNs is C_total (latency accounting; mpr_idle_add is the only
+ * way either grows), IdleCpuNs the idle loop's CPU time (the profile's idle_cpu_s), and the
+ * latency table counts the dispatches, part of all three thread counts (mpr_rts_fold). */
+static void rts_derive(const void *ctx, uint64_t *add)
+{
+    const mpr_pe *pe = ctx;
+    rts_stats_t *d = (rts_stats_t *)add;
+    uint64_t dispatched = mpr_dispatched(pe);
+    d->ThreadDisp = dispatched;
+    d->ThreadAlloc = dispatched;
+    d->ThreadEnable = dispatched;
+    d->IdleNs = __atomic_load_n(&pe->c_total, __ATOMIC_RELAXED);
+    d->IdleCpuNs = __atomic_load_n(&pe->idle_cpu_ns, __ATOMIC_RELAXED);
+}
+#endif
 
 void mpr_stats_init(mpr_pe *pe)
 {
 #ifndef MPROF_DISABLE /* statistics compiled out: the hooks are gone, and so is the record */
-    mpr_stats_attach(pe, &rts_stat_module, MP_OBJ_RTS, (uint64_t *)&pe->rts);
+    mpr_stats_rec *r = mpr_stats_attach(pe, &rts_stat_module, MP_OBJ_RTS, (uint64_t *)&pe->rts);
     RTS_SET(&pe->rts, P, 1);
+    MPR_SDE_LOCK();
+    r->derive = rts_derive;
+    r->derive_ctx = pe;
+    MPR_SDE_UNLOCK();
 #else
     (void)pe;
 #endif

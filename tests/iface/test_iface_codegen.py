@@ -1,5 +1,6 @@
 """Generated C: compiles warning-free with gcc and clang (hooks on and off), vanishes with
-MPROF_DISABLE, and computes the same term values as the Python evaluator."""
+MPROF_DISABLE, keeps its access declarations as long as latency accounting is on, and computes
+the same term values as the Python evaluator."""
 
 import math
 import random
@@ -63,6 +64,34 @@ def test_disabled_hooks_generate_no_code(generated, cc):
     undefined = run(["nm", "-u", str(obj)]).stdout.split()
     # Only the (NULL-returning) create function remains; no runtime symbol at all.
     assert undefined == ["U", "pipe_stats_create"]
+
+
+# (defines, what the compiled user and pipe_perf.c may reference): statistics hooks need
+# mp_stats_new, access hooks mp_access_register (registration), mpr_access_bytes (the inline
+# declaration) and mp_access_declare (its fallback).  Access declarations serve latency accounting: MPROF_NO_LATENCY drops them,
+# MPROF_DISABLE too unless MPROF_KEEP_ACCESS (statistics off, latency accounting on).
+ACCESS = {"mp_access_register", "mpr_access_bytes", "mp_access_declare"}
+SWITCHES = [
+    ([], {"mp_stats_new", *ACCESS}),
+    (["-DMPROF_NO_LATENCY"], {"mp_stats_new"}),
+    (["-DMPROF_DISABLE", "-DMPROF_KEEP_ACCESS"], ACCESS),
+    (["-DMPROF_DISABLE"], set()),
+    (["-DMPROF_DISABLE", "-DMPROF_NO_LATENCY", "-DMPROF_KEEP_ACCESS"], set()),
+]
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("defines,expected", SWITCHES,
+                         ids=["+".join(d) or "default" for d, _ in SWITCHES])
+def test_access_hooks_follow_latency_switch(generated, cc, defines, expected):
+    used = set()
+    for name in ("pipe", "user"):
+        src = generated / (f"{name}_perf.c" if name != "user" else "user.c")
+        obj = generated / f"{name}-{cc}-sw{abs(hash(tuple(defines)))}.o"
+        run([cc, *CFLAGS, "-O2", *defines, f"-I{RUNTIME_INCLUDE}", "-c", str(src), "-o",
+             str(obj)])
+        used |= {line.split()[-1] for line in run(["nm", "-u", str(obj)]).stdout.splitlines()}
+    assert {s for s in used if s.startswith(("mp_", "mpr_"))} == expected, used
 
 
 CALC = """

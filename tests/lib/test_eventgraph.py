@@ -175,12 +175,14 @@ def test_freeze_unfreeze(eg, npes, sched):
 @pytest.mark.parametrize("npes", [1, 3, 8])
 def test_destroy_after_freeze(eg, npes):
     """Ring of P nodes: after the traffic, freeze then eg_graph_destroy on every PE; destroy
-    before the freeze is refused, the partition is gone afterwards, the statistics stay."""
+    before the freeze is refused, the partition is gone afterwards, the statistics stay (those
+    derived from the partition's counts are folded into the record before it goes)."""
     k = 100
     proc, prof = run_eg(eg, None, "destroy", npes, k)
     assert f"received={npes * k} expected={npes * k}" in proc.stdout
     for st in graph_stats(prof):
         assert st["DeqSize"] == k * ELT
+        assert st["EnqSize"] == k * ELT
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 """Build switches (issue 18, part 2): -DMPROF_STATS=OFF and -DMPROF_LATENCY=OFF compile the
-statistics hooks (the runtime's own included) and the latency accounting away.
+statistics hooks (the runtime's own included) and the latency accounting (with the access
+declarations of the generated hooks) away.
 
 The runtime and a test program are built in build-nostats with both switches off; a failed
 build fails the test.  The run profile then has no rts record, and the latency rows keep their
 dispatch counts with no latency."""
 
+import json
 import subprocess
 import sys
 
-from rt_helpers import REPO_ROOT, RuntimeTests
+from rt_helpers import REPO_ROOT, RuntimeTests, clean_env
 
 
 def _run(cmd):
@@ -28,3 +30,24 @@ def test_statistics_and_latency_compile_out():
     assert row is not None and row["count"] == 2  # dispatches are still counted
     assert row["observed_s"] == 0 and row["critical_s"] == 0
     assert run.profile["pes"][1]["idle_s"] > 0.01  # idle accounting is not latency accounting
+
+
+def test_statistics_off_keeps_the_access_declarations_of_latency_accounting(tmp_path):
+    """-DMPROF_STATS=OFF alone: the statistics hooks are gone (no objects in the profile), but
+    the generated access declarations stay with latency accounting (docs/runtime.md), so PIPE's
+    latency rows still name its and the event graph's access categories."""
+    bdir = REPO_ROOT / "build-nostats-latency"
+    _run(["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja", "-DMPROF_STATS=OFF",
+          f"-DPython3_EXECUTABLE={sys.executable}"])
+    _run(["cmake", "--build", str(bdir), "--target", "pipe"])
+    out = tmp_path / "pipe.json"
+    r = subprocess.run([str(bdir / "benchmarks/pipe/pipe"), "2", "400", "10", "0", "4", "16",
+                        "256"], env=clean_env(MPROF_OUT=str(out)), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(out.read_text())
+    accesses = set()
+    for pe in profile["pes"]:
+        assert pe["objects"] == [], pe["objects"]
+        accesses |= {row["access"] for row in pe["latency"] if row["count"]}
+    assert {"pipe:consume", "pipe:produce", "graph:ENQ", "graph:DEQ"} <= accesses, accesses

@@ -91,6 +91,7 @@ MISUSE = {
     "gop_busy": (2, "already has a global operation in progress (object in the wrong state"),
     "enable_twice": (5, "enabling a fiber that is not in the created state"),
     "unknown_sched": (1, "unknown scheduler id 99 (invalid argument)"),
+    "derive_not_record": (1, "is not a statistics record of this PE (invalid argument)"),
     "double_free_distinct": (0, "freed twice (object in the wrong state for this call)"),
     "wait_null": (1, "NULL counter (invalid argument)"),
 }

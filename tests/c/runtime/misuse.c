@@ -71,6 +71,8 @@ static void in_fiber(void *p)
     CHECK_OK(mp_fiber_enable(g));
     report("enable_twice", mp_fiber_enable(g));
     report("unknown_sched", mp_spawn(nop, NULL, 0, (mp_sched_t)99));
+    uint64_t not_a_record[2] = {0, 0};
+    report("derive_not_record", mp_stats_derive(not_a_record, NULL, NULL));
 
     /* the run goes on: these must all arrive */
     for (int i = 0; i < 10; i++)
