@@ -17,6 +17,9 @@
  *   remote_invoke_per_s small fibers PE 0 -> PE 1, aggregated and unaggregated
  *   aggregated_bytes_per_s  medium invocations PE 0 -> PE 1 with aggregation
  *
+ *   rt_micro [ROUNDS]           every figure (ROUNDS scales the loops; default 2000)
+ *   rt_micro --spawn-only R     see below
+ *
  * `rt_micro --spawn-only R` runs R rounds of the spawn figure's loop and R of the floor, once
  * each, and prints nothing: spawn_instructions.py counts their instructions with callgrind.
  */
@@ -272,15 +275,40 @@ static double run_one_pe(mp_pe_main_fn fn)
     return result_ns;
 }
 
+/* A positive round count, or a usage error (a count of 0 would never finish a batch). */
+static long parse_rounds(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < 1) {
+        fprintf(stderr, "rt_micro: ROUNDS must be a positive integer, not '%s'\n", s);
+        exit(2);
+    }
+    return v;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 2 && strcmp(argv[1], "--spawn-only") == 0) {
-        rounds = atol(argv[2]);
+    const char *usage = "usage: rt_micro [ROUNDS] | rt_micro --spawn-only ROUNDS\n";
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--spawn-only") == 0) {
+        if (argc != 3) {
+            fputs(usage, stderr);
+            return 2;
+        }
+        rounds = parse_rounds(argv[2]);
         run_one_pe(spawn_only_main);
         return 0;
     }
+    if (argc > 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
     if (argc > 1)
-        rounds = atol(argv[1]);
+        rounds = parse_rounds(argv[1]);
     double spawn_ns = run_one_pe(spawn_main);
     printf("floor (ring + call, 32-byte args)  %8.2f ns\n", floor_ns);
     printf("spawn + dispatch (empty fiber)     %8.2f ns  (%.2fx floor)\n", spawn_ns,

@@ -106,3 +106,17 @@ def test_spawn_instructions_counts_the_fiber_path(cmake_build):
     f = json.loads(run.stdout.strip().splitlines()[-1])
     assert 5 < f["floor_instructions"] < 50, f
     assert f["floor_instructions"] < f["spawn_dispatch_instructions"] < 300, f
+
+
+@pytest.mark.parametrize("args, message", [
+    (["0"], "ROUNDS must be a positive integer, not '0'"),
+    (["--help-me"], "ROUNDS must be a positive integer, not '--help-me'"),
+    (["--spawn-only"], "usage: rt_micro"),
+    (["--spawn-only", "x"], "ROUNDS must be a positive integer, not 'x'"),
+    (["4", "5"], "usage: rt_micro"),
+])
+def test_bad_arguments_are_a_usage_error(cmake_build, args, message):
+    # a round count of 0 once ran forever
+    exe = cmake_build("build", targets=["rt_micro"]) / "benchmarks" / "micro" / "rt_micro"
+    run = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=20)
+    assert run.returncode == 2 and message in run.stderr and not run.stdout
