@@ -78,6 +78,19 @@ static void pe_main(int argc, char **argv)
     mp_spawn(step, NULL, 0, MP_SCHED_FIFO);
 }
 
+/* argv[i] as a count >= min, or a usage error naming it. */
+static long count_arg(char **argv, int i, const char *name, long min)
+{
+    char *end;
+    long v = strtol(argv[i], &end, 10);
+    if (argv[i][0] == '\0' || *end != '\0' || v < min) {
+        fprintf(stderr, "rt_workload: %s must be an integer >= %ld, not '%s'\n", name, min,
+                argv[i]);
+        exit(2);
+    }
+    return v;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5 && argc != 6) {
@@ -86,13 +99,13 @@ int main(int argc, char **argv)
     }
     mp_config cfg;
     mp_config_init(&cfg);
-    cfg.npes = atoi(argv[1]);
-    fibers = atol(argv[2]);
-    msgs = atol(argv[3]);
-    bytes = (size_t)atol(argv[4]);
-    selfs = argc == 6 ? atol(argv[5]) : 0;
-    if (cfg.npes < 1 || fibers < 0 || msgs < 0 || selfs < 0 || bytes > MP_FIBER_ARGS_MAX) {
-        fprintf(stderr, "rt_workload: bad arguments (BYTES <= %d)\n", MP_FIBER_ARGS_MAX);
+    cfg.npes = (int)count_arg(argv, 1, "PES", 1);
+    fibers = count_arg(argv, 2, "FIBERS", 0);
+    msgs = count_arg(argv, 3, "MSGS", 0);
+    bytes = (size_t)count_arg(argv, 4, "BYTES", 0);
+    selfs = argc == 6 ? count_arg(argv, 5, "SELF", 0) : 0;
+    if (bytes > MP_FIBER_ARGS_MAX) {
+        fprintf(stderr, "rt_workload: BYTES must be at most %d\n", MP_FIBER_ARGS_MAX);
         return 2;
     }
     mp_param("fibers", (double)fibers);
