@@ -55,10 +55,33 @@ def _locate(info: str, path: str) -> tuple[str, int | None]:
     return where, line
 
 
+_NAMED = re.compile(r'"([^"]+)"|\'([^\']+)\'')
+
+
+def _column(path: str, line: int, message: str) -> int | None:
+    """The 1-based column of the failing command on `line`: where a name the message quotes
+    (`invalid command name "Fitt"`) stands on it, else the line's first non-blank character,
+    which is where the command starts.  Tcl reports lines only."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()[line - 1]
+    except (OSError, IndexError):
+        return None
+    for m in _NAMED.finditer(message):
+        at = text.find(m.group(1) or m.group(2))
+        if at >= 0:
+            return at + 1
+    return len(text) - len(text.lstrip()) + 1
+
+
 class ScriptError(MprofError):
+    """An error at a place of a modeling script, reported as `file:line:column: message`."""
+
     def __init__(self, path: str, line: int | None, message: str, trace: str = ""):
         self.path, self.line, self.message, self.trace = path, line, message, trace
+        self.column = _column(path, line, message) if line else None
         where = f"{path}:{line}" if line else path
+        if self.column:
+            where += f":{self.column}"
         super().__init__(f"{where}: {message}")
 
 
