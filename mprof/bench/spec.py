@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import string
@@ -123,6 +124,10 @@ def read_toml(path: Path, what: str) -> dict:
         raise MprofError(f"{path}: cannot read {what}: not valid UTF-8 (byte {exc.start})"
                          ) from None
     except tomllib.TOMLDecodeError as exc:
+        # tomllib ends its message with "(at line L, column C)": put the place up front
+        m = re.fullmatch(r"(?s)(.*) \(at line (\d+), column (\d+)\)", str(exc))
+        if m:
+            raise MprofError(f"{path}:{m[2]}:{m[3]}: invalid TOML: {m[1]}") from None
         raise MprofError(f"{path}: invalid TOML: {exc}") from None
 
 
