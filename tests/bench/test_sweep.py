@@ -114,7 +114,7 @@ def test_dry_run_and_spec_errors(tmp_path, capsys):
     with pytest.raises(MprofError, match="missing required key 'database'"):
         load_spec(bad)
     bad.write_text('npes = [1]\nprogram = "x\n')
-    with pytest.raises(MprofError, match=r"bad\.toml:2:12: invalid TOML: Illegal character"):
+    with pytest.raises(MprofError, match=r"bad\.toml:2:13: invalid TOML: Illegal character"):
         load_spec(bad)
     bad.write_text('program = "x"\ndatabase = "d.db"\nnpes = [1]\ncommand = "{program} {nope}"\n')
     assert main(["bench", str(bad)]) == 2
