@@ -21,10 +21,12 @@ SCHEMA_VERSIONS = (1, 2)  # 2 added each PE's cpu_s and idle_cpu_s
 class ProfileError(MprofError):
     """A run profile that does not follow the schema."""
 
-    def __init__(self, source: str, where: str, message: str):
+    def __init__(self, source: str, where: str, message: str, place: str = ""):
+        """`where` names a field of the document; `place` (":line:column") a place in the
+        file, for text that is not JSON at all."""
         self.source = source
         self.where = where
-        super().__init__(f"{source}: {where + ': ' if where else ''}{message}")
+        super().__init__(f"{source}{place}: {where + ': ' if where else ''}{message}")
 
 
 # Integers a run profile may hold: i64 and u64 statistics, object ids, counts.
@@ -44,8 +46,8 @@ def read_text(path: str | Path, what: str = "run profile") -> str:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
         column = exc.start - (before.rfind(b"\n") + 1) + 1
-        raise MprofError(f"{path}: not valid UTF-8 at line {line}, byte {column} of the line "
-                         f"(byte 0x{data[exc.start]:02x}); is it a {what}?") from None
+        raise MprofError(f"{path}:{line}:{column}: not valid UTF-8 (byte 0x{data[exc.start]:02x}, "
+                         f"column counted in bytes); is it a {what}?") from None
 
 
 def load_profile(path: str | Path) -> dict:
@@ -62,9 +64,8 @@ def parse_profile(text: str, source: str) -> dict:
         # A profile ends with its closing brace; without it the writer was cut short.
         truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}")
         hint = " (the file looks truncated)" if truncated else ""
-        raise ProfileError(
-            source, "", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
-        ) from None
+        raise ProfileError(source, "", f"not valid JSON: {exc.msg}{hint}",
+                           place=f":{exc.lineno}:{exc.colno}") from None
     except RecursionError:
         raise ProfileError(source, "", "not a run profile: JSON nested too deeply") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits

@@ -320,7 +320,7 @@ def load_model(path: str | Path) -> Model:
     except OSError as exc:
         raise MprofError(f"{path}: cannot read model: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise MprofError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+        raise MprofError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except UnicodeDecodeError:
         raise MprofError(f"{path}: not valid UTF-8: is it a model file?") from None
     except (ValueError, RecursionError) as exc:  # huge integers, deep nesting
