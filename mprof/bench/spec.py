@@ -37,6 +37,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..db.validate import read_text
 from ..errors import MprofError
 from .probe import ProbeSpec
 
@@ -116,13 +117,9 @@ def _axis(value, where: str) -> list:
 
 def read_toml(path: Path, what: str) -> dict:
     """Parses a TOML file; unreadable or malformed files become an MprofError naming `what`."""
+    text = read_text(path, what)  # unreadable files and bad bytes, named with their place
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read {what}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise MprofError(f"{path}: cannot read {what}: not valid UTF-8 (byte {exc.start})"
-                         ) from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # tomllib ends its message with "(at line L, column C)": put the place up front
         m = re.fullmatch(r"(?s)(.*) \(at line (\d+), column (\d+)\)", str(exc))
