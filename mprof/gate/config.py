@@ -129,17 +129,10 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
     if "correction" in defaults:
         cfg.correction = check_correction(defaults["correction"], f"{source}: defaults")
     if "behaviour_change" in defaults:
-        value = defaults["behaviour_change"]
-        if value not in BEHAVIOUR_POLICIES:
-            raise MprofError(f"{source}: defaults.behaviour_change must be one of "
-                             f"{', '.join(BEHAVIOUR_POLICIES)}, got {value!r}")
-        cfg.behaviour_change = value
+        cfg.behaviour_change = _choice(defaults["behaviour_change"], BEHAVIOUR_POLICIES,
+                                       f"{source}: defaults.behaviour_change")
     if "measure" in defaults:
-        value = defaults["measure"]
-        if value not in MEASURES:
-            raise MprofError(f"{source}: defaults.measure must be one of "
-                             f"{', '.join(MEASURES)}, got {value!r}")
-        cfg.measure = value
+        cfg.measure = _choice(defaults["measure"], MEASURES, f"{source}: defaults.measure")
     if "fastest" in defaults:
         value = defaults["fastest"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -173,9 +166,13 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
 
 
 def check_correction(value, where: str) -> str:
-    if value not in CORRECTIONS:
-        raise MprofError(f"{where}: correction must be one of {', '.join(CORRECTIONS)}, "
-                         f"got {value!r}")
+    return _choice(value, CORRECTIONS, f"{where}: correction")
+
+
+def _choice(value, choices, what: str):
+    """`value` if it is one of `choices`, else an error naming `what` and the choices."""
+    if value not in choices:
+        raise MprofError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
     return value
 
 
