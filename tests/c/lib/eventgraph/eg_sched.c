@@ -21,6 +21,7 @@
  *           that received the message, between two links, so none does (split_links=0).
  * Exit status 0 when every check passed; failures are printed as "FAIL ...".
  */
+#include "eg_check.h"
 #include "eventgraph.h"
 
 #include <stdatomic.h>
@@ -31,18 +32,7 @@
 
 static const char *scenario;
 static eg_sched_mode mode;
-static _Atomic int failures;
 static _Atomic int started, finished; /* this process ran the scenario / its last check */
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL PE %d: ", mp_mype());                                                     \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            atomic_fetch_add(&failures, 1);                                                        \
-        }                                                                                          \
-    } while (0)
 
 typedef struct {
     uint64_t seq;

@@ -22,6 +22,7 @@
  * every scenario must give the same results under both.
  * Exit status 0 when every check passed; failures are printed as "FAIL ...".
  */
+#include "eg_check.h"
 #include "eventgraph.h"
 
 #include <stdatomic.h>
@@ -44,22 +45,11 @@ static const char *scenario;
 static uint64_t K = 200;
 static uint32_t CAP = 4;
 static eg_sched_mode SCHED = EG_SCHED_FIFO;
-static _Atomic int failures;
 
 /* per-PE results, read by main() after mp_main returns */
 static uint64_t sent_done[MAXPE], received[MAXPE], expected[MAXPE];
 static int waiting_after_b = -1;
 static uint64_t *next_arrays[MAXPE]; /* per-PE S.next, freed by main() */
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL PE %d: ", mp_mype());                                                     \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            atomic_fetch_add(&failures, 1);                                                        \
-        }                                                                                          \
-    } while (0)
 
 typedef struct {
     eg_graph *g;
