@@ -214,27 +214,34 @@ def test_interface_not_found_lists_only_folders(tmp_path, pipe_dbs):
     assert "CMakeLists.txt" not in str(err.value)
 
 
-def test_replicates_median_sheds_slow_spells(tmp_path):
-    """A shared machine slows whole runs down now and then: one repetition of some
-    configurations 3x slower.  With `Replicates median` each configuration's median run is the
-    sample, and the fit finds the truth; over every run it does not."""
+def spells_db(tmp_path, seed, slowdown):
+    """spells.db: 12 PIPE configurations x 3 repetitions, each run's time the truth times
+    slowdown(config, rep); returns the start of a script that fits it."""
     from mprof.bench.synth import make_profile
     from mprof.db.store import ProfileDB
 
     from model_helpers import pipe_objects, true_time
 
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     docs = []
     for config in range(12):
         objs = pipe_objects(rng)
         for rep in range(3):
-            slow = 3.0 if rep == config % 3 and config % 2 == 0 else 1.0
             docs.append((f"c{config}r{rep}.json",
-                         make_profile("pipe", [objs], [slow * true_time(objs, TRUTH)],
+                         make_profile("pipe", [objs],
+                                      [slowdown(config, rep) * true_time(objs, TRUTH)],
                                       params={"config": config}, argv=[f"rep{rep}"])))
     with ProfileDB(tmp_path / "spells.db") as db:
         db.import_documents(docs)
-    base = "FitDatabase spells.db\nInterface @PIPE@\nInterface @GRAPH@\nIgnoreTerm pipe P\n"
+    return "FitDatabase spells.db\nInterface @PIPE@\nInterface @GRAPH@\nIgnoreTerm pipe P\n"
+
+
+def test_replicates_median_sheds_slow_spells(tmp_path):
+    """A shared machine slows whole runs down now and then: one repetition of some
+    configurations 3x slower.  With `Replicates median` each configuration's median run is the
+    sample, and the fit finds the truth; over every run it does not."""
+    base = spells_db(tmp_path, 7, lambda config, rep:
+                     3.0 if rep == config % 3 and config % 2 == 0 else 1.0)
     (every,) = run_script(tmp_path, base)
     (median,) = run_script(tmp_path, base + "Replicates median\n")
     assert median.result.n_samples == 12 and every.result.n_samples == 36
@@ -250,24 +257,9 @@ def test_replicates_min_sheds_spells_that_hit_most_runs(tmp_path):
     """A slow spell that lasts long hits two of a configuration's three runs (1.5-3x slower)
     and the rest scatter by a few per cent upwards, as interference does: the median is then a
     slow run and the fit is off; the fastest run of each configuration finds the truth."""
-    from mprof.bench.synth import make_profile
-    from mprof.db.store import ProfileDB
-
-    from model_helpers import pipe_objects, true_time
-
-    rng = np.random.default_rng(11)
-    docs = []
-    for config in range(12):
-        objs = pipe_objects(rng)
-        clean = config % 3  # the one repetition the spell missed
-        for rep in range(3):
-            slow = 1.0 if rep == clean else 1.5 + config / 8
-            docs.append((f"c{config}r{rep}.json",
-                         make_profile("pipe", [objs], [slow * true_time(objs, TRUTH)],
-                                      params={"config": config}, argv=[f"rep{rep}"])))
-    with ProfileDB(tmp_path / "spells.db") as db:
-        db.import_documents(docs)
-    base = "FitDatabase spells.db\nInterface @PIPE@\nInterface @GRAPH@\nIgnoreTerm pipe P\n"
+    # config % 3 is the one repetition the spell missed
+    base = spells_db(tmp_path, 11, lambda config, rep:
+                     1.0 if rep == config % 3 else 1.5 + config / 8)
     (median,) = run_script(tmp_path, base + "Replicates median\n")
     (fastest,) = run_script(tmp_path, base + "Replicates min\n")
     assert fastest.result.n_samples == 12 and fastest.result.sample_mre < 1e-6
