@@ -1,7 +1,8 @@
 /*
  * bench_util.h -- small helpers shared by the application programs (em3d, tripuzzle,
- * eigenvalue): a seeded hash for input generators, `--name=value` options, the default PE
- * count, and the check verdict agreed by every PE.
+ * eigenvalue, ...) and the runtime's micro-benchmarks: a seeded hash for input generators,
+ * `--name=value` options and integer arguments, the default PE count, and the check verdict
+ * agreed by every PE.
  *
  * Header-only on purpose: each program stays one readable file plus this.
  */

@@ -23,8 +23,10 @@
  * `rt_micro --spawn-only R` runs R rounds of the spawn figure's loop and R of the floor, once
  * each, and prints nothing: spawn_instructions.py counts their instructions with callgrind.
  */
+#include "bench_util.h"
 #include "mp.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,13 +280,10 @@ static double run_one_pe(mp_pe_main_fn fn)
 /* A positive round count, or a usage error (a count of 0 would never finish a batch). */
 static long parse_rounds(const char *s)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < 1) {
-        fprintf(stderr, "rt_micro: ROUNDS must be a positive integer, not '%s'\n", s);
+    uint64_t v;
+    if (!bu_u64("rt_micro", "ROUNDS", s, 1, LONG_MAX, &v))
         exit(2);
-    }
-    return v;
+    return (long)v;
 }
 
 int main(int argc, char **argv)

@@ -11,8 +11,10 @@
  * buffers, records too large to pool), so sweeps over them determine every unit cost of
  * runtime/rts.perf. Writes MPROF_OUT.
  */
+#include "bench_util.h"
 #include "mp.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,17 +80,13 @@ static void pe_main(int argc, char **argv)
     mp_spawn(step, NULL, 0, MP_SCHED_FIFO);
 }
 
-/* argv[i] as a count >= min, or a usage error naming it. */
+/* argv[i] as a count in [min, LONG_MAX], or a usage error naming it (exit 2). */
 static long count_arg(char **argv, int i, const char *name, long min)
 {
-    char *end;
-    long v = strtol(argv[i], &end, 10);
-    if (argv[i][0] == '\0' || *end != '\0' || v < min) {
-        fprintf(stderr, "rt_workload: %s must be an integer >= %ld, not '%s'\n", name, min,
-                argv[i]);
+    uint64_t v;
+    if (!bu_u64("rt_workload", name, argv[i], (uint64_t)min, LONG_MAX, &v))
         exit(2);
-    }
-    return v;
+    return (long)v;
 }
 
 int main(int argc, char **argv)

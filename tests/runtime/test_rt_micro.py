@@ -109,10 +109,10 @@ def test_spawn_instructions_counts_the_fiber_path(cmake_build):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["0"], "ROUNDS must be a positive integer, not '0'"),
-    (["--help-me"], "ROUNDS must be a positive integer, not '--help-me'"),
+    (["0"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '0')"),
+    (["--help-me"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '--help-me')"),
     (["--spawn-only"], "usage: rt_micro"),
-    (["--spawn-only", "x"], "ROUNDS must be a positive integer, not 'x'"),
+    (["--spawn-only", "x"], "ROUNDS must be an integer in [1, 9223372036854775807] (got 'x')"),
     (["4", "5"], "usage: rt_micro"),
 ])
 def test_bad_arguments_are_a_usage_error(cmake_build, args, message):

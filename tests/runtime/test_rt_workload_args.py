@@ -6,9 +6,9 @@ import pytest
 
 
 @pytest.mark.parametrize("args, message", [
-    (["2", "x", "1", "16"], "FIBERS must be an integer >= 0, not 'x'"),
-    (["0", "1", "1", "16"], "PES must be an integer >= 1, not '0'"),
-    (["2", "1", "1", "16", "-1"], "SELF must be an integer >= 0, not '-1'"),
+    (["2", "x", "1", "16"], "FIBERS must be an integer in [0, 9223372036854775807] (got 'x')"),
+    (["0", "1", "1", "16"], "PES must be an integer in [1, 9223372036854775807] (got '0')"),
+    (["2", "1", "1", "16", "-1"], "SELF must be an integer in [0, 9223372036854775807] (got '-1')"),
     (["2", "1", "1", "2000"], "BYTES must be at most 1024"),
     (["2", "1", "1"], "usage:"),
 ])
