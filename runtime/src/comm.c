@@ -104,7 +104,7 @@ void mpr_comm_init(mpr_pe *pe)
     atomic_init(&pe->returned, NULL);
 }
 
-static void free_list(mpr_msgbuf *b)
+void mpr_msgbuf_free_list(mpr_msgbuf *b)
 {
     while (b) {
         mpr_msgbuf *n = b->next;
@@ -125,15 +125,15 @@ void mpr_comm_fini(mpr_pe *pe)
     pe->agg = NULL;
     pe->agg_open = NULL;
     pe->agg_listed = NULL;
-    free_list(pe->free_small);
-    free_list(pe->free_agg);
+    mpr_msgbuf_free_list(pe->free_small);
+    mpr_msgbuf_free_list(pe->free_agg);
     for (int c = 0; c < MPR_LARGE_CLASSES; c++) {
-        free_list(pe->free_large[c]);
+        mpr_msgbuf_free_list(pe->free_large[c]);
         pe->free_large[c] = NULL;
     }
     pe->large_cached = 0;
-    free_list(atomic_exchange(&pe->returned, NULL));
-    free_list(pe->rx_pending); /* only after an abnormal end (hang, timeout) */
+    mpr_msgbuf_free_list(atomic_exchange(&pe->returned, NULL));
+    mpr_msgbuf_free_list(pe->rx_pending); /* only after an abnormal end (hang, timeout) */
     pe->rx_pending = NULL;
     pe->free_small = pe->free_agg = NULL;
 }

@@ -84,6 +84,8 @@ typedef struct mpr_agg_group {
 /* comm.c */
 void mpr_comm_init(mpr_pe *pe);
 void mpr_comm_fini(mpr_pe *pe);
+/* Frees every buffer of a list linked through `next` (at the end of a run). */
+void mpr_msgbuf_free_list(mpr_msgbuf *b);
 mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
                        mp_sched_t sched, const void *payload, size_t payload_size,
                        void *payload_dst);

@@ -170,15 +170,6 @@ void mpr_mpi_run_state_init(mpr_pe *pe)
     }
 }
 
-static void free_list(mpr_msgbuf *b)
-{
-    while (b) {
-        mpr_msgbuf *n = b->next;
-        free(b);
-        b = n;
-    }
-}
-
 /* The PE has finished: its posted receives are withdrawn.  This happens before the next
  * collective (mp_main's agreement on the status), so no rank can be sending messages of a
  * next run yet, and at quiescence no message of this one is in flight: nothing matched them.
@@ -221,7 +212,7 @@ void mpr_mpi_fini(void)
     rbuf_free_list(mpr_mpi.ready.head); /* only after an abnormal end (hang) */
     mpr_mpi.ready.head = mpr_mpi.ready.tail = NULL;
     for (int i = 0; i < mpr_mpi.size; i++)
-        free_list(mpr_mpi.backlog[i].head);
+        mpr_msgbuf_free_list(mpr_mpi.backlog[i].head);
     free(mpr_mpi.credits);
     free(mpr_mpi.owed);
     free(mpr_mpi.backlog);
