@@ -1,7 +1,7 @@
 /*
  * fiber.c -- fiber storage and life cycle: created -> enabled -> executing.
  *
- * Storage comes from per-PE slabs in two slot sizes and returns to a per-PE free list, so
+ * Storage comes from per-PE slabs in three slot sizes and returns to a per-PE free list, so
  * creating a fiber never calls malloc once the slab is warm, and needs no lock.
  */
 #define _GNU_SOURCE
@@ -14,7 +14,8 @@
 
 #define SLAB_SLOTS 256
 
-static const size_t slot_args[2] = {MPR_FIBER_SMALL_ARGS, MP_FIBER_ARGS_MAX};
+static const size_t slot_args[MPR_SLOT_CLASSES] = {MPR_FIBER_TINY_ARGS, MPR_FIBER_SMALL_ARGS,
+                                                   MP_FIBER_ARGS_MAX};
 
 typedef struct slab {
     struct slab *next;
@@ -51,7 +52,8 @@ void mpr_fiber_slabs_free(mpr_pe *pe)
         s = n;
     }
     pe->slabs = NULL;
-    pe->free_slots[0] = pe->free_slots[1] = NULL;
+    for (int cls = 0; cls < MPR_SLOT_CLASSES; cls++)
+        pe->free_slots[cls] = NULL;
 }
 
 /* Fibers whose storage is in use (allocated, not yet dispatched): all slots but the free. */
@@ -60,7 +62,7 @@ uint64_t mpr_fiber_live(const mpr_pe *pe)
     uint64_t slots = 0;
     for (const slab *s = pe->slabs; s; s = s->next)
         slots += SLAB_SLOTS;
-    for (int cls = 0; cls < 2; cls++)
+    for (int cls = 0; cls < MPR_SLOT_CLASSES; cls++)
         for (const mpr_fiber *f = pe->free_slots[cls]; f; f = f->next)
             slots--;
     return slots;
@@ -127,17 +129,36 @@ static MPR_NOIPA mp_err copy_args(mp_fiber_fn fn, const void *args, size_t size,
     return MP_SUCCESS;
 }
 
-/* The common case (small arguments, FIFO queue, warm slab) in straight-line code; everything
- * else takes spawn_general.  The spawn tag is a FIFO fiber's, ready to store. */
+/* mp_spawn beyond its fast path.  A FIFO fiber with more arguments than a tiny slot holds, up
+ * to a small slot's, takes the fast path's steps for the small class (its tag differs from the
+ * ready one in the class only); everything else takes spawn_general.  A tail call, so that the
+ * tiny path pays nothing for it. */
+static MPR_NOIPA mp_err spawn_other(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched,
+                                    mpr_pe *pe)
+{
+    mpr_fiber *f;
+    if (!pe || !fn || sched != MP_SCHED_FIFO || size <= MPR_FIBER_TINY_ARGS ||
+        size > MPR_FIBER_SMALL_ARGS || !(f = pe->free_slots[MPR_SLOT_SMALL]))
+        return spawn_general(fn, args, size, sched);
+    pe->free_slots[MPR_SLOT_SMALL] = f->next;
+    mpr_fiber_tag tag = pe->spawn_tag;
+    tag.slot = MPR_SLOT_SMALL;
+    mpr_fiber_init(pe, f, fn, tag.word);
+    mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
+    return copy_args(fn, args, size, sched, pe, f);
+}
+
+/* The common case (a tiny slot's arguments, FIFO queue, warm slab) in straight-line code; the
+ * rest takes spawn_other.  The spawn tag is a FIFO fiber's in a tiny slot, ready to store. */
 mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (MPR_UNLIKELY(!pe || !fn || size > MPR_FIBER_SMALL_ARGS || sched != MP_SCHED_FIFO))
-        return spawn_general(fn, args, size, sched);
-    mpr_fiber *f = pe->free_slots[MPR_SLOT_SMALL];
+    if (MPR_UNLIKELY(!pe || !fn || size > MPR_FIBER_TINY_ARGS || sched != MP_SCHED_FIFO))
+        return spawn_other(fn, args, size, sched, pe);
+    mpr_fiber *f = pe->free_slots[MPR_SLOT_TINY];
     if (MPR_UNLIKELY(!f))
         return spawn_general(fn, args, size, sched);
-    pe->free_slots[MPR_SLOT_SMALL] = f->next;
+    pe->free_slots[MPR_SLOT_TINY] = f->next;
     mpr_fiber_init(pe, f, fn, pe->spawn_tag.word);
     mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
     if (size)

@@ -11,11 +11,12 @@
 #include "mpr_spawn.h"
 
 /* Declares the category of the executing code.  The tag its spawned fibers get is kept
- * ready, which saves mp_spawn from assembling it. */
+ * ready, which saves mp_spawn from assembling it (for a tiny slot, the class of mp_spawn's
+ * fast path). */
 static inline void mpr_access_set(mpr_pe *pe, unsigned access)
 {
     pe->spawn_tag.word =
-        mpr_tag_make(pe, MP_SCHED_FIFO, access, access, MPR_FIBER_ENABLED, MPR_SLOT_SMALL);
+        mpr_tag_make(pe, MP_SCHED_FIFO, access, access, MPR_FIBER_ENABLED, MPR_SLOT_TINY);
 }
 
 static inline unsigned mpr_cur_access(const mpr_pe *pe) { return pe->spawn_tag.creator; }

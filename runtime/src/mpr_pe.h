@@ -51,7 +51,7 @@ typedef struct mpr_pe {
     uint64_t spawn_tag_unclassified; /* spawn_tag when a fiber starts (mpr_access_set 0) */
 
     /* fiber storage */
-    mpr_fiber *free_slots[2];
+    mpr_fiber *free_slots[MPR_SLOT_CLASSES];
     void *slabs; /* list of slab chunks, freed at exit */
 
     /* counters */

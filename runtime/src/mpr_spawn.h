@@ -16,7 +16,9 @@
 mpr_fiber *mpr_slot_refill(mpr_pe *pe, mpr_slot_class cls) MPR_COLD;
 static inline mpr_slot_class mpr_slot_class_of(size_t args_size)
 {
-    return args_size > MPR_FIBER_SMALL_ARGS ? MPR_SLOT_LARGE : MPR_SLOT_SMALL;
+    return args_size > MPR_FIBER_SMALL_ARGS  ? MPR_SLOT_LARGE
+           : args_size > MPR_FIBER_TINY_ARGS ? MPR_SLOT_SMALL
+                                             : MPR_SLOT_TINY;
 }
 static inline mpr_fiber *mpr_slot_get(mpr_pe *pe, mpr_slot_class cls)
 {

@@ -42,6 +42,53 @@ static void big_fn(void *p)
     big_ok = 1;
 }
 
+/* Arguments of every size around the slot classes' bounds (16 and 64 bytes), many at a time,
+ * so that slots of each class are taken, released and reused: a slot of the wrong class
+ * would overlap its neighbour, whose bytes then fail the check. */
+static const size_t class_sizes[] = {1, 15, 16, 17, 63, 64, 65, 200};
+#define CLASS_ROUNDS 300
+static int sized_ran;
+static uint64_t sized_bytes;
+
+static void sized_fn(void *p)
+{
+    const unsigned char *b = p;
+    size_t size = b[0] == 1 ? 1 : (b[0] | (size_t)b[1] << 8); /* a 1-byte block: b[0] only */
+    for (size_t i = 2; i < size; i++)
+        CHECK_EQ(b[i], (unsigned char)(size + i));
+    CHECK(((uintptr_t)p & 15) == 0);
+    sized_ran++;
+}
+
+static void spawn_sized(void)
+{
+    unsigned char buf[256];
+    for (int r = 0; r < CLASS_ROUNDS; r++)
+        for (size_t k = 0; k < sizeof class_sizes / sizeof *class_sizes; k++) {
+            size_t size = class_sizes[k];
+            buf[0] = (unsigned char)size;
+            buf[1] = (unsigned char)(size >> 8);
+            for (size_t i = 2; i < size; i++)
+                buf[i] = (unsigned char)(size + i);
+            if (r % 2) { /* half through mp_fiber_create + enable */
+                mp_fiber_t f = mp_fiber_create(sized_fn, buf, size, MP_SCHED_FIFO);
+                CHECK(f != NULL);
+                CHECK_OK(mp_fiber_enable(f));
+            } else {
+                CHECK_OK(mp_spawn(sized_fn, buf, size, MP_SCHED_FIFO));
+            }
+            sized_bytes += size;
+            allocs++, disps++;
+        }
+}
+
+static void sized_again(void *p)
+{
+    (void)p;
+    CHECK_EQ(sized_ran, CLASS_ROUNDS * (int)(sizeof class_sizes / sizeof *class_sizes));
+    spawn_sized();
+}
+
 /* A thread of continuations: every step passes its state on in the same argument block. */
 typedef struct {
     int step;
@@ -104,6 +151,7 @@ static void final_check(void *p)
     CHECK(big_ok);
     CHECK(chain_done);
     CHECK(gated_ran);
+    CHECK_EQ(sized_ran, 2 * CLASS_ROUNDS * (int)(sizeof class_sizes / sizeof *class_sizes));
 }
 
 static void pe_main(int argc, char **argv)
@@ -140,6 +188,11 @@ static void pe_main(int argc, char **argv)
     CHECK_OK(mp_spawn(gated_first, &v, sizeof v, MP_SCHED_FIFO));
     CHECK_OK(mp_spawn(opener, NULL, 0, MP_SCHED_FIFO));
     allocs += 3, disps += 3; /* gated_first, its continuation, opener */
+
+    spawn_sized();
+    /* again, on the slots the first round released: this fiber runs after all of them */
+    CHECK_OK(mp_spawn(sized_again, NULL, 0, MP_SCHED_FIFO));
+    allocs++, disps++;
 }
 
 int main(int argc, char **argv)
@@ -149,7 +202,7 @@ int main(int argc, char **argv)
         return rc;
     /* After the run (all PEs joined): every fiber ran. */
     final_check(NULL);
-    printf("allocs=%d disps=%d\n", allocs, disps);
+    printf("allocs=%d disps=%d sized_bytes=%llu\n", allocs, disps, (unsigned long long)sized_bytes);
     puts("fibers: OK");
     return 0;
 }
