@@ -129,6 +129,20 @@ static MPR_NOIPA mp_err copy_args(mp_fiber_fn fn, const void *args, size_t size,
     return MP_SUCCESS;
 }
 
+/* The fast path's steps once the checks have passed: the fiber takes the free slot `f` of
+ * class `cls` (the head of its free list) and `tag`, the ready spawn tag with that class, and
+ * joins the FIFO queue; its arguments are copied last, by a tail call. */
+static inline mp_err spawn_ready(mpr_pe *pe, mpr_fiber *f, mpr_slot_class cls, uint64_t tag,
+                                 mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
+{
+    pe->free_slots[cls] = f->next;
+    mpr_fiber_init(pe, f, fn, tag);
+    mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
+    if (size)
+        return copy_args(fn, args, size, sched, pe, f);
+    return MP_SUCCESS;
+}
+
 /* mp_spawn beyond its fast path.  A FIFO fiber with more arguments than a tiny slot holds, up
  * to a small slot's, takes the fast path's steps for the small class (its tag differs from the
  * ready one in the class only); everything else takes spawn_general.  A tail call, so that the
@@ -140,12 +154,9 @@ static MPR_NOIPA mp_err spawn_other(mp_fiber_fn fn, const void *args, size_t siz
     if (!pe || !fn || sched != MP_SCHED_FIFO || size <= MPR_FIBER_TINY_ARGS ||
         size > MPR_FIBER_SMALL_ARGS || !(f = pe->free_slots[MPR_SLOT_SMALL]))
         return spawn_general(fn, args, size, sched);
-    pe->free_slots[MPR_SLOT_SMALL] = f->next;
     mpr_fiber_tag tag = pe->spawn_tag;
     tag.slot = MPR_SLOT_SMALL;
-    mpr_fiber_init(pe, f, fn, tag.word);
-    mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
-    return copy_args(fn, args, size, sched, pe, f);
+    return spawn_ready(pe, f, MPR_SLOT_SMALL, tag.word, fn, args, size, sched);
 }
 
 /* The common case (a tiny slot's arguments, FIFO queue, warm slab) in straight-line code; the
@@ -158,12 +169,7 @@ mp_err mp_spawn(mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
     mpr_fiber *f = pe->free_slots[MPR_SLOT_TINY];
     if (MPR_UNLIKELY(!f))
         return spawn_general(fn, args, size, sched);
-    pe->free_slots[MPR_SLOT_TINY] = f->next;
-    mpr_fiber_init(pe, f, fn, pe->spawn_tag.word);
-    mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
-    if (size)
-        return copy_args(fn, args, size, sched, pe, f);
-    return MP_SUCCESS;
+    return spawn_ready(pe, f, MPR_SLOT_TINY, pe->spawn_tag.word, fn, args, size, sched);
 }
 
 mp_err mp_fiber_enable(mp_fiber_t f)

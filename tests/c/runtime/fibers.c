@@ -46,6 +46,7 @@ static void big_fn(void *p)
  * so that slots of each class are taken, released and reused: a slot of the wrong class
  * would overlap its neighbour, whose bytes then fail the check. */
 static const size_t class_sizes[] = {1, 15, 16, 17, 63, 64, 65, 200};
+#define CLASS_SIZES ((int)(sizeof class_sizes / sizeof *class_sizes))
 #define CLASS_ROUNDS 300
 static int sized_ran;
 static uint64_t sized_bytes;
@@ -64,7 +65,7 @@ static void spawn_sized(void)
 {
     unsigned char buf[256];
     for (int r = 0; r < CLASS_ROUNDS; r++)
-        for (size_t k = 0; k < sizeof class_sizes / sizeof *class_sizes; k++) {
+        for (int k = 0; k < CLASS_SIZES; k++) {
             size_t size = class_sizes[k];
             buf[0] = (unsigned char)size;
             buf[1] = (unsigned char)(size >> 8);
@@ -85,7 +86,7 @@ static void spawn_sized(void)
 static void sized_again(void *p)
 {
     (void)p;
-    CHECK_EQ(sized_ran, CLASS_ROUNDS * (int)(sizeof class_sizes / sizeof *class_sizes));
+    CHECK_EQ(sized_ran, CLASS_ROUNDS * CLASS_SIZES);
     spawn_sized();
 }
 
@@ -151,7 +152,7 @@ static void final_check(void *p)
     CHECK(big_ok);
     CHECK(chain_done);
     CHECK(gated_ran);
-    CHECK_EQ(sized_ran, 2 * CLASS_ROUNDS * (int)(sizeof class_sizes / sizeof *class_sizes));
+    CHECK_EQ(sized_ran, 2 * CLASS_ROUNDS * CLASS_SIZES);
 }
 
 static void pe_main(int argc, char **argv)
