@@ -237,7 +237,7 @@ def solve(design: Design, options: FitOptions | None = None,
     sigma2 = chi_square / dof
     covariance = joint_covariance(P, B, sigma2 * (P @ P.T), design.imported_cov)
     variance = np.clip(np.diag(covariance)[:m], 0.0, None)
-    tq = float(stats.t.ppf(0.5 + options.confidence / 2, dof))
+    tq = t_quantile(options.confidence, dof)
     halfwidths = np.sqrt(variance) * tq
 
     model_t = design.A @ x + design.offset
@@ -269,6 +269,14 @@ def solve(design: Design, options: FitOptions | None = None,
     if test is not None:
         apply_test(result, test)
     return result
+
+
+def t_quantile(confidence: float, dof: float) -> float:
+    """Student's t quantile of a two-sided interval at `confidence` (nan without degrees of
+    freedom): a parameter's half width is its standard error times this."""
+    if not dof or dof <= 0:
+        return float("nan")
+    return float(stats.t.ppf(0.5 + confidence / 2, dof))
 
 
 def column_norms(A: np.ndarray) -> np.ndarray:

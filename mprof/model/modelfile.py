@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sstats
 
 from ..errors import MprofError
+from .fit import t_quantile
 
 SCHEMA = "mprof.model"
 FIXED = "(fixed by the script)"  # Model.imported source of a FixParameter value
@@ -294,10 +294,7 @@ class Model:
         return se * se * len(times)
 
     def t_quantile(self, confidence: float = 0.90) -> float:
-        dof = self.quality.get("dof") or 0
-        if dof <= 0:
-            return float("nan")
-        return float(sstats.t.ppf(0.5 + confidence / 2, dof))
+        return t_quantile(confidence, self.quality.get("dof") or 0)
 
     def sub_covariance(self, names: list[str]) -> np.ndarray:
         """The joint covariance of some parameters (imports of a later session)."""
