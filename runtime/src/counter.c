@@ -120,6 +120,15 @@ static MPR_COLD mp_err not_owned(mpr_pe *pe, mpr_counter *c)
                       "counter of PE %d updated on another PE (use mp_counter_add_remote)", c->pe);
 }
 
+/* The schedule loop under mp_block_until compares its counter with the target only when
+ * something interrupts its FIFO batch, not after every fiber: a change that reaches the target
+ * is such an interruption. */
+static inline void note_blocked(mpr_pe *pe, const mpr_counter *c)
+{
+    if (MPR_UNLIKELY(c == pe->blocked_on) && c->value >= pe->blocked_value)
+        pe->interrupt = true;
+}
+
 static inline int owned(mpr_pe *pe, mpr_counter *c)
 {
     if (MPR_LIKELY(c && pe && c->pe == pe->id))
@@ -136,6 +145,7 @@ void mp_counter_add(mp_counter_t c, uint64_t n)
     c->value += n;
     if (c->waiters)
         wake_eligible(pe, c);
+    note_blocked(pe, c);
 }
 
 void mp_counter_set(mp_counter_t c, uint64_t value)
@@ -146,6 +156,7 @@ void mp_counter_set(mp_counter_t c, uint64_t value)
     c->value = value;
     if (c->waiters)
         wake_eligible(pe, c);
+    note_blocked(pe, c);
 }
 
 mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)

@@ -41,6 +41,7 @@ typedef struct mpr_pe {
     int rr;     /* round-robin position among FIFO and custom schedulers */
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
+    bool interrupt;       /* the FIFO batch must stop: an urgent fiber, or the awaited counter */
     uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
     /* c_total (idle ns so far, latency accounting) and the tag of a small FIFO fiber the
      * executing code spawns, side by side as a fiber's idle_at_create and tag are: mp_spawn
@@ -105,6 +106,9 @@ typedef struct mpr_pe {
      * other PEs (shm), so it yields instead of spinning or sleeping (sched.c). */
     bool mux;
     unsigned mux_periods;    /* communication periods left before a busy PE yields */
+    uint64_t periods;        /* forced flushes so far, one per flush_fibers fibers: the
+                              * watchdog's sign of progress (a FIFO batch counts down in a
+                              * register, not in until_flush) */
     mpr_counter *blocked_on; /* mp_block_until in progress */
     uint64_t blocked_value;
 } mpr_pe;

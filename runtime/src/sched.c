@@ -28,12 +28,23 @@ void mpr_sched_init(mpr_pe *pe)
 
 static void run(mpr_pe *pe, mpr_fiber *f);
 
+/* An urgent fiber interrupts the FIFO batch being run (run_ready). */
+static void push_urgent(mpr_pe *pe, mpr_fiber *f)
+{
+    mpr_queue_push(&pe->queue[MP_SCHED_URGENT], f);
+    pe->interrupt = true;
+}
+
 void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
 {
+    if (f->tag.sched == MP_SCHED_URGENT) {
+        push_urgent(pe, f);
+        return;
+    }
     if (f->tag.sched == MP_SCHED_PREEMPT) {
         /* Runs at once in the enabling context; bounded so recursion cannot starve others. */
         if (pe->preempt_depth >= MPR_PREEMPT_DEPTH) {
-            mpr_queue_push(&pe->queue[MP_SCHED_URGENT], f);
+            push_urgent(pe, f);
             return;
         }
         mpr_fiber *outer = pe->current;
@@ -226,6 +237,7 @@ static MPR_COLD void periodic(mpr_pe *pe)
 {
     pe->current = NULL;
     pe->until_flush = mpr_g.cfg.flush_fibers;
+    pe->periods++;
     mpr_flush_all(pe);
     mpr_poll(pe);
     /* a PE sharing its worker thread lets the others run now and then, even when busy */
@@ -260,13 +272,18 @@ static inline bool reached(const mpr_counter *until, uint64_t value)
  * Without custom schedulers the FIFO queue is taken whole and run from a local list.  Walking
  * that list is a load per fiber; popping the queue would also store its head each time,
  * putting a store-to-load round trip on the path from one fiber to the next.  Fibers enabled
- * meanwhile queue behind the batch, which is the FIFO order anyway; urgent fibers and `until`
- * are checked between any two fibers, and what is left of the batch goes back to the front of
- * the queue when one of them interrupts it. */
+ * meanwhile queue behind the batch, which is the FIFO order anyway.  Between any two fibers
+ * the batch tests one flag, pe->interrupt, which enabling an urgent fiber sets, and so does a
+ * change that brings mp_block_until's counter to its target (counter.c); what is left of the
+ * batch then goes back to the front of the queue, and the loop looks at `until` and the urgent
+ * queue.  The flush countdown is a local for the batch: counted down in memory, it put
+ * another store-to-load round trip on every fiber's path (together with testing the urgent
+ * queue and `until` after each fiber, about 6 % of a spawn and dispatch; docs/runtime.md). */
 static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
 {
     mpr_queue *urgent = &pe->queue[MP_SCHED_URGENT], *fifo = &pe->queue[MP_SCHED_FIFO];
     for (;;) {
+        pe->interrupt = false;
         if (reached(until, value))
             return true;
         mpr_fiber *f = mpr_queue_pop(urgent);
@@ -284,15 +301,21 @@ static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
         if (!batch)
             return false;
         mpr_queue_init(fifo);
+        unsigned left = pe->until_flush;
         do {
             f = batch;
             batch = f->next; /* before f runs: its link is reused when it is released */
-            dispatch(pe, f);
+            run(pe, f);
+            if (MPR_UNLIKELY(--left == 0)) {
+                periodic(pe);
+                left = pe->until_flush;
+            }
             if (!batch && (batch = fifo->head)) { /* the next batch (a continuation, say) */
                 batch_tailp = fifo->tailp;
                 mpr_queue_init(fifo);
             }
-        } while (batch && !urgent->head && !reached(until, value));
+        } while (batch && !pe->interrupt);
+        pe->until_flush = left;
         if (batch) {
             *batch_tailp = fifo->head;
             if (!fifo->head)

@@ -40,7 +40,7 @@
 
 typedef struct {
     mpr_fiber *current;
-    unsigned until_flush;
+    uint64_t periods;
     uint64_t c_total;
     uint8_t where;
     double since; /* when this signature was first seen */
@@ -157,8 +157,8 @@ static MPR_RACY int check_progress(double now, double timeout)
     int stuck = -1;
     for (int i = 0; i < mpr_g.local_count; i++) {
         const mpr_pe *pe = mpr_g.pes[mpr_g.local_first + i];
-        sample *s = &W.samples[i], n = {pe->current, pe->until_flush, pe->c_total, pe->where, 0};
-        if (n.current != s->current || n.until_flush != s->until_flush || n.c_total != s->c_total ||
+        sample *s = &W.samples[i], n = {pe->current, pe->periods, pe->c_total, pe->where, 0};
+        if (n.current != s->current || n.periods != s->periods || n.c_total != s->c_total ||
             n.where != s->where) {
             n.since = now;
             *s = n;

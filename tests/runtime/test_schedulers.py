@@ -21,6 +21,12 @@ def test_block_until_inside_a_fifo_batch_keeps_the_rest_in_order(rt):
     assert order_of(rt.run("schedulers", "block")) == "abMcde"
 
 
+def test_block_until_resumes_when_the_target_is_reached_not_before(rt):
+    # b and d add 1 each (the counter changes, short of 3), f sets it to 3: pe_main resumes
+    # right after f, and g, queued before pe_main blocked, runs after it
+    assert order_of(rt.run("schedulers", "block-target")) == "abcdefMg"
+
+
 @pytest.mark.parametrize(
     "scenario, expected",
     [("lifo", "54321"), ("prio", "9654321"), ("rr", "uaAbBcC")],

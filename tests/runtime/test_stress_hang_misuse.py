@@ -135,6 +135,14 @@ def test_watchdog_names_pe_main_stuck_in_a_loop(rt):
                      run.stderr), run.describe()
 
 
+def test_watchdog_leaves_a_busy_pe_alone_though_its_fiber_keeps_one_address(rt):
+    # a continuation chain runs in one fiber's storage for 1.2 s: `current` never changes, but
+    # the PE dispatches fibers all along, and the watchdog must see that
+    run = rt.run("watchdog", "chain", "1.2", env={"MPROF_PROGRESS_TIMEOUT": 0.3}, timeout=30)
+    assert "mprof: hang" not in run.stderr, run.describe()
+    assert "mp_main returned 0" in run.stdout
+
+
 def test_sigquit_dumps_every_pe_and_the_run_goes_on(rt):
     """SIGQUIT while PE 0 computes in a fiber and PE 1 blocks: a dump, then a normal end."""
     import signal

@@ -165,6 +165,33 @@ static void block_main(void)
     spawn_tag('e', MP_SCHED_FIFO);
 }
 
+/* pe_main blocks until the counter reaches 3: the adds in b and d change it without reaching
+ * the target, so the batch runs on; the set in f reaches it, and pe_main resumes before g. */
+static void add_tag(void *p)
+{
+    tag(p);
+    mp_counter_add(block_counter, 1);
+}
+static void set_tag(void *p)
+{
+    tag(p);
+    mp_counter_set(block_counter, 3);
+}
+
+static void block_target_main(void)
+{
+    order[0] = 0;
+    block_counter = mp_counter_new(0);
+    const char *names = "abcdefg";
+    for (const char *c = names; *c; c++)
+        CHECK_OK(mp_spawn(*c == 'f'                  ? set_tag
+                          : (*c == 'b' || *c == 'd') ? add_tag
+                                                     : tag,
+                          c, 1, MP_SCHED_FIFO));
+    CHECK_OK(mp_block_until(block_counter, 3));
+    logc('M');
+}
+
 static const char *scenario;
 
 static void pe_main(int argc, char **argv)
@@ -174,6 +201,8 @@ static void pe_main(int argc, char **argv)
         builtin_main();
     else if (strcmp(scenario, "block") == 0)
         block_main();
+    else if (strcmp(scenario, "block-target") == 0)
+        block_target_main();
     else
         custom_main(scenario);
 }

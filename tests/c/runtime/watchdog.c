@@ -5,7 +5,10 @@
  *   main   pe_main of PE 0 loops forever: reported as pe_main
  *   quit   a fiber on PE 0 computes for argv[2] seconds (default 1.5) while a fiber waits on
  *          a counter and PE 1's pe_main blocks in mp_block_until; a SIGQUIT sent meanwhile
- *          prints every PE's state and the run ends normally */
+ *          prints every PE's state and the run ends normally
+ *   chain  a chain of continuations on PE 0, each in the storage of the one before, runs for
+ *          argv[2] seconds: a busy PE, not a stuck one, though its running fiber is always at
+ *          the same address; the run ends normally */
 #include "check.h"
 
 static const char *scenario;
@@ -41,6 +44,16 @@ void watchdog_long(void *p)
     CHECK_OK(mp_counter_add_remote(1, release, 1));
 }
 
+/* A continuation of itself until busy_s has passed since the chain began. */
+static double chain_t0;
+void watchdog_chain(void *p);
+void watchdog_chain(void *p)
+{
+    (void)p;
+    if (mp_wtime() - chain_t0 < busy_s)
+        CHECK_OK(mp_fiber_enable(mp_continue(watchdog_chain, MP_SCHED_FIFO)));
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -52,6 +65,11 @@ static void pe_main(int argc, char **argv)
         if (me == 0)
             for (volatile unsigned long i = 0;; i++)
                 ;
+    } else if (strcmp(scenario, "chain") == 0) {
+        if (me == 0) {
+            chain_t0 = mp_wtime();
+            CHECK_OK(mp_spawn(watchdog_chain, NULL, 0, MP_SCHED_FIFO));
+        }
     } else if (me == 1) {
         mp_counter_t release = mp_counter_new(0);
         CHECK_OK(mp_invoke(0, watchdog_long, &release, sizeof release, MP_SCHED_FIFO));
