@@ -120,12 +120,16 @@ static MPR_COLD mp_err not_owned(mpr_pe *pe, mpr_counter *c)
                       "counter of PE %d updated on another PE (use mp_counter_add_remote)", c->pe);
 }
 
-/* The schedule loop under mp_block_until compares its counter with the target only when
- * something interrupts its FIFO batch, not after every fiber: a change that reaches the target
- * is such an interruption. */
-static inline void note_blocked(mpr_pe *pe, const mpr_counter *c)
+/* After a change of `c`'s value: enables the waiters it released, and interrupts the FIFO
+ * batch if `c` reached the target of mp_block_until (the schedule loop compares its counter
+ * with the target only when something interrupts the batch, not after every fiber).  Out of
+ * line: most updates have neither to do, and the wait-list walk inlined gave mp_counter_add a
+ * stack frame. */
+static MPR_NOIPA void counter_changed(mpr_pe *pe, mpr_counter *c)
 {
-    if (MPR_UNLIKELY(c == pe->blocked_on) && c->value >= pe->blocked_value)
+    if (c->waiters)
+        wake_eligible(pe, c);
+    if (c == pe->blocked_on && c->value >= pe->blocked_value)
         pe->interrupt = true;
 }
 
@@ -143,9 +147,8 @@ void mp_counter_add(mp_counter_t c, uint64_t n)
     if (!owned(pe, c))
         return;
     c->value += n;
-    if (c->waiters)
-        wake_eligible(pe, c);
-    note_blocked(pe, c);
+    if (MPR_UNLIKELY(c->waiters || c == pe->blocked_on))
+        counter_changed(pe, c);
 }
 
 void mp_counter_set(mp_counter_t c, uint64_t value)
@@ -154,9 +157,8 @@ void mp_counter_set(mp_counter_t c, uint64_t value)
     if (!owned(pe, c))
         return;
     c->value = value;
-    if (c->waiters)
-        wake_eligible(pe, c);
-    note_blocked(pe, c);
+    if (MPR_UNLIKELY(c->waiters || c == pe->blocked_on))
+        counter_changed(pe, c);
 }
 
 mp_err mp_counter_wait(mp_counter_t c, uint64_t value, mp_fiber_t f)
