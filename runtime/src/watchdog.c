@@ -10,8 +10,9 @@
  *             execution streams.
  *
  * The PEs do nothing for the watchdog on their hot paths: it samples fields they keep anyway
- * (the executing fiber, the countdown to the next communication period, which changes with
- * every dispatch, and the idle total) plus `where`, which they set on cold paths.  Those
+ * (the executing fiber, the number of communication periods, which grows every
+ * MPROF_FLUSH_FIBERS dispatches even while a continuation chain keeps one fiber address, and
+ * the idle total) plus `where`, which they set on cold paths.  Those
  * reads race with the PE on purpose: a dump is a snapshot of a running machine, and counts
  * may be off by what changed meanwhile.  Memory stays valid (fiber slabs and counters are
  * only freed after the run) and every list walk is bounded.  The functions that read PE state
