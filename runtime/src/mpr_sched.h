@@ -16,25 +16,23 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f); /* preemptive and custom schedul
 void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
 void mpr_sched_init(mpr_pe *pe);
 
-/* Hands an enabled fiber to its scheduler.  Inline: this is half of every fiber's life.  Only
- * FIFO fibers stay inline: an urgent one must also interrupt the running batch (sched.c). */
-static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
-{
-    f->tag.state = MPR_FIBER_ENABLED;
-    f->tag.enabler = (uint8_t)enabler;
-    if (MPR_LIKELY(f->tag.sched == MP_SCHED_FIFO))
-        mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
-    else
-        mpr_enable_slow(pe, f);
-}
-
-/* Hands a fiber that was created enabled to scheduler `sched` (its tag's). */
+/* Hands a fiber that is enabled to scheduler `sched` (its tag's).  Inline: this is half of
+ * every fiber's life.  Only FIFO fibers stay inline: an urgent one must also interrupt the
+ * running batch (sched.c). */
 static inline void mpr_fiber_enqueue(mpr_pe *pe, mpr_fiber *f, unsigned sched)
 {
     if (MPR_LIKELY(sched == MP_SCHED_FIFO))
         mpr_queue_push(&pe->queue[MP_SCHED_FIFO], f);
     else
         mpr_enable_slow(pe, f);
+}
+
+/* Enables a created fiber (directly, or through a counter it waited on). */
+static inline void mpr_enable(mpr_pe *pe, mpr_fiber *f, uint16_t enabler)
+{
+    f->tag.state = MPR_FIBER_ENABLED;
+    f->tag.enabler = (uint8_t)enabler;
+    mpr_fiber_enqueue(pe, f, f->tag.sched);
 }
 
 /* Sets the rts thread counts, which no hot path keeps (sched.c); called once the PE's

@@ -28,6 +28,16 @@ void mpr_sched_init(mpr_pe *pe)
 
 static void run(mpr_pe *pe, mpr_fiber *f);
 
+/* A fiber has run: its storage goes back to the free list, unless it handed the storage to a
+ * continuation, which owns it from now on. */
+static inline void fiber_done(mpr_pe *pe, mpr_fiber *f)
+{
+    if (MPR_UNLIKELY(f->tag.reused))
+        f->tag.reused = 0;
+    else
+        mpr_fiber_release(pe, f);
+}
+
 /* An urgent fiber interrupts the FIFO batch being run (run_ready). */
 static void push_urgent(mpr_pe *pe, mpr_fiber *f)
 {
@@ -102,10 +112,7 @@ static __attribute__((noinline)) void run_full(mpr_pe *pe, mpr_fiber *f)
     l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
     if (MPR_UNLIKELY(waited))
         latency_charge(pe, l);
-    if (MPR_UNLIKELY(f->tag.reused))
-        f->tag.reused = 0; /* the storage now belongs to the continuation */
-    else
-        mpr_fiber_release(pe, f);
+    fiber_done(pe, f);
 }
 
 #if MPR_LATENCY
@@ -129,10 +136,7 @@ static __attribute__((noinline)) void run_waited(mpr_pe *pe, mpr_fiber *f)
     l->count++;
     l->observed_ns += observed;
     l->critical_ns += critical;
-    if (MPR_UNLIKELY(f->tag.reused))
-        f->tag.reused = 0;
-    else
-        mpr_fiber_release(pe, f);
+    fiber_done(pe, f);
 }
 #endif
 
@@ -163,10 +167,7 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     mpr_latency *row = pe->latency[enabler];
     f->fn(f->args);
     row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
-    if (MPR_UNLIKELY(f->tag.reused))
-        f->tag.reused = 0; /* the storage now belongs to the continuation */
-    else
-        mpr_fiber_release(pe, f);
+    fiber_done(pe, f);
 }
 
 static uint64_t queue_length(const mpr_queue *q)
