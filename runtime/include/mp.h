@@ -56,7 +56,10 @@ typedef enum {
 /* Run settings.  mp_config_init() fills defaults and then applies the environment:
  *   MPROF_PES            number of PEs (shared-memory backend)
  *   MPROF_AGG_BYTES      aggregation threshold in bytes (0 disables aggregation)
- *   MPROF_FLUSH_FIBERS   flush aggregation buffers after this many fibers (K)
+ *   MPROF_FLUSH_FIBERS   communication period: every K fibers a PE polls and sends the
+ *                        aggregation buffers whose destination is idle or whose delay ran out
+ *   MPROF_FLUSH_DELAY_US the longest an aggregated record waits for a busy receiver (us);
+ *                        0: every buffer goes every period
  *   MPROF_SMALL_BYTES    arguments up to this size travel as small (fast) messages; 0: none
  *   MPROF_IDLE_TIMEOUT   seconds the whole machine may stay idle with waiting fibers
  *   MPROF_SPIN           idle polls before a PE sleeps
@@ -68,6 +71,7 @@ typedef struct {
     int npes;
     size_t agg_bytes;
     unsigned flush_fibers;
+    double flush_delay_s;
     size_t small_bytes;
     double idle_timeout_s;
     unsigned spin;

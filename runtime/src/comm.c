@@ -5,8 +5,30 @@
  * preceded by a payload copied to a destination address.  Records are classed by size:
  *   small  (arguments <= small_bytes, no payload; 0 disables): sent at once on their own;
  *   medium (record <= agg_bytes): appended to the destination's aggregation buffer, which is
- *          sent when full, after K fibers, when the PE runs out of work, or on mp_flush();
+ *          sent by the flush policy below;
  *   large  (anything bigger): sent at once.
+ *
+ * The flush policy.  A buffer per destination is sent
+ *   - when the next record does not fit (full);
+ *   - when the PE runs out of work, and on mp_flush();
+ *   - at a communication period (every K = MPROF_FLUSH_FIBERS fibers) when its destination is
+ *     idle (it waits for work: pe->starving), or when the buffer has been open for
+ *     MPROF_FLUSH_DELAY_US (mpr_flush_due);
+ *   - when the fiber that wrote an urgent record into it ends (mpr_flush_urgent).
+ * Each buffer has its own age, so aggregation does not fall with the number of destinations:
+ * sending every buffer every K fibers, as the dissertation's runtime did, left a PE that
+ * talks to 15 others about one record per buffer.  Records for a PE that waits go within one
+ * period, as before; records for a busy PE wait until the buffer fills or the delay runs out,
+ * which only bounds the case of a receiver that is busy yet needs them (a fiber chain that
+ * polls).  On MPI the other ranks' PEs are not visible, so they count as waiting: every open
+ * buffer goes every period there, the dissertation's policy.
+ *
+ * Message service.  Requests that another PE waits for (steals, barrier phases, bulk reads
+ * and their replies) are invoked on the URGENT scheduler.  Such a record leaves at the end of
+ * the fiber that wrote it (with what else its buffer holds, so a burst of requests in one fiber
+ * still travels together), and its arrival sets the receiver's interrupt flag, which the
+ * receiver's dispatch loop tests between fibers: it polls then, so a request waits for the
+ * fiber running when it arrived, not for up to K of them whatever they cost.
  * Buffers are pooled per PE (small, aggregation-sized, and large ones by power-of-two class up
  * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
  * records are turned into fibers (a flow-control message).  Only messages bigger than the
@@ -99,6 +121,8 @@ void mpr_comm_init(mpr_pe *pe)
             mpr_fatal("out of memory");
     }
     pe->agg_nopen = 0;
+    pe->urgent_out = false;
+    pe->flush_delay_ns = (uint64_t)(mpr_g.cfg.flush_delay_s * 1e9);
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
     atomic_init(&pe->returned, NULL);
@@ -243,6 +267,34 @@ static void send_buf(mpr_pe *pe, int dst, mpr_msgbuf *b)
     mpr_machine_send(pe, dst, b);
 }
 
+/* An urgent record was sent to dst: interrupt dst's dispatch loop after its current fiber
+ * (sched.c, run_ready), which then polls.  The release store follows the send, so the poll
+ * that the flag causes finds the message.  PEs of other processes (MPI) are not in mpr_g.pes:
+ * they serve it at their next communication period. */
+static MPR_COLD void notify(int dst)
+{
+    mpr_pe *d = mpr_g.pes[dst];
+    if (d)
+        atomic_store_explicit(&d->interrupt, 1, memory_order_release);
+}
+
+/* Does dst wait for work (its idle loop) and has it not been sent this sender's records since
+ * it started waiting?  One message per sender and idle period: a PE that waits gets what every
+ * sender holds for it within a period, while one that stays idle for long (asleep, or not
+ * given a core) does not draw a message of a record or two from every sender every period.
+ * A PE of another process counts as waiting. */
+static inline bool starving(mpr_agg *a, int dst)
+{
+    mpr_pe *d = mpr_g.pes[dst];
+    if (!d)
+        return true;
+    uint32_t e = atomic_load_explicit(&d->idle_epoch, memory_order_relaxed);
+    if (!(e & 1) || e == a->fed_epoch)
+        return false;
+    a->fed_epoch = e;
+    return true;
+}
+
 /* Starts a record of `total` bytes at the end of `b`; returns where its body goes. */
 static inline unsigned char *put_header(mpr_msgbuf *b, int src, mp_fiber_fn fn, size_t args_size,
                                         mp_sched_t sched, unsigned access, size_t total)
@@ -299,21 +351,28 @@ static void group_send(mpr_msgbuf *b, int dst)
 mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
 {
     mpr_msgbuf *b = g->agg[dst].buf;
-    if (b)
+    if (b) {
         g->agg[dst].buf = NULL;
+        g->agg[dst].urgent = false; /* its destination is taking it */
+    }
     return b;
 }
 
 static inline void agg_send_pending(mpr_pe *pe, int dst)
 {
-    mpr_msgbuf *b = pe->agg[dst].buf;
+    mpr_agg *a = &pe->agg[dst];
+    mpr_msgbuf *b = a->buf;
     if (b && b->len) {
-        pe->agg[dst].buf = NULL;
+        a->buf = NULL;
         if (b->counted) {
             group_send(b, dst);
         } else {
             RTS_INC(&pe->rts, MsgSent, 1);
             send_buf(pe, dst, b);
+        }
+        if (MPR_UNLIKELY(a->urgent)) {
+            a->urgent = false;
+            notify(dst);
         }
     }
 }
@@ -337,6 +396,10 @@ static void agg_flush(mpr_pe *pe, int dst)
         pe->agg[dst].buf = NULL;
         RTS_INC(&pe->rts, MsgSent, 1);
         send_buf(pe, dst, s);
+        if (pe->agg[dst].urgent) {
+            pe->agg[dst].urgent = false;
+            notify(dst);
+        }
         return;
     }
     agg_send_pending(pe, dst);
@@ -378,6 +441,8 @@ static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
         pe->agg_open[pe->agg_nopen++] = dst;
         pe->agg_listed[dst] = 1;
     }
+    /* the clock is read here, once a message, not once a record */
+    pe->agg[dst].since_ns = pe->flush_delay_ns ? mpr_mono_ns() : 0;
     return pe->agg[dst].buf = buf_get(pe, pe->agg_cap);
 }
 
@@ -418,6 +483,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         put_record(b, pe->id, fn, args, args_size, sched, access, NULL, 0, NULL, total);
         RTS_INC(&pe->rts, FastMsgSent, 1);
         send_buf(pe, dst, b);
+        if (sched == MP_SCHED_URGENT)
+            notify(dst);
         return MP_SUCCESS;
     }
     if (total <= pe->agg_cap) {
@@ -429,6 +496,13 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
             agg_open(pe, dst);
         put_record(a->buf, pe->id, fn, args, args_size, sched, access, payload, payload_size,
                    payload_dst, total);
+        if (sched == MP_SCHED_URGENT && !a->urgent) {
+            a->urgent = true; /* goes when the writing fiber ends (mpr_flush_urgent) */
+            if (!pe->urgent_out) {
+                pe->urgent_out = true;
+                mpr_interrupt_set(pe);
+            }
+        }
         if (a->buf->len >= pe->agg_cap)
             agg_send_pending(pe, dst);
         return MP_SUCCESS;
@@ -440,6 +514,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
                total);
     RTS_INC(&pe->rts, MsgSent, 1);
     send_buf(pe, dst, b);
+    if (sched == MP_SCHED_URGENT)
+        notify(dst);
     return MP_SUCCESS;
 }
 
@@ -461,7 +537,9 @@ static __attribute__((noinline)) mp_err invoke_filled(mpr_pe *pe, int dst)
 }
 
 /* Fast path of the common case: an invocation with a few words of arguments that fits the
- * destination's open aggregation buffer. */
+ * destination's open aggregation buffer, on a scheduler other than URGENT (whose records have
+ * a send to arrange: mpr_send_record).  `sched - 1 < nsched - 1` tests both in one compare. */
+_Static_assert(MP_SCHED_URGENT == 0, "mp_invoke's fast path tests sched - 1");
 mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
@@ -469,8 +547,8 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     mpr_msgbuf *b;
     if (MPR_UNLIKELY(!pe || (unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
                      (size && !args) || size > MPR_FIBER_SMALL_ARGS || is_small(pe, size, 0) ||
-                     (unsigned)sched >= (unsigned)pe->nsched || !(b = pe->agg[pe_id].buf) ||
-                     b->len + total > pe->agg_cap))
+                     (unsigned)sched - 1u >= (unsigned)pe->nsched - 1u ||
+                     !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
         return invoke_general(pe_id, fn, args, size, sched);
     copy_small(put_header(b, pe->id, fn, size, sched, mpr_cur_access(pe), total), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
@@ -489,6 +567,49 @@ void mpr_flush_all(mpr_pe *pe)
     if (!pe->agg_cap || pe->group)
         return;
     agg_flush_open(pe);
+}
+
+/* The communication period's flush (see "The flush policy" above): sends the buffers whose
+ * destination waits for work or whose delay has run out, and keeps the others filling.  A
+ * buffer's age counts from its opening, so a record waits at most the delay plus one period.
+ * The clock is read only when a buffer is open.  A PE in a group leaves the group's buffers
+ * to the worker (mpr_flush_all). */
+void mpr_flush_due(mpr_pe *pe)
+{
+    if (!pe->agg_nopen)
+        return;
+    uint64_t now = pe->flush_delay_ns ? mpr_mono_ns() : 0;
+    int kept = 0;
+    for (int i = 0; i < pe->agg_nopen; i++) {
+        int dst = pe->agg_open[i];
+        mpr_agg *a = &pe->agg[dst];
+        if (a->buf) {
+            if (now - a->since_ns < pe->flush_delay_ns && !starving(a, dst)) {
+                pe->agg_open[kept++] = dst;
+                continue;
+            }
+            agg_flush(pe, dst);
+        }
+        pe->agg_listed[dst] = 0; /* sent now, or when full: listed again when it reopens */
+    }
+    pe->agg_nopen = kept;
+}
+
+/* The fiber that wrote urgent records has ended (sched.c): their buffers go now, with the
+ * records written before them.  In a group, the worker's buffers for other workers' PEs all go
+ * (a member's urgent record for a PE of its own worker is taken when that PE runs). */
+void mpr_flush_urgent(mpr_pe *pe)
+{
+    if (!pe->urgent_out)
+        return;
+    pe->urgent_out = false;
+    if (pe->group) {
+        mpr_agg_group_flush(pe->group);
+        return;
+    }
+    for (int i = 0; i < pe->agg_nopen; i++)
+        if (pe->agg[pe->agg_open[i]].urgent)
+            agg_flush(pe, pe->agg_open[i]);
 }
 
 void mp_flush(void)
@@ -543,6 +664,10 @@ void mpr_agg_group_flush(mpr_agg_group *g)
         if (b) {
             g->agg[dst].buf = NULL;
             group_send(b, dst);
+            if (g->agg[dst].urgent) {
+                g->agg[dst].urgent = false;
+                notify(dst);
+            }
         }
     }
     g->nxopen = 0;

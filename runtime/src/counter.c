@@ -130,7 +130,7 @@ static MPR_NOIPA void counter_changed(mpr_pe *pe, mpr_counter *c)
     if (c->waiters)
         wake_eligible(pe, c);
     if (c == pe->blocked_on && c->value >= pe->blocked_value)
-        pe->interrupt = true;
+        mpr_interrupt_set(pe);
 }
 
 static inline int owned(mpr_pe *pe, mpr_counter *c)

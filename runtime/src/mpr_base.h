@@ -46,6 +46,9 @@
 #define MPR_COLD
 #endif
 
+/* sched.c: nanoseconds on the monotonic clock (vDSO: no system call). */
+uint64_t mpr_mono_ns(void);
+
 /* The PE (mpr_pe.h): most concepts' functions take one, few need its layout. */
 typedef struct mpr_pe mpr_pe;
 

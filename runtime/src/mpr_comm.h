@@ -51,13 +51,18 @@ typedef struct mpr_msgbuf {
     _Alignas(16) unsigned char data[];
 } mpr_msgbuf;
 
-/* Per-destination aggregation state: the open buffer, if any.  A PE keeps at most
- * MPR_AGG_OPEN_MAX of them open at once (comm.c), so the buffers a PE holds do not grow with
- * the number of PEs it talks to. */
+/* Per-destination aggregation state: the open buffer, if any, and what the flush policy needs
+ * (comm.c, mpr_flush_due).  A PE keeps at most MPR_AGG_OPEN_MAX buffers open at once, so the
+ * buffers a PE holds do not grow with the number of PEs it talks to; 64 lets a PE with a
+ * thread of its own keep a buffer filling for every other PE up to 65 PEs (at 4 KiB, 256 KiB
+ * per PE), where a smaller bound made round-robin traffic evict every buffer after a record. */
 typedef struct {
     mpr_msgbuf *buf;
+    uint64_t since_ns;  /* when the buffer opened (monotonic ns; 0 with no delay set) */
+    uint32_t fed_epoch; /* the destination's idle period last sent to (mpr_flush_due) */
+    bool urgent;        /* holds an urgent record: goes when the fiber that wrote it ends */
 } mpr_agg;
-#define MPR_AGG_OPEN_MAX 32
+#define MPR_AGG_OPEN_MAX 64
 
 /* Aggregation shared by the PEs of one worker thread (shm, multiplexed PEs; comm.c).  They
  * run one at a time on one thread, so they can append to one buffer per destination PE
@@ -91,6 +96,8 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
                        void *payload_dst);
 bool mpr_poll(mpr_pe *pe);
 void mpr_flush_all(mpr_pe *pe);
+void mpr_flush_due(mpr_pe *pe);
+void mpr_flush_urgent(mpr_pe *pe);
 mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
 void mpr_agg_group_free(mpr_agg_group *g);
 void mpr_agg_group_flush(mpr_agg_group *g);

@@ -41,8 +41,12 @@ typedef struct mpr_pe {
     int rr;     /* round-robin position among FIFO and custom schedulers */
     int preempt_depth;
     unsigned until_flush; /* fibers left before the next forced flush / poll */
-    bool interrupt;       /* the FIFO batch must stop: an urgent fiber, or the awaited counter */
-    uint64_t tag_pe;      /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
+    /* The FIFO batch must stop after the current fiber: an urgent fiber was enabled, the
+     * awaited counter reached its target, or (written by another PE's thread, hence atomic;
+     * relaxed loads and stores cost what plain ones do) an urgent message arrived, which the
+     * schedule loop then polls for at once (comm.c, "message service"). */
+    _Atomic(uint8_t) interrupt;
+    uint64_t tag_pe; /* this PE's id in mpr_fiber_tag position (mpr_tag_make) */
     /* c_total (idle ns so far, latency accounting) and the tag of a small FIFO fiber the
      * executing code spawns, side by side as a fiber's idle_at_create and tag are: mp_spawn
      * copies them with one 16-byte load and store.  The tag's creator byte is the access
@@ -76,9 +80,11 @@ typedef struct mpr_pe {
     mpr_agg_group *group; /* set by the machine layer before the PE starts, or NULL */
     int *agg_open;        /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
     int agg_nopen;
-    uint8_t *agg_listed;                       /* per destination: in agg_open */
-    mpr_msgbuf *free_small;                    /* pooled buffers of MPR_SMALL_CAP */
-    mpr_msgbuf *free_agg;                      /* pooled buffers of the aggregation capacity */
+    bool urgent_out;         /* an open buffer holds an urgent record (mpr_flush_urgent) */
+    uint64_t flush_delay_ns; /* the longest a record waits for a busy receiver (mpr_flush_due) */
+    uint8_t *agg_listed;     /* per destination: in agg_open */
+    mpr_msgbuf *free_small;  /* pooled buffers of MPR_SMALL_CAP */
+    mpr_msgbuf *free_agg;    /* pooled buffers of the aggregation capacity */
     mpr_msgbuf *free_large[MPR_LARGE_CLASSES]; /* pooled large buffers, by power of two */
     size_t large_cached;                       /* bytes held in free_large */
     size_t agg_cap;
@@ -111,7 +117,24 @@ typedef struct mpr_pe {
                               * register, not in until_flush) */
     mpr_counter *blocked_on; /* mp_block_until in progress */
     uint64_t blocked_value;
+
+    /* Counts the PE's entries into and exits from its idle loop (sched.c), so it is odd while
+     * the PE waits for work.  Read by the PEs that hold aggregation records for it, at their
+     * communication periods: each sends such a PE what it holds once per idle period
+     * (comm.c, mpr_flush_due), rather than waiting for the buffer to fill or its delay to run
+     * out.  Written by the PE alone; on a line of its own, since senders read it every period
+     * and on the PE's hot lines those reads would make the PE's own stores miss. */
+    _Alignas(64) _Atomic(uint32_t) idle_epoch;
 } mpr_pe;
+
+static inline void mpr_interrupt_set(mpr_pe *pe)
+{
+    atomic_store_explicit(&pe->interrupt, 1, memory_order_relaxed);
+}
+static inline bool mpr_interrupted(const mpr_pe *pe)
+{
+    return atomic_load_explicit(&pe->interrupt, memory_order_relaxed);
+}
 
 extern _Thread_local mpr_pe *mpr_self_pe __attribute__((tls_model("initial-exec")));
 

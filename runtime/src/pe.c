@@ -91,6 +91,7 @@ void mp_config_init(mp_config *cfg)
         cfg->npes = atoi(ranks);
     cfg->agg_bytes = (size_t)env_double("MPROF_AGG_BYTES", 4096, 0);
     cfg->flush_fibers = (unsigned)env_double("MPROF_FLUSH_FIBERS", 64, 1);
+    cfg->flush_delay_s = env_double("MPROF_FLUSH_DELAY_US", 1000, 0) * 1e-6;
     cfg->small_bytes = (size_t)env_double("MPROF_SMALL_BYTES", 0, 0);
     cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0);
     cfg->spin = (unsigned)env_double("MPROF_SPIN", 2000, 0);

@@ -229,9 +229,10 @@ int mpr_profile_write(const char *path)
     json_string(f, cpu);
     fprintf(f, ", \"cores\": %ld, \"fingerprint\": \"%016" PRIx64 "\"},\n", cores, fp);
     fprintf(f,
-            "  \"settings\": {\"agg_bytes\": %zu, \"flush_fibers\": %u, \"small_bytes\": %zu, "
-            "\"spin\": %u},\n",
-            cfg->agg_bytes, cfg->flush_fibers, cfg->small_bytes, cfg->spin);
+            "  \"settings\": {\"agg_bytes\": %zu, \"flush_fibers\": %u, \"flush_delay_us\": %g, "
+            "\"small_bytes\": %zu, \"spin\": %u},\n",
+            cfg->agg_bytes, cfg->flush_fibers, cfg->flush_delay_s * 1e6, cfg->small_bytes,
+            cfg->spin);
     fprintf(f, "  \"params\": {");
     param_ctx pc = {f, 1};
     mpr_params_for_each(put_param, &pc);

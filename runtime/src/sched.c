@@ -42,7 +42,7 @@ static inline void fiber_done(mpr_pe *pe, mpr_fiber *f)
 static void push_urgent(mpr_pe *pe, mpr_fiber *f)
 {
     mpr_queue_push(&pe->queue[MP_SCHED_URGENT], f);
-    pe->interrupt = true;
+    mpr_interrupt_set(pe);
 }
 
 void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
@@ -233,13 +233,14 @@ static mpr_fiber *select_round_robin(mpr_pe *pe)
     return NULL;
 }
 
-/* Communication progress: forced flush and poll every K fibers (Wen 1995, section 3.3.3). */
+/* Communication progress every K fibers (Wen 1995, section 3.3.3): sends the aggregation
+ * buffers that are due (comm.c, mpr_flush_due) and polls. */
 static MPR_COLD void periodic(mpr_pe *pe)
 {
     pe->current = NULL;
     pe->until_flush = mpr_g.cfg.flush_fibers;
     pe->periods++;
-    mpr_flush_all(pe);
+    mpr_flush_due(pe);
     mpr_poll(pe);
     /* a PE sharing its worker thread lets the others run now and then, even when busy */
     if (MPR_UNLIKELY(pe->mux) && (--pe->mux_periods == 0 || (pe->group && pe->group->idle_fed))) {
@@ -284,7 +285,19 @@ static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
 {
     mpr_queue *urgent = &pe->queue[MP_SCHED_URGENT], *fifo = &pe->queue[MP_SCHED_FIFO];
     for (;;) {
-        pe->interrupt = false;
+        if (MPR_UNLIKELY(mpr_interrupted(pe))) {
+            /* Cleared with an exchange, which orders the clearing before the poll: an urgent
+             * message whose sender sets the flag after this finds it set again, one that
+             * set it before is in the inbox.  Polled for every interrupt, local ones too: an
+             * empty poll is a load, and an urgent message is then served after the fiber
+             * that was running when it arrived, not after the rest of a communication period.
+             * The urgent records this PE wrote leave now, at the end of the fiber that wrote
+             * them (comm.c, "message service"). */
+            atomic_exchange_explicit(&pe->interrupt, 0, memory_order_acquire);
+            pe->current = NULL;
+            mpr_flush_urgent(pe);
+            mpr_poll(pe);
+        }
         if (reached(until, value))
             return true;
         mpr_fiber *f = mpr_queue_pop(urgent);
@@ -315,7 +328,7 @@ static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
                 batch_tailp = fifo->tailp;
                 mpr_queue_init(fifo);
             }
-        } while (batch && !pe->interrupt);
+        } while (batch && !mpr_interrupted(pe));
         pe->until_flush = left;
         if (batch) {
             *batch_tailp = fifo->head;
@@ -326,7 +339,7 @@ static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
     }
 }
 
-static inline uint64_t now_ns(void)
+uint64_t mpr_mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -343,6 +356,12 @@ uint64_t mpr_thread_cpu_ns(void)
 /* Spins after which an idle period reads the thread's CPU clock (see idle()). */
 #define IDLE_CLOCK_SPINS 256
 
+static inline void mpr_idle_epoch_next(mpr_pe *pe)
+{
+    uint32_t e = atomic_load_explicit(&pe->idle_epoch, memory_order_relaxed);
+    atomic_store_explicit(&pe->idle_epoch, e + 1, memory_order_relaxed);
+}
+
 /* No fiber is runnable: spin a little, then sleep until a message arrives.  Returns false
  * when the run is over (quiescence or hang).
  *
@@ -355,10 +374,11 @@ uint64_t mpr_thread_cpu_ns(void)
  * which spins for all its PEs, and the time switched out is idle but not this PE's CPU time. */
 static bool idle(mpr_pe *pe)
 {
-    uint64_t t0 = now_ns(), t_clock = 0, c0 = 0, switched_out = 0;
+    uint64_t t0 = mpr_mono_ns(), t_clock = 0, c0 = 0, switched_out = 0;
     bool clocked = false;
     bool more = true;
     pe->where = MPR_PE_IDLE;
+    mpr_idle_epoch_next(pe); /* odd: senders flush to it (comm.c) */
     MPR_TRACE(mpr_trace_idle_begin(pe));
     if (mpr_machine_idle_enter(pe)) {
         more = false;
@@ -377,7 +397,7 @@ static bool idle(mpr_pe *pe)
             RTS_INC(&pe->rts, IdleCycle, 1);
             spins++;
             if (!pe->mux && !clocked && (spins == IDLE_CLOCK_SPINS || spins >= spin)) {
-                t_clock = now_ns();
+                t_clock = mpr_mono_ns();
                 c0 = mpr_thread_cpu_ns();
                 clocked = true;
             }
@@ -387,10 +407,10 @@ static bool idle(mpr_pe *pe)
 #endif
                 continue;
             }
-            uint64_t w0 = pe->mux ? now_ns() : 0;
+            uint64_t w0 = pe->mux ? mpr_mono_ns() : 0;
             mpr_machine_sleep(pe, 0.05);
             if (pe->mux)
-                switched_out += now_ns() - w0;
+                switched_out += mpr_mono_ns() - w0;
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
                 mpr_machine_all_idle()) {
                 if (mpr_run_end(MPR_RUN_IDLE_TIMEOUT))
@@ -399,8 +419,9 @@ static bool idle(mpr_pe *pe)
         }
     }
     MPR_TRACE(mpr_trace_idle_end(pe));
+    mpr_idle_epoch_next(pe);
     pe->where = MPR_PE_RUNNING;
-    uint64_t idle_ns = now_ns() - t0;
+    uint64_t idle_ns = mpr_mono_ns() - t0;
     mpr_idle_add(pe, idle_ns); /* also the rts IdleNs (stats.c) */
     uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
                            : pe->mux ? idle_ns - switched_out

@@ -81,10 +81,48 @@ def test_small_invocations_become_fast_messages(rt):
     assert s["MsgSent"] < 100
 
 
-def test_flush_after_k_fibers(rt):
-    _, s = comm(rt, "flush", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10)
+def test_flush_after_k_fibers_without_delay(rt):
+    # MPROF_FLUSH_DELAY_US=0: every open buffer goes every K fibers (the dissertation's policy)
+    _, s = comm(rt, "flush", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10,
+                MPROF_FLUSH_DELAY_US=0)
     assert s["RemoteOp"] == 100
     assert s["MsgSent"] == 10
+
+
+@pytest.mark.parametrize("delay, messages", [(10_000_000, 1), (0, 10)])
+def test_records_for_a_busy_receiver_wait_for_a_full_buffer(rt, delay, messages):
+    """PE 1 never waits for work, so PE 0's periods send nothing to it: all 100 records go in
+    one buffer when PE 0 runs out of work.  A count of fibers shared by all destinations would
+    send one every K fibers, which is what a zero delay asks for."""
+    _, s = comm(rt, "busy", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10,
+                MPROF_FLUSH_DELAY_US=delay)
+    assert s["RemoteOp"] == 100
+    assert s["MsgSent"] == messages
+
+
+def test_records_for_a_waiting_receiver_go_at_the_next_period(rt):
+    """PE 1 waits for work; PE 0 stays busy until its record has run there.  With a delay of
+    10 s, only the idle destination's flush can send it (the program fails after 5 s)."""
+    run, _ = comm(rt, "hungry", 1, 32, MPROF_FLUSH_FIBERS=16, MPROF_FLUSH_DELAY_US=10_000_000)
+    assert "arrivals=1 expected=1" in run.stdout
+
+
+@pytest.mark.parametrize("delay, messages", [(10_000_000, 1), (100, 10)])
+def test_records_for_a_busy_receiver_go_when_the_delay_runs_out(rt, delay, messages):
+    # PE 0's fibers run 50 us each, a period of 10 of them 500 us: with a 100 us delay every
+    # period finds the buffer (opened in the period before) too old
+    run, _ = comm(rt, "busyslow", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10,
+                  MPROF_FLUSH_DELAY_US=delay)
+    assert run.pe_stats(0)["MsgSent"] == messages
+
+
+def test_an_urgent_request_is_served_after_the_running_fiber(rt):
+    """PE 1 runs 2 ms fibers one after the other; each urgent request from PE 0 must be served
+    after the fiber running when it arrived (at most 2 fibers end between its sending and its
+    service), not at PE 1's next communication period 64 fibers later."""
+    run, _ = comm(rt, "service", 10, MPROF_WORKERS=2)
+    lag = int(run.stdout.split("max_lag=")[1].split()[0])
+    assert lag <= 2, run.stdout
 
 
 def test_flush_when_out_of_fibers(rt):

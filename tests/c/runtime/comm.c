@@ -11,7 +11,20 @@
  *   alltoall N       every PE sends N invocations of mixed sizes round-robin to the others
  *                    from a chain of fibers (some calling mp_flush); every receiver checks
  *                    each sender's order.  With PEs sharing workers (MPROF_WORKERS) this
- *                    drives the worker groups' shared aggregation buffers (mpr_comm.h) */
+ *                    drives the worker groups' shared aggregation buffers (mpr_comm.h)
+ *   busy N           as flush, while PE 1 runs a chain of fibers until all N arrived: it never
+ *                    waits for work, so (flush policy, runtime/src/comm.c) records for it go
+ *                    only when a buffer fills, runs past MPROF_FLUSH_DELAY_US, or PE 0 runs
+ *                    out of work
+ *   busyslow N       as busy, each of PE 0's fibers running 50 us (for the delay)
+ *   hungry N         PE 0 sends one record to PE 1, which waits for work, and keeps running
+ *                    a chain of fibers until it has arrived (5 s at most): the record must go
+ *                    at a communication period, not when PE 0 runs out of work or the delay
+ *                    runs out; prints the chain's length
+ *   service N        PE 1 runs a chain of 2 ms fibers; PE 0 sends it N urgent requests one
+ *                    after the other (each after the reply to the previous one) and PE 1
+ *                    counts how many of its long fibers ended between a request's sending and
+ *                    its service; prints the largest count (message service latency) */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -69,6 +82,8 @@ static void sender_fiber(void *p)
     send_one(seq, msg_size);
     if (strcmp(scenario, "explicit") == 0)
         mp_flush();
+    if (strcmp(scenario, "busyslow") == 0)
+        tst_busy(50e-6);
 }
 
 static void arrive_any(void *p)
@@ -104,6 +119,70 @@ static void alltoall_step(void *p)
         CHECK_OK(mp_spawn(alltoall_step, &i, sizeof i, MP_SCHED_FIFO));
 }
 
+/* busy, hungry, service */
+static atomic_int arrived_flag, long_done, served, max_lag;
+
+static void busy_chain(void *p)
+{
+    (void)p;
+    if (atomic_load(&arrivals) < n_msgs)
+        CHECK_OK(mp_spawn(busy_chain, NULL, 0, MP_SCHED_FIFO));
+}
+
+static void flag_arrive(void *p)
+{
+    (void)p;
+    atomic_fetch_add(&arrivals, 1);
+    atomic_store(&arrived_flag, 1);
+}
+
+static double hungry_deadline;
+static int hungry_chain_len;
+
+static void hungry_chain(void *p)
+{
+    (void)p;
+    hungry_chain_len++;
+    if (atomic_load(&arrived_flag))
+        return;
+    CHECK(mp_wtime() < hungry_deadline);
+    CHECK_OK(mp_spawn(hungry_chain, NULL, 0, MP_SCHED_FIFO));
+}
+
+static void long_fiber(void *p)
+{
+    (void)p;
+    tst_busy(0.002);
+    atomic_fetch_add(&long_done, 1);
+    if (atomic_load(&served) < n_msgs)
+        CHECK_OK(mp_spawn(long_fiber, NULL, 0, MP_SCHED_FIFO));
+}
+
+static void send_request(void);
+
+static void reply(void *p)
+{
+    (void)p;
+    atomic_fetch_add(&arrivals, 1);
+    if (atomic_load(&served) < n_msgs)
+        send_request();
+}
+
+static void serve(void *p)
+{
+    int lag = atomic_load(&long_done) - *(int *)p;
+    if (lag > atomic_load(&max_lag))
+        atomic_store(&max_lag, lag);
+    atomic_fetch_add(&served, 1);
+    CHECK_OK(mp_invoke(0, reply, NULL, 0, MP_SCHED_URGENT));
+}
+
+static void send_request(void)
+{
+    int at = atomic_load(&long_done);
+    CHECK_OK(mp_invoke(1, serve, &at, sizeof at, MP_SCHED_URGENT));
+}
+
 static unsigned char bounce_args[MP_FIBER_ARGS_MAX];
 
 static void bounce(void *p)
@@ -135,9 +214,23 @@ static void pe_main(int argc, char **argv)
             send_one(i, sizes[(i * 7 + me) % 10]);
         return;
     }
+    if (strncmp(scenario, "busy", 4) == 0 && me == 1) {
+        CHECK_OK(mp_spawn(busy_chain, NULL, 0, MP_SCHED_FIFO));
+        return;
+    }
+    if (strcmp(scenario, "service") == 0 && me == 1) {
+        CHECK_OK(mp_spawn(long_fiber, NULL, 0, MP_SCHED_FIFO));
+        return;
+    }
     if (me != 0)
         return;
-    if (strcmp(scenario, "pingpong") == 0) {
+    if (strcmp(scenario, "hungry") == 0) {
+        hungry_deadline = mp_wtime() + 5;
+        CHECK_OK(mp_invoke(1, flag_arrive, NULL, 0, MP_SCHED_FIFO));
+        CHECK_OK(mp_spawn(hungry_chain, NULL, 0, MP_SCHED_FIFO));
+    } else if (strcmp(scenario, "service") == 0) {
+        send_request();
+    } else if (strcmp(scenario, "pingpong") == 0) {
         int hops = 0;
         CHECK(msg_size >= (int)sizeof hops && msg_size <= MP_FIBER_ARGS_MAX);
         memcpy(bounce_args, &hops, sizeof hops);
@@ -160,6 +253,12 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
     int pes = getenv("MPROF_PES") ? atoi(getenv("MPROF_PES")) : 2;
+    if (strcmp(scenario, "hungry") == 0) {
+        printf("chain=%d\n", hungry_chain_len);
+        n_msgs = 1;
+    }
+    if (strcmp(scenario, "service") == 0)
+        printf("max_lag=%d\n", atomic_load(&max_lag));
     int expect = strcmp(scenario, "alltoall") == 0 ? (pes > 1 ? pes * n_msgs : 0)
                  : strcmp(scenario, "order") == 0 || strcmp(scenario, "pingpong") == 0 ? 2 * n_msgs
                                                                                        : n_msgs;
