@@ -46,6 +46,22 @@ def test_shared_worker_buffers_under_sanitizer(rt_san, workers):
     assert "arrivals=3500 expected=3500" in run.stdout
 
 
+@pytest.mark.parametrize("pes", [16, 64])
+def test_many_destinations_under_sanitizer(rt_san, pes):
+    """A thread per PE, every PE sending to every other: the flush policy's cross-thread
+    reads (a destination's idle period) and the urgent interrupt; every record arrives once,
+    in its sender's order."""
+    run = rt_san.run("comm", "alltoall", 300, timeout=240,
+                     env={"MPROF_PES": pes, "MPROF_WORKERS": pes, "MPROF_SMALL_BYTES": 16,
+                          "MPROF_AGG_BYTES": 1024, "MPROF_FLUSH_DELAY_US": 200})
+    assert f"arrivals={pes * 300} expected={pes * 300}" in run.stdout
+
+
+def test_message_service_under_sanitizer(rt_san):
+    run = rt_san.run("comm", "service", 5, env={"MPROF_WORKERS": 2}, timeout=120)
+    assert "arrivals=5 expected=5" in run.stdout
+
+
 def test_stress_under_sanitizer(rt_san):
     run = rt_san.run("stress", 100000, env=STRESS_ENV, timeout=240)
     check_stress_table(run, 100000)
