@@ -37,6 +37,7 @@
 #include "mpr.h"
 #include "trace.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,11 @@ void mpr_comm_init(mpr_pe *pe)
     }
     pe->agg_nopen = 0;
     pe->urgent_out = false;
+    pe->bufs_out = 0;
+    /* room for 16 buffers in flight to each of up to 64 destinations, as a ring per pair
+     * would hold, and at least 256 */
+    int dsts = pe->npes - 1 < MPR_AGG_OPEN_MAX ? pe->npes - 1 : MPR_AGG_OPEN_MAX;
+    pe->bufs_high = dsts * 16 > 256 ? (uint64_t)dsts * 16 : 256;
     pe->flush_delay_ns = (uint64_t)(mpr_g.cfg.flush_delay_s * 1e9);
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
@@ -200,6 +206,7 @@ static void reclaim(mpr_pe *pe)
         } else {
             free(b);
         }
+        pe->bufs_out--;
         b = n;
     }
 }
@@ -249,6 +256,7 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
         } else {
             b = buf_new(pe, cap, MPR_BUF_POOLED);
         }
+        pe->bufs_out++; /* back in reclaim(), or in agg_flush() */
     } else {
         b = buf_new(pe, cap, MPR_BUF_OWNED);
     }
@@ -393,6 +401,7 @@ static void agg_flush(mpr_pe *pe, int dst)
         s->len = b->len;
         b->next = pe->free_agg;
         pe->free_agg = b;
+        pe->bufs_out--;
         pe->agg[dst].buf = NULL;
         RTS_INC(&pe->rts, MsgSent, 1);
         send_buf(pe, dst, s);
@@ -610,6 +619,56 @@ void mpr_flush_urgent(mpr_pe *pe)
     for (int i = 0; i < pe->agg_nopen; i++)
         if (pe->agg[pe->agg_open[i]].urgent)
             agg_flush(pe, pe->agg_open[i]);
+}
+
+/* Flow control, at a communication period (sched.c): the PE has more pooled buffers open or in
+ * flight than bufs_high, so its receivers lag behind.  Rather than run more fibers and take
+ * fresh memory for what they send (a malloc and page faults per buffer, as often as the lag
+ * grows: MsgAlloc varied by a factor of ten between identical runs), the PE waits between two
+ * fibers, serving its own messages, until receivers have given half of them back.  Two PEs that
+ * wait for each other both poll, so both give buffers back.  A PE that shares its worker hands
+ * it to the others meanwhile (its receivers may be among them); one with a thread of its own
+ * spins a little, then yields its core (there may be more PEs than cores).  A receiver that
+ * does not poll (a long fiber) is waited for at most MPR_FLOW_WAIT_NS; the PE then goes on
+ * and takes fresh buffers as before.
+ *
+ * The wait is counted (FlowWait, FlowWaitNs) and its CPU time is the idle loop's (IdleCpuNs:
+ * not the PE's busy time, so costs per operation stay what the operations cost).  It is not
+ * idle time for latency accounting (IdleNs, C_total): fibers are runnable meanwhile, and
+ * charging the wait to every queued fiber's observed latency would swamp the waits that
+ * latency accounting is for (a PE with nothing to run). */
+#define MPR_FLOW_WAIT_NS 20000000u
+#define MPR_FLOW_SPINS 256
+void mpr_flow_wait(mpr_pe *pe)
+{
+    uint64_t t0 = mpr_mono_ns(), now = t0, switched_out = 0;
+    uint64_t c0 = pe->mux ? 0 : mpr_thread_cpu_ns();
+    unsigned spins = 0;
+    pe->current = NULL;
+    while (pe->bufs_out > pe->bufs_high / 2 && !mpr_run_over() && now - t0 < MPR_FLOW_WAIT_NS) {
+        reclaim(pe);
+        mpr_poll(pe);
+        if (pe->mux) {
+            uint64_t w0 = mpr_mono_ns();
+            pe->where = MPR_PE_SWITCHED_OUT;
+            mpr_machine_yield(pe);
+            pe->where = MPR_PE_RUNNING;
+            now = mpr_mono_ns();
+            switched_out += now - w0;
+            continue;
+        }
+        if (++spins < MPR_FLOW_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+        now = mpr_mono_ns();
+    }
+    RTS_INC(&pe->rts, FlowWait, 1);
+    RTS_INC(&pe->rts, FlowWaitNs, now - t0);
+    pe->idle_cpu_ns += pe->mux ? now - t0 - switched_out : mpr_thread_cpu_ns() - c0;
 }
 
 void mp_flush(void)

@@ -98,6 +98,7 @@ bool mpr_poll(mpr_pe *pe);
 void mpr_flush_all(mpr_pe *pe);
 void mpr_flush_due(mpr_pe *pe);
 void mpr_flush_urgent(mpr_pe *pe);
+void mpr_flow_wait(mpr_pe *pe);
 mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
 void mpr_agg_group_free(mpr_agg_group *g);
 void mpr_agg_group_flush(mpr_agg_group *g);

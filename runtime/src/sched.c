@@ -242,6 +242,8 @@ static MPR_COLD void periodic(mpr_pe *pe)
     pe->periods++;
     mpr_flush_due(pe);
     mpr_poll(pe);
+    if (MPR_UNLIKELY(pe->bufs_out > pe->bufs_high))
+        mpr_flow_wait(pe);
     /* a PE sharing its worker thread lets the others run now and then, even when busy */
     if (MPR_UNLIKELY(pe->mux) && (--pe->mux_periods == 0 || (pe->group && pe->group->idle_fed))) {
         pe->mux_periods = MPR_MUX_YIELD_PERIODS;

@@ -21,6 +21,8 @@
  *                    a chain of fibers until it has arrived (5 s at most): the record must go
  *                    at a communication period, not when PE 0 runs out of work or the delay
  *                    runs out; prints the chain's length
+ *   lag N            as flush without aggregation, while PE 1 runs 1 ms fibers until all N
+ *                    arrived: PE 0 runs far ahead of its receiver (flow control, comm.c)
  *   service N        PE 1 runs a chain of 2 ms fibers; PE 0 sends it N urgent requests one
  *                    after the other (each after the reply to the previous one) and PE 1
  *                    counts how many of its long fibers ended between a request's sending and
@@ -158,6 +160,14 @@ static void long_fiber(void *p)
         CHECK_OK(mp_spawn(long_fiber, NULL, 0, MP_SCHED_FIFO));
 }
 
+static void lag_fiber(void *p)
+{
+    (void)p;
+    tst_busy(0.001);
+    if (atomic_load(&arrivals) < n_msgs)
+        CHECK_OK(mp_spawn(lag_fiber, NULL, 0, MP_SCHED_FIFO));
+}
+
 static void send_request(void);
 
 static void reply(void *p)
@@ -216,6 +226,10 @@ static void pe_main(int argc, char **argv)
     }
     if (strncmp(scenario, "busy", 4) == 0 && me == 1) {
         CHECK_OK(mp_spawn(busy_chain, NULL, 0, MP_SCHED_FIFO));
+        return;
+    }
+    if (strcmp(scenario, "lag") == 0 && me == 1) {
+        CHECK_OK(mp_spawn(lag_fiber, NULL, 0, MP_SCHED_FIFO));
         return;
     }
     if (strcmp(scenario, "service") == 0 && me == 1) {
