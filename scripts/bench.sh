@@ -23,6 +23,9 @@ if [ -x benchmarks/mpi/bench.sh ]; then
   benchmarks/mpi/bench.sh
 fi
 
+echo "== aggregation at many destinations, a thread per PE (benchmarks/micro/aggregation_scale.py)"
+python benchmarks/micro/aggregation_scale.py --workload "$BUILD/benchmarks/micro/rt_workload"
+
 echo "== more PEs than cores: PIPE at 2/4/8 PEs, local fibers, 64/1024 PEs start-up (benchmarks/oversub/oversub.py)"
 python benchmarks/oversub/oversub.py --pipe "$BUILD/benchmarks/pipe/pipe" \
   --workload "$BUILD/benchmarks/micro/rt_workload"

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Aggregation and flow control at many destinations: records per message, fresh buffers and
+busy CPU of `rt_workload P 3000000 300000 16 0` (the same work per PE at every P) with a thread
+per PE (MPROF_WORKERS=P), aggregated (MPROF_AGG_BYTES=4096).
+
+    aggregation_scale.py [--workload PATH] [--pes 2,16,64] [--reps 3] [--delay-us D]
+
+Each PE count runs --reps times; the figures are the median run's (by records per message)
+and the range.  With more PEs than cores the threads time-share the cores, so wall times say
+little there; records per message and fresh buffers are counts.  --delay-us sets
+MPROF_FLUSH_DELAY_US (0 is the dissertation's policy: every buffer every K fibers).  One JSON
+line per PE count, then a summary line:
+  ops_per_msg       remote operations per message sent (all PEs)
+  msg_alloc         fresh message buffers (pool empty)
+  busy_cpu_s        CPU time outside the idle loop and flow-control waits, all PEs
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def rts_totals(profile):
+    totals = {}
+    for pe in profile["pes"]:
+        for obj in pe["objects"]:
+            if obj["module"] == "rts":
+                for k, v in obj["stats"].items():
+                    totals[k] = totals.get(k, 0) + v
+    return totals
+
+
+def run_once(workload, pes, env):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "run.json")
+        r = subprocess.run([workload, str(pes), "3000000", "300000", "16", "0"],
+                           env={**os.environ, **env, "MPROF_WORKERS": str(pes),
+                                "MPROF_AGG_BYTES": "4096", "MPROF_OUT": out},
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            sys.exit(f"aggregation_scale: {workload} {pes} failed:\n{r.stderr[-2000:]}")
+        with open(out) as f:
+            profile = json.load(f)
+    t = rts_totals(profile)
+    return {"ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]), "msg_alloc": t["MsgAlloc"],
+            "flow_waits": t.get("FlowWait", 0), "elapsed_s": profile["elapsed_s"],
+            "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"])}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workload", default="build/benchmarks/micro/rt_workload")
+    ap.add_argument("--pes", default="2,16,64")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--delay-us", type=float, default=None)
+    args = ap.parse_args()
+    env = {} if args.delay_us is None else {"MPROF_FLUSH_DELAY_US": str(args.delay_us)}
+    summary = {}
+    for pes in (int(p) for p in args.pes.split(",")):
+        runs = sorted((run_once(args.workload, pes, env) for _ in range(args.reps)),
+                      key=lambda r: r["ops_per_msg"])
+        med = runs[len(runs) // 2]
+        line = {"pes": pes, **{k: round(v, 3) for k, v in med.items()},
+                "ops_per_msg_range": [round(runs[0]["ops_per_msg"], 1),
+                                      round(runs[-1]["ops_per_msg"], 1)],
+                "busy_cpu_median_s": round(statistics.median(r["busy_cpu_s"] for r in runs), 3)}
+        print(json.dumps(line), flush=True)
+        summary[f"ops_per_msg_p{pes}"] = round(med["ops_per_msg"], 1)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
