@@ -3,9 +3,9 @@
 
     python benchmarks/trace/trace_overhead.py [--build build] [--reps 5]
 
-1. Tracing off: the runtime's hot paths carry MPR_TRACE hooks, one load and a branch each.
+1. Tracing off: the runtime's hot paths carry MPR_OBSERVE_HOT hooks, one load and a branch each.
    rt_micro (spawn + dispatch, remote invocations) from the normal build is compared with the
-   same program built without tracing (-DMPROF_TRACING=OFF, configured by this script in
+   same program built without tracing (-DMPROF_OBSERVERS=OFF, configured by this script in
    build-notrace), interleaved, best of --reps runs each.
 2. Tracing on: PIPE on 2 PEs with and without MPROF_TRACE in the normal build, interleaved,
    median of --reps runs each (wall clock: on a loaded machine PIPE's idle time dominates and
@@ -36,7 +36,7 @@ def build_notrace(build: Path) -> Path:
     tree = ROOT / "build-notrace"
     python = Path(sys.executable)
     subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tree), "-G", "Ninja",
-                    "-DCMAKE_BUILD_TYPE=Release", "-DMPROF_TRACING=OFF",
+                    "-DCMAKE_BUILD_TYPE=Release", "-DMPROF_OBSERVERS=OFF",
                     f"-DPython3_EXECUTABLE={python}"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", str(tree), "-j", "2", "--target", "rt_micro"],
                    check=True, stdout=subprocess.DEVNULL)
@@ -72,15 +72,15 @@ def callgrind_cost(exe: Path, trace_dir: Path) -> dict:
                                str(out)], capture_output=True, text=True, check=True).stdout
     per_fn = {}
     for line in text.splitlines():
-        m = re.match(r"\s*([0-9,]+) \([^)]*\)\s+\S*:(mpr_trace_\w+)", line)
+        m = re.match(r"\s*([0-9,]+) \([^)]*\)\s+\S*trace\.c:(trace_\w+)", line)
         if m:
             per_fn[m.group(2)] = int(m.group(1).replace(",", ""))
     listing = subprocess.run(["otf2-print", str(trace_dir / "traces.otf2")], capture_output=True,
                              text=True, check=True).stdout
     events = sum(1 for line in listing.splitlines()
                  if re.match(r"^(ENTER|LEAVE|MPI_SEND|MPI_RECV|METRIC) ", line))
-    once = per_fn.get("mpr_trace_finish", 0) + per_fn.get("mpr_trace_start", 0)
-    running = sum(v for k, v in per_fn.items() if k not in ("mpr_trace_finish", "mpr_trace_start"))
+    once = per_fn.get("trace_finish", 0) + per_fn.get("trace_start", 0)
+    running = sum(v for k, v in per_fn.items() if k not in ("trace_finish", "trace_start"))
     return {"pipe_args": small, "events": events, "instructions_per_event": running / events,
             "instructions_at_start_and_end": once}
 

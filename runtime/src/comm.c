@@ -35,7 +35,7 @@
  * largest class get a buffer of their own, which the receiver frees.
  */
 #include "mpr.h"
-#include "trace.h"
+#include "observer.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -123,11 +123,14 @@ void mpr_comm_init(mpr_pe *pe)
     }
     pe->agg_nopen = 0;
     pe->urgent_out = false;
-    pe->bufs_out = 0;
-    /* room for 16 buffers in flight to each of up to 64 destinations, as a ring per pair
-     * would hold, and at least 256 */
-    int dsts = pe->npes - 1 < MPR_AGG_OPEN_MAX ? pe->npes - 1 : MPR_AGG_OPEN_MAX;
-    pe->bufs_high = dsts * 16 > 256 ? (uint64_t)dsts * 16 : 256;
+    pe->bytes_out = 0;
+    /* Room for 16 aggregation buffers in flight to each of up to 64 destinations, as a ring
+     * per pair would hold, and at least as much as a PE keeps of large buffers: what
+     * receivers give back then always fits the pools, and a sender far ahead neither frees
+     * returned buffers nor takes fresh ones for each message. */
+    size_t dsts = pe->npes - 1 < MPR_AGG_OPEN_MAX ? (size_t)pe->npes - 1 : MPR_AGG_OPEN_MAX;
+    size_t ring = dsts * 16 * mpr_g.cfg.agg_bytes;
+    pe->bytes_high = ring > MPR_LARGE_CACHE_BYTES ? ring : MPR_LARGE_CACHE_BYTES;
     pe->flush_delay_ns = (uint64_t)(mpr_g.cfg.flush_delay_s * 1e9);
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
@@ -193,6 +196,7 @@ static void reclaim(mpr_pe *pe)
     while (b) {
         mpr_msgbuf *n = b->next;
         int large = large_class(b->cap);
+        pe->bytes_out -= b->cap;
         if (b->cap == SMALL_CAP) {
             b->next = pe->free_small;
             pe->free_small = b;
@@ -206,7 +210,6 @@ static void reclaim(mpr_pe *pe)
         } else {
             free(b);
         }
-        pe->bufs_out--;
         b = n;
     }
 }
@@ -256,7 +259,7 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
         } else {
             b = buf_new(pe, cap, MPR_BUF_POOLED);
         }
-        pe->bufs_out++; /* back in reclaim(), or in agg_flush() */
+        pe->bytes_out += cap; /* back in reclaim(), or in agg_flush() */
     } else {
         b = buf_new(pe, cap, MPR_BUF_OWNED);
     }
@@ -401,7 +404,7 @@ static void agg_flush(mpr_pe *pe, int dst)
         s->len = b->len;
         b->next = pe->free_agg;
         pe->free_agg = b;
-        pe->bufs_out--;
+        pe->bytes_out -= b->cap;
         pe->agg[dst].buf = NULL;
         RTS_INC(&pe->rts, MsgSent, 1);
         send_buf(pe, dst, s);
@@ -482,7 +485,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     }
     RTS_INC(&pe->rts, RemoteOp, 1);
     RTS_INC(&pe->rts, ByteSent, total);
-    MPR_TRACE(mpr_trace_send(pe, dst, total));
+    MPR_OBSERVE_HOT(send, pe, dst, total);
     uint16_t access = mpr_cur_access(pe);
 
     if (is_small(pe, args_size, payload_size)) {
@@ -562,7 +565,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     copy_small(put_header(b, pe->id, fn, size, sched, mpr_cur_access(pe), total), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
     RTS_INC(&pe->rts, ByteSent, total);
-    MPR_TRACE(mpr_trace_send(pe, pe_id, total));
+    MPR_OBSERVE_HOT(send, pe, pe_id, total);
     if (MPR_UNLIKELY(b->len >= pe->agg_cap))
         return invoke_filled(pe, pe_id);
     return MP_SUCCESS;
@@ -621,18 +624,21 @@ void mpr_flush_urgent(mpr_pe *pe)
             agg_flush(pe, pe->agg_open[i]);
 }
 
-/* Flow control, at a communication period (sched.c): the PE has more pooled buffers open or in
- * flight than bufs_high, so its receivers lag behind.  Rather than run more fibers and take
- * fresh memory for what they send (a malloc and page faults per buffer, as often as the lag
- * grows: MsgAlloc varied by a factor of ten between identical runs), the PE waits between two
- * fibers, serving its own messages, until receivers have given half of them back.  Two PEs that
+/* Flow control, at a communication period (sched.c): the PE has more bytes of pooled buffers
+ * open or in flight than bytes_high, so its receivers lag far behind.  Rather than run more
+ * fibers and take fresh memory for what they send (a malloc and page faults per buffer for as
+ * long as the lag grows, and beyond the large-buffer cache a free and a malloc per message:
+ * MsgAlloc 1.6 k and 1.16 M in two repetitions of one configuration), the PE waits between two
+ * fibers, serving its own messages, until receivers have given half of them back.  The bound
+ * is well above the lag of two PEs that keep up with each other (a few hundred KB), which a
+ * lower one (256 buffers) turned into thousands of waits per run.  Two PEs that
  * wait for each other both poll, so both give buffers back.  A PE that shares its worker hands
  * it to the others meanwhile (its receivers may be among them); one with a thread of its own
  * spins a little, then yields its core (there may be more PEs than cores).  A receiver that
  * does not poll (a long fiber) is waited for at most MPR_FLOW_WAIT_NS; the PE then goes on
  * and takes fresh buffers as before.
  *
- * The wait is counted (FlowWait, FlowWaitNs) and its CPU time is the idle loop's (IdleCpuNs:
+ * The wait is counted (FlowWait) and its CPU time is the idle loop's (IdleCpuNs:
  * not the PE's busy time, so costs per operation stay what the operations cost).  It is not
  * idle time for latency accounting (IdleNs, C_total): fibers are runnable meanwhile, and
  * charging the wait to every queued fiber's observed latency would swamp the waits that
@@ -645,7 +651,7 @@ void mpr_flow_wait(mpr_pe *pe)
     uint64_t c0 = pe->mux ? 0 : mpr_thread_cpu_ns();
     unsigned spins = 0;
     pe->current = NULL;
-    while (pe->bufs_out > pe->bufs_high / 2 && !mpr_run_over() && now - t0 < MPR_FLOW_WAIT_NS) {
+    while (pe->bytes_out > pe->bytes_high / 2 && !mpr_run_over() && now - t0 < MPR_FLOW_WAIT_NS) {
         reclaim(pe);
         mpr_poll(pe);
         if (pe->mux) {
@@ -667,7 +673,6 @@ void mpr_flow_wait(mpr_pe *pe)
         now = mpr_mono_ns();
     }
     RTS_INC(&pe->rts, FlowWait, 1);
-    RTS_INC(&pe->rts, FlowWaitNs, now - t0);
     pe->idle_cpu_ns += pe->mux ? now - t0 - switched_out : mpr_thread_cpu_ns() - c0;
 }
 
@@ -758,7 +763,7 @@ bool mpr_poll(mpr_pe *pe)
                 p += sizeof *h;
                 memcpy(h->dst, p + align16(r->args_size), h->size);
             }
-            MPR_TRACE(mpr_trace_recv(pe, src_of(r->fn_src), r->total));
+            MPR_OBSERVE_HOT(recv, pe, src_of(r->fn_src), r->total);
             mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, (unsigned)r->sched, r->access,
                             true);
             off += r->total;

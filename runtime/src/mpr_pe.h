@@ -81,9 +81,9 @@ typedef struct mpr_pe {
     int *agg_open;        /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
     int agg_nopen;
     bool urgent_out;         /* an open buffer holds an urgent record (mpr_flush_urgent) */
-    uint64_t bufs_out;       /* pooled buffers taken from the pools and not back (open or in
-                              * flight: flow control, comm.c) */
-    uint64_t bufs_high;      /* above this many, the PE waits at its next period */
+    size_t bytes_out;        /* bytes of pooled buffers taken from the pools and not back
+                              * (open or in flight: flow control, comm.c) */
+    size_t bytes_high;       /* above this many, the PE waits at its next period */
     uint64_t flush_delay_ns; /* the longest a record waits for a busy receiver (mpr_flush_due) */
     uint8_t *agg_listed;     /* per destination: in agg_open */
     mpr_msgbuf *free_small;  /* pooled buffers of MPR_SMALL_CAP */

@@ -1,5 +1,6 @@
 /*
- * papi.c -- statistics bound to PAPI events (papictr.h, docs/papi.md).
+ * papi.c -- statistics bound to PAPI events (docs/papi.md): the `papi` measurement service of
+ * observer.h, and why an event is absent (papictr.h).
  *
  * Each PE has its own PAPI event sets, one per PAPI component (PAPI_thread_init: counters are
  * per thread, and a PE is one thread), holding every distinct event its records' bound
@@ -14,6 +15,7 @@
  * that event out of the run profile (profile.c asks mpr_papi_absent).
  */
 #define _GNU_SOURCE
+#include "observer.h"
 #include "papictr.h"
 
 #include <papi.h>
@@ -24,8 +26,6 @@
 
 #define MAX_EVENTS 16
 #define DEPTH (MPR_PREEMPT_DEPTH + 4)
-
-bool mpr_papi_on;
 
 /* PAPI counts the events of one component per event set: a PE has a set per component. */
 #define MAX_SETS 4
@@ -233,7 +233,7 @@ static const char *add_event(papi_pe *p, const char *event)
     return why;
 }
 
-void mpr_papi_record_add(mpr_pe *pe, mpr_stats_rec *r)
+static void papi_record_add(mpr_pe *pe, mpr_stats_rec *r)
 {
     const mp_stat_module *m = r->module;
     for (unsigned i = 0; i < m->nfields; i++) {
@@ -270,8 +270,6 @@ void mpr_papi_record_add(mpr_pe *pe, mpr_stats_rec *r)
             why = add_event(p, event);
         if (why)
             mark_absent(event, m->module, m->fields[i].name, why);
-        else
-            mpr_papi_on = true;
         if (!why && !pe->fiber_hooks) { /* this PE's fibers are counted from now on */
             pe->fiber_hooks = true;
             mpr_dispatch_key_update(pe);
@@ -280,7 +278,7 @@ void mpr_papi_record_add(mpr_pe *pe, mpr_stats_rec *r)
     }
 }
 
-void mpr_papi_fiber_begin(mpr_pe *pe)
+static void papi_fiber_begin(mpr_pe *pe)
 {
     papi_pe *p = pes ? pes[pe->id] : NULL;
     if (!p || !p->n)
@@ -294,7 +292,7 @@ void mpr_papi_fiber_begin(mpr_pe *pe)
     p->depth++;
 }
 
-void mpr_papi_fiber_end(mpr_pe *pe)
+static void papi_fiber_end(mpr_pe *pe)
 {
     papi_pe *p = pes ? pes[pe->id] : NULL;
     if (!p || !p->n)
@@ -320,7 +318,7 @@ static bool of_module(int a, const char *module)
     return strncmp(name, module, n) == 0 && name[n] == ':';
 }
 
-void mpr_papi_pe_end(mpr_pe *pe)
+static void papi_pe_end(mpr_pe *pe)
 {
     papi_pe *p = pes && pe->id < npes ? pes[pe->id] : NULL;
     if (!p)
@@ -359,3 +357,16 @@ void mpr_papi_pe_end(mpr_pe *pe)
     pthread_mutex_unlock(&papi_lock);
     free(p);
 }
+
+/* Observes every run: any record may bind a statistic to an event.  Its fiber events reach
+ * only the PEs whose fiber_hooks papi_record_add set. */
+static unsigned papi_start(void) { return MPR_OBS_ON; }
+
+const mpr_observer mpr_observer_papi = {
+    .name = "papi",
+    .start = papi_start,
+    .record_add = papi_record_add,
+    .fiber_begin = papi_fiber_begin,
+    .fiber_end = papi_fiber_end,
+    .pe_end = papi_pe_end,
+};

@@ -4,8 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
-#include "papictr.h"
-#include "trace.h"
+#include "observer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +18,15 @@ __thread unsigned char *mpr_access_bytes __attribute__((tls_model("initial-exec"
 void mpr_pe_bind(mpr_pe *pe)
 {
     mpr_self_pe = pe;
-    bool tracing = false;
-    MPR_TRACE(tracing = true);
-    mpr_access_bytes = pe && !tracing ? &pe->spawn_tag.enabler : NULL;
-    if (pe && tracing && !pe->fiber_hooks) { /* every fiber is traced */
-        pe->fiber_hooks = true;
-        mpr_dispatch_key_update(pe);
+    mpr_access_bytes = pe ? &pe->spawn_tag.enabler : NULL;
+    if (MPR_UNLIKELY(MPR_OBS_BIND_ON()) && pe) { /* switched to for every PE: one flag first */
+        /* a service that observes access declarations gets them through mp_access_declare */
+        if (MPR_OBS_HOT_ON())
+            mpr_access_bytes = NULL;
+        if (MPR_OBS_EVERY_FIBER_ON() && !pe->fiber_hooks) { /* every fiber is observed */
+            pe->fiber_hooks = true;
+            mpr_dispatch_key_update(pe);
+        }
     }
 }
 
@@ -169,15 +171,14 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_comm_init(pe);
     mpr_objs_init(pe);
     mpr_stats_init(pe);
-    MPR_TRACE(mpr_trace_pe_begin(pe));
+    MPR_OBSERVE(pe_begin, pe);
     mpr_g.pe_main(mpr_g.argc, mpr_g.argv);
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     mpr_rts_fold(pe);
     mpr_stats_settle(pe);
-    MPR_PAPI_PE_END(pe); /* statistics bound to PAPI events get their counts */
-    MPR_TRACE(mpr_trace_pe_end(pe));
+    MPR_OBSERVE(pe_end, pe); /* PAPI-bound statistics get their counts, then the trace */
     pe->where = MPR_PE_FINISHED;
 }
 
@@ -241,7 +242,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
         mpr_fatal("out of memory");
     for (int i = first; i < first + count; i++)
         mpr_g.pes[i] = pe_new(i, npes);
-    MPR_TRACE_START(); /* opens the archive when MPROF_TRACE is set */
+    MPR_OBSERVERS_START(); /* e.g. opens the trace archive when MPROF_TRACE is set */
 
     mpr_watchdog_start();
     int run_rc = mpr_machine_run();
@@ -273,7 +274,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
                 "waiting fibers\n",
                 mpr_g.local_first);
     }
-    MPR_TRACE(mpr_trace_finish());
+    MPR_OBSERVERS_FINISH();
     if (mpr_g.cfg.profile_path && mpr_profile_write(mpr_g.cfg.profile_path) != 0 && rc == 0)
         rc = 1;
     for (int i = 0; i < npes; i++)

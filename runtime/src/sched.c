@@ -10,8 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
-#include "papictr.h"
-#include "trace.h"
+#include "observer.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -102,11 +101,9 @@ static __attribute__((noinline)) void run_full(mpr_pe *pe, mpr_fiber *f)
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     mpr_latency *row = pe->latency[enabler]; /* indexed before the call: fewer steps after */
 
-    MPR_TRACE(mpr_trace_fiber_begin(pe));
-    MPR_PAPI(mpr_papi_fiber_begin(pe));
+    MPR_OBSERVE(fiber_begin, pe);
     f->fn(f->args);
-    MPR_PAPI(mpr_papi_fiber_end(pe));
-    MPR_TRACE(mpr_trace_fiber_end(pe));
+    MPR_OBSERVE(fiber_end, pe);
 
     mpr_latency *l = &row[mpr_cur_access(pe)];
     l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
@@ -242,7 +239,7 @@ static MPR_COLD void periodic(mpr_pe *pe)
     pe->periods++;
     mpr_flush_due(pe);
     mpr_poll(pe);
-    if (MPR_UNLIKELY(pe->bufs_out > pe->bufs_high))
+    if (MPR_UNLIKELY(pe->bytes_out > pe->bytes_high))
         mpr_flow_wait(pe);
     /* a PE sharing its worker thread lets the others run now and then, even when busy */
     if (MPR_UNLIKELY(pe->mux) && (--pe->mux_periods == 0 || (pe->group && pe->group->idle_fed))) {
@@ -381,7 +378,7 @@ static bool idle(mpr_pe *pe)
     bool more = true;
     pe->where = MPR_PE_IDLE;
     mpr_idle_epoch_next(pe); /* odd: senders flush to it (comm.c) */
-    MPR_TRACE(mpr_trace_idle_begin(pe));
+    MPR_OBSERVE_HOT(idle_begin, pe);
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
@@ -420,7 +417,7 @@ static bool idle(mpr_pe *pe)
             }
         }
     }
-    MPR_TRACE(mpr_trace_idle_end(pe));
+    MPR_OBSERVE_HOT(idle_end, pe);
     mpr_idle_epoch_next(pe);
     pe->where = MPR_PE_RUNNING;
     uint64_t idle_ns = mpr_mono_ns() - t0;

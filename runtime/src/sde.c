@@ -1,5 +1,6 @@
 /*
- * sde.c -- mprof statistics as PAPI software-defined events (sde.h, docs/papi.md).
+ * sde.c -- mprof statistics as PAPI software-defined events (docs/papi.md): the `sde`
+ * measurement service of observer.h, and the lock of sde.h.
  *
  * One SDE library handle "MPROF"; a module's counters are registered the first time a record
  * of that module is created on any PE.  Reading a counter (a PAPI_read in any thread) sums the
@@ -9,6 +10,7 @@
  * moment, which is what a sampling tool expects of a counter.
  */
 #define _GNU_SOURCE
+#include "observer.h"
 #include "sde.h"
 
 #include <pthread.h>
@@ -146,8 +148,9 @@ static void module_register(sde_module *m)
     pthread_mutex_unlock(&register_lock);
 }
 
-void mpr_sde_record_add(mpr_stats_rec *r)
+static void sde_record_add(mpr_pe *pe, mpr_stats_rec *r)
 {
+    (void)pe;
     sde_live *l = malloc(sizeof *l);
     if (!l)
         return; /* the statistic still reaches the run profile; PAPI misses this record */
@@ -166,7 +169,7 @@ void mpr_sde_record_add(mpr_stats_rec *r)
         module_register(m);
 }
 
-void mpr_sde_record_retire(mpr_stats_rec *r)
+static void sde_record_retire(mpr_stats_rec *r)
 {
     pthread_mutex_lock(&sde_lock);
     for (sde_module *m = sde_modules; m; m = m->next) {
@@ -188,3 +191,13 @@ void mpr_sde_record_retire(mpr_stats_rec *r)
     }
     pthread_mutex_unlock(&sde_lock);
 }
+
+/* Observes every run: a PAPI tool may read the counters at any time. */
+static unsigned sde_start(void) { return MPR_OBS_ON; }
+
+const mpr_observer mpr_observer_sde = {
+    .name = "sde",
+    .start = sde_start,
+    .record_add = sde_record_add,
+    .record_retire = sde_record_retire,
+};

@@ -5,9 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
-#include "papictr.h"
+#include "observer.h"
 #include "sde.h"
-#include "trace.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -55,7 +54,7 @@ void mp_access_declare(int id)
         return;
     }
     mpr_access_set(pe, (unsigned)id);
-    MPR_TRACE(mpr_trace_access(pe, (unsigned)id));
+    MPR_OBSERVE_HOT(access, pe, (unsigned)id);
 }
 
 int mp_access_current(void)
@@ -104,8 +103,7 @@ static void link_record(mpr_pe *pe, mpr_stats_rec *r, const mp_stat_module *modu
     while (*tail)
         tail = &(*tail)->next;
     *tail = r;
-    MPR_SDE_RECORD_ADD(r);
-    MPR_PAPI_RECORD_ADD(pe, r);
+    MPR_OBSERVE(record_add, pe, r);
 }
 
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
@@ -249,7 +247,7 @@ void mpr_stats_fini(mpr_pe *pe)
 {
     for (mpr_stats_rec *r = pe->records, *n; r; r = n) {
         n = r->next;
-        MPR_SDE_RECORD_RETIRE(r);
+        MPR_OBSERVE(record_retire, r);
         free(r);
     }
     pe->records = NULL;

@@ -1,5 +1,6 @@
 /*
- * trace.c -- OTF2 traces of a run (trace.h, docs/tracing.md).
+ * trace.c -- OTF2 traces of a run (MPROF_TRACE=DIR, docs/tracing.md): the `trace` measurement
+ * service of observer.h.
  *
  * MPROF_TRACE=DIR writes the archive DIR/traces.otf2 (with its folder DIR/traces/):
  *   - one location per PE (location id = PE number), in one location group per process;
@@ -21,7 +22,7 @@
  * the global definitions.
  */
 #define _GNU_SOURCE
-#include "trace.h"
+#include "observer.h"
 
 #include <errno.h>
 #include <otf2/OTF2_Pthread_Locks.h>
@@ -43,7 +44,7 @@
 #define TRACE_DEPTH (MPR_PREEMPT_DEPTH + 4)
 #define MAX_MODULES 64
 
-bool mpr_trace_on;
+static bool on; /* this run is traced (set before the PEs start) */
 
 typedef struct {
     OTF2_EvtWriter *w;
@@ -87,11 +88,11 @@ static OTF2_TimeStamp post_flush(void *u, OTF2_FileType t, OTF2_LocationRef l)
 static OTF2_FlushCallbacks flush_callbacks = {.otf2_pre_flush = pre_flush,
                                               .otf2_post_flush = post_flush};
 
-void mpr_trace_start(void)
+static unsigned trace_start(void)
 {
     const char *dir = getenv("MPROF_TRACE");
     if (!dir || !*dir)
-        return;
+        return 0;
     is_mpi = strcmp(mpr_m->name, "mpi") == 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/traces", dir);
@@ -105,16 +106,16 @@ void mpr_trace_start(void)
                     "mprof: MPROF_TRACE: %s already exists (an earlier trace?); remove it or "
                     "choose another folder. This run is not traced.\n",
                     path);
-        return;
+        return 0;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "mprof: MPROF_TRACE: cannot create %s: %s. This run is not traced.\n", dir,
                 strerror(errno));
-        return;
+        return 0;
     }
     tpes = calloc((size_t)mpr_g.npes, sizeof *tpes);
     if (!tpes)
-        return;
+        return 0;
     archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 256 * 1024,
                                 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!archive) {
@@ -124,7 +125,7 @@ void mpr_trace_start(void)
                 dir);
         free(tpes);
         tpes = NULL;
-        return;
+        return 0;
     }
     OTF2_Archive_SetFlushCallbacks(archive, &flush_callbacks, NULL);
 #ifdef MPROF_HAVE_MPI
@@ -136,10 +137,11 @@ void mpr_trace_start(void)
     OTF2_Pthread_Archive_SetLockingCallbacks(archive, NULL);
     OTF2_Archive_OpenEvtFiles(archive);
     t_begin = now();
-    mpr_trace_on = true;
+    on = true;
+    return MPR_OBS_ON | MPR_OBS_EVERY_FIBER | MPR_OBS_HOT;
 }
 
-void mpr_trace_pe_begin(mpr_pe *pe)
+static void trace_pe_begin(mpr_pe *pe)
 {
     tpes[pe->id].w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
 }
@@ -195,7 +197,7 @@ static void write_metrics(mpr_pe *pe, OTF2_EvtWriter *w, uint64_t t)
     }
 }
 
-void mpr_trace_pe_end(mpr_pe *pe)
+static void trace_pe_end(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
     write_metrics(pe, tp->w, now());
@@ -210,7 +212,7 @@ static inline void settle(trace_pe *tp)
     }
 }
 
-void mpr_trace_fiber_begin(mpr_pe *pe)
+static void trace_fiber_begin(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
     if (tp->depth == TRACE_DEPTH) {
@@ -223,7 +225,7 @@ void mpr_trace_fiber_begin(mpr_pe *pe)
     tp->started = now();
 }
 
-void mpr_trace_fiber_end(mpr_pe *pe)
+static void trace_fiber_end(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
     if (tp->lost) {
@@ -236,7 +238,7 @@ void mpr_trace_fiber_end(mpr_pe *pe)
     }
 }
 
-void mpr_trace_access(mpr_pe *pe, unsigned access)
+static void trace_access(mpr_pe *pe, unsigned access)
 {
     trace_pe *tp = &tpes[pe->id];
     if (!tp->w || tp->depth == 0 || tp->lost || tp->stack[tp->depth - 1] == access)
@@ -251,24 +253,24 @@ void mpr_trace_access(mpr_pe *pe, unsigned access)
     tp->stack[tp->depth - 1] = access;
 }
 
-void mpr_trace_idle_begin(mpr_pe *pe)
+static void trace_idle_begin(mpr_pe *pe)
 {
     OTF2_EvtWriter_Enter(tpes[pe->id].w, NULL, now(), IDLE_REGION);
 }
 
-void mpr_trace_idle_end(mpr_pe *pe)
+static void trace_idle_end(mpr_pe *pe)
 {
     OTF2_EvtWriter_Leave(tpes[pe->id].w, NULL, now(), IDLE_REGION);
 }
 
-void mpr_trace_send(mpr_pe *pe, int dst, size_t bytes)
+static void trace_send(mpr_pe *pe, int dst, size_t bytes)
 {
     trace_pe *tp = &tpes[pe->id];
     settle(tp);
     OTF2_EvtWriter_MpiSend(tp->w, NULL, now(), (uint32_t)dst, 0, 0, bytes);
 }
 
-void mpr_trace_recv(mpr_pe *pe, int src, size_t bytes)
+static void trace_recv(mpr_pe *pe, int src, size_t bytes)
 {
     trace_pe *tp = &tpes[pe->id];
     settle(tp);
@@ -363,11 +365,11 @@ static void write_global_definitions(const uint64_t *events)
     OTF2_Archive_CloseGlobalDefWriter(archive, w);
 }
 
-void mpr_trace_finish(void)
+static void trace_finish(void)
 {
-    if (!mpr_trace_on)
+    if (!on)
         return;
-    mpr_trace_on = false;
+    on = false;
     t_end = now();
     /* event counts of the local PEs, gathered to the process that writes the definitions */
     uint64_t local[mpr_g.local_count > 0 ? mpr_g.local_count : 1];
@@ -399,3 +401,18 @@ void mpr_trace_finish(void)
     free(tpes);
     tpes = NULL;
 }
+
+const mpr_observer mpr_observer_trace = {
+    .name = "trace",
+    .start = trace_start,
+    .finish = trace_finish,
+    .pe_begin = trace_pe_begin,
+    .pe_end = trace_pe_end,
+    .fiber_begin = trace_fiber_begin,
+    .fiber_end = trace_fiber_end,
+    .access = trace_access,
+    .idle_begin = trace_idle_begin,
+    .idle_end = trace_idle_end,
+    .send = trace_send,
+    .recv = trace_recv,
+};
