@@ -11,24 +11,31 @@
  * The flush policy.  A buffer per destination is sent
  *   - when the next record does not fit (full);
  *   - when the PE runs out of work, and on mp_flush();
- *   - at a communication period (every K = MPROF_FLUSH_FIBERS fibers) when its destination is
- *     idle (it waits for work: pe->starving), or when the buffer has been open for
- *     MPROF_FLUSH_DELAY_US (mpr_flush_due);
+ *   - at a communication period (every K = MPROF_FLUSH_FIBERS fibers) when it is at least half
+ *     full, when its destination is idle (it waits for work: pe->idle_epoch), or when the
+ *     buffer has been open for MPROF_FLUSH_DELAY_US (mpr_flush_due);
  *   - when the fiber that wrote an urgent record into it ends (mpr_flush_urgent).
  * Each buffer has its own age, so aggregation does not fall with the number of destinations:
  * sending every buffer every K fibers, as the dissertation's runtime did, left a PE that
- * talks to 15 others about one record per buffer.  Records for a PE that waits go within one
- * period, as before; records for a busy PE wait until the buffer fills or the delay runs out,
- * which only bounds the case of a receiver that is busy yet needs them (a fiber chain that
- * polls).  On MPI the other ranks' PEs are not visible, so they count as waiting: every open
- * buffer goes every period there, the dissertation's policy.
+ * talks to 15 others about one record per buffer.  A buffer that fills by half within a period
+ * (a PE that talks to few others) goes every period, as before: it has paid for its message
+ * within a factor of two, and its receiver may be waiting on the records without being idle
+ * yet (requests whose replies it needs; holding them back until the buffer filled or the
+ * receiver went idle made Tripuzzle's two PEs take turns idling, twice as slow).  Records for
+ * a PE that waits go within one period; a buffer that fills slowly waits for the delay.  On MPI the
+ * other ranks' PEs are not visible, so they count as waiting: every open buffer goes every period
+ * there, the dissertation's policy.
  *
  * Message service.  Requests that another PE waits for (steals, barrier phases, bulk reads
- * and their replies) are invoked on the URGENT scheduler.  Such a record leaves at the end of
- * the fiber that wrote it (with what else its buffer holds, so a burst of requests in one fiber
- * still travels together), and its arrival sets the receiver's interrupt flag, which the
- * receiver's dispatch loop tests between fibers: it polls then, so a request waits for the
- * fiber running when it arrived, not for up to K of them whatever they cost.
+ * and their replies) are invoked on the URGENT scheduler.  The arrival of a message holding
+ * such a record sets the receiver's interrupt flag, which the receiver's dispatch loop tests
+ * between fibers: it polls then, so a request waits for the fiber running when it arrived,
+ * not for up to K of them whatever they cost.  An urgent record for a PE that is idle leaves
+ * at the end of the fiber that wrote it (with what else its buffer holds, so a burst in one
+ * fiber still travels together); one for a busy PE goes by the flush policy above, since
+ * URGENT also carries frequent bookkeeping that must merely run first (a snapshot's
+ * completions: sent at once, they made a message of every one or two of Tripuzzle's
+ * records).
  * Buffers are pooled per PE (small, aggregation-sized, and large ones by power-of-two class up
  * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
  * records are turned into fibers (a flow-control message).  Only messages bigger than the
@@ -289,6 +296,13 @@ static MPR_COLD void notify(int dst)
         atomic_store_explicit(&d->interrupt, 1, memory_order_release);
 }
 
+/* Is dst in its idle loop now?  (PEs of other processes: not known, no.) */
+static inline bool waiting(int dst)
+{
+    mpr_pe *d = mpr_g.pes[dst];
+    return d && (atomic_load_explicit(&d->idle_epoch, memory_order_relaxed) & 1);
+}
+
 /* Does dst wait for work (its idle loop) and has it not been sent this sender's records since
  * it started waiting?  One message per sender and idle period: a PE that waits gets what every
  * sender holds for it within a period, while one that stays idle for long (asleep, or not
@@ -508,10 +522,10 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
             agg_open(pe, dst);
         put_record(a->buf, pe->id, fn, args, args_size, sched, access, payload, payload_size,
                    payload_dst, total);
-        if (sched == MP_SCHED_URGENT && !a->urgent) {
-            a->urgent = true; /* goes when the writing fiber ends (mpr_flush_urgent) */
-            if (!pe->urgent_out) {
-                pe->urgent_out = true;
+        if (sched == MP_SCHED_URGENT) {
+            a->urgent = true; /* its arrival interrupts dst */
+            if (!pe->urgent_out && waiting(dst)) {
+                pe->urgent_out = true; /* dst waits: it goes when the writing fiber ends */
                 mpr_interrupt_set(pe);
             }
         }
@@ -596,7 +610,8 @@ void mpr_flush_due(mpr_pe *pe)
         int dst = pe->agg_open[i];
         mpr_agg *a = &pe->agg[dst];
         if (a->buf) {
-            if (now - a->since_ns < pe->flush_delay_ns && !starving(a, dst)) {
+            if (a->buf->len < pe->agg_cap / 2 && now - a->since_ns < pe->flush_delay_ns &&
+                !starving(a, dst)) {
                 pe->agg_open[kept++] = dst;
                 continue;
             }
@@ -607,9 +622,10 @@ void mpr_flush_due(mpr_pe *pe)
     pe->agg_nopen = kept;
 }
 
-/* The fiber that wrote urgent records has ended (sched.c): their buffers go now, with the
- * records written before them.  In a group, the worker's buffers for other workers' PEs all go
- * (a member's urgent record for a PE of its own worker is taken when that PE runs). */
+/* The fiber that wrote urgent records for a PE that waits has ended (sched.c): their buffers
+ * go now, with the records written before them.  In a group, the worker's buffers for other
+ * workers' PEs all go (a member's urgent record for a PE of its own worker is taken when that
+ * PE runs). */
 void mpr_flush_urgent(mpr_pe *pe)
 {
     if (!pe->urgent_out)
@@ -619,9 +635,11 @@ void mpr_flush_urgent(mpr_pe *pe)
         mpr_agg_group_flush(pe->group);
         return;
     }
-    for (int i = 0; i < pe->agg_nopen; i++)
-        if (pe->agg[pe->agg_open[i]].urgent)
-            agg_flush(pe, pe->agg_open[i]);
+    for (int i = 0; i < pe->agg_nopen; i++) {
+        int dst = pe->agg_open[i];
+        if (pe->agg[dst].urgent && waiting(dst))
+            agg_flush(pe, dst);
+    }
 }
 
 /* Flow control, at a communication period (sched.c): the PE has more bytes of pooled buffers
