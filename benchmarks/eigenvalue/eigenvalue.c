@@ -18,11 +18,11 @@
  * bisection (intervals, steps, leaves) is the same for any number of PEs.
  *
  * Load balancing: --balance=steal keeps new tasks in the creating PE's pool and idle PEs
- * steal (along --topology, default ring); --balance=push adds every new task to a random pool.
- * Tasks: --tasks=fetch (the paper's initial version) puts a pointer to the interval in the
- * task stealer; a PE that got the task from elsewhere fetches the interval from its creator
- * with a bulk read.  --tasks=send (the optimisation of Fig 5.5) puts the interval itself in
- * the task, so it travels with the task.  Aggregation is the runtime's MPROF_AGG_BYTES.
+ * steal (from random victims among --topology, default complete: any PE); --balance=push adds every
+ * new task to a random pool. Tasks: --tasks=fetch (the paper's initial version) puts a pointer to
+ * the interval in the task stealer; a PE that got the task from elsewhere fetches the interval from
+ * its creator with a bulk read.  --tasks=send (the optimisation of Fig 5.5) puts the interval
+ * itself in the task, so it travels with the task.  Aggregation is the runtime's MPROF_AGG_BYTES.
  *
  * After termination every PE sends its eigenvalues to PE 0.  --dump=FILE: PE 0 writes the
  * matrix and the eigenvalues as JSON (tests/apps compares them with SciPy).  --check: PE 0
@@ -44,7 +44,7 @@ static struct {
     ts_topology topology;
     bool push, fetch, check, fault;
     const char *dump;
-} prm = {1000, 1, TS_RING, false, true, false, false, NULL};
+} prm = {1000, 1, TS_COMPLETE, false, true, false, false, NULL};
 
 /* The matrix, replicated: every PE (every MPI rank) generates the same one. */
 static double *diag, *offd, *offd2; /* a[0..n), b[0..n-1), b^2 */

@@ -21,8 +21,12 @@ void add_task(uint64_t y)
     uint64_t *slot = &S.arena->subset[S.arena->used++];
     *slot = y;
     task_ref r = {slot, S.me, 0};
-    /* larger subsets first: depth-first keeps the live frontier small */
-    ts_hints h = {__builtin_popcountll(y), 1.0, 1.0};
+    /* larger subsets first: depth-first keeps the live frontier small; among subsets of one
+     * size, the lower last character first, so that a branch's supersets are found (and
+     * prune the test of its later siblings) before those siblings run.  The order of
+     * generation used to give that, but the task stealer runs equal priorities newest first */
+    int last = 63 - __builtin_clzll(y);
+    ts_hints h = {__builtin_popcountll(y) * 64 + (63 - last), 1.0, 1.0};
     if (ts_add(S.ts, TS_ANY, &r, &h) == MP_FAIL)
         die("ts_add failed");
     PHYLOGENY_INC(S.st, NGen, 1);

@@ -28,9 +28,9 @@
  * stores are per PE, so pruning depends on locality: a PE tests (and generates) supersets
  * of a pair that failed on another PE until a combine brings it the pair.  With
  * --balance=push (new tasks go to random pools) the subtrees scatter over the PEs; with
- * --balance=steal (local pools, idle PEs steal along --topology, default ring) they stay
- * together.  Tasks carry a pointer to the subset on its creator; a task run elsewhere
- * fetches the subset with a bulk read first (the paper's "fetch").
+ * --balance=steal (local pools, PEs steal from random victims, --topology default complete) they
+ * stay together.  Tasks carry a pointer to the subset on its creator; a task run elsewhere fetches
+ * the subset with a bulk read first (the paper's "fetch").
  *
  * Combining the failure stores.  A PE whose pool is empty starts the next combine round
  * (unless one is under way): a barrier on the combine object, overlapped with work; when it
@@ -51,7 +51,7 @@
 
 #include <stdatomic.h>
 
-phylo_params prm = {14, 50, 1, 0.12, TS_RING, false, false, false, false};
+phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
 int remove_access;
 _Thread_local pe_state S;
