@@ -26,7 +26,9 @@ void add_task(uint64_t y)
      * prune the test of its later siblings) before those siblings run.  The order of
      * generation used to give that, but the task stealer runs equal priorities newest first */
     int last = 63 - __builtin_clzll(y);
-    ts_hints h = {__builtin_popcountll(y) * 64 + (63 - last), 1.0, 1.0};
+    /* work: the characters that can still extend it, a measure of its subtree that thieves
+     * use to take the big subtrees */
+    ts_hints h = {__builtin_popcountll(y) * 64 + (63 - last), (double)(prm.chars - last), 1.0};
     if (ts_add(S.ts, TS_ANY, &r, &h) == MP_FAIL)
         die("ts_add failed");
     PHYLOGENY_INC(S.st, NGen, 1);

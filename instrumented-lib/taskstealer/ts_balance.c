@@ -112,10 +112,13 @@ static void ts_steal_arrive(void *args)
     tsi_hunt(p);
 }
 
-/* Steal order: lowest priority first, then oldest (the owner runs the other end). */
+/* Steal order: the largest estimated work first, then the lowest priority, then the oldest
+ * (the owner runs the other end). */
 static int steal_order(const void *a, const void *b)
 {
     const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+    if (x->h.work != y->h.work)
+        return x->h.work > y->h.work ? -1 : 1;
     if (x->h.priority != y->h.priority)
         return x->h.priority < y->h.priority ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -170,5 +173,6 @@ static void ts_steal_serve(void *args)
     TASKSTEALER_INC(p->st, NMigrate, count);
     TASKSTEALER_INC(p->st, Bytes, count * p->o.task_size);
     lib_store_and_free(q->from, q->buf, buf, count * p->wire_size, ts_steal_arrive, &r, sizeof r);
+    mp_flush();  /* a thief is idle until they land: do not leave them in an aggregation buffer */
     tsi_hunt(p); /* the victim's pool may have fallen below its low-water mark */
 }
