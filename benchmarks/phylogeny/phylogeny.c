@@ -53,7 +53,6 @@
 
 phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
-int remove_access;
 _Thread_local pe_state S;
 static _Atomic int failed;
 
@@ -127,10 +126,7 @@ static void pe_main(int argc, char **argv)
     PHYLOGENY_SET(S.st, Chars, prm.chars);
     store_init(&S.success);
     store_init(&S.failure);
-    S.wake = mp_counter_new(0);
-    S.fetched = mp_counter_new(0);
     S.finished = mp_counter_new(0);
-    S.resumed = mp_counter_new(0);
     S.barrier = mp_counter_new(0);
     S.rounds_done = mp_counter_new(0);
     S.collected = mp_counter_new(0);
@@ -143,7 +139,7 @@ static void pe_main(int argc, char **argv)
     if (me == 0) /* the "main" thread: the single-character subsets */
         for (uint64_t c = 0; c < prm.chars; c++)
             add_task(1ull << c);
-    mp_spawn(w_remove, NULL, 0, MP_SCHED_FIFO);
+    search_start();
     /* [ Wait until termination ] */
     if (mp_block_until(S.finished, 1) != MP_SUCCESS)
         exit(1);
@@ -220,8 +216,7 @@ static void pe_main(int argc, char **argv)
         next = k->next;
         free(k);
     }
-    mp_counter_t cs[] = {c,         d,         S.wake,        S.fetched,  S.finished,
-                         S.resumed, S.barrier, S.rounds_done, S.collected};
+    mp_counter_t cs[] = {c, d, S.finished, S.barrier, S.rounds_done, S.collected};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
         mp_counter_free(cs[i]);
     for (int k = 0; k < MAX_STEPS; k++) {
@@ -277,7 +272,6 @@ int main(int argc, char **argv)
         prm.chars = 24;
     }
     make_characters();
-    remove_access = mp_access_register("taskstealer", "REMOVE");
 
     mp_config cfg;
     bu_config(&cfg);
