@@ -24,7 +24,7 @@ void ts_options_init(ts_options *o, size_t task_size)
     memset(o, 0, sizeof *o);
     o->task_size = task_size;
     o->topology = TS_COMPLETE;
-    o->steal_max = 32;
+    o->steal_max = 128;
     o->low_water = 2;
     o->seed = 12345;
 }
@@ -54,8 +54,6 @@ static void add_nbr(ts_part *p, int q)
 mp_err ts_create(const ts_options *o, ts_t *out)
 {
     if (!o || !out || o->task_size == 0 || o->task_size > TS_MAX_TASK || o->steal_max == 0 ||
-        (size_t)o->steal_max * ((sizeof(wire) + o->task_size + 15) & ~(size_t)15) >
-            mp_max_message() ||
         (unsigned)o->topology > TS_PUSH)
         return MP_ERR_INVALID_ARG;
     LIB_PERF_INIT(taskstealer_perf_init);
@@ -66,6 +64,10 @@ mp_err ts_create(const ts_options *o, ts_t *out)
     p->me = mp_mype();
     p->npes = mp_npes();
     p->wire_size = (sizeof(wire) + o->task_size + 15) & ~(size_t)15;
+    /* one steal is one bulk store: no more tasks than the largest message holds */
+    size_t fit = mp_max_message() / p->wire_size;
+    if (p->o.steal_max > fit)
+        p->o.steal_max = fit ? (unsigned)fit : 1;
     p->nbrs = lib_malloc((size_t)p->npes * sizeof *p->nbrs);
     int P = p->npes, me = p->me;
     if (o->topology == TS_RING) {
@@ -78,7 +80,7 @@ mp_err ts_create(const ts_options *o, ts_t *out)
         for (int i = 1; i < P; i++)
             add_nbr(p, (me + i) % P);
     }
-    p->recv_buf = lib_malloc(p->wire_size * o->steal_max);
+    p->recv_buf = lib_malloc(p->wire_size * p->o.steal_max);
     p->rng = o->seed ^ ((uint64_t)me * 0x9e3779b97f4a7c15ull);
     p->last_victim = -1;
     p->steals_answered = mp_counter_new(0);

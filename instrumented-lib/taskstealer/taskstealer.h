@@ -52,7 +52,8 @@ typedef struct {
 typedef struct {
     size_t task_size;     /* bytes, 1 .. TS_MAX_TASK */
     ts_topology topology; /* default TS_COMPLETE */
-    unsigned steal_max;   /* most tasks migrated by one steal (default 32) */
+    unsigned steal_max;   /* most tasks migrated by one steal (default 128; fewer if one
+                           * message cannot hold them) */
     unsigned low_water;   /* steal while the pool holds fewer tasks (default 2) */
     uint64_t seed;        /* random pushing */
 } ts_options;
