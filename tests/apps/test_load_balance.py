@@ -30,6 +30,7 @@ def _balance(r, program, stat):
     return max(work) / mean, sum(1 for w in work if w == 0), rounds, work
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", sorted(CASES))
 def test_sixteen_pes_balanced(cmake_build, program):
     exe = build(cmake_build, program)
