@@ -18,11 +18,11 @@
  * bisection (intervals, steps, leaves) is the same for any number of PEs.
  *
  * Load balancing: --balance=steal keeps new tasks in the creating PE's pool and idle PEs
- * steal (along --topology, default ring); --balance=push adds every new task to a random pool.
- * Tasks: --tasks=fetch (the paper's initial version) puts a pointer to the interval in the
- * task stealer; a PE that got the task from elsewhere fetches the interval from its creator
- * with a bulk read.  --tasks=send (the optimisation of Fig 5.5) puts the interval itself in
- * the task, so it travels with the task.  Aggregation is the runtime's MPROF_AGG_BYTES.
+ * steal (from random victims among --topology, default complete: any PE); --balance=push adds every
+ * new task to a random pool. Tasks: --tasks=fetch (the paper's initial version) puts a pointer to
+ * the interval in the task stealer; a PE that got the task from elsewhere fetches the interval from
+ * its creator with a bulk read.  --tasks=send (the optimisation of Fig 5.5) puts the interval
+ * itself in the task, so it travels with the task.  Aggregation is the runtime's MPROF_AGG_BYTES.
  *
  * After termination every PE sends its eigenvalues to PE 0.  --dump=FILE: PE 0 writes the
  * matrix and the eigenvalues as JSON (tests/apps compares them with SciPy).  --check: PE 0
@@ -44,12 +44,11 @@ static struct {
     ts_topology topology;
     bool push, fetch, check, fault;
     const char *dump;
-} prm = {1000, 1, TS_RING, false, true, false, false, NULL};
+} prm = {1000, 1, TS_COMPLETE, false, true, false, false, NULL};
 
 /* The matrix, replicated: every PE (every MPI rank) generates the same one. */
 static double *diag, *offd, *offd2; /* a[0..n), b[0..n-1), b^2 */
 static double glo, ghi, tol, pivmin;
-static int remove_access; /* taskstealer:REMOVE, declared by the worker */
 static _Atomic int failed;
 
 /* ------------------------------------------------------------------------------------ */
@@ -153,11 +152,8 @@ typedef struct {
     double *found_v;
     size_t nfound, capfound;
     /* the worker */
-    mp_counter_t wake, fetched, finished;
-    uint64_t wake_target, fetch_target;
-    int result;
-    unsigned char task[sizeof(interval)];
-    interval iv;
+    mp_counter_t finished;
+    interval iv; /* the task being run */
     /* PE 0: all eigenvalues */
     double *eig;
     mp_counter_t collected;
@@ -236,71 +232,39 @@ static void process(interval iv)
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* The compute thread of every PE (Fig 2.7): remove, fetch, bisect, repeat                */
+/* The compute thread of every PE (Fig 2.7): remove, fetch, bisect, repeat: the task      */
+/* stealer's worker loop with the program's steps                                         */
 
-static void w_remove(void *args);
-
-static void run_task(void)
+static void w_run(ts_t ts, void *task, const ts_hints *h, void *ctx)
 {
-    process(S.iv);
-    ts_done(S.ts);
-    mp_fiber_enable(mp_continue(w_remove, MP_SCHED_FIFO)); /* one task per fiber */
+    (void)ts, (void)task, (void)h, (void)ctx;
+    process(S.iv); /* prepared by w_prepare */
 }
 
-static void w_fetched(void *args)
+/* [ Fetch the interval ] from the PE that created it, when the task carries a reference */
+static mp_status w_prepare(ts_t ts, void *task, void *ctx, mp_counter_t ready)
 {
-    (void)args;
-    EIGENVALUE_ACCESS(FETCH);
-    run_task();
-}
-
-static void got_task(void)
-{
-    if (S.result == TS_TERMINATED) {
-        mp_counter_add(S.finished, 1);
-        return;
-    }
+    (void)ts, (void)ctx;
     if (!prm.fetch) {
-        memcpy(&S.iv, S.task, sizeof S.iv);
-        run_task();
-        return;
+        memcpy(&S.iv, task, sizeof S.iv);
+        return MP_OK;
     }
     interval_ref r;
-    memcpy(&r, S.task, sizeof r);
+    memcpy(&r, task, sizeof r);
     if (r.creator == S.me) {
         S.iv = *r.iv;
-        run_task();
-        return;
+        return MP_OK;
     }
-    /* [ Fetch the interval ] from the PE that created it */
     EIGENVALUE_INC(S.st, NFetch, 1);
-    S.fetch_target++;
-    if (mp_bulk_read(r.creator, r.iv, &S.iv, sizeof S.iv, S.fetched) == MP_FAIL)
+    if (mp_bulk_read(r.creator, r.iv, &S.iv, sizeof S.iv, ready) == MP_FAIL)
         die("bulk read failed");
-    mp_counter_wait(S.fetched, S.fetch_target, mp_continue(w_fetched, MP_SCHED_FIFO));
+    return MP_WAIT;
 }
 
-static void w_got(void *args)
+static void w_resumed(void *ctx, int why)
 {
-    (void)args;
-    mp_access_declare(remove_access);
-    got_task();
-}
-
-static void w_remove(void *args)
-{
-    (void)args;
-    mp_access_declare(remove_access);
-    /* [ Remove a task from the local task pool ] */
-    S.wake_target++;
-    mp_status s = ts_remove(S.ts, S.task, NULL, &S.result, S.wake);
-    if (s == MP_FAIL)
-        die("ts_remove failed");
-    if (s == MP_WAIT) {
-        mp_counter_wait(S.wake, S.wake_target, mp_continue(w_got, MP_SCHED_FIFO));
-        return;
-    }
-    got_task();
+    (void)ctx, (void)why; /* only the fetch waits */
+    EIGENVALUE_ACCESS(FETCH);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -396,8 +360,6 @@ static void pe_main(int argc, char **argv)
     S.st = eigenvalue_stats_create(S.obj);
     EIGENVALUE_SET(S.st, P, 1);
     EIGENVALUE_SET(S.st, N, prm.n);
-    S.wake = mp_counter_new(0);
-    S.fetched = mp_counter_new(0);
     S.finished = mp_counter_new(0);
     S.collected = mp_counter_new(0);
 
@@ -412,7 +374,9 @@ static void pe_main(int argc, char **argv)
         for (uint64_t k = 0; k < prm.n; k++)
             S.eig[k] = NAN;
     }
-    mp_spawn(w_remove, NULL, 0, MP_SCHED_FIFO);
+    ts_worker_ops ops = {.run = w_run, .prepare = w_prepare, .resumed = w_resumed};
+    if (ts_run_worker(S.ts, &ops, NULL, S.finished) != MP_SUCCESS)
+        die("cannot start the worker");
     /* [ Wait until termination ] */
     if (mp_block_until(S.finished, 1) != MP_SUCCESS)
         exit(1);
@@ -454,7 +418,7 @@ static void pe_main(int argc, char **argv)
         next = k->next;
         free(k);
     }
-    mp_counter_t cs[] = {c, S.wake, S.fetched, S.finished, S.collected};
+    mp_counter_t cs[] = {c, S.finished, S.collected};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
         mp_counter_free(cs[i]);
     free(S.found_k);
@@ -502,7 +466,6 @@ int main(int argc, char **argv)
     if (prm.check && !any)
         prm.n = 200; /* the small built-in case */
     make_matrix();
-    remove_access = mp_access_register("taskstealer", "REMOVE");
 
     mp_config cfg;
     bu_config(&cfg);

@@ -28,7 +28,6 @@ typedef struct {
 
 extern phylo_params prm;
 extern uint32_t charmask[MAX_CHARS]; /* species having character c; replicated */
-extern int remove_access;            /* the task stealer's REMOVE access category */
 
 typedef struct {
     const uint64_t *subset; /* on the creator */
@@ -55,9 +54,8 @@ typedef struct {
     store success, failure;
     chunk *arena;
     /* the compute thread */
-    mp_counter_t wake, fetched, finished, resumed;
-    uint64_t wake_target, fetch_target, resumed_target;
-    int result;
+    mp_counter_t finished;
+    mp_counter_t resumed; /* the worker's, while it pauses for a combination */
     task_ref task;
     uint64_t x;
     bool paused; /* waiting for a combination to complete */
@@ -88,7 +86,7 @@ u64vec sequential_maximal(void); /* every maximal compatible subset, sorted */
 
 /* phylo_search.c */
 void add_task(uint64_t y); /* a task for subset y, created here */
-void w_remove(void *args); /* the compute thread's first fiber */
+void search_start(void);   /* the compute thread: the task stealer's worker loop */
 
 /* phylo_combine.c */
 void comb_start(void); /* starts the next combine round on this PE */

@@ -21,8 +21,14 @@ void add_task(uint64_t y)
     uint64_t *slot = &S.arena->subset[S.arena->used++];
     *slot = y;
     task_ref r = {slot, S.me, 0};
-    /* larger subsets first: depth-first keeps the live frontier small */
-    ts_hints h = {__builtin_popcountll(y), 1.0, 1.0};
+    /* larger subsets first: depth-first keeps the live frontier small; among subsets of one
+     * size, the lower last character first, so that a branch's supersets are found (and
+     * prune the test of its later siblings) before those siblings run.  The order of
+     * generation used to give that, but the task stealer runs equal priorities newest first */
+    int last = 63 - __builtin_clzll(y);
+    /* work: the characters that can still extend it, a measure of its subtree that thieves
+     * use to take the big subtrees */
+    ts_hints h = {__builtin_popcountll(y) * 64 + (63 - last), (double)(prm.chars - last), 1.0};
     if (ts_add(S.ts, TS_ANY, &r, &h) == MP_FAIL)
         die("ts_add failed");
     PHYLOGENY_INC(S.st, NGen, 1);
@@ -64,76 +70,60 @@ static void explore(uint64_t x)
     }
 }
 
-static void run_task(void)
+/* ------------------------------------------------------------------------------------ */
+/* The compute thread: the task stealer's worker loop with the program's steps            */
+
+static void search_run(ts_t ts, void *task, const ts_hints *h, void *ctx)
 {
-    explore(S.x);
-    ts_done(S.ts);
-    mp_fiber_enable(mp_continue(w_remove, MP_SCHED_FIFO)); /* one task per fiber */
+    (void)ts, (void)task, (void)h, (void)ctx;
+    explore(S.x); /* prepared by search_prepare */
 }
 
-static void w_fetched(void *args)
+/* [ Fetch the character subset ] when the task ran elsewhere */
+static mp_status search_prepare(ts_t ts, void *task, void *ctx, mp_counter_t ready)
 {
-    (void)args;
-    PHYLOGENY_ACCESS(FETCH);
-    run_task();
-}
-
-static void got_task(void)
-{
-    if (S.result == TS_TERMINATED) {
-        mp_counter_add(S.finished, 1);
-        return;
-    }
+    (void)ts, (void)ctx;
+    memcpy(&S.task, task, sizeof S.task);
     if (S.task.creator == S.me) {
         S.x = *S.task.subset;
-        run_task();
-        return;
+        return MP_OK;
     }
-    /* [ Fetch the character subset ] */
     PHYLOGENY_INC(S.st, NFetch, 1);
     S.tot[2]++;
-    S.fetch_target++;
-    if (mp_bulk_read(S.task.creator, S.task.subset, &S.x, sizeof S.x, S.fetched) == MP_FAIL)
+    if (mp_bulk_read(S.task.creator, S.task.subset, &S.x, sizeof S.x, ready) == MP_FAIL)
         die("bulk read failed");
-    mp_counter_wait(S.fetched, S.fetch_target, mp_continue(w_fetched, MP_SCHED_FIFO));
+    return MP_WAIT;
 }
 
-static void w_got(void *args)
+static mp_status search_before_remove(ts_t ts, void *ctx, mp_counter_t resume)
 {
-    (void)args;
-    mp_access_declare(remove_access);
-    got_task();
-}
-
-static void w_resumed(void *args);
-
-void w_remove(void *args)
-{
-    (void)args;
-    mp_access_declare(remove_access);
+    (void)ctx;
     /* Create a combine thread if necessary: the local pool ran dry */
-    if (!S.combining && S.npes > 1 && ts_local_count(S.ts) == 0)
+    if (!S.combining && S.npes > 1 && ts_local_count(ts) == 0)
         comb_start();
     /* If combination is in progress: [ Wait until combination completes ] */
-    if (S.exchanging) {
-        S.paused = true;
-        mp_counter_wait(S.resumed, ++S.resumed_target, mp_continue(w_resumed, MP_SCHED_FIFO));
-        return;
-    }
-    /* [ Remove a task from the local task pool ] */
-    S.wake_target++;
-    mp_status s = ts_remove(S.ts, &S.task, NULL, &S.result, S.wake);
-    if (s == MP_FAIL)
-        die("ts_remove failed");
-    if (s == MP_WAIT) {
-        mp_counter_wait(S.wake, S.wake_target, mp_continue(w_got, MP_SCHED_FIFO));
-        return;
-    }
-    got_task();
+    if (!S.exchanging)
+        return MP_OK;
+    S.paused = true;
+    S.resumed = resume; /* comb_step increments it */
+    return MP_WAIT;
 }
 
-static void w_resumed(void *args)
+static void search_resumed(void *ctx, int why)
 {
-    PHYLOGENY_ACCESS(COMBINE);
-    w_remove(args);
+    (void)ctx;
+    if (why == TS_RESUME_PAUSE)
+        PHYLOGENY_ACCESS(COMBINE);
+    else
+        PHYLOGENY_ACCESS(FETCH);
+}
+
+void search_start(void)
+{
+    ts_worker_ops ops = {.run = search_run,
+                         .before_remove = search_before_remove,
+                         .prepare = search_prepare,
+                         .resumed = search_resumed};
+    if (ts_run_worker(S.ts, &ops, NULL, S.finished) != MP_SUCCESS)
+        die("cannot start the worker");
 }

@@ -28,9 +28,9 @@
  * stores are per PE, so pruning depends on locality: a PE tests (and generates) supersets
  * of a pair that failed on another PE until a combine brings it the pair.  With
  * --balance=push (new tasks go to random pools) the subtrees scatter over the PEs; with
- * --balance=steal (local pools, idle PEs steal along --topology, default ring) they stay
- * together.  Tasks carry a pointer to the subset on its creator; a task run elsewhere
- * fetches the subset with a bulk read first (the paper's "fetch").
+ * --balance=steal (local pools, PEs steal from random victims, --topology default complete) they
+ * stay together.  Tasks carry a pointer to the subset on its creator; a task run elsewhere fetches
+ * the subset with a bulk read first (the paper's "fetch").
  *
  * Combining the failure stores.  A PE whose pool is empty starts the next combine round
  * (unless one is under way): a barrier on the combine object, overlapped with work; when it
@@ -51,9 +51,8 @@
 
 #include <stdatomic.h>
 
-phylo_params prm = {14, 50, 1, 0.12, TS_RING, false, false, false, false};
+phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
-int remove_access;
 _Thread_local pe_state S;
 static _Atomic int failed;
 
@@ -127,10 +126,7 @@ static void pe_main(int argc, char **argv)
     PHYLOGENY_SET(S.st, Chars, prm.chars);
     store_init(&S.success);
     store_init(&S.failure);
-    S.wake = mp_counter_new(0);
-    S.fetched = mp_counter_new(0);
     S.finished = mp_counter_new(0);
-    S.resumed = mp_counter_new(0);
     S.barrier = mp_counter_new(0);
     S.rounds_done = mp_counter_new(0);
     S.collected = mp_counter_new(0);
@@ -143,7 +139,7 @@ static void pe_main(int argc, char **argv)
     if (me == 0) /* the "main" thread: the single-character subsets */
         for (uint64_t c = 0; c < prm.chars; c++)
             add_task(1ull << c);
-    mp_spawn(w_remove, NULL, 0, MP_SCHED_FIFO);
+    search_start();
     /* [ Wait until termination ] */
     if (mp_block_until(S.finished, 1) != MP_SUCCESS)
         exit(1);
@@ -220,8 +216,7 @@ static void pe_main(int argc, char **argv)
         next = k->next;
         free(k);
     }
-    mp_counter_t cs[] = {c,         d,         S.wake,        S.fetched,  S.finished,
-                         S.resumed, S.barrier, S.rounds_done, S.collected};
+    mp_counter_t cs[] = {c, d, S.finished, S.barrier, S.rounds_done, S.collected};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
         mp_counter_free(cs[i]);
     for (int k = 0; k < MAX_STEPS; k++) {
@@ -277,7 +272,6 @@ int main(int argc, char **argv)
         prm.chars = 24;
     }
     make_characters();
-    remove_access = mp_access_register("taskstealer", "REMOVE");
 
     mp_config cfg;
     bu_config(&cfg);

@@ -1,10 +1,11 @@
 /*
  * taskstealer.c -- the task stealer (Wen 1995, section 2.2.3): creation, the pools, adding and
- * removing tasks, the ts_run worker and destroy.  Stealing and termination detection are in
- * ts_balance.c.
+ * removing tasks, and destroy.  Stealing is in ts_balance.c, termination detection in
+ * ts_terminate.c, the worker loop in ts_worker.c.
  *
- * Per PE: a binary heap of tasks (priority, then order of arrival), a FIFO of waiting
- * removes, and the state of the PE's hunt for work (ts_balance.c).
+ * Per PE: a binary heap of tasks (priority, then newest first: the owner works depth-first
+ * while thieves take the oldest, see ts_balance.c), a FIFO of waiting removes, and the state
+ * of the PE's hunt for work.
  */
 #include "ts_internal.h"
 
@@ -16,12 +17,15 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+uint64_t tsi_random(ts_part *p) { return splitmix(&p->rng); }
+
 void ts_options_init(ts_options *o, size_t task_size)
 {
     memset(o, 0, sizeof *o);
     o->task_size = task_size;
-    o->topology = TS_RING;
-    o->steal_max = 16;
+    o->topology = TS_COMPLETE;
+    o->steal_max = 128;
+    o->low_water = 2;
     o->seed = 12345;
 }
 
@@ -60,6 +64,10 @@ mp_err ts_create(const ts_options *o, ts_t *out)
     p->me = mp_mype();
     p->npes = mp_npes();
     p->wire_size = (sizeof(wire) + o->task_size + 15) & ~(size_t)15;
+    /* one steal is one bulk store: no more tasks than the largest message holds */
+    size_t fit = mp_max_message() / p->wire_size;
+    if (p->o.steal_max > fit)
+        p->o.steal_max = fit ? (unsigned)fit : 1;
     p->nbrs = lib_malloc((size_t)p->npes * sizeof *p->nbrs);
     int P = p->npes, me = p->me;
     if (o->topology == TS_RING) {
@@ -72,15 +80,12 @@ mp_err ts_create(const ts_options *o, ts_t *out)
         for (int i = 1; i < P; i++)
             add_nbr(p, (me + i) % P);
     }
-    p->recv_buf = lib_malloc(p->wire_size * o->steal_max);
+    p->recv_buf = lib_malloc(p->wire_size * p->o.steal_max);
     p->rng = o->seed ^ ((uint64_t)me * 0x9e3779b97f4a7c15ull);
-    p->round_ctr = mp_counter_new(0);
+    p->last_victim = -1;
     p->steals_answered = mp_counter_new(0);
-    p->probes_received = mp_counter_new(0);
-    p->destroy_ctr = mp_counter_new(0);
-    mp_err e = mp_snapshot_new(&p->snap);
-    if (e == MP_SUCCESS)
-        e = mp_obj_create(p, &p->id);
+    tsi_term_init(p);
+    mp_err e = mp_obj_create(p, &p->id);
     if (e != MP_SUCCESS)
         return e;
     p->st = taskstealer_stats_create(p->id);
@@ -90,11 +95,11 @@ mp_err ts_create(const ts_options *o, ts_t *out)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* The pool: a max-heap on (priority, -seq)                                             */
+/* The pool: a max-heap on (priority, seq)                                              */
 
 static bool before(const entry *a, const entry *b)
 {
-    return a->h.priority > b->h.priority || (a->h.priority == b->h.priority && a->seq < b->seq);
+    return a->h.priority > b->h.priority || (a->h.priority == b->h.priority && a->seq > b->seq);
 }
 
 static void sift_up(ts_part *p, size_t i)
@@ -136,6 +141,12 @@ entry *tsi_heap_take(ts_part *p, size_t i)
         sift_up(p, i);
     }
     return e;
+}
+
+void tsi_heap_rebuild(ts_part *p)
+{
+    for (size_t i = p->n / 2; i-- > 0;)
+        sift_down(p, i);
 }
 
 static void hand_to(ts_part *p, waiter *w, const ts_hints *h, const unsigned char *task)
@@ -194,7 +205,6 @@ void tsi_wake_terminated(ts_part *p)
 typedef struct {
     ts_t id;
     int from;
-    int dest;
     ts_hints h;
     _Alignas(16) unsigned char task[];
 } add_msg;
@@ -204,29 +214,9 @@ static void ts_add_arrive(void *args)
     add_msg *m = args;
     ts_part *p = part_of(m->id);
     TASKSTEALER_ACCESS(ADD);
+    tsi_task_received(p, m->from);
     tsi_pool_push(p, &m->h, m->task, false);
-    if (m->from != p->me)
-        TASKSTEALER_INC(p->st, NMsg, 1); /* the runtime's completion message */
-    mp_snapshot_complete(p->snap, m->from);
     tsi_hunt(p);
-}
-
-/* Ships a task to another pool (a migration): OK to start, or park until the round ends. */
-static void ts_add_send(void *args)
-{
-    add_msg *m = args;
-    ts_part *p = part_of(m->id);
-    TASKSTEALER_ACCESS(ADD);
-    if (mp_snapshot_query(p->snap) == MP_WAIT) {
-        mp_snapshot_suspend(p->snap, mp_continue(ts_add_send, MP_SCHED_URGENT));
-        return;
-    }
-    mp_snapshot_execute(p->snap);
-    p->pending--;
-    TASKSTEALER_INC(p->st, NMsg, 1);
-    TASKSTEALER_INC(p->st, NMigrate, 1);
-    TASKSTEALER_INC(p->st, Bytes, p->o.task_size);
-    mp_invoke(m->dest, ts_add_arrive, m, sizeof *m + p->o.task_size, MP_SCHED_FIFO);
 }
 
 mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
@@ -246,20 +236,9 @@ mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
     add_msg *m = (add_msg *)buf;
     m->id = ts;
     m->from = p->me;
-    m->dest = dest;
     m->h = h;
     memcpy(m->task, task, p->o.task_size);
-    p->pending++;
-    if (mp_snapshot_query(p->snap) == MP_WAIT) {
-        /* parked until the round ends; urgent, so that it leaves before the next round can
-         * start (rounds run back to back while PEs are hungry) */
-        mp_fiber_t f = mp_fiber_create(ts_add_send, m, sizeof *m + p->o.task_size, MP_SCHED_URGENT);
-        if (!f || mp_snapshot_suspend(p->snap, f) != MP_SUCCESS)
-            return MP_FAIL;
-        return MP_WAIT;
-    }
-    mp_snapshot_execute(p->snap);
-    p->pending--;
+    tsi_task_sent(p);
     TASKSTEALER_INC(p->st, NMsg, 1);
     TASKSTEALER_INC(p->st, NMigrate, 1);
     TASKSTEALER_INC(p->st, Bytes, p->o.task_size);
@@ -283,6 +262,7 @@ mp_status ts_remove(ts_t ts, void *task, ts_hints *hints, int *result, mp_counte
         waiter w = {NULL, task, hints, result, done};
         hand_to(p, &w, &e->h, e->task);
         free(e);
+        tsi_hunt_after_remove(p); /* below the low-water mark: steal before running dry */
         return MP_OK;
     }
     waiter *w = lib_malloc(sizeof *w);
@@ -294,6 +274,7 @@ mp_status ts_remove(ts_t ts, void *task, ts_hints *hints, int *result, mp_counte
     p->wq_tail = w;
     p->nwait++;
     TASKSTEALER_INC(p->st, NBlock, 1);
+    tsi_check_idle(p);
     tsi_hunt(p);
     return MP_WAIT;
 }
@@ -304,92 +285,21 @@ void ts_done(ts_t ts)
     if (p->in_progress == 0)
         lib_die("ts_done without a task in progress");
     p->in_progress--;
+    tsi_check_idle(p);
 }
 
 bool ts_terminated(ts_t ts) { return part_of(ts)->terminated; }
 size_t ts_local_count(ts_t ts) { return part_of(ts)->n; }
 
 /* ---------------------------------------------------------------------------------- */
-/* ts_run: a worker fiber chain                                                         */
-
-typedef struct {
-    ts_t ts;
-    ts_task_fn fn;
-    void *ctx;
-    mp_counter_t finished, wake;
-    uint64_t target;
-    int result;
-    ts_hints hints;
-    unsigned char task[TS_MAX_TASK];
-} worker;
-
-static void ts_worker(void *args);
-
-/* Runs the task just obtained (or finishes); returns false when the worker is done. */
-static bool worker_handle(worker *w)
-{
-    if (w->result == TS_TERMINATED) {
-        if (w->finished)
-            mp_counter_add(w->finished, 1);
-        mp_counter_free(w->wake);
-        free(w);
-        return false;
-    }
-    w->fn(w->ts, w->task, &w->hints, w->ctx);
-    TASKSTEALER_ACCESS(REMOVE);
-    ts_done(w->ts);
-    return true;
-}
-
-static void ts_worker_got(void *args)
-{
-    worker *w = *(worker **)args;
-    TASKSTEALER_ACCESS(REMOVE);
-    if (worker_handle(w))
-        mp_fiber_enable(mp_continue(ts_worker, MP_SCHED_FIFO));
-}
-
-static void ts_worker(void *args)
-{
-    worker *w = *(worker **)args;
-    TASKSTEALER_ACCESS(REMOVE);
-    w->target++;
-    mp_status s = ts_remove(w->ts, w->task, &w->hints, &w->result, w->wake);
-    if (s == MP_WAIT) {
-        mp_counter_wait(w->wake, w->target, mp_continue(ts_worker_got, MP_SCHED_FIFO));
-        return;
-    }
-    if (s == MP_FAIL)
-        lib_die("ts_remove failed in the worker");
-    /* one task per fiber: yield so that steal requests and arrivals are served */
-    if (worker_handle(w))
-        mp_fiber_enable(mp_continue(ts_worker, MP_SCHED_FIFO));
-}
-
-mp_err ts_run(ts_t ts, ts_task_fn fn, void *ctx, mp_counter_t finished)
-{
-    ts_part *p = mp_obj_local(ts);
-    if (!p || !fn)
-        return MP_ERR_INVALID_ARG;
-    worker *w = calloc(1, sizeof *w);
-    if (!w)
-        return MP_ERR_NO_MEMORY;
-    w->ts = ts;
-    w->fn = fn;
-    w->ctx = ctx;
-    w->finished = finished;
-    w->wake = mp_counter_new(0);
-    return mp_spawn(ts_worker, &w, sizeof w, MP_SCHED_FIFO);
-}
-
-/* ---------------------------------------------------------------------------------- */
 /* Destroy                                                                              */
 
-/* After termination the only messages of the stealer that may still travel are unsolicited:
- * a steal request (and its refusal) sent before the PE learnt of termination, and probe
- * requests to PE 0.  Each PE first waits for the answers to its own steal requests; then a
- * reduction totals the probe requests sent, and PE 0 waits until it has received them all.
- * Only then does every PE enter mp_obj_destroy, so no message can find the partition gone. */
+/* After termination the only messages of the stealer that may still travel are steal
+ * requests sent before the thief learnt of termination, and their refusals (every task
+ * message was acknowledged before PE 0 announced termination, and the announcement reaches
+ * each PE once, before its ts_destroy).  Each PE waits for the answers to its own steal
+ * requests before it enters mp_obj_destroy, whose barrier frees the partitions only when
+ * every PE has: so no request can find a partition gone. */
 
 static void part_free(void *arg)
 {
@@ -399,9 +309,7 @@ static void part_free(void *arg)
     free(p->heap);
     free(p->nbrs);
     free(p->recv_buf);
-    mp_counter_t cs[] = {p->round_ctr, p->steals_answered, p->probes_received, p->destroy_ctr};
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
-        mp_counter_free(cs[i]);
+    mp_counter_free(p->steals_answered);
     free(p);
 }
 
@@ -413,25 +321,8 @@ static void ts_destroy_go(void *args)
 {
     ts_part *p = part_of(((destroy_args *)args)->id);
     TASKSTEALER_ACCESS(TERMINATE);
-    if (lib_destroy(p->id, p->snap, part_free, p, p->destroy_done) == MP_FAIL)
+    if (lib_destroy(p->id, 0, part_free, p, p->destroy_done) == MP_FAIL)
         lib_die("mp_obj_destroy failed");
-}
-
-static void ts_destroy_counted(void *args)
-{
-    ts_part *p = part_of(((destroy_args *)args)->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    /* PE 0: every probe request sent by anyone has arrived */
-    uint64_t wait = p->me == 0 ? (uint64_t)p->probes_total : 0;
-    mp_counter_wait(p->probes_received, wait, mp_continue(ts_destroy_go, MP_SCHED_FIFO));
-}
-
-static void ts_destroy_answered(void *args)
-{
-    ts_part *p = part_of(((destroy_args *)args)->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    mp_counter_wait(p->destroy_ctr, 1, mp_continue(ts_destroy_counted, MP_SCHED_FIFO));
-    mp_obj_reduce(p->id, MP_REDUCE_SUM, (double)p->probes_sent, &p->probes_total, p->destroy_ctr);
 }
 
 mp_status ts_destroy(ts_t ts, mp_counter_t done)
@@ -441,7 +332,7 @@ mp_status ts_destroy(ts_t ts, mp_counter_t done)
         return MP_FAIL;
     p->destroy_done = done;
     destroy_args a = {ts};
-    mp_fiber_t f = mp_fiber_create(ts_destroy_answered, &a, sizeof a, MP_SCHED_FIFO);
+    mp_fiber_t f = mp_fiber_create(ts_destroy_go, &a, sizeof a, MP_SCHED_FIFO);
     mp_counter_wait(p->steals_answered, p->steals_sent, f);
     return MP_WAIT;
 }

@@ -1,22 +1,19 @@
 /*
  * taskstealer.h -- the task stealer on the mprof runtime (Wen 1995, section 2.2.3):
- * per-PE task pools with priorities and hints, load balancing by stealing from neighbours
- * in a logical topology (or by random pushing), and termination detection.
+ * per-PE task pools with priorities and hints, randomized work stealing (or random pushing),
+ * and termination detection.
  *
  * A task is a fixed-size byte string (task_size, chosen at creation) plus hints: a local
- * scheduling priority (higher runs first; equal priorities run in the order added), an
- * estimate of its work and of the penalty of migrating it.  A PE whose pool runs dry while
- * a remove waits asks its neighbours for tasks, one at a time; a victim gives away up to
- * half of its pool (at most steal_max tasks, and about half of its estimated work),
- * preferring tasks already migrated once and tasks with a low migration penalty.
+ * scheduling priority (higher runs first; equal priorities run newest first), an estimate of
+ * its work and of the penalty of migrating it.  A PE whose pool holds fewer than low_water
+ * tasks asks a random victim for work (retrying at once with another victim while its pool
+ * is empty and a remove waits); the victim gives its oldest, lowest-priority tasks, about
+ * half of its estimated work (at most steal_max tasks).
  *
  * Termination: all pools empty, no task in progress (between ts_remove and ts_done) and no
- * task in flight.  Task migrations (stolen tasks and tasks added to another PE's pool) are
- * the mutators of the stealer's snapshot object.  When a PE has a waiting remove and none
- * of its neighbours has work, it asks PE 0 for a probe; PE 0 starts a round on every PE:
- * freeze (all migrations in flight land), barrier, sum-reduction of the PEs' pending work.
- * A zero sum ends the run: every waiting and future remove returns TS_TERMINATED.  A round
- * blocks migrations only while it lasts; adds, removes and tasks proceed meanwhile.
+ * task in flight.  Detected by acknowledging every message that carries tasks
+ * (Dijkstra-Scholten, see ts_terminate.c): no PE stops to take part in a round; PE 0 announces
+ * termination once, and every waiting and future remove returns TS_TERMINATED.
  *
  * Rules: tasks are added either in pe_main or by a task in progress (so that a PE with no
  * task in progress cannot gain work except by migration); every task obtained from
@@ -38,10 +35,11 @@ extern "C" {
 
 typedef mp_obj_t ts_t;
 
+/* Whom a PE may steal from; the victim is drawn at random among them. */
 typedef enum {
-    TS_RING = 0,      /* steal from PE +-1 */
-    TS_HYPERCUBE = 1, /* steal from PE xor 2^k (< P) */
-    TS_COMPLETE = 2,  /* steal from any PE */
+    TS_RING = 0,      /* PE +-1 (for the studies) */
+    TS_HYPERCUBE = 1, /* PE xor 2^k (< P) (for the studies) */
+    TS_COMPLETE = 2,  /* any other PE: the default */
     TS_PUSH = 3       /* no stealing: ts_add(TS_ANY) pushes to a random pool */
 } ts_topology;
 
@@ -53,8 +51,10 @@ typedef struct {
 
 typedef struct {
     size_t task_size;     /* bytes, 1 .. TS_MAX_TASK */
-    ts_topology topology; /* default TS_RING */
-    unsigned steal_max;   /* most tasks migrated by one steal (default 16) */
+    ts_topology topology; /* default TS_COMPLETE */
+    unsigned steal_max;   /* most tasks migrated by one steal (default 128; fewer if one
+                           * message cannot hold them) */
+    unsigned low_water;   /* steal while the pool holds fewer tasks (default 2) */
     uint64_t seed;        /* random pushing */
 } ts_options;
 
@@ -71,8 +71,8 @@ const char *ts_topology_name(ts_topology t);
 mp_err ts_create(const ts_options *o, ts_t *out);
 
 /* Adds a task to pool `dest` (a PE, or TS_ANY).  MP_OK: it is in the local pool (or was
- * handed to a waiting remove); MP_WAIT: it is on its way to another pool (it migrates, or
- * waits for a termination round to end first); MP_FAIL: bad arguments.  hints may be NULL. */
+ * handed to a waiting remove); MP_WAIT: it is on its way to another pool; MP_FAIL: bad
+ * arguments.  hints may be NULL. */
 mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints);
 
 /* Removes the local task with the highest priority into `task` (and `hints`, optional);
@@ -84,10 +84,10 @@ mp_status ts_remove(ts_t ts, void *task, ts_hints *hints, int *result, mp_counte
 /* Declares that a task obtained from ts_remove on this PE has finished. */
 void ts_done(ts_t ts);
 
-/* Collective, split-phase (MP_WAIT): frees the stealer and its snapshot.  Call it on every
- * PE after termination (every ts_remove answered TS_TERMINATED and every task obtained was
- * finished with ts_done).  It first lets the last protocol messages land (see ts_balance.c);
- * the statistics stay in the run profile.  MP_FAIL before termination. */
+/* Collective, split-phase (MP_WAIT): frees the stealer.  Call it on every PE after
+ * termination (every ts_remove answered TS_TERMINATED and every task obtained was finished
+ * with ts_done).  It first lets the last steal requests be answered (see taskstealer.c); the
+ * statistics stay in the run profile.  MP_FAIL before termination. */
 mp_status ts_destroy(ts_t ts, mp_counter_t done);
 
 bool ts_terminated(ts_t ts);
@@ -97,6 +97,22 @@ size_t ts_local_count(ts_t ts);
  * between) until termination, then increments `finished` (optional).  fn may add tasks. */
 typedef void (*ts_task_fn)(ts_t ts, void *task, const ts_hints *hints, void *ctx);
 mp_err ts_run(ts_t ts, ts_task_fn fn, void *ctx, mp_counter_t finished);
+
+/* The worker loop with the applications' split-phase steps (ts_worker.c).  Only run is
+ * required; each hook may wait by returning MP_WAIT after arranging that its counter be
+ * incremented once, and the worker goes on in a new fiber that first calls resumed. */
+enum { TS_RESUME_PAUSE = 0, TS_RESUME_PREPARE = 1 };
+typedef struct {
+    ts_task_fn run; /* runs a task; may add tasks */
+    /* before each remove: MP_OK, or MP_WAIT to pause until `resume` is incremented */
+    mp_status (*before_remove)(ts_t ts, void *ctx, mp_counter_t resume);
+    /* a task was removed: MP_OK to run it now, or MP_WAIT while its data is fetched */
+    mp_status (*prepare)(ts_t ts, void *task, void *ctx, mp_counter_t ready);
+    /* first in the fiber that goes on after a wait (why: TS_RESUME_*), e.g. to declare the
+     * application's access */
+    void (*resumed)(void *ctx, int why);
+} ts_worker_ops;
+mp_err ts_run_worker(ts_t ts, const ts_worker_ops *ops, void *ctx, mp_counter_t finished);
 
 #ifdef __cplusplus
 }

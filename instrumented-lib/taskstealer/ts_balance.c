@@ -1,24 +1,29 @@
 /*
- * ts_balance.c -- the task stealer's load balancing and termination detection (Wen 1995,
- * section 2.2.3.2).
+ * ts_balance.c -- the task stealer's load balancing: randomized work stealing.
  *
- * A PE has at most one steal request out at a time and tries its neighbours in turn; after a
- * whole turn of refusals it sends one probe request to the coordinator (PE 0).  The
- * coordinator runs termination rounds one after the other; each round is collective: freeze
- * the snapshot (no migration starts; those started land), barrier (every PE's share has
- * landed), reduce the sum of pending work, unfreeze.  Stolen tasks travel in one bulk store
- * per steal, straight into the thief's receive buffer (one steal out at a time, so one
- * buffer suffices).
+ * A PE whose pool holds fewer than low_water tasks asks a victim chosen at random among its
+ * neighbours (every other PE with the default complete topology; the ring and hypercube are
+ * kept for the studies).  A starving PE (empty pool, a remove waiting) retries at once with
+ * another victim when refused; a PE that still has work sends at most one request per task
+ * it removes, so busy PEs do not flood each other.  The victim gives its oldest tasks (lowest
+ * priority first, then oldest first: in a divide-and-conquer computation the largest
+ * subproblems), about half of its estimated work (by the work hints; half of the tasks when
+ * none is given), at most steal_max; the owner meanwhile runs its newest tasks (see
+ * taskstealer.c), so thief and owner work at opposite ends of the pool.
+ *
+ * Stolen tasks travel in one bulk store per steal, straight into the thief's receive buffer
+ * (one steal out at a time, so one buffer suffices).  A reply with tasks is a task message
+ * for termination detection (ts_terminate.c).
  */
 #include "ts_internal.h"
 
-/* ---------------------------------------------------------------------------------- */
-/* Hunting for work: steal from neighbours, then ask for a termination probe            */
+#include <stdlib.h>
 
 typedef struct {
     ts_t id;
     int from;
-    void *buf; /* the thief's receive buffer */
+    int starving; /* the thief's pool is empty: give even a last task */
+    void *buf;    /* the thief's receive buffer */
 } steal_req;
 
 typedef struct {
@@ -33,7 +38,17 @@ typedef struct {
 } small_msg;
 
 static void ts_steal_serve(void *args);
-static void ts_probe_request(void *args); /* below, with the termination rounds */
+
+static int pick_victim(ts_part *p)
+{
+    if (p->nnbrs == 1)
+        return p->nbrs[0];
+    for (;;) {
+        int v = p->nbrs[tsi_random(p) % (uint64_t)p->nnbrs];
+        if (v != p->last_victim)
+            return v;
+    }
+}
 
 void tsi_hunt(ts_part *p)
 {
@@ -41,25 +56,28 @@ void tsi_hunt(ts_part *p)
         tsi_wake_terminated(p);
         return;
     }
-    if (!p->nwait || p->n || p->steal_out || p->probe_req || p->round_active)
+    if (p->o.topology == TS_PUSH || p->nnbrs == 0 || p->steal_out)
         return;
-    if (p->o.topology != TS_PUSH && p->nnbrs > 0 && p->fails < p->nnbrs) {
-        int victim = p->nbrs[p->next_nbr];
-        p->next_nbr = (p->next_nbr + 1) % p->nnbrs;
-        p->steal_out = true;
-        p->steals_sent++;
-        steal_req r = {p->id, p->me, p->recv_buf};
-        TASKSTEALER_INC(p->st, NMsg, 1);
-        mp_invoke(victim, ts_steal_serve, &r, sizeof r, MP_SCHED_URGENT);
+    bool starving = p->n == 0 && p->nwait > 0;
+    if (!starving && p->n >= p->o.low_water)
         return;
-    }
-    /* no neighbour has work (or we do not steal): is the whole computation over? */
-    p->probe_req = true;
-    p->probes_sent++;
-    small_msg m = {p->id, p->me};
-    if (p->me != 0)
-        TASKSTEALER_INC(p->st, NMsg, 1);
-    mp_invoke(0, ts_probe_request, &m, sizeof m, MP_SCHED_URGENT);
+    /* a PE with work retries only at its next remove (see ts_remove) */
+    if (!starving && p->refusals > 0)
+        return;
+    int victim = pick_victim(p);
+    p->last_victim = victim;
+    p->steal_out = true;
+    p->steals_sent++;
+    steal_req r = {p->id, p->me, starving, p->recv_buf};
+    TASKSTEALER_INC(p->st, NMsg, 1);
+    mp_invoke(victim, ts_steal_serve, &r, sizeof r, MP_SCHED_URGENT);
+}
+
+/* A remove found work: a PE that had been refused may prefetch again. */
+void tsi_hunt_after_remove(ts_part *p)
+{
+    p->refusals = 0;
+    tsi_hunt(p);
 }
 
 static void ts_steal_fail(void *args)
@@ -69,7 +87,7 @@ static void ts_steal_fail(void *args)
     TASKSTEALER_ACCESS(STEAL);
     mp_counter_add(p->steals_answered, 1);
     p->steal_out = false;
-    p->fails++;
+    p->refusals++;
     TASKSTEALER_INC(p->st, NStealFail, 1);
     tsi_hunt(p);
 }
@@ -83,198 +101,78 @@ static void ts_steal_arrive(void *args)
     ts_part *p = part_of(r.id);
     TASKSTEALER_ACCESS(STEAL);
     mp_counter_add(p->steals_answered, 1);
+    tsi_task_received(p, r.victim);
     for (uint32_t i = 0; i < r.count; i++) {
         const wire *w = (const wire *)(p->recv_buf + i * p->wire_size);
         tsi_pool_push(p, &w->h, w->task, true);
     }
-    if (r.victim != p->me)
-        TASKSTEALER_INC(p->st, NMsg, 1); /* the runtime's completion message */
-    mp_snapshot_complete(p->snap, r.victim);
     p->steal_out = false;
-    p->fails = 0;
+    p->refusals = 0;
     TASKSTEALER_INC(p->st, NSteal, 1);
     tsi_hunt(p);
 }
 
-/* Index of the best task to give away: migrated before, then low penalty, low priority,
- * most recent. */
-static size_t pick_victim_task(const ts_part *p)
+/* Steal order: the largest estimated work first, then the lowest priority, then the oldest
+ * (the owner runs the other end). */
+static int steal_order(const void *a, const void *b)
 {
-    size_t best = 0;
-    for (size_t i = 1; i < p->n; i++) {
-        const entry *a = p->heap[i], *b = p->heap[best];
-        if (a->migrated != b->migrated) {
-            if (a->migrated)
-                best = i;
-            continue;
-        }
-        if (a->h.penalty != b->h.penalty) {
-            if (a->h.penalty < b->h.penalty)
-                best = i;
-            continue;
-        }
-        if (a->h.priority != b->h.priority) {
-            if (a->h.priority < b->h.priority)
-                best = i;
-            continue;
-        }
-        if (a->seq > b->seq)
-            best = i;
-    }
-    return best;
+    const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+    if (x->h.work != y->h.work)
+        return x->h.work > y->h.work ? -1 : 1;
+    if (x->h.priority != y->h.priority)
+        return x->h.priority < y->h.priority ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* On the victim: give away up to half of the pool, or refuse. */
+/* On the victim: give about half of the work, or refuse. */
 static void ts_steal_serve(void *args)
 {
     steal_req *q = args;
     ts_part *p = part_of(q->id);
     TASKSTEALER_ACCESS(STEAL);
-    if (p->n == 0 || p->terminated) {
+    /* a thief that still has work takes none of the last task: no ping-pong of one task */
+    if (p->terminated || p->n == 0 || (!q->starving && p->n < 2)) {
         small_msg m = {q->id, p->me};
         TASKSTEALER_INC(p->st, NMsg, 1);
         mp_invoke(q->from, ts_steal_fail, &m, sizeof m, MP_SCHED_URGENT);
         return;
     }
-    if (mp_snapshot_query(p->snap) == MP_WAIT) {
-        /* a termination round is on: serve after it (the pool is counted as busy) */
-        mp_snapshot_suspend(p->snap, mp_continue(ts_steal_serve, MP_SCHED_URGENT));
-        return;
-    }
-    mp_snapshot_execute(p->snap);
-    size_t k = (p->n + 1) / 2;
-    if (k > p->o.steal_max)
-        k = p->o.steal_max;
-    double total = 0, moved = 0;
+    double total = 0;
     for (size_t i = 0; i < p->n; i++)
         total += p->heap[i]->h.work;
+    size_t k = (p->n + 1) / 2; /* by count, when no work is estimated */
+    if (k > p->o.steal_max)
+        k = p->o.steal_max;
+    /* the pool in steal order; the tasks left behind form the heap again afterwards */
+    qsort(p->heap, p->n, sizeof *p->heap, steal_order);
     unsigned char *buf = lib_malloc(k * p->wire_size);
     size_t count = 0;
-    while (count < k && (count == 0 || total <= 0 || moved < total / 2)) {
-        entry *e = tsi_heap_take(p, pick_victim_task(p));
+    double moved = 0;
+    while (count < k && count < p->n) {
+        const entry *e = p->heap[count];
+        if (total > 0 && count > 0 && moved + e->h.work > total / 2)
+            break; /* the thief has about half of the work */
         wire *w = (wire *)(buf + count * p->wire_size);
         w->h = e->h;
         w->migrated = 1;
         w->pad_ = 0;
         memcpy(w->task, e->task, p->o.task_size);
         moved += e->h.work;
-        free(e);
         count++;
     }
+    if (total > 0 && count == p->n && p->n > 1)
+        count--; /* one task's work is more than half of the rest: keep one */
+    for (size_t i = 0; i < count; i++)
+        free(p->heap[i]);
+    memmove(p->heap, p->heap + count, (p->n - count) * sizeof *p->heap);
+    p->n -= count;
+    tsi_heap_rebuild(p);
     steal_reply r = {q->id, p->me, (uint32_t)count};
+    tsi_task_sent(p);
     TASKSTEALER_INC(p->st, NMsg, 1);
     TASKSTEALER_INC(p->st, NMigrate, count);
     TASKSTEALER_INC(p->st, Bytes, count * p->o.task_size);
     lib_store_and_free(q->from, q->buf, buf, count * p->wire_size, ts_steal_arrive, &r, sizeof r);
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* Termination rounds                                                                   */
-
-typedef struct {
-    ts_t id;
-} round_args;
-
-static void ts_round_start(void *args);
-
-static void coord_start_round(ts_part *p)
-{
-    p->coord_active = true;
-    round_args a = {p->id};
-    for (int q = 0; q < p->npes; q++) {
-        if (q != p->me)
-            TASKSTEALER_INC(p->st, NMsg, 1);
-        mp_invoke(q, ts_round_start, &a, sizeof a, MP_SCHED_URGENT);
-    }
-}
-
-/* On PE 0: some PE found no work anywhere near it. */
-static void ts_probe_request(void *args)
-{
-    small_msg *m = args;
-    ts_part *p = part_of(m->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    mp_counter_add(p->probes_received, 1);
-    if (p->terminated)
-        return;
-    if (p->coord_active)
-        p->coord_pending = true; /* run another round after this one */
-    else
-        coord_start_round(p);
-}
-
-static void begin_round(ts_part *p);
-
-static void ts_round_reduced(void *args)
-{
-    round_args *a = args;
-    ts_part *p = part_of(a->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    p->round_active = false;
-    if (p->busy_sum == 0)
-        p->terminated = true;
-    mp_snapshot_unfreeze(p->snap);
-    if (p->me == 0)
-        p->coord_active = false;
-    if (p->terminated) {
-        tsi_wake_terminated(p);
-        return;
-    }
-    p->probe_req = false;
-    p->fails = 0;
-    if (p->round_queued) {
-        p->round_queued = false;
-        begin_round(p);
-    } else if (p->me == 0 && p->coord_pending) {
-        p->coord_pending = false;
-        coord_start_round(p);
-    }
-    tsi_hunt(p);
-}
-
-static void ts_round_barrier_done(void *args)
-{
-    round_args *a = args;
-    ts_part *p = part_of(a->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    /* every migration started before the freeze has landed everywhere: count the work */
-    double busy = (double)(p->n + p->in_progress + p->pending);
-    p->round_target++;
-    mp_counter_wait(p->round_ctr, p->round_target, mp_continue(ts_round_reduced, MP_SCHED_URGENT));
-    mp_obj_reduce(p->id, MP_REDUCE_SUM, busy, &p->busy_sum, p->round_ctr);
-}
-
-static void ts_round_frozen(void *args)
-{
-    round_args *a = args;
-    ts_part *p = part_of(a->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    p->round_target++;
-    mp_counter_wait(p->round_ctr, p->round_target,
-                    mp_continue(ts_round_barrier_done, MP_SCHED_URGENT));
-    mp_obj_barrier(p->id, p->round_ctr);
-}
-
-static void begin_round(ts_part *p)
-{
-    p->round_active = true;
-    TASKSTEALER_INC(p->st, NProbe, 1);
-    p->round_target++;
-    round_args a = {p->id};
-    mp_counter_wait(p->round_ctr, p->round_target,
-                    mp_fiber_create(ts_round_frozen, &a, sizeof a, MP_SCHED_URGENT));
-    mp_snapshot_freeze(p->snap, p->round_ctr);
-}
-
-static void ts_round_start(void *args)
-{
-    round_args *a = args;
-    ts_part *p = part_of(a->id);
-    TASKSTEALER_ACCESS(TERMINATE);
-    if (p->terminated)
-        return;
-    if (p->round_active)
-        p->round_queued = true; /* the previous round is still ending here */
-    else
-        begin_round(p);
+    mp_flush();  /* a thief is idle until they land: do not leave them in an aggregation buffer */
+    tsi_hunt(p); /* the victim's pool may have fallen below its low-water mark */
 }

@@ -1,7 +1,8 @@
 /*
- * ts_internal.h -- the task stealer's partition and the functions its two source files share
- * (taskstealer.c: creation, the pool, adding, removing, ts_run, destroy; ts_balance.c:
- * stealing and termination detection).  Internal to the library.
+ * ts_internal.h -- the task stealer's partition and the functions its source files share
+ * (taskstealer.c: creation, the pool, adding, removing, destroy; ts_balance.c: work stealing;
+ * ts_terminate.c: termination detection; ts_worker.c: the worker loop).  Internal to the
+ * library.
  */
 #ifndef MPROF_TS_INTERNAL_H
 #define MPROF_TS_INTERNAL_H
@@ -41,7 +42,6 @@ typedef struct waiter {
 typedef struct {
     mp_obj_t id;
     ts_options o;
-    mp_snapshot_t snap;
     int me, npes;
     size_t wire_size;
     /* pool */
@@ -51,24 +51,22 @@ typedef struct {
     waiter *wq_head, *wq_tail;
     size_t nwait;
     uint64_t in_progress;
-    uint64_t pending; /* remote adds parked by a termination round */
-    /* hunting */
+    /* stealing (ts_balance.c) */
     int *nbrs;
-    int nnbrs, next_nbr, fails;
-    bool steal_out, probe_req;
+    int nnbrs;
+    int last_victim;   /* the victim of the last steal request, avoided by the next one */
+    unsigned refusals; /* refusals in a row since the last successful steal */
+    bool steal_out;    /* one steal request out at a time: one receive buffer */
     unsigned char *recv_buf;
-    /* termination rounds */
-    bool round_active, round_queued, terminated;
-    bool coord_active, coord_pending; /* PE 0 only */
-    mp_counter_t round_ctr;
-    uint64_t round_target;
-    double busy_sum;
     uint64_t rng;
-    /* ts_destroy: unsolicited messages sent and answered or received (see ts_destroy) */
-    uint64_t steals_sent, probes_sent;
-    mp_counter_t steals_answered, probes_received;
-    mp_counter_t destroy_ctr;
-    double probes_total;
+    /* termination detection (ts_terminate.c) */
+    bool engaged;     /* this PE's work is accounted for by a parent (PE 0: always) */
+    int parent;       /* whom to acknowledge when this PE falls idle (engaged, not PE 0) */
+    uint64_t deficit; /* task messages sent and not yet acknowledged */
+    bool terminated;
+    /* ts_destroy: steal requests sent and answered (see ts_destroy) */
+    uint64_t steals_sent;
+    mp_counter_t steals_answered;
     mp_counter_t destroy_done;
     taskstealer_stats_t *st;
 } ts_part;
@@ -77,10 +75,19 @@ static inline ts_part *part_of(ts_t ts) { return lib_part(ts); }
 
 /* taskstealer.c */
 entry *tsi_heap_take(ts_part *p, size_t i);
+void tsi_heap_rebuild(ts_part *p);
 void tsi_pool_push(ts_part *p, const ts_hints *h, const unsigned char *task, bool migrated);
 void tsi_wake_terminated(ts_part *p);
+uint64_t tsi_random(ts_part *p);
 
 /* ts_balance.c */
-void tsi_hunt(ts_part *p); /* a remove waits and the pool is empty: look for work */
+void tsi_hunt(ts_part *p); /* the pool is low (or empty with a remove waiting): steal */
+void tsi_hunt_after_remove(ts_part *p);
+
+/* ts_terminate.c */
+void tsi_term_init(ts_part *p);
+void tsi_task_sent(ts_part *p);               /* a message carrying tasks leaves this PE */
+void tsi_task_received(ts_part *p, int from); /* one arrived from PE `from` */
+void tsi_check_idle(ts_part *p);              /* after anything that may leave the PE idle */
 
 #endif

@@ -2,9 +2,13 @@
  * object.c -- the distributed object manager: names for objects with one partition per PE,
  * and split-phase barrier and reduction per object.
  *
- * A global operation gathers at the object's root PE (id mod P, so different objects spread
- * the load), which combines the values and releases every PE.  Each object allows one global
- * operation at a time per PE; different objects proceed independently.
+ * A global operation combines the PEs' values up a binomial tree rooted at the object's root
+ * PE (id mod P, so different objects spread the load) and releases every PE down the same
+ * tree: each PE handles at most log2 P messages each way and the operation takes 2 log2 P
+ * message latencies, instead of P messages gathered at one PE.  Each object allows one global
+ * operation at a time per PE; different objects proceed independently.  A child's next
+ * operation cannot reach its parent before the current one ended there: the release passes
+ * the parent first.
  */
 #include "mpr.h"
 
@@ -98,10 +102,36 @@ static double combine(int op, double a, double b)
     }
 }
 
+/* The binomial tree of object `id`, in ranks relative to its root: the parent of v clears
+ * v's lowest set bit; the children of v add each power of two below it. */
+static int rel_rank(const mpr_pe *pe, mp_obj_t id)
+{
+    int root = (int)(id % (mp_obj_t)pe->npes);
+    return (pe->id - root + pe->npes) % pe->npes;
+}
+
+static int abs_rank(const mpr_pe *pe, mp_obj_t id, int v)
+{
+    return (int)((id % (mp_obj_t)pe->npes + (mp_obj_t)v) % (mp_obj_t)pe->npes);
+}
+
+static int tree_children(const mpr_pe *pe, int v)
+{
+    int n = 0;
+    for (int mask = 1; mask < pe->npes && !(v & mask); mask <<= 1)
+        n += v + mask < pe->npes;
+    return n;
+}
+
 static void gop_release(void *p)
 {
     gop_msg *m = p;
     mpr_pe *pe = mpr_pe_self();
+    int v = rel_rank(pe, m->id);
+    for (int mask = 1; mask < pe->npes && !(v & mask); mask <<= 1)
+        if (v + mask < pe->npes)
+            mpr_send_record(pe, abs_rank(pe, m->id, v + mask), gop_release, m, sizeof *m,
+                            MP_SCHED_URGENT, NULL, 0, NULL);
     mpr_obj *o = mpr_obj_get(pe, m->id);
     if (o->gop_out)
         *o->gop_out = m->value;
@@ -122,18 +152,28 @@ static void gop_release(void *p)
     mp_counter_add(done, 1);
 }
 
+static void gop_arrive(void *p);
+
+/* A contribution (this PE's own, or a child's subtree combined): once this PE's and all its
+ * children's are in, the subtree's value goes to the parent, or the root releases. */
+static void gop_contribute(mpr_pe *pe, mp_obj_t id, int op, double value)
+{
+    mpr_obj *o = mpr_obj_get(pe, id);
+    o->gop_acc = o->gop_arrived ? combine(op, o->gop_acc, value) : value;
+    int v = rel_rank(pe, id);
+    if (++o->gop_arrived < 1 + tree_children(pe, v))
+        return;
+    gop_msg out = {id, op, o->gop_acc};
+    o->gop_arrived = 0;
+    int to = v == 0 ? pe->id : abs_rank(pe, id, v & (v - 1));
+    mpr_send_record(pe, to, v == 0 ? gop_release : gop_arrive, &out, sizeof out, MP_SCHED_URGENT,
+                    NULL, 0, NULL);
+}
+
 static void gop_arrive(void *p)
 {
     gop_msg *m = p;
-    mpr_pe *pe = mpr_pe_self();
-    mpr_obj *o = mpr_obj_get(pe, m->id);
-    o->gop_acc = o->gop_arrived ? combine(m->op, o->gop_acc, m->value) : m->value;
-    if (++o->gop_arrived < pe->npes)
-        return;
-    gop_msg out = {m->id, m->op, o->gop_acc};
-    o->gop_arrived = 0;
-    for (int d = 0; d < pe->npes; d++)
-        mpr_send_record(pe, d, gop_release, &out, sizeof out, MP_SCHED_URGENT, NULL, 0, NULL);
+    gop_contribute(mpr_pe_self(), m->id, m->op, m->value);
 }
 
 mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done)
@@ -155,9 +195,7 @@ mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp
     o->gop_busy = true;
     o->gop_done = done;
     o->gop_out = out;
-    gop_msg m = {id, (int)op, in};
-    mpr_send_record(pe, (int)(id % (mp_obj_t)pe->npes), gop_arrive, &m, sizeof m, MP_SCHED_URGENT,
-                    NULL, 0, NULL);
+    gop_contribute(pe, id, (int)op, in);
     return MP_WAIT;
 }
 

@@ -9,7 +9,7 @@
  *   ts_test priority
  *       (any P) each PE adds tasks with mixed priorities to its own pool before its worker
  *       starts, with stealing off (push topology, explicit local adds): each PE runs its
- *       tasks in non-increasing priority, equal priorities in the order added.
+ *       tasks in non-increasing priority, equal priorities newest first.
  */
 #include "check.h"
 #include "taskstealer.h"
@@ -53,7 +53,7 @@ static void run_task(ts_t ts, void *tp, const ts_hints *h, void *ctx)
         if (order_checked[me]) {
             CHECK(t.priority <= last_prio[me]);
             if (t.priority == last_prio[me])
-                CHECK(t.order > last_order[me]);
+                CHECK(t.order < last_order[me]); /* the owner runs newest first */
         }
         last_prio[me] = t.priority;
         last_order[me] = t.order;
@@ -110,7 +110,7 @@ static void finished(void *p)
     CHECK_EQ(result, TS_TERMINATED);
     CHECK_EQ(mp_counter_value(c), 1);
     mp_counter_free(c);
-    /* collective; waits for the last steal refusals and probe requests to land */
+    /* collective; waits for the last steal refusals to land */
     mp_counter_t d = mp_counter_new(0);
     CHECK_EQ(ts_destroy(tss[me], d), MP_WAIT);
     CHECK_EQ(mp_counter_wait(d, 1, mp_fiber_create(destroyed, &d, sizeof d, MP_SCHED_FIFO)),
