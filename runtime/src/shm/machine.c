@@ -89,6 +89,8 @@
 #define ONE_ACTIVE ((uint64_t)1 << 32)
 /* A channel slot holding a chain of buffers rather than one (buffers are 16-byte aligned). */
 #define CHAIN ((uintptr_t)1)
+/* Memory a worker takes at a time for the channels it creates. */
+#define CHAN_CHUNK ((size_t)64 << 10)
 /* Messages a PE may send on one increment of mpr_g.activity (see "Messages" above). */
 #define SEND_CREDIT 256
 
@@ -104,15 +106,16 @@ typedef struct shm_chan {
     mpr_msgbuf *held, *held_last;        /* chain waiting for a free slot (ring full) */
     struct shm_chan *backlog_next;       /* in the producer worker's backlog list */
     struct shm_chan *unfenced_next;      /* in the producer worker's unfenced list */
-    bool unfenced;                       /* published since the worker's last fence_check */
     _Atomic(int) blocked;                /* a chain is held: the consumer wakes the producer */
+    bool unfenced;                       /* published since the worker's last fence_check */
     bool in_backlog;
-    int dst;      /* consumer PE */
-    int producer; /* producer worker */
-    shm_net *net; /* messages or returns */
-    /* the consumer's line: written once per drain, read by the producer per message (idle) */
+    /* the consumer's line: written once per drain, read by the producer per message (idle);
+     * the constants are read by the producer once per burst */
     _Alignas(64) _Atomic(uint64_t) head; /* slots consumed */
     _Atomic(int) idle; /* found empty by the consumer: the next publish notifies it */
+    int dst;           /* consumer PE */
+    int producer;      /* producer worker */
+    shm_net *net;      /* messages or returns */
     /* S.ring slots: a buffer, or the first of a chain with CHAIN set, then S.ring more: the last
      * buffer of the chain in the slot (so that taking a chain does not walk it) */
     _Alignas(64) uintptr_t slot[];
@@ -163,6 +166,9 @@ struct shm_worker {
     shm_chan **out_msg, **out_ret;
     shm_chan *backlog;  /* channels holding a chain (ring full) */
     shm_chan *unfenced; /* channels published to without a check of `idle` after a fence */
+    void *chunks;       /* memory of the channels it produces into (chan_new) */
+    unsigned char *chunk_next;
+    size_t chunk_left;
 };
 
 static struct {
@@ -221,10 +227,21 @@ static int net_init(shm_net *net, int npes, int nw, bool wakes)
 
 static shm_chan *chan_new(shm_net *net, shm_worker *w, int dst)
 {
+    /* carved out of the producer's chunks: with a thread per PE there may be hundreds of
+     * thousands of channels, and malloc's header and alignment padding would add a third */
     size_t size = (sizeof(shm_chan) + 2 * S.ring * sizeof(uintptr_t) + 63) & ~(size_t)63;
-    shm_chan *ch = aligned_alloc(64, size);
-    if (!ch)
-        mpr_fatal("out of memory allocating a channel to PE %d", dst);
+    if (w->chunk_left < size) {
+        unsigned char *chunk = aligned_alloc(64, CHAN_CHUNK);
+        if (!chunk)
+            mpr_fatal("out of memory allocating a channel to PE %d", dst);
+        *(void **)chunk = w->chunks; /* the first line links the worker's chunks */
+        w->chunks = chunk;
+        w->chunk_next = chunk + 64;
+        w->chunk_left = CHAN_CHUNK - 64;
+    }
+    shm_chan *ch = (shm_chan *)w->chunk_next;
+    w->chunk_next += size;
+    w->chunk_left -= size;
     memset(ch, 0, size);
     atomic_init(&ch->tail, 0);
     atomic_init(&ch->head, 0);
@@ -331,7 +348,8 @@ static void chan_hold(shm_worker *w, shm_chan *ch, mpr_msgbuf *b)
         ch->backlog_next = w->backlog;
         w->backlog = ch;
     }
-    atomic_store(&ch->blocked, 1);
+    if (!atomic_load_explicit(&ch->blocked, memory_order_relaxed)) /* the producer's own word */
+        atomic_store(&ch->blocked, 1);
 }
 
 /* Publishes the chains of the worker's full channels that have room now (its thread only). */
@@ -483,8 +501,7 @@ static void net_free(shm_net *net, int npes)
             uint64_t t = atomic_load(&ch->tail);
             for (uint64_t h = atomic_load(&ch->head); h != t; h++)
                 mpr_msgbuf_free_list((mpr_msgbuf *)(ch->slot[h & (S.ring - 1)] & ~CHAIN));
-            mpr_msgbuf_free_list(ch->held);
-            free(ch);
+            mpr_msgbuf_free_list(ch->held); /* the channel is its producer's chunk */
         }
     free(net->in);
     free(net->ready);
@@ -858,10 +875,10 @@ static int shm_run(void)
     S.nworkers = nw;
     S.tls_memsz = 0;
     /* Slots per channel: 64 while the workers are few (a burst of unaggregated sends fits),
-     * fewer as W * P channels may exist (8 at W >= 512: 192 bytes a channel); a full ring only
-     * makes the producer hold a chain (see "Messages"). */
+     * fewer as W * P channels may exist (4 at W >= 1024: 192 bytes a channel); a full ring
+     * only makes the producer hold a chain, published as one slot (see "Messages"). */
     int ring = 64;
-    while (ring > 8 && (long)ring * nw > 4096)
+    while (ring > 4 && (long)ring * nw > 4096)
         ring /= 2;
     ring = env_int("MPROF_SHM_RING", ring, 1);
     if (ring & (ring - 1)) {
@@ -929,6 +946,12 @@ static void shm_fini(void)
     }
     net_free(&S.msg, mpr_g.npes);
     net_free(&S.ret, mpr_g.npes);
+    for (int k = 0; k < S.nworkers; k++)
+        while (S.workers[k].chunks) {
+            void *next = *(void **)S.workers[k].chunks;
+            free(S.workers[k].chunks);
+            S.workers[k].chunks = next;
+        }
     free(S.pes);
     free(S.workers);
     S.pes = NULL;
