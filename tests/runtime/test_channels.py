@@ -43,6 +43,19 @@ def test_full_ring_holds_and_keeps_order(rt, workers, ring):
     assert run.pe_stats(0)["FlowMsgSent"] == 9000
 
 
+@pytest.mark.parametrize("workers", [2, 1], ids=["thread-per-pe", "multiplexed"])
+def test_blocked_sender_is_woken(rt, workers):
+    """A burst of 8 through a 1-slot ring: 7 wait on the sender's held chain while it sleeps
+    (it waits for the acknowledgement); the receiver that frees the slot must wake it, or each
+    round waits for the sender's 50 ms nap."""
+    run = rt.run("channels", "burst", 30, timeout=60,
+                 env={"MPROF_WORKERS": workers, "MPROF_AGG_BYTES": 0, "MPROF_SPIN": 1,
+                      "MPROF_SHM_RING": 1})
+    assert "arrivals=240 expected=240" in run.stdout
+    median = float(run.stdout.split("latency_ms median=")[1].split()[0])
+    assert median < 5.0, run.stdout
+
+
 def test_bad_ring_setting_is_reported(rt):
     run = rt.run("channels", "mesh", 10, env={"MPROF_SHM_RING": 3})
     assert "ignoring MPROF_SHM_RING=3" in run.stderr

@@ -10,7 +10,11 @@
  *   wake N    PE 0 computes for 20 ms (PE 1 has nothing to do and falls asleep), then sends
  *             one invocation stamped with the time; N rounds.  PE 1 records each delivery
  *             latency; main prints their median and maximum.  A lost wake-up costs up to the
- *             idle loop's 50 ms nap. */
+ *             idle loop's 50 ms nap.
+ *   burst N   N rounds: PE 1 sends a burst of 8 invocations to PE 0 and goes idle until PE 0
+ *             acknowledges the 8th.  With a 1-slot ring (MPROF_SHM_RING=1) 7 of them wait on
+ *             PE 1's held chain while PE 1 sleeps, and PE 0 must wake PE 1 when it frees the
+ *             slot; main prints the median and maximum round time. */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -86,6 +90,39 @@ static void wake_arrival(void *p)
         latency[n_latency++] = mp_wtime() - r->sent_at;
 }
 
+#define BURST 8
+static double round_start; /* PE 1's */
+static int rounds;         /* PE 1's */
+static void burst_arrival(void *p);
+
+static void burst_send(void)
+{
+    round_start = mp_wtime();
+    for (int i = 0; i < BURST; i++) {
+        rec r;
+        size_t size = fill(&r, rounds * BURST + i, offsetof(rec, fill));
+        CHECK_OK(mp_invoke(0, burst_arrival, &r, size, MP_SCHED_FIFO));
+    }
+    rounds++;
+}
+
+static void burst_ack(void *p)
+{
+    (void)p;
+    if (n_latency < (int)(sizeof latency / sizeof *latency))
+        latency[n_latency++] = mp_wtime() - round_start;
+    if (n_latency < n_msgs)
+        burst_send();
+}
+
+static void burst_arrival(void *p)
+{
+    const rec *r = p;
+    check_arrival(r, offsetof(rec, fill));
+    if (seen[0][1] % BURST == 0)
+        CHECK_OK(mp_invoke(1, burst_ack, NULL, 0, MP_SCHED_FIFO));
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -101,6 +138,9 @@ static void pe_main(int argc, char **argv)
     } else if (strcmp(scenario, "mesh") == 0) {
         int start = 0;
         CHECK_OK(mp_spawn(mesh_step, &start, sizeof start, MP_SCHED_FIFO));
+    } else if (strcmp(scenario, "burst") == 0) {
+        if (me == 1)
+            burst_send();
     } else if (strcmp(scenario, "wake") == 0) {
         if (me != 0)
             return;
@@ -140,6 +180,8 @@ int main(int argc, char **argv)
                 want = r == 0 && s != 0 ? n_msgs : 0;
             else if (strcmp(scenario, "mesh") == 0)
                 want = r != s ? n_msgs : 0;
+            else if (strcmp(scenario, "burst") == 0)
+                want = r == 0 && s == 1 ? BURST * n_msgs : 0;
             else
                 want = r == 1 && s == 0 ? n_msgs : 0;
             CHECK_EQ(seen[r][s], want);
