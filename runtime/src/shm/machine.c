@@ -29,35 +29,42 @@
  * (its fibers wait) but not its CPU time.
  *
  * Messages.  Every (sender worker, receiver PE) pair that talks gets a channel of its own: a
- * bounded single-producer single-consumer ring of buffer pointers (Lamport's queue with cached
- * indices).  The producer's tail and the consumer's head lie on separate cache lines and each
- * side keeps a private copy of the other's index, re-reading it only when its copy says the ring
- * is full (producer) or empty (consumer), so the shared lines move once per batch, not once per
- * message, and no word is written by every sender of a PE.  A channel per (worker, PE) rather
- * than per (PE, PE): the PEs of a worker run one at a time on its thread, so the worker is a
- * single producer for all of them, and the channels number W * P instead of P * P (W = cores by
- * default: 32 K channels at 1024 PEs on 16 cores); with a thread per PE the two are the same.
- * Order per sender is kept: a sender's records to one receiver all go through one channel.
- * Channels are allocated by their producer on first use (a few hundred bytes each: the ring
- * shrinks from 64 slots to 8 as W grows, MPROF_SHM_RING overrides it), so P = 1024 PEs of which
- * few pairs talk cost little, and even a thread per PE talking all-to-all at 1024 PEs stays
- * under 512 MB of channels.
+ * bounded single-producer single-consumer ring of buffer pointers (Lamport's queue).  The
+ * producer's tail and the consumer's head lie on separate cache lines; the producer keeps a
+ * copy of head and re-reads it only when its copy says the ring is full, and the consumer reads
+ * the tail once per drain, so these lines move once per batch, not once per message, and no
+ * word is written by every sender of a PE (the old inbox was one lock-free stack per PE that
+ * every sender CAS'd).  A channel per (worker, PE) rather than per (PE, PE): the PEs of a
+ * worker run one at a time on its thread, so the worker is a single producer for all of them,
+ * and there are at most W * P channels instead of P * P (W = cores by default: 16 K at 1024 PEs
+ * on 16 cores); with a thread per PE the two are the same.  Order per sender is kept: a PE's
+ * records to one receiver all go through one channel, in order.
+ * Channels are made by their producer on first use, carved from its 64 KB chunks; a ring has
+ * 64 slots while W <= 64, fewer as W grows (4 at W >= 1024: 192 bytes a channel), and
+ * MPROF_SHM_RING overrides it.  So P = 1024 PEs of which few pairs talk cost little; with a
+ * thread per PE and each PE sending to 200-400 others (600 000 channels, both directions) the
+ * channels add 140 MB, and all-to-all would need 2 M channels, 400 MB.
  * A full ring neither blocks nor drops: the producer holds what does not fit on a chain of its
- * own (linked through the buffers) and publishes the whole chain as one slot as soon as one is
- * free, when it next sends there, polls, or is about to sleep; a consumer that frees a slot of a
- * ring whose producer holds a chain wakes the producer's worker (the producer sets `blocked`
- * then re-reads head, the consumer stores head then reads `blocked`: one of them sees the
- * other).  Receivers poll only channels with work: each PE has a bitmap of its producers; a
- * producer sets its bit only when the channel goes from idle to busy (the consumer set `idle`
- * after finding it empty), i.e. once per burst, and the consumer clears the bits it takes.  A
- * consumer that marks a channel idle re-reads its tail (tail store vs idle store, seq_cst on
- * both sides), so a message published meanwhile either sees `idle` and notifies, or is seen and
- * the bit kept.  The same store-then-check pairing guards sleep: the producer that sets a bit
- * then reads the worker's `sleeping` flag, and a worker about to sleep sets the flag and then
- * reads its PEs' bitmaps.
+ * own (linked through the buffers) and publishes the whole chain as one slot (its last buffer
+ * in the slot's twin, so the consumer does not walk it) as soon as a slot is free: when it next
+ * sends there, polls, idles or is about to sleep.  A consumer that frees slots of a ring whose
+ * producer holds a chain wakes the producer's worker (the producer sets `blocked` then re-reads
+ * head, the consumer stores head then reads `blocked`, seq_cst: one of them sees the other).
+ * Receivers poll only channels with work: each PE has a bitmap of its producers; a producer
+ * sets its bit only when the channel goes from idle to busy (the consumer set `idle` after
+ * finding it empty), i.e. once per burst, and the consumer clears the bits it takes.  A
+ * consumer that marks a channel idle then re-reads its tail (seq_cst), and a producer reads
+ * `idle` after its tail store; the producer's read is plain on the fast path (a seq_cst store
+ * per message waits for the tail's line, which the consumer keeps reading), so a channel
+ * whose `idle` read 0 is listed and read again after one seq_cst fence at the producer's next
+ * poll, idle or sleep (fence_check).  Either the producer sees `idle` and sets the bit, or the
+ * consumer sees the tail and keeps the bit: no notification is lost, at worst delayed to the
+ * producer's next poll.  The same store-then-check pairing guards sleep: a producer that sets
+ * a bit (seq_cst) then reads the worker's `sleeping` flag, and a worker about to sleep sets
+ * the flag and then reads its PEs' bitmaps.
  * Pooled buffers go back to their sender the same way, through a second set of channels
  * (receiver's worker -> sender PE, bitmap per sender) that the sender drains when its pool is
- * empty (comm.c reclaim, the machine's `returned` entry); returns never wake anyone.
+ * empty (comm.c reclaim, through the machine's `returned` entry); returns wake nobody.
  * Idle workers sleep on a futex.  Termination uses one word: active PEs in the high half,
  * physical messages in flight in the low half; the PE that brings it to zero ends the run.
  * Neither half is updated per message: a receiver reports what it processed when it goes idle,
