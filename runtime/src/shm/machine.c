@@ -116,13 +116,16 @@ typedef struct shm_chan {
     _Atomic(int) blocked;                /* a chain is held: the consumer wakes the producer */
     bool unfenced;                       /* published since the worker's last fence_check */
     bool in_backlog;
-    /* the consumer's line: written once per drain, read by the producer per message (idle);
-     * the constants are read by the producer once per burst */
+    /* the consumer's line: written once per drain, read by the producer only when its copy
+     * of head says the ring is full */
     _Alignas(64) _Atomic(uint64_t) head; /* slots consumed */
-    _Atomic(int) idle; /* found empty by the consumer: the next publish notifies it */
-    int dst;           /* consumer PE */
-    int producer;      /* producer worker */
-    shm_net *net;      /* messages or returns */
+    /* read by the producer per message and written by the consumer once per burst: a line of
+     * its own, so that the consumer's head stores do not take it from the producer's core (on
+     * the head's line it cost a transfer each way per drain) */
+    _Alignas(64) _Atomic(int) idle; /* found empty by the consumer: the next publish notifies */
+    int dst;                        /* consumer PE */
+    int producer;                   /* producer worker */
+    shm_net *net;                   /* messages or returns */
     /* S.ring slots: a buffer, or the first of a chain with CHAIN set, then S.ring more: the last
      * buffer of the chain in the slot (so that taking a chain does not walk it) */
     _Alignas(64) uintptr_t slot[];
