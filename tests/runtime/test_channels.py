@@ -114,6 +114,6 @@ def test_memory_at_1024_pes(cmake_build, workers, tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     rc, maxrss_kb = map(int, out.stdout.split())
     assert rc == 0, out.stderr
-    # (about 95 MB with the default workers and 280 MB with a thread per PE, of which 140 MB
+    # (about 95 MB with the default workers and 290 MB with a thread per PE, of which 145 MB
     # are some 600 000 channels; P * P channels of 64 slots made up front would be 1.2 GB)
     assert maxrss_kb < 512 * 1024, f"{maxrss_kb / 1024:.0f} MB"

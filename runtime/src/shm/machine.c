@@ -43,7 +43,8 @@
  * 64 slots while W <= 64, fewer as W grows (4 at W >= 1024: 192 bytes a channel), and
  * MPROF_SHM_RING overrides it.  So P = 1024 PEs of which few pairs talk cost little; with a
  * thread per PE and each PE sending to 200-400 others (600 000 channels, both directions) the
- * channels add 140 MB, and all-to-all would need 2 M channels, 400 MB.
+ * channels add 145 MB, and all-to-all would need 2 M channels, 400 MB (too much with the
+ * buffers: such programs want the default workers).
  * A full ring neither blocks nor drops: the producer holds what does not fit on a chain of its
  * own (linked through the buffers) and publishes the whole chain as one slot (its last buffer
  * in the slot's twin, so the consumer does not walk it) as soon as a slot is free: when it next
@@ -107,29 +108,32 @@ typedef struct shm_net shm_net;
 /* A channel from one worker (producer) to one PE (consumer); see "Messages" above. */
 typedef struct shm_chan {
     /* the producer's line: written per message by the producer, read by the consumer once
-     * per drain */
+     * per drain (tail, blocked) and written by it once per burst (idle) */
     _Alignas(64) _Atomic(uint64_t) tail; /* slots published */
     uint64_t head_seen;                  /* the producer's copy of head */
     mpr_msgbuf *held, *held_last;        /* chain waiting for a free slot (ring full) */
     struct shm_chan *backlog_next;       /* in the producer worker's backlog list */
     struct shm_chan *unfenced_next;      /* in the producer worker's unfenced list */
     _Atomic(int) blocked;                /* a chain is held: the consumer wakes the producer */
-    bool unfenced;                       /* published since the worker's last fence_check */
+    /* Found empty by the consumer: the next publish notifies.  Read by the producer per
+     * message, so on its own line: the consumer's rare write costs no more than its tail read
+     * per drain, whereas on the head's line every drain's head store first took the line back
+     * from the producer's core (33 % of net_take's samples in rt_micro's unaggregated stream). */
+    _Atomic(int) idle;
+    bool unfenced; /* published since the worker's last fence_check */
     bool in_backlog;
     /* the consumer's line: written once per drain, read by the producer only when its copy
-     * of head says the ring is full */
+     * of head says the ring is full; the constants are read by the producer once per burst */
     _Alignas(64) _Atomic(uint64_t) head; /* slots consumed */
-    /* read by the producer per message and written by the consumer once per burst: a line of
-     * its own, so that the consumer's head stores do not take it from the producer's core (on
-     * the head's line it cost a transfer each way per drain) */
-    _Alignas(64) _Atomic(int) idle; /* found empty by the consumer: the next publish notifies */
-    int dst;                        /* consumer PE */
-    int producer;                   /* producer worker */
-    shm_net *net;                   /* messages or returns */
+    int dst;                             /* consumer PE */
+    int producer;                        /* producer worker */
+    shm_net *net;                        /* messages or returns */
     /* S.ring slots: a buffer, or the first of a chain with CHAIN set, then S.ring more: the last
      * buffer of the chain in the slot (so that taking a chain does not walk it) */
     _Alignas(64) uintptr_t slot[];
 } shm_chan;
+_Static_assert(offsetof(shm_chan, head) == 64 && offsetof(shm_chan, slot) == 128,
+               "a channel is two lines and its slots");
 
 /* One direction of traffic: messages (to be processed) or returned pooled buffers. */
 struct shm_net {
