@@ -199,7 +199,9 @@ static size_t large_cap(size_t need)
 /* Takes back the buffers receivers returned and sorts them into the free lists. */
 static void reclaim(mpr_pe *pe)
 {
-    mpr_msgbuf *b = atomic_exchange_explicit(&pe->returned, NULL, memory_order_acquire);
+    mpr_msgbuf *b = mpr_m->returned
+                        ? mpr_m->returned(pe) /* the backend's own return path (shm: channels) */
+                        : atomic_exchange_explicit(&pe->returned, NULL, memory_order_acquire);
     while (b) {
         mpr_msgbuf *n = b->next;
         int large = large_class(b->cap);

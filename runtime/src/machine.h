@@ -62,6 +62,10 @@ typedef struct mpr_machine {
      * it).  Counts one message in flight that is not sent yet: an opened group buffer, sent
      * later with `counted` set so that send() does not count it again. */
     void (*in_flight)(struct mpr_pe *pe);
+    /* Optional (default: the PE's `returned` stack, which the backend pushes to).  The pooled
+     * buffers receivers have given back to pe since the last call, as a list (any order);
+     * called by pe's own thread when its pool is empty. */
+    struct mpr_msgbuf *(*returned)(struct mpr_pe *pe);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;

@@ -28,17 +28,53 @@
  * its own slices spent in its idle loop, scaled alike; time a PE spends switched out is idle
  * (its fibers wait) but not its CPU time.
  *
- * Messages.  Each PE has an inbox, a lock-free stack that any PE pushes to and only the owner
- * empties (all at once, then reversed, which keeps every sender's messages in order).  Idle
- * workers sleep on a futex.  Termination uses one word: active PEs in the high half, physical
- * messages in flight in the low half; the PE that brings it to zero ends the run.  Neither
- * half is updated per message: a receiver reports what it processed when it goes idle, and a
- * sender takes SEND_CREDIT messages' worth of the count at a time and gives back what it did
- * not use when it goes idle.  The low half thus never counts fewer messages than are in
+ * Messages.  Every (sender worker, receiver PE) pair that talks gets a channel of its own: a
+ * bounded single-producer single-consumer ring of buffer pointers (Lamport's queue).  The
+ * producer's tail and the consumer's head lie on separate cache lines; the producer keeps a
+ * copy of head and re-reads it only when its copy says the ring is full, and the consumer reads
+ * the tail once per drain, so these lines move once per batch, not once per message, and no
+ * word is written by every sender of a PE (the old inbox was one lock-free stack per PE that
+ * every sender CAS'd).  A channel per (worker, PE) rather than per (PE, PE): the PEs of a
+ * worker run one at a time on its thread, so the worker is a single producer for all of them,
+ * and there are at most W * P channels instead of P * P (W = cores by default: 16 K at 1024 PEs
+ * on 16 cores); with a thread per PE the two are the same.  Order per sender is kept: a PE's
+ * records to one receiver all go through one channel, in order.
+ * Channels are made by their producer on first use, carved from its 64 KB chunks; a ring has
+ * 64 slots while W <= 64, fewer as W grows (4 at W >= 1024: 192 bytes a channel), and
+ * MPROF_SHM_RING overrides it.  So P = 1024 PEs of which few pairs talk cost little; with a
+ * thread per PE and each PE sending to 200-400 others (600 000 channels, both directions) the
+ * channels add 145 MB, and all-to-all would need 2 M channels, 400 MB (too much with the
+ * buffers: such programs want the default workers).
+ * A full ring neither blocks nor drops: the producer holds what does not fit on a chain of its
+ * own (linked through the buffers) and publishes the whole chain as one slot (its last buffer
+ * in the slot's twin, so the consumer does not walk it) as soon as a slot is free: when it next
+ * sends there, polls, idles or is about to sleep.  A consumer that frees slots of a ring whose
+ * producer holds a chain wakes the producer's worker (the producer sets `blocked` then re-reads
+ * head, the consumer stores head then reads `blocked`, seq_cst: one of them sees the other).
+ * Receivers poll only channels with work: each PE has a bitmap of its producers; a producer
+ * sets its bit only when the channel goes from idle to busy (the consumer set `idle` after
+ * finding it empty), i.e. once per burst, and the consumer clears the bits it takes.  A
+ * consumer that marks a channel idle then re-reads its tail (seq_cst), and a producer reads
+ * `idle` after its tail store; the producer's read is plain on the fast path (a seq_cst store
+ * per message waits for the tail's line, which the consumer keeps reading), so a channel
+ * whose `idle` read 0 is listed and read again after one seq_cst fence at the producer's next
+ * poll, idle or sleep (fence_check).  Either the producer sees `idle` and sets the bit, or the
+ * consumer sees the tail and keeps the bit: no notification is lost, at worst delayed to the
+ * producer's next poll.  The same store-then-check pairing guards sleep: a producer that sets
+ * a bit (seq_cst) then reads the worker's `sleeping` flag, and a worker about to sleep sets
+ * the flag and then reads its PEs' bitmaps.
+ * Pooled buffers go back to their sender the same way, through a second set of channels
+ * (receiver's worker -> sender PE, bitmap per sender) that the sender drains when its pool is
+ * empty (comm.c reclaim, through the machine's `returned` entry); returns wake nobody.
+ * Idle workers sleep on a futex.  Termination uses one word: active PEs in the high half,
+ * physical messages in flight in the low half; the PE that brings it to zero ends the run.
+ * Neither half is updated per message: a receiver reports what it processed when it goes idle,
+ * and a sender takes SEND_CREDIT messages' worth of the count at a time and gives back what it
+ * did not use when it goes idle.  The low half thus never counts fewer messages than are in
  * flight (a message is covered before it exists and uncovered only after it was processed), so
- * it reaches zero only once every PE is idle and every message processed; and the word, which
- * every PE's atomics would otherwise move between the cores once per message, moves once per
- * SEND_CREDIT messages and per idle period.
+ * it reaches zero only once every PE is idle and every message processed (a held chain is
+ * covered too); and the word, which every PE's atomics would otherwise move between the cores
+ * once per message, moves once per SEND_CREDIT messages and per idle period.
  * The functions are reached through the table mpr_machine_shm (machine.h).
  */
 #define _GNU_SOURCE
@@ -59,15 +95,60 @@
 #include <unistd.h>
 
 #define ONE_ACTIVE ((uint64_t)1 << 32)
+/* A channel slot holding a chain of buffers rather than one (buffers are 16-byte aligned). */
+#define CHAIN ((uintptr_t)1)
+/* Memory a worker takes at a time for the channels it creates. */
+#define CHAN_CHUNK ((size_t)64 << 10)
 /* Messages a PE may send on one increment of mpr_g.activity (see "Messages" above). */
 #define SEND_CREDIT 256
 
 typedef struct shm_worker shm_worker;
+typedef struct shm_net shm_net;
 
-/* This backend's per-PE state (indexed by PE id), one cache line apart: senders touch inbox. */
+/* A channel from one worker (producer) to one PE (consumer); see "Messages" above. */
+typedef struct shm_chan {
+    /* the producer's line: written per message by the producer, read by the consumer once
+     * per drain (tail, blocked) and written by it once per burst (idle) */
+    _Alignas(64) _Atomic(uint64_t) tail; /* slots published */
+    uint64_t head_seen;                  /* the producer's copy of head */
+    mpr_msgbuf *held, *held_last;        /* chain waiting for a free slot (ring full) */
+    struct shm_chan *backlog_next;       /* in the producer worker's backlog list */
+    struct shm_chan *unfenced_next;      /* in the producer worker's unfenced list */
+    _Atomic(int) blocked;                /* a chain is held: the consumer wakes the producer */
+    /* Found empty by the consumer: the next publish notifies.  Read by the producer per
+     * message, so on its own line: the consumer's rare write costs no more than its tail read
+     * per drain, whereas on the head's line every drain's head store first took the line back
+     * from the producer's core (33 % of net_take's samples in rt_micro's unaggregated stream). */
+    _Atomic(int) idle;
+    bool unfenced; /* published since the worker's last fence_check */
+    bool in_backlog;
+    /* the consumer's line: written once per drain, read by the producer only when its copy
+     * of head says the ring is full; the constants are read by the producer once per burst */
+    _Alignas(64) _Atomic(uint64_t) head; /* slots consumed */
+    int dst;                             /* consumer PE */
+    int producer;                        /* producer worker */
+    shm_net *net;                        /* messages or returns */
+    /* S.ring slots: a buffer, or the first of a chain with CHAIN set, then S.ring more: the last
+     * buffer of the chain in the slot (so that taking a chain does not walk it) */
+    _Alignas(64) uintptr_t slot[];
+} shm_chan;
+_Static_assert(offsetof(shm_chan, head) == 64 && offsetof(shm_chan, slot) == 128,
+               "a channel is two lines and its slots");
+
+/* One direction of traffic: messages (to be processed) or returned pooled buffers. */
+struct shm_net {
+    /* per consumer PE, `stride` words a cache line apart: bit k = worker k's channel has work */
+    _Atomic(uint64_t) *ready;
+    /* [consumer * nworkers + producer]: the consumer's view of the channels (set by the
+     * producer when it creates one, published to the consumer by the bit) */
+    shm_chan **in;
+    size_t words, stride;
+    bool wakes; /* a notification wakes a sleeping consumer (messages, not returns) */
+};
+
+/* This backend's per-PE state (indexed by PE id), one cache line apart. */
 typedef struct {
-    _Alignas(64) _Atomic(mpr_msgbuf *) inbox;
-    shm_worker *w;
+    _Alignas(64) shm_worker *w;
     mpr_pe *pe;
     /* multiplexed PEs only (touched by their worker thread alone) */
     mpr_ctx ctx;
@@ -78,9 +159,8 @@ typedef struct {
     bool parked;        /* in its idle loop, waiting for a message */
     bool finished;
     /* messages processed since the PE last went idle, not yet taken off mpr_g.activity, and
-     * sends the PE has already added to it but not made (owner only; off the inbox's cache
-     * line, which senders write) */
-    _Alignas(64) uint64_t processed;
+     * sends the PE has already added to it but not made (owner only) */
+    uint64_t processed;
     uint64_t credit;
 } shm_pe;
 
@@ -88,6 +168,7 @@ struct shm_worker {
     _Alignas(64) _Atomic(uint32_t) wake_seq;
     _Atomic(int) sleeping;
     pthread_t thread;
+    int id;
     int first, count;     /* PEs [first, first + count) */
     mpr_ctx ctx;          /* the worker's scheduler (its thread's own stack) */
     shm_pe *running;      /* PE switched in, NULL in the scheduler */
@@ -95,12 +176,21 @@ struct shm_worker {
     mpr_agg_group *group; /* aggregation shared by its PEs (several PEs, aggregation on) */
     unsigned char *tls_block;
     size_t tls_size;
+    /* the producer's side of its channels, by consumer PE (this worker's thread only) */
+    shm_chan **out_msg, **out_ret;
+    shm_chan *backlog;  /* channels holding a chain (ring full) */
+    shm_chan *unfenced; /* channels published to without a check of `idle` after a fence */
+    void *chunks;       /* memory of the channels it produces into (chan_new) */
+    unsigned char *chunk_next;
+    size_t chunk_left;
 };
 
 static struct {
     shm_pe *pes;
     shm_worker *workers;
     int nworkers;
+    shm_net msg, ret;
+    uint64_t ring; /* slots per channel, a power of two */
     /* the executable's TLS segment: its initial image and size */
     const void *tls_image;
     size_t tls_filesz, tls_memsz;
@@ -126,14 +216,315 @@ static void wake(shm_worker *w)
 
 static void shm_wake_all(void);
 
-static void push(_Atomic(mpr_msgbuf *) *stack, mpr_msgbuf *b)
+/* ---------------------------------------------------------------------------------- */
+/* Channels                                                                              */
+
+static inline _Atomic(uint64_t) *ready_of(const shm_net *net, int pe)
 {
-    mpr_msgbuf *head = atomic_load_explicit(stack, memory_order_relaxed);
-    do
-        b->next = head;
-    while (!atomic_compare_exchange_weak_explicit(stack, &head, b, memory_order_seq_cst,
-                                                  memory_order_relaxed));
+    return net->ready + (size_t)pe * net->stride;
 }
+
+static int net_init(shm_net *net, int npes, int nw, bool wakes)
+{
+    net->words = ((size_t)nw + 63) / 64;
+    net->stride = (net->words + 7) & ~(size_t)7; /* whole cache lines per PE */
+    net->wakes = wakes;
+    /* calloc: the tables of a large machine are mostly untouched zero pages */
+    net->ready = aligned_alloc(64, net->stride * (size_t)npes * sizeof *net->ready);
+    net->in = calloc((size_t)npes * (size_t)nw, sizeof *net->in);
+    if (!net->ready || !net->in)
+        return -1;
+    for (size_t i = 0; i < net->stride * (size_t)npes; i++)
+        atomic_init(&net->ready[i], 0);
+    return 0;
+}
+
+static shm_chan *chan_new(shm_net *net, shm_worker *w, int dst)
+{
+    /* carved out of the producer's chunks: with a thread per PE there may be hundreds of
+     * thousands of channels, and malloc's header and alignment padding would add a third */
+    size_t size = (sizeof(shm_chan) + 2 * S.ring * sizeof(uintptr_t) + 63) & ~(size_t)63;
+    if (w->chunk_left < size) {
+        unsigned char *chunk = aligned_alloc(64, CHAN_CHUNK);
+        if (!chunk)
+            mpr_fatal("out of memory allocating a channel to PE %d", dst);
+        *(void **)chunk = w->chunks; /* the first line links the worker's chunks */
+        w->chunks = chunk;
+        w->chunk_next = chunk + 64;
+        w->chunk_left = CHAN_CHUNK - 64;
+    }
+    shm_chan *ch = (shm_chan *)w->chunk_next;
+    w->chunk_next += size;
+    w->chunk_left -= size;
+    memset(ch, 0, size);
+    atomic_init(&ch->tail, 0);
+    atomic_init(&ch->head, 0);
+    atomic_init(&ch->blocked, 0);
+    atomic_init(&ch->idle, 1); /* nothing published yet: the first publish notifies */
+    ch->dst = dst;
+    ch->producer = w->id;
+    ch->net = net;
+    /* the consumer reads this entry only after the bit the first publish sets (release) */
+    net->in[(size_t)dst * (size_t)S.nworkers + (size_t)w->id] = ch;
+    return ch;
+}
+
+/* Tells the consumer that the channel has work: sets its bit and wakes its worker if asleep,
+ * unless the consumer has not marked the channel idle (it still polls it) or the producer's
+ * notification was taken already.  Returns whether a sleeping worker was woken. */
+static bool signal(shm_chan *ch)
+{
+    if (!atomic_exchange(&ch->idle, 0))
+        return false;
+    shm_net *net = ch->net;
+    atomic_fetch_or(&ready_of(net, ch->dst)[ch->producer / 64], (uint64_t)1 << (ch->producer % 64));
+    /* seq_cst bit then load pairs with the sleeper's store-then-check: no lost wake-up.  A PE
+     * of the producer's own worker is never asleep while the producer runs. */
+    shm_worker *to = S.pes[ch->dst].w;
+    if (net->wakes && to->id != ch->producer && atomic_load(&to->sleeping)) {
+        wake(to);
+        return true;
+    }
+    return false;
+}
+
+/* After a publish (a release store of tail): notifies the consumer if it marked the channel
+ * idle, once per burst.  The load of `idle` is plain: a seq_cst store of the tail per message
+ * (a locked instruction that waits for the tail's cache line, which the consumer read) cost
+ * more than the rest of the send.  A stale 0 read here would lose the notification if the
+ * consumer is marking the channel idle at the same moment (chan_settle), so the channel is
+ * listed and fence_check, at the producer's next poll and before it idles or sleeps, reads
+ * `idle` again after a seq_cst fence: one fence per poll instead of one per message. */
+static inline bool notify(shm_worker *w, shm_chan *ch)
+{
+    if (atomic_load_explicit(&ch->idle, memory_order_relaxed))
+        return signal(ch);
+    if (!ch->unfenced) {
+        ch->unfenced = true;
+        ch->unfenced_next = w->unfenced;
+        w->unfenced = ch;
+    }
+    return false;
+}
+
+/* The fenced second look at the channels published to since the last one (see notify; the
+ * worker's thread only).  Returns the sleeping workers woken. */
+static int fence_check(shm_worker *w)
+{
+    if (!w->unfenced)
+        return 0;
+    /* pairs with chan_settle's seq_cst idle store then tail load: either this sees `idle` or
+     * the consumer sees the tail */
+    atomic_thread_fence(memory_order_seq_cst);
+    int woken = 0;
+    for (shm_chan *ch = w->unfenced; ch; ch = ch->unfenced_next) {
+        ch->unfenced = false;
+        if (atomic_load_explicit(&ch->idle, memory_order_relaxed))
+            woken += signal(ch);
+    }
+    w->unfenced = NULL;
+    return woken;
+}
+
+/* Publishes the held chain as one slot if the ring has room (producer only). */
+static bool chan_release(shm_worker *w, shm_chan *ch)
+{
+    if (!ch->held) /* published already (a send found room), still listed in the backlog */
+        return true;
+    uint64_t t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+    if (t - ch->head_seen == S.ring) {
+        /* seq_cst: after the producer's `blocked` store (chan_hold), pairs with the consumer's
+         * head store then `blocked` load (chan_drain) */
+        ch->head_seen = atomic_load(&ch->head);
+        if (t - ch->head_seen == S.ring)
+            return false;
+    }
+    ch->slot[t & (S.ring - 1)] = (uintptr_t)ch->held | (ch->held != ch->held_last ? CHAIN : 0);
+    ch->slot[S.ring + (t & (S.ring - 1))] = (uintptr_t)ch->held_last;
+    ch->held = ch->held_last = NULL;
+    atomic_store_explicit(&ch->blocked, 0, memory_order_relaxed);
+    atomic_store_explicit(&ch->tail, t + 1, memory_order_release);
+    notify(w, ch);
+    return true;
+}
+
+/* The ring is full: b waits on the channel's held chain, and the channel in the producer
+ * worker's backlog, until a slot is free. */
+static void chan_hold(shm_worker *w, shm_chan *ch, mpr_msgbuf *b)
+{
+    if (ch->held)
+        ch->held_last->next = b;
+    else
+        ch->held = b;
+    ch->held_last = b;
+    if (!ch->in_backlog) {
+        ch->in_backlog = true;
+        ch->backlog_next = w->backlog;
+        w->backlog = ch;
+    }
+    if (!atomic_load_explicit(&ch->blocked, memory_order_relaxed)) /* the producer's own word */
+        atomic_store(&ch->blocked, 1);
+}
+
+/* Publishes the chains of the worker's full channels that have room now (its thread only). */
+static void backlog_flush(shm_worker *w)
+{
+    shm_chan **link = &w->backlog;
+    while (*link) {
+        shm_chan *ch = *link;
+        if (chan_release(w, ch)) {
+            ch->in_backlog = false;
+            *link = ch->backlog_next;
+        } else {
+            link = &ch->backlog_next;
+        }
+    }
+}
+
+/* The producer's deferred work, at each poll, before it idles and before it sleeps: held
+ * chains that fit now, and the fenced look at `idle` (the worker's thread only).  Returns the
+ * sleeping workers woken. */
+static inline int catch_up(shm_worker *w)
+{
+    if (MPR_UNLIKELY(w->backlog != NULL))
+        backlog_flush(w);
+    return fence_check(w);
+}
+
+/* Can a held chain of the worker be published now (its thread only)? */
+static bool backlog_ready(const shm_worker *w)
+{
+    for (const shm_chan *ch = w->backlog; ch; ch = ch->backlog_next)
+        if (atomic_load(&ch->tail) - atomic_load(&ch->head) < S.ring)
+            return true;
+    return false;
+}
+
+/* Sends b from worker w to PE dst on `net` (w's thread only).  Returns whether a sleeping
+ * worker was woken. */
+static bool chan_put(shm_net *net, shm_chan **out, shm_worker *w, int dst, mpr_msgbuf *b)
+{
+    shm_chan *ch = out[dst];
+    if (MPR_UNLIKELY(!ch))
+        ch = out[dst] = chan_new(net, w, dst);
+    b->next = NULL;
+    if (MPR_UNLIKELY(ch->held != NULL)) { /* behind the held chain: order per sender */
+        chan_hold(w, ch, b);
+        chan_release(w, ch);
+        return false;
+    }
+    uint64_t t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+    if (MPR_UNLIKELY(t - ch->head_seen == S.ring)) {
+        ch->head_seen = atomic_load_explicit(&ch->head, memory_order_acquire);
+        if (t - ch->head_seen == S.ring) {
+            chan_hold(w, ch, b);
+            chan_release(w, ch); /* re-check after `blocked` is set (the consumer may have gone) */
+            return false;
+        }
+    }
+    ch->slot[t & (S.ring - 1)] = (uintptr_t)b;
+    atomic_store_explicit(&ch->tail, t + 1, memory_order_release); /* the slot before it */
+    return notify(w, ch);
+}
+
+/* Appends every published chain of ch to *tailp (consumer only); returns the new tail link. */
+static mpr_msgbuf **chan_drain(shm_chan *ch, mpr_msgbuf **tailp)
+{
+    uint64_t h = atomic_load_explicit(&ch->head, memory_order_relaxed);
+    uint64_t t = atomic_load_explicit(&ch->tail, memory_order_acquire);
+    if (h == t)
+        return tailp;
+    for (; h != t; h++) {
+        uintptr_t v = ch->slot[h & (S.ring - 1)];
+        mpr_msgbuf *b = (mpr_msgbuf *)(v & ~CHAIN);
+        *tailp = b;
+        /* a lone buffer's next is NULL already, a chain's last is in the slot's twin: reading
+         * next here would wait for each buffer's cache line, which the sender's core holds */
+        if (MPR_UNLIKELY(v & CHAIN))
+            b = (mpr_msgbuf *)ch->slot[S.ring + (h & (S.ring - 1))];
+        tailp = &b->next;
+    }
+    /* seq_cst store then load of `blocked` pairs with the producer's blocked store then head
+     * load: a producer holding a chain either sees the freed slots or is woken */
+    atomic_store(&ch->head, t);
+    if (MPR_UNLIKELY(atomic_load(&ch->blocked))) {
+        shm_worker *pw = &S.workers[ch->producer];
+        if (pw != S.pes[ch->dst].w && atomic_load(&pw->sleeping))
+            wake(pw);
+    }
+    return tailp;
+}
+
+/* After a drain: marks ch idle unless it has work again.  Returns false when the consumer must
+ * keep its bit (something arrived and the producer will not set the bit).  The idle store then
+ * tail load (seq_cst) pairs with the producer's tail store, fence, idle load (fence_check):
+ * either the producer sees `idle` and notifies, or this sees the new tail. */
+static bool chan_settle(shm_chan *ch)
+{
+    atomic_store(&ch->idle, 1);
+    if (atomic_load(&ch->tail) == atomic_load_explicit(&ch->head, memory_order_relaxed))
+        return true;
+    /* work arrived: whoever takes `idle` back owns the notification */
+    return !atomic_exchange(&ch->idle, 0);
+}
+
+/* Drains every channel of `net` into PE `pe` that has work, oldest first per channel, onto
+ * *tailp; returns the new tail link (the PE's worker's thread only). */
+static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
+{
+    _Atomic(uint64_t) *ready = ready_of(net, pe);
+    shm_chan **in = net->in + (size_t)pe * (size_t)S.nworkers;
+    for (size_t i = 0; i < net->words; i++) {
+        if (!atomic_load_explicit(&ready[i], memory_order_relaxed))
+            continue;
+        uint64_t bits = atomic_exchange_explicit(&ready[i], 0, memory_order_acquire);
+        uint64_t keep = 0;
+        while (bits) {
+            int k = __builtin_ctzll(bits);
+            bits &= bits - 1;
+            shm_chan *ch = in[i * 64 + (size_t)k];
+            tailp = chan_drain(ch, tailp);
+            if (!chan_settle(ch))
+                keep |= (uint64_t)1 << k;
+        }
+        if (keep)
+            atomic_fetch_or(&ready[i], keep);
+    }
+    return tailp;
+}
+
+/* Has any channel of `net` into PE `pe` work?  (seq_cst: the sleeper's check) */
+static bool net_ready(const shm_net *net, int pe)
+{
+    _Atomic(uint64_t) *ready = ready_of(net, pe);
+    for (size_t i = 0; i < net->words; i++)
+        if (atomic_load(&ready[i]))
+            return true;
+    return false;
+}
+
+/* After the run: frees the channels and whatever they still hold (returned buffers nobody
+ * reclaimed; messages only after an abnormal end). */
+static void net_free(shm_net *net, int npes)
+{
+    if (net->in)
+        for (size_t i = 0; i < (size_t)npes * (size_t)S.nworkers; i++) {
+            shm_chan *ch = net->in[i];
+            if (!ch)
+                continue;
+            uint64_t t = atomic_load(&ch->tail);
+            for (uint64_t h = atomic_load(&ch->head); h != t; h++)
+                mpr_msgbuf_free_list((mpr_msgbuf *)(ch->slot[h & (S.ring - 1)] & ~CHAIN));
+            mpr_msgbuf_free_list(ch->held); /* the channel is its producer's chunk */
+        }
+    free(net->in);
+    free(net->ready);
+    net->in = NULL;
+    net->ready = NULL;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The machine's messages                                                                */
 
 /* Counts a message about to be sent by sp's PE in flight (its worker's thread only). */
 static inline void count_in_flight(shm_pe *sp)
@@ -147,16 +538,11 @@ static inline void count_in_flight(shm_pe *sp)
 
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
-    shm_pe *to = &S.pes[dst];
+    shm_pe *sp = &S.pes[from->id];
     if (!b->counted) /* a group buffer was counted when it was opened */
-        count_in_flight(&S.pes[from->id]);
-    push(&to->inbox, b);
-    /* seq_cst push then load pairs with the sleeper's store-then-check: no lost wake-up.
-     * A PE of the sender's own worker is never asleep while the sender runs. */
-    if (atomic_load(&to->w->sleeping)) {
-        wake(to->w);
+        count_in_flight(sp);
+    if (chan_put(&S.msg, sp->w->out_msg, sp->w, dst, b))
         RTS_INC(&from->rts, Wakes, 1);
-    }
 }
 
 /* The group buffer open for a member PE (its worker's thread only). */
@@ -166,45 +552,51 @@ static inline mpr_msgbuf *group_open_for(const shm_pe *sp)
     return g ? g->agg[sp->pe->id].buf : NULL;
 }
 
-/* The inbox, oldest first, then the buffer the PE's worker group has open for it, which is
- * newer than any buffer of the group in the inbox (those were sent when full). */
+/* The channels' buffers, oldest first per sender, then the buffer the PE's worker group has
+ * open for it, which is newer than any buffer of the group in the channel from its own worker
+ * (those were sent when full). */
 static mpr_msgbuf *shm_take(mpr_pe *pe)
 {
     shm_pe *sp = &S.pes[pe->id];
     mpr_msgbuf *fifo = NULL, **tailp = &fifo;
-    if (atomic_load_explicit(&sp->inbox, memory_order_relaxed)) {
-        mpr_msgbuf *b = atomic_exchange_explicit(&sp->inbox, NULL, memory_order_acquire);
-        while (b) {
-            mpr_msgbuf *n = b->next;
-            b->next = fifo;
-            if (!fifo)
-                tailp = &b->next;
-            fifo = b;
-            b = n;
-        }
+    if (sp->w->backlog || sp->w->unfenced)
+        RTS_INC(&pe->rts, Wakes, catch_up(sp->w));
+    tailp = net_take(&S.msg, pe->id, tailp);
+    /* A chain the PE's own worker holds for it (the ring filled while the producer ran, on
+     * this very thread) is older than the group buffer below: it fits now, the ring is empty. */
+    shm_chan *own = sp->w->out_msg[pe->id];
+    if (MPR_UNLIKELY(own && own->held)) {
+        backlog_flush(sp->w);
+        tailp = net_take(&S.msg, pe->id, tailp);
     }
     if (sp->w->group && group_open_for(sp)) {
-        mpr_msgbuf *own = mpr_agg_group_take(sp->w->group, pe->id);
-        own->next = NULL;
-        *tailp = own;
+        mpr_msgbuf *open = mpr_agg_group_take(sp->w->group, pe->id);
+        open->next = NULL;
+        *tailp = open;
     }
     return fifo;
 }
 
-/* Has the PE a message: in its inbox, or open for it in its worker's group? */
+/* Has the PE a message: on a channel, or open for it in its worker's group? */
 static inline int inbox_pending(const shm_pe *sp)
 {
-    return atomic_load_explicit(&sp->inbox, memory_order_acquire) != NULL ||
-           group_open_for(sp) != NULL;
+    return net_ready(&S.msg, sp->pe->id) || group_open_for(sp) != NULL;
 }
 
-static int shm_pending(mpr_pe *pe) { return inbox_pending(&S.pes[pe->id]); }
+static int shm_pending(mpr_pe *pe)
+{
+    shm_pe *sp = &S.pes[pe->id];
+    if (sp->w->backlog || sp->w->unfenced) /* the idle loop polls here */
+        RTS_INC(&pe->rts, Wakes, catch_up(sp->w));
+    return inbox_pending(sp);
+}
 
 static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
 {
     if (b->kind == MPR_BUF_POOLED) {
         /* give the buffer back to its sender: the flow-control message of this backend */
-        push(&mpr_g.pes[b->src]->returned, b);
+        shm_worker *w = S.pes[pe->id].w;
+        chan_put(&S.ret, w->out_ret, w, b->src, b);
         RTS_INC(&pe->rts, FlowMsgSent, 1);
     } else {
         free(b);
@@ -215,9 +607,18 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
     S.pes[pe->id].processed++;
 }
 
+/* The buffers receivers gave back to the PE (comm.c reclaim; its worker's thread only). */
+static mpr_msgbuf *shm_returned(mpr_pe *pe)
+{
+    mpr_msgbuf *list = NULL;
+    net_take(&S.ret, pe->id, &list);
+    return list;
+}
+
 static int shm_idle_enter(mpr_pe *pe)
 {
     shm_pe *sp = &S.pes[pe->id];
+    RTS_INC(&pe->rts, Wakes, catch_up(sp->w)); /* what this PE sent is seen before it idles */
     uint64_t leaving = ONE_ACTIVE + sp->processed + sp->credit;
     sp->processed = 0;
     sp->credit = 0;
@@ -237,10 +638,10 @@ static void shm_idle_leave(mpr_pe *pe)
 
 static void shm_in_flight(mpr_pe *pe) { count_in_flight(&S.pes[pe->id]); }
 
-/* Has any PE of the worker a message, or is the run over? */
+/* Has any PE of the worker a message, can it publish a held chain, or is the run over? */
 static int worker_pending(const shm_worker *w)
 {
-    if (mpr_run_over())
+    if (mpr_run_over() || backlog_ready(w))
         return 1;
     for (int i = w->first; i < w->first + w->count; i++)
         if (inbox_pending(&S.pes[i]))
@@ -250,6 +651,7 @@ static int worker_pending(const shm_worker *w)
 
 static void worker_sleep(shm_worker *w, double timeout_s)
 {
+    catch_up(w);
     uint32_t seq = atomic_load(&w->wake_seq);
     atomic_store(&w->sleeping, 1);
     if (!worker_pending(w))
@@ -412,6 +814,7 @@ static void mux_loop(shm_worker *w)
         /* every PE has had its slice: what they wrote for other workers' PEs goes now */
         if (w->group)
             mpr_agg_group_flush(w->group);
+        catch_up(w);
         tick = false;
         if (ran) {
             spins = 0;
@@ -485,6 +888,20 @@ static int shm_run(void)
     memset(S.workers, 0, sizeof *S.workers * (size_t)nw);
     S.nworkers = nw;
     S.tls_memsz = 0;
+    /* Slots per channel: 64 while the workers are few (a burst of unaggregated sends fits),
+     * fewer as W * P channels may exist (4 at W >= 1024: 192 bytes a channel); a full ring
+     * only makes the producer hold a chain, published as one slot (see "Messages"). */
+    int ring = 64;
+    while (ring > 4 && (long)ring * nw > 4096)
+        ring /= 2;
+    ring = env_int("MPROF_SHM_RING", ring, 1);
+    if (ring & (ring - 1)) {
+        fprintf(stderr, "mprof: ignoring MPROF_SHM_RING=%d (expected a power of two)\n", ring);
+        ring = 64;
+    }
+    S.ring = (uint64_t)ring;
+    if (net_init(&S.msg, npes, nw, true) != 0 || net_init(&S.ret, npes, nw, false) != 0)
+        return -1;
     if (nw < npes)
         dl_iterate_phdr(find_tls, NULL);
     for (int k = 0; k < nw; k++) {
@@ -494,10 +911,14 @@ static int shm_run(void)
         w->count = (int)((long)npes * (k + 1) / nw) - w->first;
         atomic_init(&w->wake_seq, 0);
         atomic_init(&w->sleeping, 0);
+        w->id = k;
+        w->out_msg = calloc((size_t)npes, sizeof *w->out_msg);
+        w->out_ret = calloc((size_t)npes, sizeof *w->out_ret);
+        if (!w->out_msg || !w->out_ret)
+            return -1;
         for (int i = w->first; i < w->first + w->count; i++) {
             S.pes[i].w = w;
             S.pes[i].pe = mpr_g.pes[i];
-            atomic_init(&S.pes[i].inbox, NULL);
             mpr_g.pes[i]->mux = w->count > 1;
         }
         if (w->count > 1 && mpr_g.cfg.agg_bytes > 0) {
@@ -534,7 +955,17 @@ static void shm_fini(void)
     for (int k = 0; k < S.nworkers; k++) {
         mpr_agg_group_free(S.workers[k].group);
         S.workers[k].group = NULL;
+        free(S.workers[k].out_msg);
+        free(S.workers[k].out_ret);
     }
+    net_free(&S.msg, mpr_g.npes);
+    net_free(&S.ret, mpr_g.npes);
+    for (int k = 0; k < S.nworkers; k++)
+        while (S.workers[k].chunks) {
+            void *next = *(void **)S.workers[k].chunks;
+            free(S.workers[k].chunks);
+            S.workers[k].chunks = next;
+        }
     free(S.pes);
     free(S.workers);
     S.pes = NULL;
@@ -558,4 +989,5 @@ const mpr_machine mpr_machine_shm = {
     .fini = shm_fini,
     .all_idle = shm_all_idle,
     .in_flight = shm_in_flight,
+    .returned = shm_returned,
 };
