@@ -209,7 +209,7 @@ def test_measured_statistics():
         ("A", "u64", True), ("B", "u64", True), ("D", "double", False)]
     rts = load_interface(ROOT / "runtime" / "rts.perf")
     assert {s.name for s in rts.statistics if s.measured} == {
-        "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc", "ByteAlloc"}
+        "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc", "ByteAlloc", "FlowWait"}
 
 
 def test_missing_file(tmp_path):
