@@ -28,12 +28,6 @@ typedef struct {
     mp_pe_main_fn pe_main;
     int argc;
     char **argv;
-    /* Written on every message of the shared-memory backend, so on a cache line of its own:
-     * sharing one with the read-mostly fields (npes, cfg, pes, state, read in the hot paths)
-     * made every such read miss on the PE that had not written last, and the cost of a fiber
-     * or a record grew three-fold with the message rate (false sharing). */
-    _Alignas(64) _Atomic(uint64_t) activity; /* active PEs << 32 | physical messages in flight */
-    char activity_line[64 - sizeof(uint64_t)];
     _Atomic(int) state; /* mpr_run_state */
     double t_start;
     char started_at[32];

@@ -235,7 +235,6 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(mpr_g.started_at, sizeof mpr_g.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    atomic_init(&mpr_g.activity, (uint64_t)count << 32);
     atomic_init(&mpr_g.state, MPR_RUN_RUNNING);
     mpr_g.pes = calloc((size_t)npes, sizeof *mpr_g.pes);
     if (!mpr_g.pes)

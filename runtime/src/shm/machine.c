@@ -99,7 +99,7 @@
 #define CHAIN ((uintptr_t)1)
 /* Memory a worker takes at a time for the channels it creates. */
 #define CHAN_CHUNK ((size_t)64 << 10)
-/* Messages a PE may send on one increment of mpr_g.activity (see "Messages" above). */
+/* Messages a PE may send on one increment of `activity` (see "Messages" above). */
 #define SEND_CREDIT 256
 
 typedef struct shm_worker shm_worker;
@@ -158,7 +158,7 @@ typedef struct {
     uint64_t ran_ns;    /* monotonic time of its slices */
     bool parked;        /* in its idle loop, waiting for a message */
     bool finished;
-    /* messages processed since the PE last went idle, not yet taken off mpr_g.activity, and
+    /* messages processed since the PE last went idle, not yet taken off `activity`, and
      * sends the PE has already added to it but not made (owner only) */
     uint64_t processed;
     uint64_t credit;
@@ -196,6 +196,13 @@ static struct {
     size_t tls_filesz, tls_memsz;
     size_t stack_size;
 } S;
+
+/* The termination word (see "Messages" above): active PEs << 32 | physical messages in flight.
+ * Written on every idle period and every SEND_CREDIT messages, so on a cache line of its own:
+ * sharing one with read-mostly state made every read of that state miss on the PE that had not
+ * written last.  Only this backend uses it (MPI detects termination with waves). */
+static _Alignas(64) _Atomic(uint64_t) activity;
+static char activity_line[64 - sizeof(uint64_t)] __attribute__((unused));
 
 static void futex_wait(_Atomic(uint32_t) *word, uint32_t expected, double timeout_s)
 {
@@ -530,7 +537,7 @@ static void net_free(shm_net *net, int npes)
 static inline void count_in_flight(shm_pe *sp)
 {
     if (MPR_UNLIKELY(sp->credit == 0)) {
-        atomic_fetch_add(&mpr_g.activity, SEND_CREDIT);
+        atomic_fetch_add(&activity, SEND_CREDIT);
         sp->credit = SEND_CREDIT;
     }
     sp->credit--;
@@ -602,7 +609,7 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
         free(b);
     }
     /* Taken off the in-flight count when the PE goes idle, not one by one: the count cannot
-     * reach zero while this PE is active anyway, and every atomic on mpr_g.activity moves its
+     * reach zero while this PE is active anyway, and every atomic on `activity` moves its
      * cache line between the cores (one per message less). */
     S.pes[pe->id].processed++;
 }
@@ -622,7 +629,7 @@ static int shm_idle_enter(mpr_pe *pe)
     uint64_t leaving = ONE_ACTIVE + sp->processed + sp->credit;
     sp->processed = 0;
     sp->credit = 0;
-    if (atomic_fetch_sub(&mpr_g.activity, leaving) == leaving) {
+    if (atomic_fetch_sub(&activity, leaving) == leaving) {
         mpr_run_end(MPR_RUN_QUIESCENT);
         shm_wake_all();
         return 1;
@@ -633,7 +640,7 @@ static int shm_idle_enter(mpr_pe *pe)
 static void shm_idle_leave(mpr_pe *pe)
 {
     (void)pe;
-    atomic_fetch_add(&mpr_g.activity, ONE_ACTIVE);
+    atomic_fetch_add(&activity, ONE_ACTIVE);
 }
 
 static void shm_in_flight(mpr_pe *pe) { count_in_flight(&S.pes[pe->id]); }
@@ -875,6 +882,7 @@ static int env_int(const char *name, int dflt, int min)
 static int shm_run(void)
 {
     int npes = mpr_g.npes;
+    atomic_store(&activity, (uint64_t)npes << 32); /* every PE active, nothing in flight */
     int nw = env_int("MPROF_WORKERS", online_cores(), 1);
     if (nw > npes)
         nw = npes;
@@ -948,7 +956,7 @@ static int shm_init(int *npes, int *first, int *count)
 }
 
 /* Idle timeout: no PE is active (the high half of the termination word). */
-static int shm_all_idle(void) { return (atomic_load(&mpr_g.activity) >> 32) == 0; }
+static int shm_all_idle(void) { return (atomic_load(&activity) >> 32) == 0; }
 
 static void shm_fini(void)
 {
