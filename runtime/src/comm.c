@@ -14,7 +14,8 @@
  *   - at a communication period (every K = MPROF_FLUSH_FIBERS fibers) when it is at least half
  *     full, when its destination is idle (it waits for work: pe->idle_epoch), or when the
  *     buffer has been open for MPROF_FLUSH_DELAY_US (mpr_flush_due);
- *   - when the fiber that wrote an urgent record into it ends (mpr_flush_urgent).
+ *   - when the fiber that wrote an urgent record into it ends, if the record's destination is
+ *     idle (mpr_flush_urgent).
  * Each buffer has its own age, so aggregation does not fall with the number of destinations:
  * sending every buffer every K fibers, as the dissertation's runtime did, left a PE that
  * talks to 15 others about one record per buffer.  A buffer that fills by half within a period
@@ -298,6 +299,15 @@ static MPR_COLD void notify(int dst)
         atomic_store_explicit(&d->interrupt, 1, memory_order_release);
 }
 
+/* Buffer `a` for dst has gone: if it held an urgent record, its arrival interrupts dst. */
+static inline void agg_sent(mpr_agg *a, int dst)
+{
+    if (MPR_UNLIKELY(a->urgent)) {
+        a->urgent = false;
+        notify(dst);
+    }
+}
+
 /* Is dst in its idle loop now?  (PEs of other processes: not known, no.) */
 static inline bool waiting(int dst)
 {
@@ -397,10 +407,7 @@ static inline void agg_send_pending(mpr_pe *pe, int dst)
             RTS_INC(&pe->rts, MsgSent, 1);
             send_buf(pe, dst, b);
         }
-        if (MPR_UNLIKELY(a->urgent)) {
-            a->urgent = false;
-            notify(dst);
-        }
+        agg_sent(a, dst);
     }
 }
 
@@ -424,10 +431,7 @@ static void agg_flush(mpr_pe *pe, int dst)
         pe->agg[dst].buf = NULL;
         RTS_INC(&pe->rts, MsgSent, 1);
         send_buf(pe, dst, s);
-        if (pe->agg[dst].urgent) {
-            pe->agg[dst].urgent = false;
-            notify(dst);
-        }
+        agg_sent(&pe->agg[dst], dst);
         return;
     }
     agg_send_pending(pe, dst);
@@ -597,8 +601,9 @@ void mpr_flush_all(mpr_pe *pe)
     agg_flush_open(pe);
 }
 
-/* The communication period's flush (see "The flush policy" above): sends the buffers whose
- * destination waits for work or whose delay has run out, and keeps the others filling.  A
+/* The communication period's flush (see "The flush policy" above): sends the buffers that are
+ * half full, whose destination waits for work, or whose delay has run out, and keeps the
+ * others filling.  A
  * buffer's age counts from its opening, so a record waits at most the delay plus one period.
  * The clock is read only when a buffer is open.  A PE in a group leaves the group's buffers
  * to the worker (mpr_flush_all). */
@@ -676,20 +681,15 @@ void mpr_flow_wait(mpr_pe *pe)
         mpr_poll(pe);
         if (pe->mux) {
             uint64_t w0 = mpr_mono_ns();
-            pe->where = MPR_PE_SWITCHED_OUT;
-            mpr_machine_yield(pe);
-            pe->where = MPR_PE_RUNNING;
+            mpr_yield_busy(pe);
             now = mpr_mono_ns();
             switched_out += now - w0;
             continue;
         }
-        if (++spins < MPR_FLOW_SPINS) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else {
+        if (++spins < MPR_FLOW_SPINS)
+            mpr_cpu_relax();
+        else
             sched_yield();
-        }
         now = mpr_mono_ns();
     }
     RTS_INC(&pe->rts, FlowWait, 1);
@@ -748,10 +748,7 @@ void mpr_agg_group_flush(mpr_agg_group *g)
         if (b) {
             g->agg[dst].buf = NULL;
             group_send(b, dst);
-            if (g->agg[dst].urgent) {
-                g->agg[dst].urgent = false;
-                notify(dst);
-            }
+            agg_sent(&g->agg[dst], dst);
         }
     }
     g->nxopen = 0;

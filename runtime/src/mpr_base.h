@@ -46,6 +46,14 @@
 #define MPR_COLD
 #endif
 
+/* One step of a spin-wait: tells the core (x86 `pause`) so the sibling hyperthread runs. */
+static inline void mpr_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* sched.c: nanoseconds on the monotonic clock (vDSO: no system call). */
 uint64_t mpr_mono_ns(void);
 

@@ -41,5 +41,6 @@ void mpr_rts_fold(mpr_pe *pe);
 uint64_t mpr_dispatched(const mpr_pe *pe);
 /* The calling thread's CPU time in ns (a system call: never on a hot path). */
 uint64_t mpr_thread_cpu_ns(void);
+void mpr_yield_busy(mpr_pe *pe);
 
 #endif /* MPR_SCHED_H */

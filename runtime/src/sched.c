@@ -246,10 +246,17 @@ static MPR_COLD void periodic(mpr_pe *pe)
         pe->mux_periods = MPR_MUX_YIELD_PERIODS;
         if (pe->group)
             pe->group->idle_fed = false;
-        pe->where = MPR_PE_SWITCHED_OUT;
-        mpr_machine_yield(pe);
-        pe->where = MPR_PE_RUNNING;
+        mpr_yield_busy(pe);
     }
+}
+
+/* A busy PE that shares its worker hands it to the worker's other PEs and returns when it is
+ * resumed; the watchdog and SIGQUIT dump see it switched out meanwhile. */
+void mpr_yield_busy(mpr_pe *pe)
+{
+    pe->where = MPR_PE_SWITCHED_OUT;
+    mpr_machine_yield(pe);
+    pe->where = MPR_PE_RUNNING;
 }
 
 static inline void dispatch(mpr_pe *pe, mpr_fiber *f)
@@ -401,9 +408,7 @@ static bool idle(mpr_pe *pe)
                 clocked = true;
             }
             if (spins < spin) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
+                mpr_cpu_relax();
                 continue;
             }
             uint64_t w0 = pe->mux ? mpr_mono_ns() : 0;
