@@ -51,3 +51,22 @@ def test_statistics_off_keeps_the_access_declarations_of_latency_accounting(tmp_
         assert pe["objects"] == [], pe["objects"]
         accesses |= {row["access"] for row in pe["latency"] if row["count"]}
     assert {"pipe:consume", "pipe:produce", "graph:ENQ", "graph:DEQ"} <= accesses, accesses
+
+
+
+def test_statistics_off_keeps_the_transport_working():
+    """Built without statistics the runtime must move messages as it does with them: no work
+    of the transport may hide in a statistics hook's argument, which such a build does not
+    evaluate (the shm channels' catch-up, which publishes the chains a sender holds behind a
+    full ring, once did).  Three senders flood PE 0 through 1-slot rings, a thread each, and
+    idle PEs spin without ever sleeping: only the catch-up of the idle loop's polls can
+    publish what they hold."""
+    bdir = REPO_ROOT / "build-nostats"
+    _run(["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja",
+          "-DMPROF_STATS=OFF", "-DMPROF_LATENCY=OFF", f"-DPython3_EXECUTABLE={sys.executable}"])
+    _run(["cmake", "--build", str(bdir), "--target", "rt_channels"])
+    run = RuntimeTests(None, bdir / "tests" / "c").run(
+        "channels", "flood", 1000, timeout=60,
+        env={"MPROF_WORKERS": 4, "MPROF_AGG_BYTES": 0, "MPROF_SHM_RING": 1,
+             "MPROF_SPIN": 1_000_000_000})
+    assert "arrivals=3000 expected=3000" in run.stdout

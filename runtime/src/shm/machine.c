@@ -398,6 +398,16 @@ static inline int catch_up(shm_worker *w)
     return fence_check(w);
 }
 
+/* catch_up on pe's behalf, its wake-ups counted.  Not written as RTS_INC(..., catch_up(w)):
+ * built without statistics (MPROF_DISABLE) the hook does not evaluate its argument, and held
+ * chains would never go out nor notifications be re-checked. */
+static inline void catch_up_counted(mpr_pe *pe, shm_worker *w)
+{
+    int woken = catch_up(w);
+    RTS_INC(&pe->rts, Wakes, woken);
+    (void)woken;
+}
+
 /* Can a held chain of the worker be published now (its thread only)? */
 static bool backlog_ready(const shm_worker *w)
 {
@@ -567,7 +577,7 @@ static mpr_msgbuf *shm_take(mpr_pe *pe)
     shm_pe *sp = &S.pes[pe->id];
     mpr_msgbuf *fifo = NULL, **tailp = &fifo;
     if (sp->w->backlog || sp->w->unfenced)
-        RTS_INC(&pe->rts, Wakes, catch_up(sp->w));
+        catch_up_counted(pe, sp->w);
     tailp = net_take(&S.msg, pe->id, tailp);
     /* A chain the PE's own worker holds for it (the ring filled while the producer ran, on
      * this very thread) is older than the group buffer below: it fits now, the ring is empty. */
@@ -594,7 +604,7 @@ static int shm_pending(mpr_pe *pe)
 {
     shm_pe *sp = &S.pes[pe->id];
     if (sp->w->backlog || sp->w->unfenced) /* the idle loop polls here */
-        RTS_INC(&pe->rts, Wakes, catch_up(sp->w));
+        catch_up_counted(pe, sp->w);
     return inbox_pending(sp);
 }
 
@@ -625,7 +635,7 @@ static mpr_msgbuf *shm_returned(mpr_pe *pe)
 static int shm_idle_enter(mpr_pe *pe)
 {
     shm_pe *sp = &S.pes[pe->id];
-    RTS_INC(&pe->rts, Wakes, catch_up(sp->w)); /* what this PE sent is seen before it idles */
+    catch_up_counted(pe, sp->w); /* what this PE sent is seen before it idles */
     uint64_t leaving = ONE_ACTIVE + sp->processed + sp->credit;
     sp->processed = 0;
     sp->credit = 0;
@@ -828,9 +838,7 @@ static void mux_loop(shm_worker *w)
             continue;
         }
         if (++spins < mpr_g.cfg.spin) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            mpr_cpu_relax();
             continue;
         }
         spins = 0;
