@@ -404,8 +404,8 @@ static inline int catch_up(shm_worker *w)
 static inline void catch_up_counted(mpr_pe *pe, shm_worker *w)
 {
     int woken = catch_up(w);
-    RTS_INC(&pe->rts, Wakes, woken);
-    (void)woken;
+    if (MPR_UNLIKELY(woken)) /* seldom: most catch-ups wake nobody */
+        RTS_INC(&pe->rts, Wakes, woken);
 }
 
 /* Can a held chain of the worker be published now (its thread only)? */
