@@ -84,6 +84,8 @@ def test_sources_cite_what_a_reader_has():
                            ".j2", ".sql") and path.is_file() and path.name != Path(__file__).name:
             text = path.read_text(errors="replace")
             assert not re.search(r"DESIGN\.md|seeds?[ /]0\d\d", text), name
+            # nor the tracker's numbers: a reader has the repository, not the issues
+            assert not re.search(r"\bissue #?\d+", text, re.I), name
 
 
 def test_package_metadata_uses_current_setuptools_fields():
