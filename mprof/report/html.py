@@ -13,7 +13,9 @@ import jinja2
 
 from .. import __version__
 from .build import Report
-from .text import format_text, lead_rows, share_text
+from .measured import NO_CATEGORIES
+from .text import format_text, idle_lines, imbalance_sentence, lead_rows, share_text, \
+    wait_sentence
 
 TEMPLATES = Path(__file__).with_name("templates")
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -125,6 +127,97 @@ def where_bars(report: Report, d: int) -> Figure:
                  stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
         fig.text(max(x(r.seconds), x(0)) + 6, y + 15,
                  f"{_fmt(r.seconds, d)} s  ·  {share_text(r.share)}", size=11, bold=i == 0)
+    return fig
+
+
+def measured_bars(report: Report, d: int) -> Figure:
+    """The lead figure when the run measured its categories: each row's measured CPU time as a
+    bar, largest group first, and the model's estimate as a thinner bar under it."""
+    rows = report.measured_rows
+    beside = report.model_beside
+    step = 34 if beside else 26
+    height = 78 + step * max(len(rows), 1)
+    fig = Figure("Where the time went, measured", 900, height, "measured",
+                 "Measured CPU time of each access category (CPU seconds summed over PEs), "
+                 "with its share of the measured total "
+                 f"{_fmt(report.measured_cpu_total, d)} s"
+                 + ("; under it, the model's estimate for the category's module (on the "
+                    "module's subtotal row when it has several categories), and the time no "
+                    "model term explains." if beside else "."))
+    x0, x1 = 250, 690
+    values = [r.cpu_s for r in rows if r.cpu_s is not None] + \
+        [r.model_s for r in rows if r.model_s is not None] + [0.0]
+    ticks = _ticks(min(values), max(values))
+    vmin, vmax = ticks[0], ticks[-1]
+
+    def x(v):
+        return x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
+
+    bottom = height - 60
+    for v in ticks:
+        fig.line(x(v), 14, x(v), bottom, stroke="#eee")
+        fig.text(x(v), bottom + 14, _fmt(v, d), anchor="middle", size=10)
+    fig.line(x(0), 14, x(0), bottom, stroke="#333")
+    fig.text((x0 + x1) / 2, bottom + 32, "CPU seconds summed over PEs", anchor="middle",
+             size=11, cls="axis-title")
+    for i, r in enumerate(rows):
+        y = 16 + step * i
+        bold = r.kind != "category"
+        fig.text(x0 - 8, y + 14, r.label, anchor="end", size=12, bold=bold)
+        if r.cpu_s is not None:
+            neg = r.cpu_s < 0
+            color = "#bab0ac" if r.kind == "unexplained" else (
+                "#2f5d8a" if r.kind == "subtotal" else PALETTE[0])
+            fig.rect(x(0), y + 2, x(r.cpu_s) - x(0), 18, "#c44e52" if neg else color,
+                     tip=f"{r.label}: measured {_fmt(r.cpu_s, d)} CPU s, "
+                     f"{share_text(r.share)}", cls="measured",
+                     stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
+            fig.text(max(x(r.cpu_s), x(0)) + 6, y + 15,
+                     f"{_fmt(r.cpu_s, d)} s  ·  {share_text(r.share)}", size=11)
+        if beside and r.model_s is not None:
+            fig.rect(x(0), y + 22, x(r.model_s) - x(0), 8, PALETTE[1],
+                     tip=f"{r.label}: model {_fmt(r.model_s, d)} CPU s "
+                     f"({', '.join(r.model_categories)})", cls="model-estimate")
+            fig.text(max(x(r.model_s), x(0)) + 6, y + 30,
+                     f"model {_fmt(r.model_s, d)} s", size=10, fill="#8a4b08")
+    legend = [("measured", PALETTE[0])] + ([("model estimate", PALETTE[1])] if beside else [])
+    for j, (label, color) in enumerate(legend):
+        fig.rect(x1 + 70, 16 + 16 * j, 12, 12, color)
+        fig.text(x1 + 88, 26 + 16 * j, label, size=11)
+    return fig
+
+
+def category_stack(report: Report, d: int) -> Figure:
+    """Per PE, its measured CPU time stacked by access category, beside its wall-clock time
+    (a thin grey bar): where the PEs' busy time went and which PEs had little."""
+    pes = report.pe_measured
+    order = [r.label for r in report.measured_rows if r.kind == "category"]
+    series = {c: [(p.categories or {}).get(c, 0.0) for p in pes] for c in order}
+    colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
+    width = max(620, 90 + 46 * len(pes) + 260)
+    fig = Figure("CPU time per PE by category", width, 380, "pe-categories",
+                 "Measured CPU seconds of each PE, stacked by access category (largest "
+                 "first in the legend); the idle loop is the (idle) segment.")
+    x0, y0, x1, y1 = 70, 30, width - 260, 330
+    top = max([sum(v[i] for v in series.values()) for i in range(len(pes))] + [0.0])
+    ticks = _ticks(0.0, top)
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d, "CPU seconds", xlabel="PE")
+    scale = (y1 - y0) / (ticks[-1] - ticks[0])
+    slot = (x1 - x0) / max(len(pes), 1)
+    bar = min(40, slot * 0.7)
+    for i, p in enumerate(pes):
+        xb = x0 + slot * i + (slot - bar) / 2
+        up = zero
+        for c, vals in series.items():
+            v = vals[i]
+            if v > 0:
+                fig.rect(xb, up - scale * v, bar, scale * v, colors[c],
+                         tip=f"PE{p.pe} {c}: {_fmt(v, d)} CPU s", cls="seg")
+                up -= scale * v
+        fig.text(xb + bar / 2, y1 + 16, f"PE{p.pe}", anchor="middle", size=10)
+    for j, c in enumerate(list(series)[:18]):
+        fig.rect(x1 + 16, y0 + 16 * j, 12, 12, colors[c])
+        fig.text(x1 + 34, y0 + 16 * j + 10, c, size=11)
     return fig
 
 
@@ -379,6 +472,8 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
         isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
     figures = [where_bars(report, d), stacked_costs(report, d)]
+    if report.has_categories:
+        figures += [measured_bars(report, d), category_stack(report, d)]
     if report.model_total is not None:
         figures.append(model_vs_measured(report, d))
     figures += [latency_bars(report, d), dependence_graph(report, d)]
@@ -386,7 +481,16 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     return env.get_template("report.html.j2").render(
         r=report, d=d, figures={f.kind: f for f in figures}, css=css, version=__version__,
         text=format_text(report, per_pe=False, digits=digits), names=report.names,
-        share=share_text)
+        share=share_text, no_categories=NO_CATEGORIES,
+        imbalance=imbalance_sentence(report, d) if report.imbalance else None,
+        wait=wait_sentence(report, d) if report.lead_access else None,
+        idle=idle_lines(report, d)[1:], stat=_stat_text)
+
+
+def _stat_text(v) -> str:
+    if v is None:
+        return ""
+    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
 
 
 def write_html(report: Report, path: str | Path, *, digits: int | None = None) -> Path:
