@@ -17,7 +17,9 @@ def register(subparsers):
         "Profile, observed and critical latency per access category, and the dependence chains "
         "of synchronization events.  Text, terminal tables, JSON or one self-contained HTML "
         "page.")
-    p.add_argument("run", nargs="?", help="run profile (JSON, docs/run-profile.md)")
+    p.add_argument("run", nargs="*", metavar="RUN",
+                   help="run profile (JSON, docs/run-profile.md); several runs of one program "
+                   "at different PE counts are compared across P")
     p.add_argument("--model", help="model file written by `mprof fit` (SaveModel)")
     p.add_argument("--per-pe", action="store_true",
                    help="also show model/measured time and latency of every PE")
@@ -51,21 +53,22 @@ def cmd_report(args):
     from .build import build_report
     from .text import format_text, report_json
 
-    doc = load_profile(args.run)
+    docs = [(path, load_profile(path)) for path in args.run]
     model = None
     if args.model:
         from ..model import load_model
 
         model = load_model(args.model)
-    report = build_report(doc, model, source=args.run, model_path=args.model,
+    if len(docs) > 1:
+        return _compare(args, docs, model)
+    run_path, doc = docs[0]
+    report = build_report(doc, model, source=run_path, model_path=args.model,
                           roots=args.roots, min_fraction=args.min_fraction)
     if args.html:
         from .html import write_html
 
-        out = Path(args.html)
-        if args.html.endswith("/") or out.is_dir():
-            out = out / (Path(args.run).stem + ".html")
-        args.html = str(write_html(report, out, digits=args.digits))
+        args.html = str(write_html(report, _html_path(args.html, Path(run_path).stem),
+                                   digits=args.digits))
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
@@ -76,6 +79,35 @@ def cmd_report(args):
             print_rich(report, per_pe=args.per_pe, digits=args.digits)
         else:
             sys.stdout.write(format_text(report, per_pe=args.per_pe, digits=args.digits))
+    if args.html:
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0
+
+
+def _html_path(option: str, stem: str) -> Path:
+    out = Path(option)
+    if option.endswith("/") or out.is_dir():
+        out = out / (stem + ".html")
+    return out
+
+
+def _compare(args, docs, model) -> int:
+    """Several runs: the comparison across PE counts (mprof.report.compare)."""
+    if args.per_pe:
+        raise MprofError("report: --per-pe shows one run; give one run profile")
+    from .compare import compare, compare_json, format_compare
+
+    cmp = compare(docs, model, model_path=args.model)
+    if args.html:
+        from .html import write_compare_html
+
+        stem = Path(docs[0][0]).stem + "-compare"
+        args.html = str(write_compare_html(cmp, _html_path(args.html, stem),
+                                           digits=args.digits))
+    if args.json:
+        print(json.dumps(compare_json(cmp), indent=2))
+    else:
+        sys.stdout.write(format_compare(cmp, digits=args.digits))
     if args.html:
         print(f"wrote {args.html}", file=sys.stderr)
     return 0

@@ -498,3 +498,87 @@ def write_html(report: Report, path: str | Path, *, digits: int | None = None) -
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(report, digits=digits))
     return path
+
+
+def scaling_chart(cmp, d: int) -> Figure:
+    """Runs at several PE counts: each run's PE-seconds stacked by category (the smallest run's
+    total as the dashed line of perfect scaling), its efficiency above the bar, and the
+    model's prediction as a marker."""
+    from .compare import _pct
+
+    runs = cmp.runs
+    series = {c: [cmp.total(r, c) for r in runs] for c in cmp.rows}
+    colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
+    modelled = any(r.model_s is not None for r in runs)
+    width = max(640, 110 + 80 * len(runs) + 280)
+    fig = Figure("Time per category across PE counts", width, 420, "scaling",
+                 "Seconds summed over PEs of each run, stacked by category (CPU time per "
+                 "access category; the top segment is wall-clock time the PEs were not on a "
+                 "CPU), so a bar is the run's PE-seconds. Above each bar: its parallel "
+                 "efficiency relative to the run with the fewest PEs; the dashed line is that "
+                 "run's PE-seconds, what every run would take if it scaled perfectly"
+                 + ("; diamonds: the model's prediction." if modelled else "."))
+    x0, y0, x1, y1 = 80, 40, width - 280, 360
+    top = max([r.pe_seconds for r in runs] + [r.model_s or 0.0 for r in runs] + [0.0])
+    ticks = _ticks(0.0, top * 1.05)
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d, "seconds summed over PEs",
+                 xlabel="PEs (P)")
+    scale = (y1 - y0) / (ticks[-1] - ticks[0])
+    slot = (x1 - x0) / max(len(runs), 1)
+    bar = min(48, slot * 0.6)
+    ideal = zero - scale * cmp.base.pe_seconds
+    fig.line(x0, ideal, x1, ideal, stroke="#555", width=1.2, dash="5,4")
+    for i, r in enumerate(runs):
+        xb = x0 + slot * i + (slot - bar) / 2
+        up = zero
+        for c, vals in series.items():
+            v = vals[i]
+            if v > 0:
+                fig.rect(xb, up - scale * v, bar, scale * v, colors[c],
+                         tip=f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)",
+                         cls="seg")
+                up -= scale * v
+        fig.text(xb + bar / 2, up - 6, _pct(cmp.efficiency(r)), anchor="middle", size=10,
+                 bold=True, cls="efficiency")
+        fig.text(xb + bar / 2, y1 + 16, f"P={r.npes}", anchor="middle", size=11)
+        if r.model_s is not None:
+            ym = zero - scale * r.model_s
+            cx = xb + bar + 9
+            fig.path(f"M {cx:.1f} {ym - 6:.1f} L {cx + 6:.1f} {ym:.1f} L {cx:.1f} {ym + 6:.1f} "
+                     f"L {cx - 6:.1f} {ym:.1f} Z", "#111", 1.5,
+                     tip=f"P={r.npes} model {_fmt(r.model_s, d)} s, measured "
+                     f"{_fmt(r.measured_s, d)} s", marker=False, cls="model-marker")
+    legend = list(series) + (["model prediction"] if modelled else []) + ["perfect scaling"]
+    for j, c in enumerate(legend[:20]):
+        y = y0 + 16 * j
+        if c in colors:
+            fig.rect(x1 + 16, y, 12, 12, colors[c])
+        elif c == "model prediction":
+            fig.path(f"M {x1 + 22} {y} L {x1 + 28} {y + 6} L {x1 + 22} {y + 12} L {x1 + 16} "
+                     f"{y + 6} Z", "#111", 1.5, marker=False)
+        else:
+            fig.line(x1 + 14, y + 6, x1 + 30, y + 6, stroke="#555", width=1.2, dash="5,4")
+        fig.text(x1 + 34, y + 10, c, size=11)
+    return fig
+
+
+def render_compare_html(cmp, *, digits: int | None = None) -> str:
+    from .compare import _pct, format_compare, loss_sentence
+
+    d = digits if digits is not None else cmp.decimals
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
+        isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
+    css = (TEMPLATES / "report.css").read_text()
+    return env.get_template("compare.html.j2").render(
+        c=cmp, d=d, fig=scaling_chart(cmp, d), css=css, version=__version__,
+        lead=loss_sentence(cmp, d), pct=_pct, text=format_compare(cmp, digits))
+
+
+def write_compare_html(cmp, path: str | Path, *, digits: int | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_compare_html(cmp, digits=digits))
+    return path
