@@ -52,6 +52,7 @@ class CategoryTime:
 
 
 SCHEDULER, IDLE = "(scheduler)", "(idle)"
+NOT_SAMPLED = "(not sampled)"  # CPU time of PEs that took no sample
 
 
 @dataclass
@@ -104,15 +105,21 @@ class RunProfile:
 
     @property
     def has_categories(self) -> bool:
-        """Whether every PE carries measured CPU time per access category."""
-        return bool(self.pes) and all(pe.categories is not None for pe in self.pes)
+        """Whether the run measured CPU time per access category: some PE carries it (a PE
+        that took no sample, with less CPU time than a sampling period, has none)."""
+        return any(pe.categories is not None for pe in self.pes)
 
     def category_totals(self) -> dict[str, float]:
-        """Access category -> measured CPU seconds summed over PEs (empty without them)."""
+        """Access category -> measured CPU seconds summed over PEs (empty without them); in a
+        run that measured them, the CPU time of PEs without samples as NOT_SAMPLED."""
         totals: dict[str, float] = {}
         for pe in self.pes:
             for row in pe.categories or []:
                 totals[row.access] = totals.get(row.access, 0.0) + row.cpu_s
+        if self.has_categories:
+            rest = sum(pe.cpu_s or 0.0 for pe in self.pes if pe.categories is None)
+            if rest > 0:
+                totals[NOT_SAMPLED] = totals.get(NOT_SAMPLED, 0.0) + rest
         return totals
 
     def stat_totals(self) -> dict[tuple[str, str], float]:

@@ -16,6 +16,7 @@ summed over PEs), grouped by what a model prices them with:
                      work, which the scheduler runs between fibers (some of it runs inside
                      fibers and is sampled there)
     unclassified     fibers without a category: nothing prices them
+    (not sampled)    the CPU time of PEs that took no sample (less than a sampling period)
 
 A cost category of a module without measured rows is listed on its own, without a measured
 figure.  The last row, "not explained by any model term", is the measured total minus the
@@ -28,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..profile import IDLE, SCHEDULER, RunProfile
+from ..profile import IDLE, NOT_SAMPLED, SCHEDULER, RunProfile
 
 NO_CATEGORIES = "no measured category times in this profile"
 IMBALANCE_THRESHOLD = 0.30  # busiest PE's busy time over the mean, as a fraction of the mean
@@ -115,7 +116,7 @@ def pe_measured(run: RunProfile) -> list[PEMeasured]:
 
 
 def _group(access: str) -> str:
-    if access in (IDLE, SCHEDULER, "unclassified"):
+    if access in (IDLE, SCHEDULER, NOT_SAMPLED, "unclassified"):
         return access
     return access.split(":", 1)[0] if ":" in access else access
 

@@ -676,6 +676,8 @@ void mpr_flow_wait(mpr_pe *pe)
     uint64_t c0 = pe->mux ? 0 : mpr_thread_cpu_ns();
     unsigned spins = 0;
     pe->current = NULL;
+    uint8_t at = pe->sample_at;
+    pe->sample_at = MPR_AT_IDLE; /* its CPU time is idle_cpu_s's, so are its samples */
     while (pe->bytes_out > pe->bytes_high / 2 && !mpr_run_over() && now - t0 < MPR_FLOW_WAIT_NS) {
         reclaim(pe);
         mpr_poll(pe);
@@ -692,6 +694,7 @@ void mpr_flow_wait(mpr_pe *pe)
             sched_yield();
         now = mpr_mono_ns();
     }
+    pe->sample_at = at;
     RTS_INC(&pe->rts, FlowWait, 1);
     pe->idle_cpu_ns += pe->mux ? now - t0 - switched_out : mpr_thread_cpu_ns() - c0;
 }

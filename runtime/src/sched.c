@@ -384,6 +384,7 @@ static bool idle(mpr_pe *pe)
     bool clocked = false;
     bool more = true;
     pe->where = MPR_PE_IDLE;
+    pe->sample_at = MPR_AT_IDLE;
     mpr_idle_epoch_next(pe); /* odd: senders flush to it (comm.c) */
     MPR_OBSERVE_HOT(idle_begin, pe);
     if (mpr_machine_idle_enter(pe)) {
@@ -425,6 +426,7 @@ static bool idle(mpr_pe *pe)
     MPR_OBSERVE_HOT(idle_end, pe);
     mpr_idle_epoch_next(pe);
     pe->where = MPR_PE_RUNNING;
+    pe->sample_at = MPR_AT_SCHED;
     uint64_t idle_ns = mpr_mono_ns() - t0;
     mpr_idle_add(pe, idle_ns); /* also the rts IdleNs (stats.c) */
     uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
@@ -441,18 +443,20 @@ void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until_counter, uint64_t value)
         until = &never_reached;
         value = UINT64_MAX;
     }
+    pe->sample_at = MPR_AT_SCHED; /* the loop is entered from pe_main's code, never nested */
     for (;;) {
         bool done = run_ready(pe, until, value);
         pe->current = NULL;
         if (done)
-            return;
+            break;
         mpr_flush_all(pe);
         if (mpr_poll(pe))
             continue;
         if (!idle(pe))
-            return;
+            break;
         mpr_poll(pe);
     }
+    pe->sample_at = MPR_AT_USER;
 }
 
 mp_err mp_sched_register(const mp_sched_ops *ops, void *state, mp_sched_t *id)

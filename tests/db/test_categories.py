@@ -177,3 +177,16 @@ def test_a_database_of_version_4_gets_the_table_and_keeps_its_runs(tmp_path):
         db.import_documents([("new.json", profile())])
     runs = load_profiles(path)
     assert [r.has_categories for r in runs] == [False, True]
+
+
+def test_a_pe_without_samples_counts_as_not_sampled():
+    """The runtime leaves the key out on a PE that took no sample: the run still measured its
+    categories, and that PE's CPU time is kept apart so that the rows add up to the run."""
+    doc = profile()
+    del doc["pes"][1]["categories"]
+    validate_profile(doc, "run.json")
+    run = RunProfile.from_document(doc)
+    assert run.has_categories and run.pes[1].categories is None
+    totals = run.category_totals()
+    assert totals["(not sampled)"] == doc["pes"][1]["cpu_s"]
+    assert sum(totals.values()) == pytest.approx(run.time("cpu"))
