@@ -177,7 +177,8 @@ def _object_key(obj: Mapping) -> tuple[int, str]:
 
 
 def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path: str | None = None,
-                 roots: int = 3, min_fraction: float = 0.05) -> Report:
+                 roots: int = 3, min_fraction: float = 0.05,
+                 what_if: list[str] | None = None) -> Report:
     pes = sorted(doc["pes"], key=lambda p: p["pe"])
     objects: dict[tuple[int, str], ObjectCost] = {}
     for pe in pes:
@@ -200,6 +201,13 @@ def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path:
     if model is not None:
         _price(report, pes, model)
     _measured(report, doc, pes, model)
+    if what_if:
+        if model is None:
+            raise MprofError("--what-if needs a model (--model MODEL.json): the model "
+                             "predicts the changed run")
+        from .whatif import what_if as predict
+
+        report.what_if = predict({"pes": pes}, model, list(what_if), report.confidence)
 
     declared = list(doc.get("accesses", []))
     rows = rows_from_profile(doc)

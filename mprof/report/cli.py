@@ -32,6 +32,11 @@ def register(subparsers):
                    help="also write a self-contained HTML page with plots; OUT is a file, or a "
                    "folder (ending in / or existing) that gets RUN's name with .html; without "
                    "OUT: reports/ (the default output folder)")
+    p.add_argument("--what-if", metavar="NAME=FACTORx", action="append",
+                   help="with --model: the model's prediction with a parameter (module:Term, "
+                   "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
+                   "scaled by a factor or set to a value (NAME=VALUE), per category with its "
+                   "band; may be given several times")
     p.add_argument("--digits", type=int, help="decimals of printed seconds")
     p.add_argument("--roots", type=int, default=3,
                    help="walk chains back from this many accesses (default 3)")
@@ -63,7 +68,8 @@ def cmd_report(args):
         return _compare(args, docs, model)
     run_path, doc = docs[0]
     report = build_report(doc, model, source=run_path, model_path=args.model,
-                          roots=args.roots, min_fraction=args.min_fraction)
+                          roots=args.roots, min_fraction=args.min_fraction,
+                          what_if=args.what_if)
     if args.html:
         from .html import write_html
 
@@ -93,8 +99,9 @@ def _html_path(option: str, stem: str) -> Path:
 
 def _compare(args, docs, model) -> int:
     """Several runs: the comparison across PE counts (mprof.report.compare)."""
-    if args.per_pe:
-        raise MprofError("report: --per-pe shows one run; give one run profile")
+    if args.per_pe or args.what_if:
+        raise MprofError(f"report: {'--per-pe' if args.per_pe else '--what-if'} applies to "
+                         "one run; give one run profile")
     from .compare import compare, compare_json, format_compare
 
     cmp = compare(docs, model, model_path=args.model)

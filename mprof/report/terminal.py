@@ -125,6 +125,8 @@ def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
         verdict = report.verdict()
         console.print(f"[bold red]{verdict}[/bold red]" if report.explained is False
                       else f"Model quality: {verdict}", highlight=False)
+        if report.what_if is not None:
+            _what_if_table(console, report, d, pct)
 
         t = Table(title=f"Cost Profile by cost ({report.seconds_unit})")
         for col, just in (("Id", "right"), ("module", "left"), ("category", "left"),
@@ -226,3 +228,23 @@ def _stat(v) -> str:
     if v is None:
         return ""
     return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+
+
+def _what_if_table(console, report: Report, d: int, pct: int) -> None:
+    w = report.what_if
+    t = Table(title=f"What if {w.title} (model, {w.unit})")
+    for col, just in (("category", "left"), ("now", "right"), ("what if", "right"),
+                      ("change", "right"), (f"± {pct} %", "right"), ("relative", "right")):
+        t.add_column(col, justify=just)
+    for c in w.categories:
+        t.add_row(c.name, _s(c.now_s, d), _s(c.new_s, d), f"{c.change_s:+.{d}f}",
+                  _s(c.halfwidth, d), f"{100 * c.relative:+.1f} %"
+                  if math.isfinite(c.relative) else "n/a")
+    t.add_section()
+    rel = w.change_s / w.now_s if w.now_s else math.nan
+    t.add_row("[bold]total (model)[/bold]", _s(w.now_s, d), _s(w.new_s, d),
+              f"{w.change_s:+.{d}f}", _s(w.change_halfwidth, d),
+              f"{100 * rel:+.1f} %" if math.isfinite(rel) else "n/a")
+    console.print(t)
+    console.print(f"Predicted time {_s(w.new_s, d)} s ± {_s(w.new_halfwidth, d)} ({pct} % "
+                  f"prediction band); measured now {_s(w.measured_s, d)} s", highlight=False)

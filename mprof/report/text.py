@@ -72,6 +72,10 @@ def lead_lines(report: Report, d: int) -> list[str]:
     if report.model_total is not None:
         out.append("*** Model quality ***")
         out.append(report.verdict())
+    if report.what_if is not None:
+        from .whatif import what_if_lines
+
+        out += what_if_lines(report.what_if, d)
     return out
 
 
@@ -356,6 +360,12 @@ def report_json(report: Report) -> dict:
         "warnings": report.warnings,
     }
     doc.update(measured_json(report))
+    if report.what_if is not None:
+        from .whatif import what_if_json
+
+        doc["what_if"] = what_if_json(report.what_if)
+    else:
+        doc["what_if"] = None
     return doc
 
 

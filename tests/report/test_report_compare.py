@@ -149,4 +149,4 @@ def test_cli_compares_several_runs(tmp_path, capsys):
     assert err.startswith("mprof: report: the runs are of different programs") and \
         err.count("\n") == 1
     assert main(["report", *paths, "--per-pe"]) == 2
-    assert "--per-pe shows one run" in capsys.readouterr().err
+    assert "--per-pe applies to one run" in capsys.readouterr().err
