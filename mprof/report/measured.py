@@ -76,11 +76,19 @@ class PEMeasured:
         """Wall-clock time the PE was not idle."""
         return max(self.elapsed_s - self.idle_s, 0.0)
 
+    @property
+    def busy_cpu_s(self) -> float | None:
+        """CPU time outside the idle loop (None: CPU time not measured)."""
+        if self.cpu_s is None:
+            return None
+        return max(self.cpu_s - (self.idle_cpu_s or 0.0), 0.0)
+
 
 @dataclass
 class Imbalance:
     """The load-imbalance finding: the busiest PE's busy time exceeds the mean by 30 % or
-    more (wall-clock busy time, elapsed minus idle)."""
+    more.  Busy time is CPU time outside the idle loop where the run measured CPU time (time
+    a PE was preempted on a busy machine does not count), else wall-clock time minus idle."""
 
     busiest: list[int]  # PEs whose busy time exceeds the mean by the threshold, busiest first
     busiest_s: float
@@ -90,6 +98,7 @@ class Imbalance:
     idle_s: float  # the PEs' wall-clock idle time
     statistic: str | None  # "module:Stat" whose per-PE values differ most
     stat_values: list[float] = field(default_factory=list)  # per PE
+    measure: str = "cpu"  # of the busy times: "cpu" or "wall"
 
     @property
     def excess(self) -> float:
@@ -197,18 +206,21 @@ def find_imbalance(pes: list[PEMeasured], threshold: float = IMBALANCE_THRESHOLD
     mean (or the run has one PE)."""
     if len(pes) < 2:
         return None
-    busy = [p.busy_s for p in pes]
+    cpu = all(p.busy_cpu_s is not None for p in pes)
+    busy = [p.busy_cpu_s if cpu else p.busy_s for p in pes]
     mean = sum(busy) / len(busy)
     top = max(busy)
     if mean <= 0 or top < (1 + threshold) * mean:
         return None
-    busiest = sorted((p.pe for p in pes if p.busy_s >= (1 + threshold) * mean),
-                     key=lambda n: (-busy[n], n))
-    idlest = sorted((p.pe for p in pes if p.busy_s < 0.5 * mean), key=lambda n: (busy[n], n))
+    index = {p.pe: i for i, p in enumerate(pes)}
+    busiest = sorted((p.pe for p, b in zip(pes, busy) if b >= (1 + threshold) * mean),
+                     key=lambda n: (-busy[index[n]], n))
+    idlest = sorted((p.pe for p, b in zip(pes, busy) if b < 0.5 * mean),
+                    key=lambda n: (busy[index[n]], n))
     caused = sum(top - b for b in busy)
     stat, values = differs_most(pes)
     return Imbalance(busiest, top, mean, idlest, caused, sum(p.idle_s for p in pes), stat,
-                     values)
+                     values, "cpu" if cpu else "wall")
 
 
 def differs_most(pes: list[PEMeasured]) -> tuple[str | None, list[float]]:

@@ -97,11 +97,14 @@ def imbalance_sentence(report: Report, d: int) -> str:
     im = report.imbalance
     out = (f"{_pes(im.busiest)} {'was' if len(im.busiest) == 1 else 'were'} busy the most: "
            f"{im.busiest_s:.{d}f} s, {100 * im.excess:.0f} % above the mean of "
-           f"{im.mean_s:.{d}f} s (wall-clock busy time: elapsed minus idle)")
+           f"{im.mean_s:.{d}f} s ("
+           + ("busy: CPU time outside the idle loop)" if im.measure == "cpu"
+              else "wall-clock busy time: elapsed minus idle)"))
     if im.idlest:
         out += f"; {_pes(im.idlest)} under half the mean"
     out += (f". Waiting for the busiest PE accounts for {im.caused_s:.{d}f} s, "
-            f"{share_text(im.idle_share)} of the PEs' {im.idle_s:.{d}f} s of idle time.")
+            f"{share_text(im.idle_share)} of the PEs' {im.idle_s:.{d}f} s of wall-clock idle "
+            "time.")
     if im.statistic:
         values = im.stat_values
         top = max(range(len(values)), key=lambda i: (values[i], -i))
