@@ -144,7 +144,7 @@ def measured_bars(report: Report, d: int) -> Figure:
                  + ("; under it, the model's estimate for the category's module (on the "
                     "module's subtotal row when it has several categories), and the time no "
                     "model term explains." if beside else "."))
-    x0, x1 = 250, 690
+    x0, x1 = 250, 610  # room right of the bars for their labels, then the legend
     values = [r.cpu_s for r in rows if r.cpu_s is not None] + \
         [r.model_s for r in rows if r.model_s is not None] + [0.0]
     ticks = _ticks(min(values), max(values))
@@ -182,8 +182,8 @@ def measured_bars(report: Report, d: int) -> Figure:
                      f"model {_fmt(r.model_s, d)} s", size=10, fill="#8a4b08")
     legend = [("measured", PALETTE[0])] + ([("model estimate", PALETTE[1])] if beside else [])
     for j, (label, color) in enumerate(legend):
-        fig.rect(x1 + 70, 16 + 16 * j, 12, 12, color)
-        fig.text(x1 + 88, 26 + 16 * j, label, size=11)
+        fig.rect(x1 + 165, 16 + 16 * j, 12, 12, color)
+        fig.text(x1 + 183, 26 + 16 * j, label, size=11)
     return fig
 
 

@@ -333,3 +333,40 @@ def test_per_pe_shows_statistics_busy_idle_and_categories(tmp_path, capsys):
     assert "eigenvalue: P=1 Bisect=800 Tasks=10" in lines[stats + 1]
     assert "eigenvalue: P=1 Bisect=100 Tasks=10" in lines[stats + 2]
     assert lines[stats + 1].startswith("PE0: rts: P=1 Sched=2 ThreadAlloc=1000")
+
+
+@pytest.mark.slow
+def test_measured_and_comparison_pages_render_in_chromium(tmp_path):
+    """The pages with measured categories, load imbalance, what-if and the comparison across
+    PE counts, rendered by a real headless browser: every figure is there and drawn."""
+    from test_html_browser import decode_png, find_chromium, run_chromium
+    from test_report_compare import run_at
+
+    from mprof.report.compare import compare
+    from mprof.report.html import write_compare_html, write_html
+
+    chromium = find_chromium()
+    pages = {
+        "imbalance": write_html(build_report(eigenvalue_like()), tmp_path / "imb.html"),
+        "model": write_html(build_report(with_categories(make_run(NPES)), cpu_model(),
+                                         what_if=["rts:Msg=0.5x"]), tmp_path / "model.html"),
+        "compare": write_compare_html(compare([(f"eig-{p}.json", run_at(p))
+                                               for p in (1, 2, 4, 8)], cpu_model()),
+                                      tmp_path / "cmp.html"),
+    }
+    want = {"imbalance": ['id="imbalance"', 'class="measured"', 'class="seg"'],
+            "model": ['class="model-estimate"', 'id="what-if"', 'class="measured"'],
+            "compare": ['class="efficiency"', 'class="model-marker"', 'class="seg"']}
+    for name, page in pages.items():
+        url = page.resolve().as_uri()
+        dom = run_chromium(chromium, tmp_path, url, "--dump-dom")
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        for marker in want[name]:
+            assert marker in dom.stdout, (name, marker)
+        png = tmp_path / f"{name}.png"
+        shot = run_chromium(chromium, tmp_path, url, f"--screenshot={png}",
+                            "--window-size=1100,1400")
+        assert shot.returncode == 0 and png.exists(), shot.stderr[-2000:]
+        width, height, bpp, rows = decode_png(png.read_bytes())
+        colours = {row[x:x + 3] for row in rows[::8] for x in range(0, width * bpp, bpp * 8)}
+        assert len(colours) > 20, name  # plots in colour, not a blank page
