@@ -1,4 +1,6 @@
-"""`mprof report RUN.json [--model MODEL.json]`: Cost Profile, latency and dependence chains."""
+"""`mprof report RUN.json [--model MODEL.json]`: measured time per category, Cost Profile,
+latency and dependence chains; `mprof report RUN_1.json RUN_2.json ...`: the runs across PE
+counts."""
 
 from __future__ import annotations
 
@@ -15,14 +17,17 @@ def register(subparsers):
         "report", help="post-run report: Cost Profile, observed/critical latency, chains",
         description="Combine a run profile with a cost model (mprof fit) into the paper's Cost "
         "Profile, observed and critical latency per access category, and the dependence chains "
-        "of synchronization events.  Text, terminal tables, JSON or one self-contained HTML "
-        "page.")
+        "of synchronization events, led by the measured CPU time per access category (with "
+        "the model's estimate beside it) and, when the PEs were busy unevenly, load imbalance.  "
+        "Several runs of one program are compared across PE counts.  Text, terminal tables, "
+        "JSON or one self-contained HTML page.")
     p.add_argument("run", nargs="*", metavar="RUN",
                    help="run profile (JSON, docs/run-profile.md); several runs of one program "
                    "at different PE counts are compared across P")
     p.add_argument("--model", help="model file written by `mprof fit` (SaveModel)")
     p.add_argument("--per-pe", action="store_true",
-                   help="also show model/measured time and latency of every PE")
+                   help="also show every PE's wall-clock, CPU and category times, "
+                   "statistics, model time and latency (one run)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--format", choices=["text", "rich"],
                      help="text keeps the paper's shape; rich draws terminal tables "
@@ -30,8 +35,9 @@ def register(subparsers):
     fmt.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--html", metavar="OUT", nargs="?", const="reports/",
                    help="also write a self-contained HTML page with plots; OUT is a file, or a "
-                   "folder (ending in / or existing) that gets RUN's name with .html; without "
-                   "OUT: reports/ (the default output folder)")
+                   "folder (ending in / or existing) that gets RUN's name with .html (with "
+                   "several runs: the first's name with -compare.html); without OUT: reports/ "
+                   "(the default output folder)")
     p.add_argument("--what-if", metavar="NAME=FACTORx", action="append",
                    help="with --model: the model's prediction with a parameter (module:Term, "
                    "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
