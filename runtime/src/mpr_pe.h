@@ -41,6 +41,9 @@ typedef struct mpr_pe {
     int nsched; /* ids in use: built-ins plus custom */
     int rr;     /* round-robin position among FIFO and custom schedulers */
     int preempt_depth;
+    /* stand-ins for preemptive fibers run straight from a message, one per nesting level:
+     * pe->current while they run (sched.c, mpr_run_direct) */
+    _Alignas(16) unsigned char direct_frames[MPR_PREEMPT_DEPTH][sizeof(mpr_fiber)];
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     /* The FIFO batch must stop after the current fiber: an urgent fiber was enabled, the
      * awaited counter reached its target, or (written by another PE's thread, hence atomic;

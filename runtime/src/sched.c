@@ -73,6 +73,35 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
     s->ops.deposit(s->state, f);
 }
 
+/* Runs a preemptive fiber that arrived in a message straight from the message buffer, in the
+ * receiving PE's context (Wen 1995, section 3.2.4): no fiber is allocated, enabled or
+ * dispatched, and its arguments are read where they arrived.  What it may do is what a
+ * preemptive fiber may do anyway -- no continuation, no blocking -- and a stand-in header is
+ * pe->current meanwhile, so that the calls that check (mp_continue, mp_block_until) refuse as
+ * for any preemptive fiber, and the watchdog names its function.  Accounting as for a fiber
+ * that ran at once: a dispatch of its (access, enabler) pair with no latency, counted apart as
+ * ThreadDirect (the rts record takes it out of the three thread counts, stats.c). */
+void mpr_run_direct(mpr_pe *pe, mp_fiber_fn fn, const void *args, unsigned access)
+{
+    mpr_fiber *outer = pe->current;
+    mpr_fiber_tag outer_tag = pe->spawn_tag;
+    mpr_fiber *frame = (mpr_fiber *)pe->direct_frames[pe->preempt_depth];
+    frame->fn = fn;
+    frame->idle_at_create = pe->c_total;
+    frame->tag.word =
+        mpr_tag_make(pe, MP_SCHED_PREEMPT, access, access, MPR_FIBER_ENABLED, MPR_SLOT_TINY);
+    frame->waiting_on = NULL;
+    pe->preempt_depth++;
+    pe->current = frame;
+    pe->spawn_tag.word = pe->spawn_tag_unclassified;
+    mpr_latency *row = pe->latency[access];
+    fn((void *)args);
+    row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count, less ThreadDirect */
+    pe->preempt_depth--;
+    pe->current = outer;
+    pe->spawn_tag = outer_tag;
+}
+
 /* The fiber about to run waited while the PE was idle: it takes that idle time as its observed
  * latency and, if not yet charged to another fiber, as critical-path latency. */
 static MPR_COLD void latency_start(mpr_pe *pe, uint64_t observed)

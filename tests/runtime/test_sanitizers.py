@@ -40,6 +40,12 @@ def test_category_sampling_under_sanitizer(rt_san, workers):
     assert all(pe.get("categories") for pe in run.profile["pes"])
 
 
+def test_direct_preemptive_messages_under_sanitizer(rt_san):
+    """Handlers run from the message buffer while the buffer is still being polled."""
+    run = rt_san.run("direct", "n=300", env={"MPROF_PES": 5, "MPROF_WORKERS": 2}, timeout=120)
+    assert run.stdout.count("direct=300 nested=300 fifo=300") == 5
+
+
 def test_comm_under_sanitizer(rt_san):
     rt_san.run("comm", "count", 2000, 40, timeout=120)
     rt_san.run("comm", "flush", 200, 32, env={"MPROF_FLUSH_FIBERS": 7}, timeout=120)
