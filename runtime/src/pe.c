@@ -43,6 +43,30 @@ static int mpi_requested(void)
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL;
 }
 
+const char *mpr_machine_missing(const mpr_machine *m)
+{
+    /* the entries machine.h does not mark optional */
+    const struct {
+        const char *name;
+        bool set;
+    } required[] = {
+        {"init", m->init},
+        {"run", m->run},
+        {"send", m->send},
+        {"take", m->take},
+        {"processed", m->processed},
+        {"idle_enter", m->idle_enter},
+        {"idle_leave", m->idle_leave},
+        {"sleep", m->sleep},
+        {"wake_all", m->wake_all},
+        {"pending", m->pending},
+    };
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+        if (!required[i].set)
+            return required[i].name;
+    return NULL;
+}
+
 const mpr_machine *mpr_machine_select(void)
 {
     switch (mpi_requested()) {
@@ -217,6 +241,10 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     const mpr_machine *m = mpr_machine_select();
     if (!m)
         return mpr_misuse(MP_ERR_BACKEND, "no usable backend (see MPROF_BACKEND)");
+    const char *missing = mpr_machine_missing(m);
+    if (missing)
+        return mpr_misuse(MP_ERR_BACKEND, "the %s backend lacks its required entry %s", m->name,
+                          missing);
     mpr_m = m;
     int npes = cfg->npes, first = 0, count = 0;
     if (m->init(&npes, &first, &count) != 0)
