@@ -16,7 +16,12 @@
  *     PEs with tag 0: records from one PE to another arrive in the order they were made
  *     (comm.c), so readers pair them in order;
  *   - each module's statistics, summed over the PE's records, as one Metric event of the
- *     module's metric class at the PE's end.
+ *     module's metric class (mode ACCUMULATED_START: the count since the PE started) every
+ *     MPROF_TRACE_SAMPLE_MS milliseconds of the PE's time (default 10; 0: only at the end),
+ *     checked when a fiber or an idle period ends, and at the PE's end;
+ *   - the run's settings (PE count, aggregation threshold, flush period and delay, small
+ *     message size, spin count) as one Metric event of the class "settings" (mode
+ *     ABSOLUTE_POINT) at the PE's start.
  * Each PE writes its own event writer, so the archive uses OTF2's pthread locking callbacks;
  * on the MPI backend the archive is opened collectively over MPI_COMM_WORLD and rank 0 writes
  * the global definitions.
@@ -43,6 +48,9 @@
 #define ACCESS_REGION(a) ((OTF2_RegionRef)(a) + 1)
 #define TRACE_DEPTH (MPR_PREEMPT_DEPTH + 4)
 #define MAX_MODULES 64
+#define SETTINGS_METRIC ((OTF2_MetricRef)0)
+#define MODULE_METRIC(m) ((OTF2_MetricRef)(m) + 1) /* metric class of module m */
+#define NSETTINGS 6
 
 static bool on; /* this run is traced (set before the PEs start) */
 
@@ -50,9 +58,10 @@ typedef struct {
     OTF2_EvtWriter *w;
     uint32_t stack[TRACE_DEPTH]; /* regions entered by running fibers, innermost last */
     int depth;
-    int lost;         /* nesting deeper than TRACE_DEPTH: those fibers are not traced */
-    bool pending;     /* the innermost fiber's Enter is not written yet */
-    uint64_t started; /* ... and happened at this time */
+    int lost;             /* nesting deeper than TRACE_DEPTH: those fibers are not traced */
+    bool pending;         /* the innermost fiber's Enter is not written yet */
+    uint64_t started;     /* ... and happened at this time */
+    uint64_t next_sample; /* the statistics are written again from this time on */
 } trace_pe;
 
 typedef struct {
@@ -67,6 +76,7 @@ static bool is_mpi;
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_module modules[MAX_MODULES];
 static int nmodules;
+static uint64_t sample_ns = 10000000; /* MPROF_TRACE_SAMPLE_MS; 0: statistics at the end only */
 
 static inline uint64_t now(void)
 {
@@ -113,6 +123,17 @@ static unsigned trace_start(void)
                 strerror(errno));
         return 0;
     }
+    const char *period = getenv("MPROF_TRACE_SAMPLE_MS");
+    if (period && *period) {
+        char *end;
+        double ms = strtod(period, &end);
+        if (*end || !(ms >= 0 && ms < 1e9))
+            fprintf(stderr,
+                    "mprof: ignoring MPROF_TRACE_SAMPLE_MS=%s (expected milliseconds >= 0)\n",
+                    period);
+        else
+            sample_ns = (uint64_t)(ms * 1e6);
+    }
     tpes = calloc((size_t)mpr_g.npes, sizeof *tpes);
     if (!tpes)
         return 0;
@@ -141,9 +162,30 @@ static unsigned trace_start(void)
     return MPR_OBS_ON | MPR_OBS_EVERY_FIBER | MPR_OBS_HOT;
 }
 
+/* The run's settings, in the order of the "settings" metric class's members. */
+static const char *const setting_names[NSETTINGS] = {
+    "setting::npes",           "setting::agg_bytes",   "setting::flush_fibers",
+    "setting::flush_delay_us", "setting::small_bytes", "setting::spin"};
+
 static void trace_pe_begin(mpr_pe *pe)
 {
-    tpes[pe->id].w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
+    trace_pe *tp = &tpes[pe->id];
+    tp->w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
+    const mp_config *cfg = &mpr_g.cfg;
+    OTF2_Type types[NSETTINGS];
+    OTF2_MetricValue values[NSETTINGS];
+    uint64_t u[NSETTINGS] = {(uint64_t)mpr_g.npes,        (uint64_t)cfg->agg_bytes,
+                             (uint64_t)cfg->flush_fibers, 0,
+                             (uint64_t)cfg->small_bytes,  (uint64_t)cfg->spin};
+    for (int i = 0; i < NSETTINGS; i++) {
+        types[i] = OTF2_TYPE_UINT64;
+        values[i].unsigned_int = u[i];
+    }
+    types[3] = OTF2_TYPE_DOUBLE;
+    values[3].floating_point = cfg->flush_delay_s * 1e6;
+    uint64_t t = now();
+    OTF2_EvtWriter_Metric(tp->w, NULL, t, SETTINGS_METRIC, NSETTINGS, types, values);
+    tp->next_sample = sample_ns ? t + sample_ns : UINT64_MAX;
 }
 
 static int module_id(const mp_stat_module *desc)
@@ -180,20 +222,27 @@ static void write_metrics(mpr_pe *pe, OTF2_EvtWriter *w, uint64_t t)
             types[i] = st == MP_STAT_F64   ? OTF2_TYPE_DOUBLE
                        : st == MP_STAT_I64 ? OTF2_TYPE_INT64
                                            : OTF2_TYPE_UINT64;
-            values[i].unsigned_int = 0;
+            uint64_t sum = 0; /* 0.0 as a double, too */
             for (mpr_stats_rec *q = r; q; q = q->next) {
                 if (strcmp(q->module->module, r->module->module) != 0)
                     continue;
-                if (st == MP_STAT_F64) {
-                    double d;
-                    memcpy(&d, &q->slots[i], sizeof d);
-                    values[i].floating_point += d;
-                } else {
-                    values[i].unsigned_int += q->slots[i];
-                }
+                uint64_t v = q->slots[i];
+                if (q->derive) /* during the run: what the object derives from its state */
+                    v = mpr_stat_add(st, v, mpr_stats_derived(q, i));
+                sum = mpr_stat_add(st, sum, v);
             }
+            values[i].unsigned_int = sum; /* the same 8 bytes for every type */
         }
-        OTF2_EvtWriter_Metric(w, NULL, t, (OTF2_MetricRef)id, (uint8_t)n, types, values);
+        OTF2_EvtWriter_Metric(w, NULL, t, MODULE_METRIC(id), (uint8_t)n, types, values);
+    }
+}
+
+/* The statistics again once the sampling period has passed (on the PE, between fibers). */
+static inline void maybe_sample(mpr_pe *pe, trace_pe *tp, uint64_t t)
+{
+    if (t >= tp->next_sample) {
+        write_metrics(pe, tp->w, t);
+        tp->next_sample = t + sample_ns;
     }
 }
 
@@ -234,7 +283,10 @@ static void trace_fiber_end(mpr_pe *pe)
     }
     if (tp->depth > 0) {
         settle(tp);
-        OTF2_EvtWriter_Leave(tp->w, NULL, now(), ACCESS_REGION(tp->stack[--tp->depth]));
+        uint64_t t = now();
+        OTF2_EvtWriter_Leave(tp->w, NULL, t, ACCESS_REGION(tp->stack[--tp->depth]));
+        if (tp->depth == 0)
+            maybe_sample(pe, tp, t);
     }
 }
 
@@ -260,7 +312,11 @@ static void trace_idle_begin(mpr_pe *pe)
 
 static void trace_idle_end(mpr_pe *pe)
 {
-    OTF2_EvtWriter_Leave(tpes[pe->id].w, NULL, now(), IDLE_REGION);
+    trace_pe *tp = &tpes[pe->id];
+    uint64_t t = now();
+    OTF2_EvtWriter_Leave(tp->w, NULL, t, IDLE_REGION);
+    if (tp->depth == 0)
+        maybe_sample(pe, tp, t);
 }
 
 static void trace_send(mpr_pe *pe, int dst, size_t bytes)
@@ -341,8 +397,20 @@ static void write_global_definitions(const uint64_t *events)
                                        OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE);
         free(members);
     }
-    /* statistics: a metric class per module, a member per statistic */
     uint32_t member = 0;
+    /* settings: values, not counts (ABSOLUTE_POINT), written once at each PE's start */
+    OTF2_MetricMemberRef setting_refs[NSETTINGS];
+    uint32_t setting_desc = string(&s, "mprof runtime setting (docs/runtime.md)");
+    for (int i = 0; i < NSETTINGS; i++) {
+        OTF2_GlobalDefWriter_WriteMetricMember(
+            w, member, string(&s, setting_names[i]), setting_desc, OTF2_METRIC_TYPE_USER,
+            OTF2_METRIC_ABSOLUTE_POINT, i == 3 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64,
+            OTF2_BASE_DECIMAL, 0, empty);
+        setting_refs[i] = member++;
+    }
+    OTF2_GlobalDefWriter_WriteMetricClass(w, SETTINGS_METRIC, NSETTINGS, setting_refs,
+                                          OTF2_METRIC_ASYNCHRONOUS, OTF2_RECORDER_KIND_ABSTRACT);
+    /* statistics: a metric class per module, a member per statistic */
     for (int m = 0; m < nmodules; m++) {
         const mp_stat_module *d = modules[m].desc;
         OTF2_MetricMemberRef refs[255];
@@ -358,7 +426,7 @@ static void write_global_definitions(const uint64_t *events)
                 OTF2_METRIC_ACCUMULATED_START, type, OTF2_BASE_DECIMAL, 0, empty);
             refs[i] = member++;
         }
-        OTF2_GlobalDefWriter_WriteMetricClass(w, (OTF2_MetricRef)m, (uint8_t)d->nfields, refs,
+        OTF2_GlobalDefWriter_WriteMetricClass(w, MODULE_METRIC(m), (uint8_t)d->nfields, refs,
                                               OTF2_METRIC_ASYNCHRONOUS,
                                               OTF2_RECORDER_KIND_ABSTRACT);
     }

@@ -36,7 +36,8 @@ def summarize(archive: Path):
     """Per location name: event counts by type, idle seconds, metric values, region stack
     depth at the end."""
     per = collections.defaultdict(lambda: {"counts": collections.Counter(), "idle": 0.0,
-                                           "metrics": {}, "stack": [], "errors": []})
+                                           "metrics": {}, "settings": {},
+                                           "stack": [], "errors": []})
     with otf2.reader.open(str(archive)) as trace:
         resolution = trace.timer_resolution
         locations = sorted(loc.name for loc in trace.definitions.locations)
@@ -53,7 +54,10 @@ def summarize(archive: Path):
                     s["idle"] += (ev.time - t0) / resolution
             elif isinstance(ev, otf2.events.Metric):
                 for member, value in zip(ev.metric.members, ev.values):
-                    s["metrics"][member.name] = value
+                    if member.name.startswith("setting::"):
+                        s["settings"][member.name] = (value, member.metric_mode)
+                    else:  # sampled through the run: the last sample is the PE's end
+                        s["metrics"][member.name] = value
     return locations, per
 
 
@@ -66,6 +70,10 @@ def check_against_profile(archive: Path, profile: dict):
         assert s["counts"]["Enter"] == s["counts"]["Leave"] > 0
         stats = {f"{o['module']}::{k}": v for o in pe["objects"] for k, v in o["stats"].items()}
         assert s["metrics"] == stats
+        absolute = otf2.MetricMode.ABSOLUTE_POINT
+        assert s["settings"] == {
+            "setting::npes": (profile["npes"], absolute),
+            **{f"setting::{k}": (v, absolute) for k, v in profile["settings"].items()}}
         assert s["counts"]["MpiSend"] == stats["rts::RemoteOp"]
         assert s["counts"]["MpiRecv"] == stats["rts::ThreadArrived"]
         # the trace's idle intervals are the ones the runtime measures, read a few
@@ -93,7 +101,9 @@ def test_otf2_print_reads_the_trace(build_dir, tmp_path):
                                 if line[:1].isupper() and not line.startswith("Event"))
     assert kinds["ENTER"] == kinds["LEAVE"] > 0
     assert kinds["MPI_SEND"] == kinds["MPI_RECV"] > 0
-    assert kinds["METRIC"] == 2 * 3  # rts, graph, pipe on each of 2 PEs
+    # the settings at each PE's start, then rts, graph, pipe every period and at each PE's end
+    assert kinds["METRIC"] >= 2 * (1 + 3)
+    assert proc.stdout.count('"setting::agg_bytes"') == 2
     assert 'Region: "pipe:produce"' in proc.stdout
 
 
