@@ -22,7 +22,7 @@ from . import __version__
 from .errors import MprofError
 
 # Workflow order; a stage without a cli module yet is simply not offered.
-STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate", "trace"]
+STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate", "trace", "history"]
 
 
 def build_parser():
