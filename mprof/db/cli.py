@@ -58,7 +58,9 @@ def register(subparsers):
                    help="time measure of the extrap and cube formats (default: %(default)s)")
     p.add_argument("--params", metavar="A,B",
                    help="parameters of the extrap and cube formats (default: every numeric "
-                   "parameter, PE count as npes, that varies across the exported runs)")
+                   "parameter, PE count as npes, that varies across the exported runs, "
+                   "except settings: on/off switches with values 0 and one other, and "
+                   "parameters equal to a runtime setting in every run)")
     p.set_defaults(func=cmd_export)
 
 
@@ -187,6 +189,11 @@ def _export_for_tools(args):
             if missing:
                 raise MprofError(f"--params: run {run.id} has no numeric parameter "
                                  f"{', '.join(missing)}")
+    from ..exports.calltree import model_params
+
+    params, warnings = model_params(runs, params)
+    for warning in warnings:
+        print(f"mprof: warning: {warning}", file=sys.stderr)
     if args.format == "cube":
         if not args.output:
             raise MprofError("--format cube needs -o DIR (the experiment folder)")
