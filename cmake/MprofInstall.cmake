@@ -55,6 +55,14 @@ foreach(lib eventgraph hashtable taskstealer bipartite)
   endif()
 endforeach()
 
+# The PAPI software-defined events of the runtime and the structures, listable without running
+# a program: papi_native_avail -sde <prefix>/lib/libmprof_sde_events.so (docs/papi.md).
+if(MPROF_OBSERVERS AND MPROF_SDE_INCLUDE AND MPROF_SDE_LIBRARY)
+  file(GLOB _sde_perfs "${CMAKE_SOURCE_DIR}/instrumented-lib/*/*.perf")
+  mprof_add_sde_listing(mprof_sde_events ${CMAKE_SOURCE_DIR}/runtime/rts.perf ${_sde_perfs})
+  install(TARGETS mprof_sde_events LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+
 install(TARGETS ${_mprof_targets} EXPORT mprofTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${MPROF_INSTALL_INCLUDEDIR})

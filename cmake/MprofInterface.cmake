@@ -106,3 +106,39 @@ function(mprof_add_interface target perf_file)
     target_link_libraries(${target} PUBLIC m)
   endif()
 endfunction()
+
+# mprof_add_sde_listing(<target> <file.perf>...)
+#
+# A shared library <target> whose papi_sde_hook_list_events lists the PAPI software-defined
+# events of the interfaces' statistics (sde:::MPROF::<module>::<statistic>, with their
+# descriptions), for `papi_native_avail -sde lib<target>.so` (docs/papi.md): the runtime is a
+# static library inside an executable, which PAPI's tools cannot load.  Needs PAPI's libsde.
+function(mprof_add_sde_listing target)
+  find_path(MPROF_SDE_INCLUDE sde_lib.h)
+  find_library(MPROF_SDE_LIBRARY sde)
+  if(NOT MPROF_SDE_INCLUDE OR NOT MPROF_SDE_LIBRARY)
+    message(FATAL_ERROR "mprof_add_sde_listing: PAPI's sde_lib.h and libsde are needed")
+  endif()
+  _mprof_generator(generator)
+  set(perfs "")
+  foreach(f IN LISTS ARGN)
+    get_filename_component(perf "${f}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND perfs "${perf}")
+  endforeach()
+  set(env "")
+  set(generator_files "")
+  if(_MPROF_IN_TREE)
+    set(env "PYTHONPATH=${_MPROF_ROOT}")
+    file(GLOB generator_files CONFIGURE_DEPENDS "${_MPROF_ROOT}/mprof/iface/*.py")
+  endif()
+  set(source "${CMAKE_CURRENT_BINARY_DIR}/${target}_sde_events.c")
+  add_custom_command(
+    OUTPUT "${source}"
+    COMMAND ${CMAKE_COMMAND} -E env ${env} ${generator} iface sde-events --c "${source}" ${perfs}
+    DEPENDS ${perfs} ${generator_files}
+    COMMENT "mprof iface sde-events --c ${source}"
+    VERBATIM)
+  add_library(${target} SHARED "${source}")
+  target_include_directories(${target} PRIVATE "${MPROF_SDE_INCLUDE}")
+  target_link_libraries(${target} PRIVATE "${MPROF_SDE_LIBRARY}")
+endfunction()

@@ -56,6 +56,7 @@ def test_install_layout(prefix):
         "lib/cmake/mprof/MprofInterface.cmake",
         "lib/pkgconfig/mprof.pc",
         "share/mprof/perf/rts.perf",
+        "lib/libmprof_sde_events.so",
     ]:
         assert (prefix / rel).is_file(), rel
 
