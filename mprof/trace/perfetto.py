@@ -3,7 +3,7 @@
 The Trace Event Format's JSON object form, which ui.perfetto.dev, chrome://tracing and
 Perfetto's trace processor open:
 
-    process per OTF2 location group   ("process 0"; one per rank under MPI)
+    process per OTF2 location group   ("process 0 on <host>"; one per rank under MPI)
     thread (track) per PE               tid = PE number, named "PE n"
     slice ("X") per region visit        name = access category (`pipe:produce`) or `idle`;
                                         cat "access" or "idle"; preemptive fibers nest
@@ -16,7 +16,8 @@ Perfetto's trace processor open:
                                         "PE n settings"
 
 Timestamps are microseconds since the trace's global offset (its first timestamp), the unit
-the format prescribes; `displayTimeUnit` is "ns"."""
+the format prescribes, with the archive's clock offsets applied (the OTF2 reader does that:
+under MPI every rank's events are on rank 0's clock); `displayTimeUnit` is "ns"."""
 
 from __future__ import annotations
 
@@ -95,8 +96,15 @@ def _convert(otf2, trace) -> dict:
     groups: dict[str, int] = {}
     track: dict[str, tuple[int, int]] = {}  # location name -> (pid, tid)
     events: list[dict] = []
+    hosts = {}
     for loc in sorted(defs.locations, key=lambda l: l._ref):
-        pid = groups.setdefault(loc.group.name, len(groups))
+        group = loc.group
+        node = group.system_tree_parent
+        name = group.name
+        if node is not None and node.class_name == "node":  # the host it ran on
+            name = f"{group.name} on {node.name}"
+            hosts[group.name] = node.name
+        pid = groups.setdefault(name, len(groups))
         track[loc.name] = (pid, int(loc._ref))
     for name, pid in groups.items():
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
@@ -163,6 +171,7 @@ def _convert(otf2, trace) -> dict:
     events.sort(key=lambda e: (e.get("ts", -1.0), 0 if e["ph"] != "f" else 1))
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"source": "mprof trace convert", "timer_resolution": int(resolution),
+                          "hosts": sorted(set(hosts.values())),
                           "global_offset": int(origin), "remote_invocations": flow,
                           "unmatched_messages": unmatched}}
 

@@ -24,7 +24,11 @@
  *     ABSOLUTE_POINT) at the PE's start.
  * Each PE writes its own event writer, so the archive uses OTF2's pthread locking callbacks;
  * on the MPI backend the archive is opened collectively over MPI_COMM_WORLD and rank 0 writes
- * the global definitions.
+ * the global definitions.  The system tree has a node per host under the machine, each
+ * process's location group under its host.  On the MPI backend every rank also writes two
+ * clock offsets (at the trace's start and end: rank 0's clock less its own, measured right
+ * after a collective), with which OTF2 readers map each rank's timestamps onto rank 0's clock
+ * (ranks on several hosts have unrelated monotonic clocks).
  */
 #define _GNU_SOURCE
 #include "observer.h"
@@ -38,6 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef MPROF_HAVE_MPI
 #include <mpi.h>
@@ -72,6 +77,7 @@ typedef struct {
 static OTF2_Archive *archive;
 static trace_pe *tpes; /* indexed by PE number; only local PEs are used */
 static uint64_t t_begin, t_end;
+static int64_t offset_begin, offset_end; /* rank 0's clock less this process's (MPI) */
 static bool is_mpi;
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_module modules[MAX_MODULES];
@@ -97,6 +103,21 @@ static OTF2_TimeStamp post_flush(void *u, OTF2_FileType t, OTF2_LocationRef l)
 }
 static OTF2_FlushCallbacks flush_callbacks = {.otf2_pre_flush = pre_flush,
                                               .otf2_post_flush = post_flush};
+
+/* Rank 0's clock less this process's, as *at (local time) sees it: every rank reads its clock
+ * right after the same collective, and the maximum of (rank 0's reading, 0 elsewhere) is rank
+ * 0's.  Collective on the MPI backend; 0 otherwise. */
+static int64_t clock_offset(uint64_t *at)
+{
+    if (!is_mpi) {
+        *at = now();
+        return 0;
+    }
+    mpr_machine_max_all(0.0);
+    *at = now();
+    double root = mpr_machine_max_all(mpr_g.local_first == 0 ? (double)*at : 0.0);
+    return (int64_t)root - (int64_t)*at;
+}
 
 static unsigned trace_start(void)
 {
@@ -157,7 +178,7 @@ static unsigned trace_start(void)
         OTF2_Archive_SetSerialCollectiveCallbacks(archive);
     OTF2_Pthread_Archive_SetLockingCallbacks(archive, NULL);
     OTF2_Archive_OpenEvtFiles(archive);
-    t_begin = now();
+    offset_begin = clock_offset(&t_begin);
     on = true;
     return MPR_OBS_ON | MPR_OBS_EVERY_FIBER | MPR_OBS_HOT;
 }
@@ -347,7 +368,13 @@ static uint32_t string(strings *s, const char *text)
     return s->next++;
 }
 
-static void write_global_definitions(const uint64_t *events)
+/* What each process sends the one that writes the definitions, per local PE. */
+typedef struct {
+    uint64_t events;
+    char host[64];
+} pe_summary;
+
+static void write_global_definitions(const pe_summary *pes)
 {
     OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(archive);
     strings s = {w, 0};
@@ -357,19 +384,33 @@ static void write_global_definitions(const uint64_t *events)
     OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, string(&s, mpr_g.cfg.program),
                                              string(&s, "machine"),
                                              OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    /* a node per host (in order of first appearance), under the machine */
+    int *host_of = calloc((size_t)mpr_g.npes, sizeof *host_of); /* NULL: all under node 0 */
+    int nhosts = 0;
+    uint32_t node_class = string(&s, "node");
+    for (int pe = 0; host_of && pe < mpr_g.npes; pe++) {
+        int h = 0;
+        while (h < pe && strcmp(pes[h].host, pes[pe].host) != 0)
+            h++;
+        host_of[pe] = h < pe ? host_of[h] : ++nhosts;
+        if (h == pe)
+            OTF2_GlobalDefWriter_WriteSystemTreeNode(w, (OTF2_SystemTreeNodeRef)nhosts,
+                                                     string(&s, pes[pe].host), node_class, 0);
+    }
     int nprocs = is_mpi ? mpr_g.npes : 1;
     for (int p = 0; p < nprocs; p++) {
         char name[64];
         snprintf(name, sizeof name, "process %d", p);
-        OTF2_GlobalDefWriter_WriteLocationGroup(w, (OTF2_LocationGroupRef)p, string(&s, name),
-                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
-                                                OTF2_UNDEFINED_LOCATION_GROUP);
+        OTF2_GlobalDefWriter_WriteLocationGroup(
+            w, (OTF2_LocationGroupRef)p, string(&s, name), OTF2_LOCATION_GROUP_TYPE_PROCESS,
+            (OTF2_SystemTreeNodeRef)(host_of ? host_of[p] : 0), OTF2_UNDEFINED_LOCATION_GROUP);
     }
+    free(host_of);
     for (int pe = 0; pe < mpr_g.npes; pe++) {
         char name[64];
         snprintf(name, sizeof name, "PE %d", pe);
         OTF2_GlobalDefWriter_WriteLocation(w, (OTF2_LocationRef)pe, string(&s, name),
-                                           OTF2_LOCATION_TYPE_CPU_THREAD, events[pe],
+                                           OTF2_LOCATION_TYPE_CPU_THREAD, pes[pe].events,
                                            (OTF2_LocationGroupRef)(is_mpi ? pe : 0));
     }
     uint32_t idle = string(&s, "idle");
@@ -438,14 +479,18 @@ static void trace_finish(void)
     if (!on)
         return;
     on = false;
-    t_end = now();
-    /* event counts of the local PEs, gathered to the process that writes the definitions */
-    uint64_t local[mpr_g.local_count > 0 ? mpr_g.local_count : 1];
+    offset_end = clock_offset(&t_end);
+    /* event counts and host of the local PEs, gathered to the process that writes the
+     * definitions */
+    pe_summary local[mpr_g.local_count > 0 ? mpr_g.local_count : 1];
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
     for (int i = 0; i < mpr_g.local_count; i++) {
         trace_pe *tp = &tpes[mpr_g.local_first + i];
-        local[i] = 0;
+        memset(&local[i], 0, sizeof local[i]);
+        memcpy(local[i].host, host, sizeof host);
         if (tp->w) {
-            OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i]);
+            OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i].events);
             OTF2_Archive_CloseEvtWriter(archive, tp->w);
         }
     }
@@ -454,15 +499,19 @@ static void trace_finish(void)
     for (int i = 0; i < mpr_g.local_count; i++) {
         OTF2_DefWriter *dw =
             OTF2_Archive_GetDefWriter(archive, (OTF2_LocationRef)(mpr_g.local_first + i));
+        if (is_mpi) {
+            OTF2_DefWriter_WriteClockOffset(dw, t_begin, offset_begin, 0.0);
+            OTF2_DefWriter_WriteClockOffset(dw, t_end, offset_end, 0.0);
+        }
         OTF2_Archive_CloseDefWriter(archive, dw);
     }
     OTF2_Archive_CloseDefFiles(archive);
     char *all = NULL;
     size_t all_len = 0;
-    int root = mpr_machine_gather((const char *)local, sizeof(uint64_t) * (size_t)mpr_g.local_count,
-                                  &all, &all_len);
-    if (root == 1 && all_len == sizeof(uint64_t) * (size_t)mpr_g.npes)
-        write_global_definitions((const uint64_t *)all);
+    int root = mpr_machine_gather((const char *)local,
+                                  sizeof(pe_summary) * (size_t)mpr_g.local_count, &all, &all_len);
+    if (root == 1 && all_len == sizeof(pe_summary) * (size_t)mpr_g.npes)
+        write_global_definitions((const pe_summary *)all);
     free(all);
     OTF2_Archive_Close(archive);
     archive = NULL;

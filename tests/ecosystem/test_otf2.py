@@ -83,9 +83,22 @@ def check_against_profile(archive: Path, profile: dict):
     assert sends == sum(per[n]["counts"]["MpiRecv"] for n in locations) > 0
 
 
+def check_hosts(archive: Path, profile: dict, processes: int):
+    """Every process's location group sits under a system tree node of class "node" named for
+    the host it ran on, under the machine node."""
+    with otf2.reader.open(str(archive)) as trace:
+        groups = {loc.group for loc in trace.definitions.locations}
+    assert len(groups) == processes
+    for group in groups:
+        node = group.system_tree_parent
+        assert (node.class_name, node.name) == ("node", profile["machine"]["hostname"])
+        assert node.parent.class_name == "machine"
+
+
 def test_pipe_trace_agrees_with_the_profile(build_dir, tmp_path):
     archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path)
     check_against_profile(archive, profile)
+    check_hosts(archive, profile, 1)
     with otf2.reader.open(str(archive)) as trace:
         regions = {r.name for r in trace.definitions.regions}
     assert {"idle", "pipe:produce", "pipe:consume", "graph:ENQ", "graph:DEQ"} <= regions
@@ -112,6 +125,19 @@ def test_mpi_backend_writes_one_archive(build_dir, tmp_path):
     archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path, np=2)
     assert profile["backend"] == "mpi"
     check_against_profile(archive, profile)
+    check_hosts(archive, profile, 2)
+    # two clock offsets per rank (start and end) onto rank 0's clock: 0 for rank 0, and on one
+    # host no more than the skew of leaving a collective
+    proc = subprocess.run(["otf2-print", "-C", str(archive)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    offsets = collections.defaultdict(list)
+    for line in proc.stdout.splitlines():
+        if line.startswith("CLOCK_OFFSET"):
+            fields = line.split()
+            offsets[int(fields[1])].append(int(line.split("Offset: ")[1].split(",")[0]))
+    assert sorted(offsets) == [0, 1] and offsets[0] == [0, 0]
+    assert len(offsets[1]) == 2 and all(abs(o) < 50_000_000 for o in offsets[1])
 
 
 def test_existing_trace_is_not_overwritten(build_dir, tmp_path):

@@ -100,6 +100,8 @@ def test_convert_pipe_trace(build_dir, tmp_path, capsys):
     trace, profile = traced(build_dir, tmp_path)
     data = convert(trace, tmp_path, capsys)
     check_trace_json(data, profile)
+    assert {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "process_name"} == \
+        {f"process 0 on {profile['machine']['hostname']}"}
     for e in data["traceEvents"]:  # one machine, one clock: a record arrives after it left
         if e["ph"] == "s":
             (f,) = [x for x in data["traceEvents"] if x["ph"] == "f" and x["id"] == e["id"]]
@@ -116,7 +118,9 @@ def test_convert_mpi_trace(build_dir, tmp_path, capsys):
     data = convert(trace, tmp_path, capsys)
     check_trace_json(data, profile)
     processes = {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "process_name"}
-    assert len(processes) == 2  # a process per rank
+    host = profile["machine"]["hostname"]
+    assert processes == {f"process 0 on {host}", f"process 1 on {host}"}  # a process per rank
+    assert data["otherData"]["hosts"] == [host]
 
 
 def test_statistics_are_sampled_through_the_run(build_dir, tmp_path):
