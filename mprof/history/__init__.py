@@ -1,1 +1,1 @@
-"""mprof.history stage: results of `mprof gate` and of benchmarks kept per commit (docs/history.md)."""
+"""mprof.history stage: gate and benchmark results kept per commit (docs/history.md)."""
