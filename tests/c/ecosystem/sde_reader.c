@@ -25,7 +25,7 @@
 
 static const mp_stat_field fields[] = {
     {"Count", MP_STAT_U64, NULL}, {"Weight", MP_STAT_F64, NULL}, {"Derived", MP_STAT_U64, NULL}};
-static const mp_stat_module demo = {"demo", 3, fields};
+static const mp_stat_module demo = {"demo", 3, fields, 0, NULL, NULL};
 #define NEVENTS 5
 static const char *events[NEVENTS] = {"sde:::MPROF::demo::Count", "sde:::MPROF::demo::Weight",
                                       "sde:::MPROF::rts::P", "sde:::MPROF::demo::Derived",
