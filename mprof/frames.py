@@ -5,7 +5,8 @@
     mf.pe_times("pipe.db")      # one row per (run, PE): elapsed, idle and CPU times
     mf.statistics("pipe.db")    # one row per (run, PE, object, statistic)
     mf.latency("pipe.db")       # one row per (run, PE, access category, enabler)
-    mf.category_times("pipe.db", "pipe.model.json")   # the Cost Profile per (run, PE, category)
+    mf.category_times("pipe.db")  # sampled CPU time per (run, PE, access category), if recorded
+    mf.cost_categories("pipe.db", "pipe.model.json")  # the Cost Profile per (run, PE, category)
     mf.fits("pipe.model.json")  # one row per model parameter
     mf.graphframe("pipe.db", run_id=3)                # Hatchet, index (node, rank)
     mf.thicket("pipe.db")                             # every run of a database, one Thicket
@@ -29,9 +30,10 @@ RUN_COLUMNS = ["run_id", "program", "backend", "npes", "started_at", "elapsed_s"
 PE_COLUMNS = ["run_id", "pe", "elapsed_s", "idle_s", "cpu_s", "idle_cpu_s"]
 STAT_COLUMNS = ["run_id", "pe", "object_id", "module", "statistic", "value"]
 LATENCY_COLUMNS = ["run_id", "pe", "access", "enabler", "count", "observed_s", "critical_s"]
-CATEGORY_COLUMNS = ["run_id", "pe", "module", "category", "seconds", "sd", "halfwidth"]
+CATEGORY_COLUMNS = ["run_id", "pe", "access", "cpu_s", "samples"]
+COST_COLUMNS = ["run_id", "pe", "module", "category", "seconds", "sd", "halfwidth"]
 FIT_COLUMNS = ["parameter", "module", "term", "value", "halfwidth", "sd", "origin", "ignored"]
-TABLES = ("runs", "pe_times", "statistics", "latency")
+TABLES = ("runs", "pe_times", "statistics", "latency", "category_times")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -140,8 +142,23 @@ def latency(source, where: Sequence = ()):
     return pd.DataFrame(rows, columns=LATENCY_COLUMNS)
 
 
-def category_times(source, model, where: Sequence = (), confidence: float = 0.90):
-    """The Cost Profile per (run, PE, cost category) as `model` prices it: CATEGORY_COLUMNS.
+def category_times(source, where: Sequence = ()):
+    """The PE's CPU time by what its thread was doing, as the runtime sampled it (the run
+    profile's optional per-PE `categories`, docs/run-profile.md): one row per (run, PE,
+    access category or `(scheduler)` / `(idle)`): CATEGORY_COLUMNS.  Runs recorded without
+    sampling have no rows."""
+    pd = _pandas()
+    rows = []
+    for run in load_runs(source, where=where):
+        for p in (run.document or {}).get("pes", []):
+            for c in p.get("categories") or []:
+                rows.append((run.id, int(p["pe"]), str(c["access"]), float(c["cpu_s"]),
+                             int(c.get("samples", 0))))
+    return pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
+
+
+def cost_categories(source, model, where: Sequence = (), confidence: float = 0.90):
+    """The Cost Profile per (run, PE, cost category) as `model` prices it: COST_COLUMNS.
     `seconds` is the category's cost summed over the PE's objects of that module, `sd` its
     standard deviation from the parameters' covariance, `halfwidth` the `confidence` band's
     half width (the parameters' share of `mprof report`'s band).  Modules the model does not
@@ -166,7 +183,7 @@ def category_times(source, model, where: Sequence = (), confidence: float = 0.90
                 for cat, est in model.price_categories(module, by_module[module]).items():
                     rows.append((run.id, pe.pe, module, cat, est.seconds, est.sd,
                                  est.halfwidth(quantile)))
-    return pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
+    return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
 def fits(model, confidence: float = 0.90):
@@ -203,7 +220,8 @@ def fits(model, confidence: float = 0.90):
 
 def table(name: str, source, where: Sequence = ()):
     """One of TABLES by name (what `mprof db export --format csv|parquet` writes)."""
-    readers = {"runs": runs, "pe_times": pe_times, "statistics": statistics, "latency": latency}
+    readers = {"runs": runs, "pe_times": pe_times, "statistics": statistics, "latency": latency,
+               "category_times": category_times}
     if name not in readers:
         raise MprofError(f"unknown table '{name}' (known: {', '.join(TABLES)})")
     return readers[name](source, where)

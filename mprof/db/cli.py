@@ -45,12 +45,12 @@ def register(subparsers):
                    default="profiles",
                    help="profiles (default): the stored run profiles; extrap: Extra-P JSON "
                    "Lines; cube: one CUBE4 profile.cubex per run; csv, parquet: the tables "
-                   "runs, pe_times, statistics, latency (with --model also category_times "
-                   "and fits)")
+                   "runs, pe_times, statistics, latency, category_times (with --model also "
+                   "cost_categories and fits)")
     p.add_argument("--table", choices=TABLE_NAMES,
                    help="csv and parquet: write this table only")
     p.add_argument("--model", metavar="MODEL",
-                   help="csv and parquet: a model file; adds the tables category_times (the "
+                   help="csv and parquet: a model file; adds the tables cost_categories (the "
                    "Cost Profile per run, PE and category) and fits (its parameters)")
     p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
                    help="export only runs whose parameter or setting NAME equals VALUE")
@@ -64,7 +64,8 @@ def register(subparsers):
     p.set_defaults(func=cmd_export)
 
 
-TABLE_NAMES = ("runs", "pe_times", "statistics", "latency", "category_times", "fits")
+TABLE_NAMES = ("runs", "pe_times", "statistics", "latency", "category_times",
+               "cost_categories", "fits")
 
 
 def _open_existing(path) -> ProfileDB:
@@ -221,10 +222,10 @@ def _export_tables(args):
     if args.measure != DEFAULT_MEASURE:
         raise MprofError("--measure applies to --format extrap and cube (the tables hold "
                          "every measure)")
-    names = [args.table] if args.table else list(TABLE_NAMES[:4])
+    names = [args.table] if args.table else list(TABLE_NAMES[:5])
     if not args.table and args.model:
-        names += ["category_times", "fits"]
-    if args.table in ("category_times", "fits") and not args.model:
+        names += ["cost_categories", "fits"]
+    if args.table in ("cost_categories", "fits") and not args.model:
         raise MprofError(f"--table {args.table} needs --model MODEL")
     to_stdout = bool(args.table) and args.format == "csv" and not args.output
     if not args.output and not to_stdout:
@@ -244,8 +245,8 @@ def _export_tables(args):
     runs = frames.load_runs(args.db, where=where)
     tables = {}
     for name in names:
-        if name == "category_times":
-            tables[name] = frames.category_times(runs, args.model)
+        if name == "cost_categories":
+            tables[name] = frames.cost_categories(runs, args.model)
         elif name == "fits":
             tables[name] = frames.fits(args.model)
         else:

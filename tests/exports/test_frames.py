@@ -66,14 +66,14 @@ def test_statistics_and_latency_are_tidy(pipe_db):
     assert by_access["graph:DEQ"] > 0
 
 
-def test_category_times_and_fits(tmp_path):
+def test_cost_categories_and_fits(tmp_path):
     model = make_model()
     model_path = tmp_path / "model.json"
     model.save(model_path)
     profile = tmp_path / "run.json"
     profile.write_text(json.dumps(make_run(npes=3)))
-    cats = mf.category_times(profile, model_path)
-    assert list(cats.columns) == mf.CATEGORY_COLUMNS
+    cats = mf.cost_categories(profile, model_path)
+    assert list(cats.columns) == mf.COST_COLUMNS
     assert set(cats["run_id"]) == {1}
     for pe in range(3):
         mine = {f"{r.module}:{r.category}": r.seconds
@@ -94,10 +94,10 @@ def test_db_export_csv_and_parquet(pipe_db, tmp_path, capsys):
     assert main(["db", "export", str(pipe_db), "--format", "csv", "-o",
                  str(tmp_path / "csv")]) == 0
     assert sorted(p.name for p in (tmp_path / "csv").iterdir()) == [
-        "latency.csv", "pe_times.csv", "runs.csv", "statistics.csv"]
+        "category_times.csv", "latency.csv", "pe_times.csv", "runs.csv", "statistics.csv"]
     assert main(["db", "export", str(pipe_db), "--format", "parquet", "-o",
                  str(tmp_path / "pq")]) == 0
-    for name in ("runs", "pe_times", "statistics", "latency"):
+    for name in ("runs", "pe_times", "statistics", "latency"):  # category_times: empty here
         mine = mf.table(name, pipe_db)
         from_csv = pd.read_csv(tmp_path / "csv" / f"{name}.csv")
         table = pq.read_table(tmp_path / "pq" / f"{name}.parquet")  # pyarrow itself
@@ -117,16 +117,35 @@ def test_db_export_tables_with_a_model(pipe_db, tmp_path):
     make_model().save(model_path)
     assert main(["db", "export", str(pipe_db), "--format", "csv", "-o", str(tmp_path / "out"),
                  "--model", str(model_path)]) == 0
-    cats = pd.read_csv(tmp_path / "out" / "category_times.csv")
+    cats = pd.read_csv(tmp_path / "out" / "cost_categories.csv")
     assert {"rts", "graph", "pipe"} <= set(cats["module"])
     assert len(set(cats["run_id"])) == 2 * len(M_VALUES)
     fits = pd.read_csv(tmp_path / "out" / "fits.csv")
     assert set(PARAMS) <= set(fits["parameter"])
 
 
+def test_sampled_category_times(tmp_path):
+    """The run profile's per-PE `categories` (CPU time sampled per access category), where a
+    runtime recorded them, as rows; a profile without them gives none."""
+    doc = make_run(npes=2)
+    rows = {0: [("pipe:consume", 0.2, 50), ("(idle)", 0.01, 3)], 1: [("graph:DEQ", 0.1, 25)]}
+    for pe in doc["pes"]:
+        pe["categories"] = [{"access": a, "cpu_s": t, "samples": n} for a, t, n in rows[pe["pe"]]]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    frame = mf.category_times(path)
+    assert list(frame.columns) == mf.CATEGORY_COLUMNS
+    assert [tuple(r) for r in frame.itertuples(index=False)] == [
+        (1, pe, a, t, n) for pe in (0, 1) for a, t, n in rows[pe]]
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(make_run(npes=2)))
+    assert mf.category_times(plain).empty
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--format", "parquet"], "needs -o DIR"),
     (["--format", "csv", "--table", "fits"], "needs --model"),
+    (["--format", "csv", "--table", "cost_categories"], "needs --model"),
     (["--format", "csv", "--params", "M", "-o", "x"], "--params applies"),
     (["--format", "csv", "-o", "x", "--where", "M=7"], "selects no run"),
     (["--format", "extrap", "--table", "runs"], "apply to --format csv and parquet"),
