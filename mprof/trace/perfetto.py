@@ -5,8 +5,9 @@ Perfetto's trace processor open:
 
     process per OTF2 location group   ("process 0 on <host>"; one per rank under MPI)
     thread (track) per PE               tid = PE number, named "PE n"
-    slice ("X") per region visit        name = access category (`pipe:produce`) or `idle`;
-                                        cat "access" or "idle"; preemptive fibers nest
+    slice ("X") per region visit        name = access category (`pipe:produce`), `idle`, or
+                                        the program (the PE's whole run, around the rest);
+                                        cat "access", "idle" or "run"; preemptive fibers nest
     flow ("s" -> "f") per remote        from the invoking fiber at the send to the moment the
       invocation                        receiving PE turns the record into a fiber (paired in
                                         order per sender and receiver, as OTF2 readers pair
@@ -129,7 +130,7 @@ def _convert(otf2, trace) -> dict:
             if not stacks[loc.name]:
                 raise MprofError(f"{loc.name}: Leave of {ev.region.name} without Enter")
             name, t0 = stacks[loc.name].pop()
-            events.append({"ph": "X", "name": name, "cat": "idle" if name == "idle" else "access",
+            events.append({"ph": "X", "name": name, "cat": _category(ev.region),
                            "pid": pid, "tid": tid, "ts": us(t0), "dur": (ev.time - t0) * 1e6
                            / resolution})
         elif isinstance(ev, otf2.events.MpiSend):
@@ -174,6 +175,14 @@ def _convert(otf2, trace) -> dict:
                           "hosts": sorted(set(hosts.values())),
                           "global_offset": int(origin), "remote_invocations": flow,
                           "unmatched_messages": unmatched}}
+
+
+def _category(region) -> str:
+    """`idle`, `access` (an access category's region) or `run` (the PE's root region, named
+    after the program: pe_main's code and the runtime between fibers)."""
+    if region.name == "idle":
+        return "idle"
+    return "access" if region.description == "mprof access category" else "run"
 
 
 def write(archive: str | Path, output: str | Path | None) -> dict:

@@ -53,13 +53,16 @@ def check_trace_json(data: dict, profile: dict):
     assert sorted(names.values()) == [f"PE {pe['pe']}" for pe in profile["pes"]]
     assert {e["args"]["name"] for e in events if e["name"] == "process_name"}
     track = {name: key for key, name in names.items()}
-    accesses = set(profile["accesses"]) | {"idle"}
+    accesses = set(profile["accesses"]) | {"idle", profile["program"]}
     for pe in profile["pes"]:
         key = track[f"PE {pe['pe']}"]
         slices = sorted((e for e in events if e["ph"] == "X" and (e["pid"], e["tid"]) == key),
                         key=lambda e: (e["ts"], -e["dur"]))
         assert slices and {e["name"] for e in slices} <= accesses
-        assert {e["cat"] for e in slices} == {"idle", "access"}
+        assert {e["cat"] for e in slices} == {"idle", "access", "run"}
+        (run,) = [e for e in slices if e["cat"] == "run"]  # the PE's root, around the rest
+        assert run["name"] == profile["program"] and run is slices[0]
+        assert run["dur"] * 1e-6 == pytest.approx(pe["elapsed_s"], rel=0.05, abs=2e-3)
         open_ends: list[float] = []  # slices on one track nest (preemptive fibers) or follow
         for e in slices:
             while open_ends and open_ends[-1] <= e["ts"] + 1e-3:

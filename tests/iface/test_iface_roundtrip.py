@@ -30,11 +30,11 @@ def test_reference_models():
         "P", "Sched", "ThreadAlloc", "ThreadEnable", "ThreadDisp", "ThreadContext",
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
-        "LocalOp", "ByteAlloc", "FlowWait",
+        "LocalOp", "ByteAlloc", "FlowWait", "ThreadDirect",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
-        "THREAD": ["Thread", "RemoteThread", "ThreadContext"],
+        "THREAD": ["Thread", "RemoteThread", "DirectThread", "ThreadContext"],
         "IDLE": ["Idle", "IdleCpu"],
         "COMM_ALPHA": ["RemoteOp", "Msg", "Wake"],
         "COMM_BETA": ["ByteSent", "ByteRecv", "ByteAlloc"],
