@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import MprofError
 from ..profile import IDLE, NOT_SAMPLED, SCHEDULER, RunProfile
-from .calltree import DESCRIPTIONS, METRICS, UNITS, Node, numeric_params, run_tree, varying_params
+from .calltree import DESCRIPTIONS, METRICS, UNITS, Node, model_params, numeric_params, run_tree
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z_]*$")
 
@@ -53,7 +53,7 @@ def folder_name(coord: dict[str, float], repetition: int) -> str:
 
 def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
                           params: list[str] | None = None) -> list[Path]:
-    names = params if params is not None else varying_params(runs)
+    names, _ = model_params(runs, params)
     if "npes" in names:  # first: no parameter name may start a ".r" (Extra-P's repetition)
         names = ["npes"] + [n for n in names if n != "npes"]
     outdir.mkdir(parents=True, exist_ok=True)
