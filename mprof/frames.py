@@ -236,7 +236,10 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
     """One run as a Hatchet GraphFrame indexed by (node, rank), rank = PE, the way Hatchet's
     own multi-process readers index theirs.  The tree is the exports' call tree: `<program>`
     (exclusive `time`: busy time), its `idle` child and the access categories with their
-    enablers (`fibers`, `latency_observed`, `latency_critical`).  `gf.metadata` holds the
+    enablers (`fibers`, `latency_observed`, `latency_critical`), with exclusive values counted
+    once (mprof.exports.calltree.exclusive_values): where the run measured CPU time per access
+    category, a category's `time` is that time and the program's the rest of the busy time, so
+    `update_inclusive_columns()` gives the root the PEs' total time.  `gf.metadata` holds the
     run's configuration (the columns of `runs()`)."""
     try:
         import hatchet
@@ -246,7 +249,7 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
     except ImportError:
         raise MprofError("Hatchet is not installed: pip install llnl-hatchet "
                          "(scripts/bootstrap.sh installs it into .venv)") from None
-    from .exports.calltree import run_tree
+    from .exports.calltree import exclusive_values, run_tree
 
     if measure not in MEASURES:
         raise MprofError(f"unknown measure '{measure}' (known: {', '.join(MEASURES)})")
@@ -257,6 +260,7 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
         raise MprofError(f"{source}: holds {len(found)} runs; name one with run_id")
     run = found[0]
     tree = run_tree(run, measure)
+    values = exclusive_values(tree, run, measure)
     pd = _pandas()
     rows, roots = [], []
 
@@ -267,13 +271,14 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
             roots.append(hnode)
         else:
             parent.add_child(hnode)
-        inclusive = _inclusive_time(cnode)
+        inclusive = _inclusive_time(cnode, values)
+        own = values[id(cnode)]
         for i, pe in enumerate(run.pes):
             rows.append({"node": hnode, "rank": pe.pe, "name": cnode.name, "type": cnode.kind,
-                         "time": cnode.values["time"][i], "time (inc)": inclusive[i],
-                         "fibers": cnode.values["fibers"][i],
-                         "latency_observed": cnode.values["latency_observed"][i],
-                         "latency_critical": cnode.values["latency_critical"][i]})
+                         "time": own["time"][i], "time (inc)": inclusive[i],
+                         "fibers": own["fibers"][i],
+                         "latency_observed": own["latency_observed"][i],
+                         "latency_critical": own["latency_critical"][i]})
         for child in cnode.children:
             visit(child, hnode, depth + 1)
 
@@ -285,10 +290,10 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
                               default_metric="time", metadata=_metadata(run, measure))
 
 
-def _inclusive_time(cnode) -> list[float]:
-    total = list(cnode.values["time"])
+def _inclusive_time(cnode, values) -> list[float]:
+    total = list(values[id(cnode)]["time"])
     for child in cnode.children:
-        for i, t in enumerate(_inclusive_time(child)):
+        for i, t in enumerate(_inclusive_time(child, values)):
             total[i] += t
     return total
 

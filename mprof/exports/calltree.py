@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import MprofError
-from ..profile import RunProfile
+from ..profile import IDLE, NOT_SAMPLED, SCHEDULER, RunProfile
 
 METRICS = ("time", "fibers", "latency_observed", "latency_critical")
 UNITS = {"time": "sec", "fibers": "occ", "latency_observed": "sec", "latency_critical": "sec"}
@@ -163,3 +163,35 @@ def _fmt(x: float):
 def applicable_metrics(kind: str) -> tuple[str, ...]:
     """The metrics a node of this kind measures (the others are not zero but undefined)."""
     return ("time",) if kind in ("program", "idle") else METRICS[1:]
+
+
+def exclusive_values(tree: Node, run: RunProfile, measure: str) -> dict[int, dict[str, list[float]]]:
+    """Per node (by id) and metric, the node's exclusive value per PE, counted once, for
+    exports whose tools add children to parents (CUBE, Hatchet).  An access category's fibers
+    and latency are its enablers' sums, so its own value is 0 (the inclusive value is the
+    sum).  Where the run measured CPU time per access category (the profile's `categories`,
+    measure `cpu`), each category's node gets that time and the program node keeps the rest of
+    the busy time (the runtime between fibers), so the root's inclusive time stays the PEs'
+    CPU time; where the samples put less in the idle loop than its clock did, the categories
+    are scaled down to the busy time.  Adds a node for a measured category that ran no fiber
+    (pe_main's own code), so call it before walking the tree."""
+    npes = len(run.pes)
+    if measure == "cpu" and run.has_categories:
+        for i, pe in enumerate(run.pes):
+            rows = [r for r in pe.categories or [] if r.access not in (SCHEDULER, IDLE, NOT_SAMPLED)]
+            # The busy time is the clock's (CPU time less the idle loop's); the categories are
+            # samples, whose idle share may be smaller: scaled down to fit, never over it.
+            busy, sampled = tree.values["time"][i], sum(r.cpu_s for r in rows)
+            scale = min(1.0, busy / sampled) if sampled > 0 else 0.0
+            for row in rows:
+                tree.child(row.access, "access", npes).values["time"][i] += row.cpu_s * scale
+            tree.values["time"][i] = max(busy - sampled * scale, 0.0)
+    out = {}
+    for _, node in tree.walk():
+        values = {m: list(v) for m, v in node.values.items()}
+        if node.kind == "access":  # its enablers' sums: counted there
+            for metric in METRICS[1:]:
+                below = [sum(c.values[metric][i] for c in node.children) for i in range(npes)]
+                values[metric] = [max(v - b, 0.0) for v, b in zip(values[metric], below)]
+        out[id(node)] = values
+    return out

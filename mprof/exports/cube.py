@@ -9,13 +9,8 @@ node and location, nodes in the order of the index).  All metrics are exclusive;
 the PEs.  In CUBE every metric has a value at every node: metrics a node does not measure
 (fibers of the idle node) are written as 0, as Score-P writes visits of regions never entered.
 
-Exclusive values (cube_values): an access category's fibers and latency are the sums of its
-enablers' (its children in the tree), so the category's own value is 0 and CUBE's inclusive
-value is the sum, counted once.  Where the run measured CPU time per access category (the
-profile's `categories`, measure `cpu`), each category's node holds that time and the program
-node keeps the rest of the busy time (the runtime between fibers, samples of no category), so
-the inclusive time of the root is the PEs' CPU time, as before (where the samples put less in
-the idle loop than its clock did, the categories are scaled down to the busy time)."""
+The values are the call tree's exclusive ones (calltree.exclusive_values): counted once, with
+the measured CPU time per access category where the run has it."""
 
 from __future__ import annotations
 
@@ -29,8 +24,9 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import MprofError
-from ..profile import IDLE, NOT_SAMPLED, SCHEDULER, RunProfile
-from .calltree import DESCRIPTIONS, METRICS, UNITS, Node, model_params, numeric_params, run_tree
+from ..profile import RunProfile
+from .calltree import (DESCRIPTIONS, METRICS, UNITS, Node, exclusive_values, model_params,
+                       numeric_params, run_tree)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z_]*$")
 
@@ -71,33 +67,8 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
     return written
 
 
-def cube_values(tree: Node, run: RunProfile, measure: str) -> dict[int, dict[str, list[float]]]:
-    """Per node (by id) and metric, the exclusive value per PE (see the module's docstring).
-    Adds a node for a measured access category that ran no fiber (pe_main's own code)."""
-    npes = len(run.pes)
-    if measure == "cpu" and run.has_categories:
-        for i, pe in enumerate(run.pes):
-            rows = [r for r in pe.categories or [] if r.access not in (SCHEDULER, IDLE, NOT_SAMPLED)]
-            # The busy time is the clock's (CPU time less the idle loop's); the categories are
-            # samples, whose idle share may be smaller: scaled down to fit, never over it.
-            busy, sampled = tree.values["time"][i], sum(r.cpu_s for r in rows)
-            scale = min(1.0, busy / sampled) if sampled > 0 else 0.0
-            for row in rows:
-                tree.child(row.access, "access", npes).values["time"][i] += row.cpu_s * scale
-            tree.values["time"][i] = max(busy - sampled * scale, 0.0)
-    out = {}
-    for _, node in tree.walk():
-        values = {m: list(v) for m, v in node.values.items()}
-        if node.kind == "access":  # its enablers' sums: counted there
-            for metric in METRICS[1:]:
-                below = [sum(c.values[metric][i] for c in node.children) for i in range(npes)]
-                values[metric] = [max(v - b, 0.0) for v, b in zip(values[metric], below)]
-        out[id(node)] = values
-    return out
-
-
 def cubex_bytes(tree: Node, npes: int, run: RunProfile, measure: str = "cpu") -> bytes:
-    values = cube_values(tree, run, measure)
+    values = exclusive_values(tree, run, measure)
     nodes = [node for _, node in tree.walk()]  # pre-order: CUBE's exclusive enumeration
     files = {"anchor.xml": anchor_xml(tree, nodes, npes, run).encode()}
     index = (b"CUBEX.INDEX" + struct.pack("<i", 1) + struct.pack("<h", 0) + b"\x00"

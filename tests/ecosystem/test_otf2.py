@@ -79,7 +79,9 @@ def check_against_profile(archive: Path, profile: dict):
         # as long as the PE ran
         assert s["first"] == ("Enter", profile["program"])
         assert s["last"] == ("Leave", profile["program"])
-        assert s["root_s"] == pytest.approx(pe["elapsed_s"], rel=0.05, abs=2e-3)
+        # (the PE and its root region start and end a few instructions apart, which a
+        # preemption on a loaded machine can stretch to milliseconds)
+        assert s["root_s"] == pytest.approx(pe["elapsed_s"], rel=0.05, abs=0.02)
         stats = {f"{o['module']}::{k}": v for o in pe["objects"] for k, v in o["stats"].items()}
         assert s["metrics"] == stats
         absolute = otf2.MetricMode.ABSOLUTE_POINT

@@ -20,7 +20,8 @@ from mprof.profile import load_profiles
 from conftest import M_VALUES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from report_helpers import PARAMS, expected_costs, make_model, make_run  # noqa: E402
+from report_helpers import (PARAMS, expected_costs, make_model, make_run,  # noqa: E402
+                            with_categories)
 
 
 def test_runs_and_pe_times(pipe_db):
@@ -201,6 +202,28 @@ def test_graphframe_has_a_rank_level_and_metadata(pipe_db):
     path.write_text(json.dumps(mf.load_runs(pipe_db, run.id)[0].document))
     same = mf.graphframe(path)
     assert list(same.dataframe["time"]) == list(df["time"])
+
+
+def test_graphframe_inclusive_root_is_the_total(tmp_path):
+    """With measured time per access category, Hatchet's own update_inclusive_columns() gives
+    the root the PEs' CPU time, each category its measured time, and the fibers counted once
+    (an access category's are its enablers')."""
+    doc = with_categories(make_run(npes=2))
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    run = mf.load_runs(path)[0]
+    gf = mf.graphframe(path)
+    gf.update_inclusive_columns()
+    df = gf.dataframe.reset_index()
+    root = df[df["node"].apply(lambda n: not n.parents)]
+    assert float(root["time (inc)"].sum()) == pytest.approx(
+        sum(pe.time("cpu") for pe in run.pes))
+    access = df[df["type"] == "access"]
+    consume = access[access["name"] == "pipe:consume"].sort_values("rank")
+    assert list(consume["time"]) == pytest.approx([0.5 * pe.time("cpu") for pe in run.pes])
+    enablers = df[df["node"].apply(
+        lambda n: bool(n.parents) and n.parents[0].frame["name"] == "pipe:consume")]
+    assert consume["fibers"].sum() == 0 and enablers["fibers"].sum() > 0
 
 
 def test_thicket_from_a_database(pipe_db):
