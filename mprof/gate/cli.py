@@ -34,6 +34,9 @@ def register(subparsers):
         "(docs/gate.md).")
     p.add_argument("--baseline", metavar="DB", help="baseline profile database")
     p.add_argument("--candidate", metavar="DB", help="candidate profile database")
+    p.add_argument("--same-program", action="store_true",
+                   help="each side holds one program under another name (two builds named "
+                   "after their binaries): compare them as one program")
     p.add_argument("--baseline-where", action="append", default=[], metavar="NAME=VALUE",
                    help="select baseline runs only (repeatable)")
     p.add_argument("--candidate-where", action="append", default=[], metavar="NAME=VALUE",
@@ -73,6 +76,11 @@ def _evaluation_options(p):
                    help="a .perf file, or a folder of MODULE.perf files, declaring which "
                    "statistics are measured (never compared exactly); searched before "
                    "$MPROF_PERF_PATH and the source tree (repeatable)")
+    p.add_argument("--focus", action="append", default=[], metavar="MODULE|GLOB",
+                   help="the family to gate: a module's categories, fitted costs and "
+                   "statistics, or unit ids matching a glob (e.g. 'cat:*'); the "
+                   "multiple-testing correction counts only these, the other units are "
+                   "reported as INFO (repeatable)")
     p.add_argument("--config", metavar="GATE.toml", help="tolerances, alphas, allow-list")
     p.add_argument("--tolerance", type=float, help="default relative tolerance (e.g. 0.05)")
     p.add_argument("--alpha", type=float, help="default significance level (e.g. 0.05)")
@@ -180,7 +188,8 @@ def _gate(args) -> int:
         args.program)
     report = evaluate(baseline, candidate, config, model=_model(args), fit_script=args.fit,
                       allow_cross_machine=args.allow_cross_machine,
-                      inconclusive_ok=args.inconclusive_ok, interfaces=args.interface)
+                      inconclusive_ok=args.inconclusive_ok, interfaces=args.interface,
+                      focus=args.focus, same_program=args.same_program)
     return _emit(report, args)
 
 
@@ -197,7 +206,7 @@ def _run(args) -> int:
         candidate_cmd=args.candidate_cmd, candidate_bin=args.candidate_bin,
         out_dir=args.out_dir, budget=args.budget, config=_config(args), model=_model(args),
         fit_script=args.fit, where=where, allow_cross_machine=args.allow_cross_machine,
-        inconclusive_ok=args.inconclusive_ok, interfaces=args.interface)
+        inconclusive_ok=args.inconclusive_ok, interfaces=args.interface, focus=args.focus)
     print(f"gate run: {log.runs} run(s), {log.extra_runs} extra in {log.rounds} round(s) -> "
           f"{args.out_dir}", file=sys.stderr)
     return _emit(report, args)

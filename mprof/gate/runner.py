@@ -93,7 +93,8 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
              allow_cross_machine: bool = False, inconclusive_ok: bool = False,
              console: Console | None = None,
              on_round: Callable[[GateReport], None] | None = None,
-             interfaces: Sequence[str | Path] = ()) -> tuple[GateReport, RunLog]:
+             interfaces: Sequence[str | Path] = (),
+             focus: Sequence[str] = ()) -> tuple[GateReport, RunLog]:
     console = console or message_console()
     spec = load_spec(spec_path)
     if not (baseline_cmd or baseline_bin) or not (candidate_cmd or candidate_bin):
@@ -123,7 +124,7 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
         if log.failures:
             raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
         report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                           inconclusive_ok, interfaces)
+                           inconclusive_ok, interfaces, focus)
         if on_round:
             on_round(report)
         while budget - log.extra_runs >= 2:
@@ -146,7 +147,7 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
             if not added:
                 break
             report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                               inconclusive_ok, interfaces)
+                               inconclusive_ok, interfaces, focus)
             if on_round:
                 on_round(report)
             console.print(f"gate run: round {log.rounds}: +{added} point(s) per build, "
@@ -159,12 +160,12 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
 
 
 def _evaluate(builds, config, model, fit_script, where, allow_cross_machine, inconclusive_ok,
-              interfaces=()):
+              interfaces=(), focus=()):
     baseline = load_side("baseline", builds[0].database, where)
     candidate = load_side("candidate", builds[1].database, where)
     return evaluate(baseline, candidate, config, model=model, fit_script=fit_script,
                     allow_cross_machine=allow_cross_machine, inconclusive_ok=inconclusive_ok,
-                    interfaces=interfaces)
+                    interfaces=interfaces, focus=focus, same_program=True)
 
 
 def _inconclusive_points(report: GateReport, db: ProfileDB, points: Sequence[Point]) -> list:
