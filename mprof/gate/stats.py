@@ -319,23 +319,40 @@ def smallest_detectable(sigma: float, sizes, tolerance: float, alpha: float,
     probability `power`, at significance `alpha` (already divided by the number of tests the
     correction counts), for log-normal noise of standard deviation `sigma` per run and strata of
     sizes (n, m).  inf: no change is enough (too few runs for a p-value below alpha).
-    Normal approximation of the sum of U statistics: under a log shift delta each pair of
-    runs is ordered with probability Phi(delta' / (sigma sqrt 2)), delta' = delta - log(1+tol)."""
+    The test rejects when the sum S of the U statistics reaches the critical count c of its
+    exact null distribution; under a log shift delta each pair of runs is ordered with
+    probability q = Phi((delta - log(1+tol)) / (sigma sqrt 2)), and S is taken as normal with
+    mean q.pairs and variance sum n m q (1 - q) (n + m + 1) / 3 (the null variance at q = 1/2):
+    the smallest q with P(S >= c) >= power gives delta."""
     sizes = [(n, m) for n, m in sizes if n >= 2 and m >= 2]
     if not sizes:
         return math.inf
-    # the smallest p-value possible: every candidate run above every baseline run
-    log_min_p = sum(-math.log(math.comb(n + m, n)) for n, m in sizes)
-    if log_min_p > math.log(alpha):
-        return math.inf
     pairs = sum(n * m for n, m in sizes)
-    sd0 = math.sqrt(sum(n * m * (n + m + 1) / 12 for n, m in sizes))
-    k = (sstats.norm.isf(alpha) + sstats.norm.ppf(power)) * sd0 / pairs
-    if 0.5 + k >= 1:
+    c = _critical_count(_sum_pmf(sizes), sizes, alpha)
+    if c > pairs:
         return math.inf
+    z = sstats.norm.ppf(power)
+    weight = sum(n * m * (n + m + 1) / 3 for n, m in sizes)
+
+    def enough(q):
+        return pairs * q - z * math.sqrt(max(q * (1 - q), 0.0) * weight) >= c - 0.5
+
+    lo, hi = 0.5, 1.0
+    if enough(lo):
+        q = lo
+    else:
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if enough(mid):
+                hi = mid
+            else:
+                lo = mid
+        q = hi
+    if q >= 1.0:
+        q = 1 - 1e-12
     if sigma <= 0:
         return tolerance
-    shift = math.log1p(tolerance) + sigma * math.sqrt(2) * sstats.norm.ppf(0.5 + k)
+    shift = math.log1p(tolerance) + sigma * math.sqrt(2) * sstats.norm.ppf(q)
     return math.expm1(shift)
 
 
@@ -343,10 +360,16 @@ def repetitions_for(change: float, sigma: float, strata: int, tolerance: float, 
                     power: float = 0.8, most: int = 200) -> int | None:
     """The fewest repetitions per configuration and build with which `smallest_detectable` is
     at most `change`; None when even `most` are not enough."""
-    for n in range(2, most + 1):
-        if smallest_detectable(sigma, [(n, n)] * strata, tolerance, alpha, power) <= change:
-            return n
-    return None
+    if smallest_detectable(sigma, [(most, most)] * strata, tolerance, alpha, power) > change:
+        return None
+    lo, hi = 1, most  # smallest_detectable falls as n grows: bisect
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if smallest_detectable(sigma, [(mid, mid)] * strata, tolerance, alpha, power) <= change:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def log_spread(groups) -> tuple[float, int]:
