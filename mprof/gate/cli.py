@@ -81,7 +81,7 @@ def register(subparsers):
                        "the gate can flag with the repetitions recorded (or --repetitions), "
                        "and the repetitions per point and build that see --change, at the "
                        "tolerance and alpha given, with the correction over --tests tests and "
-                       "80 %% power (docs/gate.md, \"Power\").  Exit 0, 2 on bad input.")
+                       "80 % power (docs/gate.md, \"Power\").  Exit 0, 2 on bad input.")
     w.add_argument("--baseline", required=True, metavar="DB", help="profile database")
     w.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
                    help="select runs (repeatable)")
