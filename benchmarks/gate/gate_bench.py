@@ -12,9 +12,10 @@ fits on each configuration's two fastest runs), the shipped fit script
 of runs of 10-30 ms, 6 repetitions per point and build, baseline and candidate runs
 interleaved (ABBA), into fresh databases:
 
-- detection: baseline vs slowed build; a trial detects when the lookup coefficient or an
-  OP_B category unit is a REGRESSION, and is wrong elsewhere when any other unit except the
-  configurations' total time (which contains OP_B) is a REGRESSION or BEHAVIOUR CHANGE;
+- detection: baseline vs slowed build; a trial detects when the lookup coefficient, an
+  OP_B category unit or the lookups' measured access category (cat:gateops:LOOKUP) is a
+  REGRESSION, and is wrong elsewhere when any other unit except the configurations' total
+  time and busy time (which contain the lookups) is a REGRESSION or BEHAVIOUR CHANGE;
 - A/A: the baseline build against itself; a false alarm is any REGRESSION or BEHAVIOUR CHANGE.
 
 The last line printed is one JSON object with both rates, the median estimated OP_B change
@@ -52,7 +53,10 @@ from mprof.gate.runner import run_gate  # noqa: E402
 
 FIT_SCRIPT = REPO / "benchmarks" / "gate" / "gate_ops.tcl"
 QUIET = Console(file=open(os.devnull, "w"))  # the runner's progress lines
-OP_B_UNITS = ("::fit:gateops.OP_B", "fit::gateops.OP_B:Lookup", "::cost:gateops.OP_B")
+OP_B_UNITS = ("::fit:gateops.OP_B", "fit::gateops.OP_B:Lookup", "::cost:gateops.OP_B",
+              "cat:gateops:LOOKUP")
+# units that contain the lookups' time: flagged with them, not "elsewhere"
+CONTAINING = ("::time", "cat:(busy)")
 
 
 def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
@@ -125,7 +129,7 @@ def classify(report):
     own = [uid for uid, v in flagged if v == REGRESSION and uid.endswith(OP_B_UNITS)]
     elsewhere = [(uid, v) for uid, v in flagged
                  if not uid.endswith(OP_B_UNITS) and not (v == REGRESSION
-                                                           and uid.endswith("::time"))]
+                                                           and uid.endswith(CONTAINING))]
     coef = next((u for u in report.units if u.id == "fit::gateops.OP_B:Lookup"), None)
     change = coef.comparison.change if coef is not None and coef.comparison else None
     return flagged, own, elsewhere, change
