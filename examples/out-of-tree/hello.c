@@ -1,7 +1,9 @@
 /* An out-of-tree program built against an installed mprof (docs/install.md).  Every PE greets
- * the next one N times through remote fiber invocations, counting them in its own statistics
- * record (hello.perf), and inserts N keys into a hashtable of the installed instrumented
- * library; PE 0 prints the totals. */
+ * the next one N times through remote fiber invocations, counting them in the statistics
+ * record of its greeter object (hello.perf, through the generated hooks: the record carries
+ * the object's id from the object manager, the access category is declared with HELLO_ACCESS),
+ * and inserts N keys into a hashtable of the installed instrumented library; PE 0 prints the
+ * totals.  docs/tutorial.md writes a data structure of one's own in the same way. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,9 +26,13 @@ static void pe_main(int argc, char **argv)
 {
     (void)argv;
     int n = argc > 1 ? atoi(argv[1]) : 10;
-    hello_stats_t *st = hello_stats_create(1);
+    static _Thread_local int greeter; /* this PE's partition of the greeter object */
+    mp_obj_t id;
+    if (mp_obj_create(&greeter, &id) != MP_SUCCESS) /* collective: one id on every PE */
+        abort();
+    hello_stats_t *st = hello_stats_create(id);
     HELLO_SET(st, P, 1);
-    mp_access_declare(mp_access_register("hello", "SEND"));
+    HELLO_ACCESS(SEND);
     for (int i = 0; i < n; i++) {
         if (mp_invoke((mp_mype() + 1) % mp_npes(), greet, NULL, 0, MP_SCHED_FIFO) != MP_SUCCESS)
             abort();
@@ -52,6 +58,7 @@ int main(int argc, char **argv)
 {
     mp_config cfg;
     mp_config_init(&cfg);
+    hello_perf_init(); /* registers the access categories of hello.perf */
     int rc = mp_main(&cfg, pe_main, argc, argv);
     printf("greetings %ld keys %ld\n", (long)arrived, (long)stored);
     return rc;

@@ -441,8 +441,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     if not fitted:
                         if other:
                             report.not_compared.setdefault(
-                                name, "no fitted parameter (only fixed or imported ones: "
-                                "their cost is not a measurement of either side)")
+                                name, "a category without a fitted parameter")
                         continue
                     u = unit(f"{label}::fit:{name}", "fit", label, f"fitted cost {name}", name)
                     bad = {n for n in fitted if tb.get(n) or tc.get(n)} \

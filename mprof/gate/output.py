@@ -113,8 +113,11 @@ def print_terminal(report: GateReport, console: Console | None = None, *,
 
 
 def not_compared_line(report: GateReport) -> str:
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in sorted(report.not_compared.items()):
+        by_reason.setdefault(reason, []).append(name)
     return ("not compared (priced, not measured, on both sides): "
-            + "; ".join(f"{k} ({v})" for k, v in sorted(report.not_compared.items())))
+            + "; ".join(f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()))
 
 
 def _md_escape(text: str) -> str:
