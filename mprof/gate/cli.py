@@ -29,11 +29,17 @@ def register(subparsers):
         "gate", help=HELP,
         usage="mprof gate --baseline DB --candidate DB [options]\n"
               "       mprof gate run --spec SWEEP.toml (--baseline-bin X | --baseline-cmd T) "
-              "(--candidate-bin Y | --candidate-cmd T) [options]",
+              "(--candidate-bin Y | --candidate-cmd T) [options]\n"
+              "       mprof gate power --baseline DB [options]",
         description=HELP + ". Exit codes: 0 pass, 1 regression, 2 tool or input error, "
-        "3 inconclusive.  The table's baseline and candidate are medians of the runs (or "
-        "fitted values); its change is the Hodges-Lehmann estimate of candidate/baseline - 1 "
-        "(docs/gate.md).")
+        "3 inconclusive.  Compared: each configuration's time, the measured CPU time per access "
+        "category over all configurations (cat:), deterministic statistics, and with --fit the "
+        "refitted unit costs (fixed and imported parameters are not compared: they were not "
+        "measured); --model costs are informational.  --focus names the family the "
+        "multiple-testing correction counts.  The table's baseline and candidate are medians "
+        "of the runs (or fitted values); its change is the Hodges-Lehmann estimate of "
+        "candidate/baseline - 1 (docs/gate.md).  `mprof gate power` says beforehand how small "
+        "a change the runs can show.")
     p.add_argument("--baseline", metavar="DB", help="baseline profile database")
     p.add_argument("--candidate", metavar="DB", help="candidate profile database")
     p.add_argument("--same-program", action="store_true",
@@ -45,7 +51,7 @@ def register(subparsers):
                    help="select candidate runs only (repeatable)")
     _evaluation_options(p)
     p.set_defaults(func=cmd_gate)
-    sub = p.add_subparsers(dest="gate_command", metavar="run", title="optional action",
+    sub = p.add_subparsers(dest="gate_command", metavar="run|power", title="optional action",
                            required=False)
     r = sub.add_parser("run", prog="mprof gate run",
                        help="run a sweep for both builds (interleaved), then gate; "

@@ -44,10 +44,10 @@ def write_category_db(path: Path, rng: np.random.Generator, *, reps: int = 6,
                       categories: bool = True) -> Path:
     """Runs of a counter-array-like program `dca` on 2 PEs, with measured CPU time per access
     category (version 2 profiles: cpu_s, idle_cpu_s and `categories`).  Per PE and run:
-    dca:UPDATE takes n updates x 2 us, dca:LOOKUP L = 7n mod 5000 + 500 lookups x 1 us, (scheduler) 0.1 ms, each
-    with log-normal noise `sigma`, times `slow.get(access, 1)`; (idle) a random idle CPU time
-    (log-normal `idle_sigma` around 0.5 ms), also the statistic rtx.IdleCpuNs (measured, as the runtime's
-    rts.IdleCpuNs).
+    dca:UPDATE takes n updates x 2 us, dca:LOOKUP L = 7n mod 5000 + 500 lookups x 1 us,
+    (scheduler) 0.1 ms, each with log-normal noise `sigma`, times `slow.get(access, 1)`;
+    (idle) a random idle CPU time (log-normal `idle_sigma` around 0.5 ms), also the statistic
+    rtx.IdleCpuNs (measured, as the runtime's rts.IdleCpuNs).
     Statistics: dca.NUpdate = n, dca.NLookup = L, dca.P = 1.  `categories=False` leaves the
     categories out (older runtimes)."""
     slow = slow or {}
