@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What statistics and latency accounting cost (issue 18, part 2), in instructions.
+"""What statistics and latency accounting cost, in instructions.
 
     overhead.py [--build DIR] [--root DIR]
 

@@ -1,9 +1,14 @@
 /* An out-of-tree program built against an installed mprof (docs/install.md).  Every PE greets
- * the next one N times through remote fiber invocations, counting them in the statistics
- * record of its greeter object (hello.perf, through the generated hooks: the record carries
- * the object's id from the object manager, the access category is declared with HELLO_ACCESS),
- * and inserts N keys into a hashtable of the installed instrumented library; PE 0 prints the
- * totals.  docs/tutorial.md writes a data structure of one's own in the same way. */
+ * the next one N times through remote fiber invocations, counting them in its own statistics
+ * record (hello.perf), and inserts N keys into a hashtable of the installed instrumented
+ * library; PE 0 prints the totals.
+ *
+ * It uses what `mprof_add_interface(hello hello.perf)` generates (hello_perf.h) as an
+ * instrumented structure does: hello_perf_init() registers the interface's access categories
+ * once, before mp_main; the statistics record belongs to a distributed object whose id the
+ * object manager hands out (mp_obj_create), so that every PE's record of it has the same id in
+ * the run profile; HELLO_INC counts and HELLO_ACCESS(SEND) declares the access category (both
+ * compile away in a build without statistics or latency accounting). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +21,13 @@
 static _Atomic long arrived;
 static _Atomic long stored;
 
+typedef struct {
+    mp_obj_t id;
+    hello_stats_t *st;
+} greeter; /* one partition per PE */
+
+static _Thread_local greeter me;
+
 static void greet(void *args)
 {
     (void)args;
@@ -26,17 +38,15 @@ static void pe_main(int argc, char **argv)
 {
     (void)argv;
     int n = argc > 1 ? atoi(argv[1]) : 10;
-    static _Thread_local int greeter; /* this PE's partition of the greeter object */
-    mp_obj_t id;
-    if (mp_obj_create(&greeter, &id) != MP_SUCCESS) /* collective: one id on every PE */
+    if (mp_obj_create(&me, &me.id) != MP_SUCCESS) /* collective: the same id on every PE */
         abort();
-    hello_stats_t *st = hello_stats_create(id);
-    HELLO_SET(st, P, 1);
+    me.st = hello_stats_create(me.id);
+    HELLO_SET(me.st, P, 1);
     HELLO_ACCESS(SEND);
     for (int i = 0; i < n; i++) {
         if (mp_invoke((mp_mype() + 1) % mp_npes(), greet, NULL, 0, MP_SCHED_FIFO) != MP_SUCCESS)
             abort();
-        HELLO_INC(st, NGreet, 1);
+        HELLO_INC(me.st, NGreet, 1);
     }
     ht_options o;
     ht_options_init(&o, sizeof(uint64_t), 0);
@@ -56,9 +66,9 @@ static void pe_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    hello_perf_init(); /* the interface's access categories, once, before the PEs start */
     mp_config cfg;
     mp_config_init(&cfg);
-    hello_perf_init(); /* registers the access categories of hello.perf */
     int rc = mp_main(&cfg, pe_main, argc, argv);
     printf("greetings %ld keys %ld\n", (long)arrived, (long)stored);
     return rc;

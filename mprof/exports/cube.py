@@ -7,7 +7,15 @@ is an uncompressed tar archive holding `anchor.xml` (metrics, regions, call tree
 and per metric an index file (which call-tree nodes have data) and a data file (one value per
 node and location, nodes in the order of the index).  All metrics are exclusive; locations are
 the PEs.  In CUBE every metric has a value at every node: metrics a node does not measure
-(fibers of the idle node) are written as 0, as Score-P writes visits of regions never entered."""
+(fibers of the idle node) are written as 0, as Score-P writes visits of regions never entered.
+
+Exclusive values (cube_values): an access category's fibers and latency are the sums of its
+enablers' (its children in the tree), so the category's own value is 0 and CUBE's inclusive
+value is the sum, counted once.  Where the run measured CPU time per access category (the
+profile's `categories`, measure `cpu`), each category's node holds that time and the program
+node keeps the rest of the busy time (the runtime between fibers, samples of no category), so
+the inclusive time of the root is the PEs' CPU time, as before (where the samples put less in
+the idle loop than its clock did, the categories are scaled down to the busy time)."""
 
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import MprofError
-from ..profile import RunProfile
+from ..profile import IDLE, NOT_SAMPLED, SCHEDULER, RunProfile
 from .calltree import DESCRIPTIONS, METRICS, UNITS, Node, numeric_params, run_tree, varying_params
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z_]*$")
@@ -58,18 +66,44 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
         folder = outdir / folder_name(coord, reps[key])
         folder.mkdir(exist_ok=True)
         path = folder / "profile.cubex"
-        path.write_bytes(cubex_bytes(run_tree(run, measure), len(run.pes), run))
+        path.write_bytes(cubex_bytes(run_tree(run, measure), len(run.pes), run, measure))
         written.append(path)
     return written
 
 
-def cubex_bytes(tree: Node, npes: int, run: RunProfile) -> bytes:
+def cube_values(tree: Node, run: RunProfile, measure: str) -> dict[int, dict[str, list[float]]]:
+    """Per node (by id) and metric, the exclusive value per PE (see the module's docstring).
+    Adds a node for a measured access category that ran no fiber (pe_main's own code)."""
+    npes = len(run.pes)
+    if measure == "cpu" and run.has_categories:
+        for i, pe in enumerate(run.pes):
+            rows = [r for r in pe.categories or [] if r.access not in (SCHEDULER, IDLE, NOT_SAMPLED)]
+            # The busy time is the clock's (CPU time less the idle loop's); the categories are
+            # samples, whose idle share may be smaller: scaled down to fit, never over it.
+            busy, sampled = tree.values["time"][i], sum(r.cpu_s for r in rows)
+            scale = min(1.0, busy / sampled) if sampled > 0 else 0.0
+            for row in rows:
+                tree.child(row.access, "access", npes).values["time"][i] += row.cpu_s * scale
+            tree.values["time"][i] = max(busy - sampled * scale, 0.0)
+    out = {}
+    for _, node in tree.walk():
+        values = {m: list(v) for m, v in node.values.items()}
+        if node.kind == "access":  # its enablers' sums: counted there
+            for metric in METRICS[1:]:
+                below = [sum(c.values[metric][i] for c in node.children) for i in range(npes)]
+                values[metric] = [max(v - b, 0.0) for v, b in zip(values[metric], below)]
+        out[id(node)] = values
+    return out
+
+
+def cubex_bytes(tree: Node, npes: int, run: RunProfile, measure: str = "cpu") -> bytes:
+    values = cube_values(tree, run, measure)
     nodes = [node for _, node in tree.walk()]  # pre-order: CUBE's exclusive enumeration
     files = {"anchor.xml": anchor_xml(tree, nodes, npes, run).encode()}
     index = (b"CUBEX.INDEX" + struct.pack("<i", 1) + struct.pack("<h", 0) + b"\x00"
              + struct.pack("<i", len(nodes)) + struct.pack(f"<{len(nodes)}i", *range(len(nodes))))
     for mid, metric in enumerate(METRICS):
-        data = np.array([node.values[metric] for node in nodes], dtype="<f8")
+        data = np.array([values[id(node)][metric] for node in nodes], dtype="<f8")
         files[f"{mid}.index"] = index
         files[f"{mid}.data"] = b"CUBEX.DATA" + data.tobytes()
     buf = io.BytesIO()

@@ -771,10 +771,10 @@ bool mpr_poll(mpr_pe *pe)
             return false;
         off = 0;
     }
-    unsigned made = 0, direct = 0;
+    unsigned made = 0, direct = 0; /* records taken; of them, run from the buffer */
     while (b) {
         while (off < b->len) {
-            if (made + direct == MPR_POLL_BUDGET)
+            if (made == MPR_POLL_BUDGET)
                 goto out;
             const mpr_record *r = (const mpr_record *)(b->data + off);
             const unsigned char *p = (const unsigned char *)(r + 1);
@@ -785,7 +785,8 @@ bool mpr_poll(mpr_pe *pe)
             }
             MPR_OBSERVE_HOT(recv, pe, src_of(r->fn_src), r->total);
             off += r->total;
-            if (r->sched == MP_SCHED_PREEMPT && mpr_direct_ok(pe)) {
+            made++;
+            if (MPR_UNLIKELY(r->sched == MP_SCHED_PREEMPT) && mpr_direct_ok(pe)) {
                 /* straight from the buffer: the arguments stay where they arrived */
                 mpr_run_direct(pe, fn_of(r->fn_src), p, r->access);
                 direct++;
@@ -793,7 +794,6 @@ bool mpr_poll(mpr_pe *pe)
             }
             mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, (unsigned)r->sched, r->access,
                             true);
-            made++;
         }
         mpr_msgbuf *next = b->next;
         RTS_INC(&pe->rts, ByteRecv, b->len);
@@ -802,8 +802,8 @@ bool mpr_poll(mpr_pe *pe)
         off = 0;
     }
 out:
-    RTS_INC(&pe->rts, ThreadArrived, made); /* once per poll, not per record */
-    if (direct)
+    RTS_INC(&pe->rts, ThreadArrived, made - direct); /* once per poll, not per record */
+    if (MPR_UNLIKELY(direct))
         RTS_INC(&pe->rts, ThreadDirect, direct);
     pe->rx_pending = b;
     pe->rx_off = off;

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import otf2
 import pytest
+from tooling import require_tool
 
 PIPE_ARGS = ["2", "300", "5", "20", "15", "64", "1000"]  # PES M N T F ELTSIZE AGG
 MPIRUN = shutil.which("mpirun")
@@ -108,8 +109,8 @@ def test_otf2_print_reads_the_trace(build_dir, tmp_path):
     assert 'Region: "pipe:produce"' in proc.stdout
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 def test_mpi_backend_writes_one_archive(build_dir, tmp_path):
+    require_tool("mpirun")
     archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path, np=2)
     assert profile["backend"] == "mpi"
     check_against_profile(archive, profile)

@@ -119,15 +119,14 @@ def test_compile_rejects_clashing_modules(tmp_path, capsys):
 
 def test_hook_cost_benchmark_runs():
     """The benchmark builds and reports that a hook costs what a plain increment costs."""
-    import shutil
     import subprocess
     import sys
 
-    import pytest
     from iface_helpers import ROOT
+    from tooling import require_tool
 
-    if not shutil.which("valgrind") or not shutil.which("gcc"):
-        pytest.skip("needs valgrind and gcc")
+    require_tool("valgrind")
+    require_tool("gcc")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "iface" / "hook_cost.py"), "-n", "2000",
          "--cc", "gcc"],

@@ -43,6 +43,11 @@ def check_run(exe: Path, tmp_path: Path):
         if r["module"] == "hello"
     ]
     assert greets == [5, 5, 5]
+    # the generated hooks: the record belongs to one distributed object (one id on every PE,
+    # from the object manager), and the access category is the interface's
+    ids = {r["id"] for pe in profile["pes"] for r in pe["objects"] if r["module"] == "hello"}
+    assert len(ids) == 1 and ids.pop() >= 1024
+    assert "hello:SEND" in profile["accesses"]
 
 
 def test_install_layout(prefix):

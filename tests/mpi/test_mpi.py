@@ -29,10 +29,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from tooling import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 MPIRUN = shutil.which("mpirun")
-pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
+
+
+@pytest.fixture(autouse=True)
+def _mpirun_installed():
+    """Every test here runs mpirun (or compares with it): scripts/bootstrap.sh installs it."""
+    require_tool("mpirun")
+
 
 NPS = [2, 4]
 # mpirun options per transport: Open MPI's choice (shared memory within a host), and TCP only

@@ -41,11 +41,15 @@ def test_category_times_follow_the_work(rt, workers):
 
 def test_idle_row_is_the_idle_loop(rt):
     """With a thread per PE, PE 1's wait for PE 0 is spent spinning: its "(idle)" row holds
-    that CPU time, which the profile's idle_cpu_s measures by the clock."""
+    that CPU time, which the profile's idle_cpu_s measures by the clock.  Within a factor of
+    two: on a machine loaded by other work the two have differed by 1.8x (samples come only at
+    ticks where the thread runs), but samples of the idle loop charged elsewhere would leave
+    the row near zero, and busy samples charged to it would multiply it."""
     run = rt.run("categories", "ms=200", env={**ENV, "MPROF_WORKERS": 2}, timeout=120)
     pe1 = run.profile["pes"][1]
     idle = categories(run, 1)["(idle)"]["cpu_s"]
-    assert idle == pytest.approx(pe1["idle_cpu_s"], rel=0.4, abs=0.05)
+    assert 0.5 * pe1["idle_cpu_s"] - 0.03 <= idle <= 2 * pe1["idle_cpu_s"] + 0.03, (
+        idle, pe1["idle_cpu_s"])
     assert "(idle)" not in categories(run, 0) or categories(run, 0)["(idle)"]["cpu_s"] < 0.05
 
 
