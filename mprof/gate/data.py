@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..db.store import Condition, ProfileDB, explain_no_match
 from ..errors import MprofError
-from ..profile import RunProfile, load_profiles
+from ..profile import NOT_SAMPLED, RunProfile, load_profiles
 
 
 @dataclass
@@ -90,7 +90,9 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
     profiles = load_profiles(path, where)
-    measured = stored_category_times(path, [p.id for p in profiles])
+    # runs stored before the database kept category times in a table of their own have them
+    # only in their documents
+    measured = stored_category_times(path, [p.id for p in profiles if not p.has_categories])
     side.runs = [RunData(p, categories=category_totals(p, measured.get(p.id)))
                  for p in profiles]
     if where and not side.runs:
@@ -102,14 +104,14 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
     return side
 
 
-NOT_SAMPLED = "(not sampled)"  # CPU time of the PEs of a sampled run that took no sample
 BUSY = "(busy)"  # CPU time outside the idle loop, where a run has no category times
 
 
 def stored_category_times(database: str | Path, run_ids) -> dict[int, list]:
     """run id -> per PE (in PE order) the `categories` rows of its stored run profile, or None
-    for a PE without them.  Read from the stored documents (runs.document): the one place to
-    change when the database keeps category times in a table of its own."""
+    for a PE without them, read from the stored documents (runs.document): for runs imported
+    before the database kept them in its category_time table (migration 5 fills it for new
+    runs only)."""
     out: dict[int, list] = {}
     ids = [i for i in run_ids if i is not None]
     if not ids:
@@ -130,9 +132,12 @@ def stored_category_times(database: str | Path, run_ids) -> dict[int, list]:
 
 
 def category_totals(profile: RunProfile, per_pe: list | None = None) -> dict[str, float] | None:
-    """Access category -> CPU seconds summed over PEs, from the PEs' `categories` rows (given,
-    or in the profile's document); the CPU time of a PE that took no sample counts as
-    NOT_SAMPLED.  None when no PE of the run measured category times."""
+    """Access category -> CPU seconds summed over PEs: the profile's own (RunProfile
+    .category_totals), else from the PEs' `categories` rows given (or in the profile's
+    document); the CPU time of a PE that took no sample counts as NOT_SAMPLED.  None when no
+    PE of the run measured category times."""
+    if profile.has_categories:
+        return profile.category_totals()
     if per_pe is None and profile.document is not None:
         pes = sorted(profile.document.get("pes", []), key=lambda p: p.get("pe", 0))
         per_pe = [p.get("categories") for p in pes]

@@ -157,3 +157,24 @@ def test_stratified_comparison_basics():
     tiny = [([1.0, 1.01], [2.0, 2.01])] * 3
     c = compare_strata(tiny, 0.0, 0.05)
     assert c.p_regression == pytest.approx((1 / 6) ** 3)
+
+
+def test_category_times_of_runs_imported_before_the_table_are_read_from_their_documents(
+        tmp_path):
+    """A database that held runs with category times before it kept them in category_time
+    (the migration fills it for new runs only): the gate reads them from the documents."""
+    import sqlite3
+
+    rng = np.random.default_rng(31)
+    base = write_category_db(tmp_path / "b.db", rng, reps=4)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
+    conn = sqlite3.connect(cand)
+    conn.execute("DELETE FROM category_time")
+    conn.execute("UPDATE pe_samples SET categories = NULL")
+    conn.commit()
+    conn.close()
+    side = load_side("candidate", cand)
+    assert not any(r.profile.has_categories for r in side.runs)
+    assert all(r.categories and "dca:UPDATE" in r.categories for r in side.runs)
+    report = _report(base, cand)
+    assert {u.id: u.verdict for u in report.units}["cat:dca:UPDATE"] == REGRESSION
