@@ -150,8 +150,10 @@ class Model:
         if path.is_dir():
             raise MprofError(f"{path} is a directory, not a model file")
         tmp = path.with_suffix(path.suffix + ".tmp")
+        if not path.parent.is_dir():
+            raise MprofError(f"cannot write model {path}: the folder {path.parent} does not "
+                             "exist")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(text + "\n")
             tmp.replace(path)  # never leave a half-written model behind
         except OSError as exc:
