@@ -15,11 +15,11 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 
 import argparse
 import importlib
-import os
 import sys
 
 from . import __version__
 from .errors import MprofError
+from .files import discard_stdout, stdout_error
 
 # Workflow order; a stage without a cli module yet is simply not offered.
 STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate"]
@@ -56,24 +56,33 @@ def main(argv=None):
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except MprofError as exc:
-        print(f"mprof: {exc}", file=sys.stderr)
+        print(f"mprof: {_bounded(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
-        _discard_stdout()
+        # The reader of our output went away (`| head`): Python's final flush must not
+        # complain about the pipe again.
+        discard_stdout()
         return 141
+    except OSError as exc:
+        message = stdout_error(exc)
+        if message is None:
+            raise
+        discard_stdout()  # what is still buffered would fail again at exit
+        print(f"mprof: {message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 
 
-def _discard_stdout() -> None:
-    """The reader of our output went away (`| head`): point stdout at /dev/null so that
-    Python's final flush does not complain about the pipe again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
-        pass
+MESSAGE_LIMIT = 4000
+
+
+def _bounded(text: str) -> str:
+    """An error message stays readable when it quotes a huge input (a 10 MB name)."""
+    if len(text) <= MESSAGE_LIMIT:
+        return text
+    half = MESSAGE_LIMIT // 2
+    return f"{text[:half]}...[{len(text) - MESSAGE_LIMIT} characters left out]...{text[-half:]}"
 
 
 if __name__ == "__main__":

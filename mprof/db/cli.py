@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import write_file
 from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
@@ -147,7 +148,7 @@ def cmd_export(args):
     with _open_existing(args.db) as db:
         lines = [canonical_json(doc) + "\n" for _, doc in db.documents()]
     if args.output:
-        Path(args.output).write_text("".join(lines))
+        write_file(args.output, "".join(lines), what="export")
         print(f"exported {len(lines)} run(s) to {args.output}", file=sys.stderr)
     else:
         sys.stdout.writelines(lines)
@@ -179,7 +180,7 @@ def _export_for_tools(args):
     lines = extrap_lines(runs, args.measure, params)
     if args.output:
         text = "".join(lines)
-        Path(args.output).write_text(text)
+        write_file(args.output, text, what="export")
         print(f"exported {len(runs)} run(s) ({text.count(chr(10))} measurements) as Extra-P "
               f"JSON Lines to {args.output}", file=sys.stderr)
     else:

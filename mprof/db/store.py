@@ -177,6 +177,11 @@ def _explain(exc: sqlite3.Error) -> str:
     return text
 
 
+def _is_space_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "disk i/o error" in text or "disk is full" in text or "readonly" in text
+
+
 def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -221,6 +226,12 @@ class ProfileDB:
                 self._retry(lambda: schema.migrate(self.conn))
         except sqlite3.DatabaseError as exc:
             self.conn.close()
+            if self.readonly and _is_space_error(exc):
+                # Reading never needs free space: a full disk (or a read-only file system)
+                # refuses the journal-mode switch and the shared-memory file, not the data.
+                self.conn = self._connect_readonly()
+                self._check_version()
+                return
             raise MprofError(f"{self.path}: not a usable profile database: "
                              f"{_explain(exc)}") from None
 
@@ -234,7 +245,8 @@ class ProfileDB:
         except sqlite3.OperationalError as exc:
             conn.close()
             text = str(exc).lower()
-            if "readonly" not in text and "unable to open" not in text:
+            if ("readonly" not in text and "unable to open" not in text
+                    and not _is_space_error(exc)):
                 raise MprofError(f"{self.path}: cannot read database: {_explain(exc)}") from None
         except sqlite3.DatabaseError as exc:
             conn.close()

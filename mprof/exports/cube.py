@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import MprofError
+from ..files import make_folder, write_file
 from ..profile import RunProfile
 from .calltree import DESCRIPTIONS, METRICS, UNITS, Node, numeric_params, run_tree, varying_params
 
@@ -48,7 +49,7 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
     names = params if params is not None else varying_params(runs)
     if "npes" in names:  # first: no parameter name may start a ".r" (Extra-P's repetition)
         names = ["npes"] + [n for n in names if n != "npes"]
-    outdir.mkdir(parents=True, exist_ok=True)
+    make_folder(outdir)
     written, reps = [], {}
     for run in runs:
         values = numeric_params(run)
@@ -56,9 +57,9 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
         key = tuple(coord.items())
         reps[key] = reps.get(key, 0) + 1
         folder = outdir / folder_name(coord, reps[key])
-        folder.mkdir(exist_ok=True)
+        make_folder(folder)
         path = folder / "profile.cubex"
-        path.write_bytes(cubex_bytes(run_tree(run, measure), len(run.pes), run))
+        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run), what="CUBE profile")
         written.append(path)
     return written
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MprofError
+from ..files import write_file
 from .fit import t_quantile
 
 SCHEMA = "mprof.model"
@@ -149,14 +150,7 @@ class Model:
         text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
         if path.is_dir():
             raise MprofError(f"{path} is a directory, not a model file")
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(text + "\n")
-            tmp.replace(path)  # never leave a half-written model behind
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise MprofError(f"cannot write model {path}: {exc.strerror or exc}") from None
+        write_file(path, text + "\n", what="model")  # never a half-written model
         self.path = path
 
     @classmethod

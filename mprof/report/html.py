@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
+from ..files import write_file
 from .build import Report
 from .text import format_text, lead_rows, share_text
 
@@ -391,6 +392,5 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
 
 def write_html(report: Report, path: str | Path, *, digits: int | None = None) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report, digits=digits))
+    write_file(path, render_html(report, digits=digits), what="report")
     return path
