@@ -123,3 +123,41 @@ def discard_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
         pass
+
+
+# -- reading ------------------------------------------------------------------------------
+
+DEFAULT_MAX_INPUT_MB = 512
+
+
+def max_input_bytes() -> int:
+    """The largest input file mprof reads: MPROF_MAX_INPUT_MB (default 512) mebibytes."""
+    text = os.environ.get("MPROF_MAX_INPUT_MB", "")
+    try:
+        mb = float(text) if text else DEFAULT_MAX_INPUT_MB
+    except ValueError:
+        mb = DEFAULT_MAX_INPUT_MB
+    if not (mb == mb and 0 < mb < 2**40):
+        mb = DEFAULT_MAX_INPUT_MB
+    return int(mb * 2**20)
+
+
+def read_bytes(path: str | Path, what: str = "file") -> bytes:
+    """A file's bytes, at most max_input_bytes() of them: a larger file (or an endless one,
+    /dev/zero) is an MprofError rather than a read until memory runs out."""
+    limit = max_input_bytes()
+    try:
+        with open(path, "rb") as f:
+            chunks, size = [], 0
+            while size <= limit:
+                chunk = f.read(min(1 << 24, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise MprofError(f"{path}: cannot read {what}: {_reason(exc)}") from None
+    if size > limit:
+        raise MprofError(f"{path}: {what} is larger than {limit / 2**20:g} MiB "
+                         "(set MPROF_MAX_INPUT_MB to read larger files)")
+    return b"".join(chunks)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..db.validate import load_profile
 from ..errors import MprofError
+from ..numbers import check_number
 from ..profile import RunProfile
 
 DEFAULT_TOLERANCE = 0.3
@@ -69,10 +70,8 @@ class ProbeSpec:
         numbers = {}
         for key, default in (("tolerance", DEFAULT_TOLERANCE),
                              ("patience_s", DEFAULT_PATIENCE_S)):
-            value = data.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise MprofError(f"{where}: probe.{key} must be a number >= 0")
-            numbers[key] = float(value)
+            numbers[key] = check_number(data.get(key, default), f"{where}: probe.{key}",
+                                        low=0.0, high=1e9)
         return cls(command, {k: str(v) for k, v in env.items()}, **numbers)
 
     def argv(self, program: Path) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import MprofError
 from ..files import write_file
+from ..numbers import option
 from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
@@ -31,7 +32,7 @@ def register(subparsers):
 
     p = sub.add_parser("show", help="print one run profile")
     p.add_argument("db")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=option("RUN_ID", low=1, high=2**63 - 1, integer=True))
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="export runs: JSON lines (one profile per line), Extra-P "

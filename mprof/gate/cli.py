@@ -74,6 +74,7 @@ def _evaluation_options(p):
                    "statistics are measured (never compared exactly); searched before "
                    "$MPROF_PERF_PATH and the source tree (repeatable)")
     p.add_argument("--config", metavar="GATE.toml", help="tolerances, alphas, allow-list")
+    # checked (finite, in range) with the configuration's values, as one error of the gate
     p.add_argument("--tolerance", type=float, help="default relative tolerance (e.g. 0.05)")
     p.add_argument("--alpha", type=float, help="default significance level (e.g. 0.05)")
     p.add_argument("--correction", help="multiple-testing correction: holm, bh or none")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MprofError
-from ..files import write_file
+from ..files import read_bytes, write_file
+from ..numbers import check_number
 from .fit import t_quantile
 
 SCHEMA = "mprof.model"
@@ -166,6 +168,12 @@ class Model:
             cov_names = list(data.get("covariance_parameters", fitted))
             cov = np.array(data["covariance"], dtype=float).reshape(len(cov_names),
                                                                     len(cov_names))
+            for k, v in params.items():
+                check_number(v["value"], f"{source}: parameters.{k}.value")
+                if v.get("halfwidth") is not None:
+                    check_number(v["halfwidth"], f"{source}: parameters.{k}.halfwidth", low=0.0)
+            if not np.isfinite(cov).all():
+                raise MprofError(f"{source}: covariance: not every entry is a finite number")
             return cls(
                 values={k: float(v["value"]) for k, v in params.items()},
                 halfwidths={k: (float("nan") if v.get("halfwidth") is None
@@ -183,7 +191,7 @@ class Model:
                 flags=dict(data.get("flags", {})),
                 created_at=data.get("created_at", ""),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise MprofError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") \
                 from None
 
@@ -304,12 +312,42 @@ class Model:
         return out
 
 
+class _NonFinite(ValueError):
+    def __init__(self, token: str):
+        super().__init__(token)
+        self.token = token
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise _NonFinite(text)
+    return value
+
+
+def _refuse_constant(token: str):  # NaN, Infinity, -Infinity
+    raise _NonFinite(token)
+
+
+def _locate(text: str, token: str) -> tuple[int, int]:
+    """Line and column of the first `token` outside a JSON string."""
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|' + re.escape(token), text):
+        if m.group(0) == token:
+            before = text[: m.start()]
+            return before.count("\n") + 1, m.start() - (before.rfind("\n") + 1) + 1
+    return 1, 1
+
+
 def load_model(path: str | Path) -> Model:
     path = Path(path)
+    text = None
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read model: {exc.strerror}") from None
+        text = read_bytes(path, "model").decode("utf-8")
+        data = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
+    except _NonFinite as exc:
+        line, column = _locate(text, exc.token)
+        raise MprofError(f"{path}:{line}:{column}: {exc.token} is not a finite number; a model "
+                         "file holds finite parameters only (refit, or fix the file)") from None
     except json.JSONDecodeError as exc:
         raise MprofError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except UnicodeDecodeError:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..numbers import option
 
 
 def register(subparsers):
@@ -30,10 +31,11 @@ def register(subparsers):
                    help="also write a self-contained HTML page with plots; OUT is a file, or a "
                    "folder (ending in / or existing) that gets RUN's name with .html; without "
                    "OUT: reports/ (the default output folder)")
-    p.add_argument("--digits", type=int, help="decimals of printed seconds")
-    p.add_argument("--roots", type=int, default=3,
+    p.add_argument("--digits", type=option("--digits", low=0, high=17, integer=True), help="decimals of printed seconds")
+    p.add_argument("--roots", type=option("--roots", low=0, high=10**6, integer=True), default=3,
                    help="walk chains back from this many accesses (default 3)")
-    p.add_argument("--min-fraction", type=float, default=0.05,
+    p.add_argument("--min-fraction", type=option("--min-fraction", low=0.0, high=1.0,
+                                                 open_high=True), default=0.05,
                    help="chains stop at contributions below this fraction (default 0.05)")
     p.add_argument("--c-helper", metavar="DIR",
                    help="copy the C Cost Profile helper (mprof_report.h/.c) to DIR and exit")
