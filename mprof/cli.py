@@ -10,7 +10,8 @@ Exit codes, the same for every command (README.md, "Exit codes"):
     2    an error: bad usage or input (a file, an option, a database), or a failing environment;
          nothing was produced, or (imports) nothing was stored
     3    `mprof gate` only: inconclusive
-    130  interrupted (Ctrl-C); 141: the output was closed early (`mprof ... | head`)
+    130  interrupted (Ctrl-C); `mprof bench` also 143 (SIGTERM) and 129 (SIGHUP)
+    141  the output was closed early (`mprof ... | head`)
 """
 
 import argparse

@@ -36,6 +36,7 @@ from pathlib import Path
 from ..db.validate import load_profile
 from ..errors import MprofError
 from ..numbers import check_number
+from .procs import run_group
 from ..profile import RunProfile
 
 DEFAULT_TOLERANCE = 0.3
@@ -114,8 +115,7 @@ class MachineProbe:
             out = Path(tmp) / "profile.json"
             env = dict(os.environ, **self.probe.env, MPROF_OUT=str(out))
             try:
-                proc = subprocess.run(self.argv, cwd=self.root, env=env, capture_output=True,
-                                      text=True, timeout=PROBE_TIMEOUT_S)
+                proc = run_group(self.argv, cwd=self.root, env=env, timeout=PROBE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 raise MprofError(f"{self.where}: the probe timed out after "
                                  f"{PROBE_TIMEOUT_S:g} s") from None

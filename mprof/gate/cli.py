@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import traceback
 
+from ..bench.procs import Interrupted, interruptible
 from ..db.store import Condition
 from ..errors import MprofError
 
@@ -143,12 +144,13 @@ def _emit(report, args) -> int:
 
 def _guard(body, args) -> int:
     try:
-        return body(args)
+        with interruptible():  # SIGTERM, SIGHUP: the running benchmark's group is killed
+            return body(args)
     except MprofError as exc:
         print(f"mprof gate: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("mprof gate: interrupted", file=sys.stderr)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"mprof gate: interrupted{f' by {exc}' if str(exc) else ''}", file=sys.stderr)
         return EXIT_ERROR
     except Exception:  # a bug is still "the tool failed", never a pass or a regression
         traceback.print_exc()
