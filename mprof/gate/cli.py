@@ -69,7 +69,11 @@ def _evaluation_options(p):
     p.add_argument("--model", metavar="MODEL.json",
                    help="compare per-run category costs estimated by this model")
     p.add_argument("--fit", metavar="SCRIPT.tcl",
-                   help="fit this modeling script on each side and compare coefficients")
+                   help="fit this modeling script on each side and compare coefficients (in a "
+                   "safe Tcl interpreter: no exec, open, socket or file access)")
+    p.add_argument("--unsafe-tcl", action="store_true",
+                   help="run the --fit script with full Tcl (exec, open, file ...): only for "
+                   "a script you trust, never one from the change under test")
     p.add_argument("--interface", action="append", default=[], metavar="PERF",
                    help="a .perf file, or a folder of MODULE.perf files, declaring which "
                    "statistics are measured (never compared exactly); searched before "
@@ -104,6 +108,7 @@ def _config(args):
         config.alpha = check_alpha(args.alpha, "--alpha")
     if args.correction is not None:
         config.correction = check_correction(args.correction, "--correction")
+    config.unsafe_tcl = bool(getattr(args, "unsafe_tcl", False))
     return config
 
 

@@ -64,6 +64,7 @@ class GateConfig:
     units: list[UnitRule] = field(default_factory=list)
     allow: list[AllowRule] = field(default_factory=list)
     source: str = "<defaults>"
+    unsafe_tcl: bool = False  # --fit scripts with full Tcl (--unsafe-tcl; never from a file)
 
     def settings_for(self, unit_id: str) -> tuple[float, float]:
         """(tolerance, alpha) of a unit: the defaults, overridden by every matching rule in

@@ -166,7 +166,7 @@ class SideFit:
     undetermined: set[str] = field(default_factory=set)  # in a rank deficiency
 
 
-def fit_side(script: str | Path, side: Side) -> SideFit:
+def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFit:
     """Run a modeling script on this side's database and selection instead of the script's
     fit databases (FitSession.data_override: test databases and SaveModel are not used); the
     last fit counts."""
@@ -176,7 +176,8 @@ def fit_side(script: str | Path, side: Side) -> SideFit:
     warnings: list[str] = []
     session = FitSession(data_override=(side.database.resolve(), list(side.where)))
     try:
-        outcome = ModelingScript(script, warn=warnings.append, session=session).run()
+        outcome = ModelingScript(script, warn=warnings.append, session=session,
+                                 unsafe=unsafe_tcl).run()
     except MprofError as exc:
         raise MprofError(f"fitting the {side.name} ({side.database}): {exc}") from None
     if outcome is None:
@@ -212,7 +213,8 @@ def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
             if slower or bad:
                 side = without_runs(side, [r for r, _ in slower + bad], Path(tmp))
             sides.append(side)
-        fits = (fit_side(fit_script, sides[0]), fit_side(fit_script, sides[1]))
+        fits = (fit_side(fit_script, sides[0], config.unsafe_tcl),
+                fit_side(fit_script, sides[1], config.unsafe_tcl))
     for f in fits:
         warnings.extend(f.warnings)
     return fits
