@@ -157,6 +157,7 @@ static mpr_pe *pe_new(int id, int npes)
 void mpr_pe_run(mpr_pe *pe)
 {
     mpr_pe_bind(pe);
+    mpr_overflow_guard(); /* this thread's alternate signal stack (overflow.c) */
     pe->where = MPR_PE_RUNNING;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
