@@ -19,7 +19,7 @@ import importlib
 import sys
 
 from . import __version__
-from .errors import MprofError
+from .errors import MprofError, bounded_message
 from .files import discard_stdout, stdout_error
 
 # Workflow order; a stage without a cli module yet is simply not offered.
@@ -57,7 +57,7 @@ def main(argv=None):
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except MprofError as exc:
-        print(f"mprof: {_bounded(str(exc))}", file=sys.stderr)
+        print(f"mprof: {bounded_message(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader of our output went away (`| head`): Python's final flush must not
@@ -73,17 +73,6 @@ def main(argv=None):
         return 2
     except KeyboardInterrupt:
         return 130
-
-
-MESSAGE_LIMIT = 4000
-
-
-def _bounded(text: str) -> str:
-    """An error message stays readable when it quotes a huge input (a 10 MB name)."""
-    if len(text) <= MESSAGE_LIMIT:
-        return text
-    half = MESSAGE_LIMIT // 2
-    return f"{text[:half]}...[{len(text) - MESSAGE_LIMIT} characters left out]...{text[-half:]}"
 
 
 if __name__ == "__main__":

@@ -132,13 +132,10 @@ DEFAULT_MAX_INPUT_MB = 512
 
 def max_input_bytes() -> int:
     """The largest input file mprof reads: MPROF_MAX_INPUT_MB (default 512) mebibytes."""
-    text = os.environ.get("MPROF_MAX_INPUT_MB", "")
-    try:
-        mb = float(text) if text else DEFAULT_MAX_INPUT_MB
-    except ValueError:
-        mb = DEFAULT_MAX_INPUT_MB
-    if not (mb == mb and 0 < mb < 2**40):
-        mb = DEFAULT_MAX_INPUT_MB
+    from .numbers import env_number
+
+    mb = env_number("MPROF_MAX_INPUT_MB", DEFAULT_MAX_INPUT_MB, low=0, open_low=True,
+                    high=2**30)
     return int(mb * 2**20)
 
 

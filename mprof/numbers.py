@@ -95,3 +95,23 @@ def check_finite_tree(value, where: str) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             check_finite_tree(item, f"{where}[{i}]")
+
+
+def env_number(name: str, default: float, **limits) -> float | int:
+    """A numeric setting from the environment, checked like every other number; an unset or
+    empty variable is the default, and a bad value is ignored with the runtime's warning,
+    `mprof: ignoring NAME=VALUE (...), using the default D`."""
+    import os
+    import sys
+
+    text = os.environ.get(name, "")
+    if not text.strip():
+        return default
+    try:
+        return parse_number(text, name, **limits)
+    except MprofError as exc:
+        shown = text if len(text) <= 64 else text[:64] + "..."
+        why = str(exc).split(": ", 1)[1].rsplit(", got", 1)[0]
+        print(f"mprof: ignoring {name}={shown} ({why}), using the default {default:g}",
+              file=sys.stderr)
+        return default

@@ -15,7 +15,7 @@ import traceback
 
 from ..bench.procs import Interrupted, interruptible
 from ..db.store import Condition
-from ..errors import MprofError
+from ..errors import MprofError, bounded_message
 
 # The statistics (SciPy) are imported when a gate runs, not whenever `mprof` starts.
 EXIT_ERROR = 2  # = evaluate.EXIT_ERROR
@@ -152,7 +152,7 @@ def _guard(body, args) -> int:
         with interruptible():  # SIGTERM, SIGHUP: the running benchmark's group is killed
             return body(args)
     except MprofError as exc:
-        print(f"mprof gate: error: {exc}", file=sys.stderr)
+        print(f"mprof gate: error: {bounded_message(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except (KeyboardInterrupt, Interrupted) as exc:
         print(f"mprof gate: interrupted{f' by {exc}' if str(exc) else ''}", file=sys.stderr)
