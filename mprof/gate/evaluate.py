@@ -347,6 +347,14 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
         units.append(u)
         return u
 
+    if model is not None:
+        from ..model.modelfile import missing_text
+
+        for side in (baseline, candidate):
+            objects = [obj for r in side.runs for pe in r.profile.pes for obj in pe.objects]
+            for module, names in model.missing_statistics(objects).items():
+                report.warnings.append(f"{side.name}: {missing_text(module, names)}")
+
     fits = None
     if fit_script is not None:
         fits = _fits(fit_script, baseline, candidate, config, report.warnings)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MprofError
+from ..errors import MprofError, SourceError
 from ..files import read_bytes, write_file
 from ..numbers import check_number
 from .fit import t_quantile
@@ -215,6 +215,59 @@ class Model:
                 raise MprofError(f"interface of module '{module}' not found at {info.path}")
         return self._ifaces[module]
 
+    def check_interfaces(self, source: str) -> None:
+        """The interface texts the model file carries parse, and declare the statistics and
+        terms the file records for them: a damaged copy is the model file's fault (its path
+        and the module named), never the original .perf file's, which may be fine."""
+        for module, info in self.interfaces.items():
+            if info.source is None:
+                continue
+            if not isinstance(info.source, str):
+                raise MprofError(f"{source}: interfaces.{module}.source: the interface text of "
+                                 f"module '{module}' that the model file carries is not text "
+                                 "(the file is damaged); refit the model or restore the file")
+            try:
+                iface = self.interface(module)
+            except MprofError as exc:
+                detail = str(exc)
+                if isinstance(exc, SourceError):
+                    detail = (f"line {exc.line}, column {exc.column} of that text: "
+                              f"{exc.message}")
+                raise MprofError(f"{source}: interfaces.{module}.source: the interface text of "
+                                 f"module '{module}' that the model file carries is damaged "
+                                 f"({detail}); refit the model or restore the file") from None
+            stats = [s.name for s in iface.statistics]
+            terms = [t.name for t in iface.terms]
+            if set(stats) != set(info.statistics) or set(terms) != set(info.terms):
+                raise MprofError(f"{source}: interfaces.{module}: the interface text the model "
+                                 "file carries does not declare the statistics and terms the "
+                                 "file records for it (the file is damaged); refit the model "
+                                 "or restore the file")
+            if iface.name != module:
+                raise MprofError(f"{source}: interfaces.{module}: the carried interface text "
+                                 f"is of module '{iface.name}' (the file is damaged)")
+
+    def missing_statistics(self, objects: Iterable) -> dict[str, list[str]]:
+        """Module -> statistics of the model's interface that some record of a run lacks
+        (a run made with another version of the interface): they are priced as 0."""
+        missing: dict[str, set[str]] = {}
+        papi: dict[str, set[str]] = {}  # a PAPI event some runs cannot count is absent there
+        for obj in objects:
+            info = self.interfaces.get(obj.module)
+            if info is None:
+                continue
+            if obj.module not in papi:
+                try:
+                    papi[obj.module] = {s.name for s in self.interface(obj.module).statistics
+                                        if s.papi_event}
+                except MprofError:
+                    papi[obj.module] = set()
+            lacking = [s for s in info.statistics
+                       if s not in obj.stats and s not in papi[obj.module]]
+            if lacking:
+                missing.setdefault(obj.module, set()).update(lacking)
+        return {m: sorted(names) for m, names in sorted(missing.items())}
+
     def term_values(self, module: str, stats: Mapping[str, float]) -> dict[str, float]:
         info = self.interfaces.get(module)
         iface = self.interface(module)
@@ -338,6 +391,13 @@ def _locate(text: str, token: str) -> tuple[int, int]:
     return 1, 1
 
 
+def missing_text(module: str, names: list[str]) -> str:
+    """The warning about statistics a run lacks (Model.missing_statistics)."""
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    return (f"module {module}: the run lacks statistic(s) {shown} of the model's interface "
+            f"(recorded with another version of {module}.perf?); they are priced as 0")
+
+
 def load_model(path: str | Path) -> Model:
     path = Path(path)
     text = None
@@ -356,4 +416,5 @@ def load_model(path: str | Path) -> Model:
         raise MprofError(f"{path}: not a model file: {exc or 'nested too deeply'}") from None
     model = Model.from_json(data, str(path), path.resolve().parent)
     model.path = path
+    model.check_interfaces(str(path))
     return model
