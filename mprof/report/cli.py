@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import make_folder, read_bytes, write_file
 from ..numbers import option
 
 
@@ -47,8 +47,6 @@ def cmd_report(args):
         return _copy_c_helper(Path(args.c_helper))
     if not args.run:
         raise MprofError("report: a run profile is required (mprof report RUN.json)")
-    if not 0 <= args.min_fraction < 1:
-        raise MprofError("--min-fraction must be in [0, 1)")
     from ..db.validate import load_profile
     from .build import build_report
     from .text import format_text, report_json
@@ -87,11 +85,11 @@ C_HELPER = Path(__file__).with_name("c")
 
 
 def _copy_c_helper(dest: Path) -> int:
-    dest.mkdir(parents=True, exist_ok=True)
+    make_folder(dest)
     for name in ("mprof_report.h", "mprof_report.c"):
         src = C_HELPER / name
         if not src.exists():
             raise MprofError(f"{src} is missing from this installation")
-        shutil.copyfile(src, dest / name)
+        write_file(dest / name, read_bytes(src, "C helper"), what="C file")
         print(dest / name)
     return 0

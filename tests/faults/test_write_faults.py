@@ -100,6 +100,9 @@ def test_model_files_and_generated_c_on_a_full_disk(inputs, full, tmp_path):
     assert leftovers(full / "c", {"mpm_model.c"}) == []
     proc = run_mprof("iface", "compile", "-q", ROOT / "runtime/rts.perf", "-o", full / "gen")
     assert_one_line_error(proc, "No space left on device")
+    proc = run_mprof("report", "--c-helper", full / "c")
+    assert_one_line_error(proc, "No space left on device")
+    assert leftovers(full / "c", {"mpm_model.c"}) == []
 
 
 @pytest.mark.parametrize("args", [
