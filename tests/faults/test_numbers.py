@@ -259,3 +259,57 @@ def test_a_huge_setting_value_is_cut_in_the_warning(build_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if "ignoring" in x]
     assert len(line) < 300 and "..." in line
+
+
+# -- properties over every float -----------------------------------------------------------
+
+
+def _toml_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+@settings(max_examples=200, deadline=None)
+def test_any_float_timeout_is_accepted_exactly_when_finite_and_positive(tmp_path_factory, x):
+    from mprof.bench.spec import load_spec
+
+    folder = tmp_path_factory.mktemp("spec")
+    path = _spec(folder, timeout=_toml_float(x))
+    ok = math.isfinite(x) and 0 < x <= 1e7
+    try:
+        spec = load_spec(path)
+    except MprofError as exc:
+        assert not ok, (x, str(exc))
+        assert "timeout_s: expected a number" in str(exc)
+    else:
+        assert ok and spec.timeout_s == x
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+@settings(max_examples=100, deadline=None)
+def test_any_float_parameter_value_loads_exactly_when_finite(tmp_path_factory, x):
+    from report_helpers import make_model
+
+    from mprof.model import load_model
+
+    folder = tmp_path_factory.mktemp("model")
+    path = folder / "m.json"
+    make_model().save(path)
+    data = json.loads(path.read_text())
+    name = next(iter(data["parameters"]))
+    token = (json.dumps(x) if math.isfinite(x)
+             else _toml_float(x).replace("nan", "NaN").replace("inf", "Infinity"))
+    text = json.dumps(data).replace(
+        json.dumps({"value": data["parameters"][name]["value"]})[1:-1], f'"value": {token}', 1)
+    path.write_text(text)
+    try:
+        model = load_model(path)
+    except MprofError as exc:
+        assert not math.isfinite(x), (x, str(exc))
+        assert re.search(r"m\.json:\d+:\d+: .* is not a finite number", str(exc))
+    else:
+        assert math.isfinite(x) and model.values[name] == x
