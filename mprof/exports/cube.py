@@ -59,7 +59,8 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
         folder = outdir / folder_name(coord, reps[key])
         make_folder(folder)
         path = folder / "profile.cubex"
-        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run), what="CUBE profile")
+        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run),
+                   what="CUBE profile")
         written.append(path)
     return written
 

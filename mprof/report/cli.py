@@ -31,7 +31,8 @@ def register(subparsers):
                    help="also write a self-contained HTML page with plots; OUT is a file, or a "
                    "folder (ending in / or existing) that gets RUN's name with .html; without "
                    "OUT: reports/ (the default output folder)")
-    p.add_argument("--digits", type=option("--digits", low=0, high=17, integer=True), help="decimals of printed seconds")
+    p.add_argument("--digits", type=option("--digits", low=0, high=17, integer=True),
+                   help="decimals of printed seconds")
     p.add_argument("--roots", type=option("--roots", low=0, high=10**6, integer=True), default=3,
                    help="walk chains back from this many accesses (default 3)")
     p.add_argument("--min-fraction", type=option("--min-fraction", low=0.0, high=1.0,
