@@ -264,10 +264,14 @@ int mpr_profile_write(const char *path)
     all_len -= 2; /* the last section's ",\n" */
 
     char *tmp = NULL;
-    FILE *f = open_profile(path, &tmp);
+    /* a symbolic link: the file it points to is replaced, not the link */
+    struct stat lst;
+    char *real = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL) : NULL;
+    FILE *f = open_profile(real ? real : path, &tmp);
     if (!f) {
         fprintf(stderr, "mprof: cannot write the run profile to %s: %s\n", path, strerror(errno));
         free(all);
+        free(real);
         return -1;
     }
     char host[256] = "unknown", cpu[256];
@@ -312,7 +316,9 @@ int mpr_profile_write(const char *path)
     fwrite(all, 1, all_len, f);
     free(all);
     fprintf(f, "\n  ]\n}\n");
-    return close_profile(f, path, tmp);
+    int rc = close_profile(f, real ? real : path, tmp);
+    free(real);
+    return rc;
 }
 
 /* Before the run: can the profile be written to `path` at the end?  The file must not be a

@@ -190,3 +190,21 @@ def test_runtime_profile_to_a_device_is_written_in_place(build_dir):
     proc = _pipe(build_dir, "/dev/stdout")
     assert proc.returncode == 0, proc.stderr
     assert '"schema": "mprof.run-profile"' in proc.stdout
+
+
+def test_a_symbolic_link_keeps_pointing_at_the_rewritten_file(inputs, build_dir, tmp_path):
+    from report_helpers import make_model
+
+    real = tmp_path / "real.json"
+    real.write_text(OLD)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    make_model().save(link)
+    assert link.is_symlink() and json.loads(real.read_text())["schema"] == "mprof.model"
+    real_run = tmp_path / "real-run.json"
+    real_run.write_text(OLD)
+    run_link = tmp_path / "run-link.json"
+    run_link.symlink_to(real_run)
+    proc = _pipe(build_dir, run_link)
+    assert proc.returncode == 0, proc.stderr
+    assert run_link.is_symlink() and json.loads(real_run.read_text())["program"]
