@@ -9,9 +9,9 @@ line, also inside loop bodies and procs (`info frame`, TIP 280).
 Safety: the script runs in a safe Tcl interpreter (`interp create -safe`), a child of the one
 that holds mprof's commands.  It has pure Tcl (variables, expressions, lists, dicts, strings,
 loops, procedures), `puts` to standard output and error, a `file` limited to path arithmetic
-(join, split, tail, dirname, rootname, extension), the environment variables named MPROF_*
-in `::env`, and the directives; `exec`, `open`,
-`socket`, `source`, `load`, `cd`, `glob`, `exit` and every other command that touches files,
+(join, split, tail, dirname, rootname, extension), `source` of files in the script's folder
+(or below), the environment variables named MPROF_* in `::env`, and the directives; `exec`,
+`open`, `socket`, `load`, `cd`, `glob`, `exit` and every other command that touches files,
 processes or the network are not there, and calling one is an error at its line that names
 `--unsafe-tcl`.  A modeling script may come from a repository under test (`mprof gate --fit`),
 so it must not be able to run commands.  With `unsafe=True` (`--unsafe-tcl`) the script runs in
@@ -187,12 +187,52 @@ class ModelingScript:
             "  if {$status ne \"ok\"} {return -code error $value}\n"
             "  return $value\n"
             "}"))
+        self.tcl.createcommand("::mprof::source", self._source)
+        self.tcl.call("interp", "alias", child, "::mprof::source", "", "::mprof::source")
+        self.tcl.call("interp", "eval", child, (
+            "proc source {path} {\n"
+            "  lassign [::mprof::source [info frame -1] $path] status value\n"
+            "  if {$status ne \"ok\"} {return -code error $value}\n"
+            "  return $value\n"
+            "}"))
+        self.hidden.discard("source")
         self._in_script = lambda script: self.tcl.call("interp", "eval", child, script)
         # the environment, read-only and only mprof's own variables (MPROF_*): a script can
         # take its settings from them, but not read a CI job's credentials
         for key, value in os.environ.items():
             if key.startswith("MPROF_"):
                 self._in_script(("set", f"::env({key})", value))
+
+    def _source(self, frame, path):
+        """`source FILE` in the safe interpreter: a regular file inside the folder of the
+        script (relative paths from there), read by the child's hidden `source`."""
+        import tkinter
+
+        from ..files import max_input_bytes
+
+        where, line = self._frame(frame)
+        folder = self.path.resolve().parent
+        target = (folder / str(path)).resolve()
+        if not target.is_relative_to(folder):
+            message = (f"source: {path} is outside the script's folder {folder} (a modeling "
+                       "script may source only files beside it or below; --unsafe-tcl lifts "
+                       "this)")
+        elif not target.is_file():
+            message = f"source: {path}: no such file in the script's folder"
+        elif target.stat().st_size > max_input_bytes():
+            message = f"source: {path} is larger than MPROF_MAX_INPUT_MB"
+        else:
+            try:
+                return ("ok", self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source",
+                                            str(target)))
+            except tkinter.TclError as exc:
+                message = str(exc) or "error"
+                if self._failed is not None and self._failed[0] == message:
+                    return ("error", message)  # located already (a directive in that file)
+                info = str(self.tcl.eval("set ::errorInfo"))
+                where, line = _locate(info, str(target))
+        self._failed = (message, where, line)
+        return ("error", message)
 
     def _file(self, frame, *args):
         import tkinter

@@ -18,7 +18,6 @@ FORBIDDEN = [
     ("file mkdir {victim}", "file mkdir"),
     ("file exists {keep}", "file exists"),
     ("socket localhost 22", "socket"),
-    ("source {keep}", "source"),
     ("load libc.so.6", "load"),
     ("cd /", "cd"),
     ("pwd", "pwd"),
@@ -102,3 +101,25 @@ def test_gate_fit_runs_the_script_safely(tmp_path):
     proc = run_mprof("gate", "--baseline", base, "--candidate", cand, "--fit", script,
                      "--unsafe-tcl")
     assert victim.exists()
+
+
+def test_source_reads_files_beside_the_script_only(tmp_path, capfd):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helpers.tcl").write_text("proc twice {x} {\n  return [expr {2 * $x}]\n}\n")
+    (tmp_path / "lib" / "broken.tcl").write_text("set a 1\n  exec ls\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.tcl"
+    outside.write_text("puts leaked\n")
+    script = tmp_path / "model.tcl"
+    script.write_text("source lib/helpers.tcl\nputs [twice 21]\nFitDatabase nosuch.db\n")
+    with pytest.raises(MprofError, match="model.tcl:3:1: .*nosuch.db"):
+        ModelingScript(script).run()
+    assert "42" in capfd.readouterr().out
+    script.write_text("set x 1\nsource lib/broken.tcl\n")
+    with pytest.raises(MprofError, match=r"broken.tcl:2:3: exec is not available"):
+        ModelingScript(script).run()
+    for path in (f"../{outside.name}", str(outside), "/etc/hostname"):
+        script.write_text(f"set x 1\nsource {path}\n")
+        with pytest.raises(MprofError, match=r"model.tcl:2:1: source: .* is outside the "
+                                             "script's folder"):
+            ModelingScript(script).run()
+    assert "leaked" not in capfd.readouterr().out
