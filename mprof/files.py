@@ -69,12 +69,14 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "",
         mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:  # a full disk, or Ctrl-C: no temporary file is left behind
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+        if isinstance(exc, OSError):
+            raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+        raise
     return path
 
 

@@ -208,3 +208,19 @@ def test_a_symbolic_link_keeps_pointing_at_the_rewritten_file(inputs, build_dir,
     proc = _pipe(build_dir, run_link)
     assert proc.returncode == 0, proc.stderr
     assert run_link.is_symlink() and json.loads(real_run.read_text())["program"]
+
+
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import mprof.files as files
+
+    target = tmp_path / "out.txt"
+    target.write_text(OLD)
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(files.os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        files.write_file(target, "new text\n")
+    assert target.read_text() == OLD
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
