@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import MprofError, SourceError
+from ..errors import SourceError
 from ..files import read_bytes
 from .checker import parse_interface
 from .model import Access, Category, Interface, Statistic, Term
