@@ -14,6 +14,10 @@ What a sample's time is, is the *measure* (`PEProfile.time`):
              included, without the time it was preempted or asleep
 
 `cpu` is the default of fits (docs/fitting.md explains the evidence).
+
+Runs recorded since the runtime samples its CPU clocks also carry, per PE, the measured CPU
+time per access category (`PEProfile.categories`, `RunProfile.category_totals()`); older runs
+have None there.
 """
 
 from __future__ import annotations
@@ -36,6 +40,21 @@ class ObjectRecord:
     stats: dict[str, float]
 
 
+@dataclass(frozen=True)
+class CategoryTime:
+    """A PE's measured CPU time in one access category, and how many CPU-clock samples it
+    rests on.  Besides the access categories of the run (`unclassified` included) there are
+    SCHEDULER (runtime code between fibers: polls, flushes) and IDLE (the idle loop)."""
+
+    access: str
+    cpu_s: float
+    samples: int
+
+
+SCHEDULER, IDLE = "(scheduler)", "(idle)"
+NOT_SAMPLED = "(not sampled)"  # CPU time of PEs that took no sample
+
+
 @dataclass
 class PEProfile:
     pe: int
@@ -44,6 +63,9 @@ class PEProfile:
     cpu_s: float | None = None  # None: recorded by a runtime that did not measure it
     idle_cpu_s: float | None = None
     objects: list[ObjectRecord] = field(default_factory=list)
+    # measured CPU time per access category, largest first; None: the runtime that recorded
+    # the run did not measure it
+    categories: list[CategoryTime] | None = None
 
     def time(self, measure: str) -> float:
         """The PE's time by `measure` (seconds)."""
@@ -81,6 +103,25 @@ class RunProfile:
         """The run's time by `measure`, summed over PEs (the dissertation sums over PEs)."""
         return sum(pe.time(measure) for pe in self.pes)
 
+    @property
+    def has_categories(self) -> bool:
+        """Whether the run measured CPU time per access category: some PE carries it (a PE
+        that took no sample, with less CPU time than a sampling period, has none)."""
+        return any(pe.categories is not None for pe in self.pes)
+
+    def category_totals(self) -> dict[str, float]:
+        """Access category -> measured CPU seconds summed over PEs (empty without them); in a
+        run that measured them, the CPU time of PEs without samples as NOT_SAMPLED."""
+        totals: dict[str, float] = {}
+        for pe in self.pes:
+            for row in pe.categories or []:
+                totals[row.access] = totals.get(row.access, 0.0) + row.cpu_s
+        if self.has_categories:
+            rest = sum(pe.cpu_s or 0.0 for pe in self.pes if pe.categories is None)
+            if rest > 0:
+                totals[NOT_SAMPLED] = totals.get(NOT_SAMPLED, 0.0) + rest
+        return totals
+
     def stat_totals(self) -> dict[tuple[str, str], float]:
         """(module, statistic) -> value summed over PEs and objects (integers stay exact, also
         u64 counters near 2^64)."""
@@ -106,7 +147,8 @@ class RunProfile:
                 int(p["pe"]), float(p["elapsed_s"]), float(p.get("idle_s", 0.0)),
                 _opt_float(p.get("cpu_s")), _opt_float(p.get("idle_cpu_s")),
                 [ObjectRecord(int(o["id"]), str(o["module"]), dict(o.get("stats", {})))
-                 for o in p.get("objects", [])]))
+                 for o in p.get("objects", [])],
+                _categories(p.get("categories"))))
         machine = doc.get("machine", {})
         return cls(program=str(doc.get("program", "")), npes=int(doc.get("npes", len(pes))),
                    params=dict(doc.get("params", {})), settings=dict(doc.get("settings", {})),
@@ -119,6 +161,13 @@ def _opt_float(value) -> float | None:
     return None if value is None else float(value)
 
 
+def _categories(rows) -> list[CategoryTime] | None:
+    if rows is None:
+        return None
+    out = [CategoryTime(str(r["access"]), float(r["cpu_s"]), int(r["samples"])) for r in rows]
+    return sorted(out, key=lambda r: (-r.cpu_s, r.access))
+
+
 def load_profiles(database: str | Path, where: Sequence = ()) -> list[RunProfile]:
     """Every run of a profile database matching the conditions (mprof.db.store.Condition)."""
     from .db.store import ProfileDB
@@ -128,6 +177,7 @@ def load_profiles(database: str | Path, where: Sequence = ()) -> list[RunProfile
         ids = [r.id for r in runs]
         times = db.pe_samples(ids)
         objects = db.object_stats(ids)
+        categories = db.category_times(ids)
     out = []
     for run in runs:
         per_pe = objects.get(run.id, {})
@@ -135,7 +185,8 @@ def load_profiles(database: str | Path, where: Sequence = ()) -> list[RunProfile
         for pe, t in enumerate(times.get(run.id, [])):
             records = [ObjectRecord(oid, module, stats) for oid, module, stats in
                        per_pe.get(pe, [])]
-            pes.append(PEProfile(pe, t.elapsed_s, t.idle_s, t.cpu_s, t.idle_cpu_s, records))
+            pes.append(PEProfile(pe, t.elapsed_s, t.idle_s, t.cpu_s, t.idle_cpu_s, records,
+                                 categories.get(run.id, {}).get(pe)))
         out.append(RunProfile(program=run.program, npes=run.npes, params=dict(run.params),
                               settings=dict(run.settings), pes=pes,
                               fingerprint=run.machine_fingerprint or "",

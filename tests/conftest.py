@@ -39,6 +39,7 @@ class BuildError(RuntimeError):
     pass
 
 
+
 def _run(cmd: list[str], cwd: Path) -> None:
     proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:

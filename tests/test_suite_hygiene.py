@@ -40,6 +40,15 @@ def _sources():
     return [p for p in TESTS.rglob("*.py") if p.name != Path(__file__).name]
 
 
+def test_missing_tools_fail_instead_of_skipping():
+    """Tests that need a tool call tooling.require_tool, which fails; the only skips left are
+    of tests for machines without hardware counters, which a machine with them cannot run."""
+    for path in _sources():
+        for line in path.read_text().splitlines():
+            if re.search(r"skipif|pytest\.skip\(|importorskip", line):
+                assert "hardware_counters_available()" in line, (path, line)
+
+
 def test_no_test_installs_anything():
     for path in _sources():
         text = path.read_text()
@@ -75,6 +84,8 @@ def test_sources_cite_what_a_reader_has():
                            ".j2", ".sql") and path.is_file() and path.name != Path(__file__).name:
             text = path.read_text(errors="replace")
             assert not re.search(r"DESIGN\.md|seeds?[ /]0\d\d", text), name
+            # nor the tracker's numbers: a reader has the repository, not the issues
+            assert not re.search(r"\bissue #?\d+", text, re.I), name
 
 
 def test_package_metadata_uses_current_setuptools_fields():

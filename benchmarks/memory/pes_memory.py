@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory and time against the number of PEs (issue 18, part 4): linear in PEs, not in pairs.
+"""Memory and time against the number of PEs: linear in PEs, not in pairs.
 
     pes_memory.py [--workload PATH] [--pes 32,64,...] [--msgs N] [--fibers N] [--rounds N]
                   [--issue-msgs N]

@@ -1,5 +1,5 @@
 /*
- * rt_micro -- micro-benchmarks of the runtime's primitives (issue 2).
+ * rt_micro -- micro-benchmarks of the runtime's primitives.
  *
  * Every figure is measured in this process against a baseline measured in the same run, so
  * the ratios hold on a noisy shared machine.  Prints a human-readable line per figure and,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Instructions per spawn + dispatch of an empty fiber, counted by callgrind (issue 18, part 3).
+"""Instructions per spawn + dispatch of an empty fiber, counted by callgrind.
 
     spawn_instructions.py [--micro PATH] [--rounds N]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Oversubscription benchmark (issue 18, part 1): more PEs than cores must not collapse.
+"""Oversubscription benchmark: more PEs than cores must not collapse.
 
 Runs the PIPE benchmark's communication-only and computing commands at 2, 4 and 8 PEs (the
 same total work: M items through a path of P nodes) and start-up/teardown at 64 and 1024 PEs,

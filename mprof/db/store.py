@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MprofError
+from ..profile import CategoryTime
 from . import schema
 from .validate import validate_profile
 
@@ -439,6 +440,27 @@ class ProfileDB:
                 out.setdefault(run_id, []).append(PETimes(*times))
         return out
 
+    def category_times(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[CategoryTime]]]:
+        """run id -> pe -> the PE's measured CPU time per access category, for the PEs whose
+        profile had them (a run recorded before the runtime measured them is absent)."""
+        out: dict[int, dict[int, list[CategoryTime]]] = {}
+        if self.version < 5:  # a database opened read-only may be older
+            return out
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for run_id, pe in self.conn.execute(
+                f"SELECT run_id, pe FROM pe_samples WHERE run_id IN ({marks}) "
+                "AND categories IS NOT NULL ORDER BY run_id, pe", chunk,
+            ):
+                out.setdefault(run_id, {})[pe] = []
+            for run_id, pe, access, cpu_s, samples in self.conn.execute(
+                f"SELECT run_id, pe, access, cpu_s, samples FROM category_time "
+                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, cpu_s DESC, access", chunk,
+            ):
+                out.setdefault(run_id, {}).setdefault(pe, []).append(
+                    CategoryTime(access, cpu_s, from_sql_u64(samples)))
+        return out
+
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
         """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped)."""
         out: dict[int, dict[int, dict]] = {}
@@ -508,10 +530,16 @@ def _insert_run(conn, source, doc, text, digest) -> int:
         )
     for pe in doc["pes"]:
         conn.execute(
-            "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, idle_cpu_s) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, idle_cpu_s, "
+            "categories) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (run_id, pe["pe"], pe["elapsed_s"], pe["idle_s"], pe.get("cpu_s"),
-             pe.get("idle_cpu_s")),
+             pe.get("idle_cpu_s"), 1 if "categories" in pe else None),
+        )
+        conn.executemany(
+            "INSERT INTO category_time (run_id, pe, access, cpu_s, samples) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(run_id, pe["pe"], row["access"], row["cpu_s"], to_sql_u64(row["samples"]))
+             for row in pe.get("categories", [])],
         )
         conn.executemany(
             "INSERT INTO object_stats (run_id, pe, object_id, module, stat, value, value_exact) "

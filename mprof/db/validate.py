@@ -1,8 +1,9 @@
 """Validation of run profiles (docs/run-profile.md) before anything touches a database.
 
 Every check names the file and the JSON path of the offending value, so that a user looking at a
-rejected import knows exactly what to fix.  The whole document is checked; the first problem is
-reported.
+rejected import knows exactly what to fix; a profile read from text (`parse_profile`,
+`load_profile`) also gets the line and column of that value (`run.json:12:18: pes[0].cpu_s:
+...`).  The whole document is checked; the first problem is reported.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class ProfileError(MprofError):
         file, for text that is not JSON at all."""
         self.source = source
         self.where = where
+        self.message = message
         super().__init__(f"{source}{place}: {where + ': ' if where else ''}{message}")
 
 
@@ -68,8 +70,107 @@ def parse_profile(text: str, source: str) -> dict:
         raise ProfileError(source, "", "not a run profile: JSON nested too deeply") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
         raise ProfileError(source, "", f"not valid JSON: {exc}") from None
-    validate_profile(doc, source)
+    try:
+        validate_profile(doc, source)
+    except ProfileError as exc:
+        line_col = locate(text, exc.where)
+        if line_col is None:
+            raise
+        raise ProfileError(source, exc.where, exc.message,
+                           place=f":{line_col[0]}:{line_col[1]}") from None
     return doc
+
+
+def locate(text: str, where: str) -> tuple[int, int] | None:
+    """Line and column (1-based) of the value at the JSON path `where` of a validation error
+    (`pes[0].objects[1].id`, `document`) in the JSON `text`; where a part of the path is not
+    in the text (a missing field), the place of the deepest value found.  None for text that
+    cannot be scanned."""
+    try:
+        pos = _skip_ws(text, 0)
+        rest = "" if where == "document" else where
+        while rest and pos < len(text):
+            if text[pos] == "[" and rest.startswith("["):
+                close = rest.find("]")
+                if close < 0 or not rest[1:close].isdigit():
+                    break
+                found = _nth_element(text, pos, int(rest[1:close]))
+                rest = rest[close + 1:].removeprefix(".")
+            elif text[pos] == "{":
+                found, rest = _member(text, pos, rest)
+            else:
+                break
+            if found is None:
+                break
+            pos = found
+        before = text[:pos]
+        return before.count("\n") + 1, pos - (before.rfind("\n") + 1) + 1
+    except (ValueError, IndexError):
+        return None
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _skip_value(text: str, pos: int) -> int:
+    """The index just past the JSON value starting at `pos` (iterative: no recursion)."""
+    if text[pos] == '"':
+        return json.decoder.scanstring(text, pos + 1)[1]
+    if text[pos] not in "[{":
+        while pos < len(text) and text[pos] not in ",]} \t\r\n":
+            pos += 1
+        return pos
+    depth = 0
+    while pos < len(text):
+        ch = text[pos]
+        if ch == '"':
+            pos = json.decoder.scanstring(text, pos + 1)[1]
+            continue
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+        pos += 1
+    raise ValueError("unterminated value")
+
+
+def _nth_element(text: str, pos: int, n: int) -> int | None:
+    pos = _skip_ws(text, pos + 1)
+    index = 0
+    while pos < len(text) and text[pos] != "]":
+        if index == n:
+            return pos
+        pos = _skip_ws(text, _skip_value(text, pos))
+        if pos < len(text) and text[pos] == ",":
+            pos = _skip_ws(text, pos + 1)
+        index += 1
+    return None
+
+
+def _member(text: str, pos: int, rest: str) -> tuple[int | None, str]:
+    """The value of the object member at `pos` that the path `rest` starts with (the longest
+    matching name; of duplicate names the last, as the JSON reader keeps it) and the path
+    after it."""
+    best, best_key = None, ""
+    pos = _skip_ws(text, pos + 1)
+    while pos < len(text) and text[pos] == '"':
+        key, pos = json.decoder.scanstring(text, pos + 1)
+        pos = _skip_ws(text, pos)
+        pos = _skip_ws(text, pos + 1)  # the colon
+        if (rest.startswith(key) and rest[len(key):len(key) + 1] in ("", ".", "[")
+                and len(key) >= len(best_key)):
+            best, best_key = pos, key
+        pos = _skip_ws(text, _skip_value(text, pos))
+        if pos < len(text) and text[pos] == ",":
+            pos = _skip_ws(text, pos + 1)
+    if best is None:
+        return None, rest
+    return best, rest[len(best_key):].removeprefix(".")
 
 
 def _is_number(value: Any) -> bool:
@@ -260,3 +361,29 @@ def validate_profile(doc: Any, source: str = "<profile>") -> None:
             c.integer(c.required(row, "count", lwhere), f"{lwhere}.count", minimum=0)
             c.time(c.required(row, "observed_s", lwhere), f"{lwhere}.observed_s")
             c.time(c.required(row, "critical_s", lwhere), f"{lwhere}.critical_s")
+        if "categories" in pe:
+            _check_categories(c, pe, where)
+
+
+# A PE's category times may differ from its cpu_s by rounding only; this much is allowed.
+CATEGORY_SUM_TOLERANCE = 0.01
+
+
+def _check_categories(c: _Checker, pe: dict, where: str) -> None:
+    """A PE's measured CPU time per access category: non-negative finite seconds, sample
+    counts, each category once, and together the PE's cpu_s (within 1 %)."""
+    seen: set[str] = set()
+    total = 0.0
+    for j, row in enumerate(c.array(pe["categories"], f"{where}.categories")):
+        cwhere = f"{where}.categories[{j}]"
+        c.obj(row, cwhere)
+        access = c.string(c.required(row, "access", cwhere), f"{cwhere}.access", nonempty=True)
+        if access in seen:
+            c.fail(f"{cwhere}.access", f"category '{access}' appears twice on this PE")
+        seen.add(access)
+        total += c.time(c.required(row, "cpu_s", cwhere), f"{cwhere}.cpu_s")
+        c.integer(c.required(row, "samples", cwhere), f"{cwhere}.samples", minimum=0)
+    cpu = pe.get("cpu_s")
+    if seen and cpu is not None and abs(total - cpu) > CATEGORY_SUM_TOLERANCE * cpu + 1e-9:
+        c.fail(f"{where}.categories", f"the categories' cpu_s add up to {total:.6g} s, but the "
+               f"PE's cpu_s is {cpu:.6g} s (they must agree within 1 %)")

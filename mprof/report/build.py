@@ -127,6 +127,21 @@ class Report:
     latency_by_cost: list[AccessLatency] = field(default_factory=list)  # by observed latency
     lead_chain: Chain | None = None  # the observed chain with the largest latency
     lead_access_latency: float = 0.0  # observed latency of the access lead_chain ends at
+    lead_access: str | None = None  # the access with the largest observed latency
+    lead_enablers: list = field(default_factory=list)  # its EnablerLatency rows, largest first
+    # measured figures (mprof.report.measured)
+    has_categories: bool = False  # every PE carries measured CPU time per access category
+    measured_rows: list = field(default_factory=list)  # MeasuredRow, "where" measured first
+    measured_cpu_total: float = 0.0  # the categories' CPU seconds summed over PEs
+    model_beside: bool = False  # measured_rows carry the model's estimates (a cpu model)
+    unexplained: object = None  # MeasuredRow: measured minus model (None without one)
+    cpu_total: float | None = None  # the PEs' CPU time (None: not measured)
+    cpu_idle: float | None = None  # CPU time of the idle loops
+    elapsed_total: float = 0.0  # the PEs' wall-clock time
+    idle_enablers: list = field(default_factory=list)  # (enabler, wall idle s) largest first
+    pe_measured: list = field(default_factory=list)  # PEMeasured per PE
+    imbalance: object = None  # Imbalance, or None when the PEs were busy alike
+    what_if: object = None  # WhatIf (mprof.report.whatif), when asked for
 
     @property
     def seconds_unit(self) -> str:
@@ -163,7 +178,8 @@ def _object_key(obj: Mapping) -> tuple[int, str]:
 
 
 def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path: str | None = None,
-                 roots: int = 3, min_fraction: float = 0.05) -> Report:
+                 roots: int = 3, min_fraction: float = 0.05,
+                 what_if: list[str] | None = None) -> Report:
     pes = sorted(doc["pes"], key=lambda p: p["pe"])
     objects: dict[tuple[int, str], ObjectCost] = {}
     for pe in pes:
@@ -185,6 +201,14 @@ def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path:
 
     if model is not None:
         _price(report, pes, model)
+    _measured(report, doc, pes, model)
+    if what_if:
+        if model is None:
+            raise MprofError("--what-if needs a model (--model MODEL.json): the model "
+                             "predicts the changed run")
+        from .whatif import what_if as predict
+
+        report.what_if = predict({"pes": pes}, model, list(what_if), report.confidence)
 
     declared = list(doc.get("accesses", []))
     rows = rows_from_profile(doc)
@@ -238,6 +262,40 @@ def _lead(report: Report) -> None:
     if observed:
         report.lead_chain = observed[0]
         report.lead_access_latency = report.graph.latency(observed[0].nodes[-1], "observed")
+    waited = [a for a in report.latency_by_cost if a.observed_s > 0]
+    if waited:  # the wait to name even when no chain of other accesses lies behind it
+        report.lead_access = waited[0].access
+        report.lead_enablers = waited[0].breakdown("observed")
+        if report.lead_chain is None:
+            report.lead_access_latency = waited[0].observed_s
+
+
+def _measured(report: Report, doc: Mapping, pes: list, model) -> None:
+    """Measured first: CPU time per access category with the model beside it, wall-clock
+    idle beside CPU idle, per-PE figures and load imbalance (mprof.report.measured)."""
+    from ..profile import RunProfile
+    from .measured import add_unexplained, find_imbalance, idle_by_enabler, measured_rows, \
+        pe_measured
+
+    run = RunProfile.from_document({"pes": pes})
+    report.pe_measured = pe_measured(run)
+    report.elapsed_total = sum(p.elapsed_s for p in run.pes)
+    if all(p.cpu_s is not None for p in run.pes):
+        report.cpu_total = sum(p.cpu_s for p in run.pes)
+        report.cpu_idle = sum(p.idle_cpu_s or 0.0 for p in run.pes)
+    report.idle_enablers = idle_by_enabler(pes)
+    report.imbalance = find_imbalance(report.pe_measured)
+    report.has_categories = run.has_categories
+    if not report.has_categories:
+        return
+    beside = model is not None and report.measure == "cpu"
+    model_rows = [(r.module, r.category, r.seconds, r.halfwidth) for r in report.where] \
+        if beside else None
+    report.measured_rows, report.measured_cpu_total = measured_rows(run, model_rows)
+    report.model_beside = beside
+    if beside:
+        report.unexplained = add_unexplained(report.measured_rows, report.measured_cpu_total,
+                                             report.model_total)
 
 
 def _summed(term_dicts) -> dict[str, float]:

@@ -1,4 +1,6 @@
-"""`mprof report RUN.json [--model MODEL.json]`: Cost Profile, latency and dependence chains."""
+"""`mprof report RUN.json [--model MODEL.json]`: measured time per category, Cost Profile,
+latency and dependence chains; `mprof report RUN_1.json RUN_2.json ...`: the runs across PE
+counts."""
 
 from __future__ import annotations
 
@@ -16,12 +18,17 @@ def register(subparsers):
         "report", help="post-run report: Cost Profile, observed/critical latency, chains",
         description="Combine a run profile with a cost model (mprof fit) into the paper's Cost "
         "Profile, observed and critical latency per access category, and the dependence chains "
-        "of synchronization events.  Text, terminal tables, JSON or one self-contained HTML "
-        "page.")
-    p.add_argument("run", nargs="?", help="run profile (JSON, docs/run-profile.md)")
+        "of synchronization events, led by the measured CPU time per access category (with "
+        "the model's estimate beside it) and, when the PEs were busy unevenly, load imbalance.  "
+        "Several runs of one program are compared across PE counts.  Text, terminal tables, "
+        "JSON or one self-contained HTML page.")
+    p.add_argument("run", nargs="*", metavar="RUN",
+                   help="run profile (JSON, docs/run-profile.md); several runs of one program "
+                   "at different PE counts are compared across P")
     p.add_argument("--model", help="model file written by `mprof fit` (SaveModel)")
     p.add_argument("--per-pe", action="store_true",
-                   help="also show model/measured time and latency of every PE")
+                   help="also show every PE's wall-clock, CPU and category times, "
+                   "statistics, model time and latency (one run)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--format", choices=["text", "rich"],
                      help="text keeps the paper's shape; rich draws terminal tables "
@@ -29,8 +36,14 @@ def register(subparsers):
     fmt.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--html", metavar="OUT", nargs="?", const="reports/",
                    help="also write a self-contained HTML page with plots; OUT is a file, or a "
-                   "folder (ending in / or existing) that gets RUN's name with .html; without "
-                   "OUT: reports/ (the default output folder)")
+                   "folder (ending in / or existing) that gets RUN's name with .html (with "
+                   "several runs: the first's name with -compare.html); without OUT: reports/ "
+                   "(the default output folder)")
+    p.add_argument("--what-if", metavar="NAME=FACTORx", action="append",
+                   help="with --model: the model's prediction with a parameter (module:Term, "
+                   "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
+                   "scaled by a factor or set to a value (NAME=VALUE), per category with its "
+                   "band; may be given several times")
     p.add_argument("--digits", type=option("--digits", low=0, high=17, integer=True),
                    help="decimals of printed seconds")
     p.add_argument("--roots", type=option("--roots", low=0, high=10**6, integer=True), default=3,
@@ -52,21 +65,23 @@ def cmd_report(args):
     from .build import build_report
     from .text import format_text, report_json
 
-    doc = load_profile(args.run)
+    docs = [(path, load_profile(path)) for path in args.run]
     model = None
     if args.model:
         from ..model import load_model
 
         model = load_model(args.model)
-    report = build_report(doc, model, source=args.run, model_path=args.model,
-                          roots=args.roots, min_fraction=args.min_fraction)
+    if len(docs) > 1:
+        return _compare(args, docs, model)
+    run_path, doc = docs[0]
+    report = build_report(doc, model, source=run_path, model_path=args.model,
+                          roots=args.roots, min_fraction=args.min_fraction,
+                          what_if=args.what_if)
     if args.html:
         from .html import write_html
 
-        out = Path(args.html)
-        if args.html.endswith("/") or out.is_dir():
-            out = out / (Path(args.run).stem + ".html")
-        args.html = str(write_html(report, out, digits=args.digits))
+        args.html = str(write_html(report, _html_path(args.html, Path(run_path).stem),
+                                   digits=args.digits))
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
@@ -77,6 +92,36 @@ def cmd_report(args):
             print_rich(report, per_pe=args.per_pe, digits=args.digits)
         else:
             sys.stdout.write(format_text(report, per_pe=args.per_pe, digits=args.digits))
+    if args.html:
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0
+
+
+def _html_path(option: str, stem: str) -> Path:
+    out = Path(option)
+    if option.endswith("/") or out.is_dir():
+        out = out / (stem + ".html")
+    return out
+
+
+def _compare(args, docs, model) -> int:
+    """Several runs: the comparison across PE counts (mprof.report.compare)."""
+    if args.per_pe or args.what_if:
+        raise MprofError(f"report: {'--per-pe' if args.per_pe else '--what-if'} applies to "
+                         "one run; give one run profile")
+    from .compare import compare, compare_json, format_compare
+
+    cmp = compare(docs, model, model_path=args.model)
+    if args.html:
+        from .html import write_compare_html
+
+        stem = Path(docs[0][0]).stem + "-compare"
+        args.html = str(write_compare_html(cmp, _html_path(args.html, stem),
+                                           digits=args.digits))
+    if args.json:
+        print(json.dumps(compare_json(cmp), indent=2))
+    else:
+        sys.stdout.write(format_compare(cmp, digits=args.digits))
     if args.html:
         print(f"wrote {args.html}", file=sys.stderr)
     return 0

@@ -14,7 +14,9 @@ import jinja2
 from .. import __version__
 from ..files import write_file
 from .build import Report
-from .text import format_text, lead_rows, share_text
+from .measured import NO_CATEGORIES
+from .text import format_text, idle_lines, imbalance_sentence, lead_rows, share_text, \
+    wait_sentence
 
 TEMPLATES = Path(__file__).with_name("templates")
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -126,6 +128,97 @@ def where_bars(report: Report, d: int) -> Figure:
                  stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
         fig.text(max(x(r.seconds), x(0)) + 6, y + 15,
                  f"{_fmt(r.seconds, d)} s  ·  {share_text(r.share)}", size=11, bold=i == 0)
+    return fig
+
+
+def measured_bars(report: Report, d: int) -> Figure:
+    """The lead figure when the run measured its categories: each row's measured CPU time as a
+    bar, largest group first, and the model's estimate as a thinner bar under it."""
+    rows = report.measured_rows
+    beside = report.model_beside
+    step = 34 if beside else 26
+    height = 78 + step * max(len(rows), 1)
+    fig = Figure("Where the time went, measured", 900, height, "measured",
+                 "Measured CPU time of each access category (CPU seconds summed over PEs), "
+                 "with its share of the measured total "
+                 f"{_fmt(report.measured_cpu_total, d)} s"
+                 + ("; under it, the model's estimate for the category's module (on the "
+                    "module's subtotal row when it has several categories), and the time no "
+                    "model term explains." if beside else "."))
+    x0, x1 = 250, 610  # room right of the bars for their labels, then the legend
+    values = [r.cpu_s for r in rows if r.cpu_s is not None] + \
+        [r.model_s for r in rows if r.model_s is not None] + [0.0]
+    ticks = _ticks(min(values), max(values))
+    vmin, vmax = ticks[0], ticks[-1]
+
+    def x(v):
+        return x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
+
+    bottom = height - 60
+    for v in ticks:
+        fig.line(x(v), 14, x(v), bottom, stroke="#eee")
+        fig.text(x(v), bottom + 14, _fmt(v, d), anchor="middle", size=10)
+    fig.line(x(0), 14, x(0), bottom, stroke="#333")
+    fig.text((x0 + x1) / 2, bottom + 32, "CPU seconds summed over PEs", anchor="middle",
+             size=11, cls="axis-title")
+    for i, r in enumerate(rows):
+        y = 16 + step * i
+        bold = r.kind != "category"
+        fig.text(x0 - 8, y + 14, r.label, anchor="end", size=12, bold=bold)
+        if r.cpu_s is not None:
+            neg = r.cpu_s < 0
+            color = "#bab0ac" if r.kind == "unexplained" else (
+                "#2f5d8a" if r.kind == "subtotal" else PALETTE[0])
+            fig.rect(x(0), y + 2, x(r.cpu_s) - x(0), 18, "#c44e52" if neg else color,
+                     tip=f"{r.label}: measured {_fmt(r.cpu_s, d)} CPU s, "
+                     f"{share_text(r.share)}", cls="measured",
+                     stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
+            fig.text(max(x(r.cpu_s), x(0)) + 6, y + 15,
+                     f"{_fmt(r.cpu_s, d)} s  ·  {share_text(r.share)}", size=11)
+        if beside and r.model_s is not None:
+            fig.rect(x(0), y + 22, x(r.model_s) - x(0), 8, PALETTE[1],
+                     tip=f"{r.label}: model {_fmt(r.model_s, d)} CPU s "
+                     f"({', '.join(r.model_categories)})", cls="model-estimate")
+            fig.text(max(x(r.model_s), x(0)) + 6, y + 30,
+                     f"model {_fmt(r.model_s, d)} s", size=10, fill="#8a4b08")
+    legend = [("measured", PALETTE[0])] + ([("model estimate", PALETTE[1])] if beside else [])
+    for j, (label, color) in enumerate(legend):
+        fig.rect(x1 + 165, 16 + 16 * j, 12, 12, color)
+        fig.text(x1 + 183, 26 + 16 * j, label, size=11)
+    return fig
+
+
+def category_stack(report: Report, d: int) -> Figure:
+    """Per PE, its measured CPU time stacked by access category, beside its wall-clock time
+    (a thin grey bar): where the PEs' busy time went and which PEs had little."""
+    pes = report.pe_measured
+    order = [r.label for r in report.measured_rows if r.kind == "category"]
+    series = {c: [(p.categories or {}).get(c, 0.0) for p in pes] for c in order}
+    colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
+    width = max(620, 90 + 46 * len(pes) + 260)
+    fig = Figure("CPU time per PE by category", width, 380, "pe-categories",
+                 "Measured CPU seconds of each PE, stacked by access category (largest "
+                 "first in the legend); the idle loop is the (idle) segment.")
+    x0, y0, x1, y1 = 70, 30, width - 260, 330
+    top = max([sum(v[i] for v in series.values()) for i in range(len(pes))] + [0.0])
+    ticks = _ticks(0.0, top)
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d, "CPU seconds", xlabel="PE")
+    scale = (y1 - y0) / (ticks[-1] - ticks[0])
+    slot = (x1 - x0) / max(len(pes), 1)
+    bar = min(40, slot * 0.7)
+    for i, p in enumerate(pes):
+        xb = x0 + slot * i + (slot - bar) / 2
+        up = zero
+        for c, vals in series.items():
+            v = vals[i]
+            if v > 0:
+                fig.rect(xb, up - scale * v, bar, scale * v, colors[c],
+                         tip=f"PE{p.pe} {c}: {_fmt(v, d)} CPU s", cls="seg")
+                up -= scale * v
+        fig.text(xb + bar / 2, y1 + 16, f"PE{p.pe}", anchor="middle", size=10)
+    for j, c in enumerate(list(series)[:18]):
+        fig.rect(x1 + 16, y0 + 16 * j, 12, 12, colors[c])
+        fig.text(x1 + 34, y0 + 16 * j + 10, c, size=11)
     return fig
 
 
@@ -380,6 +473,8 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
         isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
     figures = [where_bars(report, d), stacked_costs(report, d)]
+    if report.has_categories:
+        figures += [measured_bars(report, d), category_stack(report, d)]
     if report.model_total is not None:
         figures.append(model_vs_measured(report, d))
     figures += [latency_bars(report, d), dependence_graph(report, d)]
@@ -387,10 +482,103 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     return env.get_template("report.html.j2").render(
         r=report, d=d, figures={f.kind: f for f in figures}, css=css, version=__version__,
         text=format_text(report, per_pe=False, digits=digits), names=report.names,
-        share=share_text)
+        share=share_text, no_categories=NO_CATEGORIES,
+        imbalance=imbalance_sentence(report, d) if report.imbalance else None,
+        wait=wait_sentence(report, d) if report.lead_access else None,
+        idle=idle_lines(report, d)[1:], stat=_stat_text)
+
+
+def _stat_text(v) -> str:
+    if v is None:
+        return ""
+    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
 
 
 def write_html(report: Report, path: str | Path, *, digits: int | None = None) -> Path:
     path = Path(path)
     write_file(path, render_html(report, digits=digits), what="report")
+    return path
+
+
+def scaling_chart(cmp, d: int) -> Figure:
+    """Runs at several PE counts: each run's PE-seconds stacked by category (the smallest run's
+    total as the dashed line of perfect scaling), its efficiency above the bar, and the
+    model's prediction as a marker."""
+    from .compare import _pct
+
+    runs = cmp.runs
+    series = {c: [cmp.total(r, c) for r in runs] for c in cmp.rows}
+    colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
+    modelled = any(r.model_s is not None for r in runs)
+    width = max(640, 110 + 80 * len(runs) + 280)
+    fig = Figure("Time per category across PE counts", width, 420, "scaling",
+                 "Seconds summed over PEs of each run, stacked by category (CPU time per "
+                 "access category; the top segment is wall-clock time the PEs were not on a "
+                 "CPU), so a bar is the run's PE-seconds. Above each bar: its parallel "
+                 "efficiency relative to the run with the fewest PEs; the dashed line is that "
+                 "run's PE-seconds, what every run would take if it scaled perfectly"
+                 + ("; diamonds: the model's prediction." if modelled else "."))
+    x0, y0, x1, y1 = 80, 40, width - 280, 360
+    top = max([r.pe_seconds for r in runs] + [r.model_s or 0.0 for r in runs] + [0.0])
+    ticks = _ticks(0.0, top * 1.05)
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d, "seconds summed over PEs",
+                 xlabel="PEs (P)")
+    scale = (y1 - y0) / (ticks[-1] - ticks[0])
+    slot = (x1 - x0) / max(len(runs), 1)
+    bar = min(48, slot * 0.6)
+    ideal = zero - scale * cmp.base.pe_seconds
+    fig.line(x0, ideal, x1, ideal, stroke="#555", width=1.2, dash="5,4")
+    for i, r in enumerate(runs):
+        xb = x0 + slot * i + (slot - bar) / 2
+        up = zero
+        for c, vals in series.items():
+            v = vals[i]
+            if v > 0:
+                fig.rect(xb, up - scale * v, bar, scale * v, colors[c],
+                         tip=f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)",
+                         cls="seg")
+                up -= scale * v
+        fig.text(xb + bar / 2, up - 6, _pct(cmp.efficiency(r)), anchor="middle", size=10,
+                 bold=True, cls="efficiency")
+        fig.text(xb + bar / 2, y1 + 16, f"P={r.npes}", anchor="middle", size=11)
+        if r.model_s is not None:
+            ym = zero - scale * r.model_s
+            cx = xb + bar + 9
+            fig.path(f"M {cx:.1f} {ym - 6:.1f} L {cx + 6:.1f} {ym:.1f} L {cx:.1f} {ym + 6:.1f} "
+                     f"L {cx - 6:.1f} {ym:.1f} Z", "#111", 1.5,
+                     tip=f"P={r.npes} model {_fmt(r.model_s, d)} s, measured "
+                     f"{_fmt(r.measured_s, d)} s", marker=False, cls="model-marker")
+    legend = list(series) + (["model prediction"] if modelled else []) + ["perfect scaling"]
+    for j, c in enumerate(legend[:20]):
+        y = y0 + 16 * j
+        if c in colors:
+            fig.rect(x1 + 16, y, 12, 12, colors[c])
+        elif c == "model prediction":
+            fig.path(f"M {x1 + 22} {y} L {x1 + 28} {y + 6} L {x1 + 22} {y + 12} L {x1 + 16} "
+                     f"{y + 6} Z", "#111", 1.5, marker=False)
+        else:
+            fig.line(x1 + 14, y + 6, x1 + 30, y + 6, stroke="#555", width=1.2, dash="5,4")
+        fig.text(x1 + 34, y + 10, c, size=11)
+    return fig
+
+
+def render_compare_html(cmp, *, digits: int | None = None) -> str:
+    from .compare import _pct, format_compare, loss_sentence
+
+    d = digits if digits is not None else cmp.decimals
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
+        isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
+    css = (TEMPLATES / "report.css").read_text()
+    return env.get_template("compare.html.j2").render(
+        c=cmp, d=d, fig=scaling_chart(cmp, d), css=css, version=__version__,
+        lead=loss_sentence(cmp, d), pct=_pct, text=format_compare(cmp, digits))
+
+
+def write_compare_html(cmp, path: str | Path, *, digits: int | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_compare_html(cmp, digits=digits))
     return path

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from .build import Report
+from .measured import NO_CATEGORIES
+from .text import idle_lines, imbalance_sentence, wait_sentence
 
 
 def _s(value, d):
@@ -40,7 +42,66 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
                   f"({report.npes} PEs, run {report.source}"
                   + (f", model {report.model_path})" if report.model_path else ")"))
 
-    # 1. where the time went
+    # 0. load imbalance, when the PEs were not busy alike
+    if report.imbalance is not None:
+        console.print(f"[bold red]Load imbalance:[/bold red] {imbalance_sentence(report, d)}",
+                      highlight=False)
+
+    # 1. where the time went: measured first
+    if report.has_categories:
+        console.print(_measured_table(report, d))
+        if modelled and not report.model_beside:
+            console.print("(the model prices elapsed seconds: its estimates follow, not "
+                          "beside)")
+    if not report.has_categories or (modelled and not report.model_beside):
+        _model_where(console, report, d)
+    if not report.has_categories:
+        console.print(f"({NO_CATEGORIES})")
+    for line in idle_lines(report, d)[1:]:
+        console.print("Idle (wall-clock):" + line[1:], highlight=False)
+
+    # 2. the chain behind the waits
+    chain = report.lead_chain
+    if chain is None and report.lead_access is not None:
+        console.print("Why the PEs waited: " + wait_sentence(report, d), highlight=False)
+    elif chain is None:
+        console.print("No dependence chain: the run profile has no latency to explain.")
+    else:
+        last = names.get(chain.nodes[-1], chain.nodes[-1])
+        share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0
+        console.print(f"Why the PEs waited: [bold]{last}[/bold] waited "
+                      f"{_s(report.lead_access_latency, d)} s; {_s(chain.latency, d)} s "
+                      f"({100 * share:.1f} %) along [bold]{chain.name(names)}[/bold]",
+                      highlight=False)
+    _rest(console, report, d, per_pe, pct)
+
+
+def _measured_table(report: Report, d: int) -> Table:
+    t = Table(title="Where the time went (measured, CPU seconds summed over PEs"
+              + ("; the model's estimate beside)" if report.model_beside else ")"))
+    cols = [("category", "left"), ("measured s", "right"), ("share", "right"), ("", "left")]
+    if report.model_beside:
+        cols += [("model s", "right"), ("± 90 %", "right"), ("model categories", "left")]
+    for col, just in cols:
+        t.add_column(col, justify=just)
+    for r in report.measured_rows:
+        label = f"[bold]{r.label}[/bold]" if r.kind != "category" else r.label
+        row = [label, _s(r.cpu_s, d) if r.cpu_s is not None else "-",
+               _share(r.share) if r.cpu_s is not None else "", _bar(r.share)]
+        if report.model_beside:
+            row += ([_s(r.model_s, d), _s(r.model_halfwidth, d), ", ".join(r.model_categories)]
+                    if r.model_s is not None else ["", "", ""])
+        t.add_row(*row)
+    t.add_section()
+    row = ["[bold]total[/bold]", _s(report.measured_cpu_total, d), _share(1.0), ""]
+    if report.model_beside:
+        row += [_s(report.model_total, d), _s(report.band_halfwidth, d), "(model)"]
+    t.add_row(*row)
+    return t
+
+
+def _model_where(console, report: Report, d: int) -> None:
+    modelled = report.model_total is not None
     t = Table(title=f"Where the time went ({'model' if modelled else 'measured'}, "
               f"{report.seconds_unit})")
     for col, just in (("category", "left"), ("seconds", "right"), ("share", "right"),
@@ -55,23 +116,17 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
         t.add_row("measured", _s(report.measured_total, d), "", "")
     console.print(t)
 
-    # 2. the chain behind the waits
-    chain = report.lead_chain
-    if chain is None:
-        console.print("No dependence chain: the run profile has no latency to explain.")
-    else:
-        last = names.get(chain.nodes[-1], chain.nodes[-1])
-        share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0
-        console.print(f"Why the PEs waited: [bold]{last}[/bold] waited "
-                      f"{_s(report.lead_access_latency, d)} s; {_s(chain.latency, d)} s "
-                      f"({100 * share:.1f} %) along [bold]{chain.name(names)}[/bold]",
-                      highlight=False)
 
+def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
+    names = report.names
+    modelled = report.model_total is not None
     # 3. model quality
     if modelled:
         verdict = report.verdict()
         console.print(f"[bold red]{verdict}[/bold red]" if report.explained is False
                       else f"Model quality: {verdict}", highlight=False)
+        if report.what_if is not None:
+            _what_if_table(console, report, d, pct)
 
         t = Table(title=f"Cost Profile by cost ({report.seconds_unit})")
         for col, just in (("Id", "right"), ("module", "left"), ("category", "left"),
@@ -107,6 +162,8 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
                 for k, v in oc.stats.items()) or "(no statistics)")
         console.print(t)
 
+    if per_pe:
+        _per_pe_tables(console, report, d)
     groups = {None: report.latency_by_cost}
     if per_pe:
         groups.update(report.latency_per_pe)
@@ -138,3 +195,56 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
         console.print(t)
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+def _per_pe_tables(console, report: Report, d: int) -> None:
+    t = Table(title="Per PE (wall-clock seconds)")
+    for col in ("PE", "elapsed", "busy", "idle"):
+        t.add_column(col, justify="right")
+    for p in report.pe_measured:
+        t.add_row(str(p.pe), _s(p.elapsed_s, d), _s(p.busy_s, d), _s(p.idle_s, d))
+    console.print(t)
+    cats = list(dict.fromkeys(r.label for r in report.measured_rows if r.kind == "category"))
+    t = Table(title="Per PE (CPU seconds by category)")
+    for col in ("PE", "cpu", "idle loop", *cats):
+        t.add_column(col, justify="right")
+    for p in report.pe_measured:
+        t.add_row(str(p.pe), _s(p.cpu_s, d), _s(p.idle_cpu_s, d),
+                  *[_s((p.categories or {}).get(c, 0.0), d) for c in cats])
+    console.print(t)
+    if not report.has_categories:
+        console.print(f"({NO_CATEGORIES})")
+    t = Table(title="Per PE (statistics, summed over the PE's objects)")
+    names = list(dict.fromkeys(n for p in report.pe_measured for n in p.stats))
+    t.add_column("statistic", justify="left")
+    for p in report.pe_measured:
+        t.add_column(f"PE{p.pe}", justify="right")
+    for n in names:
+        t.add_row(n, *[_stat(p.stats.get(n)) for p in report.pe_measured])
+    console.print(t)
+
+
+def _stat(v) -> str:
+    if v is None:
+        return ""
+    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+
+
+def _what_if_table(console, report: Report, d: int, pct: int) -> None:
+    w = report.what_if
+    t = Table(title=f"What if {w.title} (model, {w.unit})")
+    for col, just in (("category", "left"), ("now", "right"), ("what if", "right"),
+                      ("change", "right"), (f"± {pct} %", "right"), ("relative", "right")):
+        t.add_column(col, justify=just)
+    for c in w.categories:
+        t.add_row(c.name, _s(c.now_s, d), _s(c.new_s, d), f"{c.change_s:+.{d}f}",
+                  _s(c.halfwidth, d), f"{100 * c.relative:+.1f} %"
+                  if math.isfinite(c.relative) else "n/a")
+    t.add_section()
+    rel = w.change_s / w.now_s if w.now_s else math.nan
+    t.add_row("[bold]total (model)[/bold]", _s(w.now_s, d), _s(w.new_s, d),
+              f"{w.change_s:+.{d}f}", _s(w.change_halfwidth, d),
+              f"{100 * rel:+.1f} %" if math.isfinite(rel) else "n/a")
+    console.print(t)
+    console.print(f"Predicted time {_s(w.new_s, d)} s ± {_s(w.new_halfwidth, d)} ({pct} % "
+                  f"prediction band); measured now {_s(w.measured_s, d)} s", highlight=False)

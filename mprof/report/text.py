@@ -25,6 +25,7 @@ import math
 from ..latency import access_latency_json, chain_json
 from ..latency.text import chains_section, latency_section
 from .build import CostRow, Report, decimals_for
+from .measured import NO_CATEGORIES
 
 __all__ = ["decimals_for", "format_text", "report_json", "share_text"]
 
@@ -55,7 +56,129 @@ def basis(report: Report) -> str:
 
 
 def lead_lines(report: Report, d: int) -> list[str]:
-    """Where the time went, the chain behind the waits, and model quality."""
+    """Load imbalance (when there is), where the time went (measured first), wall-clock idle
+    beside CPU idle, the chain behind the waits, and model quality."""
+    out = imbalance_lines(report, d)
+    if report.has_categories:
+        out += measured_lines(report, d)
+        if report.model_total is not None and not report.model_beside:
+            out += model_where_lines(report, d)
+    else:
+        out += model_where_lines(report, d)
+        out.append(f"  ({NO_CATEGORIES})")
+    out += idle_lines(report, d)
+    out.append("*** Why the PEs waited (observed latency) ***")
+    out.append(chain_sentence(report, d))
+    if report.model_total is not None:
+        out.append("*** Model quality ***")
+        out.append(report.verdict())
+    if report.what_if is not None:
+        from .whatif import what_if_lines
+
+        out += what_if_lines(report.what_if, d)
+    return out
+
+
+def imbalance_lines(report: Report, d: int) -> list[str]:
+    im = report.imbalance
+    if im is None:
+        return []
+    return ["*** Load imbalance ***", imbalance_sentence(report, d)]
+
+
+def _pes(numbers, limit=8) -> str:
+    shown = ", ".join(str(n) for n in numbers[:limit])
+    more = f" and {len(numbers) - limit} more" if len(numbers) > limit else ""
+    return ("PE " if len(numbers) == 1 else "PEs ") + shown + more
+
+
+def imbalance_sentence(report: Report, d: int) -> str:
+    """The load-imbalance finding in one paragraph (wall-clock seconds)."""
+    im = report.imbalance
+    out = (f"{_pes(im.busiest)} {'was' if len(im.busiest) == 1 else 'were'} busy the most: "
+           f"{im.busiest_s:.{d}f} s, {100 * im.excess:.0f} % above the mean of "
+           f"{im.mean_s:.{d}f} s ("
+           + ("busy: CPU time outside the idle loop)" if im.measure == "cpu"
+              else "wall-clock busy time: elapsed minus idle)"))
+    if im.idlest:
+        out += f"; {_pes(im.idlest)} under half the mean"
+    out += (f". Waiting for the busiest PE accounts for {im.caused_s:.{d}f} s, "
+            f"{share_text(im.idle_share)} of the PEs' {im.idle_s:.{d}f} s of wall-clock idle "
+            "time.")
+    if im.statistic:
+        values = im.stat_values
+        top = max(range(len(values)), key=lambda i: (values[i], -i))
+        zero = sum(v == 0 for v in values)
+        out += (f" The statistic that differs most between PEs: {im.statistic} (PE "
+                f"{report.pe_measured[top].pe}: {_stat(values[top])}, mean "
+                f"{_stat(sum(values) / len(values))}, min {_stat(min(values))}"
+                + (f"; {zero} PEs 0" if zero > 1 else "") + ").")
+    return out
+
+
+def measured_lines(report: Report, d: int) -> list[str]:
+    """Measured CPU time per access category, largest first, with the model beside."""
+    title = "measured, CPU seconds summed over PEs" + (
+        "; the model's estimate beside" if report.model_beside else "")
+    out = [f"*** Where the time went ({title}) ***"]
+    rows = report.measured_rows
+    width = max([len(r.label) for r in rows] + [len("category"), len("total")])
+    head = f"  {'category':<{width}} {'measured':>{d + 6}} {'share':>8}"
+    if report.model_beside:
+        head += "   model (90 % band)"
+    out.append(head)
+    for r in rows:
+        line = f"  {r.label:<{width}} " + (f"{_num(r.cpu_s, d)} s" if r.cpu_s is not None
+                                          else f"{'-':>{d + 6}}") \
+            + f" {share_text(r.share) if r.cpu_s is not None else '':>8}"
+        if report.model_beside and r.model_s is not None:
+            line += "   " + _model_cell(r, d)
+        elif report.model_beside and r.kind == "category" and _alone(report, r):
+            line += "   -"  # nothing in the model prices this category
+        out.append(line.rstrip())
+    total = f"  {'total':<{width}} {_num(report.measured_cpu_total, d)} s {share_text(1.0):>8}"
+    if report.model_beside:
+        total += f"   {report.model_total:.{d}f} s (model)"
+    out.append(total)
+    if report.model_total is not None and not report.model_beside:
+        out.append("  (the model prices elapsed seconds: its estimates follow, not beside)")
+    return out
+
+
+def _alone(report: Report, row) -> bool:
+    """Whether a category row is the only one of its group (it would carry the estimate)."""
+    return sum(r.group == row.group and r.kind == "category" for r in report.measured_rows) == 1
+
+
+def _model_cell(r, d: int) -> str:
+    return (f"{r.model_s:.{d}f} s +-{_hw(r.model_halfwidth, d)} "
+            f"({', '.join(r.model_categories)})")
+
+
+def idle_lines(report: Report, d: int) -> list[str]:
+    """Wall-clock idle beside the idle loops' CPU time, and what ended the waits."""
+    out = ["*** Idle (wall-clock seconds summed over PEs) ***"]
+    wall, elapsed = report.idle_total, report.elapsed_total
+    line = (f"  idle {wall:.{d}f} s of {elapsed:.{d}f} s elapsed "
+            f"({share_text(wall / elapsed if elapsed > 0 else math.nan)})")
+    if report.cpu_idle is not None:
+        line += f"; the idle loops took {report.cpu_idle:.{d}f} CPU s of it"
+    else:
+        line += "; the idle loops' CPU time was not measured"
+    out.append(line)
+    if report.idle_enablers:
+        shown = report.idle_enablers[:4]
+        rest = sum(v for _, v in report.idle_enablers[4:])
+        out.append("  waits ended by: " + ", ".join(
+            f"{report.names.get(e, e)} {v:.{d}f} s" for e, v in shown)
+            + (f", {len(report.idle_enablers) - 4} more {rest:.{d}f} s" if rest else "")
+            + " (critical latency by enabling category)")
+    return out
+
+
+def model_where_lines(report: Report, d: int) -> list[str]:
+    """Where the time went by the model's categories (or, without a model, measured busy and
+    idle time)."""
     out = [f"*** Where the time went ({basis(report)}) ***"]
     rows, rest = lead_rows(report)
     width = max([len(r.name) for r in rows] + [len(rest.category) if rest else 0] + [8])
@@ -67,22 +190,34 @@ def lead_lines(report: Report, d: int) -> list[str]:
                    f"{report.measured_total:.{d}f} s")
     else:
         out.append(f"  {'total':<{width}} {_num(report.where_total, d)} s")
-    out.append("*** Why the PEs waited (observed latency) ***")
-    out.append(chain_sentence(report, d))
-    if report.model_total is not None:
-        out.append("*** Model quality ***")
-        out.append(report.verdict())
     return out
 
 
 def chain_sentence(report: Report, d: int) -> str:
     chain = report.lead_chain
+    if chain is None and report.lead_access is not None:
+        return wait_sentence(report, d)
     if chain is None:
         return "(no dependence chain: the run profile has no latency to explain)"
     last = report.names.get(chain.nodes[-1], chain.nodes[-1])
     share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0.0
     return (f"{last} waited {report.lead_access_latency:.{d}f} s; {chain.latency:.{d}f} s "
             f"({100 * share:.1f} %) along {chain.name(report.names)}")
+
+
+def wait_sentence(report: Report, d: int) -> str:
+    """The largest wait when no chain of other accesses lies behind it (the waits were ended
+    by fibers without a category, by the same category, or by many small contributions)."""
+    names = report.names
+    access = names.get(report.lead_access, report.lead_access)
+    parts = []
+    for e in report.lead_enablers[:3]:
+        who = ("unclassified fibers" if e.enabler == "unclassified"
+               else f"{names.get(e.enabler, e.enabler)} itself" if e.enabler == report.lead_access
+               else names.get(e.enabler, e.enabler))
+        parts.append(f"{who} {e.observed_s:.{d}f} s")
+    return (f"{access} waited {report.lead_access_latency:.{d}f} s, enabled by "
+            + ", ".join(parts) + "; no dependence chain of other accesses lies behind it")
 
 
 def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
@@ -124,6 +259,35 @@ def raw_lines(report: Report) -> list[str]:
     return out
 
 
+def per_pe_lines(report: Report, d: int) -> list[str]:
+    """Every PE's wall-clock times, CPU time by category, and statistics."""
+    out = ["*** Per PE (wall-clock seconds) ***"]
+    for p in report.pe_measured:
+        out.append(f"PE{p.pe}: elapsed={_num(p.elapsed_s, d)} busy={_num(p.busy_s, d)} "
+                   f"idle={_num(p.idle_s, d)}")
+    out.append("*** Per PE (CPU seconds by category) ***")
+    if not report.has_categories:
+        out.append(f"({NO_CATEGORIES})")
+    for p in report.pe_measured:
+        if p.cpu_s is None:
+            out.append(f"PE{p.pe}: (CPU time not measured)")
+            continue
+        line = f"PE{p.pe}: cpu={_num(p.cpu_s, d)} idle loop={_num(p.idle_cpu_s or 0.0, d)}"
+        if p.categories:
+            line += " | " + " ".join(f"{a}={_num(v, d).strip()}" for a, v in sorted(
+                p.categories.items(), key=lambda kv: (-kv[1], kv[0])))
+        out.append(line)
+    out.append("*** Per PE (statistics, summed over the PE's objects) ***")
+    for p in report.pe_measured:
+        modules: dict[str, list[str]] = {}
+        for name, value in p.stats.items():
+            module, _, stat = name.partition(":")
+            modules.setdefault(module, []).append(f"{stat}={_stat(value)}")
+        out.append(f"PE{p.pe}: " + " | ".join(f"{m}: {' '.join(v)}" for m, v in modules.items())
+                   if modules else f"PE{p.pe}: (no statistics)")
+    return out
+
+
 def _stat(v) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
 
@@ -144,6 +308,8 @@ def format_text(report: Report, *, per_pe: bool = False, digits: int | None = No
                            + (f", error {err:+.1f}%" if err is not None else ""))
     else:
         out += raw_lines(report)
+    if per_pe:
+        out += per_pe_lines(report, d)
     out += latency_section(report.latency, report.names,
                            report.latency_per_pe if per_pe else None, d)
     if not report.latency:
@@ -196,7 +362,48 @@ def report_json(report: Report) -> dict:
                    for m, cs in report.chains.items()},
         "warnings": report.warnings,
     }
+    doc.update(measured_json(report))
+    if report.what_if is not None:
+        from .whatif import what_if_json
+
+        doc["what_if"] = what_if_json(report.what_if)
+    else:
+        doc["what_if"] = None
     return doc
+
+
+def measured_json(report: Report) -> dict:
+    """The measured figures: category times with the model beside, idle, per PE, imbalance."""
+    im = report.imbalance
+    return {
+        "categories_measured": report.has_categories,
+        "measured_where": [
+            {"label": r.label, "kind": r.kind, "group": r.group, "cpu_s": r.cpu_s,
+             "share": _finite(r.share), "samples": r.samples, "model_s": r.model_s,
+             "model_halfwidth_s": _finite(r.model_halfwidth),
+             "model_categories": r.model_categories} for r in report.measured_rows],
+        "measured_where_total_s": report.measured_cpu_total if report.has_categories else None,
+        "measured_where_unit": "CPU seconds summed over PEs",
+        "unexplained_s": report.unexplained.cpu_s if report.unexplained else None,
+        "idle": {"wall_s": report.idle_total, "elapsed_s": report.elapsed_total,
+                 "cpu_s": report.cpu_idle, "cpu_total_s": report.cpu_total,
+                 "by_enabler": [{"enabler": e, "critical_s": v}
+                                for e, v in report.idle_enablers]},
+        "lead_wait": None if report.lead_access is None else {
+            "access": report.lead_access, "observed_s": report.lead_access_latency,
+            "enablers": [{"enabler": e.enabler, "observed_s": e.observed_s}
+                         for e in report.lead_enablers]},
+        "imbalance": None if im is None else {
+            "busiest_pes": im.busiest, "busiest_busy_s": im.busiest_s, "mean_busy_s": im.mean_s,
+            "excess": im.excess, "least_busy_pes": im.idlest, "caused_idle_s": im.caused_s,
+            "idle_s": im.idle_s, "idle_share": _finite(im.idle_share),
+            "statistic": im.statistic, "statistic_per_pe": im.stat_values,
+            "sentence": imbalance_sentence(report, report.decimals)},
+        "pes_measured": [
+            {"pe": p.pe, "elapsed_s": p.elapsed_s, "busy_s": p.busy_s, "idle_s": p.idle_s,
+             "cpu_s": p.cpu_s, "idle_cpu_s": p.idle_cpu_s, "categories": p.categories,
+             "stats": p.stats} for p in report.pe_measured],
+    }
 
 
 def _finite(value):

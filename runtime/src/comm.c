@@ -676,6 +676,8 @@ void mpr_flow_wait(mpr_pe *pe)
     uint64_t c0 = pe->mux ? 0 : mpr_thread_cpu_ns();
     unsigned spins = 0;
     pe->current = NULL;
+    uint8_t at = pe->sample_at;
+    pe->sample_at = MPR_AT_IDLE; /* its CPU time is idle_cpu_s's, so are its samples */
     while (pe->bytes_out > pe->bytes_high / 2 && !mpr_run_over() && now - t0 < MPR_FLOW_WAIT_NS) {
         reclaim(pe);
         mpr_poll(pe);
@@ -692,6 +694,7 @@ void mpr_flow_wait(mpr_pe *pe)
             sched_yield();
         now = mpr_mono_ns();
     }
+    pe->sample_at = at;
     RTS_INC(&pe->rts, FlowWait, 1);
     pe->idle_cpu_ns += pe->mux ? now - t0 - switched_out : mpr_thread_cpu_ns() - c0;
 }
@@ -768,7 +771,7 @@ bool mpr_poll(mpr_pe *pe)
             return false;
         off = 0;
     }
-    unsigned made = 0;
+    unsigned made = 0, direct = 0; /* records taken; of them, run from the buffer */
     while (b) {
         while (off < b->len) {
             if (made == MPR_POLL_BUDGET)
@@ -781,10 +784,16 @@ bool mpr_poll(mpr_pe *pe)
                 memcpy(h->dst, p + align16(r->args_size), h->size);
             }
             MPR_OBSERVE_HOT(recv, pe, src_of(r->fn_src), r->total);
-            mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, (unsigned)r->sched, r->access,
-                            true);
             off += r->total;
             made++;
+            if (MPR_UNLIKELY(r->sched == MP_SCHED_PREEMPT) && mpr_direct_ok(pe)) {
+                /* straight from the buffer: the arguments stay where they arrived */
+                mpr_run_direct(pe, fn_of(r->fn_src), p, r->access);
+                direct++;
+                continue;
+            }
+            mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, (unsigned)r->sched, r->access,
+                            true);
         }
         mpr_msgbuf *next = b->next;
         RTS_INC(&pe->rts, ByteRecv, b->len);
@@ -793,7 +802,9 @@ bool mpr_poll(mpr_pe *pe)
         off = 0;
     }
 out:
-    RTS_INC(&pe->rts, ThreadArrived, made); /* once per poll, not per record */
+    RTS_INC(&pe->rts, ThreadArrived, made - direct); /* once per poll, not per record */
+    if (MPR_UNLIKELY(direct))
+        RTS_INC(&pe->rts, ThreadDirect, direct);
     pe->rx_pending = b;
     pe->rx_off = off;
     return true;

@@ -77,6 +77,10 @@ extern const mpr_machine *mpr_m; /* the backend of the current run */
 /* Chooses the backend from MPROF_BACKEND and the launcher's environment (pe.c): NULL with a
  * message on stderr when the requested backend is not available. */
 const mpr_machine *mpr_machine_select(void);
+/* The first required entry a table lacks, or NULL (pe.c; mp_main refuses such a backend).
+ * Two optional entries become required by what the backend does: `yield` when it sets a
+ * PE's `mux` flag, `in_flight` when it makes aggregation groups. */
+const char *mpr_machine_missing(const mpr_machine *m);
 
 static inline int mpr_machine_run(void) { return mpr_m->run(); }
 static inline void mpr_machine_send(struct mpr_pe *from, int dst, struct mpr_msgbuf *buf)

@@ -16,6 +16,7 @@
  *   mpr_latency.h  a cell of the latency table
  *   mpr_stats.h    statistics records, access category names, the run profile
  *   mpr_run.h      the run's global state, its end, hang report and watchdog
+ *   mpr_sample.h   CPU time per access category, by sampling
  * above them the PE, whose struct embeds several of those types,
  *   mpr_pe.h       the PE struct and the calling thread's PE
  * and above the PE the inline hot paths, which need its layout:
@@ -36,6 +37,7 @@
 #include "mpr_latency.h"
 #include "mpr_stats.h"
 #include "mpr_run.h"
+#include "mpr_sample.h"
 #include "mpr_pe.h"
 #include "mpr_sched.h"
 #include "mpr_spawn.h"

@@ -13,6 +13,7 @@
 #include "mpr_latency.h"
 #include "mpr_obj.h"
 #include "mpr_queue.h"
+#include "mpr_sample.h"
 #include "mpr_stats.h"
 #include "rts_perf.h"
 
@@ -40,6 +41,9 @@ typedef struct mpr_pe {
     int nsched; /* ids in use: built-ins plus custom */
     int rr;     /* round-robin position among FIFO and custom schedulers */
     int preempt_depth;
+    /* stand-ins for preemptive fibers run straight from a message, one per nesting level:
+     * pe->current while they run (sched.c, mpr_run_direct) */
+    _Alignas(16) unsigned char direct_frames[MPR_PREEMPT_DEPTH][sizeof(mpr_fiber)];
     unsigned until_flush; /* fibers left before the next forced flush / poll */
     /* The FIFO batch must stop after the current fiber: an urgent fiber was enabled, the
      * awaited counter reached its target, or (written by another PE's thread, hence atomic;
@@ -120,6 +124,12 @@ typedef struct mpr_pe {
                               * register, not in until_flush) */
     mpr_counter *blocked_on; /* mp_block_until in progress */
     uint64_t blocked_value;
+
+    /* CPU time per access category (sample.c): what the thread is doing (MPR_AT_*), and the
+     * samples, by access category then MPR_SAMPLE_SCHED and MPR_SAMPLE_IDLE, which only the
+     * signal handler on the PE's own thread writes */
+    uint8_t sample_at;
+    uint64_t samples[MPR_SAMPLE_SLOTS];
 
     /* Counts the PE's entries into and exits from its idle loop (sched.c), so it is odd while
      * the PE waits for work.  Read by the PEs that hold aggregation records for it, at their

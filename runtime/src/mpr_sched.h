@@ -13,6 +13,14 @@
 
 /* sched.c */
 void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f); /* preemptive and custom schedulers */
+/* A preemptive fiber that arrived in a message runs from the message buffer, without a fiber
+ * of its own (sched.c): when the PE's fiber hooks are off and preemption is not nested too
+ * deep (then it becomes a fiber, as a local preemptive enable would). */
+static inline bool mpr_direct_ok(const mpr_pe *pe)
+{
+    return pe->preempt_depth < MPR_PREEMPT_DEPTH && !pe->fiber_hooks;
+}
+void mpr_run_direct(mpr_pe *pe, mp_fiber_fn fn, const void *args, unsigned access);
 void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
 void mpr_sched_init(mpr_pe *pe);
 

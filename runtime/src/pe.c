@@ -43,6 +43,30 @@ static int mpi_requested(void)
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL;
 }
 
+const char *mpr_machine_missing(const mpr_machine *m)
+{
+    /* the entries machine.h does not mark optional */
+    const struct {
+        const char *name;
+        bool set;
+    } required[] = {
+        {"init", m->init},
+        {"run", m->run},
+        {"send", m->send},
+        {"take", m->take},
+        {"processed", m->processed},
+        {"idle_enter", m->idle_enter},
+        {"idle_leave", m->idle_leave},
+        {"sleep", m->sleep},
+        {"wake_all", m->wake_all},
+        {"pending", m->pending},
+    };
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+        if (!required[i].set)
+            return required[i].name;
+    return NULL;
+}
+
 const mpr_machine *mpr_machine_select(void)
 {
     switch (mpi_requested()) {
@@ -100,6 +124,7 @@ void mp_config_init(mp_config *cfg)
     cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0, SETTING_SECONDS_MAX);
     cfg->spin = (unsigned)env_whole("MPROF_SPIN", 2000, 0, SETTING_COUNT_MAX);
     cfg->progress_timeout_s = env_double("MPROF_PROGRESS_TIMEOUT", 300, 0, SETTING_SECONDS_MAX);
+    cfg->sample_s = env_double("MPROF_SAMPLE_US", 1000, 0, SETTING_SECONDS_MAX * 1e6) * 1e-6;
     const char *out = getenv("MPROF_OUT");
     cfg->profile_path = out && *out ? out : NULL;
 }
@@ -170,6 +195,8 @@ void mpr_pe_run(mpr_pe *pe)
         pe->t_start = mpr_g.t_start;
     }
     pe->cpu_start_ns = mpr_thread_cpu_ns();
+    /* a PE with a thread of its own samples it; a multiplexing worker samples for its PEs */
+    mpr_sampler *sampler = pe->mux ? NULL : mpr_sample_start(pe);
     mpr_sched_init(pe);
     mpr_comm_init(pe);
     mpr_objs_init(pe);
@@ -179,6 +206,7 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
+    mpr_sample_stop(sampler);
     mpr_rts_fold(pe);
     mpr_stats_settle(pe);
     MPR_OBSERVE(pe_end, pe); /* PAPI-bound statistics get their counts, then the trace */
@@ -216,6 +244,10 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     const mpr_machine *m = mpr_machine_select();
     if (!m)
         return mpr_misuse(MP_ERR_BACKEND, "no usable backend (see MPROF_BACKEND)");
+    const char *missing = mpr_machine_missing(m);
+    if (missing)
+        return mpr_misuse(MP_ERR_BACKEND, "the %s backend lacks its required entry %s", m->name,
+                          missing);
     mpr_m = m;
     int npes = cfg->npes, first = 0, count = 0;
     if (m->init(&npes, &first, &count) != 0)
@@ -245,6 +277,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     for (int i = first; i < first + count; i++)
         mpr_g.pes[i] = pe_new(i, npes);
     MPR_OBSERVERS_START(); /* e.g. opens the trace archive when MPROF_TRACE is set */
+    mpr_sample_setup();
 
     mpr_watchdog_start();
     int run_rc = mpr_machine_run();

@@ -96,6 +96,33 @@ static void put_stat(FILE *f, const mp_stat_field *field, uint64_t slot)
     }
 }
 
+/* The PE's CPU time by access category (sample.c): its samples, in proportion, so that the
+ * rows add up to cpu_s.  A PE with no sample (sampling off, or less CPU time than one sample
+ * period) has no "categories" key: its time cannot be split. */
+static void put_categories(FILE *f, const mpr_pe *pe)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < MPR_SAMPLE_SLOTS; i++)
+        total += pe->samples[i];
+    if (!total)
+        return;
+    double cpu_s = (double)(pe->cpu_end_ns - pe->cpu_start_ns) * 1e-9;
+    fprintf(f, ",\n     \"categories\": [");
+    int first = 1;
+    for (int i = 0; i < MPR_SAMPLE_SLOTS; i++) {
+        if (!pe->samples[i])
+            continue;
+        fprintf(f, "%s\n       {\"access\": ", first ? "" : ",");
+        json_string(f, i == MPR_SAMPLE_SCHED  ? "(scheduler)"
+                       : i == MPR_SAMPLE_IDLE ? "(idle)"
+                                              : mpr_access_name(i));
+        fprintf(f, ", \"cpu_s\": %.9f, \"samples\": %" PRIu64 "}",
+                cpu_s * (double)pe->samples[i] / (double)total, pe->samples[i]);
+        first = 0;
+    }
+    fprintf(f, "]");
+}
+
 static void put_pe(FILE *f, mpr_pe *pe)
 {
     fprintf(f,
@@ -153,7 +180,9 @@ static void put_pe(FILE *f, mpr_pe *pe)
                     l->count, l->observed_ns * 1e-9, l->critical_ns * 1e-9);
             first = 0;
         }
-    fprintf(f, "]}");
+    fprintf(f, "]");
+    put_categories(f, pe);
+    fprintf(f, "}");
 }
 
 /* This process's PE sections (all PEs on shm, one on MPI), each followed by ",\n": the same

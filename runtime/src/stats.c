@@ -220,7 +220,9 @@ static void rts_derive(const void *ctx, uint64_t *add)
 {
     const mpr_pe *pe = ctx;
     rts_stats_t *d = (rts_stats_t *)add;
-    uint64_t dispatched = mpr_dispatched(pe);
+    /* fibers run straight from a message are dispatches of the latency table, not fibers */
+    uint64_t dispatched =
+        mpr_dispatched(pe) - __atomic_load_n(&pe->rts.ThreadDirect, __ATOMIC_RELAXED);
     d->ThreadDisp = dispatched;
     d->ThreadAlloc = dispatched;
     d->ThreadEnable = dispatched;

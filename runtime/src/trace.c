@@ -4,13 +4,16 @@
  *
  * MPROF_TRACE=DIR writes the archive DIR/traces.otf2 (with its folder DIR/traces/):
  *   - one location per PE (location id = PE number), in one location group per process;
- *   - a region for idle time (region 0) and one per access category (region id = category
- *     id + 1); a fiber's execution is Enter/Leave of the category it runs in.  A fiber starts
- *     in "unclassified" and usually declares its category first thing, so its Enter is held
- *     back until it declares one or writes another event: the time before a first declaration
- *     goes to the declared category (as the runtime charges latency to the category declared
- *     last).  A later mp_access_declare switches region (Leave the old, Enter the new), and
- *     preemptive fibers nest inside the fiber that enabled them;
+ *   - a root region per PE, named after the program, entered when the PE starts and left when
+ *     it ends, so that every moment of a location lies in a region (tools that build call
+ *     trees from traces, Vampir's and Score-P's, expect one): its own time is pe_main's code
+ *     and the runtime between fibers;
+ *   - a region for idle time and one per access category, inside the root; a fiber's execution is
+ * Enter/Leave of the category it runs in.  A fiber starts in "unclassified" and usually declares
+ * its category first thing, so its Enter is held back until it declares one or writes another
+ * event: the time before a first declaration goes to the declared category (as the runtime charges
+ * latency to the category declared last).  A later mp_access_declare switches region (Leave the
+ * old, Enter the new), and preemptive fibers nest inside the fiber that enabled them;
  *   - a remote invocation is an MpiSend on the sender (when the invocation is made) and an
  *     MpiRecv on the receiver (when the record becomes a fiber), on one communicator of all
  *     PEs with tag 0: records from one PE to another arrive in the order they were made
@@ -42,8 +45,10 @@
 #include <otf2/OTF2_MPI_Collectives.h>
 #endif
 
-#define IDLE_REGION 0
-#define ACCESS_REGION(a) ((OTF2_RegionRef)(a) + 1)
+/* region ids, dense and in definition order (readers such as otf2-print expect both) */
+#define ROOT_REGION 0
+#define IDLE_REGION 1
+#define ACCESS_REGION(a) ((OTF2_RegionRef)(a) + 2)
 #define TRACE_DEPTH (MPR_PREEMPT_DEPTH + 4)
 #define MAX_MODULES 64
 
@@ -196,6 +201,7 @@ static unsigned trace_start(void)
 static void trace_pe_begin(mpr_pe *pe)
 {
     tpes[pe->id].w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
+    OTF2_EvtWriter_Enter(tpes[pe->id].w, NULL, now(), ROOT_REGION);
 }
 
 static int module_id(const mp_stat_module *desc)
@@ -252,7 +258,9 @@ static void write_metrics(mpr_pe *pe, OTF2_EvtWriter *w, uint64_t t)
 static void trace_pe_end(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
-    write_metrics(pe, tp->w, now());
+    uint64_t t = now();
+    write_metrics(pe, tp->w, t);
+    OTF2_EvtWriter_Leave(tp->w, NULL, t, ROOT_REGION);
 }
 
 /* Writes the held-back Enter of the innermost fiber before any other event of the PE. */
@@ -368,6 +376,11 @@ static void write_global_definitions(const uint64_t *events)
                                            OTF2_LOCATION_TYPE_CPU_THREAD, events[pe],
                                            (OTF2_LocationGroupRef)(is_mpi ? pe : 0));
     }
+    uint32_t program = string(&s, mpr_g.cfg.program);
+    OTF2_GlobalDefWriter_WriteRegion(
+        w, ROOT_REGION, program, program,
+        string(&s, "the PE's run: pe_main's code and the runtime outside fibers and idle time"),
+        OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER, OTF2_REGION_FLAG_NONE, empty, 0, 0);
     uint32_t idle = string(&s, "idle");
     OTF2_GlobalDefWriter_WriteRegion(
         w, IDLE_REGION, idle, idle, string(&s, "no fiber runnable: the PE polls or sleeps"),

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from apps import MPIRUN, build, run
+from apps import build, run
+from tooling import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "benchmarks/cswec/netlist.py"
@@ -132,11 +133,11 @@ def test_bad_netlists(cswec, tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 @pytest.mark.parametrize("circuit,capacity,sched", [("c17", 1, "fifo"), ("c432", 64, "fifo"),
                                                   ("c17", 1, "preempt"),
                                                   ("c432", 64, "preempt")])
 def test_mpi_backend(cswec, nets, circuit, capacity, sched):
+    require_tool("mpirun")
     r = run(cswec, "--check", f"--netlist={nets[circuit]}", f"--capacity={capacity}",
             f"--sched={sched}", np=2)
     check_ok(r)

@@ -12,8 +12,9 @@ import json
 
 import numpy as np
 import pytest
-from apps import MPIRUN, build, run
+from apps import build, run
 from scipy.linalg import eigvalsh_tridiagonal
+from tooling import require_tool
 
 N = 150
 BISECTION = ["NInterval", "NBisect", "NLeaf"]
@@ -96,9 +97,9 @@ def test_bad_command_lines(eigen, args):
     assert "eigenvalue" in r.stderr and r.profile is None
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 @pytest.mark.parametrize("balance,tasks", [("steal", "fetch"), ("push", "send")])
 def test_mpi_backend(eigen, one_pe, tmp_path, balance, tasks):
+    require_tool("mpirun")
     dump = tmp_path / "eig.json"
     r = run(eigen, "--check", f"--n={N}", f"--balance={balance}", f"--tasks={tasks}",
             f"--dump={dump}", np=2)

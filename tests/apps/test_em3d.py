@@ -6,7 +6,8 @@ apps.py); a corrupted value fails the check; sanitizer runs of the small case.""
 from __future__ import annotations
 
 import pytest
-from apps import MPIRUN, build, em3d_expected, run
+from apps import build, em3d_expected, run
+from tooling import require_tool
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,8 @@ def test_bad_command_lines(em3d, args):
     assert "em3d" in r.stderr and r.profile is None
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 def test_mpi_backend(em3d):
+    require_tool("mpirun")
     r = run(em3d, "--check", "--remote=30", "--nodes=100", "--degree=5", "--iters=5", np=2)
     assert "OK (0 of 200 values differ" in r.stdout
     assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2

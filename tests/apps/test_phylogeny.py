@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from apps import MPIRUN, build, phylogeny_maximal, run
+from apps import build, phylogeny_maximal, run
+from tooling import require_tool
 
 SMALL = dict(species=10, chars=24, noise=0.12)
 ARGS = [f"--{k}={v}" for k, v in SMALL.items()]
@@ -84,9 +85,9 @@ def test_bad_command_lines(phylo, args):
     assert "phylogeny" in r.stderr and r.profile is None
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 @pytest.mark.parametrize("balance", ["steal", "push"])
 def test_mpi_backend(phylo, want, balance):
+    require_tool("mpirun")
     r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", np=2)
     assert "OK" in r.stdout and subsets(r.stdout) == want
     assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2

@@ -7,7 +7,8 @@ who owns a board); a corrupted count fails the check; sanitizer runs of the smal
 from __future__ import annotations
 
 import pytest
-from apps import MPIRUN, build, run, tripuzzle_bfs
+from apps import build, run, tripuzzle_bfs
+from tooling import require_tool
 
 FIVE = tripuzzle_bfs(5, 5, 3)  # the built-in case: 5 rows, hole in the middle of row 5
 
@@ -84,9 +85,9 @@ def test_bad_command_lines(tripuzzle, args):
     assert "tripuzzle" in r.stderr and r.profile is None
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 @pytest.mark.parametrize("sched", ["fifo", "preempt"])
 def test_mpi_backend(tripuzzle, sched):
+    require_tool("mpirun")
     r = run(tripuzzle, "--check", "--rows=5", f"--sched={sched}", np=2)
     assert "OK" in r.stdout
     assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2

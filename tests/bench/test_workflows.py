@@ -29,11 +29,13 @@ def test_scripts_are_complete_tcl(script):
     assert tkinter.Tcl().call("info", "complete", script.read_text())
 
 
-@pytest.mark.skipif(not RT_WORKLOAD.exists(), reason="rt_workload not built")
-def test_runtime_workflow_end_to_end(tmp_path, capsys):
+def test_runtime_workflow_end_to_end(cmake_build, tmp_path, capsys):
     """Sweep the real runtime into temporary databases and fit with the shipped script: the
     shipped sweeps with one repetition each and no waiting for a steady machine (the probe
-    still runs around every point)."""
+    still runs around every point).  rt_workload is built first (a stale or missing binary
+    would test nothing)."""
+    assert cmake_build("build", targets=["rt_workload"]) / "benchmarks/micro/rt_workload" == (
+        RT_WORKLOAD)
     specs = []
     for kind in ("fit", "test"):
         text = (WORKFLOWS / f"rts/sweep-{kind}.toml").read_text()

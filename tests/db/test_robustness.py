@@ -4,7 +4,6 @@ read-only databases, closed pipes."""
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from mprof.bench.synth import make_profile
 from mprof.cli import main
 from mprof.db.store import ProfileDB
+from tooling import require_tool
 
 U64_MAX = 2**64 - 1
 
@@ -148,11 +148,11 @@ def test_damaged_database_is_an_error(tmp_path, offset):
     assert run_mprof("db", "list", db_path, "--json").returncode == 2  # the runs table is hit
 
 
-@pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"),
-                    reason="as root, reading as another user needs setpriv (util-linux)")
 def test_read_only_database_can_be_read(tmp_path):
     """A database the user may only read (file and folder not writable): list, export and
-    gate work; nothing is written."""
+    gate work; nothing is written.  As root, reading as another user needs setpriv."""
+    if os.geteuid() == 0:
+        require_tool("setpriv")
     with tempfile.TemporaryDirectory(prefix="mprof-ro-") as tmp:
         folder = Path(tmp) / "ro"
         folder.mkdir()

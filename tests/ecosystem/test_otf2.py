@@ -14,6 +14,7 @@ from pathlib import Path
 
 import otf2
 import pytest
+from tooling import require_tool
 
 PIPE_ARGS = ["2", "300", "5", "20", "15", "64", "1000"]  # PES M N T F ELTSIZE AGG
 MPIRUN = shutil.which("mpirun")
@@ -36,13 +37,17 @@ def summarize(archive: Path):
     """Per location name: event counts by type, idle seconds, metric values, region stack
     depth at the end."""
     per = collections.defaultdict(lambda: {"counts": collections.Counter(), "idle": 0.0,
-                                           "metrics": {}, "stack": [], "errors": []})
+                                           "metrics": {}, "stack": [], "errors": [],
+                                           "first": None, "last": None, "root_s": 0.0})
     with otf2.reader.open(str(archive)) as trace:
         resolution = trace.timer_resolution
         locations = sorted(loc.name for loc in trace.definitions.locations)
         for loc, ev in trace.events:
             s = per[loc.name]
             s["counts"][type(ev).__name__] += 1
+            if s["first"] is None:
+                s["first"] = (type(ev).__name__, getattr(ev, "region", None) and ev.region.name)
+            s["last"] = (type(ev).__name__, getattr(ev, "region", None) and ev.region.name)
             if isinstance(ev, otf2.events.Enter):
                 s["stack"].append((ev.region.name, ev.time))
             elif isinstance(ev, otf2.events.Leave):
@@ -51,6 +56,8 @@ def summarize(archive: Path):
                     s["errors"].append(f"leave {ev.region.name} inside {name}")
                 if name == "idle":
                     s["idle"] += (ev.time - t0) / resolution
+                if not s["stack"]:
+                    s["root_s"] += (ev.time - t0) / resolution
             elif isinstance(ev, otf2.events.Metric):
                 for member, value in zip(ev.metric.members, ev.values):
                     s["metrics"][member.name] = value
@@ -64,6 +71,11 @@ def check_against_profile(archive: Path, profile: dict):
         s = per[f"PE {pe['pe']}"]
         assert not s["errors"] and not s["stack"], s["errors"]
         assert s["counts"]["Enter"] == s["counts"]["Leave"] > 0
+        # every event lies in the PE's root region, named after the program, which lasts
+        # as long as the PE ran
+        assert s["first"] == ("Enter", profile["program"])
+        assert s["last"] == ("Leave", profile["program"])
+        assert s["root_s"] == pytest.approx(pe["elapsed_s"], rel=0.05, abs=2e-3)
         stats = {f"{o['module']}::{k}": v for o in pe["objects"] for k, v in o["stats"].items()}
         assert s["metrics"] == stats
         assert s["counts"]["MpiSend"] == stats["rts::RemoteOp"]
@@ -97,8 +109,8 @@ def test_otf2_print_reads_the_trace(build_dir, tmp_path):
     assert 'Region: "pipe:produce"' in proc.stdout
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 def test_mpi_backend_writes_one_archive(build_dir, tmp_path):
+    require_tool("mpirun")
     archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path, np=2)
     assert profile["backend"] == "mpi"
     check_against_profile(archive, profile)

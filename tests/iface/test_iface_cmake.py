@@ -7,10 +7,14 @@ import time
 
 import pytest
 from iface_helpers import INTERFACES, ROOT, run
+from tooling import require_tool
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("cmake") and shutil.which("cc")), reason="needs cmake and a C compiler"
-)
+
+
+@pytest.fixture(autouse=True)
+def _tools_installed():
+    require_tool("cmake")
+    require_tool("cc")
 
 PROJECT = """
 cmake_minimum_required(VERSION 3.20)

@@ -8,12 +8,19 @@ import subprocess
 
 import pytest
 from iface_helpers import CFLAGS, INTERFACES, RUNTIME_INCLUDE, compilers, run
+from tooling import require_tool
 
 from mprof.iface import load_interface, parse_interface
 from mprof.iface.codegen import write
 
 COMPILERS = compilers()
-pytestmark = pytest.mark.skipif(not COMPILERS, reason="no C compiler")
+
+
+@pytest.fixture(autouse=True)
+def _compiler_installed():
+    """scripts/bootstrap.sh installs gcc and clang: a machine with neither is broken."""
+    if not COMPILERS:
+        require_tool("gcc", "clang")
 
 # A user of the hooks: `st`, `n` and `x` are only used inside hooks, so with MPROF_DISABLE
 # the hooks must still "use" them or -Werror=unused-variable would reject the caller.

@@ -30,11 +30,11 @@ def test_reference_models():
         "P", "Sched", "ThreadAlloc", "ThreadEnable", "ThreadDisp", "ThreadContext",
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
-        "LocalOp", "ByteAlloc", "FlowWait",
+        "LocalOp", "ByteAlloc", "FlowWait", "ThreadDirect",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
-        "THREAD": ["Thread", "RemoteThread", "ThreadContext"],
+        "THREAD": ["Thread", "RemoteThread", "DirectThread", "ThreadContext"],
         "IDLE": ["Idle", "IdleCpu"],
         "COMM_ALPHA": ["RemoteOp", "Msg", "Wake"],
         "COMM_BETA": ["ByteSent", "ByteRecv", "ByteAlloc"],
@@ -119,15 +119,14 @@ def test_compile_rejects_clashing_modules(tmp_path, capsys):
 
 def test_hook_cost_benchmark_runs():
     """The benchmark builds and reports that a hook costs what a plain increment costs."""
-    import shutil
     import subprocess
     import sys
 
-    import pytest
     from iface_helpers import ROOT
+    from tooling import require_tool
 
-    if not shutil.which("valgrind") or not shutil.which("gcc"):
-        pytest.skip("needs valgrind and gcc")
+    require_tool("valgrind")
+    require_tool("gcc")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "iface" / "hook_cost.py"), "-n", "2000",
          "--cc", "gcc"],

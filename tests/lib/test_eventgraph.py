@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from tooling import require_tool
 
 MPIRUN = shutil.which("mpirun")
 SCHEDS = ["fifo", "preempt"]
@@ -217,9 +218,9 @@ def test_sched_option_runs_arrivals_ahead_of_queued_fibers(eg, npes, sched):
     assert (n >= 1) if sched == "fifo" else (n == 0), proc.stdout
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
 @pytest.mark.parametrize("sched", SCHEDS)
 def test_sched_option_under_mpirun(eg, sched):
+    require_tool("mpirun")
     proc, prof = run_eg(eg, None, "remote", 2, sched, program="eg_sched", mpi=True)
     assert prof["backend"] == "mpi"
     n = split_links(proc.stdout)

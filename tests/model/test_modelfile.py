@@ -1,12 +1,12 @@
 """Model files, per-category costs with bands, and the C export."""
 
 import json
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 from model_helpers import BASE_SCRIPT, GRAPH_PERF, PIPE_PERF, ROOT, write_script
+from tooling import require_tool
 
 from mprof.cli import main
 from mprof.errors import MprofError
@@ -81,8 +81,8 @@ def test_bad_model_files(tmp_path):
         load_model(bad)
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_export_c_matches_python(model_path, tmp_path):
+    require_tool("cc")
     out = tmp_path / "c"
     assert main(["model", "export-c", str(model_path), "-o", str(out)]) == 0
     model = load_model(model_path)

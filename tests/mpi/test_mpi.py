@@ -29,10 +29,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from tooling import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 MPIRUN = shutil.which("mpirun")
-pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (install openmpi-bin)")
+
+
+@pytest.fixture(autouse=True)
+def _mpirun_installed():
+    """Every test here runs mpirun (or compares with it): scripts/bootstrap.sh installs it."""
+    require_tool("mpirun")
+
 
 NPS = [2, 4]
 # mpirun options per transport: Open MPI's choice (shared memory within a host), and TCP only
@@ -341,3 +348,14 @@ def test_mpi_rate_reports_every_figure(mpi_build, transport):
     assert all(doc[k] > 0 for k in rates), doc
     assert doc["window"] == 64 and doc["reps"] == 1
     assert doc["rt_mpi_noagg_over_raw"] > 0 and "rt_overhead_ns_per_msg" in doc
+
+
+def test_category_times_on_mpi(mpi_build):
+    """Each rank samples its PE's thread: the categories are there and add up to cpu_s."""
+    res = run(rt(mpi_build, "categories"), "ms=80", np=2)
+    assert res.rc == 0, res.describe()
+    for pe in res.profile["pes"]:
+        cats = {row["access"]: row["cpu_s"] for row in pe.get("categories", [])}
+        assert {"cat:main", "cat:light", "cat:heavy"} <= set(cats), res.describe()
+        assert sum(cats.values()) == pytest.approx(pe["cpu_s"], rel=1e-6)
+        assert cats["cat:heavy"] > cats["cat:light"]

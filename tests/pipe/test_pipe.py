@@ -32,8 +32,10 @@ def pipe_build(cmake_build, variant: str | None) -> Path:
     return _bins[variant]
 
 
-def run_pipe(exe: Path, *args, variant=None, sanitizer=None, timeout=60, expect_rc=0):
+def run_pipe(exe: Path, *args, variant=None, sanitizer=None, timeout=60, expect_rc=0,
+             settings=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+    env.update({k: str(v) for k, v in (settings or {}).items()})
     if sanitizer == "address":
         env.update(ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
@@ -124,6 +126,21 @@ def test_exact_stats_other_shapes(pipe, P, M, N, F, E):
     check_exact_stats(prof, P, M, N, T, F, E)
     if P > 1:
         assert sum(g["NBlock"] for g in objects(prof, "graph")) > 0  # F < N: sends suspend
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_critical_latency_never_exceeds_observed(pipe, workers):
+    """Critical-path latency is the part of a fiber's observed latency that no other fiber was
+    charged (Wen 1995, Fig 4.14), never more, per (access, enabler) row and so per PE.  With
+    the PEs on one worker (every switch to another PE is idle time) the fibers created after
+    an idle period used to be charged that period too.  The idle time charged adds up to at
+    most the PE's idle time."""
+    _, prof, _ = run_pipe(pipe, 4, 1000, 10, 100, 15, 100, 1000,
+                          settings={"MPROF_WORKERS": workers})
+    for pe in prof["pes"]:
+        for row in pe["latency"]:
+            assert row["critical_s"] <= row["observed_s"] + 1e-9, (pe["pe"], row)
+        assert sum(r["critical_s"] for r in pe["latency"]) <= pe["idle_s"] + 1e-6
 
 
 def test_capacity_reduces_enq_latency(pipe):

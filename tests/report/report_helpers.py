@@ -97,3 +97,28 @@ def make_run(npes=4, scale=1.0, extra_module=True, latency=True):
             pe["latency"] = [{"access": a, "enabler": e, "count": 10, "observed_s": o * share,
                               "critical_s": c * share} for a, e, o, c in FIG_4_15]
     return doc
+
+
+# Measured CPU time per access category: each PE's share of its CPU time by category.
+CATEGORY_SHARES = {"pipe:consume": 0.5, "pipe:produce": 0.25, "graph:ENQ": 0.05,
+                   "graph:DEQ": 0.05, "(scheduler)": 0.1, "(idle)": 0.05}
+
+
+def with_categories(doc, shares=CATEGORY_SHARES, cpu_fraction=0.9):
+    """The run profile with CPU times (cpu_fraction of each PE's elapsed time) and the
+    categories of `shares`, samples at one per millisecond: as the runtime writes them."""
+    doc["schema_version"] = 2
+    for pe in doc["pes"]:
+        cpu = cpu_fraction * pe["elapsed_s"]
+        pe["cpu_s"] = cpu
+        pe["idle_cpu_s"] = shares.get("(idle)", 0.0) * cpu
+        pe["categories"] = [{"access": a, "cpu_s": f * cpu, "samples": round(f * cpu * 1000)}
+                            for a, f in shares.items() if f > 0]
+    return doc
+
+
+def cpu_model(**kwargs) -> Model:
+    """make_model() fitted with `Measure cpu`."""
+    model = make_model(**kwargs)
+    model.settings["measure"] = "cpu"
+    return model

@@ -1,4 +1,4 @@
-"""Build switches (issue 18, part 2): -DMPROF_STATS=OFF and -DMPROF_LATENCY=OFF compile the
+"""Build switches: -DMPROF_STATS=OFF and -DMPROF_LATENCY=OFF compile the
 statistics hooks (the runtime's own included) and the latency accounting (with the access
 declarations of the generated hooks) away.
 

@@ -31,6 +31,21 @@ def test_objects_under_sanitizer(rt_san, npes):
     rt_san.run("objects", env={"MPROF_PES": npes}, timeout=120)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_category_sampling_under_sanitizer(rt_san, workers):
+    """The sampler's signal handler reads the PE's state on its own thread, and a shared
+    worker switches the sampled PE at every slice."""
+    run = rt_san.run("categories", "ms=40", timeout=120,
+                     env={"MPROF_WORKERS": workers, "MPROF_SAMPLE_US": 200})
+    assert all(pe.get("categories") for pe in run.profile["pes"])
+
+
+def test_direct_preemptive_messages_under_sanitizer(rt_san):
+    """Handlers run from the message buffer while the buffer is still being polled."""
+    run = rt_san.run("direct", "n=300", env={"MPROF_PES": 5, "MPROF_WORKERS": 2}, timeout=120)
+    assert run.stdout.count("direct=300 nested=300 fifo=300") == 5
+
+
 def test_comm_under_sanitizer(rt_san):
     rt_san.run("comm", "count", 2000, 40, timeout=120)
     rt_san.run("comm", "flush", 200, 32, env={"MPROF_FLUSH_FIBERS": 7}, timeout=120)

@@ -165,3 +165,12 @@ def test_sigquit_dumps_every_pe_and_the_run_goes_on(rt):
     assert re.search(r"counter 0x[0-9a-f]+: value 0, 1 fibers wait, the first for 3", err), err
     assert re.search(r"PE 1: idle.*\n.*pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ "
                      r"for 1 \(is 0\)", err), err
+
+
+def test_backend_tables_are_checked_for_required_entries(rt):
+    """mp_main refuses a backend whose table lacks a required entry, naming it; optional
+    entries may be NULL."""
+    run = rt.run("machine_table", profile=False)
+    assert "shm missing=none" in run.stdout
+    assert "no-pending missing=pending" in run.stdout
+    assert "no-optional missing=none" in run.stdout

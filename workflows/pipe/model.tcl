@@ -37,6 +37,8 @@ IgnoreTerm:      graph P
 # Wake-ups, local bytes and fresh buffers are left out of the runtime session
 # (workflows/rts/model.tcl says why).
 IgnoreTerm:      Rts Wake ByteCopy ByteAlloc
+# PIPE's fibers are FIFO: no preemptive thread runs from a message (DirectThread).
+IgnoreTerm:      Rts DirectThread
 # The bytes an edge carries cost the runtime's ByteSent and ByteRecv (imported); what the
 # graph adds per byte, a copy into the edge's queue (a few hundredths of a nanosecond), is far
 # below the runs' scatter: fitted, graph:Data came out -4e-11 +- 8e-11 s per byte.

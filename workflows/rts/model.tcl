@@ -24,6 +24,9 @@ IgnoreTerm:    rts P
 # sweeps cannot determine it, and fitted, it stands in for preemption (a PE sleeps when its
 # peer was descheduled), so it is left out.
 IgnoreTerm:    rts Wake
+# Preemptive threads run straight from a message (DirectThread) do not occur in rt_workload,
+# whose fibers are all FIFO: nothing here can price them.
+IgnoreTerm:    rts DirectThread
 # Local copies cost a few hundredths of a nanosecond per byte and fresh message buffers are
 # rare once the pools are warm: both are far below the runs' scatter on a quiet machine, and
 # fitted they took either sign (ByteCopy -1.3e-11 +- 2e-11 s/B, ByteAlloc -2.7e-9 .. 9e-9 s/B in

@@ -15,6 +15,8 @@ Interface:       rts graph pipe
 
 ImportParameter: Rts $runtime  Thread RemoteOp Msg ByteSent
 IgnoreTerm:      Rts ByteCopy FastMsgSent ThreadContext
+# PIPE runs no preemptive thread from a message (DirectThread is zero)
+IgnoreTerm:      Rts DirectThread
 # P = 1 for every module on every PE: the start-up terms are collinear; keep graph's.
 IgnoreTerm:      Rts P
 IgnoreTerm:      pipe P

@@ -174,6 +174,7 @@ struct shm_worker {
     shm_pe *running;      /* PE switched in, NULL in the scheduler */
     shm_pe *resident;     /* PE whose TLS image is in the block */
     mpr_agg_group *group; /* aggregation shared by its PEs (several PEs, aggregation on) */
+    mpr_sampler *sampler; /* samples the running PE's category (several PEs; sample.c) */
     unsigned char *tls_block;
     size_t tls_size;
     /* the producer's side of its channels, by consumer PE (this worker's thread only) */
@@ -747,9 +748,12 @@ static void run_slice(shm_worker *w, shm_pe *sp)
     w->resident = sp;
     mpr_pe_bind(sp->pe);
     w->running = sp;
+    mpr_sample_switch(w->sampler, sp->pe);
     uint64_t t0 = mono_ns();
     mpr_ctx_switch(&w->ctx, &sp->ctx);
     sp->ran_ns += mono_ns() - t0;
+    /* the worker's own scheduler is no PE's CPU time (mux_teardown), nor its samples */
+    mpr_sample_switch(w->sampler, NULL);
     w->running = NULL;
 }
 
@@ -857,7 +861,10 @@ static void *worker_thread(void *arg)
     if (mux_setup(w) != 0)
         mpr_fatal("cannot allocate the stacks of PEs %d-%d (MPROF_STACK_KB)", w->first,
                   w->first + w->count - 1);
+    w->sampler = mpr_sample_start(NULL);
     mux_loop(w);
+    mpr_sample_stop(w->sampler);
+    w->sampler = NULL;
     mux_teardown(w);
     mpr_pe_bind(NULL);
     return NULL;

@@ -1,0 +1,64 @@
+"""CPU time per access category, by sampling (runtime/src/sample.c, docs/runtime.md).
+
+tests/c/runtime/categories.c burns CPU time in known proportions: per PE, pe_main's own code
+("cat:main") half a unit, "cat:light" fibers one unit and "cat:heavy" fibers three; PE 0 one
+unit more in heavy, which PE 1 waits out spinning in its idle loop.  Samples come at the
+kernel's clock tick (often 4 ms), so a unit of 200 ms holds about 50 of them: the bounds on the
+ratios allow for that scatter, and would fail if samples went to the wrong category (a
+light:heavy ratio of 1, or main's time in a fiber's category) or were lost on a thread.
+"""
+
+import pytest
+
+# MPROF_SPIN: a PE that waits spins instead of sleeping, so that its wait is CPU time to sample
+ENV = {"MPROF_SPIN": 1_000_000_000}
+
+
+def categories(run, pe):
+    rows = run.profile["pes"][pe].get("categories")
+    assert rows, f"PE {pe} has no category times:\n{run.describe()}"
+    return {row["access"]: row for row in rows}
+
+
+def check_adds_up(run):
+    for pe in run.profile["pes"]:
+        total = sum(row["cpu_s"] for row in pe["categories"])
+        assert total == pytest.approx(pe["cpu_s"], rel=1e-6, abs=1e-8)
+        assert all(row["samples"] > 0 for row in pe["categories"])
+
+
+@pytest.mark.parametrize("workers", [2, 1], ids=["thread-per-pe", "shared-worker"])
+def test_category_times_follow_the_work(rt, workers):
+    run = rt.run("categories", "ms=200", env={**ENV, "MPROF_WORKERS": workers}, timeout=120)
+    check_adds_up(run)
+    for pe, heavy_units in ((0, 4), (1, 3)):
+        cat = categories(run, pe)
+        light = cat["cat:light"]["cpu_s"]
+        assert cat["cat:heavy"]["cpu_s"] / light == pytest.approx(heavy_units, rel=0.35)
+        assert cat["cat:main"]["cpu_s"] / light == pytest.approx(0.5, rel=0.5)
+        assert "unclassified" not in cat or cat["unclassified"]["cpu_s"] < 0.1 * light
+
+
+def test_idle_row_is_the_idle_loop(rt):
+    """With a thread per PE, PE 1's wait for PE 0 is spent spinning: its "(idle)" row holds
+    that CPU time, which the profile's idle_cpu_s measures by the clock.  Within a factor of
+    two: on a machine loaded by other work the two have differed by 1.8x (samples come only at
+    ticks where the thread runs), but samples of the idle loop charged elsewhere would leave
+    the row near zero, and busy samples charged to it would multiply it."""
+    run = rt.run("categories", "ms=200", env={**ENV, "MPROF_WORKERS": 2}, timeout=120)
+    pe1 = run.profile["pes"][1]
+    idle = categories(run, 1)["(idle)"]["cpu_s"]
+    assert 0.5 * pe1["idle_cpu_s"] - 0.03 <= idle <= 2 * pe1["idle_cpu_s"] + 0.03, (
+        idle, pe1["idle_cpu_s"])
+    assert "(idle)" not in categories(run, 0) or categories(run, 0)["(idle)"]["cpu_s"] < 0.05
+
+
+def test_sampling_off(rt):
+    run = rt.run("categories", "ms=20", env={"MPROF_SAMPLE_US": 0})
+    assert all("categories" not in pe for pe in run.profile["pes"])
+
+
+def test_program_with_its_own_sigprof_handler_keeps_it(rt):
+    run = rt.run("categories", "ms=40", "own_sigprof=1")
+    assert "handles SIGPROF itself" in run.stderr
+    assert all("categories" not in pe for pe in run.profile["pes"])
