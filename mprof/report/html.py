@@ -579,6 +579,5 @@ def render_compare_html(cmp, *, digits: int | None = None) -> str:
 
 def write_compare_html(cmp, path: str | Path, *, digits: int | None = None) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_compare_html(cmp, digits=digits))
+    write_file(path, render_compare_html(cmp, digits=digits), what="report")
     return path
