@@ -51,6 +51,8 @@ def _outputs(inputs, folder):
     return [
         ("report.html", ["report", inputs["run"], "--model", inputs["model"], "--html",
                          folder / "report.html"]),
+        ("compare.html", ["report", inputs["run"], inputs["run"], "--html",
+                          folder / "compare.html"]),
         ("export.jsonl", ["db", "export", inputs["db"], "-o", folder / "export.jsonl"]),
         ("extrap.jsonl", ["db", "export", inputs["db"], "--format", "extrap", "--measure",
                           "elapsed", "-o", folder / "extrap.jsonl"]),
