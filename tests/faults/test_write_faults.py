@@ -74,12 +74,15 @@ def test_full_disk_keeps_the_previous_file_of_every_output(inputs, full):
     assert leftovers(full, {n for n, _ in commands}) == []
 
 
-def test_outputs_are_complete_when_there_is_room(inputs, full):
-    for name, args in _outputs(inputs, full):
-        proc = run_mprof(*args)
-        assert proc.returncode == 0, (name, proc.stderr)
-        assert (full / name).stat().st_size > 0
-    assert json.loads((full / "gate.json").read_text())
+def test_outputs_are_complete_when_there_is_room(inputs, tmp_path):
+    with small_fs(tmp_path / "roomy", "8m") as folder:
+        commands = _outputs(inputs, folder)
+        for name, args in commands:
+            proc = run_mprof(*args)
+            assert proc.returncode == 0, (name, proc.stderr)
+            assert (folder / name).stat().st_size > 0
+        assert json.loads((folder / "gate.json").read_text())
+        assert leftovers(folder, {n for n, _ in commands}) == []
 
 
 def test_model_files_and_generated_c_on_a_full_disk(inputs, full, tmp_path):
