@@ -27,7 +27,7 @@ bench: build
 	@PATH=$(abspath $(VENV))/bin:$$PATH scripts/bench.sh
 
 format:
-	@clang-format -i $$(git ls-files '*.c' '*.h')
+	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
 	@$(VENV)/bin/python -m ruff format mprof tests 2>/dev/null || true
 
 clean:

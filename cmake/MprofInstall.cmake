@@ -28,6 +28,18 @@ endfunction()
 
 set(_mprof_targets mprof_rt)
 _mprof_installable(mprof_rt rt)
+# Libraries CMake found by path (libsde, libotf2, libpapi: runtime/ecosystem.cmake) are linked
+# by name in the installed package, so that it names no folder of the build machine.
+get_target_property(_rt_libs mprof_rt INTERFACE_LINK_LIBRARIES)
+set(_rt_wrapped "")
+foreach(l IN LISTS _rt_libs)
+  if(l MATCHES "^/.*/lib([^/]+)\\.so$")
+    list(APPEND _rt_wrapped "$<BUILD_INTERFACE:${l}>" "$<INSTALL_INTERFACE:${CMAKE_MATCH_1}>")
+  else()
+    list(APPEND _rt_wrapped "${l}")
+  endif()
+endforeach()
+set_target_properties(mprof_rt PROPERTIES INTERFACE_LINK_LIBRARIES "${_rt_wrapped}")
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mp.h DESTINATION ${MPROF_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/rts.perf DESTINATION ${CMAKE_INSTALL_DATADIR}/mprof/perf)
 
@@ -43,17 +55,20 @@ foreach(lib eventgraph hashtable taskstealer bipartite)
   endif()
 endforeach()
 
+# The PAPI software-defined events of the runtime and the structures, listable without running
+# a program: papi_native_avail -sde <prefix>/lib/libmprof_sde_events.so (docs/papi.md).
+if(MPROF_OBSERVERS AND MPROF_SDE_INCLUDE AND MPROF_SDE_LIBRARY)
+  file(GLOB _sde_perfs "${CMAKE_SOURCE_DIR}/instrumented-lib/*/*.perf")
+  mprof_add_sde_listing(mprof_sde_events ${CMAKE_SOURCE_DIR}/runtime/rts.perf ${_sde_perfs})
+  install(TARGETS mprof_sde_events LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+
 install(TARGETS ${_mprof_targets} EXPORT mprofTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${MPROF_INSTALL_INCLUDEDIR})
 install(EXPORT mprofTargets NAMESPACE mprof:: DESTINATION ${MPROF_INSTALL_CMAKEDIR})
 
-# The Python that runs `mprof iface compile` for installed mprof_add_interface: the one this
-# tree was configured with (the .venv of `make build`), unless the user's project overrides
-# MPROF_PYTHON.
-set(MPROF_CONFIG_PYTHON "${Python3_EXECUTABLE}")
 # find_package(MPI) ran in runtime/'s scope: its result shows in the runtime's dependencies.
-get_target_property(_rt_libs mprof_rt INTERFACE_LINK_LIBRARIES)
 if("MPI::MPI_C" IN_LIST _rt_libs)
   set(MPROF_CONFIG_HAVE_MPI TRUE)
 else()

@@ -23,15 +23,15 @@ from .errors import MprofError, bounded_message
 from .files import discard_stdout, stdout_error
 
 # Workflow order; a stage without a cli module yet is simply not offered.
-STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate"]
+STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate", "trace", "history"]
 
 
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="mprof",
         description="Performance profiling and cost modelling for fine-grained parallel "
-        "programs: performance interfaces, run profiles, SVD cost models, latency reports "
-        "and regression gates.",
+        "programs: performance interfaces, run profiles, SVD cost models, latency reports, "
+        "regression gates, trace conversion and result history.",
     )
     parser.add_argument("--version", action="version", version=f"mprof {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -1,12 +1,16 @@
-"""Run profiles as Hatchet GraphFrames (LLNL Hatchet, PyPI `llnl-hatchet`), docs/exports.md.
+"""Run profiles as Hatchet GraphFrames (LLNL Hatchet, PyPI `llnl-hatchet`), docs/frames.md.
 
     import mprof.hatchet
     gf = mprof.hatchet.graphframe("run.json")            # a run profile file
     gf = mprof.hatchet.graphframe("runs.db", run_id=3)  # or a run of a profile database
     print(gf.tree(metric_column="time (inc)"))
 
-The tree is the exports' call tree (mprof.exports.calltree) with one level per PE between the
-program and its parts:
+`graphframe` is mprof.frames.graphframe: the exports' call tree (mprof.exports.calltree) with
+the PE as the index level `rank` beside `node`, as Hatchet's own multi-process readers do, and
+the run's configuration in `gf.metadata`.
+
+`literal(run)` is the nested list `GraphFrame.from_literal` reads, which has no index level for
+processes; it puts one node per PE between the program and its parts instead:
 
     <program>
       PE <n>                     time: the PE's time (exclusive 0: it is the sum of its parts)
@@ -22,7 +26,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import MprofError
 from .exports.calltree import Node, run_tree
 from .profile import DEFAULT_MEASURE, RunProfile
 
@@ -59,14 +62,10 @@ def literal(run: RunProfile, measure: str = DEFAULT_MEASURE) -> list[dict]:
 
 def graphframe(source: str | Path | RunProfile, run_id: int | None = None,
                measure: str = DEFAULT_MEASURE):
-    """A Hatchet GraphFrame of one run."""
-    try:
-        import hatchet
-    except ImportError:
-        raise MprofError("Hatchet is not installed: pip install llnl-hatchet "
-                         "(scripts/bootstrap.sh installs it into .venv)") from None
-    run = source if isinstance(source, RunProfile) else load_run(source, run_id)
-    return hatchet.GraphFrame.from_literal(literal(run, measure))
+    """A Hatchet GraphFrame of one run, indexed by (node, rank): mprof.frames.graphframe."""
+    from .frames import graphframe as indexed
+
+    return indexed(source, run_id, measure)
 
 
 def _metrics(exclusive: float, inclusive: float, **extra) -> dict:

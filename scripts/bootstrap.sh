@@ -42,7 +42,8 @@ stamp=.venv/.mprof-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   echo "bootstrap: installing Python packages into .venv"
   # setuptools >= 77 reads pyproject.toml's license field (the package installs outside the
-  # source tree too: docs/install.md); `ecosystem` are Extra-P, pycubexr, Hatchet and otf2.
+  # source tree too: docs/install.md); `ecosystem` are Extra-P, pycubexr, Hatchet, Thicket,
+  # otf2, pandas, pyarrow and asv.
   .venv/bin/python -m pip install -q --upgrade pip 'setuptools>=77' wheel
   .venv/bin/python -m pip install -q -e '.[test,ecosystem]'
   touch "$stamp"

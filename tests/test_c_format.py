@@ -1,4 +1,4 @@
-"""The C sources follow .clang-format (the Jinja templates of generated hooks excepted)."""
+"""The C and C++ sources follow .clang-format (the templates of generated hooks excepted)."""
 
 import subprocess
 from pathlib import Path
@@ -7,7 +7,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def c_sources() -> list[str]:
-    files = subprocess.run(["git", "ls-files", "*.c", "*.h"], cwd=REPO_ROOT, check=True,
+    files = subprocess.run(["git", "ls-files", "*.c", "*.h", "*.cpp"], cwd=REPO_ROOT, check=True,
                            capture_output=True, text=True).stdout.split()
     return [f for f in files if "templates/" not in f]
 

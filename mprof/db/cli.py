@@ -36,21 +36,38 @@ def register(subparsers):
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="export runs: JSON lines (one profile per line), Extra-P "
-                       "JSON Lines or CUBE4 experiment folders (docs/exports.md)")
+                       "JSON Lines, CUBE4 experiment folders (docs/exports.md), or tables as "
+                       "CSV or Parquet (docs/frames.md)")
     p.add_argument("db")
     p.add_argument("-o", "--output", help="output file (default: standard output); for "
-                   "--format cube the experiment folder (required)")
-    p.add_argument("--format", choices=("profiles", "extrap", "cube"), default="profiles",
+                   "--format cube the experiment folder (required); for csv and parquet the "
+                   "folder that receives one file per table, or with --table the file "
+                   "(csv: default standard output)")
+    p.add_argument("--format", choices=("profiles", "extrap", "cube", "csv", "parquet"),
+                   default="profiles",
                    help="profiles (default): the stored run profiles; extrap: Extra-P JSON "
-                   "Lines; cube: one CUBE4 profile.cubex per run")
+                   "Lines; cube: one CUBE4 profile.cubex per run; csv, parquet: the tables "
+                   "runs, pe_times, statistics, latency, category_times (with --model also "
+                   "cost_categories and fits)")
+    p.add_argument("--table", choices=TABLE_NAMES,
+                   help="csv and parquet: write this table only")
+    p.add_argument("--model", metavar="MODEL",
+                   help="csv and parquet: a model file; adds the tables cost_categories (the "
+                   "Cost Profile per run, PE and category) and fits (its parameters)")
     p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
                    help="export only runs whose parameter or setting NAME equals VALUE")
     p.add_argument("--measure", choices=MEASURES, default=DEFAULT_MEASURE,
                    help="time measure of the extrap and cube formats (default: %(default)s)")
     p.add_argument("--params", metavar="A,B",
                    help="parameters of the extrap and cube formats (default: every numeric "
-                   "parameter, PE count as npes, that varies across the exported runs)")
+                   "parameter, PE count as npes, that varies across the exported runs, "
+                   "except settings: on/off switches with values 0 and one other, and "
+                   "parameters equal to a runtime setting in every run)")
     p.set_defaults(func=cmd_export)
+
+
+TABLE_NAMES = ("runs", "pe_times", "statistics", "latency", "category_times",
+               "cost_categories", "fits")
 
 
 def _open_existing(path) -> ProfileDB:
@@ -142,6 +159,10 @@ def _selected_runs(args) -> list[RunProfile]:
 
 
 def cmd_export(args):
+    if args.format in ("csv", "parquet"):
+        return _export_tables(args)
+    if args.table or args.model:
+        raise MprofError("--table and --model apply to --format csv and parquet")
     if args.format != "profiles":
         return _export_for_tools(args)
     if args.where or args.params:
@@ -171,6 +192,11 @@ def _export_for_tools(args):
             if missing:
                 raise MprofError(f"--params: run {run.id} has no numeric parameter "
                                  f"{', '.join(missing)}")
+    from ..exports.calltree import model_params
+
+    params, warnings = model_params(runs, params)
+    for warning in warnings:
+        print(f"mprof: warning: {warning}", file=sys.stderr)
     if args.format == "cube":
         if not args.output:
             raise MprofError("--format cube needs -o DIR (the experiment folder)")
@@ -186,4 +212,70 @@ def _export_for_tools(args):
               f"JSON Lines to {args.output}", file=sys.stderr)
     else:
         sys.stdout.writelines(lines)
+    return 0
+
+
+def _export_tables(args):
+    """The tidy tables of mprof.frames as CSV or Parquet files (docs/frames.md)."""
+    from .. import frames
+
+    if args.params:
+        raise MprofError("--params applies to --format extrap and cube")
+    if args.measure != DEFAULT_MEASURE:
+        raise MprofError("--measure applies to --format extrap and cube (the tables hold "
+                         "every measure)")
+    names = [args.table] if args.table else list(TABLE_NAMES[:5])
+    if not args.table and args.model:
+        names += ["cost_categories", "fits"]
+    if args.table in ("cost_categories", "fits") and not args.model:
+        raise MprofError(f"--table {args.table} needs --model MODEL")
+    to_stdout = bool(args.table) and args.format == "csv" and not args.output
+    if not args.output and not to_stdout:
+        raise MprofError(f"--format {args.format} needs -o "
+                         + ("FILE" if args.table else "DIR (a folder, one file per table)"))
+    if args.format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise MprofError("--format parquet needs pyarrow: pip install pyarrow "
+                             "(scripts/bootstrap.sh installs it into .venv)") from None
+    where = [Condition.parse(w) for w in args.where]
+    with _open_existing(args.db) as db:  # a clear message for a missing or foreign file
+        if where and not db.runs(where):
+            raise MprofError(f"{args.db}: --where selects no run: "
+                             f"{explain_no_match(db.runs(), where)}")
+    runs = frames.load_runs(args.db, where=where)
+    tables = {}
+    for name in names:
+        if name == "cost_categories":
+            tables[name] = frames.cost_categories(runs, args.model)
+        elif name == "fits":
+            tables[name] = frames.fits(args.model)
+        else:
+            tables[name] = frames.table(name, runs)
+    if to_stdout:
+        tables[args.table].to_csv(sys.stdout, index=False)
+        return 0
+    out = Path(args.output)
+    ext = "csv" if args.format == "csv" else "parquet"
+    if args.table:
+        paths = {args.table: out}
+    else:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MprofError(f"{out}: cannot create the folder: {exc.strerror or exc}") from None
+        paths = {name: out / f"{name}.{ext}" for name in names}
+    for name, path in paths.items():
+        try:
+            if ext == "csv":
+                tables[name].to_csv(path, index=False)
+            else:
+                tables[name].to_parquet(path, index=False)
+        except OSError as exc:
+            raise MprofError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        except (ValueError, TypeError, OverflowError) as exc:  # pyarrow: a value it cannot type
+            raise MprofError(f"{path}: cannot write table {name} as {ext}: {exc}") from None
+    print(f"exported {len(runs)} run(s): {', '.join(paths)} as {ext} to {args.output}",
+          file=sys.stderr)
     return 0

@@ -7,7 +7,10 @@ is an uncompressed tar archive holding `anchor.xml` (metrics, regions, call tree
 and per metric an index file (which call-tree nodes have data) and a data file (one value per
 node and location, nodes in the order of the index).  All metrics are exclusive; locations are
 the PEs.  In CUBE every metric has a value at every node: metrics a node does not measure
-(fibers of the idle node) are written as 0, as Score-P writes visits of regions never entered."""
+(fibers of the idle node) are written as 0, as Score-P writes visits of regions never entered.
+
+The values are the call tree's exclusive ones (calltree.exclusive_values): counted once, with
+the measured CPU time per access category where the run has it."""
 
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ import numpy as np
 from ..errors import MprofError
 from ..files import make_folder, write_file
 from ..profile import RunProfile
-from .calltree import DESCRIPTIONS, METRICS, UNITS, Node, numeric_params, run_tree, varying_params
+from .calltree import (DESCRIPTIONS, METRICS, UNITS, Node, exclusive_values, model_params,
+                       numeric_params, run_tree)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z_]*$")
 
@@ -46,7 +50,7 @@ def folder_name(coord: dict[str, float], repetition: int) -> str:
 
 def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
                           params: list[str] | None = None) -> list[Path]:
-    names = params if params is not None else varying_params(runs)
+    names, _ = model_params(runs, params)
     if "npes" in names:  # first: no parameter name may start a ".r" (Extra-P's repetition)
         names = ["npes"] + [n for n in names if n != "npes"]
     make_folder(outdir)
@@ -59,19 +63,20 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
         folder = outdir / folder_name(coord, reps[key])
         make_folder(folder)
         path = folder / "profile.cubex"
-        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run),
+        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run, measure),
                    what="CUBE profile")
         written.append(path)
     return written
 
 
-def cubex_bytes(tree: Node, npes: int, run: RunProfile) -> bytes:
+def cubex_bytes(tree: Node, npes: int, run: RunProfile, measure: str = "cpu") -> bytes:
+    values = exclusive_values(tree, run, measure)
     nodes = [node for _, node in tree.walk()]  # pre-order: CUBE's exclusive enumeration
     files = {"anchor.xml": anchor_xml(tree, nodes, npes, run).encode()}
     index = (b"CUBEX.INDEX" + struct.pack("<i", 1) + struct.pack("<h", 0) + b"\x00"
              + struct.pack("<i", len(nodes)) + struct.pack(f"<{len(nodes)}i", *range(len(nodes))))
     for mid, metric in enumerate(METRICS):
-        data = np.array([node.values[metric] for node in nodes], dtype="<f8")
+        data = np.array([values[id(node)][metric] for node in nodes], dtype="<f8")
         files[f"{mid}.index"] = index
         files[f"{mid}.data"] = b"CUBEX.DATA" + data.tobytes()
     buf = io.BytesIO()

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 
 from ..profile import RunProfile
-from .calltree import applicable_metrics, numeric_params, run_tree, varying_params
+from .calltree import applicable_metrics, model_params, numeric_params, run_tree
 
 
 def extrap_lines(runs: list[RunProfile], measure: str, params: list[str] | None = None):
-    names = params if params is not None else varying_params(runs)
+    """The lines; `params` as mprof.exports.calltree.model_params takes them (None: the
+    varying parameters that are not settings)."""
+    names, _ = model_params(runs, params)
     trees = [run_tree(run, measure) for run in runs]
     keys: dict[tuple, None] = {}  # ordered union of (call path, metric)
     for tree in trees:

@@ -13,7 +13,7 @@ from .formatter import format_interface
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "iface",
-        help="performance interfaces: check, compile to C hooks, show",
+        help="performance interfaces: check, compile to C hooks, show, list PAPI SDEs",
         description="Check performance interfaces (*.perf), generate their C statistic "
         "hooks, or show what they declare.",
     )
@@ -42,6 +42,38 @@ def register(subparsers) -> None:
     )
     fmt.add_argument("--json", action="store_true", help="print the model as JSON")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser(
+        "sde-events",
+        help="list the PAPI software-defined events of interfaces, or write a C hook that "
+        "lists them for papi_native_avail -sde (docs/papi.md)",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument(
+        "--c", metavar="FILE.c", dest="c_file",
+        help="write the C source of a shared library exporting papi_sde_hook_list_events "
+        "(build it with -shared -fPIC ... -lsde) instead of printing the names",
+    )
+    p.set_defaults(func=cmd_sde_events)
+
+
+def cmd_sde_events(args) -> int:
+    from pathlib import Path
+
+    from .sde import event_names, listing_source
+
+    ifaces = [load_interface(path) for path in args.files]
+    check_module_names(ifaces)
+    if args.c_file:
+        try:
+            Path(args.c_file).write_text(listing_source(ifaces))
+        except OSError as exc:
+            raise MprofError(f"{args.c_file}: cannot write: {exc.strerror or exc}") from None
+        return 0
+    for iface in ifaces:
+        for name, description, kind in event_names(iface):
+            print(f"{name}\t{kind}\t{description}")
+    return 0
 
 
 def _usage(parser) -> int:

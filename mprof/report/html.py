@@ -208,18 +208,26 @@ def category_stack(report: Report, d: int) -> Figure:
     bar = min(40, slot * 0.7)
     for i, p in enumerate(pes):
         xb = x0 + slot * i + (slot - bar) / 2
-        up = zero
-        for c, vals in series.items():
-            v = vals[i]
-            if v > 0:
-                fig.rect(xb, up - scale * v, bar, scale * v, colors[c],
-                         tip=f"PE{p.pe} {c}: {_fmt(v, d)} CPU s", cls="seg")
-                up -= scale * v
+        _stack(fig, xb, bar, zero, scale, series, colors, i,
+               lambda c, v: f"PE{p.pe} {c}: {_fmt(v, d)} CPU s")
         fig.text(xb + bar / 2, y1 + 16, f"PE{p.pe}", anchor="middle", size=10)
     for j, c in enumerate(list(series)[:18]):
         fig.rect(x1 + 16, y0 + 16 * j, 12, 12, colors[c])
         fig.text(x1 + 34, y0 + 16 * j + 10, c, size=11)
     return fig
+
+
+def _stack(fig: Figure, xb: float, bar: float, zero: float, scale: float,
+           series: dict[str, list[float]], colors: dict[str, str], i: int, tip) -> float:
+    """Bar i of a stacked chart: each series' positive value upwards from `zero`, in order,
+    with tip(series name, value) as its tooltip.  Returns the top of the stack."""
+    up = zero
+    for c, vals in series.items():
+        v = vals[i]
+        if v > 0:
+            fig.rect(xb, up - scale * v, bar, scale * v, colors[c], tip=tip(c, v), cls="seg")
+            up -= scale * v
+    return up
 
 
 def stacked_costs(report: Report, d: int) -> Figure:
@@ -530,14 +538,8 @@ def scaling_chart(cmp, d: int) -> Figure:
     fig.line(x0, ideal, x1, ideal, stroke="#555", width=1.2, dash="5,4")
     for i, r in enumerate(runs):
         xb = x0 + slot * i + (slot - bar) / 2
-        up = zero
-        for c, vals in series.items():
-            v = vals[i]
-            if v > 0:
-                fig.rect(xb, up - scale * v, bar, scale * v, colors[c],
-                         tip=f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)",
-                         cls="seg")
-                up -= scale * v
+        up = _stack(fig, xb, bar, zero, scale, series, colors, i,
+                    lambda c, v: f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)")
         fig.text(xb + bar / 2, up - 6, _pct(cmp.efficiency(r)), anchor="middle", size=10,
                  bold=True, cls="efficiency")
         fig.text(xb + bar / 2, y1 + 16, f"P={r.npes}", anchor="middle", size=11)

@@ -253,6 +253,13 @@ typedef struct {
     const char *module;
     unsigned nfields;
     const mp_stat_field *fields;
+    /* The interface's terms, which the generated hooks fill in (0 and NULL elsewhere): their
+     * names, and a function that computes every term's value of one record (its nfields
+     * slots) into out[0..nterms-1].  The runtime prices records with them when MPROF_MODEL
+     * names a model file (docs/reports.md, "The program's own report"). */
+    unsigned nterms;
+    const char *const *term_names;
+    void (*term_values)(const void *record, double *out);
 } mp_stat_module;
 
 /* Allocates a zeroed record of nfields 8-byte slots on the calling PE for object `id`.  It

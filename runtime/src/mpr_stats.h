@@ -31,6 +31,8 @@ void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), 
 
 /* profile.c */
 int mpr_profile_write(const char *path);
+/* selfreport.c: MPROF_MODEL's Cost Profile at exit (collective on MPI) */
+void mpr_self_report(void);
 int mpr_profile_check(const char *path, char *why, size_t why_size);
 
 #endif /* MPR_STATS_H */

@@ -312,6 +312,7 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
     MPR_OBSERVERS_FINISH();
     if (mpr_g.cfg.profile_path && mpr_profile_write(mpr_g.cfg.profile_path) != 0 && rc == 0)
         rc = 1;
+    mpr_self_report();
     for (int i = 0; i < npes; i++)
         if (mpr_g.pes[i])
             pe_free(mpr_g.pes[i]);

@@ -19,10 +19,19 @@
  *     PEs with tag 0: records from one PE to another arrive in the order they were made
  *     (comm.c), so readers pair them in order;
  *   - each module's statistics, summed over the PE's records, as one Metric event of the
- *     module's metric class at the PE's end.
+ *     module's metric class (mode ACCUMULATED_START: the count since the PE started) every
+ *     MPROF_TRACE_SAMPLE_MS milliseconds of the PE's time (default 10; 0: only at the end),
+ *     checked when a fiber or an idle period ends, and at the PE's end;
+ *   - the run's settings (PE count, aggregation threshold, flush period and delay, small
+ *     message size, spin count) as one Metric event of the class "settings" (mode
+ *     ABSOLUTE_POINT) at the PE's start.
  * Each PE writes its own event writer, so the archive uses OTF2's pthread locking callbacks;
  * on the MPI backend the archive is opened collectively over MPI_COMM_WORLD and rank 0 writes
- * the global definitions.
+ * the global definitions.  The system tree has a node per host under the machine, each
+ * process's location group under its host.  On the MPI backend every rank also writes two
+ * clock offsets (at the trace's start and end: rank 0's clock less its own, measured right
+ * after a collective), with which OTF2 readers map each rank's timestamps onto rank 0's clock
+ * (ranks on several hosts have unrelated monotonic clocks).
  */
 #define _GNU_SOURCE
 #include "observer.h"
@@ -51,6 +60,9 @@
 #define ACCESS_REGION(a) ((OTF2_RegionRef)(a) + 2)
 #define TRACE_DEPTH (MPR_PREEMPT_DEPTH + 4)
 #define MAX_MODULES 64
+#define SETTINGS_METRIC ((OTF2_MetricRef)0)
+#define MODULE_METRIC(m) ((OTF2_MetricRef)(m) + 1) /* metric class of module m */
+#define NSETTINGS 6
 
 static bool on; /* this run is traced (set before the PEs start) */
 
@@ -58,9 +70,10 @@ typedef struct {
     OTF2_EvtWriter *w;
     uint32_t stack[TRACE_DEPTH]; /* regions entered by running fibers, innermost last */
     int depth;
-    int lost;         /* nesting deeper than TRACE_DEPTH: those fibers are not traced */
-    bool pending;     /* the innermost fiber's Enter is not written yet */
-    uint64_t started; /* ... and happened at this time */
+    int lost;             /* nesting deeper than TRACE_DEPTH: those fibers are not traced */
+    bool pending;         /* the innermost fiber's Enter is not written yet */
+    uint64_t started;     /* ... and happened at this time */
+    uint64_t next_sample; /* the statistics are written again from this time on */
 } trace_pe;
 
 typedef struct {
@@ -105,10 +118,12 @@ static void report_otf2_errors(const char *what)
 }
 static trace_pe *tpes; /* indexed by PE number; only local PEs are used */
 static uint64_t t_begin, t_end;
+static int64_t offset_begin, offset_end; /* rank 0's clock less this process's (MPI) */
 static bool is_mpi;
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_module modules[MAX_MODULES];
 static int nmodules;
+static uint64_t sample_ns = 10000000; /* MPROF_TRACE_SAMPLE_MS; 0: statistics at the end only */
 
 static inline uint64_t now(void)
 {
@@ -129,6 +144,21 @@ static OTF2_TimeStamp post_flush(void *u, OTF2_FileType t, OTF2_LocationRef l)
 }
 static OTF2_FlushCallbacks flush_callbacks = {.otf2_pre_flush = pre_flush,
                                               .otf2_post_flush = post_flush};
+
+/* Rank 0's clock less this process's, as *at (local time) sees it: every rank reads its clock
+ * right after the same collective, and the maximum of (rank 0's reading, 0 elsewhere) is rank
+ * 0's.  Collective on the MPI backend; 0 otherwise. */
+static int64_t clock_offset(uint64_t *at)
+{
+    if (!is_mpi) {
+        *at = now();
+        return 0;
+    }
+    mpr_machine_max_all(0.0);
+    *at = now();
+    double root = mpr_machine_max_all(mpr_g.local_first == 0 ? (double)*at : 0.0);
+    return (int64_t)root - (int64_t)*at;
+}
 
 static unsigned trace_start(void)
 {
@@ -167,6 +197,7 @@ static unsigned trace_start(void)
     snprintf(trace_dir, sizeof trace_dir, "%s", dir);
     atomic_store(&otf2_errors, 0);
     OTF2_Error_RegisterCallback(on_otf2_error, NULL);
+    sample_ns = (uint64_t)(mpr_env_number("MPROF_TRACE_SAMPLE_MS", 10, 0, 1e9, 0, 0) * 1e6);
     tpes = calloc((size_t)mpr_g.npes, sizeof *tpes);
     if (!tpes)
         return 0;
@@ -193,15 +224,36 @@ static unsigned trace_start(void)
         OTF2_Archive_SetSerialCollectiveCallbacks(archive);
     OTF2_Pthread_Archive_SetLockingCallbacks(archive, NULL);
     OTF2_Archive_OpenEvtFiles(archive);
-    t_begin = now();
+    offset_begin = clock_offset(&t_begin);
     on = true;
     return MPR_OBS_ON | MPR_OBS_EVERY_FIBER | MPR_OBS_HOT;
 }
 
+/* The run's settings, in the order of the "settings" metric class's members. */
+static const char *const setting_names[NSETTINGS] = {
+    "setting::npes",           "setting::agg_bytes",   "setting::flush_fibers",
+    "setting::flush_delay_us", "setting::small_bytes", "setting::spin"};
+
 static void trace_pe_begin(mpr_pe *pe)
 {
-    tpes[pe->id].w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
-    OTF2_EvtWriter_Enter(tpes[pe->id].w, NULL, now(), ROOT_REGION);
+    trace_pe *tp = &tpes[pe->id];
+    tp->w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
+    uint64_t t = now();
+    OTF2_EvtWriter_Enter(tp->w, NULL, t, ROOT_REGION);
+    const mp_config *cfg = &mpr_g.cfg;
+    OTF2_Type types[NSETTINGS];
+    OTF2_MetricValue values[NSETTINGS];
+    uint64_t u[NSETTINGS] = {(uint64_t)mpr_g.npes,        (uint64_t)cfg->agg_bytes,
+                             (uint64_t)cfg->flush_fibers, 0,
+                             (uint64_t)cfg->small_bytes,  (uint64_t)cfg->spin};
+    for (int i = 0; i < NSETTINGS; i++) {
+        types[i] = OTF2_TYPE_UINT64;
+        values[i].unsigned_int = u[i];
+    }
+    types[3] = OTF2_TYPE_DOUBLE;
+    values[3].floating_point = cfg->flush_delay_s * 1e6;
+    OTF2_EvtWriter_Metric(tp->w, NULL, t, SETTINGS_METRIC, NSETTINGS, types, values);
+    tp->next_sample = sample_ns ? t + sample_ns : UINT64_MAX;
 }
 
 static int module_id(const mp_stat_module *desc)
@@ -238,20 +290,27 @@ static void write_metrics(mpr_pe *pe, OTF2_EvtWriter *w, uint64_t t)
             types[i] = st == MP_STAT_F64   ? OTF2_TYPE_DOUBLE
                        : st == MP_STAT_I64 ? OTF2_TYPE_INT64
                                            : OTF2_TYPE_UINT64;
-            values[i].unsigned_int = 0;
+            uint64_t sum = 0; /* 0.0 as a double, too */
             for (mpr_stats_rec *q = r; q; q = q->next) {
                 if (strcmp(q->module->module, r->module->module) != 0)
                     continue;
-                if (st == MP_STAT_F64) {
-                    double d;
-                    memcpy(&d, &q->slots[i], sizeof d);
-                    values[i].floating_point += d;
-                } else {
-                    values[i].unsigned_int += q->slots[i];
-                }
+                uint64_t v = q->slots[i];
+                if (q->derive) /* during the run: what the object derives from its state */
+                    v = mpr_stat_add(st, v, mpr_stats_derived(q, i));
+                sum = mpr_stat_add(st, sum, v);
             }
+            values[i].unsigned_int = sum; /* the same 8 bytes for every type */
         }
-        OTF2_EvtWriter_Metric(w, NULL, t, (OTF2_MetricRef)id, (uint8_t)n, types, values);
+        OTF2_EvtWriter_Metric(w, NULL, t, MODULE_METRIC(id), (uint8_t)n, types, values);
+    }
+}
+
+/* The statistics again once the sampling period has passed (on the PE, between fibers). */
+static inline void maybe_sample(mpr_pe *pe, trace_pe *tp, uint64_t t)
+{
+    if (t >= tp->next_sample) {
+        write_metrics(pe, tp->w, t);
+        tp->next_sample = t + sample_ns;
     }
 }
 
@@ -294,7 +353,10 @@ static void trace_fiber_end(mpr_pe *pe)
     }
     if (tp->depth > 0) {
         settle(tp);
-        OTF2_EvtWriter_Leave(tp->w, NULL, now(), ACCESS_REGION(tp->stack[--tp->depth]));
+        uint64_t t = now();
+        OTF2_EvtWriter_Leave(tp->w, NULL, t, ACCESS_REGION(tp->stack[--tp->depth]));
+        if (tp->depth == 0)
+            maybe_sample(pe, tp, t);
     }
 }
 
@@ -320,7 +382,11 @@ static void trace_idle_begin(mpr_pe *pe)
 
 static void trace_idle_end(mpr_pe *pe)
 {
-    OTF2_EvtWriter_Leave(tpes[pe->id].w, NULL, now(), IDLE_REGION);
+    trace_pe *tp = &tpes[pe->id];
+    uint64_t t = now();
+    OTF2_EvtWriter_Leave(tp->w, NULL, t, IDLE_REGION);
+    if (tp->depth == 0)
+        maybe_sample(pe, tp, t);
 }
 
 static void trace_send(mpr_pe *pe, int dst, size_t bytes)
@@ -351,7 +417,13 @@ static uint32_t string(strings *s, const char *text)
     return s->next++;
 }
 
-static void write_global_definitions(const uint64_t *events)
+/* What each process sends the one that writes the definitions, per local PE. */
+typedef struct {
+    uint64_t events;
+    char host[64];
+} pe_summary;
+
+static void write_global_definitions(const pe_summary *pes)
 {
     OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(archive);
     strings s = {w, 0};
@@ -361,19 +433,33 @@ static void write_global_definitions(const uint64_t *events)
     OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, string(&s, mpr_g.cfg.program),
                                              string(&s, "machine"),
                                              OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    /* a node per host (in order of first appearance), under the machine */
+    int *host_of = calloc((size_t)mpr_g.npes, sizeof *host_of); /* NULL: all under node 0 */
+    int nhosts = 0;
+    uint32_t node_class = string(&s, "node");
+    for (int pe = 0; host_of && pe < mpr_g.npes; pe++) {
+        int h = 0;
+        while (h < pe && strcmp(pes[h].host, pes[pe].host) != 0)
+            h++;
+        host_of[pe] = h < pe ? host_of[h] : ++nhosts;
+        if (h == pe)
+            OTF2_GlobalDefWriter_WriteSystemTreeNode(w, (OTF2_SystemTreeNodeRef)nhosts,
+                                                     string(&s, pes[pe].host), node_class, 0);
+    }
     int nprocs = is_mpi ? mpr_g.npes : 1;
     for (int p = 0; p < nprocs; p++) {
         char name[64];
         snprintf(name, sizeof name, "process %d", p);
-        OTF2_GlobalDefWriter_WriteLocationGroup(w, (OTF2_LocationGroupRef)p, string(&s, name),
-                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
-                                                OTF2_UNDEFINED_LOCATION_GROUP);
+        OTF2_GlobalDefWriter_WriteLocationGroup(
+            w, (OTF2_LocationGroupRef)p, string(&s, name), OTF2_LOCATION_GROUP_TYPE_PROCESS,
+            (OTF2_SystemTreeNodeRef)(host_of ? host_of[p] : 0), OTF2_UNDEFINED_LOCATION_GROUP);
     }
+    free(host_of);
     for (int pe = 0; pe < mpr_g.npes; pe++) {
         char name[64];
         snprintf(name, sizeof name, "PE %d", pe);
         OTF2_GlobalDefWriter_WriteLocation(w, (OTF2_LocationRef)pe, string(&s, name),
-                                           OTF2_LOCATION_TYPE_CPU_THREAD, events[pe],
+                                           OTF2_LOCATION_TYPE_CPU_THREAD, pes[pe].events,
                                            (OTF2_LocationGroupRef)(is_mpi ? pe : 0));
     }
     uint32_t program = string(&s, mpr_g.cfg.program);
@@ -406,8 +492,20 @@ static void write_global_definitions(const uint64_t *events)
                                        OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE);
         free(members);
     }
-    /* statistics: a metric class per module, a member per statistic */
     uint32_t member = 0;
+    /* settings: values, not counts (ABSOLUTE_POINT), written once at each PE's start */
+    OTF2_MetricMemberRef setting_refs[NSETTINGS];
+    uint32_t setting_desc = string(&s, "mprof runtime setting (docs/runtime.md)");
+    for (int i = 0; i < NSETTINGS; i++) {
+        OTF2_GlobalDefWriter_WriteMetricMember(
+            w, member, string(&s, setting_names[i]), setting_desc, OTF2_METRIC_TYPE_USER,
+            OTF2_METRIC_ABSOLUTE_POINT, i == 3 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64,
+            OTF2_BASE_DECIMAL, 0, empty);
+        setting_refs[i] = member++;
+    }
+    OTF2_GlobalDefWriter_WriteMetricClass(w, SETTINGS_METRIC, NSETTINGS, setting_refs,
+                                          OTF2_METRIC_ASYNCHRONOUS, OTF2_RECORDER_KIND_ABSTRACT);
+    /* statistics: a metric class per module, a member per statistic */
     for (int m = 0; m < nmodules; m++) {
         const mp_stat_module *d = modules[m].desc;
         OTF2_MetricMemberRef refs[255];
@@ -423,7 +521,7 @@ static void write_global_definitions(const uint64_t *events)
                 OTF2_METRIC_ACCUMULATED_START, type, OTF2_BASE_DECIMAL, 0, empty);
             refs[i] = member++;
         }
-        OTF2_GlobalDefWriter_WriteMetricClass(w, (OTF2_MetricRef)m, (uint8_t)d->nfields, refs,
+        OTF2_GlobalDefWriter_WriteMetricClass(w, MODULE_METRIC(m), (uint8_t)d->nfields, refs,
                                               OTF2_METRIC_ASYNCHRONOUS,
                                               OTF2_RECORDER_KIND_ABSTRACT);
     }
@@ -435,14 +533,18 @@ static void trace_finish(void)
     if (!on)
         return;
     on = false;
-    t_end = now();
-    /* event counts of the local PEs, gathered to the process that writes the definitions */
-    uint64_t local[mpr_g.local_count > 0 ? mpr_g.local_count : 1];
+    offset_end = clock_offset(&t_end);
+    /* event counts and host of the local PEs, gathered to the process that writes the
+     * definitions */
+    pe_summary local[mpr_g.local_count > 0 ? mpr_g.local_count : 1];
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
     for (int i = 0; i < mpr_g.local_count; i++) {
         trace_pe *tp = &tpes[mpr_g.local_first + i];
-        local[i] = 0;
+        memset(&local[i], 0, sizeof local[i]);
+        memcpy(local[i].host, host, sizeof host);
         if (tp->w) {
-            OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i]);
+            OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i].events);
             OTF2_Archive_CloseEvtWriter(archive, tp->w);
         }
     }
@@ -451,15 +553,19 @@ static void trace_finish(void)
     for (int i = 0; i < mpr_g.local_count; i++) {
         OTF2_DefWriter *dw =
             OTF2_Archive_GetDefWriter(archive, (OTF2_LocationRef)(mpr_g.local_first + i));
+        if (is_mpi) {
+            OTF2_DefWriter_WriteClockOffset(dw, t_begin, offset_begin, 0.0);
+            OTF2_DefWriter_WriteClockOffset(dw, t_end, offset_end, 0.0);
+        }
         OTF2_Archive_CloseDefWriter(archive, dw);
     }
     OTF2_Archive_CloseDefFiles(archive);
     char *all = NULL;
     size_t all_len = 0;
-    int root = mpr_machine_gather((const char *)local, sizeof(uint64_t) * (size_t)mpr_g.local_count,
-                                  &all, &all_len);
-    if (root == 1 && all_len == sizeof(uint64_t) * (size_t)mpr_g.npes)
-        write_global_definitions((const uint64_t *)all);
+    int root = mpr_machine_gather((const char *)local,
+                                  sizeof(pe_summary) * (size_t)mpr_g.local_count, &all, &all_len);
+    if (root == 1 && all_len == sizeof(pe_summary) * (size_t)mpr_g.npes)
+        write_global_definitions((const pe_summary *)all);
     free(all);
     OTF2_Archive_Close(archive);
     archive = NULL;

@@ -37,7 +37,8 @@ def summarize(archive: Path):
     """Per location name: event counts by type, idle seconds, metric values, region stack
     depth at the end."""
     per = collections.defaultdict(lambda: {"counts": collections.Counter(), "idle": 0.0,
-                                           "metrics": {}, "stack": [], "errors": [],
+                                           "metrics": {}, "settings": {},
+                                           "stack": [], "errors": [],
                                            "first": None, "last": None, "root_s": 0.0})
     with otf2.reader.open(str(archive)) as trace:
         resolution = trace.timer_resolution
@@ -60,7 +61,10 @@ def summarize(archive: Path):
                     s["root_s"] += (ev.time - t0) / resolution
             elif isinstance(ev, otf2.events.Metric):
                 for member, value in zip(ev.metric.members, ev.values):
-                    s["metrics"][member.name] = value
+                    if member.name.startswith("setting::"):
+                        s["settings"][member.name] = (value, member.metric_mode)
+                    else:  # sampled through the run: the last sample is the PE's end
+                        s["metrics"][member.name] = value
     return locations, per
 
 
@@ -75,9 +79,15 @@ def check_against_profile(archive: Path, profile: dict):
         # as long as the PE ran
         assert s["first"] == ("Enter", profile["program"])
         assert s["last"] == ("Leave", profile["program"])
-        assert s["root_s"] == pytest.approx(pe["elapsed_s"], rel=0.05, abs=2e-3)
+        # (the PE and its root region start and end a few instructions apart, which a
+        # preemption on a loaded machine can stretch to milliseconds)
+        assert s["root_s"] == pytest.approx(pe["elapsed_s"], rel=0.05, abs=0.02)
         stats = {f"{o['module']}::{k}": v for o in pe["objects"] for k, v in o["stats"].items()}
         assert s["metrics"] == stats
+        absolute = otf2.MetricMode.ABSOLUTE_POINT
+        assert s["settings"] == {
+            "setting::npes": (profile["npes"], absolute),
+            **{f"setting::{k}": (v, absolute) for k, v in profile["settings"].items()}}
         assert s["counts"]["MpiSend"] == stats["rts::RemoteOp"]
         assert s["counts"]["MpiRecv"] == stats["rts::ThreadArrived"]
         # the trace's idle intervals are the ones the runtime measures, read a few
@@ -87,9 +97,22 @@ def check_against_profile(archive: Path, profile: dict):
     assert sends == sum(per[n]["counts"]["MpiRecv"] for n in locations) > 0
 
 
+def check_hosts(archive: Path, profile: dict, processes: int):
+    """Every process's location group sits under a system tree node of class "node" named for
+    the host it ran on, under the machine node."""
+    with otf2.reader.open(str(archive)) as trace:
+        groups = {loc.group for loc in trace.definitions.locations}
+    assert len(groups) == processes
+    for group in groups:
+        node = group.system_tree_parent
+        assert (node.class_name, node.name) == ("node", profile["machine"]["hostname"])
+        assert node.parent.class_name == "machine"
+
+
 def test_pipe_trace_agrees_with_the_profile(build_dir, tmp_path):
     archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path)
     check_against_profile(archive, profile)
+    check_hosts(archive, profile, 1)
     with otf2.reader.open(str(archive)) as trace:
         regions = {r.name for r in trace.definitions.regions}
     assert {"idle", "pipe:produce", "pipe:consume", "graph:ENQ", "graph:DEQ"} <= regions
@@ -105,7 +128,9 @@ def test_otf2_print_reads_the_trace(build_dir, tmp_path):
                                 if line[:1].isupper() and not line.startswith("Event"))
     assert kinds["ENTER"] == kinds["LEAVE"] > 0
     assert kinds["MPI_SEND"] == kinds["MPI_RECV"] > 0
-    assert kinds["METRIC"] == 2 * 3  # rts, graph, pipe on each of 2 PEs
+    # the settings at each PE's start, then rts, graph, pipe every period and at each PE's end
+    assert kinds["METRIC"] >= 2 * (1 + 3)
+    assert proc.stdout.count('"setting::agg_bytes"') == 2
     assert 'Region: "pipe:produce"' in proc.stdout
 
 
@@ -114,6 +139,19 @@ def test_mpi_backend_writes_one_archive(build_dir, tmp_path):
     archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path, np=2)
     assert profile["backend"] == "mpi"
     check_against_profile(archive, profile)
+    check_hosts(archive, profile, 2)
+    # two clock offsets per rank (start and end) onto rank 0's clock: 0 for rank 0, and on one
+    # host no more than the skew of leaving a collective
+    proc = subprocess.run(["otf2-print", "-C", str(archive)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    offsets = collections.defaultdict(list)
+    for line in proc.stdout.splitlines():
+        if line.startswith("CLOCK_OFFSET"):
+            fields = line.split()
+            offsets[int(fields[1])].append(int(line.split("Offset: ")[1].split(",")[0]))
+    assert sorted(offsets) == [0, 1] and offsets[0] == [0, 0]
+    assert len(offsets[1]) == 2 and all(abs(o) < 50_000_000 for o in offsets[1])
 
 
 def test_existing_trace_is_not_overwritten(build_dir, tmp_path):

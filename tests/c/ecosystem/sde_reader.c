@@ -11,7 +11,9 @@
  * record (mp_stats_derive NULL) and count more events, which must not count; main reads them
  * again after mp_main, when the records have been freed.  Output lines:
  *   during Count Weight P Derived ThreadDisp
- *   after Count Weight P Derived ThreadDisp                                                 */
+ *   after Count Weight P Derived ThreadDisp
+ *   unknown ADD_RESULT VALUE      (an event of a module the program never made: PAPI 7.0
+ *                                  adds it and reads -1)                                    */
 #include <papi.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,7 +25,7 @@
 
 static const mp_stat_field fields[] = {
     {"Count", MP_STAT_U64, NULL}, {"Weight", MP_STAT_F64, NULL}, {"Derived", MP_STAT_U64, NULL}};
-static const mp_stat_module demo = {"demo", 3, fields};
+static const mp_stat_module demo = {"demo", 3, fields, 0, NULL, NULL};
 #define NEVENTS 5
 static const char *events[NEVENTS] = {"sde:::MPROF::demo::Count", "sde:::MPROF::demo::Weight",
                                       "sde:::MPROF::rts::P", "sde:::MPROF::demo::Derived",
@@ -121,5 +123,14 @@ int main(int argc, char **argv)
     mp_config_init(&cfg);
     rc = mp_main(&cfg, pe_main, argc, argv);
     read_events("after");
+    int set = PAPI_NULL;
+    long long v = 0;
+    PAPI_create_eventset(&set);
+    int added = PAPI_add_named_event(set, "sde:::MPROF::nosuch::Count");
+    if (added == PAPI_OK && PAPI_start(set) == PAPI_OK) {
+        PAPI_read(set, &v);
+        PAPI_stop(set, &v);
+    }
+    printf("unknown %d %lld\n", added, v);
     return rc;
 }

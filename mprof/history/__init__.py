@@ -1,0 +1,1 @@
+"""mprof.history stage: gate and benchmark results kept per commit (docs/history.md)."""

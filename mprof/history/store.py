@@ -1,0 +1,257 @@
+"""The history database: one SQLite file of measurements per (commit, machine, series).
+
+    commits       hash, date (ISO 8601), branch
+    measurements  commit, machine, series, category, kind, value, low, high, unit, source
+
+A *series* is one quantity followed over commits: a gate unit (`cost:<configuration>:rts.IDLE`,
+its candidate value) or a benchmark figure (`rt_micro/spawn_ns`).  Its *category* groups
+series for display: a gate unit's cost category (`rts.IDLE`) or kind, a benchmark's name.
+Adding a result for a commit and machine replaces the series it has again (a re-run)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import MprofError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS commits (
+    hash   TEXT PRIMARY KEY,
+    date   TEXT NOT NULL,
+    branch TEXT
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    commit_hash TEXT NOT NULL REFERENCES commits(hash) ON DELETE CASCADE,
+    machine     TEXT NOT NULL,
+    series      TEXT NOT NULL,
+    category    TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    value       REAL NOT NULL,
+    low         REAL,
+    high        REAL,
+    unit        TEXT NOT NULL DEFAULT '',
+    source      TEXT NOT NULL DEFAULT '',
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (commit_hash, machine, series)
+);
+"""
+FORMAT = "mprof.history"
+VERSION = 1
+
+
+@dataclass
+class Measurement:
+    series: str
+    category: str
+    kind: str  # gate unit kind (time, cost, stat, fit, coef) or "bench"
+    value: float
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+
+
+@dataclass
+class Point:
+    commit: str
+    date: str
+    branch: str | None
+    machine: str
+    m: Measurement
+    source: str
+
+
+class History:
+    def __init__(self, path: str | Path, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise MprofError(f"{self.path}: no such history database")
+        if self.path.exists() and not self.path.is_file():
+            raise MprofError(f"{self.path}: not a file")
+        try:
+            with self.path.open("ab") if create else self.path.open("rb"):
+                pass
+        except OSError as exc:
+            raise MprofError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
+        try:
+            self.conn = sqlite3.connect(self.path)
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            tables = {r[0] for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and "history_meta" not in tables:
+                raise MprofError(f"{self.path}: not an mprof history database (a profile "
+                                 "database? history files are separate)")
+            if not tables:
+                with self.conn:
+                    self.conn.executescript(SCHEMA)
+                    self.conn.execute("INSERT INTO history_meta VALUES ('format', ?), "
+                                      "('version', ?)", (FORMAT, str(VERSION)))
+            version = dict(self.conn.execute("SELECT key, value FROM history_meta"))
+            if version.get("format") != FORMAT or int(version.get("version", 0)) > VERSION:
+                raise MprofError(f"{self.path}: history format {version} is not one this "
+                                 f"mprof reads ({FORMAT} {VERSION})")
+        except sqlite3.DatabaseError as exc:
+            raise MprofError(f"{self.path}: not a usable history database: {exc}") from None
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def add(self, commit: str, date: str, branch: str | None, machine: str,
+            measurements: list[Measurement], source: str, date_known: bool = True) -> int:
+        """Stores the measurements of one commit and machine.  `date_known` False: `date` is
+        only a fallback (now), kept for a new commit but not replacing a recorded one."""
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO commits (hash, date, branch) VALUES (?, ?, ?) "
+                    "ON CONFLICT(hash) DO UPDATE SET date = CASE WHEN ? THEN excluded.date "
+                    "ELSE commits.date END, branch = COALESCE(excluded.branch, commits.branch)",
+                    (commit, date, branch, date_known))
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    [(commit, machine, m.series, m.category, m.kind, m.value, m.low, m.high,
+                      m.unit, source, now) for m in measurements])
+        except sqlite3.Error as exc:
+            raise MprofError(f"{self.path}: cannot store: {exc}") from None
+        return len(measurements)
+
+    def points(self, machine: str | None = None, series: str | None = None,
+               category: str | None = None) -> list[Point]:
+        """Every measurement, oldest commit first (by commit date, then hash)."""
+        sql = ("SELECT c.hash, c.date, c.branch, m.machine, m.series, m.category, m.kind, "
+               "m.value, m.low, m.high, m.unit, m.source FROM measurements m "
+               "JOIN commits c ON c.hash = m.commit_hash")
+        rows = self.conn.execute(sql + " ORDER BY c.date, c.hash, m.series").fetchall()
+        out = [Point(h, d, b, mach, Measurement(s, cat, k, v, lo, hi, u), src)
+               for h, d, b, mach, s, cat, k, v, lo, hi, u, src in rows]
+        return [p for p in out
+                if (machine is None or p.machine == machine)
+                and (series is None or _glob(series, p.m.series))
+                and (category is None or _glob(category, p.m.category))]
+
+    def commits(self) -> list[tuple[str, str, str | None]]:
+        return self.conn.execute("SELECT hash, date, branch FROM commits "
+                                 "ORDER BY date, hash").fetchall()
+
+    def machines(self) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT machine FROM measurements ORDER BY machine")]
+
+
+def _glob(pattern: str, text: str) -> bool:
+    import fnmatch
+
+    return fnmatch.fnmatchcase(text, pattern)
+
+
+# -- reading results ------------------------------------------------------------------------
+
+def read_result(path: str | Path, name: str | None = None) -> tuple[str, list[Measurement]]:
+    """A gate result (`mprof gate --json FILE`) or a benchmark output (JSON objects, one per
+    line, as the scripts under benchmarks/ and `make bench` print them) as measurements.
+    Returns (kind of file, measurements)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MprofError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise MprofError(f"{path}: not a text file (a gate JSON or benchmark output)") from None
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        whole = None
+    if isinstance(whole, dict) and whole.get("schema") == "mprof.gate":
+        return "gate", _gate_measurements(whole, path)
+    return "bench", _bench_measurements(text, path, name)
+
+
+def _gate_measurements(doc: dict, path: Path) -> list[Measurement]:
+    out = []
+    units = doc.get("units")
+    if not isinstance(units, list):
+        raise MprofError(f"{path}: a gate result without units")
+    for u in units:
+        if not isinstance(u, dict) or not isinstance(u.get("id"), str):
+            raise MprofError(f"{path}: a gate unit without an id")
+        value = u.get("candidate")
+        if not _finite(value):  # exact statistics compare text; fits have no single value
+            continue
+        low = high = None
+        base, lo, hi = u.get("baseline"), u.get("change_low"), u.get("change_high")
+        if _finite(base) and _finite(lo) and _finite(hi):
+            low, high = base * (1 + lo), base * (1 + hi)
+        kind = str(u.get("kind", "gate"))
+        unit = "s" if kind in ("time", "cost") else ""
+        out.append(Measurement(u["id"], str(u.get("category") or kind), kind, float(value),
+                               low, high, unit))
+    if not out:
+        raise MprofError(f"{path}: the gate result has no unit with a numeric value")
+    return out
+
+
+_HEADER = re.compile(r"^==.*\((?:\S*/)?([A-Za-z0-9_.-]+?)(?:\.py|\.c|\.sh)?\)\s*$")
+
+
+def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measurement]:
+    """Numeric leaves of every JSON object line, as series `<benchmark>/<key>/<key>...`: the
+    benchmark is --name, else the object's "benchmark" field, else the script named in the
+    latest `== title (benchmarks/.../script.py)` header line (`make bench`), else the file's
+    name."""
+    found: dict[str, Measurement] = {}
+    header = None
+    for line in text.splitlines():
+        line = line.strip()
+        match = _HEADER.match(line)
+        if match:
+            header = match.group(1)
+            continue
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(obj, dict):
+            continue
+        bench = name or (obj.get("benchmark") if isinstance(obj.get("benchmark"), str)
+                         else None) or header or path.stem
+        for key, value in _leaves(obj):
+            if key == "benchmark":
+                continue
+            series = f"{bench}/{key}"
+            found[series] = Measurement(series, bench, "bench", float(value),
+                                        unit="s" if key.endswith(("_s", "seconds")) else "")
+    if not found:
+        raise MprofError(f"{path}: neither a gate result (mprof gate --json) nor benchmark "
+                         "output with a JSON object of numbers on a line")
+    return list(found.values())
+
+
+def _leaves(obj, prefix: str = ""):
+    """(path, number) for every finite number in nested objects and lists, paths joined by /."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, f"{prefix}/{k}" if prefix else str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _leaves(v, f"{prefix}/{i}" if prefix else str(i))
+    elif _finite(obj):
+        yield prefix, float(obj)
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
