@@ -12,15 +12,16 @@ fits on each configuration's two fastest runs), the shipped fit script
 of runs of 10-30 ms, 6 repetitions per point and build, baseline and candidate runs
 interleaved (ABBA), into fresh databases:
 
-- detection: baseline vs slowed build; a trial detects when the lookup coefficient or an
-  OP_B category unit is a REGRESSION, and is wrong elsewhere when any other unit except the
-  configurations' total time (which contains OP_B) is a REGRESSION or BEHAVIOUR CHANGE;
+- detection: baseline vs slowed build; a trial detects when the lookup coefficient, an
+  OP_B category unit or the lookups' measured access category (cat:gateops:LOOKUP) is a
+  REGRESSION, and is wrong elsewhere when any other unit except the configurations' total
+  time and busy time (which contain the lookups) is a REGRESSION or BEHAVIOUR CHANGE;
 - A/A: the baseline build against itself; a false alarm is any REGRESSION or BEHAVIOUR CHANGE.
 
 The last line printed is one JSON object with both rates, the median estimated OP_B change
 (the injected slowdown as the gate measured it), the settings and the load average.
 Options: --detect N --aa N (trials), --reps, --sizes, --na, --slow-rounds, --budget,
---fastest, --disturbed (see --help).
+--fastest, --disturbed, --focus (see --help).
 
     python benchmarks/gate/gate_bench.py              # full: 10 detection + 100 A/A trials
     python benchmarks/gate/gate_bench.py --quick      # 3 + 5 trials
@@ -52,7 +53,10 @@ from mprof.gate.runner import run_gate  # noqa: E402
 
 FIT_SCRIPT = REPO / "benchmarks" / "gate" / "gate_ops.tcl"
 QUIET = Console(file=open(os.devnull, "w"))  # the runner's progress lines
-OP_B_UNITS = ("::fit:gateops.OP_B", "fit::gateops.OP_B:Lookup", "::cost:gateops.OP_B")
+OP_B_UNITS = ("::fit:gateops.OP_B", "fit::gateops.OP_B:Lookup", "::cost:gateops.OP_B",
+              "cat:gateops:LOOKUP")
+# units that contain the lookups' time: flagged with them, not "elsewhere"
+CONTAINING = ("::time", "cat:(busy)")
 
 
 def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
@@ -112,10 +116,10 @@ def write_spec(path: Path, program: Path, na: list[int], nb: list[int], reps: in
     return path
 
 
-def trial(spec, baseline, candidate, out_dir, config, budget):
+def trial(spec, baseline, candidate, out_dir, config, budget, focus=()):
     report, log = run_gate(spec, baseline_bin=str(baseline), candidate_bin=str(candidate),
                            out_dir=out_dir, config=config, fit_script=FIT_SCRIPT,
-                           budget=budget, console=QUIET)
+                           budget=budget, console=QUIET, focus=focus)
     shutil.rmtree(out_dir, ignore_errors=True)
     return report, log
 
@@ -125,7 +129,7 @@ def classify(report):
     own = [uid for uid, v in flagged if v == REGRESSION and uid.endswith(OP_B_UNITS)]
     elsewhere = [(uid, v) for uid, v in flagged
                  if not uid.endswith(OP_B_UNITS) and not (v == REGRESSION
-                                                           and uid.endswith("::time"))]
+                                                           and uid.endswith(CONTAINING))]
     coef = next((u for u in report.units if u.id == "fit::gateops.OP_B:Lookup"), None)
     change = coef.comparison.change if coef is not None and coef.comparison else None
     return flagged, own, elsewhere, change
@@ -148,6 +152,8 @@ def main():
                         help="gate config `disturbed` (default: the gate's, off)")
     parser.add_argument("--fastest", type=int, default=None,
                         help="gate config `fastest` (default: the gate's, 2)")
+    parser.add_argument("--focus", action="append", default=[],
+                        help="gate --focus (repeatable; default: none, every unit gates)")
     parser.add_argument("--build-dir", default=os.environ.get("BUILD", "build"))
     args = parser.parse_args()
     if args.quick:
@@ -170,7 +176,8 @@ def main():
         for i in range(args.detect):
             # the trial's own injected slowdown, measured apart just before it
             injected.append(injected_slowdown(exe, tmp))
-            report, _ = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config, args.budget)
+            report, _ = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config, args.budget,
+                              args.focus)
             flagged, own, elsewhere, change = classify(report)
             detected += bool(own)
             detected_at_10 += bool(own) and injected[-1] >= 0.10
@@ -186,7 +193,8 @@ def main():
                      "no estimate"), flush=True)
         alarms, behaviour = 0, 0
         for i in range(args.aa):
-            report, _ = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config, args.budget)
+            report, _ = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config, args.budget,
+                              args.focus)
             flagged, _, _, _ = classify(report)
             alarms += any(v == REGRESSION for _, v in flagged)
             behaviour += any(v == BEHAVIOUR for _, v in flagged)
@@ -207,7 +215,7 @@ def main():
         "tolerance": config.tolerance, "alpha": config.alpha, "correction": config.correction,
         "disturbed": config.disturbed_limit, "fastest": config.fastest,
         "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
-        "budget": args.budget, "seconds": round(time.monotonic() - start, 1),
+        "budget": args.budget, "focus": args.focus, "seconds": round(time.monotonic() - start, 1),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),

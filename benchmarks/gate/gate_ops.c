@@ -118,6 +118,7 @@ static void pe_main(int argc, char **argv)
      * multiplications that an out-of-order core overlaps, so interleaved their costs would
      * not add up (a slower lookup hid partly behind the insert beside it, and the fit gave
      * part of it to OP_A).  Within a phase every operation costs the same. */
+    GATEOPS_ACCESS(INSERT); /* the CPU time that follows is sampled as gateops:INSERT */
     for (long a = 0; a < n_insert; a++)
         set_insert(&set, key++);
     /* The lookups search a table filled the same way whatever NA is (LOOKUP_FILL keys, part
@@ -137,12 +138,14 @@ static void pe_main(int argc, char **argv)
      * core's other hardware thread), and the same extra work in a lookup cost +7 % to +10 %
      * from run to run. */
     uint64_t zero = zero_mask, index = 0;
+    GATEOPS_ACCESS(LOOKUP);
     for (long b = 0; b < n_lookup; b++) {
         long slot = set_lookup(&ref, ref_key + index);
         found += slot >= 0;
         index = (index + 7 + ((uint64_t)slot & zero)) & (LOOKUP_FILL - 1);
     }
     sink = found;
+    GATEOPS_ACCESS(OPS);
 }
 
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,7 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
             return f"cannot run {argv[0]}: {exc.strerror}"
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.rstrip().splitlines()[-STDERR_TAIL_LINES:])
-            return f"exit code {proc.returncode}" + (f"; stderr:\n{tail}" if tail else "")
+            return exit_text(proc.returncode) + (f"; stderr:\n{tail}" if tail else "")
         if not out.exists():
             return "the program wrote no run profile (is MPROF_OUT honoured?)"
         try:
@@ -111,12 +112,43 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
             return (f"the program ran on {doc['npes']} PE(s), but the point asks for "
                     f"npes={point.npes}: pass {{npes}} in the spec's command, or let the "
                     "program take its PE count from MPROF_PES")
+        record_sweep_axes(doc, point)
         if oversubscribed(point):
             doc.setdefault("settings", {})["oversubscribed"] = 1
         if probe is not None:
             doc["bench"] = {"probe_s": [probe.values[-1], probe.measure()]}
         db.import_documents([(" ".join(argv), doc)], validate=False, point=point)
     return None
+
+
+def exit_text(code: int) -> str:
+    """How a program ended: `exit code 3`, or `killed by SIGSEGV (signal 11)`."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        else:
+            name = f"{name} (signal {-code})"
+        return f"killed by {name}"
+    return f"exit code {code}"
+
+
+def record_sweep_axes(doc: dict, point: Point) -> None:
+    """The sweep's own axes become part of the run's identity whether or not the program
+    reports them: a parameter axis the program did not record with mp_param (under that name,
+    in any case: PIPE reports `EltSize` for the axis `eltsize`) is added to the run's params,
+    an environment axis that is not a runtime setting (`MPROF_*`, which the runtime records
+    itself) to its settings.  What the program recorded wins."""
+    params = doc.setdefault("params", {})
+    reported = {name.lower() for name in params}
+    for name, value in point.params.items():
+        if name.lower() not in reported:
+            params[name] = value
+    settings = doc.setdefault("settings", {})
+    for name, value in point.env.items():
+        if not name.startswith("MPROF_") and name not in settings:
+            settings[name] = value
 
 
 def interleave(todos: list[list[Point]]) -> list[tuple[int, Point]]:

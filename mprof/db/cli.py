@@ -15,7 +15,12 @@ from .validate import parse_profile, read_text
 
 
 def register(subparsers):
-    parser = subparsers.add_parser("db", help="profile database: import, list, show, export runs")
+    parser = subparsers.add_parser(
+        "db", help="profile database: import, list, show, export runs",
+        description="The profile database (SQLite, docs/database.md) that mprof bench fills "
+        "and fits, reports and gates read: import run profiles, list runs with their "
+        "parameters and settings, show one run's profile, export them (profiles, Extra-P, "
+        "CUBE).  A file of another application is refused and left unchanged.")
     sub = parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
 
     p = sub.add_parser("import", help="import run profiles (all or nothing)")
@@ -24,21 +29,22 @@ def register(subparsers):
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("list", help="list runs with their parameters")
-    p.add_argument("db")
+    p.add_argument("db", help="profile database")
     p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
                    help="keep runs whose parameter or setting NAME equals VALUE (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("show", help="print one run profile")
-    p.add_argument("db")
-    p.add_argument("run_id", type=option("RUN_ID", low=1, high=2**63 - 1, integer=True))
+    p.add_argument("db", help="profile database")
+    p.add_argument("run_id", type=option("RUN_ID", low=1, high=2**63 - 1, integer=True),
+                   help="run id (the first column of mprof db list)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="export runs: JSON lines (one profile per line), Extra-P "
                        "JSON Lines, CUBE4 experiment folders (docs/exports.md), or tables as "
                        "CSV or Parquet (docs/frames.md)")
-    p.add_argument("db")
+    p.add_argument("db", help="profile database")
     p.add_argument("-o", "--output", help="output file (default: standard output); for "
                    "--format cube the experiment folder (required); for csv and parquet the "
                    "folder that receives one file per table, or with --table the file "

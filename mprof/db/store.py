@@ -221,6 +221,7 @@ class ProfileDB:
             raise MprofError(f"{self.path}: cannot open database: {exc}") from None
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._refuse_foreign(create)  # before anything is written to the file
             self._retry(lambda: self.conn.execute("PRAGMA journal_mode = WAL").fetchone())
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -236,6 +237,24 @@ class ProfileDB:
                 return
             raise MprofError(f"{self.path}: not a usable profile database: "
                              f"{_explain(exc)}") from None
+
+    def _refuse_foreign(self, create: bool) -> None:
+        """An SQLite file without mprof's tables is another application's (or an empty file
+        given where a database was expected): mprof adds no tables to it.  Only a new, empty
+        database is set up, and only where one may be created."""
+        if schema.current_version(self.conn) != 0:
+            return
+        tables = [r[0] for r in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4")]
+        if tables:
+            self.conn.close()
+            raise MprofError(f"{self.path}: not a profile database: an SQLite database of "
+                             f"another application (tables {', '.join(tables[:3])}"
+                             f"{', ...' if len(tables) > 3 else ''}; no mprof tables); "
+                             "nothing was changed")
+        if not create:
+            self.conn.close()
+            raise MprofError(f"{self.path}: not a profile database (it has no mprof tables)")
 
     def _connect_readonly(self) -> sqlite3.Connection:
         uri = self.path.resolve().as_uri()

@@ -10,6 +10,8 @@ their kind, so that CI can tell "the code got slower" from "the gate could not d
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 import traceback
 
@@ -28,20 +30,29 @@ def register(subparsers):
         "gate", help=HELP,
         usage="mprof gate --baseline DB --candidate DB [options]\n"
               "       mprof gate run --spec SWEEP.toml (--baseline-bin X | --baseline-cmd T) "
-              "(--candidate-bin Y | --candidate-cmd T) [options]",
+              "(--candidate-bin Y | --candidate-cmd T) [options]\n"
+              "       mprof gate power --baseline DB [options]",
         description=HELP + ". Exit codes: 0 pass, 1 regression, 2 tool or input error, "
-        "3 inconclusive.  The table's baseline and candidate are medians of the runs (or "
-        "fitted values); its change is the Hodges-Lehmann estimate of candidate/baseline - 1 "
-        "(docs/gate.md).")
+        "3 inconclusive.  Compared: each configuration's time, the measured CPU time per access "
+        "category over all configurations (cat:), deterministic statistics, and with --fit the "
+        "refitted unit costs (fixed and imported parameters are not compared: they were not "
+        "measured); --model costs are informational.  --focus names the family the "
+        "multiple-testing correction counts.  The table's baseline and candidate are medians "
+        "of the runs (or fitted values); its change is the Hodges-Lehmann estimate of "
+        "candidate/baseline - 1 (docs/gate.md).  `mprof gate power` says beforehand how small "
+        "a change the runs can show.")
     p.add_argument("--baseline", metavar="DB", help="baseline profile database")
     p.add_argument("--candidate", metavar="DB", help="candidate profile database")
+    p.add_argument("--same-program", action="store_true",
+                   help="each side holds one program under another name (two builds named "
+                   "after their binaries): compare them as one program")
     p.add_argument("--baseline-where", action="append", default=[], metavar="NAME=VALUE",
                    help="select baseline runs only (repeatable)")
     p.add_argument("--candidate-where", action="append", default=[], metavar="NAME=VALUE",
                    help="select candidate runs only (repeatable)")
     _evaluation_options(p)
     p.set_defaults(func=cmd_gate)
-    sub = p.add_subparsers(dest="gate_command", metavar="run", title="optional action",
+    sub = p.add_subparsers(dest="gate_command", metavar="run|power", title="optional action",
                            required=False)
     r = sub.add_parser("run", prog="mprof gate run",
                        help="run a sweep for both builds (interleaved), then gate; "
@@ -57,8 +68,47 @@ def register(subparsers):
                    help="extra runs (both builds counted) for inconclusive units; default 0")
     r.add_argument("--out-dir", default="gate-out", metavar="DIR",
                    help="where baseline.db and candidate.db are recorded (default gate-out)")
+    r.add_argument("--adaptive", action="store_true",
+                   help="raise the repetitions to what the power check recommends for "
+                   "--change, within --budget, before the first evaluation")
+    r.add_argument("--noise-from", metavar="DB",
+                   help="baseline runs recorded earlier (e.g. the last CI run's baseline.db): "
+                   "the power check before any run, and with --adaptive the repetitions "
+                   "from the start")
+    r.add_argument("--change", type=float, metavar="X",
+                   help="the relative change the power check asks to see (default twice the "
+                   "tolerance)")
     _evaluation_options(r)
     r.set_defaults(func=cmd_run)
+    w = sub.add_parser("power", prog="mprof gate power",
+                       help="the smallest change the gate can see with the recorded noise, "
+                       "and the repetitions a change needs (runs nothing)",
+                       description="From the repeated runs of a database (normally the "
+                       "baseline): per unit the noise per run, the smallest relative change "
+                       "the gate can flag with the repetitions recorded (or --repetitions), "
+                       "and the repetitions per point and build that see --change, at the "
+                       "tolerance and alpha given, with the correction over --tests tests and "
+                       "80 % power (docs/gate.md, \"Power\").  Exit 0, 2 on bad input.")
+    w.add_argument("--baseline", required=True, metavar="DB", help="profile database")
+    w.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
+                   help="select runs (repeatable)")
+    w.add_argument("--program", action="append", default=[],
+                   help="only runs of this program (repeatable)")
+    w.add_argument("--change", type=float, metavar="X",
+                   help="the relative change to see (default twice the tolerance)")
+    w.add_argument("--repetitions", type=int, metavar="N",
+                   help="repetitions to assess (default: those recorded)")
+    w.add_argument("--tests", type=int, metavar="K",
+                   help="tests the correction counts (default: the time and category units "
+                   "of the runs, or of --focus)")
+    w.add_argument("--focus", action="append", default=[], metavar="MODULE|GLOB",
+                   help="only these units (as `mprof gate --focus`)")
+    w.add_argument("--config", metavar="GATE.toml", help="tolerance and alpha")
+    w.add_argument("--tolerance", type=float, help="relative tolerance (e.g. 0.05)")
+    w.add_argument("--alpha", type=float, help="significance level (e.g. 0.05)")
+    w.add_argument("--correction", help=argparse.SUPPRESS)
+    w.add_argument("--json", metavar="FILE", help="write the check as JSON")
+    w.set_defaults(func=cmd_power)
 
 
 def _evaluation_options(p):
@@ -78,6 +128,11 @@ def _evaluation_options(p):
                    help="a .perf file, or a folder of MODULE.perf files, declaring which "
                    "statistics are measured (never compared exactly); searched before "
                    "$MPROF_PERF_PATH and the source tree (repeatable)")
+    p.add_argument("--focus", action="append", default=[], metavar="MODULE|GLOB",
+                   help="the family to gate: a module's categories, fitted costs and "
+                   "statistics, or unit ids matching a glob (e.g. 'cat:*'); the "
+                   "multiple-testing correction counts only these, the other units are "
+                   "reported as INFO (repeatable)")
     p.add_argument("--config", metavar="GATE.toml", help="tolerances, alphas, allow-list")
     # checked (finite, in range) with the configuration's values, as one error of the gate
     p.add_argument("--tolerance", type=float, help="default relative tolerance (e.g. 0.05)")
@@ -171,6 +226,55 @@ def cmd_run(args) -> int:
     return _guard(_run, args)
 
 
+def cmd_power(args) -> int:
+    return _guard(_power, args)
+
+
+def _positive(value, name: str, *, integer: bool = False):
+    if value is None:
+        return None
+    if integer:
+        if value < 2:
+            raise MprofError(f"{name} must be at least 2, got {value}")
+        return value
+    if not math.isfinite(value) or value <= 0:
+        raise MprofError(f"{name} must be a positive number, got {value}")
+    return value
+
+
+def _power(args) -> int:
+    import json
+
+    from rich.console import Console
+
+    from .data import load_side
+    from .power import check, print_check
+
+    config = _config(args)
+    side = _program_filter(load_side("baseline", args.baseline, _conditions(args.where)),
+                           args.program)
+    if not side.runs:
+        raise MprofError(f"no runs in {args.baseline}")
+    tests = args.tests
+    if tests is not None and tests < 1:
+        raise MprofError(f"--tests must be at least 1, got {tests}")
+    result = check(side, config, change=_positive(args.change, "--change"), tests=tests,
+                   repetitions=_positive(args.repetitions, "--repetitions", integer=True),
+                   focus=args.focus)
+    if not result.lines:
+        raise MprofError(f"no configuration of {args.baseline} has 2 or more runs: the noise "
+                         "is unknown")
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 120))
+    print_check(result, console)
+    if args.json:
+        from . import output
+
+        output.write(args.json, json.dumps(result.to_json(), indent=2) + "\n")
+    return 0
+
+
 def _gate(args) -> int:
     from .data import load_side
     from .evaluate import evaluate
@@ -188,7 +292,8 @@ def _gate(args) -> int:
         args.program)
     report = evaluate(baseline, candidate, config, model=_model(args), fit_script=args.fit,
                       allow_cross_machine=args.allow_cross_machine,
-                      inconclusive_ok=args.inconclusive_ok, interfaces=args.interface)
+                      inconclusive_ok=args.inconclusive_ok, interfaces=args.interface,
+                      focus=args.focus, same_program=args.same_program)
     return _emit(report, args)
 
 
@@ -205,7 +310,9 @@ def _run(args) -> int:
         candidate_cmd=args.candidate_cmd, candidate_bin=args.candidate_bin,
         out_dir=args.out_dir, budget=args.budget, config=_config(args), model=_model(args),
         fit_script=args.fit, where=where, allow_cross_machine=args.allow_cross_machine,
-        inconclusive_ok=args.inconclusive_ok, interfaces=args.interface)
+        inconclusive_ok=args.inconclusive_ok, interfaces=args.interface, focus=args.focus,
+        adaptive=args.adaptive, noise_from=args.noise_from,
+        change=_positive(args.change, "--change"))
     print(f"gate run: {log.runs} run(s), {log.extra_runs} extra in {log.rounds} round(s) -> "
           f"{args.out_dir}", file=sys.stderr)
     return _emit(report, args)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..db.store import Condition, ProfileDB, explain_no_match
 from ..errors import MprofError
-from ..profile import RunProfile, load_profiles
+from ..profile import NOT_SAMPLED, RunProfile, load_profiles
 
 
 @dataclass
@@ -25,6 +25,9 @@ class RunData:
 
     profile: RunProfile
     stats: dict[tuple[str, str], float] = field(default_factory=dict)
+    # access category -> measured CPU seconds summed over PEs (the profile's per-PE
+    # `categories`); None: the run did not measure them
+    categories: dict[str, float] | None = None
 
     def __post_init__(self):
         if not self.stats:
@@ -86,7 +89,12 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
     if not path.exists():
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
-    side.runs = [RunData(profile) for profile in load_profiles(path, where)]
+    profiles = load_profiles(path, where)
+    # runs stored before the database kept category times in a table of their own have them
+    # only in their documents
+    measured = stored_category_times(path, [p.id for p in profiles if not p.has_categories])
+    side.runs = [RunData(p, categories=category_totals(p, measured.get(p.id)))
+                 for p in profiles]
     if where and not side.runs:
         with ProfileDB(path, create=False) as db:
             explanation = explain_no_match(db.runs(), where)
@@ -94,6 +102,64 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
                          + " ".join(f"{c.name}={c.value}" for c in where)
                          + f") matches no run of {path}: {explanation}")
     return side
+
+
+BUSY = "(busy)"  # CPU time outside the idle loop, where a run has no category times
+
+
+def stored_category_times(database: str | Path, run_ids) -> dict[int, list]:
+    """run id -> per PE (in PE order) the `categories` rows of its stored run profile, or None
+    for a PE without them, read from the stored documents (runs.document): for runs imported
+    before the database kept them in its category_time table (migration 5 fills it for new
+    runs only)."""
+    out: dict[int, list] = {}
+    ids = [i for i in run_ids if i is not None]
+    if not ids:
+        return out
+    with ProfileDB(database, create=False) as db:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for run_id, text in db.conn.execute(
+                    f"SELECT id, document FROM runs WHERE id IN ({marks})", chunk):
+                try:
+                    doc = json.loads(text)
+                except (TypeError, ValueError):
+                    continue
+                pes = sorted(doc.get("pes", []), key=lambda p: p.get("pe", 0))
+                out[run_id] = [p.get("categories") for p in pes]
+    return out
+
+
+def category_totals(profile: RunProfile, per_pe: list | None = None) -> dict[str, float] | None:
+    """Access category -> CPU seconds summed over PEs: the profile's own (RunProfile
+    .category_totals), else from the PEs' `categories` rows given (or in the profile's
+    document); the CPU time of a PE that took no sample counts as NOT_SAMPLED.  None when no
+    PE of the run measured category times."""
+    if profile.has_categories:
+        return profile.category_totals()
+    if per_pe is None and profile.document is not None:
+        pes = sorted(profile.document.get("pes", []), key=lambda p: p.get("pe", 0))
+        per_pe = [p.get("categories") for p in pes]
+    if not per_pe or all(not rows for rows in per_pe):
+        return None
+    totals: dict[str, float] = {}
+    for pe, rows in zip(profile.pes, per_pe):
+        if not rows:
+            if pe.cpu_s:
+                totals[NOT_SAMPLED] = totals.get(NOT_SAMPLED, 0.0) + float(pe.cpu_s)
+            continue
+        for row in rows:
+            name = str(row.get("access", "?"))
+            totals[name] = totals.get(name, 0.0) + float(row.get("cpu_s", 0.0))
+    return totals
+
+
+def busy_time(profile: RunProfile) -> float | None:
+    """CPU seconds outside the idle loop, summed over PEs; None without CPU times."""
+    if any(pe.cpu_s is None for pe in profile.pes):
+        return None
+    return sum(pe.cpu_s - (pe.idle_cpu_s or 0.0) for pe in profile.pes)
 
 
 def _fmt(value) -> str:

@@ -4,12 +4,19 @@ Units (ids are matched by the config's globs):
 
     CONFIG::time                     time per run: CPU (default) or elapsed (Mann-Whitney U /
                                      Hodges-Lehmann)
+    cat:ACCESS                       measured CPU time of an access category per run (the
+                                     profile's sampled `categories`), over every configuration
+                                     compared (stratified Mann-Whitney); `cat:(busy)`, CPU time
+                                     outside the idle loop, for runs without category times
     CONFIG::stat:MODULE.STAT         a statistic that is deterministic for the configuration:
                                      compared exactly (BEHAVIOUR CHANGE when it differs)
-    CONFIG::cost:MODULE.CATEGORY     per-run category cost from --model (the model applied to
-                                     each run's statistics), compared like times
-    CONFIG::fit:MODULE.CATEGORY      category cost of the configuration with each side's own
-                                     fitted coefficients (--fit), compared with their errors
+    CONFIG::cost:MODULE.CATEGORY     per-run category cost from --model (the model's unit costs
+                                     times each run's counts): informational, never gating (it
+                                     measures no time: the unit costs are the same on both sides)
+    CONFIG::fit:MODULE.CATEGORY      the category's fitted parameters priced at the baseline's
+                                     term values with each side's own fitted coefficients
+                                     (--fit), compared with their errors; fixed and imported
+                                     parameters are not compared (they were not measured)
     fit::MODULE.CATEGORY:TERM        a fitted coefficient (--fit), compared with its error
 
 CONFIG is `program(npes=..,param=..,...)`.
@@ -27,8 +34,9 @@ import numpy as np
 
 from ..errors import MprofError
 from .config import GateConfig
-from .data import RunData, Side, StatProperties, config_labels, statistic_properties
-from .stats import Comparison, adjust, compare_estimates, compare_samples
+from .data import (BUSY, RunData, Side, StatProperties, busy_time, config_labels,
+                   statistic_properties)
+from .stats import Comparison, adjust, compare_estimates, compare_samples, compare_strata
 
 REGRESSION = "REGRESSION"
 BEHAVIOUR = "BEHAVIOUR CHANGE"
@@ -48,7 +56,7 @@ class CrossMachineError(MprofError):
 @dataclass
 class Unit:
     id: str
-    kind: str  # time | stat | cost | fit | coef
+    kind: str  # time | cat | stat | cost | fit | coef
     config: str | None  # configuration label (None for fit coefficients)
     name: str  # what is compared within the configuration
     tolerance: float
@@ -64,11 +72,27 @@ class Unit:
     # units with equal keys test one hypothesis and count once in the multiple-testing
     # correction (see _hypothesis); None: a hypothesis of its own
     hypothesis: tuple | None = None
+    # decided with the family the user asked about (--focus); False: reported, not gating
+    in_focus: bool = True
+    informational: bool = False  # never a verdict that gates (e.g. model costs of counts)
+
+    @property
+    def module(self) -> str | None:
+        """The module (data structure) the unit is about, if any."""
+        if self.kind == "cat":
+            access = self.name.split(" ", 1)[-1]
+            return access.split(":", 1)[0] if ":" in access else None
+        if self.kind == "stat":
+            return self.name.split(" ", 1)[-1].split(".", 1)[0]
+        if self.category:
+            return self.category.split(".", 1)[0]
+        return None
 
     def to_json(self) -> dict:
         c = self.comparison
         out = {"id": self.id, "kind": self.kind, "config": self.config, "name": self.name,
                "category": self.category, "verdict": self.verdict, "note": self.note,
+               "in_focus": self.in_focus,
                "tolerance": self.tolerance, "alpha": self.alpha,
                "p_adjusted": _finite(self.p_adjusted)}
         if c is not None:
@@ -101,6 +125,9 @@ class GateReport:
     unused_allow: list[str] = field(default_factory=list)
     # MODULE.STAT -> why it is never compared exactly (measured, or varies between runs)
     inexact_stats: dict[str, str] = field(default_factory=dict)
+    # MODULE.CATEGORY or parameter -> why no fit unit compares it (fixed or imported only)
+    not_compared: dict[str, str] = field(default_factory=dict)
+    focus: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(ORDER, 0)
@@ -146,10 +173,13 @@ class GateReport:
                          "measure": self.config.measure,
                          "fastest": self.config.fastest,
                          "disturbed": self.config.disturbed_limit,
+                         "focus": self.focus,
                          "config": self.config.source},
             "warnings": self.warnings,
             "unused_allow": self.unused_allow,
             "inexact_statistics": dict(sorted(self.inexact_stats.items())),
+            "not_compared": dict(sorted(self.not_compared.items())),
+            "focus": self.focus,
             "units": [u.to_json() for u in self.sorted_units()],
         }
 
@@ -227,10 +257,20 @@ def _undetermined(names, fits) -> Comparison:
                            + ", ".join(sorted(names)))
 
 
-def _category_estimate(fit: SideFit, module: str, category: str,
+def _fitted_names(fits, module: str, category: str) -> tuple[list[str], list[str]]:
+    """(the category's parameters fitted on both sides, its priced parameters that are not:
+    fixed by the script or imported from another model)."""
+    fb = fits[0]
+    names = [n for n in fb.model.categories_of(module).get(category, [])
+             if n in fb.model.values and n not in fb.model.ignored]
+    fitted = [n for n in names if all(n in f.model.fitted for f in fits)]
+    return fitted, [n for n in names if n not in fitted]
+
+
+def _category_estimate(fit: SideFit, names: list[str],
                        terms: dict[str, float]) -> tuple[float, float]:
-    """(cost, standard error) of a category for term values (parameter names as keys)."""
-    names = fit.model.categories_of(module).get(category, [])
+    """(cost, standard error) of some of a category's parameters for term values (parameter
+    names as keys)."""
     estimate = fit.model.price({n: terms.get(n, 0.0) for n in names})
     return estimate.seconds, estimate.sd
 
@@ -271,10 +311,9 @@ def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
     hypothesis with the same statistic and count once in the multiple-testing correction.
     Counting each copy would treat 2k + 1 identical tests as independent and ask a one-term
     category's slowdown to be k times as significant in a sweep of k configurations."""
-    names = [n for n in fits[0].model.categories_of(module).get(category, [])
-             if n in fits[0].model.values and n not in fits[0].model.ignored]
-    if not names or any(n not in fit.model.fitted for fit in fits for n in names):
-        return None  # imported or fixed parameters: their cost does not scale away
+    names, _ = _fitted_names(fits, module, category)
+    if not names:
+        return None
     x = [tb.get(n, 0.0) for n in names]
     if x != [tc.get(n, 0.0) for n in names]:
         return None
@@ -306,10 +345,14 @@ def _fmt_value(v: float) -> str:
 def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, *,
              model=None, fit_script: str | Path | None = None,
              allow_cross_machine: bool = False, inconclusive_ok: bool = False,
-             unit_filter=None, interfaces: Sequence[str | Path] = ()) -> GateReport:
+             unit_filter=None, interfaces: Sequence[str | Path] = (),
+             focus: Sequence[str] = (), same_program: bool = False) -> GateReport:
     """Compare two sides.  `unit_filter(unit) -> bool` keeps only some units (before the
     multiple-testing correction, which then counts only those).  `interfaces` (.perf files or
     folders) declare which statistics are measurements, before the interface search path.
+    `focus` (module names or unit id globs) is the family the user asks about: the correction
+    counts only its units, and the others are reported but do not gate.  `same_program`:
+    two builds of one program whose profiles name it differently (`same_program()`).
 
     Nothing to compare is an input error (MprofError): no configuration with runs on both
     sides, or (after `unit_filter`) only units that compare nothing."""
@@ -328,7 +371,10 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             f"{', '.join(sorted(f[:12] for f in candidate.fingerprints))}); refusing to "
             "compare (--allow-cross-machine makes the comparison informational)")
     report = GateReport([], baseline, candidate, config, cross_machine=cross,
-                        inconclusive_ok=inconclusive_ok)
+                        inconclusive_ok=inconclusive_ok, focus=list(focus))
+    renamed = rename_candidate_program(baseline, candidate) if same_program else None
+    if renamed:
+        report.warnings.append(renamed)
     base_cfg, cand_cfg = baseline.by_config(), candidate.by_config()
     keys = list(dict.fromkeys([*base_cfg, *cand_cfg]))
     labels = config_labels(keys)
@@ -359,6 +405,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
     if fit_script is not None:
         fits = _fits(fit_script, baseline, candidate, config, report.warnings)
 
+    shared = []
     for key in keys:
         label = labels[key]
         b_runs, c_runs = base_cfg.get(key, []), cand_cfg.get(key, [])
@@ -369,6 +416,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             else:
                 u.verdict, u.note = INFO, "no baseline runs of this configuration (new)"
             continue
+        shared.append((b_runs, c_runs))
         u = unit(f"{label}::time", "time", label, "time")
         u.comparison = compare_samples(_run_times(b_runs, config.measure),
                                        _run_times(c_runs, config.measure), u.tolerance, u.alpha)
@@ -382,6 +430,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                 u.comparison = compare_samples([c.get(name, 0.0) for c in b_costs],
                                                [c.get(name, 0.0) for c in c_costs],
                                                u.tolerance, u.alpha)
+                u.informational = True
         if fits is not None:
             fb, fc = fits
             for module, info in fb.model.interfaces.items():
@@ -393,18 +442,35 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     continue
                 for cat in info.categories:
                     name = f"{module}.{cat}"
+                    fitted, other = _fitted_names(fits, module, cat)
+                    for n in other:
+                        report.not_compared.setdefault(
+                            n, "fixed by the modeling script" if _is_fixed(fb.model, n)
+                            else "imported from another model" if n in fb.model.imported
+                            else "not fitted on both sides")
+                    if not fitted:
+                        if other:
+                            report.not_compared.setdefault(
+                                name, "a category without a fitted parameter")
+                        continue
                     u = unit(f"{label}::fit:{name}", "fit", label, f"fitted cost {name}", name)
-                    bad = {f"{module}:{t}" for t in info.categories[cat]
-                           if tb.get(f"{module}:{t}") or tc.get(f"{module}:{t}")} \
+                    bad = {n for n in fitted if tb.get(n) or tc.get(n)} \
                         & (fb.undetermined | fc.undetermined)
                     if bad:
                         u.comparison = _undetermined(bad, fits)
                         continue
-                    cb, sb = _category_estimate(fb, module, cat, tb)
-                    cc, sc = _category_estimate(fc, module, cat, tc)
+                    # the baseline's term values on both sides: the unit compares the unit
+                    # costs; a change in the counts is the stat units' business
+                    cb, sb = _category_estimate(fb, fitted, tb)
+                    cc, sc = _category_estimate(fc, fitted, tb)
                     u.comparison = compare_estimates(cb, sb, fb.dof, cc, sc, fc.dof,
                                                      u.tolerance, u.alpha)
-                    u.hypothesis = _hypothesis(fits, module, cat, tb, tc, u)
+                    if other:
+                        u.comparison.note = "; ".join(filter(None, [
+                            u.comparison.note,
+                            "fitted parameters only; not compared: " + ", ".join(other)]))
+                    u.hypothesis = _hypothesis(fits, module, cat, tb, tb, u)
+    _category_units(unit, shared)
     if fits is not None:
         fb, fc = fits
         for name in fb.model.fitted:
@@ -429,8 +495,81 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                          "configuration lacks runs on one side): "
                          + "; ".join(f"{u.id}: {u.note}" for u in report.units[:4])
                          + (" ..." if len(report.units) > 4 else ""))
+    if focus:
+        for u in report.units:
+            u.in_focus = in_focus(u, focus)
+        if not any(u.in_focus for u in report.units):
+            modules = sorted({m for u in report.units if (m := u.module)})
+            raise MprofError(f"--focus {' '.join(focus)} matches no unit (modules: "
+                             f"{', '.join(modules) or 'none'}; or give a unit id glob such "
+                             "as 'cat:*')")
     decide(report)
     return report
+
+
+def _is_fixed(model, name: str) -> bool:
+    from ..model.modelfile import FIXED
+
+    return model.imported.get(name) == FIXED
+
+
+def in_focus(u: Unit, focus: Sequence[str]) -> bool:
+    """Whether a unit belongs to the family asked about: a module name (its categories, costs,
+    coefficients and statistics) or a glob on unit ids."""
+    import fnmatch
+
+    for pattern in focus:
+        if any(ch in pattern for ch in "*?[:") or "::" in pattern:
+            if fnmatch.fnmatchcase(u.id, pattern):
+                return True
+        elif u.module == pattern:
+            return True
+    return False
+
+
+def rename_candidate_program(baseline: Side, candidate: Side) -> str | None:
+    """Two builds of one program under different names (a candidate binary `x_slow` whose
+    profiles name the program after the binary): when each side has a single program, they
+    differ, and no configuration is shared otherwise, the candidate's runs are compared as
+    the baseline's program.  Returns the warning saying so, or None."""
+    b = {r.program for r in baseline.runs}
+    c = {r.program for r in candidate.runs}
+    if len(b) != 1 or len(c) != 1 or b == c:
+        return None
+    if set(baseline.by_config()) & set(candidate.by_config()):
+        return None
+    old, new = c.pop(), next(iter(b))
+    for r in candidate.runs:
+        r.profile.program = new
+    return (f"the candidate's program {old} is compared as the baseline's {new} (each side "
+            "holds one program)")
+
+
+def _category_units(unit, shared) -> None:
+    """`cat:ACCESS` units: the measured CPU time of each access category per run, compared
+    over every configuration with runs on both sides at once (stratified by configuration:
+    the configurations' categories take different times, a change is relative).  A
+    configuration where some run has no category times contributes CPU time outside the idle
+    loop instead (`cat:(busy)`)."""
+    strata: dict[str, list] = {}
+    for b_runs, c_runs in shared:
+        runs = [*b_runs, *c_runs]
+        if all(r.categories is not None for r in runs):
+            names = sorted({n for r in runs for n in r.categories})
+            for name in names:
+                strata.setdefault(name, []).append(
+                    ([r.categories.get(name, 0.0) for r in b_runs],
+                     [r.categories.get(name, 0.0) for r in c_runs]))
+            continue
+        b = [busy_time(r.profile) for r in b_runs]
+        c = [busy_time(r.profile) for r in c_runs]
+        if None not in b and None not in c:
+            strata.setdefault(BUSY, []).append((b, c))
+    for name, groups in strata.items():
+        u = unit(f"cat:{name}", "cat", None, f"measured {name}")
+        u.comparison = compare_strata(groups, u.tolerance, u.alpha)
+        if len(groups) > 1 and not u.comparison.note:
+            u.comparison.note = f"over {len(groups)} configurations"
 
 
 def _compares(u: Unit) -> bool:
@@ -453,6 +592,9 @@ def _nothing_shared(baseline: Side, candidate: Side, base_cfg, cand_cfg, labels)
         if not b & c:
             hint = (f"; their {what} differ: baseline {', '.join(sorted(b)[:4])}, candidate "
                     f"{', '.join(sorted(c)[:4])}")
+            if what == "programs" and len(b) == len(c) == 1:
+                hint += (" (two builds of one program named after their binaries: "
+                         "--same-program compares them as one)")
             break
     return (f"nothing to compare: no configuration has runs in both {baseline.database} "
             f"and {candidate.database} (baseline: {some(base_cfg)}; candidate: "
@@ -511,23 +653,17 @@ def _stat_units(unit, label: str, b_runs: list[RunData], c_runs: list[RunData],
 
 def decide(report: GateReport) -> None:
     """Correct the p-values, then set each statistical unit's verdict; apply the allow-list
-    and the cross-machine rule."""
+    and the cross-machine rule.  The correction runs within the focus (every unit without
+    one); the units outside it are corrected among themselves and reported as INFO when they
+    would not pass.  Informational units (model costs of counts) never gate."""
     tested = [u for u in report.units if u.comparison is not None]
-    # one p-value per hypothesis: units with equal keys (Unit.hypothesis) are one test
-    families: dict = {}
-    for i, u in enumerate(tested):
-        key = ("unit", i) if u.hypothesis is None else (u.hypothesis, u.alpha)
-        families.setdefault(key, []).append(u)
-    groups = list(families.values())
-    q_group = adjust([max(u.comparison.p_regression for u in g) for g in groups],
-                     report.config.correction)
-    q_unit = {id(u): q for g, q in zip(groups, q_group) for u in g}
-    adjusted = [q_unit[id(u)] for u in tested]
-    for u, q in zip(tested, adjusted):
+    for family in ([u for u in tested if u.in_focus and not u.informational],
+                   [u for u in tested if not u.in_focus or u.informational]):
+        _correct(family, report.config.correction)
+    for u in tested:
         c = u.comparison
-        u.p_adjusted = q
         notes = [c.note] if c.note else []
-        if q < u.alpha:
+        if u.p_adjusted < u.alpha:
             u.verdict = REGRESSION
         elif c.high <= u.tolerance:
             u.verdict = PASS
@@ -547,9 +683,41 @@ def decide(report: GateReport) -> None:
                 f"; {u.note}" if u.note else "")
             u.verdict = ALLOWED
     report.unused_allow = [r.match for r in report.config.allow if r.match not in used]
+    for u in report.units:
+        if u.verdict in (PASS, INFO, ALLOWED):
+            continue
+        if u.informational:
+            u.note = ("the model's unit costs times the run's counts, not a measured time: "
+                      f"would be {u.verdict}") + (f"; {u.note}" if u.note else "")
+            u.verdict = INFO
+        elif not u.in_focus:
+            u.note = (f"outside the focus ({', '.join(report.focus)}): would be {u.verdict}"
+                      + (f"; {u.note}" if u.note else ""))
+            u.verdict = INFO
     if report.cross_machine:
         for u in report.units:
             if u.verdict != INFO:
                 u.note = f"cross-machine comparison: would be {u.verdict}" + (
                     f"; {u.note}" if u.note else "")
                 u.verdict = INFO
+
+
+def _correct(tested: list[Unit], correction: str) -> None:
+    """Adjusted p-values of one family; units testing one hypothesis count once."""
+    families: dict = {}
+    for i, u in enumerate(tested):
+        key = ("unit", i) if u.hypothesis is None else (u.hypothesis, u.alpha)
+        families.setdefault(key, []).append(u)
+    groups = list(families.values())
+    q_group = adjust([max(u.comparison.p_regression for u in g) for g in groups], correction)
+    for g, q in zip(groups, q_group):
+        for u in g:
+            u.p_adjusted = q
+
+
+def hypotheses(units) -> int:
+    """How many tests the correction counts among these units."""
+    keys = set()
+    for i, u in enumerate(units):
+        keys.add(("unit", i) if u.hypothesis is None else (u.hypothesis, u.alpha))
+    return len(keys)

@@ -102,6 +102,8 @@ def print_terminal(report: GateReport, console: Console | None = None, *,
         console.print(f"{hidden} unit(s) PASS (--show-pass lists them)")
     for text in report.warnings:
         console.print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
+    if report.not_compared:
+        console.print(not_compared_line(report), highlight=False, soft_wrap=True)
     if report.unused_allow:
         console.print("allow-list entries matching no unit: " + ", ".join(report.unused_allow),
                       highlight=False)
@@ -109,6 +111,14 @@ def print_terminal(report: GateReport, console: Console | None = None, *,
         console.print("[yellow]cross-machine comparison: every verdict is informational[/]")
     style = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
     console.print(f"[{style[report.status]}]{summary_line(report)}[/]", highlight=False)
+
+
+def not_compared_line(report: GateReport) -> str:
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in sorted(report.not_compared.items()):
+        by_reason.setdefault(reason, []).append(name)
+    return ("not compared (priced, not measured, on both sides): "
+            + "; ".join(f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()))
 
 
 def _md_escape(text: str) -> str:
@@ -146,6 +156,8 @@ def markdown(report: GateReport, *, show_pass: bool = False) -> str:
     if report.warnings:
         lines.append("")
         lines += [f"- warning: {_md_escape(text.strip())}" for text in report.warnings]
+    if report.not_compared:
+        lines += ["", _md_escape(not_compared_line(report))]
     if report.unused_allow:
         lines += ["", "Allow-list entries matching no unit: "
                   + ", ".join(f"`{m}`" for m in report.unused_allow)]

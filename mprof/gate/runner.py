@@ -42,6 +42,8 @@ class RunLog:
     extra_runs: int = 0
     rounds: int = 0
     failures: list[str] = field(default_factory=list)
+    power: object = None  # mprof.gate.power.PowerCheck, the last one made
+    repetitions: int = 0  # repetitions per point and build aimed at (adaptive: raised)
 
 
 def make_build(name: str, spec: SweepSpec, database: Path, *, command: str | None = None,
@@ -93,7 +95,16 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
              allow_cross_machine: bool = False, inconclusive_ok: bool = False,
              console: Console | None = None,
              on_round: Callable[[GateReport], None] | None = None,
-             interfaces: Sequence[str | Path] = ()) -> tuple[GateReport, RunLog]:
+             interfaces: Sequence[str | Path] = (),
+             focus: Sequence[str] = (), adaptive: bool = False,
+             noise_from: str | Path | None = None,
+             change: float | None = None) -> tuple[GateReport, RunLog]:
+    """Run the sweep for both builds, interleaved, and gate.  The power check (mprof.gate.power)
+    is printed before any run when the noise is known (`noise_from`, a database of earlier
+    baseline runs, or runs already recorded in `out_dir`), and after the spec's repetitions.
+    `adaptive`: raise the repetitions to those the power check recommends for `change`
+    (default twice the tolerance), within `budget` extra runs, before the first evaluation;
+    then add repetitions for inconclusive units while the budget lasts."""
     console = console or message_console()
     spec = load_spec(spec_path)
     if not (baseline_cmd or baseline_bin) or not (candidate_cmd or candidate_bin):
@@ -113,17 +124,35 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
         argv0 = shlex.split(build.spec.command)[0] if build.spec.command.strip() else ""
         if not argv0:
             raise MprofError(f"{build.name}: empty command")
-    log = RunLog()
+    log = RunLog(repetitions=spec.repetitions)
+    config = config or GateConfig()
+    if noise_from is not None and not Path(noise_from).exists():
+        raise MprofError(f"--noise-from: {noise_from} does not exist")
+    before = Path(noise_from) if noise_from is not None else (
+        builds[0].database if builds[0].database.exists() else None)
     dbs = {b.name: ProfileDB(b.database) for b in builds}
     try:
         points = spec.points()
+        if before is not None:
+            target = _power(before, where, config, change, focus, log, console)
+            if adaptive and target:
+                points = _more_points(spec, points, target, budget, log, console)
         console.print(f"gate run: {len(points)} point(s) x 2 builds -> {out}", highlight=False)
         for point in points:
-            _run_pair(builds, dbs, point, log, console, extra=False)
+            _run_pair(builds, dbs, point, log, console, extra=point.repetition >= spec.repetitions)
         if log.failures:
             raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
+        target = _power(builds[0].database, where, config, change, focus, log, console)
+        if adaptive and target and target > log.repetitions:
+            more = _more_points(spec, points, target, budget - log.extra_runs, log, console)
+            for point in more[len(points):]:
+                _run_pair(builds, dbs, point, log, console, extra=True)
+            points = more
+            if log.failures:
+                raise MprofError(f"{len(log.failures)} run(s) failed; first: "
+                                 f"{log.failures[0]}")
         report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                           inconclusive_ok, interfaces)
+                           inconclusive_ok, interfaces, focus)
         if on_round:
             on_round(report)
         while budget - log.extra_runs >= 2:
@@ -146,7 +175,7 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
             if not added:
                 break
             report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                               inconclusive_ok, interfaces)
+                               inconclusive_ok, interfaces, focus)
             if on_round:
                 on_round(report)
             console.print(f"gate run: round {log.rounds}: +{added} point(s) per build, "
@@ -158,13 +187,55 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
     return report, log
 
 
+def _power(database, where, config, change, focus, log: RunLog, console) -> int | None:
+    """Print the power check of the baseline runs in `database`; the repetitions it
+    recommends (None when it cannot tell)."""
+    from .power import check
+
+    try:
+        side = load_side("baseline", database, where)
+    except MprofError:
+        return None
+    if not side.runs:
+        return None
+    log.power = check(side, config, change=change, focus=focus)
+    console.print(log.power.sentence(), highlight=False, soft_wrap=True)
+    if log.power.recommended is None and log.power.lines:
+        return OUT_OF_REACH  # as many as the budget allows
+    return log.power.recommended
+
+
+OUT_OF_REACH = 10**6
+
+
+def _more_points(spec: SweepSpec, points: list[Point], target: int, budget: int, log: RunLog,
+                 console) -> list[Point]:
+    """The points of `target` repetitions (or as many more as `budget` extra runs allow, both
+    builds counted)."""
+    configurations = len(spec.configurations())
+    affordable = log.repetitions + max(0, budget) // (2 * max(1, configurations))
+    reps = min(target, affordable)
+    if reps <= log.repetitions:
+        if target > log.repetitions:
+            wanted = "more than 200" if target >= OUT_OF_REACH else str(target)
+            console.print(f"gate run: the budget allows no more repetitions ({wanted} "
+                          "recommended)", highlight=False)
+        return points
+    wanted = "more than 200" if target >= OUT_OF_REACH else str(target)
+    console.print(f"gate run: adaptive: {reps} repetitions per point and build"
+                  + (f" ({wanted} recommended, the budget allows {reps})" if reps < target
+                     else ""), highlight=False)
+    log.repetitions = reps
+    return replace(spec, repetitions=reps).points()
+
+
 def _evaluate(builds, config, model, fit_script, where, allow_cross_machine, inconclusive_ok,
-              interfaces=()):
+              interfaces=(), focus=()):
     baseline = load_side("baseline", builds[0].database, where)
     candidate = load_side("candidate", builds[1].database, where)
     return evaluate(baseline, candidate, config, model=model, fit_script=fit_script,
                     allow_cross_machine=allow_cross_machine, inconclusive_ok=inconclusive_ok,
-                    interfaces=interfaces)
+                    interfaces=interfaces, focus=focus, same_program=True)
 
 
 def _inconclusive_points(report: GateReport, db: ProfileDB, points: Sequence[Point]) -> list:

@@ -203,3 +203,184 @@ def adjust(pvalues, method: str = "holm") -> list[float]:
         running = max(running, min(1.0, (k - rank) * p[i]))
         out[i] = running
     return [float(x) for x in out]
+
+
+# -- stratified rank comparison (one unit over several configurations) ------------------------
+
+
+def _u_pmf(n: int, m: int) -> np.ndarray:
+    cdf = _u_cdf(min(n, m), max(n, m))
+    return np.diff(cdf, prepend=0.0)
+
+
+def _sum_pmf(sizes) -> np.ndarray | None:
+    """The exact null distribution of the sum of the strata's U statistics (independent
+    strata, no ties): the convolution of their distributions; None when a stratum is too large
+    for the exact distribution (then the normal approximation is used)."""
+    pmf = np.ones(1)
+    for n, m in sizes:
+        if n * m > 2500:
+            return None
+        pmf = np.convolve(pmf, _u_pmf(n, m))
+    return pmf
+
+
+def _sum_sf(pmf, sizes, s: float) -> float:
+    """P(S >= s) under H0 (s rounded down: ties count against rejecting)."""
+    if pmf is not None:
+        k = int(math.floor(s + 1e-9))
+        if k <= 0:
+            return 1.0
+        if k >= len(pmf):
+            return 0.0
+        return float(min(1.0, max(0.0, pmf[k:].sum())))
+    mean = sum(n * m / 2 for n, m in sizes)
+    sd = math.sqrt(sum(n * m * (n + m + 1) / 12 for n, m in sizes))
+    return float(sstats.norm.sf((s - 0.5 - mean) / sd)) if sd > 0 else 1.0
+
+
+def _critical_count(pmf, sizes, alpha: float) -> int:
+    """The smallest c with P(S >= c) <= alpha; more than the number of pairs when none."""
+    total = sum(n * m for n, m in sizes)
+    if pmf is not None:
+        tail = np.cumsum(pmf[::-1])[::-1]  # tail[c] = P(S >= c)
+        ok = np.nonzero(tail <= alpha + 1e-12)[0]
+        return int(ok[0]) if len(ok) else total + 1
+    mean = total / 2
+    sd = math.sqrt(sum(n * m * (n + m + 1) / 12 for n, m in sizes))
+    return int(math.ceil(mean + 0.5 + sstats.norm.isf(alpha) * sd))
+
+
+def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
+    """Compare repeated measurements of one quantity over several configurations (strata), e.g.
+    the CPU time of one access category in every configuration of a sweep: a relative change
+    common to all of them, tested with the sum of the configurations' Mann-Whitney U statistics
+    (a stratified rank test; exact null distribution by convolution), estimated by the median
+    of all within-configuration pairwise log differences, with the exact bounds of that test
+    inverted (the c-th largest and smallest pairwise difference).  Each stratum is (baseline
+    values, candidate values); strata with fewer than 2 values on a side are left out.  Zeros:
+    differences of the values divided by their configuration's baseline median."""
+    pairs = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in strata]
+    pairs = [(x, y) for x, y in pairs if len(x) >= 2 and len(y) >= 2]
+    nb = sum(len(x) for x, _ in pairs)
+    nc = sum(len(y) for _, y in pairs)
+    if not pairs:
+        return Comparison("stratified", nb, nc, math.nan, math.nan, math.nan, -math.inf,
+                          math.inf, 1.0, 1.0, note="too few runs to test (need 2 per side)")
+    if len(pairs) == 1:
+        c = compare_samples(pairs[0][0], pairs[0][1], tolerance, alpha)
+        return c
+    allx = np.concatenate([x for x, _ in pairs])
+    ally = np.concatenate([y for _, y in pairs])
+    if all(np.all(x == x[0]) and np.all(y == x[0]) for x, y in pairs):
+        return compare_exact(1.0, 1.0, tolerance, nb, nc)
+    positive = bool(np.all(allx > 0) and np.all(ally > 0))
+    diffs_by = []
+    for x, y in pairs:
+        if positive:
+            lx, ly = np.log(x), np.log(y)
+        else:
+            scale = abs(float(np.median(x))) or 1.0
+            lx, ly = x / scale, y / scale
+        diffs_by.append((ly[None, :] - lx[:, None]).ravel())
+    shift_tol = math.log1p(tolerance) if positive else tolerance
+    to_rel = np.expm1 if positive else (lambda d: d)
+    sizes = [(len(x), len(y)) for x, y in pairs]
+    pmf = _sum_pmf(sizes)
+    diffs = np.sort(np.concatenate(diffs_by))
+
+    def count_above(d):  # the U statistic of (candidate - d) against baseline, ties halved
+        return float(np.sum(diffs > d + 1e-15) + 0.5 * np.sum(np.abs(diffs - d) <= 1e-15))
+
+    p_reg = _sum_sf(pmf, sizes, count_above(shift_tol))
+    p_any = _sum_sf(pmf, sizes, count_above(0.0))
+    est = float(np.median(diffs))
+    c = _critical_count(pmf, sizes, alpha)
+    if 1 <= c <= len(diffs):
+        low, high = float(diffs[len(diffs) - c]), float(diffs[c - 1])
+        note = ""
+    else:
+        low, high = -math.inf, math.inf
+        note = f"too few runs for a {100 * (1 - alpha):g} % bound"
+    base = float(np.median([np.median(x) for x, _ in pairs]))
+    cand = float(np.median([np.median(y) for _, y in pairs]))
+    return Comparison("stratified", nb, nc, base, cand, float(to_rel(est)),
+                      float(to_rel(low)) if math.isfinite(low) else -math.inf,
+                      float(to_rel(high)) if math.isfinite(high) else math.inf,
+                      p_reg, p_any, note=note)
+
+
+# -- power: the smallest change a rank comparison can flag --------------------------------------
+
+
+def smallest_detectable(sigma: float, sizes, tolerance: float, alpha: float,
+                        power: float = 0.8) -> float:
+    """The smallest relative change that the (stratified) Mann-Whitney comparison flags with
+    probability `power`, at significance `alpha` (already divided by the number of tests the
+    correction counts), for log-normal noise of standard deviation `sigma` per run and strata of
+    sizes (n, m).  inf: no change is enough (too few runs for a p-value below alpha).
+    The test rejects when the sum S of the U statistics reaches the critical count c of its
+    exact null distribution; under a log shift delta each pair of runs is ordered with
+    probability q = Phi((delta - log(1+tol)) / (sigma sqrt 2)), and S is taken as normal with
+    mean q.pairs and variance sum n m q (1 - q) (n + m + 1) / 3 (the null variance at q = 1/2):
+    the smallest q with P(S >= c) >= power gives delta."""
+    sizes = [(n, m) for n, m in sizes if n >= 2 and m >= 2]
+    if not sizes:
+        return math.inf
+    pairs = sum(n * m for n, m in sizes)
+    c = _critical_count(_sum_pmf(sizes), sizes, alpha)
+    if c > pairs:
+        return math.inf
+    z = sstats.norm.ppf(power)
+    weight = sum(n * m * (n + m + 1) / 3 for n, m in sizes)
+
+    def enough(q):
+        return pairs * q - z * math.sqrt(max(q * (1 - q), 0.0) * weight) >= c - 0.5
+
+    lo, hi = 0.5, 1.0
+    if enough(lo):
+        q = lo
+    else:
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if enough(mid):
+                hi = mid
+            else:
+                lo = mid
+        q = hi
+    if q >= 1.0:
+        q = 1 - 1e-12
+    if sigma <= 0:
+        return tolerance
+    shift = math.log1p(tolerance) + sigma * math.sqrt(2) * sstats.norm.ppf(q)
+    return math.expm1(shift)
+
+
+def repetitions_for(change: float, sigma: float, strata: int, tolerance: float, alpha: float,
+                    power: float = 0.8, most: int = 200) -> int | None:
+    """The fewest repetitions per configuration and build with which `smallest_detectable` is
+    at most `change`; None when even `most` are not enough."""
+    if smallest_detectable(sigma, [(most, most)] * strata, tolerance, alpha, power) > change:
+        return None
+    lo, hi = 1, most  # smallest_detectable falls as n grows: bisect
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if smallest_detectable(sigma, [(mid, mid)] * strata, tolerance, alpha, power) <= change:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def log_spread(groups) -> tuple[float, int]:
+    """(standard deviation of log values within groups, degrees of freedom): the noise of
+    repeated runs, pooled over configurations; groups with a non-positive value are skipped."""
+    ss, dof = 0.0, 0
+    for values in groups:
+        v = np.asarray(values, dtype=float)
+        if len(v) < 2 or not np.all(v > 0):
+            continue
+        lv = np.log(v)
+        ss += float(np.sum((lv - lv.mean()) ** 2))
+        dof += len(v) - 1
+    return (math.sqrt(ss / dof) if dof else math.nan), dof

@@ -7,7 +7,12 @@ import json
 
 def register(subparsers):
     p = subparsers.add_parser(
-        "latency", help="observed/critical latency and dependence chains of a run profile")
+        "latency", help="observed/critical latency and dependence chains of a run profile",
+        description="Per access category of a run profile: how long its fibers waited "
+        "(observed latency) and how much of that the PE spent idle because of it (critical "
+        "latency), by the category that enabled it; then the dependence chains behind the "
+        "largest latencies (docs/run-profile.md, Wen 1995 section 4.3).  Exit 0, 2 on a bad "
+        "profile.")
     p.add_argument("run", help="run profile (JSON, docs/run-profile.md)")
     p.add_argument("--per-pe", action="store_true", help="latency of every PE separately")
     p.add_argument("--roots", type=int, default=3,

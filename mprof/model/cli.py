@@ -9,7 +9,15 @@ from ..errors import MprofError
 
 
 def register(subparsers):
-    p = subparsers.add_parser("fit", help="instantiate cost models with a Tcl modeling script")
+    p = subparsers.add_parser(
+        "fit", help="instantiate cost models with a Tcl modeling script",
+        description="Run a modeling script (Tcl with mprof's directives, docs/fitting.md): it "
+        "names the fit databases (FitDatabase), the interfaces whose terms are the model "
+        "(Interface), imported, fixed and ignored parameters; each Fit solves for the unit "
+        "costs by SVD over the runs and prints the result (chi-square, singular values, "
+        "sample and test MRE, each parameter with its interval); SaveModel writes the model "
+        "file that mprof report, model and gate read.  Exit 0, 2 on an error in the script "
+        "(with its line).")
     p.add_argument("script", help="modeling script (Tcl); paths in it are relative to it")
     p.add_argument("--json", action="store_true", help="print each fit as one JSON line")
     p.add_argument("--unsafe-tcl", action="store_true",
@@ -17,15 +25,26 @@ def register(subparsers):
                    "by default it runs in a safe interpreter with pure Tcl and the directives")
     p.set_defaults(func=cmd_fit)
 
-    parser = subparsers.add_parser("model", help="inspect and export instantiated models")
+    parser = subparsers.add_parser(
+        "model", help="inspect and export instantiated models",
+        description="Inspect a model file written by SaveModel (mprof fit): `show` prints its "
+        "quality and every parameter by category, `export-c` writes C functions that price "
+        "a run's statistics per category (for a program that predicts its own costs).")
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
-    p = sub.add_parser("show", help="print a model file")
-    p.add_argument("model")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("show", help="print a model file",
+                       description="Print a model file: fit quality, settings, and per module "
+                       "and category each parameter with its 90 % half width (imported "
+                       "parameters marked).")
+    p.add_argument("model", help="model file (JSON, written by SaveModel)")
+    p.add_argument("--json", action="store_true", help="print the model file's JSON")
     p.set_defaults(func=cmd_show)
-    p = sub.add_parser("export-c", help="emit C functions computing per-category costs")
-    p.add_argument("model")
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p = sub.add_parser("export-c", help="emit C functions computing per-category costs",
+                       description="Write a C header and source with, per module, one "
+                       "function per category that prices the module's statistics with the "
+                       "model's parameters, and one for all of its categories.")
+    p.add_argument("model", help="model file (JSON, written by SaveModel)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="folder of the generated files")
     p.add_argument("--prefix", default="mpm", help="prefix of generated names (default mpm)")
     p.set_defaults(func=cmd_export_c)
 

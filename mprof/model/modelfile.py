@@ -152,7 +152,10 @@ class Model:
         text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
         if path.is_dir():
             raise MprofError(f"{path} is a directory, not a model file")
-        write_file(path, text + "\n", what="model")  # never a half-written model
+        if not path.parent.is_dir():
+            raise MprofError(f"cannot write model {path}: the folder {path.parent} does not "
+                             "exist")
+        write_file(path, text + "\n", what="model", make_parents=False)  # never half-written
         self.path = path
 
     @classmethod

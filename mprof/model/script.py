@@ -424,6 +424,11 @@ class ModelingScript:
         if spec.endswith("/") or self.session.resolve(spec).is_dir():
             raise MprofError(f"SaveModel: '{spec}' is a directory; name the model file, e.g. "
                              f"SaveModel {Path(spec) / 'model.json'}")
+        folder = self.session.resolve(spec).parent
+        if self.session.data_override is None and not folder.is_dir():
+            # a mistyped folder is an error, not a folder made where nobody looks
+            raise MprofError(f"SaveModel: the folder {folder} does not exist (create it, or "
+                             "correct the path; paths are relative to the script)")
         self.session.save_model(spec)
 
     def _fit(self, args):

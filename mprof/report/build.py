@@ -86,6 +86,9 @@ class PECost:
     model_s: float | None = None
     halfwidth: float | None = None  # prediction band of this PE's model time
     categories: dict[str, float] = field(default_factory=dict)  # "module:CAT" -> seconds
+    # the idle part of measured_s, in its measure (wall-clock idle_s for elapsed, the idle
+    # loop's CPU time for cpu); None: not measured
+    measured_idle_s: float | None = None
 
     @property
     def error_percent(self) -> float | None:
@@ -336,9 +339,11 @@ def _price(report: Report, pes: list, model) -> None:
     for pe, pc, records in zip(run.pes, report.pes, priced):
         try:
             pc.measured_s = pe.time(measure)
+            pc.measured_idle_s = (pe.idle_cpu_s if measure == "cpu" else pe.idle_s)
         except MprofError as exc:
             report.warnings.append(f"PE {pe.pe}: {exc}; compared with elapsed time instead")
             pc.measured_s = pe.elapsed_s
+            pc.measured_idle_s = pe.idle_s
         for obj, terms in records:
             for cat, est in model.price_categories(obj.module, terms).items():
                 name = f"{obj.module}:{cat}"

@@ -143,13 +143,15 @@ def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
         if report.unmodelled:
             console.print("Unmodelled: " + ", ".join(report.unmodelled))
         if per_pe:
-            t = Table(title="Time per PE (seconds)")
+            unit = "CPU seconds" if report.measure == "cpu" else "wall-clock seconds"
+            t = Table(title=f"Time per PE ({unit})")
             for col in ("PE", "model", f"± {pct} %", "measured", "idle", "error"):
                 t.add_column(col, justify="right")
             for pc in report.pes:
                 err = pc.error_percent
                 t.add_row(str(pc.pe), _s(pc.model_s, d), _s(pc.halfwidth, d),
-                          _s(pc.measured_s, d), _s(pc.idle_s, d),
+                          _s(pc.measured_s, d),
+                          _s(pc.measured_idle_s, d) if pc.measured_idle_s is not None else "n/a",
                           f"{err:+.1f}%" if err is not None else "")
             console.print(t)
     else:

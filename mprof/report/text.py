@@ -300,11 +300,15 @@ def format_text(report: Report, *, per_pe: bool = False, digits: int | None = No
     if report.model_total is not None:
         out += cost_profile_lines(report, d)
         if per_pe:
-            out.append("*** Time per PE (seconds) ***")
+            # one measure per table: the model's (CPU or wall-clock seconds), idle included
+            unit = "CPU seconds" if report.measure == "cpu" else "wall-clock seconds"
+            out.append(f"*** Time per PE ({unit}) ***")
             for pc in report.pes:
                 err = pc.error_percent
+                idle = pc.measured_idle_s
                 out.append(f"PE{pc.pe}: Model={_num(pc.model_s, d)} +-{_hw(pc.halfwidth, d)}, "
-                           f"Total={_num(pc.measured_s, d)}, Idle={_num(pc.idle_s, d)}"
+                           f"Total={_num(pc.measured_s, d)}, Idle="
+                           + (_num(idle, d) if idle is not None else "n/a")
                            + (f", error {err:+.1f}%" if err is not None else ""))
     else:
         out += raw_lines(report)
@@ -349,6 +353,7 @@ def report_json(report: Report) -> dict:
             for oc in report.objects],
         "unmodelled": report.unmodelled,
         "pes": [{"pe": pc.pe, "measured_s": pc.measured_s, "idle_s": pc.idle_s,
+                 "measured_idle_s": pc.measured_idle_s,
                  "model_s": pc.model_s, "halfwidth_s": _finite(pc.halfwidth),
                  "categories": pc.categories} for pc in report.pes],
         "latency": access_latency_json(report.latency),

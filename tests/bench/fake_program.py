@@ -3,7 +3,9 @@
 usage: fake_program.py NPES WORK FAIL [COUNT_FILE]
 NPES "env" takes the PE count from MPROF_PES, as the runtime's mp_config_init does.
 FAIL=1 exits with status 3 after printing to stderr; FAIL=2 writes a truncated profile;
-FAIL=3 sleeps (for timeouts).  COUNT_FILE gets one line per invocation.
+FAIL=3 sleeps (for timeouts); FAIL=4 prints to stderr and dies of SIGSEGV.  COUNT_FILE gets
+one line per invocation.  With FAKE_NO_PARAMS=1 in the environment the profile records no
+params (a program that does not call mp_param).
 """
 
 import json
@@ -23,11 +25,17 @@ if fail == 1:
     sys.exit(3)
 if fail == 3:
     time.sleep(30)
+if fail == 4:
+    import signal
+
+    print("fake_program: about to crash\nfake_program: last words", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
 agg = int(os.environ.get("MPROF_AGG_BYTES", "0"))
 objects = [[("rts", {"P": 1, "ThreadAlloc": work, "MsgSent": work // 2, "ByteSent": agg})]
            for _ in range(npes)]
 doc = make_profile("fake", objects, [0.001 * work + 0.01 * pe for pe in range(npes)],
-                   params={"work": work}, settings={"agg_bytes": agg},
+                   params={} if os.environ.get("FAKE_NO_PARAMS") == "1" else {"work": work},
+                   settings={"agg_bytes": agg},
                    argv=sys.argv, hostname=f"host-{time.time_ns()}")
 text = json.dumps(doc)
 if fail == 2:

@@ -343,3 +343,62 @@ def test_probe_spec_errors(tmp_path, capsys, probe, message):
     assert main(["bench", str(spec)]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_sweep_axes_are_part_of_a_runs_identity(tmp_path, capsys):
+    """A program that records no params (no mp_param): the sweep's axes become its params and
+    its non-runtime environment axes its settings, so its points stay apart."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(f"""
+program = "{HERE / 'fake_program.py'}"
+command = "{{python}} {{program}} {{npes}} {{work}} 0"
+database = "s.db"
+npes = [1]
+repetitions = 2
+
+[params]
+work = [10, 20]
+
+[env]
+FAKE_NO_PARAMS = ["1"]
+MODE = ["a", "b"]
+""")
+    assert main(["bench", str(spec)]) == 0
+    with ProfileDB(tmp_path / "s.db") as db:
+        runs = db.runs()
+    assert len(runs) == 8
+    assert {(r.params["work"], r.settings["MODE"]) for r in runs} == {
+        (10, "a"), (10, "b"), (20, "a"), (20, "b")}
+    assert all(r.settings["FAKE_NO_PARAMS"] == "1" for r in runs)
+    from mprof.profile import load_profiles
+
+    keys = {p.config_key for p in load_profiles(tmp_path / "s.db")}
+    assert len(keys) == 4  # 4 configurations of 2 repetitions, not one of 8
+
+
+def test_what_the_program_records_wins_over_the_axis(tmp_path):
+    """The program's own value of a parameter (in any case) is kept; runtime settings
+    (MPROF_*) are the runtime's to record."""
+    from mprof.bench.spec import Point
+    from mprof.bench.sweep import record_sweep_axes
+
+    doc = {"params": {"EltSize": 64}, "settings": {"agg_bytes": 0}}
+    record_sweep_axes(doc, Point("p", {"eltsize": 100, "n": 5}, 1,
+                                 {"MPROF_AGG_BYTES": "0", "OMP_NUM_THREADS": "2"}, 0))
+    assert doc["params"] == {"EltSize": 64, "n": 5}
+    assert doc["settings"] == {"agg_bytes": 0, "OMP_NUM_THREADS": "2"}
+
+
+def test_a_crashed_point_names_its_signal_and_last_stderr_lines(tmp_path, capsys):
+    spec = tmp_path / "c.toml"
+    spec.write_text(f"""
+program = "{HERE / 'fake_program.py'}"
+command = "{{python}} {{program}} {{npes}} 1 4"
+database = "c.db"
+npes = [1]
+""")
+    assert main(["bench", str(spec)]) == 1
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "killed by SIGSEGV (signal 11)" in text, text
+    assert "fake_program: last words" in text

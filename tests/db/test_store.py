@@ -247,3 +247,36 @@ def test_database_of_the_previous_schema_opens_and_reads(tmp_path):
     new = [r for r in load_profiles(path) if r.program == "new"][0]
     assert (new.pes[0].cpu_s, new.pes[0].idle_cpu_s) == (0.75, 0.25)
     assert new.pes[0].time("cpu") == 0.75 and new.pes[0].time("elapsed") == 1.0
+
+
+def test_another_applications_sqlite_file_is_left_alone(tmp_path, capsys):
+    """`mprof db list` (or import) on an SQLite file of another application: exit 2 with one
+    line, and the file is byte for byte what it was (no mprof tables, no WAL mode)."""
+    import sqlite3
+
+    from mprof.cli import main
+
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    conn.execute("INSERT INTO users VALUES (1, 'ada')")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    profile = tmp_path / "run.json"
+    from mprof.bench.synth import make_profile
+
+    profile.write_text(json.dumps(make_profile("p", [[("rts", {"P": 1})]], [0.1])))
+    for argv in (["db", "list", str(path)], ["db", "import", str(path), str(profile)],
+                 ["gate", "--baseline", str(path), "--candidate", str(path)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "not a profile database" in err and "Traceback" not in err, err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "run.json"]
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    assert main(["db", "list", str(empty)]) == 2
+    assert "no mprof tables" in capsys.readouterr().err
+    assert empty.read_bytes() == b""
+    assert main(["db", "import", str(empty), str(profile)]) == 0  # a new database: set up

@@ -59,14 +59,19 @@ def test_a_one_term_category_and_its_coefficient_are_one_hypothesis(tmp_path):
     assert op_b[0].p_adjusted == pytest.approx(min(1.0, 7 * p), rel=1e-6)
 
 
-def test_different_term_values_are_different_hypotheses(tmp_path):
-    """When the candidate's counts differ, its category cost is priced at other term values:
-    that unit is a hypothesis of its own (here: as many lookups counted twice)."""
+def test_different_counts_are_a_behaviour_change_not_a_cost(tmp_path):
+    """When the candidate's counts differ, its fitted category cost is still priced at the
+    baseline's term values: the fit units compare unit costs (here: a lookup half as dear,
+    counted twice: -75 % per counted lookup), and the change in the counts is the statistics'
+    behaviour change."""
     rng = np.random.default_rng(4)
     base = load_side("baseline", write(tmp_path / "b.db", rng, 60.0))
     cand = load_side("candidate", write(tmp_path / "c.db", rng, 30.0, lookups=lambda nb: 2 * nb))
     report = evaluate(base, cand, GateConfig(), fit_script=FIT)
     per_config = [u for u in report.units if u.kind == "fit" and u.category == "gateops.OP_B"]
-    assert per_config and all(u.hypothesis is None for u in per_config)
     coef = next(u for u in report.units if u.id == "fit::gateops.OP_B:Lookup")
-    assert coef.hypothesis is not None
+    assert per_config and all(u.hypothesis == coef.hypothesis for u in per_config)
+    assert all(u.comparison.change == pytest.approx(coef.comparison.change) for u in per_config)
+    assert coef.comparison.change == pytest.approx(-0.75, abs=0.05)
+    assert any(u.verdict == "BEHAVIOUR CHANGE" and u.id.endswith("::stat:gateops.NLookup")
+               for u in report.units)

@@ -157,6 +157,8 @@ def test_unknown_module_warns(tmp_path):
         ("Granularity thread\n", 1, "granularity must be"),
         ("FitDatabase fit.db\nwhile 1 {\n  IgnorTerm pipe P\n}\n", 3, "did you mean IgnoreTerm"),
         ("FitDatabase fit.db\nSaveModel .\nFit\n", 2, "is a directory"),
+        ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2,
+         "SaveModel: the folder"),
         ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n", 3,
          "FixParameter: the value: expected a number"),
         ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Nope 1\nFit\n", 3,
@@ -274,3 +276,12 @@ def test_replicates_takes_all_median_or_min(tmp_path, pipe_dbs):
     with pytest.raises(ScriptError) as err:
         ModelingScript(path, warn=lambda w: None).run()
     assert err.value.line == 2 and "'all', 'median' or 'min'" in str(err.value)
+
+
+def test_savemodel_to_a_missing_folder_is_an_error(tmp_path, pipe_dbs, capsys):
+    """A mistyped folder is reported (exit 2), not created where nobody looks."""
+    path = write_script(tmp_path, BASE + "SaveModel modles/out.json\n")
+    assert main(["fit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "SaveModel: the folder" in err and "modles" in err and "Traceback" not in err
+    assert not (path.parent / "modles").exists()

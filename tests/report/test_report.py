@@ -195,3 +195,26 @@ def test_cli_copies_the_c_helper(tmp_path, capsys):
     assert main(["report", "--c-helper", str(tmp_path / "c")]) == 0
     assert (tmp_path / "c" / "mprof_report.h").exists()
     assert (tmp_path / "c" / "mprof_report.c").exists()
+
+
+def test_per_pe_table_keeps_to_one_measure():
+    """With a CPU-time model the per-PE line's idle is the idle loop's CPU time beside the
+    CPU total, not the wall-clock idle (which can exceed it); the heading names the measure."""
+    import copy
+
+    model = make_model()
+    model = copy.copy(model)
+    model.settings = dict(model.settings, measure="cpu")
+    doc = make_run(NPES)
+    doc["schema_version"] = 2
+    for pe in doc["pes"]:
+        pe["idle_s"] = 0.5  # wall-clock idle, larger than the CPU time below
+        pe["cpu_s"], pe["idle_cpu_s"] = 0.25, 0.0125
+    report = build_report(doc, model)
+    text = format_text(report, per_pe=True)
+    assert "*** Time per PE (CPU seconds) ***" in text
+    line = next(x for x in text.splitlines() if x.startswith("PE3: Model="))
+    assert re.search(r"Total= *0\.250, Idle= *0\.013", line), line
+    assert report_json(report)["pes"][3]["measured_idle_s"] == 0.0125
+    plain = format_text(build_report(make_run(NPES), make_model()), per_pe=True)
+    assert "*** Time per PE (wall-clock seconds) ***" in plain

@@ -1,0 +1,180 @@
+"""What the gate compares: measured CPU time per access category, refitted unit costs, never
+a fixed or imported parameter as if it were data; the correction within the family asked
+about (--focus)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mprof.cli import main
+from mprof.gate.config import config_from_dict
+from mprof.gate.data import load_side
+from mprof.gate.evaluate import BEHAVIOUR, INFO, PASS, REGRESSION, evaluate
+from mprof.gate.stats import compare_strata
+
+from gate_synth import write_category_db, write_dca_model
+
+
+def _report(base, cand, **kw):
+    return evaluate(load_side("baseline", base), load_side("candidate", cand),
+                    config_from_dict({}), **kw)
+
+
+def test_aa_with_category_times_flags_nothing(tmp_path):
+    for seed in range(5):
+        rng = np.random.default_rng(100 + seed)
+        base = write_category_db(tmp_path / f"b{seed}.db", rng)
+        cand = write_category_db(tmp_path / f"c{seed}.db", rng)
+        report = _report(base, cand)
+        ids = {u.id for u in report.units}
+        assert {"cat:dca:UPDATE", "cat:dca:LOOKUP", "cat:(idle)"} <= ids, ids
+        flagged = [u.id for u in report.units if u.verdict in (REGRESSION, BEHAVIOUR)]
+        assert not flagged, flagged
+
+
+def test_slower_operation_is_found_in_its_category(tmp_path, capsys):
+    """A 67 % slower update: its category is a REGRESSION over all configurations, the
+    other categories are not; the configurations' total times contain it."""
+    rng = np.random.default_rng(1)
+    base = write_category_db(tmp_path / "b.db", rng, reps=4)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
+    report = _report(base, cand)
+    v = {u.id: u for u in report.units}
+    assert v["cat:dca:UPDATE"].verdict == REGRESSION
+    assert 0.55 < v["cat:dca:UPDATE"].comparison.change < 0.8
+    assert v["cat:dca:UPDATE"].comparison.n_baseline == 3 * 2 * 4 // 2  # 3 configs x 4 runs
+    assert v["cat:dca:LOOKUP"].verdict != REGRESSION
+    assert v["cat:(scheduler)"].verdict != REGRESSION
+    assert main(["gate", "--baseline", str(base), "--candidate", str(cand), "-q"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_runs_without_category_times_compare_busy_time(tmp_path):
+    rng = np.random.default_rng(2)
+    base = write_category_db(tmp_path / "b.db", rng, categories=False)
+    cand = write_category_db(tmp_path / "c.db", rng, categories=False,
+                             slow={"dca:UPDATE": 1.67})
+    report = _report(base, cand)
+    v = {u.id: u.verdict for u in report.units}
+    assert v["cat:(busy)"] == REGRESSION
+    assert not any(i.startswith("cat:dca") for i in v)
+
+
+def test_fixed_parameter_is_never_compared_as_data(tmp_path):
+    """A/A with a modeling script that fixes the idle CPU time's parameter at 1 (as the
+    runtime's model does): the idle category's cost is the measured idle time priced at a
+    constant, not a fitted unit cost; it must not be compared as 'constant on both sides'.
+    The idle time scatters by 30 % here, so comparing it exactly would flag it."""
+    script = write_dca_model(tmp_path)
+    alarms = []
+    for seed in range(4):
+        rng = np.random.default_rng(200 + seed)
+        base = write_category_db(tmp_path / f"b{seed}.db", rng, reps=3)
+        cand = write_category_db(tmp_path / f"c{seed}.db", rng, reps=3)
+        report = _report(base, cand, fit_script=script)
+        ids = {u.id for u in report.units}
+        assert "fit::dca.UPDATE:Update" in ids and "fit::dca.LOOKUP:Lookup" in ids
+        assert not any("rtx.IDLE" in i or "IdleCpu" in i for i in ids), ids
+        assert "rtx:IdleCpu" in report.not_compared
+        assert "fixed" in report.not_compared["rtx:IdleCpu"]
+        assert not any(u.comparison is not None and "constant on both sides" in u.comparison.note
+                       for u in report.units)
+        alarms += [u.id for u in report.units if u.verdict in (REGRESSION, BEHAVIOUR)]
+    assert not alarms, alarms
+
+
+def test_refitted_unit_cost_of_a_slower_operation_is_flagged(tmp_path):
+    script = write_dca_model(tmp_path)
+    rng = np.random.default_rng(3)
+    base = write_category_db(tmp_path / "b.db", rng, reps=3)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=3, slow={"dca:UPDATE": 1.67})
+    report = _report(base, cand, fit_script=script)
+    v = {u.id: u for u in report.units}
+    assert v["fit::dca.UPDATE:Update"].verdict == REGRESSION
+    assert v["fit::dca.LOOKUP:Lookup"].verdict != REGRESSION
+
+
+def test_model_costs_of_counts_do_not_gate(tmp_path):
+    """--model prices each run's counts with the model's unit costs, which are the same on both
+    sides: a change there is a change in counts, never a measured slowdown. Those units are
+    informational; the measured category times find the slower operation."""
+    script = write_dca_model(tmp_path)
+    rng = np.random.default_rng(4)
+    base = write_category_db(tmp_path / "b.db", rng, reps=4)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
+    model = tmp_path / "dca.model.json"
+    (tmp_path / "save.tcl").write_text(
+        script.read_text().replace("unused.db", str(base)) + f"SaveModel {model}\n")
+    assert main(["fit", str(tmp_path / "save.tcl")]) == 0
+    from mprof.model import load_model
+
+    report = _report(base, cand, model=load_model(model))
+    costs = [u for u in report.units if u.kind == "cost"]
+    assert costs and all(u.verdict in (PASS, INFO) for u in costs)
+    assert {u.id: u.verdict for u in report.units}["cat:dca:UPDATE"] == REGRESSION
+
+
+def test_focus_corrects_within_the_family_and_reports_the_rest(tmp_path, capsys):
+    """--focus dca: the correction counts dca's units only; a change elsewhere (the idle loop)
+    is reported as INFO and does not gate, nor do the configurations' times."""
+    rng = np.random.default_rng(5)
+    sizes = tuple(1000 * (k + 1) for k in range(12))
+    base = write_category_db(tmp_path / "b.db", rng, reps=3, sizes=sizes, idle_sigma=0.05)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=3, sizes=sizes,
+                             slow={"dca:UPDATE": 1.7, "(idle)": 1.7}, idle_sigma=0.05)
+    report = _report(base, cand, focus=["dca"])
+    v = {u.id: u for u in report.units}
+    assert v["cat:dca:UPDATE"].verdict == REGRESSION and v["cat:dca:UPDATE"].in_focus
+    # outside the focus: reported, not gating
+    idle = v["cat:(idle)"]
+    assert not idle.in_focus and idle.verdict == INFO and "outside the focus" in idle.note
+    times = [u for u in report.units if u.kind == "time"]
+    assert times and all(u.verdict in (INFO, PASS) for u in times)
+    out = tmp_path / "r.json"
+    args = ["gate", "--baseline", str(base), "--candidate", str(cand), "-q", "--json", str(out)]
+    assert main(args + ["--focus", "dca"]) == 1
+    data = json.loads(out.read_text())
+    assert data["focus"] == ["dca"]
+    assert main(args + ["--focus", "cat:(idle)"]) == 1
+    assert main(args + ["--focus", "nosuchmodule"]) == 2
+    assert "matches no unit" in capsys.readouterr().err
+
+
+def test_stratified_comparison_basics():
+    rng = np.random.default_rng(9)
+    strata = [(rng.lognormal(np.log(s), 0.02, 4), rng.lognormal(np.log(s * 1.3), 0.02, 4))
+              for s in (1.0, 2.0, 5.0)]
+    c = compare_strata(strata, 0.05, 0.05)
+    assert c.p_regression < 0.001 and 0.2 < c.change < 0.4 and c.low > 0.05
+    same = [(rng.lognormal(np.log(s), 0.02, 4), rng.lognormal(np.log(s), 0.02, 4))
+            for s in (1.0, 2.0, 5.0)]
+    c = compare_strata(same, 0.05, 0.05)
+    assert c.p_regression > 0.5 and c.high < 0.05
+    # exact null distribution: every candidate above every baseline in 3 strata of 2 + 2
+    tiny = [([1.0, 1.01], [2.0, 2.01])] * 3
+    c = compare_strata(tiny, 0.0, 0.05)
+    assert c.p_regression == pytest.approx((1 / 6) ** 3)
+
+
+def test_category_times_of_runs_imported_before_the_table_are_read_from_their_documents(
+        tmp_path):
+    """A database that held runs with category times before it kept them in category_time
+    (the migration fills it for new runs only): the gate reads them from the documents."""
+    import sqlite3
+
+    rng = np.random.default_rng(31)
+    base = write_category_db(tmp_path / "b.db", rng, reps=4)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
+    conn = sqlite3.connect(cand)
+    conn.execute("DELETE FROM category_time")
+    conn.execute("UPDATE pe_samples SET categories = NULL")
+    conn.commit()
+    conn.close()
+    side = load_side("candidate", cand)
+    assert not any(r.profile.has_categories for r in side.runs)
+    assert all(r.categories and "dca:UPDATE" in r.categories for r in side.runs)
+    report = _report(base, cand)
+    assert {u.id: u.verdict for u in report.units}["cat:dca:UPDATE"] == REGRESSION
