@@ -10,16 +10,17 @@ Exit codes, the same for every command (README.md, "Exit codes"):
     2    an error: bad usage or input (a file, an option, a database), or a failing environment;
          nothing was produced, or (imports) nothing was stored
     3    `mprof gate` only: inconclusive
-    130  interrupted (Ctrl-C); 141: the output was closed early (`mprof ... | head`)
+    130  interrupted (Ctrl-C); `mprof bench` also 143 (SIGTERM) and 129 (SIGHUP)
+    141  the output was closed early (`mprof ... | head`)
 """
 
 import argparse
 import importlib
-import os
 import sys
 
 from . import __version__
-from .errors import MprofError
+from .errors import MprofError, bounded_message
+from .files import discard_stdout, stdout_error
 
 # Workflow order; a stage without a cli module yet is simply not offered.
 STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate", "trace", "history"]
@@ -56,24 +57,22 @@ def main(argv=None):
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except MprofError as exc:
-        print(f"mprof: {exc}", file=sys.stderr)
+        print(f"mprof: {bounded_message(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
-        _discard_stdout()
+        # The reader of our output went away (`| head`): Python's final flush must not
+        # complain about the pipe again.
+        discard_stdout()
         return 141
+    except OSError as exc:
+        message = stdout_error(exc)
+        if message is None:
+            raise
+        discard_stdout()  # what is still buffered would fail again at exit
+        print(f"mprof: {message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
-
-
-def _discard_stdout() -> None:
-    """The reader of our output went away (`| head`): point stdout at /dev/null so that
-    Python's final flush does not complain about the pipe again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
-        pass
 
 
 if __name__ == "__main__":

@@ -22,3 +22,15 @@ class SourceError(MprofError):
             caret = " " * (max(self.column, 1) - 1) + "^"
             text += f"\n{self.source_line.rstrip()}\n{caret}"
         return text
+
+
+MESSAGE_LIMIT = 4000
+
+
+def bounded_message(text: str) -> str:
+    """A message stays readable when it quotes a huge input (a 10 MB name): its middle is
+    left out beyond MESSAGE_LIMIT characters."""
+    if len(text) <= MESSAGE_LIMIT:
+        return text
+    half = MESSAGE_LIMIT // 2
+    return f"{text[:half]}...[{len(text) - MESSAGE_LIMIT} characters left out]...{text[-half:]}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from ..console import message_console
 from ..db.store import ProfileDB
 from ..errors import MprofError
 from .spec import check_runnable, load_spec
+from .procs import Interrupted
 from .sweep import build_command, run_sweeps
 
 
@@ -40,7 +42,10 @@ def cmd_bench(args):
         return max(_dry_run(spec, db) for spec, db in zip(specs, databases))
     for spec in specs:
         check_runnable(spec)  # before any database is created or any point runs
-    summaries = run_sweeps(specs, databases=databases, console=console)
+    try:
+        summaries = run_sweeps(specs, databases=databases, console=console)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        return _interrupted(exc, databases)
     for db, summary in zip(databases, summaries):
         print(f"{summary.total} point(s): {summary.ran} run, {summary.skipped} already "
               f"recorded, {len(summary.failures)} failed -> {db}")
@@ -59,6 +64,20 @@ def cmd_bench(args):
                   f"the probe was steady, their fastest run may be slowed: {shown}{more}",
                   file=sys.stderr)
     return 0 if all(summary.ok for summary in summaries) else 1
+
+
+def _interrupted(exc, databases) -> int:
+    """Stopped by SIGINT, SIGTERM or SIGHUP: the running point's processes are killed and its
+    temporary files removed by now; say what was recorded, and exit 128 + the signal."""
+    summaries = getattr(exc, "summaries", [])
+    signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+    name = signal.Signals(signum).name
+    recorded = sum(s.ran for s in summaries)
+    where = ", ".join(str(db) for db in databases[:len(summaries)] or databases)
+    print(f"mprof: bench: interrupted by {name}: {recorded} point(s) recorded in this run "
+          f"({where}); the point running was stopped and not recorded; run the same command "
+          "again to resume", file=sys.stderr)
+    return 128 + int(signum)
 
 
 def _dry_run(spec, database: Path) -> int:

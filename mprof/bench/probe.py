@@ -35,6 +35,8 @@ from pathlib import Path
 
 from ..db.validate import load_profile
 from ..errors import MprofError
+from ..numbers import check_number
+from .procs import run_group
 from ..profile import RunProfile
 
 DEFAULT_TOLERANCE = 0.3
@@ -69,10 +71,8 @@ class ProbeSpec:
         numbers = {}
         for key, default in (("tolerance", DEFAULT_TOLERANCE),
                              ("patience_s", DEFAULT_PATIENCE_S)):
-            value = data.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise MprofError(f"{where}: probe.{key} must be a number >= 0")
-            numbers[key] = float(value)
+            numbers[key] = check_number(data.get(key, default), f"{where}: probe.{key}",
+                                        low=0.0, high=1e9)
         return cls(command, {k: str(v) for k, v in env.items()}, **numbers)
 
     def argv(self, program: Path) -> list[str]:
@@ -115,8 +115,7 @@ class MachineProbe:
             out = Path(tmp) / "profile.json"
             env = dict(os.environ, **self.probe.env, MPROF_OUT=str(out))
             try:
-                proc = subprocess.run(self.argv, cwd=self.root, env=env, capture_output=True,
-                                      text=True, timeout=PROBE_TIMEOUT_S)
+                proc = run_group(self.argv, cwd=self.root, env=env, timeout=PROBE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 raise MprofError(f"{self.where}: the probe timed out after "
                                  f"{PROBE_TIMEOUT_S:g} s") from None

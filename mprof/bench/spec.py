@@ -27,6 +27,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import shlex
@@ -39,6 +40,7 @@ from pathlib import Path
 
 from ..db.validate import read_text
 from ..errors import MprofError
+from ..numbers import check_number
 from .probe import ProbeSpec
 
 DEFAULT_TIMEOUT = 600.0
@@ -105,13 +107,52 @@ class SweepSpec:
         return out
 
 
-def _axis(value, where: str) -> list:
+# The most points one sweep may have: counted from the axes before any point is built, so an
+# absurd grid is refused at once instead of exhausting memory.
+MAX_POINTS = 1_000_000
+MAX_NPES = 4096  # the runtime's limit (mp_main)
+
+
+class _Places:
+    """Where a key of a TOML file is written (`file:line:column` of its value), found by a
+    scan of the text: tomllib gives values, not places."""
+
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.places: dict[str, tuple[int, int]] = {}
+        table = ""
+        for number, line in enumerate(text.splitlines(), 1):
+            m = re.match(r"\s*\[\s*([^\]\[]+?)\s*\]\s*(#.*)?$", line)
+            if m:
+                table = m[1].replace('"', "").replace(" ", "") + "."
+                continue
+            m = re.match(r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=\s*""", line)
+            if m:
+                key = table + m[1].strip("\"'")
+                self.places.setdefault(key, (number, m.end() + 1))
+
+    def __call__(self, key: str) -> str:
+        if key in self.places:
+            line, column = self.places[key]
+            return f"{self.path}:{line}:{column}: {key}"
+        return f"{self.path}: {key}"
+
+
+def _axis(value, where: str, *, strings: bool = False) -> list:
     values = value if isinstance(value, list) else [value]
     if not values:
         raise MprofError(f"{where}: an axis needs at least one value")
+    seen = set()
     for v in values:
-        if isinstance(v, (dict, list)):
+        if isinstance(v, (dict, list)) or (strings and isinstance(v, float)):
             raise MprofError(f"{where}: values must be numbers or strings")
+        if isinstance(v, float):
+            check_number(v, where)
+        key = str(v) if strings else (type(v) is str, v)
+        if key in seen:
+            raise MprofError(f"{where}: value {v!r} is repeated (each value is one "
+                             "configuration; use repetitions to run it more than once)")
+        seen.add(key)
     return values
 
 
@@ -139,19 +180,27 @@ def load_spec(path: str | Path) -> SweepSpec:
     for key in ("program", "database", "npes"):
         if key not in data:
             raise MprofError(f"{path}: missing required key '{key}'")
+    where = _Places(path, read_text(path, "sweep spec"))
     root = (path.resolve().parent / data.get("root", ".")).resolve()
-    npes = _axis(data["npes"], f"{path}: npes")
-    if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in npes):
-        raise MprofError(f"{path}: npes must be positive integers")
+    npes = _axis(data["npes"], where("npes"))
+    for p in npes:
+        if isinstance(p, float) or not isinstance(p, int):
+            raise MprofError(f"{where('npes')}: expected whole numbers in [1, {MAX_NPES}], "
+                             f"got {p!r}")
+        check_number(p, where("npes"), low=1, high=MAX_NPES, integer=True)
     reps = data.get("repetitions", 1)
-    if not isinstance(reps, int) or reps < 1:
-        raise MprofError(f"{path}: repetitions must be a positive integer")
-    timeout = data.get("timeout_s", DEFAULT_TIMEOUT)
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise MprofError(f"{path}: timeout_s must be a positive number")
-    params = {k: _axis(v, f"{path}: params.{k}") for k, v in data.get("params", {}).items()}
-    env = {k: [str(x) for x in _axis(v, f"{path}: env.{k}")]
+    if isinstance(reps, float):
+        raise MprofError(f"{where('repetitions')}: expected a whole number >= 1, got {reps!r}")
+    reps = check_number(reps, where("repetitions"), low=1, high=MAX_POINTS, integer=True)
+    timeout = check_number(data.get("timeout_s", DEFAULT_TIMEOUT), where("timeout_s"),
+                           low=0.0, open_low=True, high=1e7)
+    for table in ("params", "env"):
+        if not isinstance(data.get(table, {}), dict):
+            raise MprofError(f"{where(table)}: [{table}] must be a table")
+    params = {k: _axis(v, where(f"params.{k}")) for k, v in data.get("params", {}).items()}
+    env = {k: [str(x) for x in _axis(v, where(f"env.{k}"), strings=True)]
            for k, v in data.get("env", {}).items()}
+    _check_grid_size(path, reps, npes, params, env)
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
     if not isinstance(command, str) or not command.strip():
         raise MprofError(f"{path}: command must be a non-empty string")
@@ -165,6 +214,17 @@ def load_spec(path: str | Path) -> SweepSpec:
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
                      params=params, env=env, probe=probe)
+
+
+def _check_grid_size(path: Path, reps: int, npes: list, params: dict, env: dict) -> None:
+    sizes = [("repetitions", reps), ("npes", len(npes)),
+             *((f"params.{k}", len(v)) for k, v in params.items()),
+             *((f"env.{k}", len(v)) for k, v in env.items())]
+    total = math.prod(n for _, n in sizes)
+    if total > MAX_POINTS:
+        shape = " x ".join(f"{n} {name}" for name, n in sizes if n > 1)
+        raise MprofError(f"{path}: the sweep has {total:,} points ({shape}), more than the "
+                         f"{MAX_POINTS:,} one sweep may have; split it into several specs")
 
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")

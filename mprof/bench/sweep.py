@@ -27,6 +27,7 @@ from ..db.store import ProfileDB
 from ..db.validate import load_profile
 from ..errors import MprofError
 from .probe import MachineProbe, probe_values
+from .procs import Interrupted, interruptible, run_group
 from .spec import Point, SweepSpec
 
 STDERR_TAIL_LINES = 8
@@ -93,10 +94,9 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
         out = Path(tmp) / "profile.json"
         env = dict(os.environ, **point.env, MPROF_OUT=str(out), MPROF_PES=str(point.npes))
         try:
-            proc = subprocess.run(argv, cwd=spec.root, env=env, capture_output=True, text=True,
-                                  timeout=spec.timeout_s)
+            proc = run_group(argv, cwd=spec.root, env=env, timeout=spec.timeout_s)
         except subprocess.TimeoutExpired:
-            return f"timed out after {spec.timeout_s:g} s"
+            return f"timed out after {spec.timeout_s:g} s (its process group was killed)"
         except OSError as exc:
             return f"cannot run {argv[0]}: {exc.strerror}"
         if proc.returncode != 0:
@@ -175,6 +175,16 @@ def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
                       "online core(s): those runs share cores, their times include preemption, "
                       "and they are recorded with the setting oversubscribed=1", highlight=False)
     summaries, todos, dbs = [], [], []
+    try:
+        with interruptible():
+            _run_all(specs, databases, console, summaries, todos, dbs)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        exc.summaries = summaries  # what was recorded before the interruption (mprof.bench.cli)
+        raise
+    return summaries
+
+
+def _run_all(specs, databases, console, summaries, todos, dbs) -> None:
     with ExitStack() as stack:
         for spec, db_path in zip(specs, databases):
             points = spec.points()
@@ -205,7 +215,6 @@ def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
                                progress.console if not plain else None)
                     progress.advance(task)
         top_up(runner)
-    return summaries
 
 
 class _Runner:

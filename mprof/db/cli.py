@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import write_file
+from ..numbers import option
 from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
@@ -35,7 +37,8 @@ def register(subparsers):
 
     p = sub.add_parser("show", help="print one run profile")
     p.add_argument("db", help="profile database")
-    p.add_argument("run_id", type=int, help="run id (the first column of mprof db list)")
+    p.add_argument("run_id", type=option("RUN_ID", low=1, high=2**63 - 1, integer=True),
+                   help="run id (the first column of mprof db list)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="export runs: JSON lines (one profile per line), Extra-P "
@@ -173,7 +176,7 @@ def cmd_export(args):
     with _open_existing(args.db) as db:
         lines = [canonical_json(doc) + "\n" for _, doc in db.documents()]
     if args.output:
-        Path(args.output).write_text("".join(lines))
+        write_file(args.output, "".join(lines), what="export")
         print(f"exported {len(lines)} run(s) to {args.output}", file=sys.stderr)
     else:
         sys.stdout.writelines(lines)
@@ -210,7 +213,7 @@ def _export_for_tools(args):
     lines = extrap_lines(runs, args.measure, params)
     if args.output:
         text = "".join(lines)
-        Path(args.output).write_text(text)
+        write_file(args.output, text, what="export")
         print(f"exported {len(runs)} run(s) ({text.count(chr(10))} measurements) as Extra-P "
               f"JSON Lines to {args.output}", file=sys.stderr)
     else:

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +27,8 @@ from ..profile import CategoryTime
 from . import schema
 from .validate import validate_profile
 
-BUSY_TIMEOUT_MS = 30_000
-LOCK_RETRIES = 50
+BUSY_TIMEOUT_MS = 2_000  # one wait of SQLite's; _retry bounds the whole wait
+DEFAULT_LOCK_WAIT_S = 120.0  # MPROF_DB_LOCK_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,11 @@ def _explain(exc: sqlite3.Error) -> str:
     return text
 
 
+def _is_space_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "disk i/o error" in text or "disk is full" in text or "readonly" in text
+
+
 def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -223,6 +229,12 @@ class ProfileDB:
                 self._retry(lambda: schema.migrate(self.conn))
         except sqlite3.DatabaseError as exc:
             self.conn.close()
+            if self.readonly and _is_space_error(exc):
+                # Reading never needs free space: a full disk (or a read-only file system)
+                # refuses the journal-mode switch and the shared-memory file, not the data.
+                self.conn = self._connect_readonly()
+                self._check_version()
+                return
             raise MprofError(f"{self.path}: not a usable profile database: "
                              f"{_explain(exc)}") from None
 
@@ -254,7 +266,8 @@ class ProfileDB:
         except sqlite3.OperationalError as exc:
             conn.close()
             text = str(exc).lower()
-            if "readonly" not in text and "unable to open" not in text:
+            if ("readonly" not in text and "unable to open" not in text
+                    and not _is_space_error(exc)):
                 raise MprofError(f"{self.path}: cannot read database: {_explain(exc)}") from None
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -308,14 +321,34 @@ class ProfileDB:
         return schema.current_version(self.conn)
 
     def _retry(self, action):
-        """Run `action`, retrying when another process holds the write lock past the timeout."""
-        for attempt in range(LOCK_RETRIES):
+        """Run `action`, retrying while another process holds the lock, for at most
+        MPROF_DB_LOCK_TIMEOUT seconds (default 120) in all; the wait is announced once, and
+        its end is an MprofError that says who to look for."""
+        from ..numbers import env_number
+
+        bound = env_number("MPROF_DB_LOCK_TIMEOUT", DEFAULT_LOCK_WAIT_S, low=0, high=1e6)
+        start = time.monotonic()
+        announced = False
+        attempt = 0
+        while True:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
-                if not _is_lock_error(exc) or attempt == LOCK_RETRIES - 1:
+                if not _is_lock_error(exc):
                     raise
-                time.sleep(0.01 + random.random() * 0.05 * (attempt + 1))
+                waited = time.monotonic() - start
+                if waited >= bound:
+                    raise MprofError(
+                        f"{self.path}: the database is locked by another process (an import or "
+                        f"a sweep writing to it?); gave up after {waited:.0f} s "
+                        "(MPROF_DB_LOCK_TIMEOUT sets the wait)") from None
+                if not announced:
+                    print(f"mprof: {self.path}: locked by another process; waiting up to "
+                          f"{bound:g} s", file=sys.stderr)
+                    announced = True
+                attempt += 1
+                time.sleep(min(0.01 + random.random() * 0.05 * attempt, 0.5,
+                               max(bound - waited, 0.0)))
 
     def transaction(self, body):
         """Run body(conn) inside BEGIN IMMEDIATE ... COMMIT, retrying on lock contention."""

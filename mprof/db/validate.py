@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MprofError
+from ..files import read_bytes
 
 SCHEMA = "mprof.run-profile"
 SCHEMA_VERSIONS = (1, 2)  # 2 added each PE's cpu_s and idle_cpu_s
@@ -38,10 +39,7 @@ INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 def read_text(path: str | Path, what: str = "run profile") -> str:
     """A UTF-8 file's text; unreadable files and bad bytes are MprofErrors naming the place."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    data = read_bytes(path, what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

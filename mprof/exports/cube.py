@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import MprofError
+from ..files import make_folder, write_file
 from ..profile import RunProfile
 from .calltree import (DESCRIPTIONS, METRICS, UNITS, Node, exclusive_values, model_params,
                        numeric_params, run_tree)
@@ -52,7 +53,7 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
     names, _ = model_params(runs, params)
     if "npes" in names:  # first: no parameter name may start a ".r" (Extra-P's repetition)
         names = ["npes"] + [n for n in names if n != "npes"]
-    outdir.mkdir(parents=True, exist_ok=True)
+    make_folder(outdir)
     written, reps = [], {}
     for run in runs:
         values = numeric_params(run)
@@ -60,9 +61,10 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
         key = tuple(coord.items())
         reps[key] = reps.get(key, 0) + 1
         folder = outdir / folder_name(coord, reps[key])
-        folder.mkdir(exist_ok=True)
+        make_folder(folder)
         path = folder / "profile.cubex"
-        path.write_bytes(cubex_bytes(run_tree(run, measure), len(run.pes), run, measure))
+        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run, measure),
+                   what="CUBE profile")
         written.append(path)
     return written
 

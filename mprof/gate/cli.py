@@ -15,8 +15,9 @@ import math
 import sys
 import traceback
 
+from ..bench.procs import Interrupted, interruptible
 from ..db.store import Condition
-from ..errors import MprofError
+from ..errors import MprofError, bounded_message
 
 # The statistics (SciPy) are imported when a gate runs, not whenever `mprof` starts.
 EXIT_ERROR = 2  # = evaluate.EXIT_ERROR
@@ -118,7 +119,11 @@ def _evaluation_options(p):
     p.add_argument("--model", metavar="MODEL.json",
                    help="compare per-run category costs estimated by this model")
     p.add_argument("--fit", metavar="SCRIPT.tcl",
-                   help="fit this modeling script on each side and compare coefficients")
+                   help="fit this modeling script on each side and compare coefficients (in a "
+                   "safe Tcl interpreter: no exec, open, socket or file access)")
+    p.add_argument("--unsafe-tcl", action="store_true",
+                   help="run the --fit script with full Tcl (exec, open, file ...): only for "
+                   "a script you trust, never one from the change under test")
     p.add_argument("--interface", action="append", default=[], metavar="PERF",
                    help="a .perf file, or a folder of MODULE.perf files, declaring which "
                    "statistics are measured (never compared exactly); searched before "
@@ -129,6 +134,7 @@ def _evaluation_options(p):
                    "multiple-testing correction counts only these, the other units are "
                    "reported as INFO (repeatable)")
     p.add_argument("--config", metavar="GATE.toml", help="tolerances, alphas, allow-list")
+    # checked (finite, in range) with the configuration's values, as one error of the gate
     p.add_argument("--tolerance", type=float, help="default relative tolerance (e.g. 0.05)")
     p.add_argument("--alpha", type=float, help="default significance level (e.g. 0.05)")
     p.add_argument("--correction", help="multiple-testing correction: holm, bh or none")
@@ -157,6 +163,7 @@ def _config(args):
         config.alpha = check_alpha(args.alpha, "--alpha")
     if args.correction is not None:
         config.correction = check_correction(args.correction, "--correction")
+    config.unsafe_tcl = bool(getattr(args, "unsafe_tcl", False))
     return config
 
 
@@ -197,12 +204,13 @@ def _emit(report, args) -> int:
 
 def _guard(body, args) -> int:
     try:
-        return body(args)
+        with interruptible():  # SIGTERM, SIGHUP: the running benchmark's group is killed
+            return body(args)
     except MprofError as exc:
-        print(f"mprof gate: error: {exc}", file=sys.stderr)
+        print(f"mprof gate: error: {bounded_message(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("mprof gate: interrupted", file=sys.stderr)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"mprof gate: interrupted{f' by {exc}' if str(exc) else ''}", file=sys.stderr)
         return EXIT_ERROR
     except Exception:  # a bug is still "the tool failed", never a pass or a regression
         traceback.print_exc()

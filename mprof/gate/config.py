@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..bench.spec import read_toml
 from ..errors import MprofError
+from ..numbers import check_number
 from .stats import CORRECTIONS
 
 DEFAULT_TOLERANCE = 0.05
@@ -63,6 +64,7 @@ class GateConfig:
     units: list[UnitRule] = field(default_factory=list)
     allow: list[AllowRule] = field(default_factory=list)
     source: str = "<defaults>"
+    unsafe_tcl: bool = False  # --fit scripts with full Tcl (--unsafe-tcl; never from a file)
 
     def settings_for(self, unit_id: str) -> tuple[float, float]:
         """(tolerance, alpha) of a unit: the defaults, overridden by every matching rule in
@@ -83,23 +85,12 @@ class GateConfig:
         return None
 
 
-def _number(value, where: str, low: float, high: float, *, open_low=True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MprofError(f"{where}: expected a number, got {value!r}")
-    value = float(value)
-    bad_low = value <= low if open_low else value < low
-    if bad_low or value >= high:
-        lo = "(" if open_low else "["
-        raise MprofError(f"{where}: {value:g} is outside {lo}{low:g}, {high:g})")
-    return value
-
-
 def check_tolerance(value, where: str) -> float:
-    return _number(value, where, 0.0, float("inf"), open_low=False)
+    return check_number(value, where, low=0.0)
 
 
 def check_alpha(value, where: str) -> float:
-    return _number(value, where, 0.0, 0.5)
+    return check_number(value, where, low=0.0, high=0.5, open_low=True, open_high=True)
 
 
 def load_config(path: str | Path | None) -> GateConfig:

@@ -196,7 +196,7 @@ class SideFit:
     undetermined: set[str] = field(default_factory=set)  # in a rank deficiency
 
 
-def fit_side(script: str | Path, side: Side) -> SideFit:
+def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFit:
     """Run a modeling script on this side's database and selection instead of the script's
     fit databases (FitSession.data_override: test databases and SaveModel are not used); the
     last fit counts."""
@@ -206,7 +206,8 @@ def fit_side(script: str | Path, side: Side) -> SideFit:
     warnings: list[str] = []
     session = FitSession(data_override=(side.database.resolve(), list(side.where)))
     try:
-        outcome = ModelingScript(script, warn=warnings.append, session=session).run()
+        outcome = ModelingScript(script, warn=warnings.append, session=session,
+                                 unsafe=unsafe_tcl).run()
     except MprofError as exc:
         raise MprofError(f"fitting the {side.name} ({side.database}): {exc}") from None
     if outcome is None:
@@ -242,7 +243,8 @@ def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
             if slower or bad:
                 side = without_runs(side, [r for r, _ in slower + bad], Path(tmp))
             sides.append(side)
-        fits = (fit_side(fit_script, sides[0]), fit_side(fit_script, sides[1]))
+        fits = (fit_side(fit_script, sides[0], config.unsafe_tcl),
+                fit_side(fit_script, sides[1], config.unsafe_tcl))
     for f in fits:
         warnings.extend(f.warnings)
     return fits
@@ -390,6 +392,14 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
         u = Unit(uid, kind, cfg_label, name, tol, alpha, category=category, config_key=key)
         units.append(u)
         return u
+
+    if model is not None:
+        from ..model.modelfile import missing_text
+
+        for side in (baseline, candidate):
+            objects = [obj for r in side.runs for pe in r.profile.pes for obj in pe.objects]
+            for module, names in model.missing_statistics(objects).items():
+                report.warnings.append(f"{side.name}: {missing_text(module, names)}")
 
     fits = None
     if fit_script is not None:

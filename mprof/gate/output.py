@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ..files import write_file
 from .evaluate import (ALLOWED, BEHAVIOUR, INCONCLUSIVE, INFO, PASS, REGRESSION, GateReport,
                        Unit)
 
@@ -200,7 +201,5 @@ def to_json(report: GateReport) -> str:
 
 
 def write(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    write_file(path, text)
 

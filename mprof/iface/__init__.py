@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import MprofError, SourceError
+from ..errors import SourceError
+from ..files import read_bytes
 from .checker import parse_interface
 from .model import Access, Category, Interface, Statistic, Term
 
@@ -30,11 +31,7 @@ __all__ = [
 def load_interface(path) -> Interface:
     """Reads, parses and checks one `.perf` file; every problem is an MprofError."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise MprofError(f"cannot read interface {path}: {exc.strerror or exc}") from None
+    data = read_bytes(path, "interface")  # "PATH: cannot read interface: why"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import MprofError
+from ..errors import MprofError, bounded_message
 from . import load_interface
 from .codegen import check_module_names, write
 from .formatter import format_interface
@@ -88,7 +88,7 @@ def cmd_check(args) -> int:
         try:
             iface = load_interface(path)
         except MprofError as exc:
-            print(exc, file=sys.stderr)
+            print(bounded_message(str(exc)), file=sys.stderr)
             failed += 1
             continue
         print(

@@ -7,12 +7,13 @@ Term definitions are printed from the same expression trees the Python evaluator
 from __future__ import annotations
 
 import os
-import tempfile
+
 from pathlib import Path
 
 import jinja2
 
 from ..errors import MprofError
+from ..files import make_folder, write_file
 from .expr import STATISTIC, Ref
 from .model import Interface
 
@@ -104,21 +105,8 @@ def write(iface: Interface, outdir) -> list[Path]:
     """Writes the generated files into outdir (created if needed); returns their paths.
 
     Files are always rewritten (atomically) so build tools see them newer than the .perf."""
-    outdir = Path(outdir)
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MprofError(f"cannot create {outdir}: {exc.strerror or exc}") from None
+    outdir = make_folder(outdir)
     written = []
     for name, text in render(iface).items():
-        target = outdir / name
-        try:
-            fd, tmp = tempfile.mkstemp(dir=outdir, prefix=f".{name}.")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise MprofError(f"cannot write {target}: {exc.strerror or exc}") from None
-        written.append(target)
+        written.append(write_file(outdir / name, text))
     return written

@@ -11,8 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
-# Deepest expression tree accepted.  Evaluation and printing recurse over the tree, so the
-# limit keeps them far from Python's recursion limit; real cost terms are a few levels deep.
+# Deepest nesting accepted: parentheses, unary minus, function calls.  A run of one
+# precedence's operators (`a + b - c + ...`, `a * b / c ...`) is one level however long it is:
+# it is evaluated and printed by a loop, and C reads it without brackets, left to right like
+# the tree.  An n-ary min/max counts as log2(n) levels: it becomes a balanced tree of fmin/fmax
+# calls, in C and in Python alike.  Evaluation and printing recurse over real nesting only,
+# which the limit keeps far from Python's recursion limit and a C compiler's bracket limit.
 MAX_DEPTH = 100
 
 # name -> (minimum arguments, maximum arguments or None for "any", C function)
@@ -70,6 +74,14 @@ def _fmax(a: float, b: float) -> float:
     if math.isnan(b):
         return a
     return a if a >= b else b
+
+
+def _balanced(items: list, combine):
+    """combine() over items as a balanced tree: the first half's result with the second's."""
+    if len(items) == 1:
+        return items[0]
+    half = (len(items) + 1) // 2
+    return combine(_balanced(items[:half], combine), _balanced(items[half:], combine))
 
 
 _BINARY = {
@@ -195,38 +207,69 @@ class Neg(Expr):
 
 
 class BinOp(Expr):
+    """`left op right`.  A left operand of the same precedence continues a chain (`a + b - c`
+    is ((a + b) - c)); chains are walked by loops, never by recursion, so a flat sum of
+    thousands of statistics costs one level of depth."""
+
     __slots__ = ("op", "left", "right")
 
     def __init__(self, op: str, left: Expr, right: Expr, line: int = 0, column: int = 0):
         self.op, self.left, self.right = op, left, right
         self.line, self.column = line, column
-        self.depth = max(left.depth, right.depth) + 1
+        first, rest = self.chain()
+        self.depth = max([first.depth, *(r.depth for _, r in rest)]) + 1
 
     @property
     def prec(self):
         return PRECEDENCE[self.op]
 
+    def chain(self) -> tuple[Expr, list[tuple[str, Expr]]]:
+        """(first operand, [(op, operand), ...]) of the run of this precedence's operators
+        that ends here, left to right."""
+        rest = []
+        node: Expr = self
+        while isinstance(node, BinOp) and node.prec == self.prec:
+            rest.append((node.op, node.right))
+            node = node.left
+        rest.reverse()
+        return node, rest
+
     def children(self):
         return (self.left, self.right)
 
     def evaluate(self, lookup):
-        return _BINARY[self.op](self.left.evaluate(lookup), self.right.evaluate(lookup))
+        first, rest = self.chain()
+        value = first.evaluate(lookup)
+        for op, operand in rest:
+            value = _BINARY[op](value, operand.evaluate(lookup))
+        return value
 
     def to_c(self, render):
-        return f"({self.left.to_c(render)} {self.op} {self.right.to_c(render)})"
+        # C's + - * / are left-associative: the chain needs no brackets inside
+        first, rest = self.chain()
+        parts = [first.to_c(render)]
+        for op, operand in rest:
+            parts.append(f"{op} {operand.to_c(render)}")
+        return f"({' '.join(parts)})"
 
     def to_text(self):
         # Parenthesise only where needed to read back as the same (left-associative) tree.
-        left = self.left.to_text()
-        if self.left.prec < self.prec:
-            left = f"({left})"
-        right = self.right.to_text()
-        if self.right.prec <= self.prec:
-            right = f"({right})"
-        return f"{left} {self.op} {right}"
+        first, rest = self.chain()
+        text = first.to_text()
+        if first.prec < self.prec:
+            text = f"({text})"
+        parts = [text]
+        for op, operand in rest:
+            right = operand.to_text()
+            if operand.prec <= self.prec:
+                right = f"({right})"
+            parts.append(f"{op} {right}")
+        return " ".join(parts)
 
     def key(self):
-        return ("bin", self.op, self.left.key(), self.right.key())
+        first, rest = self.chain()
+        return ("bin", PRECEDENCE[self.op], first.key(),
+                tuple((op, operand.key()) for op, operand in rest))
 
 
 class Call(Expr):
@@ -235,9 +278,9 @@ class Call(Expr):
     def __init__(self, func: str, args: list[Expr], line: int = 0, column: int = 0):
         self.func, self.args = func, list(args)
         self.line, self.column = line, column
-        # min/max of k arguments become k - 1 nested calls in C: each counts as a level (a
-        # C compiler limits bracket nesting, clang to 256).
-        self.depth = max(a.depth for a in self.args) + max(len(self.args) - 1, 1)
+        # min/max of k arguments are a balanced tree of two-argument calls, in C and here:
+        # ceil(log2 k) levels (a C compiler limits bracket nesting, clang to 256).
+        self.depth = max(a.depth for a in self.args) + max((len(self.args) - 1).bit_length(), 1)
 
     def children(self):
         return tuple(self.args)
@@ -248,22 +291,15 @@ class Call(Expr):
             return _log2(values[0])
         if self.func == "sqrt":
             return _sqrt(values[0])
-        combine = _fmin if self.func == "min" else _fmax
-        result = values[0]
-        for v in values[1:]:
-            result = combine(result, v)
-        return result
+        return _balanced(values, _fmin if self.func == "min" else _fmax)
 
     def to_c(self, render):
         cname = FUNCTIONS[self.func][2]
         args = [a.to_c(render) for a in self.args]
-        # min/max of more than two values nest left to right, exactly like evaluate().
-        text = args[0]
         if len(args) == 1:
-            return f"{cname}({text})"
-        for a in args[1:]:
-            text = f"{cname}({text}, {a})"
-        return text
+            return f"{cname}({args[0]})"
+        # min/max of more than two values: a balanced tree, exactly like evaluate()
+        return _balanced(args, lambda a, b: f"{cname}({a}, {b})")
 
     def to_text(self):
         return f"{self.func}({', '.join(a.to_text() for a in self.args)})"

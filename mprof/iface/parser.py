@@ -248,8 +248,8 @@ class Parser:
         if node.depth > MAX_DEPTH:
             note = ""
             if isinstance(node, Call) and len(node.args) > 2:
-                note = (f"; {node.func} of {len(node.args)} arguments nests "
-                        f"{len(node.args) - 1} calls in C")
+                note = (f"; {node.func} of {len(node.args)} arguments counts "
+                        f"{(len(node.args) - 1).bit_length()} levels")
             raise self.source.error(
                 node.line, node.column,
                 f"expression is nested too deeply (limit {MAX_DEPTH}){note}",

@@ -20,6 +20,9 @@ def register(subparsers):
         "(with its line).")
     p.add_argument("script", help="modeling script (Tcl); paths in it are relative to it")
     p.add_argument("--json", action="store_true", help="print each fit as one JSON line")
+    p.add_argument("--unsafe-tcl", action="store_true",
+                   help="run the script with full Tcl (exec, open, socket, file, source ...); "
+                   "by default it runs in a safe interpreter with pure Tcl and the directives")
     p.set_defaults(func=cmd_fit)
 
     parser = subparsers.add_parser(
@@ -54,7 +57,7 @@ def cmd_fit(args):
         sys.stdout.write(format_json(outcome) + "\n" if args.json else format_text(outcome))
         sys.stdout.flush()
 
-    ModelingScript(args.script, on_fit=show).run()
+    ModelingScript(args.script, on_fit=show, unsafe=args.unsafe_tcl).run()
     return 0
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from ..errors import MprofError
+from ..files import make_folder, write_file
 from .modelfile import Model
 
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -85,7 +86,7 @@ def export_c(model: Model, outdir: str | Path, prefix: str = "mpm") -> list[Path
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise MprofError(f"prefix '{prefix}' is not a C identifier")
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    make_folder(outdir)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES),
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     context = {
@@ -104,6 +105,6 @@ def export_c(model: Model, outdir: str | Path, prefix: str = "mpm") -> list[Path
     for template, name in (("model.h.j2", f"{prefix}_model.h"),
                            ("model.c.j2", f"{prefix}_model.c")):
         path = outdir / name
-        path.write_text(env.get_template(template).render(context))
+        write_file(path, env.get_template(template).render(context), what="C file")
         written.append(path)
     return written

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MprofError
+from ..errors import MprofError, SourceError
+from ..files import read_bytes, write_file
+from ..numbers import check_number
 from .fit import t_quantile
 
 SCHEMA = "mprof.model"
@@ -149,16 +152,10 @@ class Model:
         text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
         if path.is_dir():
             raise MprofError(f"{path} is a directory, not a model file")
-        tmp = path.with_suffix(path.suffix + ".tmp")
         if not path.parent.is_dir():
             raise MprofError(f"cannot write model {path}: the folder {path.parent} does not "
                              "exist")
-        try:
-            tmp.write_text(text + "\n")
-            tmp.replace(path)  # never leave a half-written model behind
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise MprofError(f"cannot write model {path}: {exc.strerror or exc}") from None
+        write_file(path, text + "\n", what="model", make_parents=False)  # never half-written
         self.path = path
 
     @classmethod
@@ -174,6 +171,12 @@ class Model:
             cov_names = list(data.get("covariance_parameters", fitted))
             cov = np.array(data["covariance"], dtype=float).reshape(len(cov_names),
                                                                     len(cov_names))
+            for k, v in params.items():
+                check_number(v["value"], f"{source}: parameters.{k}.value")
+                if v.get("halfwidth") is not None:
+                    check_number(v["halfwidth"], f"{source}: parameters.{k}.halfwidth", low=0.0)
+            if not np.isfinite(cov).all():
+                raise MprofError(f"{source}: covariance: not every entry is a finite number")
             return cls(
                 values={k: float(v["value"]) for k, v in params.items()},
                 halfwidths={k: (float("nan") if v.get("halfwidth") is None
@@ -191,7 +194,7 @@ class Model:
                 flags=dict(data.get("flags", {})),
                 created_at=data.get("created_at", ""),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise MprofError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") \
                 from None
 
@@ -214,6 +217,59 @@ class Model:
             else:
                 raise MprofError(f"interface of module '{module}' not found at {info.path}")
         return self._ifaces[module]
+
+    def check_interfaces(self, source: str) -> None:
+        """The interface texts the model file carries parse, and declare the statistics and
+        terms the file records for them: a damaged copy is the model file's fault (its path
+        and the module named), never the original .perf file's, which may be fine."""
+        for module, info in self.interfaces.items():
+            if info.source is None:
+                continue
+            if not isinstance(info.source, str):
+                raise MprofError(f"{source}: interfaces.{module}.source: the interface text of "
+                                 f"module '{module}' that the model file carries is not text "
+                                 "(the file is damaged); refit the model or restore the file")
+            try:
+                iface = self.interface(module)
+            except MprofError as exc:
+                detail = str(exc)
+                if isinstance(exc, SourceError):
+                    detail = (f"line {exc.line}, column {exc.column} of that text: "
+                              f"{exc.message}")
+                raise MprofError(f"{source}: interfaces.{module}.source: the interface text of "
+                                 f"module '{module}' that the model file carries is damaged "
+                                 f"({detail}); refit the model or restore the file") from None
+            stats = [s.name for s in iface.statistics]
+            terms = [t.name for t in iface.terms]
+            if set(stats) != set(info.statistics) or set(terms) != set(info.terms):
+                raise MprofError(f"{source}: interfaces.{module}: the interface text the model "
+                                 "file carries does not declare the statistics and terms the "
+                                 "file records for it (the file is damaged); refit the model "
+                                 "or restore the file")
+            if iface.name != module:
+                raise MprofError(f"{source}: interfaces.{module}: the carried interface text "
+                                 f"is of module '{iface.name}' (the file is damaged)")
+
+    def missing_statistics(self, objects: Iterable) -> dict[str, list[str]]:
+        """Module -> statistics of the model's interface that some record of a run lacks
+        (a run made with another version of the interface): they are priced as 0."""
+        missing: dict[str, set[str]] = {}
+        papi: dict[str, set[str]] = {}  # a PAPI event some runs cannot count is absent there
+        for obj in objects:
+            info = self.interfaces.get(obj.module)
+            if info is None:
+                continue
+            if obj.module not in papi:
+                try:
+                    papi[obj.module] = {s.name for s in self.interface(obj.module).statistics
+                                        if s.papi_event}
+                except MprofError:
+                    papi[obj.module] = set()
+            lacking = [s for s in info.statistics
+                       if s not in obj.stats and s not in papi[obj.module]]
+            if lacking:
+                missing.setdefault(obj.module, set()).update(lacking)
+        return {m: sorted(names) for m, names in sorted(missing.items())}
 
     def term_values(self, module: str, stats: Mapping[str, float]) -> dict[str, float]:
         info = self.interfaces.get(module)
@@ -312,12 +368,49 @@ class Model:
         return out
 
 
+class _NonFinite(ValueError):
+    def __init__(self, token: str):
+        super().__init__(token)
+        self.token = token
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise _NonFinite(text)
+    return value
+
+
+def _refuse_constant(token: str):  # NaN, Infinity, -Infinity
+    raise _NonFinite(token)
+
+
+def _locate(text: str, token: str) -> tuple[int, int]:
+    """Line and column of the first `token` outside a JSON string."""
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|' + re.escape(token), text):
+        if m.group(0) == token:
+            before = text[: m.start()]
+            return before.count("\n") + 1, m.start() - (before.rfind("\n") + 1) + 1
+    return 1, 1
+
+
+def missing_text(module: str, names: list[str]) -> str:
+    """The warning about statistics a run lacks (Model.missing_statistics)."""
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    return (f"module {module}: the run lacks statistic(s) {shown} of the model's interface "
+            f"(recorded with another version of {module}.perf?); they are priced as 0")
+
+
 def load_model(path: str | Path) -> Model:
     path = Path(path)
+    text = None
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read model: {exc.strerror}") from None
+        text = read_bytes(path, "model").decode("utf-8")
+        data = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
+    except _NonFinite as exc:
+        line, column = _locate(text, exc.token)
+        raise MprofError(f"{path}:{line}:{column}: {exc.token} is not a finite number; a model "
+                         "file holds finite parameters only (refit, or fix the file)") from None
     except json.JSONDecodeError as exc:
         raise MprofError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except UnicodeDecodeError:
@@ -326,4 +419,5 @@ def load_model(path: str | Path) -> Model:
         raise MprofError(f"{path}: not a model file: {exc or 'nested too deeply'}") from None
     model = Model.from_json(data, str(path), path.resolve().parent)
     model.path = path
+    model.check_interfaces(str(path))
     return model

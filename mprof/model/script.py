@@ -6,6 +6,17 @@ small Tcl proc around one dispatcher that returns {ok value} or {error message};
 a real Tcl error.  The script is run with `source` so that Tcl knows each command's file and
 line, also inside loop bodies and procs (`info frame`, TIP 280).
 
+Safety: the script runs in a safe Tcl interpreter (`interp create -safe`), a child of the one
+that holds mprof's commands.  It has pure Tcl (variables, expressions, lists, dicts, strings,
+loops, procedures), `puts` to standard output and error, a `file` limited to path arithmetic
+(join, split, tail, dirname, rootname, extension), `source` of files in the script's folder
+(or below), the environment variables named MPROF_* in `::env`, and the directives; `exec`,
+`open`, `socket`, `load`, `cd`, `glob`, `exit` and every other command that touches files,
+processes or the network are not there, and calling one is an error at its line that names
+`--unsafe-tcl`.  A modeling script may come from a repository under test (`mprof gate --fit`),
+so it must not be able to run commands.  With `unsafe=True` (`--unsafe-tcl`) the script runs in
+the full interpreter, as trusted code.
+
 Where an error is reported:
   - a directive that fails: the line of that directive call (the proc passes its caller's
     `info frame` to the dispatcher), wherever it sits (loop body, if branch, proc);
@@ -18,6 +29,7 @@ Where an error is reported:
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -85,9 +97,16 @@ class ScriptError(MprofError):
         super().__init__(f"{where}: {message}")
 
 
+SAFE_CHILD = "mprof_script"
+# `file` subcommands that only compute with path strings
+PATH_SUBCOMMANDS = ("join", "split", "tail", "dirname", "rootname", "extension", "pathtype",
+                    "separator")
+
+
 class ModelingScript:
     def __init__(self, path: str | Path, on_fit: Callable[[FitOutcome], None] | None = None,
-                 warn: Callable[[str], None] | None = None, session: FitSession | None = None):
+                 warn: Callable[[str], None] | None = None, session: FitSession | None = None,
+                 unsafe: bool = False):
         import tkinter
 
         self.path = Path(path)
@@ -101,7 +120,16 @@ class ModelingScript:
         self.calls: list[tuple[str, list, str, int | None]] = []  # directive, args, file, line
         self._failed: tuple[str, str, int | None] | None = None  # message, file, line
         self.tcl = tkinter.Tcl()
+        self.unsafe = unsafe
+        self.hidden: set[str] = set()
         self.tcl.createcommand("::mprof::dispatch", self._dispatch)
+        self.tcl.createcommand("::mprof::unknown", self._unknown)
+        if unsafe:
+            # a tuple is one command of those words (tkinter passes it as a Tcl list)
+            self._in_script = lambda script: (self.tcl.call(*script) if isinstance(script, tuple)
+                                              else self.tcl.eval(script))
+        else:
+            self._make_safe_child()
         self.commands = {
             "FitDatabase": self._fit_database,
             "TestDatabase": self._test_database,
@@ -128,15 +156,100 @@ class ModelingScript:
             )
             # The paper writes directives with a trailing colon (`FitDatabase: "x.db"`).
             for spelling in (name, name + ":"):
-                self.tcl.call("proc", spelling, "args", body)
+                self._in_script(("proc", spelling, "args", body))
         # A misspelled directive: name the line and the closest directive.
-        self.tcl.createcommand("::mprof::unknown", self._unknown)
-        self.tcl.eval("rename unknown ::mprof::tcl_unknown")
-        self.tcl.eval("proc unknown {name args} {\n"
-                      "  lassign [::mprof::unknown $name [info frame -1]] status value\n"
-                      "  if {$status ne \"ok\"} {return -code error $value}\n"
-                      "  uplevel 1 [list ::mprof::tcl_unknown $name {*}$args]\n"
-                      "}")
+        if unsafe:
+            self.tcl.eval("rename unknown ::mprof::tcl_unknown")
+            fallback = "uplevel 1 [list ::mprof::tcl_unknown $name {*}$args]"
+        else:  # a safe interpreter has no unknown handler of its own
+            fallback = 'return -code error "invalid command name \\"$name\\""'
+        self._in_script("proc unknown {name args} {\n"
+                        "  lassign [::mprof::unknown $name [info frame -1]] status value\n"
+                        "  if {$status ne \"ok\"} {return -code error $value}\n"
+                        f"  {fallback}\n"
+                        "}")
+
+    def _make_safe_child(self) -> None:
+        child = SAFE_CHILD
+        self.tcl.call("interp", "create", "-safe", child)
+        self.hidden = {str(name) for name in self.tcl.splitlist(
+            self.tcl.call("interp", "hidden", child)) if ":" not in str(name)}
+        for channel in ("stdout", "stderr"):
+            self.tcl.call("interp", "share", "", channel, child)
+        self.tcl.call("interp", "eval", child, "namespace eval ::mprof {}")
+        for name in ("::mprof::dispatch", "::mprof::unknown"):
+            self.tcl.call("interp", "alias", child, name, "", name)
+        self.tcl.createcommand("::mprof::file", self._file)
+        self.tcl.call("interp", "alias", child, "::mprof::file", "", "::mprof::file")
+        self.tcl.call("interp", "eval", child, (
+            "proc file {args} {\n"
+            "  lassign [::mprof::file [info frame -1] {*}$args] status value\n"
+            "  if {$status ne \"ok\"} {return -code error $value}\n"
+            "  return $value\n"
+            "}"))
+        self.tcl.createcommand("::mprof::source", self._source)
+        self.tcl.call("interp", "alias", child, "::mprof::source", "", "::mprof::source")
+        self.tcl.call("interp", "eval", child, (
+            "proc source {path} {\n"
+            "  lassign [::mprof::source [info frame -1] $path] status value\n"
+            "  if {$status ne \"ok\"} {return -code error $value}\n"
+            "  return $value\n"
+            "}"))
+        self.hidden.discard("source")
+        self._in_script = lambda script: self.tcl.call("interp", "eval", child, script)
+        # the environment, read-only and only mprof's own variables (MPROF_*): a script can
+        # take its settings from them, but not read a CI job's credentials
+        for key, value in os.environ.items():
+            if key.startswith("MPROF_"):
+                self._in_script(("set", f"::env({key})", value))
+
+    def _source(self, frame, path):
+        """`source FILE` in the safe interpreter: a regular file inside the folder of the
+        script (relative paths from there), read by the child's hidden `source`."""
+        import tkinter
+
+        from ..files import max_input_bytes
+
+        where, line = self._frame(frame)
+        folder = self.path.resolve().parent
+        target = (folder / str(path)).resolve()
+        if not target.is_relative_to(folder):
+            message = (f"source: {path} is outside the script's folder {folder} (a modeling "
+                       "script may source only files beside it or below; --unsafe-tcl lifts "
+                       "this)")
+        elif not target.is_file():
+            message = f"source: {path}: no such file in the script's folder"
+        elif target.stat().st_size > max_input_bytes():
+            message = f"source: {path} is larger than MPROF_MAX_INPUT_MB"
+        else:
+            try:
+                return ("ok", self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source",
+                                            str(target)))
+            except tkinter.TclError as exc:
+                message = str(exc) or "error"
+                if self._failed is not None and self._failed[0] == message:
+                    return ("error", message)  # located already (a directive in that file)
+                info = str(self.tcl.eval("set ::errorInfo"))
+                where, line = _locate(info, str(target))
+        self._failed = (message, where, line)
+        return ("error", message)
+
+    def _file(self, frame, *args):
+        import tkinter
+
+        if not args or str(args[0]) not in PATH_SUBCOMMANDS:
+            what = f"file {args[0]}" if args else "file"
+            message = (f"{what} is not available to modeling scripts (they run in a safe Tcl "
+                       "interpreter: file only joins and splits paths; mprof fit --unsafe-tcl "
+                       "runs a trusted script with full Tcl)")
+        else:
+            try:
+                return ("ok", self.tcl.call("file", *args))
+            except tkinter.TclError as exc:
+                message = str(exc)
+        where, line = self._frame(frame)
+        self._failed = (message, where, line)
+        return ("error", message)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -144,7 +257,10 @@ class ModelingScript:
         import tkinter
 
         try:
-            self.tcl.call("source", str(self.path))
+            if self.unsafe:
+                self.tcl.call("source", str(self.path))
+            else:
+                self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source", str(self.path))
         except tkinter.TclError as exc:
             info = str(self.tcl.eval("set ::errorInfo"))
             message = str(exc) or "error"
@@ -185,6 +301,13 @@ class ModelingScript:
         import difflib
 
         name = str(name)
+        if name.lstrip(":") in self.hidden:
+            message = (f"{name.lstrip(':')} is not available to modeling scripts (they run in a "
+                       "safe Tcl interpreter, with pure Tcl and the directives only; "
+                       "mprof fit --unsafe-tcl runs a trusted script with full Tcl)")
+            where, line = self._frame(frame)
+            self._failed = (message, where, line)
+            return ("error", message)
         if name.startswith("::mprof::") or not name[:1].isupper():
             return ("ok", "")  # Tcl's own unknown handling (auto-loading, abbreviations)
         close = difflib.get_close_matches(name.rstrip(":"), list(self.commands), n=1)

@@ -16,6 +16,7 @@ from scipy import linalg
 
 from ..db.store import Condition, ProfileDB
 from ..errors import MprofError
+from ..numbers import parse_number
 from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
 from .modelfile import FIXED, Model, ModuleInfo, load_model
@@ -149,12 +150,7 @@ class FitSession:
         """A parameter whose value the physics fixes (e.g. 1 for a term already in seconds):
         it is not fitted, counts like an imported parameter with no uncertainty, and its
         term's time is taken out of the samples before the fit."""
-        try:
-            number = float(value)
-        except ValueError:
-            raise MprofError(f"FixParameter: the value must be a number, got '{value}'") from None
-        if number != number or number in (float("inf"), float("-inf")):
-            raise MprofError(f"FixParameter: the value must be finite, got '{value}'")
+        number = parse_number(value, "FixParameter: the value")
         self.fixes.append((module, term, number))
 
     def ignore_terms(self, module: str, terms: list[str]) -> None:
@@ -178,13 +174,7 @@ class FitSession:
         self.granularity = value
 
     def set_cutoff(self, value: str) -> None:
-        try:
-            cutoff = float(value)
-        except ValueError:
-            raise MprofError(f"cut-off must be a number, got '{value}'") from None
-        if not 0 <= cutoff < 1:
-            raise MprofError(f"cut-off must be in [0, 1), got {cutoff}")
-        self.cutoff = cutoff
+        self.cutoff = parse_number(value, "cut-off", low=0.0, high=1.0, open_high=True)
 
     # -- the fit ----------------------------------------------------------------------------
 

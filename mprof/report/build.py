@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 
 from ..errors import MprofError
+from ..model.modelfile import missing_text
 from ..latency import (METRICS, AccessLatency, Chain, DependenceGraph, build_graph,
                        display_names, find_chains, pes_of, rows_from_profile, summarize)
 
@@ -328,6 +329,9 @@ def _price(report: Report, pes: list, model) -> None:
         except MprofError as exc:
             problems[module] = str(exc)
             report.warnings.append(f"module {module}: {exc}")
+    for module, names in model.missing_statistics(
+            obj for pe in run.pes for obj in pe.objects if obj.module not in problems).items():
+        report.warnings.append(missing_text(module, names))
     # per PE: [(object, its term values)] for the objects the model prices
     priced = [[(obj, model.priced_terms([obj])) for obj in pe.objects
                if obj.module not in problems] for pe in run.pes]

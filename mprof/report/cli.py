@@ -5,11 +5,12 @@ counts."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import make_folder, read_bytes, write_file
+from ..numbers import option
 
 
 def register(subparsers):
@@ -43,10 +44,12 @@ def register(subparsers):
                    "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
                    "scaled by a factor or set to a value (NAME=VALUE), per category with its "
                    "band; may be given several times")
-    p.add_argument("--digits", type=int, help="decimals of printed seconds")
-    p.add_argument("--roots", type=int, default=3,
+    p.add_argument("--digits", type=option("--digits", low=0, high=17, integer=True),
+                   help="decimals of printed seconds")
+    p.add_argument("--roots", type=option("--roots", low=0, high=10**6, integer=True), default=3,
                    help="walk chains back from this many accesses (default 3)")
-    p.add_argument("--min-fraction", type=float, default=0.05,
+    p.add_argument("--min-fraction", type=option("--min-fraction", low=0.0, high=1.0,
+                                                 open_high=True), default=0.05,
                    help="chains stop at contributions below this fraction (default 0.05)")
     p.add_argument("--c-helper", metavar="DIR",
                    help="copy the C Cost Profile helper (mprof_report.h/.c) to DIR and exit")
@@ -58,8 +61,6 @@ def cmd_report(args):
         return _copy_c_helper(Path(args.c_helper))
     if not args.run:
         raise MprofError("report: a run profile is required (mprof report RUN.json)")
-    if not 0 <= args.min_fraction < 1:
-        raise MprofError("--min-fraction must be in [0, 1)")
     from ..db.validate import load_profile
     from .build import build_report
     from .text import format_text, report_json
@@ -130,11 +131,11 @@ C_HELPER = Path(__file__).with_name("c")
 
 
 def _copy_c_helper(dest: Path) -> int:
-    dest.mkdir(parents=True, exist_ok=True)
+    make_folder(dest)
     for name in ("mprof_report.h", "mprof_report.c"):
         src = C_HELPER / name
         if not src.exists():
             raise MprofError(f"{src} is missing from this installation")
-        shutil.copyfile(src, dest / name)
+        write_file(dest / name, read_bytes(src, "C helper"), what="C file")
         print(dest / name)
     return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
+from ..files import write_file
 from .build import Report
 from .measured import NO_CATEGORIES
 from .text import format_text, idle_lines, imbalance_sentence, lead_rows, share_text, \
@@ -503,8 +504,7 @@ def _stat_text(v) -> str:
 
 def write_html(report: Report, path: str | Path, *, digits: int | None = None) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report, digits=digits))
+    write_file(path, render_html(report, digits=digits), what="report")
     return path
 
 
@@ -581,6 +581,5 @@ def render_compare_html(cmp, *, digits: int | None = None) -> str:
 
 def write_compare_html(cmp, path: str | Path, *, digits: int | None = None) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_compare_html(cmp, digits=digits))
+    write_file(path, render_compare_html(cmp, digits=digits), what="report")
     return path

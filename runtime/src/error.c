@@ -1,9 +1,11 @@
 /* error.c -- error codes, misuse reports and fatal errors. */
 #include "mpr.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *mp_strerror(mp_err err)
 {
@@ -65,4 +67,29 @@ void mpr_fatal(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(3);
+}
+
+double mpr_env_number(const char *name, double dflt, double min, double max, int integer, int quiet)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    /* strtod also reads "nan", "inf" and hexadecimal: only finite decimal numbers count */
+    int ok = end != s && !*end && isfinite(v) && v >= min && v <= max && !strpbrk(s, "xXnN") &&
+             (!integer || v == floor(v));
+    if (ok)
+        return v;
+    if (!quiet) {
+        size_t n = strlen(s);
+        fprintf(stderr,
+                "mprof: ignoring %s=%.64s%s (expected %s in [%.15g, %.15g]), using the default "
+                "%.15g\n",
+                name, s, n > 64 ? "..." : "", integer ? "a whole number" : "a number", min, max,
+                dflt);
+    }
+    return dflt;
 }

@@ -64,4 +64,15 @@ typedef struct mpr_pe mpr_pe;
 mp_err mpr_misuse(mp_err code, const char *fmt, ...) MPR_COLD;
 void mpr_fatal(const char *fmt, ...) MPR_COLD __attribute__((noreturn));
 
+/* overflow.c: report a stack overflow with its PE and fiber (installs the handler once and
+ * an alternate signal stack for the calling thread). */
+void mpr_overflow_guard(void);
+
+/* error.c: the one parser of numeric settings (MPROF_X environment variables).  An unset or
+ * empty variable gives `dflt`; a value that is not a finite number in [min, max] (an integer
+ * when `integer`) gives `dflt` too, after "mprof: ignoring NAME=VALUE (expected ...), using
+ * the default DFLT" on stderr (unless `quiet`). */
+double mpr_env_number(const char *name, double dflt, double min, double max, int integer,
+                      int quiet);
+
 #endif /* MPR_BASE_H */

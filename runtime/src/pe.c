@@ -93,36 +93,38 @@ const mpr_machine *mpr_machine_select(void)
     }
 }
 
-static double env_double(const char *name, double dflt, double min)
+/* Limits of the settings: beyond them a value wraps or asks for absurd amounts of memory. */
+#define SETTING_BYTES_MAX (1024.0 * 1024 * 1024) /* 1 GiB */
+#define SETTING_COUNT_MAX 1e9
+#define SETTING_SECONDS_MAX 1e9
+
+static double env_double(const char *name, double dflt, double min, double max)
 {
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return dflt;
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || v < min) {
-        fprintf(stderr, "mprof: ignoring %s=%s (expected a number >= %g)\n", name, s, min);
-        return dflt;
-    }
-    return v;
+    return mpr_env_number(name, dflt, min, max, 0, 0);
+}
+
+static double env_whole(const char *name, double dflt, double min, double max)
+{
+    return mpr_env_number(name, dflt, min, max, 1, 0);
 }
 
 void mp_config_init(mp_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->npes = (int)env_double("MPROF_PES", 1, 1);
+    cfg->npes = (int)env_whole("MPROF_PES", 1, 1, 4096);
     /* MPI: P is the number of ranks (mp_main enforces it; this is the launcher's figure) */
     const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
     if (mpi_requested() == 1 && ranks && atoi(ranks) > 0)
         cfg->npes = atoi(ranks);
-    cfg->agg_bytes = (size_t)env_double("MPROF_AGG_BYTES", 4096, 0);
-    cfg->flush_fibers = (unsigned)env_double("MPROF_FLUSH_FIBERS", 64, 1);
-    cfg->flush_delay_s = env_double("MPROF_FLUSH_DELAY_US", 1000, 0) * 1e-6;
-    cfg->small_bytes = (size_t)env_double("MPROF_SMALL_BYTES", 0, 0);
-    cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0);
-    cfg->spin = (unsigned)env_double("MPROF_SPIN", 2000, 0);
-    cfg->progress_timeout_s = env_double("MPROF_PROGRESS_TIMEOUT", 300, 0);
-    cfg->sample_s = env_double("MPROF_SAMPLE_US", 1000, 0) * 1e-6;
+    cfg->agg_bytes = (size_t)env_whole("MPROF_AGG_BYTES", 4096, 0, SETTING_BYTES_MAX);
+    cfg->flush_fibers = (unsigned)env_whole("MPROF_FLUSH_FIBERS", 64, 1, SETTING_COUNT_MAX);
+    cfg->flush_delay_s =
+        env_double("MPROF_FLUSH_DELAY_US", 1000, 0, SETTING_SECONDS_MAX * 1e6) * 1e-6;
+    cfg->small_bytes = (size_t)env_whole("MPROF_SMALL_BYTES", 0, 0, SETTING_BYTES_MAX);
+    cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0, SETTING_SECONDS_MAX);
+    cfg->spin = (unsigned)env_whole("MPROF_SPIN", 2000, 0, SETTING_COUNT_MAX);
+    cfg->progress_timeout_s = env_double("MPROF_PROGRESS_TIMEOUT", 300, 0, SETTING_SECONDS_MAX);
+    cfg->sample_s = env_double("MPROF_SAMPLE_US", 1000, 0, SETTING_SECONDS_MAX * 1e6) * 1e-6;
     const char *out = getenv("MPROF_OUT");
     cfg->profile_path = out && *out ? out : NULL;
 }
@@ -180,6 +182,7 @@ static mpr_pe *pe_new(int id, int npes)
 void mpr_pe_run(mpr_pe *pe)
 {
     mpr_pe_bind(pe);
+    mpr_overflow_guard(); /* this thread's alternate signal stack (overflow.c) */
     pe->where = MPR_PE_RUNNING;
     pe->tag_pe = (uint64_t)(uint16_t)pe->id << 48;
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);

@@ -205,6 +205,72 @@ static char *render_local_pes(size_t *len)
     return buf;
 }
 
+/* The profile is written to a temporary file in the target's folder and renamed over the
+ * target once it is complete and on disk, so a full disk or a crash leaves the previous
+ * profile (or none), never a cut-off document.  A target that exists and is not a regular
+ * file (/dev/stdout, a pipe) is written in place: renaming over it would replace it. */
+static FILE *open_profile(const char *path, char **tmp)
+{
+    struct stat st;
+    *tmp = NULL;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return fopen(path, "w");
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = slash ? slash + 1 : path;
+    size_t n = dir_len + strlen(base) + 16;
+    char *name = malloc(n);
+    if (!name) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    snprintf(name, n, "%.*s.%s.XXXXXX", (int)dir_len, path, base);
+    int fd = mkstemp(name);
+    if (fd < 0) {
+        int e = errno;
+        free(name);
+        errno = e;
+        return NULL;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(name);
+        free(name);
+        errno = e;
+        return NULL;
+    }
+    *tmp = name;
+    return f;
+}
+
+static int close_profile(FILE *f, const char *path, char *tmp)
+{
+    int err = 0;
+    if (fflush(f) != 0 || ferror(f))
+        err = errno ? errno : EIO;
+    if (!err && tmp && fsync(fileno(f)) != 0)
+        err = errno;
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    if (!err && tmp && rename(tmp, path) != 0)
+        err = errno;
+    if (tmp) {
+        if (err)
+            unlink(tmp);
+        free(tmp);
+    }
+    if (err) {
+        fprintf(stderr, "mprof: cannot write the run profile to %s: %s\n", path, strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
 int mpr_profile_write(const char *path)
 {
     /* collective part first (MPI: every rank takes part, rank 0 writes the document) */
@@ -226,10 +292,15 @@ int mpr_profile_write(const char *path)
     }
     all_len -= 2; /* the last section's ",\n" */
 
-    FILE *f = fopen(path, "w");
+    char *tmp = NULL;
+    /* a symbolic link: the file it points to is replaced, not the link */
+    struct stat lst;
+    char *real = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL) : NULL;
+    FILE *f = open_profile(real ? real : path, &tmp);
     if (!f) {
         fprintf(stderr, "mprof: cannot write the run profile to %s: %s\n", path, strerror(errno));
         free(all);
+        free(real);
         return -1;
     }
     char host[256] = "unknown", cpu[256];
@@ -274,12 +345,9 @@ int mpr_profile_write(const char *path)
     fwrite(all, 1, all_len, f);
     free(all);
     fprintf(f, "\n  ]\n}\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
-        fprintf(stderr, "mprof: error writing the run profile to %s\n", path);
-        return -1;
-    }
-    return 0;
+    int rc = close_profile(f, real ? real : path, tmp);
+    free(real);
+    return rc;
 }
 
 /* Before the run: can the profile be written to `path` at the end?  The file must not be a
@@ -297,9 +365,9 @@ int mpr_profile_check(const char *path, char *why, size_t why_size)
             snprintf(why, why_size, "%s", strerror(errno));
             return -1;
         }
-        return 0;
-    }
-    if (errno != ENOENT) {
+        if (!S_ISREG(st.st_mode))
+            return 0; /* written in place */
+    } else if (errno != ENOENT) {
         snprintf(why, why_size, "%s", strerror(errno));
         return -1;
     }

@@ -40,6 +40,8 @@
 #include <otf2/OTF2_Pthread_Locks.h>
 #include <otf2/otf2.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,40 @@ typedef struct {
 } trace_module;
 
 static OTF2_Archive *archive;
+
+/* OTF2 prints every error (and each failure's consequences) on stderr, dozens of lines for one
+ * unwritable folder.  Its errors are collected instead: the first one is kept and reported in
+ * one line with the number of the others. */
+static _Atomic(unsigned) otf2_errors;
+static char otf2_first[256];
+static char trace_dir[4096];
+
+static OTF2_ErrorCode on_otf2_error(void *u, const char *file, uint64_t line, const char *fn,
+                                    OTF2_ErrorCode code, const char *fmt, va_list va)
+{
+    (void)u, (void)file, (void)line, (void)fn;
+    if (atomic_fetch_add(&otf2_errors, 1) == 0) {
+        char msg[192] = "";
+        if (fmt)
+            vsnprintf(msg, sizeof msg, fmt, va);
+        snprintf(otf2_first, sizeof otf2_first, "%s%s%s", OTF2_Error_GetDescription(code),
+                 *msg ? ": " : "", msg);
+    }
+    return code;
+}
+
+/* One line about the OTF2 errors of this run, if any. */
+static void report_otf2_errors(const char *what)
+{
+    unsigned n = atomic_load(&otf2_errors);
+    if (!n)
+        return;
+    fprintf(stderr, "mprof: MPROF_TRACE: %s %s: %s", what, trace_dir, otf2_first);
+    if (n > 1)
+        fprintf(stderr, " (and %u more OTF2 errors)", n - 1);
+    fputc('\n', stderr);
+    atomic_store(&otf2_errors, 0);
+}
 static trace_pe *tpes; /* indexed by PE number; only local PEs are used */
 static uint64_t t_begin, t_end;
 static int64_t offset_begin, offset_end; /* rank 0's clock less this process's (MPI) */
@@ -149,27 +185,32 @@ static unsigned trace_start(void)
                 strerror(errno));
         return 0;
     }
-    const char *period = getenv("MPROF_TRACE_SAMPLE_MS");
-    if (period && *period) {
-        char *end;
-        double ms = strtod(period, &end);
-        if (*end || !(ms >= 0 && ms < 1e9))
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
+        int e = errno && !(stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) ? errno : ENOTDIR;
+        if (mpr_g.local_first == 0)
             fprintf(stderr,
-                    "mprof: ignoring MPROF_TRACE_SAMPLE_MS=%s (expected milliseconds >= 0)\n",
-                    period);
-        else
-            sample_ns = (uint64_t)(ms * 1e6);
+                    "mprof: MPROF_TRACE: cannot write a trace in %s: %s. This run is not "
+                    "traced.\n",
+                    dir, strerror(e));
+        return 0;
     }
+    snprintf(trace_dir, sizeof trace_dir, "%s", dir);
+    atomic_store(&otf2_errors, 0);
+    OTF2_Error_RegisterCallback(on_otf2_error, NULL);
+    sample_ns = (uint64_t)(mpr_env_number("MPROF_TRACE_SAMPLE_MS", 10, 0, 1e9, 0, 0) * 1e6);
     tpes = calloc((size_t)mpr_g.npes, sizeof *tpes);
     if (!tpes)
         return 0;
     archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 256 * 1024,
                                 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!archive) {
-        fprintf(stderr,
-                "mprof: MPROF_TRACE: OTF2 cannot open an archive in %s. This run is not "
-                "traced.\n",
-                dir);
+        if (atomic_load(&otf2_errors))
+            report_otf2_errors("cannot open an archive in");
+        else
+            fprintf(stderr,
+                    "mprof: MPROF_TRACE: OTF2 cannot open an archive in %s. This run is not "
+                    "traced.\n",
+                    dir);
         free(tpes);
         tpes = NULL;
         return 0;
@@ -530,6 +571,7 @@ static void trace_finish(void)
     archive = NULL;
     free(tpes);
     tpes = NULL;
+    report_otf2_errors("the trace is incomplete; writing");
 }
 
 const mpr_observer mpr_observer_trace = {

@@ -108,7 +108,7 @@ def test_dry_run_and_spec_errors(tmp_path, capsys):
     assert not (tmp_path / "out/sweep.db").exists()
     bad = tmp_path / "bad.toml"
     bad.write_text('program = "x"\ndatabase = "d.db"\nnpes = [0]\n')
-    with pytest.raises(MprofError, match="npes must be positive"):
+    with pytest.raises(MprofError, match=r"npes: expected a whole number in \[1, 4096\]"):
         load_spec(bad)
     bad.write_text('program = "x"\nnpes = [1]\n')
     with pytest.raises(MprofError, match="missing required key 'database'"):
@@ -335,7 +335,7 @@ def test_a_machine_that_stays_slow_is_waited_for_no_longer_than_patience(tmp_pat
 @pytest.mark.parametrize("probe, message", [
     ('command = "x"\ncolour = 1', "unknown key(s) in [probe]: colour"),
     ('command = "{program} {npes}"', "probe.command uses unknown placeholder 'npes'"),
-    ('command = "x"\ntolerance = -1', "probe.tolerance must be a number >= 0"),
+    ('command = "x"\ntolerance = -1', "probe.tolerance: expected a number in [0, 1e+09], got -1"),
     ('command = "no-such-probe-program"', "command 'no-such-probe-program' not found"),
 ])
 def test_probe_spec_errors(tmp_path, capsys, probe, message):

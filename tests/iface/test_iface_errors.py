@@ -151,9 +151,10 @@ CASES = [
      "interface name 'mp' is in the runtime's namespace"),
     ("long-module-name", perf("interface " + "m" * 200 + " -- m", *STATS, *CATS), 1, 11,
      "is longer than 64 characters (200)"),
-    ("max-of-many-arguments",
-     perf(HEAD, *STATS, "terms", "  X -- x", "    { X = max(" + ", ".join(["A"] * 300) + "); }",
-          "categories", "  C -- c", "    { X }"), 7, 11, "max of 300 arguments nests 299 calls"),
+    ("too-deep-calls",
+     perf(HEAD, *STATS, "terms", "  X -- x", "    { X = " + "max(A, " * 120 + "A" + ")" * 120
+          + "; }", "categories", "  C -- c", "    { X }"), 7, 714,
+     "nested too deeply (limit 100)"),
     # a statistic attribute
     ("unknown-attribute", perf(HEAD, "statistics", "  A : u64 timing -- a", *CATS), 3, 11,
      "unknown statistic attribute 'timing' (known: measured"),
@@ -164,9 +165,10 @@ CASES = [
      "the block opened on line 7 is never closed (missing '}')"),
     ("unclosed-term", perf(HEAD, *STATS, *CATS, "terms", "  X -- x", "    { X = A + B"), 10, 16,
      "the block opened on line 10 is never closed"),
-    ("too-deep-chain",
-     perf(HEAD, *STATS, "terms", "  X -- x", "    { X = A" + " + A" * 120 + "; }", "categories",
-          "  C -- c", "    { X }"), 7, 409, "nested too deeply (limit 100)"),
+    ("too-deep-alternation",  # each (...) of another precedence is a real level
+     perf(HEAD, *STATS, "terms", "  X -- x", "    { X = " + "A * (" * 120 + "A" + ")" * 120
+          + "; }", "categories", "  C -- c", "    { X }"), 7, 515,
+     "nested too deeply (limit 100)"),
 ]
 
 

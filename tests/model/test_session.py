@@ -149,9 +149,9 @@ def test_unknown_module_warns(tmp_path):
         ("FitDatabase fit.db\nInterface @PIPE@\nforeach t {P Nope} {\n  IgnoreTerm pipe $t\n}\n"
          "Fit\n", 4, "no term 'Nope'"),
         # inside a procedure, a loop body, a branch: the line of the failing command
-        ("set a 1\nproc f {} {\n  Cutoff abc\n}\nf\n", 3, "cut-off must be a number"),
+        ("set a 1\nproc f {} {\n  Cutoff abc\n}\nf\n", 3, "cut-off: expected a number"),
         ("FitDatabase fit.db\nif {1} {\n  ImportParameter rts\n}\n", 3, "usage: ImportParameter"),
-        ("foreach c {0.1 x} {\n  Normalize on\n  Cutoff $c\n}\n", 3, "cut-off must be a number"),
+        ("foreach c {0.1 x} {\n  Normalize on\n  Cutoff $c\n}\n", 3, "cut-off: expected a number"),
         ("foreach c {1 0} {\n  set y 2\n  set x [expr {1/$c}]\n}\n", 3, "divide by zero"),
         ("set x [expr {1/0}]\n", 1, "divide by zero"),
         ("Granularity thread\n", 1, "granularity must be"),
@@ -160,7 +160,7 @@ def test_unknown_module_warns(tmp_path):
         ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2,
          "SaveModel: the folder"),
         ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n", 3,
-         "the value must be a number"),
+         "FixParameter: the value: expected a number"),
         ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Nope 1\nFit\n", 3,
          "no term 'Nope'"),
         ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp\n", 3,

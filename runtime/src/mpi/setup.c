@@ -39,8 +39,10 @@ static void raise_eager_limit(void)
 #else
     const char *name = "OMPI_MCA_btl_vader_eager_limit";
 #endif
-    const char *agg = getenv("MPROF_AGG_BYTES");
-    long bytes = agg && atol(agg) > 0 ? atol(agg) : 4096;
+    /* quiet: mp_config_init warns about a bad value */
+    long bytes = (long)mpr_env_number("MPROF_AGG_BYTES", 4096, 0, 1024.0 * 1024 * 1024, 1, 1);
+    if (bytes <= 0)
+        bytes = 4096;
     long limit = (bytes + 512 + 4095) / 4096 * 4096; /* above this, rendezvous is cheap anyway */
     limit = limit < 8192 ? 8192 : limit > 32768 ? 32768 : limit;
     char value[32];
@@ -132,8 +134,7 @@ static void rbuf_free_list(mpr_msgbuf *b)
 void mpr_mpi_run_state_init(mpr_pe *pe)
 {
     mpr_mpi.pe = pe;
-    const char *w = getenv("MPROF_MPI_WINDOW");
-    mpr_mpi.window = w && atoi(w) >= 2 ? atoi(w) : 64;
+    mpr_mpi.window = (int)mpr_env_number("MPROF_MPI_WINDOW", 64, 2, 1 << 16, 1, 0);
     mpr_mpi.batch = mpr_mpi.window / 2;
     mpr_mpi.credits = malloc((size_t)mpr_mpi.size * sizeof *mpr_mpi.credits);
     mpr_mpi.owed = calloc((size_t)mpr_mpi.size, sizeof *mpr_mpi.owed);

@@ -880,29 +880,20 @@ static int online_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-static int env_int(const char *name, int dflt, int min)
+static int env_int(const char *name, int dflt, int min, int max)
 {
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return dflt;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < min) {
-        fprintf(stderr, "mprof: ignoring %s=%s (expected an integer >= %d)\n", name, s, min);
-        return dflt;
-    }
-    return (int)v;
+    return (int)mpr_env_number(name, dflt, min, max, 1, 0);
 }
 
 static int shm_run(void)
 {
     int npes = mpr_g.npes;
     atomic_store(&activity, (uint64_t)npes << 32); /* every PE active, nothing in flight */
-    int nw = env_int("MPROF_WORKERS", online_cores(), 1);
+    int nw = env_int("MPROF_WORKERS", online_cores(), 1, 4096);
     if (nw > npes)
         nw = npes;
     /* a thread's default: mapped without reserve, only the pages a PE touches cost memory */
-    S.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64) * 1024;
+    S.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64, 4 * 1024 * 1024) * 1024;
     S.pes = aligned_alloc(64, sizeof *S.pes * (size_t)npes);
     S.workers = aligned_alloc(64, sizeof *S.workers * (size_t)nw);
     if (!S.pes || !S.workers)
@@ -917,10 +908,14 @@ static int shm_run(void)
     int ring = 64;
     while (ring > 4 && (long)ring * nw > 4096)
         ring /= 2;
-    ring = env_int("MPROF_SHM_RING", ring, 1);
+    int ring_default = ring;
+    ring = env_int("MPROF_SHM_RING", ring, 1, 1 << 16);
     if (ring & (ring - 1)) {
-        fprintf(stderr, "mprof: ignoring MPROF_SHM_RING=%d (expected a power of two)\n", ring);
-        ring = 64;
+        fprintf(stderr,
+                "mprof: ignoring MPROF_SHM_RING=%d (expected a power of two), using the default "
+                "%d\n",
+                ring, ring_default);
+        ring = ring_default;
     }
     S.ring = (uint64_t)ring;
     if (net_init(&S.msg, npes, nw, true) != 0 || net_init(&S.ret, npes, nw, false) != 0)

@@ -1,0 +1,164 @@
+"""Writing files safely: every file mprof writes goes through `write_file`.
+
+A regular file is written to a temporary file in the same folder, flushed to disk, and renamed
+over the target, so that a full disk, a quota or an interruption leaves the old file (or none)
+and never a cut-off one.  A target that exists and is not a regular file (a terminal, a pipe,
+/dev/null, /dev/full) is written in place: renaming over a device would replace it.
+
+Every failure is an MprofError naming the file ("cannot write F: No space left on device"),
+and the temporary file is removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import MprofError
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_file(path: str | Path, data: str | bytes, *, what: str = "",
+               make_parents: bool = True) -> Path:
+    """Write `data` (text is UTF-8) to `path` atomically; returns the path.  `what` names the
+    file in error messages ("model", "report", ...)."""
+    path = Path(path)
+    label = f"{what} {path}" if what else str(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if path.is_symlink():  # the file it points to is replaced, not the link
+        path = Path(os.path.realpath(path))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise MprofError(f"cannot write {label}: is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_in_place(path, payload, label)
+        return path
+    folder = path.parent
+    try:
+        if make_parents:
+            folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    except OSError as exc:
+        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+    try:
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:  # a full disk, or Ctrl-C: no temporary file is left behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+        raise
+    return path
+
+
+def _write_in_place(path: Path, payload: bytes, label: str) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+    finally:
+        os.close(fd)
+
+
+def make_folder(path: str | Path, *, what: str = "") -> Path:
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        label = f"{what} {path}" if what else str(path)
+        raise MprofError(f"cannot create {label}: {_reason(exc)}") from None
+    return path
+
+
+# Errors that writing standard output can meet; anything else is a bug and keeps its traceback.
+WRITE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EBADF,
+                errno.EINVAL, errno.EACCES, errno.EPERM, errno.ENXIO}
+
+
+def stdout_error(exc: OSError) -> str | None:
+    """The message for an error writing standard output, or None when `exc` is not one."""
+    if isinstance(exc, BrokenPipeError) or exc.errno not in WRITE_ERRNOS:
+        return None
+    if exc.filename is not None:
+        return None
+    return f"cannot write standard output: {_reason(exc)}"
+
+
+def discard_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush has nothing left to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
+        pass
+
+
+# -- reading ------------------------------------------------------------------------------
+
+DEFAULT_MAX_INPUT_MB = 512
+
+
+def max_input_bytes() -> int:
+    """The largest input file mprof reads: MPROF_MAX_INPUT_MB (default 512) mebibytes."""
+    from .numbers import env_number
+
+    mb = env_number("MPROF_MAX_INPUT_MB", DEFAULT_MAX_INPUT_MB, low=0, open_low=True,
+                    high=2**30)
+    return int(mb * 2**20)
+
+
+def read_bytes(path: str | Path, what: str = "file") -> bytes:
+    """A file's bytes, at most max_input_bytes() of them: a larger file (or an endless one,
+    /dev/zero) is an MprofError rather than a read until memory runs out."""
+    limit = max_input_bytes()
+    try:
+        with open(path, "rb") as f:
+            chunks, size = [], 0
+            while size <= limit:
+                chunk = f.read(min(1 << 24, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise MprofError(f"{path}: cannot read {what}: {_reason(exc)}") from None
+    if size > limit:
+        raise MprofError(f"{path}: {what} is larger than {limit / 2**20:g} MiB "
+                         "(set MPROF_MAX_INPUT_MB to read larger files)")
+    return b"".join(chunks)
