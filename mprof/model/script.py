@@ -179,22 +179,18 @@ class ModelingScript:
         self.tcl.call("interp", "eval", child, "namespace eval ::mprof {}")
         for name in ("::mprof::dispatch", "::mprof::unknown"):
             self.tcl.call("interp", "alias", child, name, "", name)
-        self.tcl.createcommand("::mprof::file", self._file)
-        self.tcl.call("interp", "alias", child, "::mprof::file", "", "::mprof::file")
-        self.tcl.call("interp", "eval", child, (
-            "proc file {args} {\n"
-            "  lassign [::mprof::file [info frame -1] {*}$args] status value\n"
-            "  if {$status ne \"ok\"} {return -code error $value}\n"
-            "  return $value\n"
-            "}"))
-        self.tcl.createcommand("::mprof::source", self._source)
-        self.tcl.call("interp", "alias", child, "::mprof::source", "", "::mprof::source")
-        self.tcl.call("interp", "eval", child, (
-            "proc source {path} {\n"
-            "  lassign [::mprof::source [info frame -1] $path] status value\n"
-            "  if {$status ne \"ok\"} {return -code error $value}\n"
-            "  return $value\n"
-            "}"))
+        # `file` and `source` as procs of the safe interpreter that call back into Python with
+        # the caller's frame (for the folder of relative paths) and turn a refusal into an error
+        for name, impl, params, passed in (("file", self._file, "args", "{*}$args"),
+                                           ("source", self._source, "path", "$path")):
+            self.tcl.createcommand(f"::mprof::{name}", impl)
+            self.tcl.call("interp", "alias", child, f"::mprof::{name}", "", f"::mprof::{name}")
+            self.tcl.call("interp", "eval", child, (
+                f"proc {name} {{{params}}} {{\n"
+                f"  lassign [::mprof::{name} [info frame -1] {passed}] status value\n"
+                "  if {$status ne \"ok\"} {return -code error $value}\n"
+                "  return $value\n"
+                "}"))
         self.hidden.discard("source")
         self._in_script = lambda script: self.tcl.call("interp", "eval", child, script)
         # the environment, read-only and only mprof's own variables (MPROF_*): a script can

@@ -13,23 +13,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
+from install_helpers import prefix, run  # noqa: F401 (prefix: a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "examples" / "out-of-tree"
-
-
-def run(cmd, **kwargs):
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kwargs)
-    assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-@pytest.fixture(scope="module")
-def prefix(build_dir, tmp_path_factory):
-    dest = tmp_path_factory.mktemp("install") / "prefix"
-    run(["cmake", "--install", build_dir, "--prefix", dest])
-    return dest
 
 
 def check_run(exe: Path, tmp_path: Path):

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from install_helpers import prefix, run  # noqa: F401 (prefix: a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
@@ -25,19 +26,6 @@ BLOCK = re.compile(r"^```(\w+)(?: +(\S+))?\n(.*?)^```$", re.M | re.S)
 def blocks():
     """(language, file name or None, text) of every fenced block, in order."""
     return [(m[1], m[2], m[3]) for m in BLOCK.finditer(TUTORIAL.read_text())]
-
-
-def run(cmd, **kwargs):
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kwargs)
-    assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-@pytest.fixture(scope="module")
-def prefix(build_dir, tmp_path_factory):
-    dest = tmp_path_factory.mktemp("install") / "prefix"
-    run(["cmake", "--install", build_dir, "--prefix", dest])
-    return dest
 
 
 @pytest.fixture(scope="module")
