@@ -473,13 +473,19 @@ def dependence_graph(report: Report, d: int) -> Figure:
     return fig
 
 
-def render_html(report: Report, *, digits: int | None = None) -> str:
-    d = digits if digits is not None else report.decimals
+def _environment(d: int) -> jinja2.Environment:
+    """The templates' environment: strict, escaped, with the `num` filter at `d` digits."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
         isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
+    return env
+
+
+def render_html(report: Report, *, digits: int | None = None) -> str:
+    d = digits if digits is not None else report.decimals
+    env = _environment(d)
     figures = [where_bars(report, d), stacked_costs(report, d)]
     if report.has_categories:
         figures += [measured_bars(report, d), category_stack(report, d)]
@@ -568,11 +574,7 @@ def render_compare_html(cmp, *, digits: int | None = None) -> str:
     from .compare import _pct, format_compare, loss_sentence
 
     d = digits if digits is not None else cmp.decimals
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
-    env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
-        isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
+    env = _environment(d)
     css = (TEMPLATES / "report.css").read_text()
     return env.get_template("compare.html.j2").render(
         c=cmp, d=d, fig=scaling_chart(cmp, d), css=css, version=__version__,
