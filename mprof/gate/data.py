@@ -37,6 +37,17 @@ class RunData:
     def id(self) -> int | None:
         return self.profile.id
 
+    def category_samples(self) -> dict[str, int] | None:
+        """Access category -> samples its measured time rests on, summed over PEs; None when the
+        profile does not say (runs whose category times come from stored documents)."""
+        if not self.profile.has_categories:
+            return None
+        out: dict[str, int] = {}
+        for pe in self.profile.pes:
+            for row in pe.categories or []:
+                out[row.access] = out.get(row.access, 0) + row.samples
+        return out
+
     @property
     def program(self) -> str:
         return self.profile.program

@@ -44,6 +44,9 @@ INCONCLUSIVE = "INCONCLUSIVE"
 ALLOWED = "ALLOWED"
 INFO = "INFO"
 PASS = "PASS"
+# a `cat:` unit is compared (gates) only when its measured time rests on this many samples per
+# run (median): below it, a sample period's error per change of category is a large change
+MIN_CATEGORY_SAMPLES = 10
 ORDER = [REGRESSION, BEHAVIOUR, INCONCLUSIVE, ALLOWED, INFO, PASS]
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -75,6 +78,9 @@ class Unit:
     # decided with the family the user asked about (--focus); False: reported, not gating
     in_focus: bool = True
     informational: bool = False  # never a verdict that gates (e.g. model costs of counts)
+    # why it is informational, said beside the verdict it would have (default: model costs)
+    why_informational: str = ("the model's unit costs times the run's counts, not a measured "
+                              "time")
 
     @property
     def module(self) -> str | None:
@@ -552,6 +558,7 @@ def _category_units(unit, shared) -> None:
     configuration where some run has no category times contributes CPU time outside the idle
     loop instead (`cat:(busy)`)."""
     strata: dict[str, list] = {}
+    samples = typical_category_samples([r for pair in shared for runs in pair for r in runs])
     for b_runs, c_runs in shared:
         runs = [*b_runs, *c_runs]
         if all(r.categories is not None for r in runs):
@@ -570,6 +577,21 @@ def _category_units(unit, shared) -> None:
         u.comparison = compare_strata(groups, u.tolerance, u.alpha)
         if len(groups) > 1 and not u.comparison.note:
             u.comparison.note = f"over {len(groups)} configurations"
+        few = samples.get(name)
+        if few is not None and few < MIN_CATEGORY_SAMPLES:
+            # its time is a few sample periods: the error of the sampling (up to a period per
+            # change of category) is then the size of the changes the gate looks for
+            u.informational = True
+            u.why_informational = (f"{few:g} samples per run (median), fewer than "
+                                   f"{MIN_CATEGORY_SAMPLES}: too few to compare")
+
+
+def typical_category_samples(runs) -> dict[str, float]:
+    """Access category -> the median over runs of the samples its measured time rests on
+    (0 in a run without it), for the categories of runs whose profiles count samples."""
+    counts = [c for c in (r.category_samples() for r in runs) if c is not None]
+    names = {n for c in counts for n in c}
+    return {n: float(np.median([c.get(n, 0) for c in counts])) for n in names}
 
 
 def _compares(u: Unit) -> bool:
@@ -687,8 +709,8 @@ def decide(report: GateReport) -> None:
         if u.verdict in (PASS, INFO, ALLOWED):
             continue
         if u.informational:
-            u.note = ("the model's unit costs times the run's counts, not a measured time: "
-                      f"would be {u.verdict}") + (f"; {u.note}" if u.note else "")
+            u.note = f"{u.why_informational}: would be {u.verdict}" + (
+                f"; {u.note}" if u.note else "")
             u.verdict = INFO
         elif not u.in_focus:
             u.note = (f"outside the focus ({', '.join(report.focus)}): would be {u.verdict}"

@@ -110,7 +110,7 @@ def check(side: Side, config: GateConfig | None = None, *, change: float | None 
     change to see (default twice the tolerance); `tests`: how many tests the correction counts
     (default: the time units and category units the runs give, or those of the focus);
     `repetitions`: the repetitions to assess (default: those recorded)."""
-    from .evaluate import in_focus, Unit
+    from .evaluate import MIN_CATEGORY_SAMPLES, Unit, in_focus, typical_category_samples
 
     config = config or GateConfig()
     tol, alpha = config.tolerance, config.alpha
@@ -127,7 +127,11 @@ def check(side: Side, config: GateConfig | None = None, *, change: float | None 
             b = [busy_time(r.profile) for r in g]
             if None not in b:
                 cat_groups.setdefault(BUSY, []).append(b)
-    units = [("::time", time_groups)] + [(f"cat:{n}", v) for n, v in sorted(cat_groups.items())]
+    # categories the gate reports without comparing (too few samples) are not in its tests
+    samples = typical_category_samples(side.runs)
+    units = [("::time", time_groups)] + [
+        (f"cat:{n}", v) for n, v in sorted(cat_groups.items())
+        if samples.get(n, MIN_CATEGORY_SAMPLES) >= MIN_CATEGORY_SAMPLES]
     if focus:
         def keep(uid):
             kind = "time" if uid == "::time" else "cat"

@@ -65,7 +65,7 @@ typedef enum {
  *   MPROF_SPIN           idle polls before a PE sleeps
  *   MPROF_PROGRESS_TIMEOUT  seconds a fiber (or pe_main) may run without returning to the
  *                        runtime before the run is reported as stuck and ended; 0: never
- *   MPROF_SAMPLE_US      CPU time between two samples of the running access category (us,
+ *   MPROF_SAMPLE_US      time between two samples of the running access category (us,
  *                        default 1000): the profile's per-PE category times; 0: none
  *   MPROF_OUT            path of the run profile written at exit
  *   MPROF_BACKEND        "shm" (default) or "mpi"                                        */
@@ -80,7 +80,7 @@ typedef struct {
     double progress_timeout_s;
     const char *profile_path; /* NULL: no profile */
     const char *program;      /* name recorded in the profile (default: argv[0] basename) */
-    double sample_s;          /* CPU seconds between samples of the access category; 0: off */
+    double sample_s;          /* seconds between samples of the access category; 0: off */
 } mp_config;
 
 void mp_config_init(mp_config *cfg);

@@ -126,10 +126,12 @@ typedef struct mpr_pe {
     uint64_t blocked_value;
 
     /* CPU time per access category (sample.c): what the thread is doing (MPR_AT_*), and the
-     * samples, by access category then MPR_SAMPLE_SCHED and MPR_SAMPLE_IDLE, which only the
-     * signal handler on the PE's own thread writes */
+     * samples and the CPU time they charged, by access category then MPR_SAMPLE_SCHED and
+     * MPR_SAMPLE_IDLE, which only the sampler on the PE's own thread writes */
     uint8_t sample_at;
     uint64_t samples[MPR_SAMPLE_SLOTS];
+    uint64_t sample_ns[MPR_SAMPLE_SLOTS];
+    mpr_sampler *sampler; /* the PE's own thread's (NULL: none, or a multiplexing worker's) */
 
     /* Counts the PE's entries into and exits from its idle loop (sched.c), so it is odd while
      * the PE waits for work.  Read by the PEs that hold aggregation records for it, at their

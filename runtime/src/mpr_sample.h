@@ -1,17 +1,18 @@
 /*
  * mpr_sample.h -- measured CPU time per access category, by sampling (sample.c).
  *
- * Each thread that runs PEs has a timer on its own CPU clock that fires every
- * MPROF_SAMPLE_US microseconds of CPU time (default 1000; 0 turns sampling off).  The signal
- * handler charges one sample to the PE the thread runs at that moment, in one of
+ * Each thread that runs PEs has a timer that fires every MPROF_SAMPLE_US microseconds while the
+ * thread is not asleep (default 1000; 0 turns sampling off).  The signal handler charges the
+ * thread's CPU time since the previous sample to the PE the thread runs at that moment, in
+ * one of
  *   - the access category of the fiber it is running (or of pe_main's code, outside fibers);
  *   - MPR_SAMPLE_SCHED: the runtime between fibers (polls, flushes, flow control);
  *   - MPR_SAMPLE_IDLE: the idle loop.
- * The run profile turns a PE's samples into CPU seconds in proportion, so that its categories
- * add up to the PE's cpu_s exactly (profile.c).  Why sampling and not a clock read around
+ * The run profile scales a PE's charged times so that its categories add up to the PE's cpu_s
+ * exactly (profile.c).  Why sampling and not a clock read around
  * every fiber: the fiber path is about 66 instructions, and a clock read, a subtraction and an
  * add per fiber would cost the latency accounting most of its 2 % budget; a sample costs a
- * signal (a few microseconds) per millisecond of CPU, and nothing on the fiber path.
+ * signal and a clock read (a few microseconds) per millisecond, and nothing on the fiber path.
  */
 #ifndef MPR_SAMPLE_H
 #define MPR_SAMPLE_H
@@ -41,6 +42,10 @@ void mpr_sample_setup(void);
 mpr_sampler *mpr_sample_start(mpr_pe *pe);
 /* The PE the thread runs from now on (NULL: none, the worker's own scheduler). */
 void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe);
+/* Around a wait in which the thread sleeps (on that thread): the timer stops, so that a
+ * sleeping thread is not woken every period, and starts again. */
+void mpr_sample_pause(mpr_sampler *s);
+void mpr_sample_resume(mpr_sampler *s);
 /* Stops and frees the thread's timer (on that thread). */
 void mpr_sample_stop(mpr_sampler *s);
 #else
@@ -55,6 +60,8 @@ static inline void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe)
     (void)s;
     (void)pe;
 }
+static inline void mpr_sample_pause(mpr_sampler *s) { (void)s; }
+static inline void mpr_sample_resume(mpr_sampler *s) { (void)s; }
 static inline void mpr_sample_stop(mpr_sampler *s) { (void)s; }
 #endif
 

@@ -196,7 +196,7 @@ void mpr_pe_run(mpr_pe *pe)
     }
     pe->cpu_start_ns = mpr_thread_cpu_ns();
     /* a PE with a thread of its own samples it; a multiplexing worker samples for its PEs */
-    mpr_sampler *sampler = pe->mux ? NULL : mpr_sample_start(pe);
+    pe->sampler = pe->mux ? NULL : mpr_sample_start(pe);
     mpr_sched_init(pe);
     mpr_comm_init(pe);
     mpr_objs_init(pe);
@@ -206,7 +206,8 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
-    mpr_sample_stop(sampler);
+    mpr_sample_stop(pe->sampler);
+    pe->sampler = NULL;
     mpr_rts_fold(pe);
     mpr_stats_settle(pe);
     MPR_OBSERVE(pe_end, pe); /* PAPI-bound statistics get their counts, then the trace */

@@ -96,15 +96,17 @@ static void put_stat(FILE *f, const mp_stat_field *field, uint64_t slot)
     }
 }
 
-/* The PE's CPU time by access category (sample.c): its samples, in proportion, so that the
- * rows add up to cpu_s.  A PE with no sample (sampling off, or less CPU time than one sample
- * period) has no "categories" key: its time cannot be split. */
+/* The PE's CPU time by access category (sample.c): the CPU time its samples charged, scaled
+ * so that the rows add up to cpu_s.  A PE with no sample (sampling off, or less time than one
+ * sample period) has no "categories" key: its time cannot be split. */
 static void put_categories(FILE *f, const mpr_pe *pe)
 {
-    uint64_t total = 0;
-    for (int i = 0; i < MPR_SAMPLE_SLOTS; i++)
-        total += pe->samples[i];
-    if (!total)
+    uint64_t total = 0, samples = 0;
+    for (int i = 0; i < MPR_SAMPLE_SLOTS; i++) {
+        total += pe->sample_ns[i];
+        samples += pe->samples[i];
+    }
+    if (!samples || !total)
         return;
     double cpu_s = (double)(pe->cpu_end_ns - pe->cpu_start_ns) * 1e-9;
     fprintf(f, ",\n     \"categories\": [");
@@ -117,7 +119,7 @@ static void put_categories(FILE *f, const mpr_pe *pe)
                        : i == MPR_SAMPLE_IDLE ? "(idle)"
                                               : mpr_access_name(i));
         fprintf(f, ", \"cpu_s\": %.9f, \"samples\": %" PRIu64 "}",
-                cpu_s * (double)pe->samples[i] / (double)total, pe->samples[i]);
+                cpu_s * (double)pe->sample_ns[i] / (double)total, pe->samples[i]);
         first = 0;
     }
     fprintf(f, "]");

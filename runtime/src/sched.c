@@ -454,7 +454,9 @@ static bool idle(mpr_pe *pe)
                 continue;
             }
             uint64_t w0 = pe->mux ? mpr_mono_ns() : 0;
+            mpr_sample_pause(pe->sampler); /* not woken every sample period */
             mpr_machine_sleep(pe, 0.05);
+            mpr_sample_resume(pe->sampler);
             if (pe->mux)
                 switched_out += mpr_mono_ns() - w0;
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&

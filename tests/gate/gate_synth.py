@@ -41,7 +41,7 @@ def write_db(path: Path, rng: np.random.Generator, *, reps: int = 8,
 def write_category_db(path: Path, rng: np.random.Generator, *, reps: int = 6,
                       sizes=(1000, 2000, 4000), slow: dict | None = None, sigma: float = 0.03,
                       idle_sigma: float = 0.3, program: str = "dca", hostname: str = "gatehost",
-                      categories: bool = True) -> Path:
+                      categories: bool = True, sample_s: float = 20e-6) -> Path:
     """Runs of a counter-array-like program `dca` on 2 PEs, with measured CPU time per access
     category (version 2 profiles: cpu_s, idle_cpu_s and `categories`).  Per PE and run:
     dca:UPDATE takes n updates x 2 us, dca:LOOKUP L = 7n mod 5000 + 500 lookups x 1 us,
@@ -49,7 +49,8 @@ def write_category_db(path: Path, rng: np.random.Generator, *, reps: int = 6,
     (idle) a random idle CPU time (log-normal `idle_sigma` around 0.5 ms), also the statistic
     rtx.IdleCpuNs (measured, as the runtime's rts.IdleCpuNs).
     Statistics: dca.NUpdate = n, dca.NLookup = L, dca.P = 1.  `categories=False` leaves the
-    categories out (older runtimes)."""
+    categories out (older runtimes).  The categories' sample counts are as if sampled every
+    `sample_s` seconds (MPROF_SAMPLE_US=20 by default: the (scheduler) row gets 5)."""
     slow = slow or {}
     docs = []
     for n in sizes:
@@ -74,7 +75,8 @@ def write_category_db(path: Path, rng: np.random.Generator, *, reps: int = 6,
             for pe, cats, t, idle in zip(doc["pes"], pes_cats, times, idles):
                 pe["cpu_s"], pe["idle_cpu_s"] = t, idle
                 if categories:
-                    pe["categories"] = [{"access": k, "cpu_s": v, "samples": max(1, int(v / 4e-3))}
+                    pe["categories"] = [{"access": k, "cpu_s": v,
+                                         "samples": max(1, round(v / sample_s))}
                                         for k, v in cats.items()]
             doc["started_at"] = f"2026-01-01T00:00:{rep:02d}Z"
             docs.append((f"{path.name}:{n}:{rep}", doc))

@@ -52,6 +52,31 @@ def test_slower_operation_is_found_in_its_category(tmp_path, capsys):
     assert "FAIL" in capsys.readouterr().out
 
 
+def test_category_with_few_samples_is_reported_not_gated(tmp_path):
+    """A category whose time rests on fewer than MIN_CATEGORY_SAMPLES samples per run is
+    compared and shown, but never gates, and the power check leaves it out: sampled every
+    4 ms (the kernel tick), a 2-8 ms phase is 1-2 samples, +-1 the size of any change."""
+    from mprof.gate.evaluate import MIN_CATEGORY_SAMPLES
+    from mprof.gate.power import check
+
+    rng = np.random.default_rng(1)
+    base = write_category_db(tmp_path / "b.db", rng, reps=4, sample_s=4e-3)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=4, sample_s=4e-3,
+                             slow={"dca:UPDATE": 1.67})
+    report = _report(base, cand)
+    update = {u.id: u for u in report.units}["cat:dca:UPDATE"]
+    assert update.verdict == INFO
+    assert "would be REGRESSION" in update.note
+    assert f"fewer than {MIN_CATEGORY_SAMPLES}" in update.note
+    lines = {p.unit for p in check(load_side("baseline", base)).lines}
+    assert "cat:dca:UPDATE" not in lines and "::time" in lines
+    # sampled finely enough, the same change gates
+    base = write_category_db(tmp_path / "b2.db", rng, reps=4, sample_s=1e-4)
+    cand = write_category_db(tmp_path / "c2.db", rng, reps=4, sample_s=1e-4,
+                             slow={"dca:UPDATE": 1.67})
+    assert {u.id: u for u in _report(base, cand).units}["cat:dca:UPDATE"].verdict == REGRESSION
+
+
 def test_runs_without_category_times_compare_busy_time(tmp_path):
     rng = np.random.default_rng(2)
     base = write_category_db(tmp_path / "b.db", rng, categories=False)

@@ -846,7 +846,9 @@ static void mux_loop(shm_worker *w)
             continue;
         }
         spins = 0;
+        mpr_sample_pause(w->sampler); /* not woken every sample period */
         worker_sleep(w, 0.05);
+        mpr_sample_resume(w->sampler);
         tick = true;
     }
 }
