@@ -21,11 +21,13 @@ interleaved (ABBA), into fresh databases:
 The last line printed is one JSON object with both rates, the median estimated OP_B change
 (the injected slowdown as the gate measured it), the settings and the load average.
 Options: --detect N --aa N (trials), --reps, --sizes, --na, --slow-rounds, --budget,
---fastest, --disturbed, --focus (see --help).
+--fastest, --disturbed, --focus, --adaptive, --change (see --help).  The issue's two targets:
 
     python benchmarks/gate/gate_bench.py              # full: 10 detection + 100 A/A trials
+    python benchmarks/gate/gate_bench.py --adaptive --change 0.10 --budget 400  # 10 % slower,
+                                                      # repetitions the power check recommends
+    python benchmarks/gate/gate_bench.py --slow-rounds 15 --reps 4 --aa 0  # 30 % slower, 4 reps
     python benchmarks/gate/gate_bench.py --quick      # 3 + 5 trials
-    python benchmarks/gate/gate_bench.py --detect 10 --aa 20
 """
 
 from __future__ import annotations
@@ -116,10 +118,12 @@ def write_spec(path: Path, program: Path, na: list[int], nb: list[int], reps: in
     return path
 
 
-def trial(spec, baseline, candidate, out_dir, config, budget, focus=()):
+def trial(spec, baseline, candidate, out_dir, config, budget, focus=(), adaptive=False,
+          change=None):
     report, log = run_gate(spec, baseline_bin=str(baseline), candidate_bin=str(candidate),
                            out_dir=out_dir, config=config, fit_script=FIT_SCRIPT,
-                           budget=budget, console=QUIET, focus=focus)
+                           budget=budget, console=QUIET, focus=focus, adaptive=adaptive,
+                           change=change)
     shutil.rmtree(out_dir, ignore_errors=True)
     return report, log
 
@@ -154,6 +158,11 @@ def main():
                         help="gate config `fastest` (default: the gate's, 2)")
     parser.add_argument("--focus", action="append", default=[],
                         help="gate --focus (repeatable; default: none, every unit gates)")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="gate run --adaptive: the repetitions the power check recommends "
+                        "for --change after the spec's, within --budget")
+    parser.add_argument("--change", type=float, default=None,
+                        help="gate run --change (default: the gate's, twice the tolerance)")
     parser.add_argument("--build-dir", default=os.environ.get("BUILD", "build"))
     args = parser.parse_args()
     if args.quick:
@@ -172,12 +181,13 @@ def main():
         exe = build(tmp / "bin", (REPO / args.build_dir).resolve(), args.slow_rounds)
         spec = write_spec(tmp / "sweep.toml", exe["base"], na, sizes, args.reps)
         detected, wrong, changes, time_flagged, details = 0, 0, [], 0, []
-        injected, detected_at_10 = [], 0
+        injected, detected_at_10, reps_used = [], 0, []
         for i in range(args.detect):
             # the trial's own injected slowdown, measured apart just before it
             injected.append(injected_slowdown(exe, tmp))
-            report, _ = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config, args.budget,
-                              args.focus)
+            report, log = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config,
+                                args.budget, args.focus, args.adaptive, args.change)
+            reps_used.append(log.repetitions)
             flagged, own, elsewhere, change = classify(report)
             detected += bool(own)
             detected_at_10 += bool(own) and injected[-1] >= 0.10
@@ -186,15 +196,17 @@ def main():
             if change is not None:
                 changes.append(change)
             details.append({"trial": f"detect {i}", "own": len(own), "elsewhere": elsewhere,
-                            "op_b_change": change, "injected": injected[-1]})
+                            "op_b_change": change, "injected": injected[-1],
+                            "repetitions": log.repetitions})
             print(f"detect {i}: injected {injected[-1]:+.1%} (measured apart), OP_B flagged in "
                   f"{len(own)} unit(s), elsewhere {elsewhere}, "
                   + (f"estimated lookup change {change:+.1%}" if change is not None else
-                     "no estimate"), flush=True)
+                     "no estimate") + f", {log.repetitions} repetitions", flush=True)
         alarms, behaviour = 0, 0
         for i in range(args.aa):
-            report, _ = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config, args.budget,
-                              args.focus)
+            report, log = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config,
+                                args.budget, args.focus, args.adaptive, args.change)
+            reps_used.append(log.repetitions)
             flagged, _, _, _ = classify(report)
             alarms += any(v == REGRESSION for _, v in flagged)
             behaviour += any(v == BEHAVIOUR for _, v in flagged)
@@ -215,7 +227,9 @@ def main():
         "tolerance": config.tolerance, "alpha": config.alpha, "correction": config.correction,
         "disturbed": config.disturbed_limit, "fastest": config.fastest,
         "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
-        "budget": args.budget, "focus": args.focus, "seconds": round(time.monotonic() - start, 1),
+        "budget": args.budget, "focus": args.focus, "adaptive": args.adaptive,
+        "change": args.change,
+        "repetitions_used": [min(reps_used), max(reps_used)] if reps_used else None, "seconds": round(time.monotonic() - start, 1),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),

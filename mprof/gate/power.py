@@ -55,12 +55,15 @@ class PowerCheck:
 
     @property
     def recommended(self) -> int | None:
-        """Repetitions per configuration and build with which every unit sees the change (the
-        runtime's own rows, `(idle)`, `(scheduler)`, `(not sampled)`, only where they are all
-        there is)."""
+        """Repetitions per configuration and build with which every category unit sees the
+        change: where a slower operation shows, compared over all configurations at once.  The
+        runtime's own rows, `(idle)`, `(scheduler)`, `(not sampled)`, count only where they
+        are all there is, and `::time` (each configuration's total, one test per
+        configuration) only where the runs have no category times."""
         lines = [p for p in self.lines if math.isfinite(p.sigma)]
-        own = [p for p in lines if not p.unit.startswith("cat:(") or p.unit == f"cat:{BUSY}"]
-        needed = [p.needed for p in (own or lines)]
+        cats = [p for p in lines if p.unit.startswith("cat:")]
+        own = [p for p in cats if not p.unit.startswith("cat:(") or p.unit == f"cat:{BUSY}"]
+        needed = [p.needed for p in (own or cats or lines)]
         if not needed or any(n is None for n in needed):
             return None
         return max(needed)
