@@ -206,11 +206,10 @@ class StatProperties:
 
 def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> StatProperties:
     """Find the interface (.perf) of each module: first among `interfaces` (files, or folders
-    holding MODULE.perf), then on the interface search path of modeling scripts
-    ($MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
+    holding MODULE.perf), then on the interface search path (mprof.iface.registry:
+    $MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
     Files given explicitly must be valid; a broken file on the search path is a warning."""
-    from ..iface import load_interface
-    from ..model.session import default_search_path
+    from ..iface import load_interface, registry
 
     props = StatProperties()
     wanted = set(modules)
@@ -227,20 +226,18 @@ def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> Stat
                                                if s.measured})
         props.sources.setdefault(iface.name, str(path))
     for module in sorted(wanted - set(props.measured)):
-        for directory in [*dirs, *default_search_path()]:
-            path = directory / f"{module}.perf"
-            if not path.is_file():
-                continue
-            try:
-                iface = load_interface(path)
-            except MprofError as exc:
-                if directory in dirs:
-                    raise
-                props.warnings.append(f"interface of module {module} not used: "
-                                      f"{str(exc).splitlines()[0]}")
-                break
-            if iface.name == module:
-                props.measured[module] = {s.name for s in iface.statistics if s.measured}
-                props.sources[module] = str(path)
-            break
+        path = registry.find(module, dirs)
+        if path is None:
+            continue
+        try:
+            iface = load_interface(path)
+        except MprofError as exc:
+            if path.parent in dirs:
+                raise
+            props.warnings.append(f"interface of module {module} not used: "
+                                  f"{str(exc).splitlines()[0]}")
+            continue
+        if iface.name == module:
+            props.measured[module] = {s.name for s in iface.statistics if s.measured}
+            props.sources[module] = str(path)
     return props

@@ -6,7 +6,6 @@ session can be driven from Python (tests, notebooks) without any Tcl.
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,27 +15,15 @@ from scipy import linalg
 
 from ..db.store import Condition, ProfileDB
 from ..errors import MprofError
+from ..iface import registry
 from ..numbers import parse_number
 from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
 from .modelfile import FIXED, Model, ModuleInfo, load_model
 from .samples import LoadedInterface, load_samples, make_design
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # `Replicates`: every run is a sample, or each configuration's median or fastest run
 REPLICATES = ("all", "median", "min")
-
-
-def default_search_path() -> list[Path]:
-    """Where `Interface NAME` and automatic discovery look for NAME.perf, after the script's own
-    directory and any InterfacePath entries: $MPROF_PERF_PATH (os.pathsep separated), then the
-    source tree's runtime/, instrumented-lib/*/ and benchmarks/*/ folders."""
-    dirs = [Path(p) for p in os.environ.get("MPROF_PERF_PATH", "").split(os.pathsep) if p]
-    dirs.append(REPO_ROOT / "runtime")
-    for pattern in ("instrumented-lib/*", "benchmarks/*"):
-        dirs.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / pattern)))
-                    if Path(p).is_dir())
-    return dirs
 
 
 @dataclass
@@ -112,21 +99,19 @@ class FitSession:
             path = self.find_interface(spec)
             if path is None:
                 raise MprofError(f"no interface {spec}.perf on the search path: "
-                                 + ", ".join(str(d) for d in self.all_search_dirs()))
+                                 + registry.describe(self.own_search_dirs()))
         iface = load_interface(str(path))
         self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface,
                                                       path.read_text(encoding="utf-8"))
         return iface.name
 
-    def all_search_dirs(self) -> list[Path]:
-        return [*self.search_path, self.base_dir, *default_search_path()]
+    def own_search_dirs(self) -> list[Path]:
+        """The script's folders on the interface search path (mprof.iface.registry): its
+        InterfacePath entries, then its own folder."""
+        return [*self.search_path, self.base_dir]
 
     def find_interface(self, module: str) -> Path | None:
-        for directory in self.all_search_dirs():
-            candidate = directory / f"{module}.perf"
-            if candidate.is_file():
-                return candidate
-        return None
+        return registry.find(module, self.own_search_dirs())
 
     def import_parameters(self, module: str, model_path: str, terms: list[str]) -> None:
         path = self.resolve(model_path)
