@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..db.store import Condition, ProfileDB, explain_no_match
 from ..errors import MprofError
-from ..profile import NOT_SAMPLED, RunProfile, load_profiles
+from ..model.runset import RunSet
+from ..profile import NOT_SAMPLED, RunProfile
 
 
 @dataclass
@@ -72,6 +73,9 @@ class Side:
     database: Path
     where: list[Condition]
     runs: list[RunData] = field(default_factory=list)
+    # what the side's fits read (mprof.model.runset): the profiles of `runs`, and the modules
+    # the database records
+    run_set: RunSet = field(default_factory=lambda: RunSet(()))
 
     @property
     def fingerprints(self) -> set[str]:
@@ -89,7 +93,8 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
     if not path.exists():
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
-    profiles = load_profiles(path, where)
+    side.run_set = RunSet.from_databases([path], where)
+    profiles = list(side.run_set)
     # runs stored before the database kept category times in a table of their own have them
     # only in their documents
     measured = stored_category_times(path, [p.id for p in profiles if not p.has_categories])
