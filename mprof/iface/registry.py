@@ -20,7 +20,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import MprofError
@@ -82,14 +82,15 @@ def find_by_digest(module: str, wanted: str,
     return None
 
 
-def recorded(profile_interfaces: Sequence, module: str) -> str | None:
-    """The digest a run profile records for `module` (its `interfaces` list), or None."""
-    for entry in profile_interfaces or ():
-        name, value = (entry.get("name"), entry.get("digest")) if isinstance(entry, dict) \
-            else entry
-        if name == module:
-            return value
-    return None
+def locate(module: str, recorded: Mapping[str, str] | None = None,
+           explicit: Iterable[str | Path] = ()) -> Path | None:
+    """The interface of `module` for runs that record digests (`RunProfile.interfaces`,
+    module -> digest): the file with the recorded text, else None; for runs without one, the
+    first MODULE.perf on the search path."""
+    wanted = (recorded or {}).get(module)
+    if wanted:
+        return find_by_digest(module, wanted, explicit)
+    return find(module, explicit)
 
 
 def load_at(module: str, path: str | Path):
@@ -108,4 +109,4 @@ def describe(explicit: Iterable[str | Path] = ()) -> str:
 
 
 __all__ = ["ENV", "SOURCE_TREE", "default_dirs", "describe", "digest", "env_dirs", "find",
-           "find_by_digest", "load_at", "recorded", "search_path", "source_tree_dirs"]
+           "find_by_digest", "load_at", "locate", "search_path", "source_tree_dirs"]
