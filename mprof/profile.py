@@ -98,6 +98,10 @@ class RunProfile:
     source: str = ""  # file or database it came from
     argv: list[str] = field(default_factory=list)
     document: Mapping | None = None  # the JSON document, when read from one
+    # module -> digest of the interface (.perf text) the program was built with, from the
+    # profile's `interfaces` (mprof.iface.registry.find_by_digest finds that file); empty for
+    # runs recorded before profiles carried them
+    interfaces: dict[str, str] = field(default_factory=dict)
 
     def time(self, measure: str) -> float:
         """The run's time by `measure`, summed over PEs (the dissertation sums over PEs)."""
@@ -154,7 +158,9 @@ class RunProfile:
                    params=dict(doc.get("params", {})), settings=dict(doc.get("settings", {})),
                    pes=pes, fingerprint=str(machine.get("fingerprint", "")),
                    elapsed_s=_opt_float(doc.get("elapsed_s")), source=source,
-                   argv=list(doc.get("argv", [])), document=doc)
+                   argv=list(doc.get("argv", [])), document=doc,
+                   interfaces={str(i["name"]): str(i["digest"])
+                               for i in doc.get("interfaces", [])})
 
 
 def _opt_float(value) -> float | None:

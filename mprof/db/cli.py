@@ -156,12 +156,9 @@ def _selected_runs(args) -> list[RunProfile]:
         if not runs:
             raise MprofError(f"{args.db}: no run to export"
                              + (f": {explain_no_match(db.runs(), where)}" if where else ""))
-        out = []
-        for run in runs:
-            profile = RunProfile.from_document(db.document(run.id), f"{args.db}: run {run.id}")
-            profile.id = run.id
-            out.append(profile)
-    return out
+    from .. import io
+
+    return io.reader("sqlite")(Path(args.db), where)
 
 
 def cmd_export(args):
@@ -184,8 +181,7 @@ def cmd_export(args):
 
 
 def _export_for_tools(args):
-    from ..exports.cube import write_cube_experiment
-    from ..exports.extrap import extrap_lines
+    from .. import io
 
     runs = _selected_runs(args)
     params = None
@@ -203,27 +199,16 @@ def _export_for_tools(args):
     params, warnings = model_params(runs, params)
     for warning in warnings:
         print(f"mprof: warning: {warning}", file=sys.stderr)
-    if args.format == "cube":
-        if not args.output:
-            raise MprofError("--format cube needs -o DIR (the experiment folder)")
-        paths = write_cube_experiment(runs, Path(args.output), args.measure, params)
-        print(f"exported {len(paths)} run(s) as CUBE4 profiles under {args.output}",
-              file=sys.stderr)
-        return 0
-    lines = extrap_lines(runs, args.measure, params)
-    if args.output:
-        text = "".join(lines)
-        write_file(args.output, text, what="export")
-        print(f"exported {len(runs)} run(s) ({text.count(chr(10))} measurements) as Extra-P "
-              f"JSON Lines to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.writelines(lines)
+    done = io.writer(args.format)(runs, Path(args.output) if args.output else None,
+                                  io.WriteOptions(measure=args.measure, params=params))
+    if done:
+        print(done, file=sys.stderr)
     return 0
 
 
 def _export_tables(args):
     """The tidy tables of mprof.frames as CSV or Parquet files (docs/frames.md)."""
-    from .. import frames
+    from .. import frames, io
 
     if args.params:
         raise MprofError("--params applies to --format extrap and cube")
@@ -239,49 +224,14 @@ def _export_tables(args):
     if not args.output and not to_stdout:
         raise MprofError(f"--format {args.format} needs -o "
                          + ("FILE" if args.table else "DIR (a folder, one file per table)"))
-    if args.format == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise MprofError("--format parquet needs pyarrow: pip install pyarrow "
-                             "(scripts/bootstrap.sh installs it into .venv)") from None
     where = [Condition.parse(w) for w in args.where]
     with _open_existing(args.db) as db:  # a clear message for a missing or foreign file
         if where and not db.runs(where):
             raise MprofError(f"{args.db}: --where selects no run: "
                              f"{explain_no_match(db.runs(), where)}")
     runs = frames.load_runs(args.db, where=where)
-    tables = {}
-    for name in names:
-        if name == "cost_categories":
-            tables[name] = frames.cost_categories(runs, args.model)
-        elif name == "fits":
-            tables[name] = frames.fits(args.model)
-        else:
-            tables[name] = frames.table(name, runs)
-    if to_stdout:
-        tables[args.table].to_csv(sys.stdout, index=False)
-        return 0
-    out = Path(args.output)
-    ext = "csv" if args.format == "csv" else "parquet"
-    if args.table:
-        paths = {args.table: out}
-    else:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise MprofError(f"{out}: cannot create the folder: {exc.strerror or exc}") from None
-        paths = {name: out / f"{name}.{ext}" for name in names}
-    for name, path in paths.items():
-        try:
-            if ext == "csv":
-                tables[name].to_csv(path, index=False)
-            else:
-                tables[name].to_parquet(path, index=False)
-        except OSError as exc:
-            raise MprofError(f"{path}: cannot write: {exc.strerror or exc}") from None
-        except (ValueError, TypeError, OverflowError) as exc:  # pyarrow: a value it cannot type
-            raise MprofError(f"{path}: cannot write table {name} as {ext}: {exc}") from None
-    print(f"exported {len(runs)} run(s): {', '.join(paths)} as {ext} to {args.output}",
-          file=sys.stderr)
+    done = io.writer(args.format)(runs, None if to_stdout else Path(args.output),
+                                  io.WriteOptions(tables=names, model=args.model))
+    if done:
+        print(done, file=sys.stderr)
     return 0

@@ -321,6 +321,14 @@ def validate_profile(doc: Any, source: str = "<profile>") -> None:
     if "accesses" in doc:
         for i, name in enumerate(c.array(doc["accesses"], "accesses")):
             c.string(name, f"accesses[{i}]")
+    # the interfaces the program was built with: module and digest of its .perf text
+    # (mprof.iface.registry)
+    for i, entry in enumerate(c.array(doc.get("interfaces", []), "interfaces")):
+        c.obj(entry, f"interfaces[{i}]")
+        c.string(c.required(entry, "name", f"interfaces[{i}]"), f"interfaces[{i}].name",
+                 nonempty=True)
+        c.string(c.required(entry, "digest", f"interfaces[{i}]"), f"interfaces[{i}].digest",
+                 nonempty=True)
 
     for index, pe in enumerate(pes):
         where = f"pes[{index}]"

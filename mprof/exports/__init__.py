@@ -1,3 +1,3 @@
-"""Exports of run profiles to the modelling and analysis tools of the HPC ecosystem:
-Extra-P JSON Lines (extrap.py), CUBE4 experiment folders (cube.py) and Hatchet GraphFrames
-(mprof.hatchet).  docs/exports.md describes the call tree they share (calltree.py)."""
+"""The call tree that the exports of run profiles share (calltree.py, docs/exports.md); the
+writers themselves are formats of mprof.io: Extra-P JSON Lines (mprof.io.extrap), CUBE4
+experiment folders (mprof.io.cube), and Hatchet GraphFrames (mprof.hatchet)."""

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..db.store import Condition, ProfileDB, explain_no_match
 from ..errors import MprofError
-from ..profile import NOT_SAMPLED, RunProfile, load_profiles
+from ..model.runset import RunSet
+from ..profile import NOT_SAMPLED, RunProfile
 
 
 @dataclass
@@ -83,6 +84,9 @@ class Side:
     database: Path
     where: list[Condition]
     runs: list[RunData] = field(default_factory=list)
+    # what the side's fits read (mprof.model.runset): the profiles of `runs`, and the modules
+    # the database records
+    run_set: RunSet = field(default_factory=lambda: RunSet(()))
 
     @property
     def fingerprints(self) -> set[str]:
@@ -100,7 +104,8 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
     if not path.exists():
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
-    profiles = load_profiles(path, where)
+    side.run_set = RunSet.from_databases([path], where)
+    profiles = list(side.run_set)
     # runs stored before the database kept category times in a table of their own have them
     # only in their documents
     measured = stored_category_times(path, [p.id for p in profiles if not p.has_categories])
@@ -217,11 +222,10 @@ class StatProperties:
 
 def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> StatProperties:
     """Find the interface (.perf) of each module: first among `interfaces` (files, or folders
-    holding MODULE.perf), then on the interface search path of modeling scripts
-    ($MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
+    holding MODULE.perf), then on the interface search path (mprof.iface.registry:
+    $MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
     Files given explicitly must be valid; a broken file on the search path is a warning."""
-    from ..iface import load_interface
-    from ..model.session import default_search_path
+    from ..iface import load_interface, registry
 
     props = StatProperties()
     wanted = set(modules)
@@ -238,20 +242,18 @@ def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> Stat
                                                if s.measured})
         props.sources.setdefault(iface.name, str(path))
     for module in sorted(wanted - set(props.measured)):
-        for directory in [*dirs, *default_search_path()]:
-            path = directory / f"{module}.perf"
-            if not path.is_file():
-                continue
-            try:
-                iface = load_interface(path)
-            except MprofError as exc:
-                if directory in dirs:
-                    raise
-                props.warnings.append(f"interface of module {module} not used: "
-                                      f"{str(exc).splitlines()[0]}")
-                break
-            if iface.name == module:
-                props.measured[module] = {s.name for s in iface.statistics if s.measured}
-                props.sources[module] = str(path)
-            break
+        path = registry.find(module, dirs)
+        if path is None:
+            continue
+        try:
+            iface = load_interface(path)
+        except MprofError as exc:
+            if path.parent in dirs:
+                raise
+            props.warnings.append(f"interface of module {module} not used: "
+                                  f"{str(exc).splitlines()[0]}")
+            continue
+        if iface.name == module:
+            props.measured[module] = {s.name for s in iface.statistics if s.measured}
+            props.sources[module] = str(path)
     return props

@@ -18,9 +18,7 @@ interference and kept the standard errors true to the scatter (docs/gate.md).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
 from ..errors import MprofError
 from ..profile import RunProfile
@@ -72,22 +70,13 @@ def slower_than_fastest(side: Side, keep: int) -> list[tuple[RunData, float]]:
     return out
 
 
-def without_runs(side: Side, runs: Sequence[RunData], folder: Path) -> Side:
-    """A copy of the side whose database lacks `runs` (a copy in `folder`; the side's own
-    database is never written)."""
-    target = folder / f"{side.name}-undisturbed.db"
-    with sqlite3.connect(f"file:{side.database}?mode=ro", uri=True) as src, \
-            sqlite3.connect(target) as dst:
-        src.backup(dst)
-    conn = sqlite3.connect(target)
-    try:
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.executemany("DELETE FROM runs WHERE id = ?", [(r.id,) for r in runs])
-        conn.commit()
-    finally:
-        conn.close()
+def without_runs(side: Side, runs: Sequence[RunData]) -> Side:
+    """The side less `runs`, in memory: its run set (what its fits read) too; the database
+    is only read."""
     drop = {id(r) for r in runs}
-    return Side(side.name, target, list(side.where), [r for r in side.runs if id(r) not in drop])
+    return Side(side.name, side.database, list(side.where),
+                [r for r in side.runs if id(r) not in drop],
+                side.run_set.without(r.profile for r in runs))
 
 
 __all__ = ["DEFAULT_LIMIT", "slower_than_fastest", "disturbed_runs", "run_time", "without_runs"]

@@ -203,17 +203,15 @@ class SideFit:
 
 
 def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFit:
-    """Run a modeling script on this side's database and selection instead of the script's
-    fit databases (FitSession.data_override: test databases and SaveModel are not used); the
-    last fit counts."""
-    from ..model.script import ModelingScript
-    from ..model.session import FitSession
+    """Run a modeling script on this side's runs instead of the script's fit databases
+    (mprof.model.script.fit_script_on: test databases and SaveModel are not used); the last
+    fit counts."""
+    from ..model.script import fit_script_on
 
     warnings: list[str] = []
-    session = FitSession(data_override=(side.database.resolve(), list(side.where)))
     try:
-        outcome = ModelingScript(script, warn=warnings.append, session=session,
-                                 unsafe=unsafe_tcl).run()
+        outcome = fit_script_on(script, side.run_set, warn=warnings.append,
+                                unsafe=unsafe_tcl)
     except MprofError as exc:
         raise MprofError(f"fitting the {side.name} ({side.database}): {exc}") from None
     if outcome is None:
@@ -230,27 +228,24 @@ def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
           warnings: list[str]) -> tuple[SideFit, SideFit]:
     """Both sides' fits, each on its configurations' fastest runs (`fastest`) and without its
     runs disturbed by interference (`disturbed`); mprof.gate.disturbed."""
-    import tempfile
-
     from .disturbed import disturbed_runs, slower_than_fastest, without_runs
 
     limit = config.disturbed_limit
-    with tempfile.TemporaryDirectory(prefix="mprof-gate-") as tmp:
-        sides = []
-        for side in (baseline, candidate):
-            slower = slower_than_fastest(side, config.fastest)
-            left_out = {id(r) for r, _ in slower}
-            bad = [(r, x) for r, x in disturbed_runs(side, limit) if id(r) not in left_out]
-            if bad:
-                warnings.append(
-                    f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
-                    f"than {limit:.0%} slower than their configuration's lower median): "
-                    + ", ".join(f"run {r.id} +{x:.0%}" for r, x in bad))
-            if slower or bad:
-                side = without_runs(side, [r for r, _ in slower + bad], Path(tmp))
-            sides.append(side)
-        fits = (fit_side(fit_script, sides[0], config.unsafe_tcl),
-                fit_side(fit_script, sides[1], config.unsafe_tcl))
+    sides = []
+    for side in (baseline, candidate):
+        slower = slower_than_fastest(side, config.fastest)
+        left_out = {id(r) for r, _ in slower}
+        bad = [(r, x) for r, x in disturbed_runs(side, limit) if id(r) not in left_out]
+        if bad:
+            warnings.append(
+                f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
+                f"than {limit:.0%} slower than their configuration's lower median): "
+                + ", ".join(f"run {r.id} +{x:.0%}" for r, x in bad))
+        if slower or bad:
+            side = without_runs(side, [r for r, _ in slower + bad])
+        sides.append(side)
+    fits = (fit_side(fit_script, sides[0], config.unsafe_tcl),
+            fit_side(fit_script, sides[1], config.unsafe_tcl))
     for f in fits:
         warnings.extend(f.warnings)
     return fits

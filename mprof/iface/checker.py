@@ -26,6 +26,7 @@ from .expr import FUNCTIONS, STATISTIC, TERM, Ref
 from .lexer import Source, Token
 from .model import DEFAULT_TYPE, STAT_TYPES, Access, Category, Interface, Statistic, Term
 from .parser import Decl, Syntax, parse
+from .registry import digest
 
 # Keywords of C (C11 and C23) and C++ (C++20, with the alternative operator spellings): the
 # generated header is also compiled as C++.
@@ -344,5 +345,8 @@ def check(syntax: Syntax) -> Interface:
 
 
 def parse_interface(text: str, path: str = "<string>") -> Interface:
-    """Parses and checks one interface given as text."""
-    return check(parse(text, path))
+    """Parses and checks one interface given as text; its digest is that of the text
+    (mprof.iface.registry.digest)."""
+    iface = check(parse(text, path))
+    iface.digest = digest(text)
+    return iface

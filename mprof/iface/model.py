@@ -102,6 +102,9 @@ class Interface:
     column: int = 0
     # Declared terms in source order (the `terms` section), for printing the interface back.
     declared_terms: list[Term] = field(default_factory=list, repr=False)
+    # SHA-256 of the .perf text (mprof.iface.registry.digest): what the generated hooks carry
+    # and a run profile records in `interfaces`
+    digest: str = field(default="", repr=False, compare=False)
 
     def statistic(self, name: str) -> Statistic:
         for s in self.statistics:

@@ -207,15 +207,13 @@ class Model:
             raise MprofError(f"the model has no module '{module}' "
                              f"(modules: {', '.join(self.interfaces) or 'none'})")
         if module not in self._ifaces:
-            from ..iface import load_interface, parse_interface
+            from ..iface import parse_interface, registry
 
             info = self.interfaces[module]
             if info.source is not None:
                 self._ifaces[module] = parse_interface(info.source, info.path)
-            elif Path(info.path).exists():
-                self._ifaces[module] = load_interface(info.path)
             else:
-                raise MprofError(f"interface of module '{module}' not found at {info.path}")
+                self._ifaces[module] = registry.load_at(module, info.path)
         return self._ifaces[module]
 
     def check_interfaces(self, source: str) -> None:

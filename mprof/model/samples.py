@@ -18,8 +18,9 @@ import numpy as np
 from ..db.store import Condition
 from ..errors import MprofError
 from ..iface.expr import STATISTIC
-from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, load_profiles
+from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord
 from .fit import Design, replicate_groups
+from .runset import RunSet
 
 GRANULARITIES = ("pe", "run")
 
@@ -124,20 +125,25 @@ def term_row(interfaces: Mapping[str, LoadedInterface], objects: Sequence[Object
     return row
 
 
-def load_samples(databases: Sequence[str | Path], interfaces: Mapping[str, LoadedInterface],
+def load_samples(source: RunSet | Sequence[str | Path],
+                 interfaces: Mapping[str, LoadedInterface],
                  granularity: str = "pe", select: Sequence[Condition] = (),
                  warnings: list[str] | None = None,
                  measure: str | None = DEFAULT_MEASURE) -> SampleSet:
-    """One sample per PE of every run (granularity "pe") or per run (PEs summed); its time is
-    the PE's (the run's) time by `measure` (mprof.profile).  With measure None, the default
-    measure is used where every run has it, else elapsed time with a warning (databases of
-    schema version 1 profiles)."""
+    """One sample per PE of every run of `source` (a run set, or database paths) that `select`
+    keeps (granularity "pe"), or per run (PEs summed); its time is the PE's (the run's) time by
+    `measure` (mprof.profile).  With measure None, the default measure is used where every run
+    has it, else elapsed time with a warning (databases of schema version 1 profiles)."""
     if granularity not in GRANULARITIES:
         raise MprofError(f"granularity must be one of {', '.join(GRANULARITIES)}")
     if measure is not None and measure not in MEASURES:
         raise MprofError(f"measure must be one of {', '.join(MEASURES)}")
     warnings = warnings if warnings is not None else []
-    runs = [(Path(db).name, run) for db in databases for run in load_profiles(db, select)]
+    if isinstance(source, RunSet):
+        run_set = source.where(select)
+    else:
+        run_set = RunSet.from_databases(source, select)
+    runs = [(Path(run.source).name, run) for run in run_set]
     if measure is None:
         measure = DEFAULT_MEASURE
         if any(pe.cpu_s is None for _, run in runs for pe in run.pes):

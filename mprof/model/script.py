@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MprofError
+from .runset import RunSet
 from .session import FitOutcome, FitSession
 
 _FILE_LINE = re.compile(r'\(file "(?P<file>[^"]+)" line (?P<line>\d+)\)')
@@ -421,7 +422,7 @@ class ModelingScript:
             raise MprofError(f"SaveModel: '{spec}' is a directory; name the model file, e.g. "
                              f"SaveModel {Path(spec) / 'model.json'}")
         folder = self.session.resolve(spec).parent
-        if self.session.data_override is None and not folder.is_dir():
+        if self.session.runs is None and not folder.is_dir():
             # a mistyped folder is an error, not a folder made where nobody looks
             raise MprofError(f"SaveModel: the folder {folder} does not exist (create it, or "
                              "correct the path; paths are relative to the script)")
@@ -448,3 +449,13 @@ class ModelingScript:
             self.warn(text)
         self.on_fit(outcome)
         return outcome
+
+
+def fit_script_on(path: str | Path, runs: RunSet, warn: Callable[[str], None] | None = None,
+                  unsafe: bool = False) -> FitOutcome | None:
+    """Run a modeling script on `runs` instead of its fit databases: its interfaces, imports,
+    ignores, settings and `Select` apply, its test databases and SaveModel do not.  The last
+    fit counts (None: the script made none).  How the gate fits each side with the script
+    under test."""
+    session = FitSession(runs=runs)
+    return ModelingScript(path, warn=warn, session=session, unsafe=unsafe).run()

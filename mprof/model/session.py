@@ -6,7 +6,6 @@ session can be driven from Python (tests, notebooks) without any Tcl.
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,29 +13,18 @@ from pathlib import Path
 import numpy as np
 from scipy import linalg
 
-from ..db.store import Condition, ProfileDB
+from ..db.store import Condition
 from ..errors import MprofError
+from ..iface import registry
 from ..numbers import parse_number
 from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
 from .modelfile import FIXED, Model, ModuleInfo, load_model
+from .runset import RunSet, database_modules
 from .samples import LoadedInterface, load_samples, make_design
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # `Replicates`: every run is a sample, or each configuration's median or fastest run
 REPLICATES = ("all", "median", "min")
-
-
-def default_search_path() -> list[Path]:
-    """Where `Interface NAME` and automatic discovery look for NAME.perf, after the script's own
-    directory and any InterfacePath entries: $MPROF_PERF_PATH (os.pathsep separated), then the
-    source tree's runtime/, instrumented-lib/*/ and benchmarks/*/ folders."""
-    dirs = [Path(p) for p in os.environ.get("MPROF_PERF_PATH", "").split(os.pathsep) if p]
-    dirs.append(REPO_ROOT / "runtime")
-    for pattern in ("instrumented-lib/*", "benchmarks/*"):
-        dirs.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / pattern)))
-                    if Path(p).is_dir())
-    return dirs
 
 
 @dataclass
@@ -73,9 +61,10 @@ class FitSession:
     save_paths: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     last: FitOutcome | None = None
-    # Set by a caller that reuses a script's model on other data (the gate): the fit database
-    # and extra selection replace the script's, test databases and SaveModel are not used.
-    data_override: tuple[Path, list[Condition]] | None = None
+    # Set by a caller that reuses a script's model on runs of its own (the gate, through
+    # fit_script_on): they replace the script's fit databases (its Select still applies), test
+    # databases and SaveModel are not used.
+    runs: RunSet | None = None
 
     def resolve(self, path: str) -> Path:
         p = Path(path).expanduser()
@@ -84,7 +73,7 @@ class FitSession:
     # -- directives -------------------------------------------------------------------------
 
     def add_database(self, path: str, test: bool = False) -> None:
-        if self.data_override is not None:
+        if self.runs is not None:
             return
         resolved = self.resolve(path)
         if not resolved.exists():
@@ -112,21 +101,19 @@ class FitSession:
             path = self.find_interface(spec)
             if path is None:
                 raise MprofError(f"no interface {spec}.perf on the search path: "
-                                 + ", ".join(str(d) for d in self.all_search_dirs()))
+                                 + registry.describe(self.own_search_dirs()))
         iface = load_interface(str(path))
         self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface,
                                                       path.read_text(encoding="utf-8"))
         return iface.name
 
-    def all_search_dirs(self) -> list[Path]:
-        return [*self.search_path, self.base_dir, *default_search_path()]
+    def own_search_dirs(self) -> list[Path]:
+        """The script's folders on the interface search path (mprof.iface.registry): its
+        InterfacePath entries, then its own folder."""
+        return [*self.search_path, self.base_dir]
 
     def find_interface(self, module: str) -> Path | None:
-        for directory in self.all_search_dirs():
-            candidate = directory / f"{module}.perf"
-            if candidate.is_file():
-                return candidate
-        return None
+        return registry.find(module, self.own_search_dirs())
 
     def import_parameters(self, module: str, model_path: str, terms: list[str]) -> None:
         path = self.resolve(model_path)
@@ -181,11 +168,8 @@ class FitSession:
     def _autoload(self) -> None:
         """With no Interface directive, use every module of the fit data that has an interface
         on the search path (the paper's scripts name no interfaces)."""
-        modules: set[str] = set()
-        for db_path in self.fit_databases:
-            with ProfileDB(db_path, create=False) as db:
-                modules.update(r[0] for r in db.conn.execute(
-                    "SELECT DISTINCT module FROM object_stats"))
+        modules = (self.runs.modules if self.runs is not None
+                   else database_modules(self.fit_databases))
         for module in sorted(modules):
             if self.find_interface(module) is not None:
                 self.load_interface(module)
@@ -241,15 +225,22 @@ class FitSession:
             raise MprofError(f"{directive}: module '{module}' has no term '{term}' "
                              f"(terms: {', '.join(terms)})")
 
+    def fit_runs(self) -> RunSet:
+        """The runs the fit reads: the caller's run set, else the fit databases' runs, as the
+        script's Select keeps them."""
+        if self.runs is not None:
+            return self.runs.where(self.select)
+        return RunSet.from_databases(self.fit_databases, self.select)
+
+    def test_runs(self) -> RunSet | None:
+        """The test databases' runs that the script's Select keeps; None without any."""
+        if self.runs is not None or not self.test_databases:
+            return None
+        return RunSet.from_databases(self.test_databases, self.select)
+
     def fit(self) -> FitOutcome:
-        if self.data_override is not None:
-            database, extra = self.data_override
-            self.fit_databases, self.test_databases = [database], []
-            saved, self.select = self.select, [*self.select, *extra]
-            try:
-                return self._fit()
-            finally:
-                self.select = saved
+        if self.runs is not None:
+            self.test_databases = []
         return self._fit()
 
     @staticmethod
@@ -267,7 +258,7 @@ class FitSession:
         return out
 
     def _fit(self) -> FitOutcome:
-        if not self.fit_databases:
+        if self.runs is None and not self.fit_databases:
             raise MprofError("no fit database (use FitDatabase)")
         if not self.interfaces:
             self._autoload()
@@ -277,14 +268,15 @@ class FitSession:
         warnings: list[str] = []
         warnings.extend(self.warnings)
         imported, sources, ignored, imported_cov = self._resolve_names()
-        samples = load_samples(self.fit_databases, self.interfaces, self.granularity,
-                               self.select, warnings, self.measure)
+        samples = load_samples(self.fit_runs(), self.interfaces, self.granularity, (), warnings,
+                               self.measure)
         measure = samples.measure
         ignored = self._ignore_absent(samples, imported, ignored, warnings)
         test_samples = None
-        if self.test_databases:
-            test_samples = load_samples(self.test_databases, self.interfaces, self.granularity,
-                                        self.select, warnings, measure)
+        test_runs = self.test_runs()
+        if test_runs is not None:
+            test_samples = load_samples(test_runs, self.interfaces, self.granularity, (),
+                                        warnings, measure)
             ignored = self._ignore_absent(test_samples, imported, ignored, warnings)
             if test_samples.n == 0:
                 warnings.append("the test databases give no samples (Select excludes them?); "
@@ -312,13 +304,13 @@ class FitSession:
         warnings.extend(diagnostics(result))
         model = self._model(result, imported, sources, ignored, measure)
         self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)))
-        if self.data_override is None:
+        if self.runs is None:
             for path in self.save_paths:
                 model.save(path)
         return self.last
 
     def save_model(self, path: str) -> None:
-        if self.data_override is not None:
+        if self.runs is not None:
             return
         resolved = self.resolve(path)
         if resolved not in self.save_paths:
@@ -351,7 +343,8 @@ class FitSession:
                 "cutoff": self.cutoff,
                 "confidence": result.options.confidence,
                 "select": [f"{c.name}={c.value}" for c in self.select],
-                "fit_databases": [str(p) for p in self.fit_databases],
+                "fit_databases": (list(self.runs.sources) if self.runs is not None
+                                  else [str(p) for p in self.fit_databases]),
                 "test_databases": [str(p) for p in self.test_databases],
             },
             flags={"interval_contains_zero": result.zero_interval,

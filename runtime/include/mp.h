@@ -260,6 +260,10 @@ typedef struct {
     unsigned nterms;
     const char *const *term_names;
     void (*term_values)(const void *record, double *out);
+    /* SHA-256 (hex) of the interface's .perf text, which the run profile names beside the
+     * module (`interfaces`, docs/run-profile.md) so that a reader finds that very interface
+     * (mprof.iface.registry); NULL in hooks generated before it was recorded */
+    const char *digest;
 } mp_stat_module;
 
 /* Allocates a zeroed record of nfields 8-byte slots on the calling PE for object `id`.  It

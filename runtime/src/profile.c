@@ -187,6 +187,34 @@ static void put_pe(FILE *f, mpr_pe *pe)
     fprintf(f, "}");
 }
 
+/* "interfaces": the modules with statistics records on this process's PEs (MPI: rank 0's, which
+ * writes the document), each once with the digest its generated hooks carry. */
+static void put_interfaces(FILE *f)
+{
+    enum { MAX_MODULES = 256 };
+    const mp_stat_module *seen[MAX_MODULES];
+    int n = 0;
+    fprintf(f, "  \"interfaces\": [");
+    for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++) {
+        for (mpr_stats_rec *r = mpr_g.pes[i]->records; r; r = r->next) {
+            const mp_stat_module *m = r->module;
+            int known = 0;
+            for (int k = 0; k < n && !known; k++)
+                known = seen[k] == m || strcmp(seen[k]->module, m->module) == 0;
+            if (known || !m->digest || n == MAX_MODULES)
+                continue;
+            seen[n] = m;
+            fprintf(f, "%s{\"name\": ", n ? ", " : "");
+            json_string(f, m->module);
+            fprintf(f, ", \"digest\": ");
+            json_string(f, m->digest);
+            fputc('}', f);
+            n++;
+        }
+    }
+    fprintf(f, "],\n");
+}
+
 /* This process's PE sections (all PEs on shm, one on MPI), each followed by ",\n": the same
  * rendering serves both backends; the machine layer gathers the pieces in PE order. */
 static char *render_local_pes(size_t *len)
@@ -343,7 +371,9 @@ int mpr_profile_write(const char *path)
         fprintf(f, "%s", a ? ", " : "");
         json_string(f, mpr_access_name(a));
     }
-    fprintf(f, "],\n  \"pes\": [\n");
+    fprintf(f, "],\n");
+    put_interfaces(f);
+    fprintf(f, "  \"pes\": [\n");
     fwrite(all, 1, all_len, f);
     free(all);
     fprintf(f, "\n  ]\n}\n");

@@ -117,7 +117,7 @@ def test_cube_time_per_measured_category(tmp_path):
     root keeps the rest of the busy time, and the root's inclusive time is the CPU time."""
     from pycubexr import CubexParser
 
-    from mprof.exports.cube import write_cube_experiment
+    from mprof.io.cube import write_cube_experiment
     from mprof.profile import RunProfile
 
     pes = []

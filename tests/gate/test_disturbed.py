@@ -52,16 +52,19 @@ def disturbed_copy(docs, slower=1.3):
     return docs + [("disturbed", extra)]
 
 
-def test_a_disturbed_run_is_found_and_left_out_of_a_copy(tmp_path):
+def test_a_disturbed_run_is_found_and_left_out_in_memory(tmp_path):
     docs = gate_ops_docs(np.random.default_rng(1))
     side = load_side("candidate", write(tmp_path / "c.db", disturbed_copy(docs)))
     bad = disturbed_runs(side, 0.10)
     assert len(bad) == 1 and bad[0][1] == pytest.approx(0.3, abs=0.02)
     assert disturbed_runs(side, 0.0) == [] and disturbed_runs(side, 0.5) == []
-    clean = without_runs(side, [r for r, _ in bad], tmp_path)
+    clean = without_runs(side, [r for r, _ in bad])
     assert len(clean.runs) == len(side.runs) - 1
-    assert len(load_side("x", clean.database).runs) == len(side.runs) - 1
-    assert len(load_side("x", side.database).runs) == len(side.runs)  # original untouched
+    # what the side's fits read lacks the run too; the database is only read
+    assert len(clean.run_set) == len(side.run_set) - 1
+    assert bad[0][0].profile not in clean.run_set.runs
+    assert clean.run_set.modules == side.run_set.modules == {"gateops"}
+    assert len(load_side("x", side.database).runs) == len(side.runs)
 
 
 def test_the_fit_of_a_side_with_a_disturbed_run_equals_the_clean_fit(tmp_path):

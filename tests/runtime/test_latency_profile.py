@@ -3,9 +3,10 @@
 import time
 
 import pytest
-from rt_helpers import rts_statistics
+from rt_helpers import REPO_ROOT, rts_statistics
 
 from mprof.db.validate import validate_profile
+from mprof.iface import registry
 
 
 def test_waiting_fiber_is_charged_observed_and_critical_latency(rt):
@@ -50,6 +51,13 @@ def test_run_profile_follows_the_documented_schema(rt):
     assert set(p["settings"]) >= {"agg_bytes", "flush_fibers", "small_bytes", "spin"}
     assert p["accesses"][0] == "unclassified"
     assert set(p["machine"]) >= {"hostname", "cpu", "cores", "fingerprint"}
+    # the interfaces the program was built with, once each, with their .perf text's digest:
+    # the registry finds that very file
+    assert [i["name"] for i in p["interfaces"]] == ["rts"]
+    assert p["interfaces"][0]["digest"] == registry.digest(
+        (REPO_ROOT / "runtime" / "rts.perf").read_bytes())
+    assert registry.find_by_digest("rts", p["interfaces"][0]["digest"]) == \
+        REPO_ROOT / "runtime" / "rts.perf"
     stats = rts_statistics()
     assert "ThreadAlloc" in stats and "ByteCopy" in stats and len(stats) >= 13
     assert {"objects:shared", "objects:pe0", "objects:pe2"} <= set(p["accesses"])

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
+from ..exports.calltree import applicable_metrics, model_params, numeric_params, run_tree
 from ..profile import RunProfile
-from .calltree import applicable_metrics, model_params, numeric_params, run_tree
 
 
 def extrap_lines(runs: list[RunProfile], measure: str, params: list[str] | None = None):

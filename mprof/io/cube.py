@@ -24,10 +24,10 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import MprofError
+from ..exports.calltree import (DESCRIPTIONS, METRICS, UNITS, Node, exclusive_values,
+                                model_params, numeric_params, run_tree)
 from ..files import make_folder, write_file
 from ..profile import RunProfile
-from .calltree import (DESCRIPTIONS, METRICS, UNITS, Node, exclusive_values, model_params,
-                       numeric_params, run_tree)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z_]*$")
 
