@@ -139,9 +139,8 @@ def load_samples(databases: Sequence[str | Path], interfaces: Mapping[str, Loade
     warnings = warnings if warnings is not None else []
     runs = [(Path(db).name, run) for db in databases for run in load_profiles(db, select)]
     if measure is None:
-        measure = DEFAULT_MEASURE
-        if any(pe.cpu_s is None for _, run in runs for pe in run.pes):
-            measure = "elapsed"
+        measure = fallback_measure(pe for _, run in runs for pe in run.pes)
+        if measure != DEFAULT_MEASURE:
             warnings.append("some runs have no CPU times (run profiles of schema version 1): "
                             "samples are elapsed times (`Measure elapsed`)")
     names = [f"{m}:{term}" for m, li in interfaces.items() for term in li.term_names]
