@@ -290,16 +290,24 @@ def _categories(rows) -> list[CategoryTime] | None:
     return sorted(out, key=lambda r: (-r.cpu_s, r.access))
 
 
-def load_profiles(database: str | Path, where: Sequence = ()) -> list[RunProfile]:
-    """Every run of a profile database matching the conditions (mprof.db.store.Condition)."""
+def load_profiles(database: str | Path, where: Sequence = (),
+                  run_ids: Sequence[int] | None = None) -> list[RunProfile]:
+    """Every run of a profile database matching the conditions (mprof.db.store.Condition), or
+    the runs `run_ids`, read from the database's tables: times, objects, latency rows and
+    category times per PE."""
     from .db.store import ProfileDB
 
     with ProfileDB(database, create=False) as db:
         runs = db.runs(where)
+        if run_ids is not None:
+            wanted = set(run_ids)
+            runs = [r for r in runs if r.id in wanted]
         ids = [r.id for r in runs]
         times = db.pe_samples(ids)
         objects = db.object_stats(ids)
         categories = db.category_times(ids)
+        latency = db.latency_rows(ids)
+        hosts = db.run_hosts(ids)
     out = []
     for run in runs:
         per_pe = objects.get(run.id, {})
@@ -308,9 +316,17 @@ def load_profiles(database: str | Path, where: Sequence = ()) -> list[RunProfile
             records = [ObjectRecord(oid, module, stats) for oid, module, stats in
                        per_pe.get(pe, [])]
             pes.append(PEProfile(pe, t.elapsed_s, t.idle_s, t.cpu_s, t.idle_cpu_s, records,
-                                 categories.get(run.id, {}).get(pe)))
+                                 categories.get(run.id, {}).get(pe),
+                                 latency.get(run.id, {}).get(pe, [])))
+        backend, hostname = hosts.get(run.id, (None, None))
+        machine = {k: v for k, v in (("hostname", hostname),
+                                     ("fingerprint", run.machine_fingerprint)) if v is not None}
         out.append(RunProfile(program=run.program, npes=run.npes, params=dict(run.params),
                               settings=dict(run.settings), pes=pes,
                               fingerprint=run.machine_fingerprint or "",
-                              elapsed_s=run.elapsed_s, id=run.id, source=str(database)))
+                              elapsed_s=run.elapsed_s, id=run.id, source=str(database),
+                              backend=backend, started_at=run.started_at, machine=machine,
+                              # version 2 added the CPU times, which the tables keep
+                              schema_version=2 if all(p.cpu_s is not None for p in pes)
+                              else 1))
     return out
