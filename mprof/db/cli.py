@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import MprofError
 from ..files import write_file
 from ..numbers import option
-from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
+from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile, load_profiles
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
 
@@ -156,11 +156,9 @@ def _selected_runs(args) -> list[RunProfile]:
         if not runs:
             raise MprofError(f"{args.db}: no run to export"
                              + (f": {explain_no_match(db.runs(), where)}" if where else ""))
-        out = []
-        for run in runs:
-            profile = RunProfile.from_document(db.document(run.id), f"{args.db}: run {run.id}")
-            profile.id = run.id
-            out.append(profile)
+    out = load_profiles(args.db, where)  # from the tables, latency rows included
+    for profile in out:
+        profile.source = f"{args.db}: run {profile.id}"
     return out
 
 
