@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MprofError
+from ..profile import fallback_measure
 from .config import GateConfig
 from .data import (BUSY, RunData, Side, StatProperties, busy_time, config_labels,
                    statistic_properties)

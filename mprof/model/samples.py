@@ -18,7 +18,7 @@ import numpy as np
 from ..db.store import Condition
 from ..errors import MprofError
 from ..iface.expr import STATISTIC
-from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, load_profiles
+from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, fallback_measure, load_profiles
 from .fit import Design, replicate_groups
 
 GRANULARITIES = ("pe", "run")
