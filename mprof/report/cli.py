@@ -75,8 +75,8 @@ def cmd_report(args):
     if len(docs) > 1:
         return _compare(args, docs, model)
     run_path, doc = docs[0]
-    report = build_report(RunProfile.from_document(doc, run_path), model, source=run_path, model_path=args.model,
-                          roots=args.roots, min_fraction=args.min_fraction,
+    report = build_report(RunProfile.from_document(doc, run_path), model, source=run_path,
+                          model_path=args.model, roots=args.roots, min_fraction=args.min_fraction,
                           what_if=args.what_if)
     if args.html:
         from .html import write_html
