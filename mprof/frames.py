@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import MprofError
-from .profile import DEFAULT_MEASURE, MEASURES, RunProfile
+from .profile import DEFAULT_MEASURE, MEASURES, RunProfile, load_profiles
 
 RUN_COLUMNS = ["run_id", "program", "backend", "npes", "started_at", "elapsed_s", "hostname",
                "machine_fingerprint", "source"]
@@ -56,7 +56,7 @@ def _is_database(path: Path) -> bool:
 
 
 def load_runs(source, run_id: int | None = None, where: Sequence = ()) -> list[RunProfile]:
-    """The runs of a source (module docstring), each with its document and `id`."""
+    """The runs of a source (module docstring), each with its `id`."""
     from .db.store import ProfileDB
     from .db.validate import parse_profile, read_text
 
@@ -79,13 +79,14 @@ def load_runs(source, run_id: int | None = None, where: Sequence = ()) -> list[R
         run = RunProfile.from_document(parse_profile(read_text(str(path)), str(path)), str(path))
         run.id = 1
         return [run]
-    out = []
-    with ProfileDB(path, create=False) as db:
-        ids = [run_id] if run_id is not None else [r.id for r in db.runs(where)]
-        for rid in ids:
-            run = RunProfile.from_document(db.document(rid), f"{path}: run {rid}")
-            run.id = rid
-            out.append(run)
+    if run_id is not None:
+        with ProfileDB(path, create=False) as db:
+            if run_id not in {r.id for r in db.runs()}:
+                raise MprofError(f"{path}: no run with id {run_id}")
+    out = load_profiles(path, () if run_id is not None else where,
+                        None if run_id is None else [run_id])
+    for run in out:
+        run.source = f"{path}: run {run.id}"
     return out
 
 
@@ -95,11 +96,9 @@ def runs(source, where: Sequence = ()):
     pd = _pandas()
     rows = []
     for run in load_runs(source, where=where):
-        doc = run.document or {}
-        machine = doc.get("machine", {})
-        row = {"run_id": run.id, "program": run.program, "backend": doc.get("backend"),
-               "npes": run.npes, "started_at": doc.get("started_at"),
-               "elapsed_s": run.elapsed_s, "hostname": machine.get("hostname"),
+        row = {"run_id": run.id, "program": run.program, "backend": run.backend,
+               "npes": run.npes, "started_at": run.started_at,
+               "elapsed_s": run.elapsed_s, "hostname": run.machine.get("hostname"),
                "machine_fingerprint": run.fingerprint, "source": run.source}
         row.update({f"param.{k}": v for k, v in run.params.items()})
         row.update({f"setting.{k}": v for k, v in run.settings.items()})
@@ -135,10 +134,9 @@ def latency(source, where: Sequence = ()):
     pd = _pandas()
     rows = []
     for run in load_runs(source, where=where):
-        for p in (run.document or {}).get("pes", []):
-            for e in p.get("latency", []):
-                rows.append((run.id, int(p["pe"]), str(e["access"]), str(e["enabler"]),
-                             int(e["count"]), float(e["observed_s"]), float(e["critical_s"])))
+        for e in run.latency:
+            rows.append((run.id, e.pe, e.access, e.enabler, e.count, e.observed_s,
+                         e.critical_s))
     return pd.DataFrame(rows, columns=LATENCY_COLUMNS)
 
 
@@ -150,10 +148,9 @@ def category_times(source, where: Sequence = ()):
     pd = _pandas()
     rows = []
     for run in load_runs(source, where=where):
-        for p in (run.document or {}).get("pes", []):
-            for c in p.get("categories") or []:
-                rows.append((run.id, int(p["pe"]), str(c["access"]), float(c["cpu_s"]),
-                             int(c.get("samples", 0))))
+        for pe in run.pes:
+            for c in pe.categories or []:
+                rows.append((run.id, pe.pe, c.access, c.cpu_s, c.samples))
     return pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
 
 
@@ -299,10 +296,9 @@ def _inclusive_time(cnode, values) -> list[float]:
 
 
 def _metadata(run: RunProfile, measure: str) -> dict:
-    doc = run.document or {}
-    meta = {"run_id": run.id, "program": run.program, "backend": doc.get("backend"),
-            "npes": run.npes, "started_at": doc.get("started_at"), "elapsed_s": run.elapsed_s,
-            "hostname": doc.get("machine", {}).get("hostname"),
+    meta = {"run_id": run.id, "program": run.program, "backend": run.backend,
+            "npes": run.npes, "started_at": run.started_at, "elapsed_s": run.elapsed_s,
+            "hostname": run.machine.get("hostname"),
             "machine_fingerprint": run.fingerprint, "source": run.source, "measure": measure}
     meta.update({f"param.{k}": v for k, v in run.params.items()})
     meta.update({f"setting.{k}": v for k, v in run.settings.items()})

@@ -27,7 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .exports.calltree import Node, run_tree
-from .profile import DEFAULT_MEASURE, RunProfile
+from .errors import MprofError
+from .profile import DEFAULT_MEASURE, RunProfile, load_profiles
 
 _LATENCY = ("fibers", "latency_observed", "latency_critical")
 
@@ -41,7 +42,11 @@ def load_run(source: str | Path, run_id: int | None = None) -> RunProfile:
     if run_id is None:
         return RunProfile.from_document(parse_profile(read_text(str(path)), str(path)), str(path))
     with ProfileDB(path, create=False) as db:
-        return RunProfile.from_document(db.document(run_id), f"{path}: run {run_id}")
+        if run_id not in {r.id for r in db.runs()}:
+            raise MprofError(f"{path}: no run with id {run_id}")
+    (run,) = load_profiles(path, run_ids=[run_id])
+    run.source = f"{path}: run {run_id}"
+    return run
 
 
 def literal(run: RunProfile, measure: str = DEFAULT_MEASURE) -> list[dict]:

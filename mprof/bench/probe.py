@@ -83,8 +83,7 @@ def busy_time(doc: dict) -> float:
     """A profile's busy time summed over PEs: its time less its idle time, in CPU seconds
     where every PE recorded them, else in wall seconds (mprof.profile)."""
     run = RunProfile.from_document(doc)
-    measure = "cpu" if all(pe.cpu_s is not None for pe in run.pes) else "elapsed"
-    return sum(pe.time(measure) - pe.idle_time(measure) for pe in run.pes)
+    return run.time(None) - run.idle_time(None)
 
 
 class MachineProbe:

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import MprofError
 from ..files import write_file
 from ..numbers import option
-from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
+from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile, load_profiles
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
 
@@ -158,7 +158,7 @@ def _selected_runs(args) -> list[RunProfile]:
                              + (f": {explain_no_match(db.runs(), where)}" if where else ""))
     from .. import io
 
-    return io.reader("sqlite")(Path(args.db), where)
+    return io.reader("sqlite")(Path(args.db), where)  # from the tables, latency included
 
 
 def cmd_export(args):

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MprofError
-from ..profile import CategoryTime
+from ..profile import CategoryTime, LatencyRow
 from . import schema
 from .validate import validate_profile
 
@@ -478,6 +478,28 @@ class ProfileDB:
             ):
                 out.setdefault(run_id, {}).setdefault(pe, []).append(
                     CategoryTime(access, cpu_s, from_sql_u64(samples)))
+        return out
+
+    def latency_rows(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[LatencyRow]]]:
+        """run id -> pe -> the PE's latency rows, in the order they were stored."""
+        out: dict[int, dict[int, list[LatencyRow]]] = {}
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for run_id, pe, access, enabler, count, observed, critical in self.conn.execute(
+                f"SELECT run_id, pe, access, enabler, count, observed_s, critical_s "
+                f"FROM latency WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
+            ):
+                out.setdefault(run_id, {}).setdefault(pe, []).append(LatencyRow(
+                    access, enabler, from_sql_u64(count), observed, critical, pe))
+        return out
+
+    def run_hosts(self, run_ids: Sequence[int]) -> dict[int, tuple[str | None, str | None]]:
+        """run id -> (backend, hostname)."""
+        out = {}
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            out.update((r[0], (r[1], r[2])) for r in self.conn.execute(
+                f"SELECT id, backend, hostname FROM runs WHERE id IN ({marks})", chunk))
         return out
 
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:

@@ -1,4 +1,6 @@
-"""Validation of run profiles (docs/run-profile.md) before anything touches a database.
+"""Validation of run profiles before anything touches a database: the JSON Schema of
+mprof/schema/run-profile.schema.json (docs/run-profile.md is generated from it), checked with
+the `jsonschema` package, and in Python the rules it cannot express (values that must agree).
 
 Every check names the file and the JSON path of the offending value, so that a user looking at a
 rejected import knows exactly what to fix; a profile read from text (`parse_profile`,
@@ -10,11 +12,15 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from ..errors import MprofError
 from ..files import read_bytes
+from ..schema import inlined_schema
 
 SCHEMA = "mprof.run-profile"
 SCHEMA_VERSIONS = (1, 2)  # 2 added each PE's cpu_s and idle_cpu_s
@@ -173,68 +179,6 @@ def _member(text: str, pos: int, rest: str) -> tuple[int | None, str]:
     return best, rest[len(best_key):].removeprefix(".")
 
 
-def _is_number(value: Any) -> bool:
-    # bool is an int subclass in Python but not a number in a run profile.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-class _Checker:
-    def __init__(self, source: str):
-        self.source = source
-
-    def fail(self, where: str, message: str):
-        raise ProfileError(self.source, where, message)
-
-    def obj(self, value, where) -> dict:
-        if not isinstance(value, dict):
-            self.fail(where, f"expected an object, got {_kind(value)}")
-        return value
-
-    def array(self, value, where) -> list:
-        if not isinstance(value, list):
-            self.fail(where, f"expected an array, got {_kind(value)}")
-        return value
-
-    def string(self, value, where, nonempty=False) -> str:
-        if not isinstance(value, str):
-            self.fail(where, f"expected a string, got {_kind(value)}")
-        if nonempty and not value:
-            self.fail(where, "must not be empty")
-        return value
-
-    def integer(self, value, where, minimum=None) -> int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            self.fail(where, f"expected an integer, got {_kind(value)}")
-        if minimum is not None and value < minimum:
-            self.fail(where, f"must be >= {minimum}, got {value}")
-        return value
-
-    def number(self, value, where) -> float:
-        if not _is_number(value):
-            self.fail(where, f"expected a number, got {_kind(value)}")
-        if not math.isfinite(value):
-            self.fail(where, f"must be finite, got {value}")
-        return value
-
-    def time(self, value, where) -> float:
-        self.number(value, where)
-        if value < 0:
-            self.fail(where, f"a time must be non-negative, got {value}")
-        return value
-
-    def required(self, doc: dict, key: str, where: str):
-        if key not in doc:
-            self.fail(where or "document", f"missing required field '{key}'")
-        return doc[key]
-
-    def scalar_map(self, value, where):
-        for name, item in self.obj(value, where).items():
-            if not (isinstance(item, (str, bool)) or _is_number(item)):
-                self.fail(f"{where}.{name}", f"expected a number or string, got {_kind(item)}")
-            if _is_number(item) and not math.isfinite(item):
-                self.fail(f"{where}.{name}", f"must be finite, got {item}")
-
-
 def _kind(value) -> str:
     if value is None:
         return "null"
@@ -251,7 +195,7 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
-def _check_values(doc: Any, c: _Checker) -> None:
+def _check_values(doc: Any, source: str) -> None:
     """Every number anywhere in the document, also in fields the schema does not describe, is
     finite (JSON has no NaN or Infinity, though Python's parser accepts them), and every
     integer fits 64 bits; nesting is bounded.  Iterative, so depth costs no recursion."""
@@ -259,7 +203,8 @@ def _check_values(doc: Any, c: _Checker) -> None:
     while stack:
         value, where, depth = stack.pop()
         if depth > 64:
-            c.fail(where, "nested too deeply (a run profile is at most a few levels deep)")
+            raise ProfileError(source, where,
+                               "nested too deeply (a run profile is at most a few levels deep)")
         if isinstance(value, dict):
             stack.extend((v, f"{where}.{k}" if where else str(k), depth + 1)
                          for k, v in reversed(list(value.items())))
@@ -270,11 +215,12 @@ def _check_values(doc: Any, c: _Checker) -> None:
             continue
         elif isinstance(value, int):
             if not INT_MIN <= value <= INT_MAX:
-                c.fail(where or "document",
-                       f"integer {_short_int(value)} does not fit 64 bits "
-                       "(-2^63 .. 2^64-1)")
+                raise ProfileError(source, where or "document",
+                                   f"integer {_short_int(value)} does not fit 64 bits "
+                                   "(-2^63 .. 2^64-1)")
         elif isinstance(value, float) and not math.isfinite(value):
-            c.fail(where or "document", f"must be a finite number, got {value}")
+            raise ProfileError(source, where or "document",
+                               f"must be a finite number, got {value}")
 
 
 def _short_int(value: int) -> str:
@@ -282,116 +228,148 @@ def _short_int(value: int) -> str:
     return str(value) if digits <= 30 else f"of {digits} digits"
 
 
+
+
+# -- the schema -----------------------------------------------------------------------------
+# The structure and types are the JSON Schema's (mprof/schema/run-profile.schema.json); a
+# jsonschema error is turned into the message a user reads, naming the JSON path of the value.
+
+
+def _is_integer(_checker, value) -> bool:
+    # JSON Schema counts 2.0 as an integer; a run profile's counts and ids are written without
+    # a fraction, and a float there means a writer that lost precision.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@cache
+def _validator():
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
+    return jsonschema.validators.extend(base, type_checker=checker)(inlined_schema())
+
+
+_TYPE_NAMES = {"object": "an object", "array": "an array", "string": "a string",
+               "integer": "an integer", "number": "a number", "boolean": "a boolean",
+               "null": "null"}
+# Of several errors at one value, the most basic is reported: a value of the wrong type says
+# more than a constraint it then also breaks.
+_KEYWORD_ORDER = {"type": 0, "required": 1, "additionalProperties": 2}
+
+
+def path_text(path) -> str:
+    """A JSON path as the messages write it: `pes[0].objects[1].id` (`document` for the
+    root)."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "document"
+
+
+def _document_order(doc: Any, error) -> tuple:
+    """Where the error's value comes in the document (member and element indices), so that
+    of several errors the first one in the text is reported."""
+    order, value = [], doc
+    for part in error.absolute_path:
+        if isinstance(value, dict):
+            order.append(list(value).index(part))
+        else:
+            order.append(part)
+        value = value[part]
+    return (*order, -1, _KEYWORD_ORDER.get(error.validator, 9))
+
+
+def _schema_problem(error) -> tuple[str, str]:
+    """(JSON path, message) of one jsonschema error."""
+    where = path_text(error.absolute_path)
+    value, keyword, schema = error.instance, error.validator, error.schema
+    if keyword == "type":
+        names = [_TYPE_NAMES[t] for t in ([schema["type"]] if isinstance(schema["type"], str)
+                                          else schema["type"])]
+        expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        return where, f"expected {expected}, got {_kind(value)}"
+    if keyword == "required":
+        missing = next(name for name in error.validator_value if name not in value)
+        return where, f"missing required field '{missing}'"
+    if keyword == "additionalProperties":
+        known = schema.get("properties", {})
+        unknown = next(name for name in value if name not in known)
+        fields = ", ".join(known)
+        return (f"{where}.{unknown}" if error.absolute_path else unknown,
+                f"unknown field '{unknown}' (known here: {fields})")
+    if keyword == "minimum":
+        if schema.get("type") == "number":
+            return where, f"a time must be non-negative, got {value}"
+        return where, f"must be >= {error.validator_value}, got {value}"
+    if keyword == "minLength":
+        return where, "must not be empty"
+    if keyword == "const":
+        return where, f"expected '{error.validator_value}', got {_kind(value)}"
+    if keyword == "enum" and where == "schema_version":
+        return where, f"version {value} is not supported (known: {SCHEMA_VERSIONS})"
+    return where, error.message
+
+
 def validate_profile(doc: Any, source: str = "<profile>") -> None:
-    """Raise ProfileError unless `doc` is a complete, well-typed run profile."""
-    c = _Checker(source)
-    c.obj(doc, "document")
-    _check_values(doc, c)
-    schema = c.required(doc, "schema", "")
-    if schema != SCHEMA:
-        c.fail("schema", f"expected '{SCHEMA}', got {_kind(schema)}")
-    version = c.integer(c.required(doc, "schema_version", ""), "schema_version")
-    if version not in SCHEMA_VERSIONS:
-        c.fail("schema_version", f"version {version} is not supported (known: {SCHEMA_VERSIONS})")
-    c.string(c.required(doc, "program", ""), "program", nonempty=True)
-    npes = c.integer(c.required(doc, "npes", ""), "npes", minimum=1)
-    pes = c.array(c.required(doc, "pes", ""), "pes")
-    if len(pes) != npes:
-        c.fail("pes", f"npes is {npes} but the profile lists {len(pes)} PEs")
-
-    # Optional fields are checked when present.
-    if "argv" in doc:
-        for i, arg in enumerate(c.array(doc["argv"], "argv")):
-            c.string(arg, f"argv[{i}]")
-    for key in ("backend", "started_at"):
-        if key in doc:
-            c.string(doc[key], key)
-    if "elapsed_s" in doc:
-        c.time(doc["elapsed_s"], "elapsed_s")
-    if "machine" in doc:
-        machine = c.obj(doc["machine"], "machine")
-        for key in ("hostname", "cpu", "fingerprint"):
-            if key in machine:
-                c.string(machine[key], f"machine.{key}")
-        if "cores" in machine:
-            c.integer(machine["cores"], "machine.cores", minimum=0)
-    for key in ("settings", "params"):
-        if key in doc:
-            c.scalar_map(doc[key], key)
-    if "accesses" in doc:
-        for i, name in enumerate(c.array(doc["accesses"], "accesses")):
-            c.string(name, f"accesses[{i}]")
-    # the interfaces the program was built with: module and digest of its .perf text
-    # (mprof.iface.registry)
-    for i, entry in enumerate(c.array(doc.get("interfaces", []), "interfaces")):
-        c.obj(entry, f"interfaces[{i}]")
-        c.string(c.required(entry, "name", f"interfaces[{i}]"), f"interfaces[{i}].name",
-                 nonempty=True)
-        c.string(c.required(entry, "digest", f"interfaces[{i}]"), f"interfaces[{i}].digest",
-                 nonempty=True)
-
-    for index, pe in enumerate(pes):
-        where = f"pes[{index}]"
-        c.obj(pe, where)
-        number = c.integer(c.required(pe, "pe", where), f"{where}.pe")
-        if number != index:
-            c.fail(f"{where}.pe", f"PEs must appear once each, ordered by pe; expected {index}, "
-                   f"got {number}")
-        c.time(c.required(pe, "elapsed_s", where), f"{where}.elapsed_s")
-        c.time(c.required(pe, "idle_s", where), f"{where}.idle_s")
-        for key in ("cpu_s", "idle_cpu_s"):  # measured since schema version 2
-            if version >= 2 or key in pe:
-                c.time(c.required(pe, key, where), f"{where}.{key}")
-        seen_ids = set()
-        for j, obj in enumerate(c.array(c.required(pe, "objects", where), f"{where}.objects")):
-            owhere = f"{where}.objects[{j}]"
-            c.obj(obj, owhere)
-            oid = c.integer(c.required(obj, "id", owhere), f"{owhere}.id", minimum=0)
-            if oid in seen_ids:
-                c.fail(f"{owhere}.id", f"object id {oid} appears twice on this PE")
-            seen_ids.add(oid)
-            c.string(c.required(obj, "module", owhere), f"{owhere}.module", nonempty=True)
-            stats = c.obj(c.required(obj, "stats", owhere), f"{owhere}.stats")
-            for name, value in stats.items():
-                c.number(value, f"{owhere}.stats.{name}")
-            # statistics bound to PAPI events that could not be counted (docs/papi.md)
-            absent = c.obj(obj.get("absent", {}), f"{owhere}.absent")
-            for name, why in absent.items():
-                c.string(why, f"{owhere}.absent.{name}")
-                if name in stats:
-                    c.fail(f"{owhere}.absent.{name}", "a statistic cannot be both measured and "
-                           "absent")
-        for j, row in enumerate(c.array(pe.get("latency", []), f"{where}.latency")):
-            lwhere = f"{where}.latency[{j}]"
-            c.obj(row, lwhere)
-            c.string(c.required(row, "access", lwhere), f"{lwhere}.access")
-            c.string(c.required(row, "enabler", lwhere), f"{lwhere}.enabler")
-            c.integer(c.required(row, "count", lwhere), f"{lwhere}.count", minimum=0)
-            c.time(c.required(row, "observed_s", lwhere), f"{lwhere}.observed_s")
-            c.time(c.required(row, "critical_s", lwhere), f"{lwhere}.critical_s")
-        if "categories" in pe:
-            _check_categories(c, pe, where)
+    """Raise ProfileError unless `doc` is a complete, well-typed run profile: the values
+    anywhere in it (finite, 64 bits), the schema, then what the schema cannot say."""
+    if isinstance(doc, (dict, list)):
+        _check_values(doc, source)
+    errors = list(_validator().iter_errors(doc))
+    if errors:
+        raise ProfileError(source, *_schema_problem(
+            min(errors, key=lambda e: _document_order(doc, e))))
+    _check_semantics(doc, source)
 
 
 # A PE's category times may differ from its cpu_s by rounding only; this much is allowed.
 CATEGORY_SUM_TOLERANCE = 0.01
 
 
-def _check_categories(c: _Checker, pe: dict, where: str) -> None:
-    """A PE's measured CPU time per access category: non-negative finite seconds, sample
-    counts, each category once, and together the PE's cpu_s (within 1 %)."""
+def _check_semantics(doc: dict, source: str) -> None:
+    """The rules of a schema-valid document that relate values to each other."""
+
+    def fail(where: str, message: str):
+        raise ProfileError(source, where, message)
+
+    pes = doc["pes"]
+    if len(pes) != doc["npes"]:
+        fail("pes", f"npes is {doc['npes']} but the profile lists {len(pes)} PEs")
+    for index, pe in enumerate(pes):
+        where = f"pes[{index}]"
+        if pe["pe"] != index:
+            fail(f"{where}.pe", f"PEs must appear once each, ordered by pe; expected {index}, "
+                 f"got {pe['pe']}")
+        seen_ids = set()
+        for j, obj in enumerate(pe["objects"]):
+            owhere = f"{where}.objects[{j}]"
+            if obj["id"] in seen_ids:
+                fail(f"{owhere}.id", f"object id {obj['id']} appears twice on this PE")
+            seen_ids.add(obj["id"])
+            for name in obj.get("absent", {}):
+                if name in obj["stats"]:
+                    fail(f"{owhere}.absent.{name}",
+                         "a statistic cannot be both measured and absent")
+        for j, row in enumerate(pe.get("latency", [])):
+            # printed with the same decimals, so the order of the values survives
+            if row["critical_s"] > row["observed_s"]:
+                fail(f"{where}.latency[{j}].critical_s",
+                     f"critical latency {row['critical_s']} s is more than the observed "
+                     f"{row['observed_s']} s (it is a part of it)")
+        if "categories" in pe:
+            _check_categories(pe, where, fail)
+
+
+def _check_categories(pe: dict, where: str, fail) -> None:
+    """Each category once on a PE, and together the PE's cpu_s (within 1 %)."""
     seen: set[str] = set()
     total = 0.0
-    for j, row in enumerate(c.array(pe["categories"], f"{where}.categories")):
-        cwhere = f"{where}.categories[{j}]"
-        c.obj(row, cwhere)
-        access = c.string(c.required(row, "access", cwhere), f"{cwhere}.access", nonempty=True)
-        if access in seen:
-            c.fail(f"{cwhere}.access", f"category '{access}' appears twice on this PE")
-        seen.add(access)
-        total += c.time(c.required(row, "cpu_s", cwhere), f"{cwhere}.cpu_s")
-        c.integer(c.required(row, "samples", cwhere), f"{cwhere}.samples", minimum=0)
+    for j, row in enumerate(pe["categories"]):
+        if row["access"] in seen:
+            fail(f"{where}.categories[{j}].access",
+                 f"category '{row['access']}' appears twice on this PE")
+        seen.add(row["access"])
+        total += row["cpu_s"]
     cpu = pe.get("cpu_s")
     if seen and cpu is not None and abs(total - cpu) > CATEGORY_SUM_TOLERANCE * cpu + 1e-9:
-        c.fail(f"{where}.categories", f"the categories' cpu_s add up to {total:.6g} s, but the "
-               f"PE's cpu_s is {cpu:.6g} s (they must agree within 1 %)")
+        fail(f"{where}.categories", f"the categories' cpu_s add up to {total:.6g} s, but the "
+             f"PE's cpu_s is {cpu:.6g} s (they must agree within 1 %)")

@@ -55,7 +55,7 @@ class Node:
 
 
 def run_tree(run: RunProfile, measure: str) -> Node:
-    """The call tree of one run (needs the run's document for the latency table)."""
+    """The call tree of one run: its time by `measure`, and its latency rows."""
     npes = len(run.pes)
     root = Node(run.program or "program", "program", {m: [0.0] * npes for m in METRICS})
     idle = root.child("idle", "idle", npes)
@@ -66,15 +66,14 @@ def run_tree(run: RunProfile, measure: str) -> Node:
             raise MprofError(f"{run.source}: {exc}") from None
         root.values["time"][i] = max(total - idle_t, 0.0)
         idle.values["time"][i] = idle_t
-    docs = {int(p["pe"]): p for p in (run.document or {}).get("pes", [])}
     for i, pe in enumerate(run.pes):
-        for entry in docs.get(pe.pe, {}).get("latency", []):
-            access = root.child(str(entry["access"]), "access", npes)
-            enabler = access.child(str(entry["enabler"]), "enabler", npes)
+        for row in pe.latency:
+            access = root.child(row.access, "access", npes)
+            enabler = access.child(row.enabler, "enabler", npes)
             for node in (access, enabler):
-                node.values["fibers"][i] += float(entry["count"])
-                node.values["latency_observed"][i] += float(entry["observed_s"])
-                node.values["latency_critical"][i] += float(entry["critical_s"])
+                node.values["fibers"][i] += float(row.count)
+                node.values["latency_observed"][i] += row.observed_s
+                node.values["latency_critical"][i] += row.critical_s
     return root
 
 

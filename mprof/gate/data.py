@@ -149,14 +149,11 @@ def stored_category_times(database: str | Path, run_ids) -> dict[int, list]:
 
 def category_totals(profile: RunProfile, per_pe: list | None = None) -> dict[str, float] | None:
     """Access category -> CPU seconds summed over PEs: the profile's own (RunProfile
-    .category_totals), else from the PEs' `categories` rows given (or in the profile's
-    document); the CPU time of a PE that took no sample counts as NOT_SAMPLED.  None when no
-    PE of the run measured category times."""
+    .category_totals), else from the PEs' `categories` rows given; the CPU time of a PE that
+    took no sample counts as NOT_SAMPLED.  None when no PE of the run measured category
+    times."""
     if profile.has_categories:
         return profile.category_totals()
-    if per_pe is None and profile.document is not None:
-        pes = sorted(profile.document.get("pes", []), key=lambda p: p.get("pe", 0))
-        per_pe = [p.get("categories") for p in pes]
     if not per_pe or all(not rows for rows in per_pe):
         return None
     totals: dict[str, float] = {}

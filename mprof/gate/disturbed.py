@@ -28,12 +28,9 @@ DEFAULT_LIMIT = 0.0  # off: see docs/gate.md for what it did to the measured rat
 
 
 def run_time(profile: RunProfile) -> float:
-    """The run's time as the fit measures it by default: CPU time summed over PEs where every
-    PE recorded it, elapsed time otherwise."""
-    try:
-        return sum(pe.time("cpu") for pe in profile.pes)
-    except MprofError:
-        return sum(pe.elapsed_s for pe in profile.pes)
+    """The run's time as the fit measures it by default (mprof.profile: CPU time summed over
+    PEs, elapsed time where some PE did not record it)."""
+    return profile.time(None)
 
 
 def disturbed_runs(side: Side, limit: float) -> list[tuple[RunData, float]]:

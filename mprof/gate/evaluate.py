@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MprofError
+from ..profile import fallback_measure
 from .config import GateConfig
 from .data import (BUSY, RunData, Side, StatProperties, busy_time, config_labels,
                    statistic_properties)
@@ -292,12 +293,8 @@ def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
     CPU time leaves out the time a PE was preempted or asleep: on a loaded machine wall times
     scatter so far beyond a 5 % tolerance that the rank test's A/A rate is nearly alpha itself
     (docs/gate.md, "Measured")."""
-    if measure == "cpu":
-        try:
-            return [r.profile.time("cpu") for r in runs]
-        except MprofError:
-            pass
-    return [r.elapsed_s for r in runs]
+    measure = fallback_measure([pe for r in runs for pe in r.profile.pes], measure)
+    return [r.profile.time(measure, wall=True) for r in runs]
 
 
 def _hypothesis(fits, module: str, category: str, tb: dict[str, float],

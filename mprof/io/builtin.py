@@ -23,17 +23,13 @@ def read_json(path: Path, where: Sequence = ()) -> list[RunProfile]:
 
 
 def read_sqlite(path: Path, where: Sequence = ()) -> list[RunProfile]:
-    """The runs of a profile database that match `where`, in id order, each whole (latency and
-    category times included: from the stored run profiles, which load_profiles does not read
-    yet)."""
-    from ..db.store import ProfileDB
+    """The runs of a profile database that match `where`, in id order, each whole (latency
+    rows and category times included), read from the database's tables."""
+    from ..profile import load_profiles
 
-    out = []
-    with ProfileDB(path, create=False) as db:
-        for summary in db.runs(where):
-            run = RunProfile.from_document(db.document(summary.id), f"{path}: run {summary.id}")
-            run.id = summary.id
-            out.append(run)
+    out = load_profiles(path, where)
+    for run in out:
+        run.source = f"{path}: run {run.id}"
     return out
 
 

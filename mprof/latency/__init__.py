@@ -2,8 +2,8 @@
 events, and problematic dependence chains (Wen 1995, §4.5).
 
     from mprof.latency import rows_from_profile, summarize, build_graph, find_chains
-    rows = rows_from_profile(doc)
-    graph = build_graph(rows, doc["accesses"])
+    rows = rows_from_profile(run)               # a RunProfile (mprof.profile)
+    graph = build_graph(rows, run.accesses)
     find_chains(graph, "observed")       # [Chain(nodes=("graph:ENQ", "graph:DEQ", ...)), ...]
 """
 

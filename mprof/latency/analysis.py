@@ -12,23 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..profile import LatencyRow, RunProfile
+
 UNCLASSIFIED = "unclassified"
 METRICS = ("observed", "critical")
-
-
-@dataclass(frozen=True)
-class LatencyRow:
-    """One synchronization event on one PE (`pe` None: already summed over PEs)."""
-
-    access: str
-    enabler: str
-    count: int = 0
-    observed_s: float = 0.0
-    critical_s: float = 0.0
-    pe: int | None = None
-
-    def value(self, metric: str) -> float:
-        return self.observed_s if metric == "observed" else self.critical_s
 
 
 @dataclass
@@ -114,15 +101,12 @@ class Chain:
 # -- reading and summing ------------------------------------------------------------------
 
 
-def rows_from_profile(doc: Mapping) -> list[LatencyRow]:
-    """The latency rows of a run profile document, tagged with their PE."""
-    rows = []
-    for pe in doc.get("pes", []):
-        for r in pe.get("latency", []):
-            rows.append(LatencyRow(str(r["access"]), str(r["enabler"]), int(r.get("count", 0)),
-                                   float(r.get("observed_s", 0.0)),
-                                   float(r.get("critical_s", 0.0)), int(pe["pe"])))
-    return rows
+def rows_from_profile(run: RunProfile | Mapping) -> list[LatencyRow]:
+    """The latency rows of a run (RunProfile.latency), tagged with their PE; a validated run
+    profile document is read into a RunProfile first."""
+    if not isinstance(run, RunProfile):
+        run = RunProfile.from_document(run)
+    return run.latency
 
 
 def access_order(rows: Iterable[LatencyRow], declared: Sequence[str] = ()) -> list[str]:

@@ -27,15 +27,16 @@ def register(subparsers):
 def cmd_latency(args):
     from ..db.validate import load_profile
     from ..errors import MprofError
+    from ..profile import RunProfile
     from .analysis import (METRICS, access_latency_json, build_graph, chain_json,
                            display_names, find_chains, pes_of, rows_from_profile, summarize)
     from .text import chains_section, latency_section
 
     if not 0 <= args.min_fraction < 1:
         raise MprofError("--min-fraction must be in [0, 1)")
-    doc = load_profile(args.run)
-    declared = doc.get("accesses", [])
-    rows = rows_from_profile(doc)
+    run = RunProfile.from_document(load_profile(args.run), args.run)
+    declared = run.accesses
+    rows = rows_from_profile(run)
     graph = build_graph(rows, declared)
     names = display_names(graph.nodes)
     total = summarize(rows, declared)

@@ -18,7 +18,7 @@ import numpy as np
 from ..db.store import Condition
 from ..errors import MprofError
 from ..iface.expr import STATISTIC
-from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord
+from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, fallback_measure
 from .fit import Design, replicate_groups
 from .runset import RunSet
 
@@ -145,9 +145,8 @@ def load_samples(source: RunSet | Sequence[str | Path],
         run_set = RunSet.from_databases(source, select)
     runs = [(Path(run.source).name, run) for run in run_set]
     if measure is None:
-        measure = DEFAULT_MEASURE
-        if any(pe.cpu_s is None for _, run in runs for pe in run.pes):
-            measure = "elapsed"
+        measure = fallback_measure(pe for _, run in runs for pe in run.pes)
+        if measure != DEFAULT_MEASURE:
             warnings.append("some runs have no CPU times (run profiles of schema version 1): "
                             "samples are elapsed times (`Measure elapsed`)")
     names = [f"{m}:{term}" for m, li in interfaces.items() for term in li.term_names]

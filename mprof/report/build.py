@@ -1,6 +1,6 @@
 """The content of a post-run report: a run profile combined (optionally) with a cost model.
 
-`build_report(doc, model)` computes everything the text, terminal, JSON and HTML outputs show,
+`build_report(run, model)` computes everything the text, terminal, JSON and HTML outputs show,
 so that they cannot disagree; each renderer makes one pass over the Report and computes
 nothing but layout.  The Report leads with the finding (Wen 1995 reads a Cost Profile for where
 the time went, then the chains that explain the idle time, §4.5.4):
@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from ..errors import MprofError
 from ..model.modelfile import missing_text
 from ..latency import (METRICS, AccessLatency, Chain, DependenceGraph, build_graph,
-                       display_names, find_chains, pes_of, rows_from_profile, summarize)
+                       display_names, find_chains, pes_of, summarize)
+from ..profile import RunProfile, fallback_measure
 
 
 @dataclass
@@ -176,45 +177,41 @@ class Report:
                 f"[{lo:.6g}, {hi:.6g}] s.")
 
 
-def _object_key(obj: Mapping) -> tuple[int, str]:
-    return int(obj["id"]), str(obj["module"])
-
-
-def build_report(doc: Mapping, model=None, *, source: str = "<run>", model_path: str | None = None,
-                 roots: int = 3, min_fraction: float = 0.05,
+def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>",
+                 model_path: str | None = None, roots: int = 3, min_fraction: float = 0.05,
                  what_if: list[str] | None = None) -> Report:
-    pes = sorted(doc["pes"], key=lambda p: p["pe"])
+    """The report of one run (a RunProfile; a validated document is read into one)."""
+    if not isinstance(run, RunProfile):
+        run = RunProfile.from_document(run, source)
     objects: dict[tuple[int, str], ObjectCost] = {}
-    for pe in pes:
-        for obj in pe["objects"]:
-            key = _object_key(obj)
+    for pe in run.pes:
+        for obj in pe.objects:
+            key = (obj.id, obj.module)
             oc = objects.setdefault(key, ObjectCost(key[0], key[1], [], {}))
-            oc.pes.append(int(pe["pe"]))
-            for name, value in obj.get("stats", {}).items():
+            oc.pes.append(pe.pe)
+            for name, value in obj.stats.items():
                 oc.stats[name] = oc.stats.get(name, 0) + value
-    pe_costs = [PECost(int(p["pe"]), float(p["elapsed_s"]), float(p.get("idle_s", 0.0)))
-                for p in pes]
+    pe_costs = [PECost(pe.pe, pe.time("elapsed"), pe.idle_time("elapsed")) for pe in run.pes]
     report = Report(
-        source=source, program=str(doc.get("program", "")), argv=list(doc.get("argv", [])),
-        npes=int(doc.get("npes", len(pes))), settings=dict(doc.get("settings", {})),
-        params=dict(doc.get("params", {})), model_path=model_path,
+        source=source, program=run.program, argv=list(run.argv), npes=run.npes,
+        settings=dict(run.settings), params=dict(run.params), model_path=model_path,
         objects=[objects[k] for k in sorted(objects)], pes=pe_costs,
         measured_total=sum(p.measured_s for p in pe_costs),
         idle_total=sum(p.idle_s for p in pe_costs))
 
     if model is not None:
-        _price(report, pes, model)
-    _measured(report, doc, pes, model)
+        _price(report, run, model)
+    _measured(report, run, model)
     if what_if:
         if model is None:
             raise MprofError("--what-if needs a model (--model MODEL.json): the model "
                              "predicts the changed run")
         from .whatif import what_if as predict
 
-        report.what_if = predict({"pes": pes}, model, list(what_if), report.confidence)
+        report.what_if = predict(run, model, list(what_if), report.confidence)
 
-    declared = list(doc.get("accesses", []))
-    rows = rows_from_profile(doc)
+    declared = list(run.accesses)
+    rows = run.latency
     report.latency = summarize(rows, declared)
     report.latency_per_pe = {pe: summarize(rows, declared, pe) for pe in pes_of(rows)}
     report.graph = build_graph(rows, declared)
@@ -273,20 +270,18 @@ def _lead(report: Report) -> None:
             report.lead_access_latency = waited[0].observed_s
 
 
-def _measured(report: Report, doc: Mapping, pes: list, model) -> None:
+def _measured(report: Report, run: RunProfile, model) -> None:
     """Measured first: CPU time per access category with the model beside it, wall-clock
     idle beside CPU idle, per-PE figures and load imbalance (mprof.report.measured)."""
-    from ..profile import RunProfile
     from .measured import add_unexplained, find_imbalance, idle_by_enabler, measured_rows, \
         pe_measured
 
-    run = RunProfile.from_document({"pes": pes})
     report.pe_measured = pe_measured(run)
-    report.elapsed_total = sum(p.elapsed_s for p in run.pes)
-    if all(p.cpu_s is not None for p in run.pes):
-        report.cpu_total = sum(p.cpu_s for p in run.pes)
-        report.cpu_idle = sum(p.idle_cpu_s or 0.0 for p in run.pes)
-    report.idle_enablers = idle_by_enabler(pes)
+    report.elapsed_total = run.time("elapsed")
+    if fallback_measure(run.pes, "cpu") == "cpu":
+        report.cpu_total = run.time("cpu")
+        report.cpu_idle = run.idle_time("cpu")
+    report.idle_enablers = idle_by_enabler(run)
     report.imbalance = find_imbalance(report.pe_measured)
     report.has_categories = run.has_categories
     if not report.has_categories:
@@ -309,13 +304,10 @@ def _summed(term_dicts) -> dict[str, float]:
     return out
 
 
-def _price(report: Report, pes: list, model) -> None:
+def _price(report: Report, run: RunProfile, model) -> None:
     """Prices every PE and every object with the model (Model.price: the one pricing of a
     model); the measured times the model is compared with are those of the model's measure.
     Each statistics record's terms are evaluated once; PE, object and run totals add them."""
-    from ..profile import RunProfile
-
-    run = RunProfile.from_document({"pes": pes})
     measure = model.settings.get("measure", "elapsed")
     report.measure = measure
     quantile = model.t_quantile(report.confidence)
@@ -337,13 +329,13 @@ def _price(report: Report, pes: list, model) -> None:
                if obj.module not in problems] for pe in run.pes]
 
     for pe, pc, records in zip(run.pes, report.pes, priced):
-        try:
-            pc.measured_s = pe.time(measure)
-            pc.measured_idle_s = (pe.idle_cpu_s if measure == "cpu" else pe.idle_s)
-        except MprofError as exc:
-            report.warnings.append(f"PE {pe.pe}: {exc}; compared with elapsed time instead")
-            pc.measured_s = pe.elapsed_s
-            pc.measured_idle_s = pe.idle_s
+        used = fallback_measure([pe], measure)
+        if used != measure:
+            report.warnings.append(f"PE {pe.pe}: the run has no CPU times (recorded from a run "
+                                   "profile of schema version 1); compared with elapsed time "
+                                   "instead")
+        pc.measured_s = pe.time(used)
+        pc.measured_idle_s = pe.idle_time(used) if used == "elapsed" else pe.idle_cpu_s
         for obj, terms in records:
             for cat, est in model.price_categories(obj.module, terms).items():
                 name = f"{obj.module}:{cat}"

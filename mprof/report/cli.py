@@ -62,6 +62,7 @@ def cmd_report(args):
     if not args.run:
         raise MprofError("report: a run profile is required (mprof report RUN.json)")
     from ..db.validate import load_profile
+    from ..profile import RunProfile
     from .build import build_report
     from .text import format_text, report_json
 
@@ -74,8 +75,8 @@ def cmd_report(args):
     if len(docs) > 1:
         return _compare(args, docs, model)
     run_path, doc = docs[0]
-    report = build_report(doc, model, source=run_path, model_path=args.model,
-                          roots=args.roots, min_fraction=args.min_fraction,
+    report = build_report(RunProfile.from_document(doc, run_path), model, source=run_path,
+                          model_path=args.model, roots=args.roots, min_fraction=args.min_fraction,
                           what_if=args.what_if)
     if args.html:
         from .html import write_html

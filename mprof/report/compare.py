@@ -90,14 +90,10 @@ class Comparison:
         return sorted(out, key=lambda t: (-t[1], t[0]))
 
 
-def _pe_seconds(run: RunProfile) -> float:
-    return sum(pe.elapsed_s for pe in run.pes)
-
-
 def scaled_run(doc, source: str, model=None) -> ScaledRun:
     run = RunProfile.from_document(doc, source)
-    report = build_report(doc, model, source=source)
-    pe_seconds = _pe_seconds(run)
+    report = build_report(run, model, source=source)
+    pe_seconds = run.time("elapsed")
     elapsed = max([pe.elapsed_s for pe in run.pes] + [0.0])
     if run.has_categories:
         cats = run.category_totals()

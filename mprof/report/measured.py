@@ -190,13 +190,12 @@ def add_unexplained(rows: list[MeasuredRow], total: float, model_total: float) -
     return row
 
 
-def idle_by_enabler(doc_pes) -> list[tuple[str, float]]:
+def idle_by_enabler(run: RunProfile) -> list[tuple[str, float]]:
     """Wall-clock idle by the category that ended the wait: the latency rows' critical
     latency summed by enabler (each idle period is charged once), largest first."""
     out: dict[str, float] = {}
-    for pe in doc_pes:
-        for row in pe.get("latency", []):
-            out[row["enabler"]] = out.get(row["enabler"], 0.0) + float(row["critical_s"])
+    for row in run.latency:
+        out[row.enabler] = out.get(row.enabler, 0.0) + row.critical_s
     return sorted(((k, v) for k, v in out.items() if v > 0), key=lambda kv: (-kv[1], kv[0]))
 
 

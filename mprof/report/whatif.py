@@ -157,10 +157,9 @@ def _modules(model, records) -> dict[str, dict[str, float]]:
     return out
 
 
-def what_if(doc, model, texts: list[str], confidence: float = 0.90) -> WhatIf:
-    """The run of `doc` priced by `model` as it is and with the changes of `texts`."""
+def what_if(run: RunProfile, model, texts: list[str], confidence: float = 0.90) -> WhatIf:
+    """The run priced by `model` as it is and with the changes of `texts`."""
     changes = [parse_change(t, model) for t in texts]
-    run = RunProfile.from_document({"pes": doc["pes"]})
     usable = {m for m in model.interfaces if _interface_ok(model, m)}
     now_pes = [[o for o in pe.objects if o.module in usable] for pe in run.pes]
     new_pes = [[o for o in records if o.module in usable]

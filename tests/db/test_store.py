@@ -12,7 +12,7 @@ from mprof.bench.synth import make_profile
 from mprof.cli import main
 from mprof.db import schema
 from mprof.db.store import Condition, ProfileDB
-from mprof.db.validate import validate_profile
+from mprof.db.validate import parse_profile, validate_profile
 from mprof.errors import MprofError
 
 
@@ -66,7 +66,13 @@ BAD = [
     (lambda d: d["pes"][0]["objects"][1].pop("module"), "missing required field 'module'"),
     (lambda d: d["pes"][1].update(pe=0), "ordered by pe"),
     (lambda d: d["pes"][0]["latency"][0].update(count=-2), "count: must be >= 0"),
-    (lambda d: d["params"].update(x=[1]), "params.x: expected a number or string"),
+    (lambda d: d["params"].update(x=[1]),
+     "params.x: expected a number, a string or a boolean, got an array"),
+    (lambda d: d.update(note="x"), "note: unknown field 'note'"),
+    (lambda d: d["pes"][0]["objects"][0].update(extra=1), "objects[0].extra: unknown field"),
+    (lambda d: d["pes"][0]["latency"][0].update(critical_s=1e3),
+     "latency[0].critical_s: critical latency 1000.0 s is more than the observed"),
+    (lambda d: d.update(schema_version=2), "pes[0]: missing required field 'cpu_s'"),
     (lambda d: d.update(npes=True), "npes: expected an integer"),
 ]
 
@@ -280,3 +286,15 @@ def test_another_applications_sqlite_file_is_left_alone(tmp_path, capsys):
     assert "no mprof tables" in capsys.readouterr().err
     assert empty.read_bytes() == b""
     assert main(["db", "import", str(empty), str(profile)]) == 0  # a new database: set up
+
+
+def test_schema_errors_name_the_line_and_column_of_the_value():
+    doc = profile()
+    doc["pes"][1]["objects"][0]["stats"]["P"] = "one"
+    text = json.dumps(doc, indent=1)
+    with pytest.raises(MprofError) as err:
+        parse_profile(text, "run.json")
+    line = text[: text.index('"one"')].count("\n") + 1
+    column = text.index('"one"') - text[: text.index('"one"')].rfind("\n")
+    assert str(err.value) == (f"run.json:{line}:{column}: pes[1].objects[0].stats.P: expected "
+                              "a number, got the string 'one'")

@@ -15,6 +15,7 @@ import pytest
 
 import mprof.frames as mf
 from mprof.cli import main
+from mprof.db.store import ProfileDB
 from mprof.profile import load_profiles
 
 from conftest import M_VALUES
@@ -64,9 +65,14 @@ def test_statistics_and_latency_are_tidy(pipe_db):
         assert {k: float(v) for k, v in mine.items()} == {k: float(v) for k, v in totals.items()}
     lat = mf.latency(pipe_db)
     assert list(lat.columns) == mf.LATENCY_COLUMNS
-    doc_rows = sum(len(pe.get("latency", [])) for run in mf.load_runs(pipe_db)
-                   for pe in run.document["pes"])
-    assert len(lat) == doc_rows > 0
+    # the rows read back from the database's latency table are those of the imported documents
+    with ProfileDB(pipe_db, create=False) as db:
+        doc_rows = sorted((run_id, pe["pe"], r["access"], r["enabler"], r["count"])
+                          for run_id, doc in db.documents() for pe in doc["pes"]
+                          for r in pe["latency"])
+    assert sorted(zip(lat["run_id"], lat["pe"], lat["access"], lat["enabler"],
+                      lat["count"])) == doc_rows
+    assert len(lat) > 0
     assert {"graph:ENQ", "graph:DEQ"} <= set(lat["access"])
     # a pivot by category, the kind of question the tidy layout is for
     by_access = lat.groupby("access")["count"].sum()
@@ -199,7 +205,7 @@ def test_graphframe_has_a_rank_level_and_metadata(pipe_db):
         pytest.approx(busy.mean())
     # a run profile file gives the same frame
     path = Path(pipe_db).with_name("one.json")
-    path.write_text(json.dumps(mf.load_runs(pipe_db, run.id)[0].document))
+    path.write_text(json.dumps(mf.load_runs(pipe_db, run.id)[0].to_document()))
     same = mf.graphframe(path)
     assert list(same.dataframe["time"]) == list(df["time"])
 
