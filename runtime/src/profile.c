@@ -112,8 +112,8 @@ static void put_categories(FILE *f, const mpr_pe *pe)
     fprintf(f, ",\n     \"categories\": [");
     int first = 1;
     for (int i = 0; i < MPR_SAMPLE_SLOTS; i++) {
-        if (!pe->samples[i])
-            continue;
+        if (!pe->sample_ns[i])
+            continue; /* a row may rest on the closing charges alone (samples 0) */
         fprintf(f, "%s\n       {\"access\": ", first ? "" : ",");
         json_string(f, i == MPR_SAMPLE_SCHED  ? "(scheduler)"
                        : i == MPR_SAMPLE_IDLE ? "(idle)"

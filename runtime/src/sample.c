@@ -65,8 +65,11 @@ static uint64_t clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Charges the thread's CPU time since the previous sample to the PE's current slot. */
-static void charge(mpr_sampler *s)
+/* Charges the thread's CPU time since the previous sample to the PE's current slot; `sample`:
+ * the timer's signal (counted as a sample), not the charge of a pause or the end, which only
+ * closes the interval: a PE that took no sample has no category times, however its CPU time
+ * would split (profile.c). */
+static void charge(mpr_sampler *s, bool sample)
 {
     uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t cpu = now - s->last_cpu_ns;
@@ -81,7 +84,7 @@ static void charge(mpr_sampler *s)
             cpu = wall;
     }
     unsigned slot = slot_of(pe);
-    pe->samples[slot]++;
+    pe->samples[slot] += sample;
     pe->sample_ns[slot] += cpu;
 }
 
@@ -93,7 +96,7 @@ static void on_sample(int sig, siginfo_t *info, void *uc)
         return; /* SIGPROF from elsewhere (kill): not a sample */
     mpr_sampler *s = info->si_value.sival_ptr;
     if (s)
-        charge(s);
+        charge(s, true);
 }
 
 /* Has the program a SIGPROF handler of its own? */
@@ -186,7 +189,7 @@ void mpr_sample_pause(mpr_sampler *s)
     sigset_t old;
     block_samples(&old);
     timer_settime(s->timer, 0, &off, NULL);
-    charge(s); /* the interval up to the wait is the current slot's */
+    charge(s, false); /* the interval up to the wait is the current slot's */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -207,7 +210,7 @@ void mpr_sample_stop(mpr_sampler *s)
     sigset_t old;
     block_samples(&old);
     timer_delete(s->timer);
-    charge(s); /* the tail since the last sample */
+    charge(s, false); /* the tail since the last sample */
     atomic_store_explicit(&s->pe, NULL, memory_order_relaxed);
     /* A signal the timer had pending for this thread is delivered when the mask is restored,
      * before the free (and finds no PE). */

@@ -25,7 +25,8 @@ def check_adds_up(run):
     for pe in run.profile["pes"]:
         total = sum(row["cpu_s"] for row in pe["categories"])
         assert total == pytest.approx(pe["cpu_s"], rel=1e-6, abs=1e-8)
-        assert all(row["samples"] > 0 for row in pe["categories"])
+        # a row may rest on the charges that close the last interval (the end, a sleep) alone
+        assert sum(row["samples"] for row in pe["categories"]) > 0
 
 
 @pytest.mark.parametrize("workers", [2, 1], ids=["thread-per-pe", "shared-worker"])
