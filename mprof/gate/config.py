@@ -34,7 +34,7 @@ from .stats import CORRECTIONS
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_ALPHA = 0.05
 BEHAVIOUR_POLICIES = ("fail", "warn")
-DEFAULT_FASTEST = 2  # docs/gate.md, "Measured": the fits' sample
+DEFAULT_FASTEST = 2  # docs/measurements/gate-rates.md: the fits' sample
 MEASURES = ("cpu", "elapsed")  # what ::time units compare
 
 

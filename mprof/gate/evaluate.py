@@ -292,7 +292,7 @@ def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
     PEs when every PE of every run recorded them, else (and with "elapsed") their wall times.
     CPU time leaves out the time a PE was preempted or asleep: on a loaded machine wall times
     scatter so far beyond a 5 % tolerance that the rank test's A/A rate is nearly alpha itself
-    (docs/gate.md, "Measured")."""
+    (docs/measurements/gate-rates.md)."""
     measure = fallback_measure([pe for r in runs for pe in r.profile.pes], measure)
     return [r.profile.time(measure, wall=True) for r in runs]
 

@@ -7,8 +7,8 @@
    busy time and the lookups' measured access category may be flagged too: they contain it).
 
 Tolerances: runs of a few milliseconds on a shared 2-core VM vary by a factor of two or more
-from run to run, so these tests gate at a 25 % tolerance; docs/gate.md gives the measured
-false-alarm rates behind that choice.
+from run to run, so these tests gate at a 25 % tolerance; docs/measurements/gate-rates.md gives
+the measured false-alarm rates behind that choice.
 """
 
 from __future__ import annotations
