@@ -4,9 +4,9 @@
 Interference from outside the program (other processes on a shared machine, a hypervisor's
 steal time, cache traffic of a neighbour) only ever adds time to a run, and it comes in bursts:
 most repetitions of a configuration agree to 1-2 %, a few are 10-30 % slower.  A least-squares
-fit weighs those few heavily and its coefficients scatter by several per cent, far more than a
-tolerance of a few per cent allows (docs/measurements/gate-rates.md).  So before fitting, each side's
-runs of every configuration with at least 3 runs are compared with the configuration's lower
+fit weighs those few heavily and its coefficients scatter by several per cent, far more than
+a tolerance of a few per cent allows (docs/measurements/gate-rates.md).  So before fitting,
+each side's runs of every configuration with at least 3 runs are compared with the configuration's lower
 median (the middle run of the faster half, which interference cannot move while fewer than
 half the runs are disturbed), and a run slower than that by more than `limit` is left out of
 the fit; the gate says which runs and why.  The rank tests of the `::time` units see every run.
@@ -24,7 +24,7 @@ from ..errors import MprofError
 from ..profile import RunProfile
 from .data import RunData, Side
 
-DEFAULT_LIMIT = 0.0  # off: see docs/measurements/gate-rates.md for what it did to the measured rates
+DEFAULT_LIMIT = 0.0  # off: docs/measurements/gate-rates.md says what it did to the rates
 
 
 def run_time(profile: RunProfile) -> float:
