@@ -119,11 +119,18 @@ def write_spec(path: Path, program: Path, na: list[int], nb: list[int], reps: in
 
 
 def trial(spec, baseline, candidate, out_dir, config, budget, focus=(), adaptive=False,
-          change=None):
+          change=None, keep: Path | None = None):
+    """One gate run into `out_dir`, removed after it unless `keep` is given: then a trial whose
+    report flags something keeps its databases and the report's JSON there, to be studied."""
     report, log = run_gate(spec, baseline_bin=str(baseline), candidate_bin=str(candidate),
                            out_dir=out_dir, config=config, fit_script=FIT_SCRIPT,
                            budget=budget, console=QUIET, focus=focus, adaptive=adaptive,
                            change=change)
+    if keep is not None and any(u.verdict in (REGRESSION, BEHAVIOUR) for u in report.units):
+        target = keep / Path(out_dir).name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(out_dir, target)
+        (target / "report.json").write_text(json.dumps(report.to_json(), indent=1))
     shutil.rmtree(out_dir, ignore_errors=True)
     return report, log
 
@@ -163,6 +170,9 @@ def main():
                         "for --change after the spec's, within --budget")
     parser.add_argument("--change", type=float, default=None,
                         help="gate run --change (default: the gate's, twice the tolerance)")
+    parser.add_argument("--keep-flagged", type=Path, default=None,
+                        help="keep the databases and report of every trial that flags a unit "
+                        "in this folder")
     parser.add_argument("--build-dir", default=os.environ.get("BUILD", "build"))
     args = parser.parse_args()
     if args.quick:
@@ -186,7 +196,8 @@ def main():
             # the trial's own injected slowdown, measured apart just before it
             injected.append(injected_slowdown(exe, tmp))
             report, log = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config,
-                                args.budget, args.focus, args.adaptive, args.change)
+                                args.budget, args.focus, args.adaptive, args.change,
+                                args.keep_flagged)
             reps_used.append(log.repetitions)
             flagged, own, elsewhere, change = classify(report)
             detected += bool(own)
@@ -205,7 +216,8 @@ def main():
         alarms, behaviour = 0, 0
         for i in range(args.aa):
             report, log = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config,
-                                args.budget, args.focus, args.adaptive, args.change)
+                                args.budget, args.focus, args.adaptive, args.change,
+                                args.keep_flagged)
             reps_used.append(log.repetitions)
             flagged, _, _, _ = classify(report)
             alarms += any(v == REGRESSION for _, v in flagged)

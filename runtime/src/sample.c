@@ -44,7 +44,15 @@ struct mpr_sampler {
      * CPU time since the previous sample may include other PEs' slices; a sample charges at
      * most the wall time since the switch. */
     _Atomic(uint64_t) switched_ns;
+    mpr_sampler *retired_next; /* on the list of stopped samplers (mpr_sample_stop) */
 };
+
+/* Stopped samplers are kept, never freed: a signal their timer generated before it was deleted
+ * may still be delivered to the thread after mpr_sample_stop returns (a sanitizer's runtime,
+ * TSan's, defers signals to its next safe point), and its handler reads the sampler.  One
+ * small block per PE thread, reachable from here until the process exits. */
+static mpr_sampler *retired;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool sampling; /* set by mpr_sample_setup, read by the PE threads after they start */
 
@@ -212,10 +220,13 @@ void mpr_sample_stop(mpr_sampler *s)
     timer_delete(s->timer);
     charge(s, false); /* the tail since the last sample */
     atomic_store_explicit(&s->pe, NULL, memory_order_relaxed);
-    /* A signal the timer had pending for this thread is delivered when the mask is restored,
-     * before the free (and finds no PE). */
+    /* a signal the timer had pending for this thread comes when the mask is restored, or
+     * later, and finds no PE */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    free(s);
+    pthread_mutex_lock(&retired_lock);
+    s->retired_next = retired;
+    retired = s;
+    pthread_mutex_unlock(&retired_lock);
 }
 
 #endif /* MPR_LATENCY */
