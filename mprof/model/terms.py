@@ -38,7 +38,9 @@ class TermMatrix:
     absent: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.values = np.asarray(self.values, dtype=float).reshape(-1, len(self.names))
+        self.values = np.asarray(self.values, dtype=float)
+        if self.values.ndim != 2:  # one sample as a vector
+            self.values = self.values.reshape(1, len(self.names))
         self._column = {name: i for i, name in enumerate(self.names)}
 
     @property
@@ -59,6 +61,13 @@ class TermMatrix:
         return TermMatrix(list(names), self.columns(names),
                           {n: why for n, why in self.absent.items() if n in names})
 
+    def sum_rows(self, groups: Iterable[Sequence[int]]) -> TermMatrix:
+        """One row per group of rows, their sum (added in the group's order, like the samples'
+        records: the same numbers in the same order give the same doubles)."""
+        rows = [self.values[list(group)].sum(axis=0) if len(group) else np.zeros(len(self.names))
+                for group in groups]
+        return TermMatrix(list(self.names), _stack(rows, len(self.names)), dict(self.absent))
+
     def row(self, i: int) -> dict[str, float]:
         return dict(zip(self.names, (float(v) for v in self.values[i])))
 
@@ -66,6 +75,14 @@ class TermMatrix:
     def of(cls, terms: Mapping[str, float]) -> TermMatrix:
         """One sample from a mapping parameter -> term value."""
         return cls(list(terms), np.array([list(terms.values())], dtype=float))
+
+
+def _stack(rows: list[np.ndarray], width: int) -> np.ndarray:
+    """Rows of `width` values as a matrix, also with no rows or no columns."""
+    out = np.zeros((len(rows), width))
+    for i, row in enumerate(rows):
+        out[i] = row
+    return out
 
 
 def term_statistics(iface) -> dict[str, set[str]]:
@@ -129,7 +146,7 @@ class TermEvaluator:
                 for term, why in gone.items():
                     absent.setdefault(f"{obj.module}:{term}", why)
             rows.append(row)
-        return TermMatrix(list(self.names), np.array(rows, dtype=float), absent)
+        return TermMatrix(list(self.names), _stack(rows, len(self.names)), absent)
 
 
 def lacking_statistics(interfaces: Mapping[str, object],
