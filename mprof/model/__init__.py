@@ -2,7 +2,7 @@
 
     from mprof.model import load_model
     model = load_model("rts.model.json")
-    terms = model.term_matrix([pe0_objects, pe1_objects])  # one row per sample, records summed
+    terms = model.term_matrix([pe.objects for pe in run.pes])  # a row per PE, records summed
     model.price(terms)                          # Estimates (arrays): the one pricing
     model.price_categories("rts", terms)        # category -> Estimates
     model.price(model.priced_terms(objects))    # one sample from a mapping: an Estimate
