@@ -331,8 +331,10 @@ def _price(report: Report, pes: list, model) -> None:
     terms = model.term_matrix([[obj] for _, obj in records])
     by_module = {module: model.price_categories(module, terms)
                  for module in dict.fromkeys(obj.module for _, obj in records)}
-    per_pe = model.price(terms.sum_rows([[r for r, (i, _) in enumerate(records) if i == p]
-                                         for p in range(len(run.pes))]))
+    pe_rows: list[list[int]] = [[] for _ in run.pes]  # PE -> its records' rows
+    for r, (i, _) in enumerate(records):
+        pe_rows[i].append(r)
+    per_pe = model.price(terms.sum_rows(pe_rows))
 
     for p, (pe, pc) in enumerate(zip(run.pes, report.pes)):
         try:
@@ -342,9 +344,8 @@ def _price(report: Report, pes: list, model) -> None:
             report.warnings.append(f"PE {pe.pe}: {exc}; compared with elapsed time instead")
             pc.measured_s = pe.elapsed_s
             pc.measured_idle_s = pe.idle_s
-        for r, (i, obj) in enumerate(records):
-            if i != p:
-                continue
+        for r in pe_rows[p]:
+            obj = records[r][1]
             for cat, est in by_module[obj.module].items():
                 name = f"{obj.module}:{cat}"
                 pc.categories[name] = pc.categories.get(name, 0.0) + float(est.seconds[r])
@@ -363,7 +364,8 @@ def _price(report: Report, pes: list, model) -> None:
             continue
         oc.modelled = True
         summed = terms.sum_rows([by_object.get((oc.id, oc.module), [])])
-        oc.categories = [CategoryCost(cat, float(est.seconds[0]), float(est.halfwidth(quantile)[0]))
+        oc.categories = [CategoryCost(cat, float(est.seconds[0]),
+                                      float(est.halfwidth(quantile)[0]))
                          for cat, est in model.price_categories(oc.module, summed).items()]
 
     module_rows: dict[str, list[int]] = {}
@@ -371,8 +373,8 @@ def _price(report: Report, pes: list, model) -> None:
         module_rows.setdefault(module, []).extend(rows)
     modules = sorted(module_rows)
     summed = terms.sum_rows([module_rows[m] for m in modules])
-    report.where = [CostRow(module, cat, float(est.seconds[k]), float(est.halfwidth(quantile)[k]),
-                            math.nan)
+    report.where = [CostRow(module, cat, float(est.seconds[k]),
+                            float(est.halfwidth(quantile)[k]), math.nan)
                     for k, module in enumerate(modules)
                     for cat, est in model.price_categories(module, summed).items()]
 
