@@ -202,6 +202,7 @@ def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFi
     last fit counts."""
     from ..model.script import ModelingScript
     from ..model.session import FitSession
+    from ..model.terms import TermMatrix
 
     warnings: list[str] = []
     session = FitSession(data_override=(side.database.resolve(), list(side.where)))
@@ -213,7 +214,9 @@ def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFi
     if outcome is None:
         raise MprofError(f"{script}: the script made no fit")
     model = outcome.model
-    se = {name: model.price({name: 1.0}).sd for name in model.fitted}
+    # each fitted parameter's standard error: its unit term priced, all at once
+    unit = model.price(TermMatrix(list(model.fitted), np.eye(len(model.fitted))))
+    se = dict(zip(model.fitted, (float(sd) for sd in unit.sd)))
     undetermined = {name for group in model.flags.get("rank_deficient_terms", [])
                     for name in group}
     return SideFit(model, int(outcome.result.dof), se,
