@@ -208,6 +208,7 @@ def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFi
     (mprof.model.script.fit_script_on: test databases and SaveModel are not used); the last
     fit counts."""
     from ..model.script import fit_script_on
+    from ..model.terms import TermMatrix
 
     warnings: list[str] = []
     try:
@@ -218,7 +219,9 @@ def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFi
     if outcome is None:
         raise MprofError(f"{script}: the script made no fit")
     model = outcome.model
-    se = {name: model.price({name: 1.0}).sd for name in model.fitted}
+    # each fitted parameter's standard error: its unit term priced, all at once
+    unit = model.price(TermMatrix(list(model.fitted), np.eye(len(model.fitted))))
+    se = dict(zip(model.fitted, (float(sd) for sd in unit.sd)))
     undetermined = {name for group in model.flags.get("rank_deficient_terms", [])
                     for name in group}
     return SideFit(model, int(outcome.result.dof), se,
@@ -279,12 +282,12 @@ def _category_estimate(fit: SideFit, names: list[str],
 
 def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]:
     """Parameter name -> term value of the module, summed over PEs and averaged over runs."""
-    total: dict[str, float] = {}
-    for run in runs:
-        objects = [obj for pe in run.profile.pes for obj in pe.objects if obj.module == module]
-        for name, value in model.priced_terms(objects).items():
-            total[name] = total.get(name, 0.0) + value
-    return {k: v / len(runs) for k, v in total.items()} if runs else {}
+    if not runs:
+        return {}
+    terms = model.term_matrix([[obj for pe in run.profile.pes for obj in pe.objects
+                                if obj.module == module] for run in runs])
+    return {name: float(total) / len(runs)
+            for name, total in zip(terms.names, terms.values.sum(axis=0))}
 
 
 def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
@@ -322,14 +325,19 @@ def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
             u.tolerance)
 
 
-def _run_costs(model, run: RunData) -> dict[str, float]:
-    """MODULE.CATEGORY -> estimated seconds of one run (summed over PEs and objects)."""
-    objects = [obj for pe in run.profile.pes for obj in pe.objects]
-    out: dict[str, float] = {}
-    for module in sorted({obj.module for obj in objects if obj.module in model.interfaces}):
-        terms = model.priced_terms([obj for obj in objects if obj.module == module])
+def _run_costs(model, runs: Sequence[RunData]) -> list[dict[str, float]]:
+    """Per run, MODULE.CATEGORY -> estimated seconds (summed over PEs and objects) of the
+    modules the run has: every run priced at once, module by module."""
+    objects = [[obj for pe in run.profile.pes for obj in pe.objects] for run in runs]
+    out: list[dict[str, float]] = [{} for _ in runs]
+    for module in sorted({obj.module for objs in objects for obj in objs
+                          if obj.module in model.interfaces}):
+        terms = model.term_matrix([[obj for obj in objs if obj.module == module]
+                                   for objs in objects])
+        has = [any(obj.module == module for obj in objs) for objs in objects]
         for cat, est in model.price_categories(module, terms).items():
-            out[f"{module}.{cat}"] = est.seconds
+            for i in (i for i, yes in enumerate(has) if yes):
+                out[i][f"{module}.{cat}"] = float(est.seconds[i])
     return out
 
 
@@ -420,8 +428,7 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                                        _run_times(c_runs, config.measure), u.tolerance, u.alpha)
         _stat_units(unit, label, b_runs, c_runs, report.inexact_stats)
         if model is not None:
-            b_costs = [_run_costs(model, r) for r in b_runs]
-            c_costs = [_run_costs(model, r) for r in c_runs]
+            b_costs, c_costs = _run_costs(model, b_runs), _run_costs(model, c_runs)
             names = sorted({n for costs in (*b_costs, *c_costs) for n in costs})
             for name in names:
                 u = unit(f"{label}::cost:{name}", "cost", label, f"cost {name}", name)

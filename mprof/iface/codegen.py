@@ -1,7 +1,8 @@
 """C hook generator: a checked Interface -> `<module>_perf.h` and `<module>_perf.c`.
 
 The templates (templates/perf.h.j2, perf.c.j2) target the runtime's public header mp.h.
-Term definitions are printed from the same expression trees the Python evaluator walks.
+Term definitions are printed from the same expression trees the Python evaluator walks, by the
+one C expression emitter (cexpr.py) that `mprof model export-c` uses too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import jinja2
 
 from ..errors import MprofError
 from ..files import make_folder, write_file
-from .expr import STATISTIC, Ref
+from .cexpr import term_expressions
 from .model import Interface
 
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -59,15 +60,11 @@ def _env() -> jinja2.Environment:
 
 
 def term_c_expressions(iface: Interface) -> dict[str, str]:
-    """Each term's definition as a C expression over `const <m>_stats_t *s`."""
+    """Each term's definition as a C expression over `const <m>_stats_t *s`: another term is
+    its own generated function."""
     m = iface.name
-
-    def render(ref: Ref) -> str:
-        if ref.kind == STATISTIC:
-            return f"(double)s->{ref.name}"
-        return f"{m}_term_{ref.name}(s)"
-
-    return {t.name: t.expr.to_c(render) for t in iface.terms}
+    return term_expressions(iface, lambda stat: f"(double)s->{stat}",
+                            lambda term: f"{m}_term_{term}(s)")
 
 
 def render(iface: Interface) -> dict[str, str]:

@@ -2,12 +2,13 @@
 
     from mprof.model import load_model
     model = load_model("rts.model.json")
-    terms = model.priced_terms(objects)         # parameter -> term value, summed over records
-    model.price(terms)                          # Estimate(seconds, variance): the one pricing
-    model.price_categories("rts", terms)        # category -> Estimate
+    terms = model.term_matrix([pe.objects for pe in run.pes])  # a row per PE, records summed
+    model.price(terms)                          # Estimates (arrays): the one pricing
+    model.price_categories("rts", terms)        # category -> Estimates
+    model.price(model.priced_terms(objects))    # one sample from a mapping: an Estimate
 """
 
-__all__ = ["Estimate", "Model", "ModuleInfo", "load_model"]
+__all__ = ["Estimate", "Estimates", "Model", "ModuleInfo", "TermMatrix", "load_model"]
 
 
 def __getattr__(name):

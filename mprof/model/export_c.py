@@ -1,7 +1,8 @@
 """`mprof model export-c`: C functions computing each category's estimated cost.
 
-Term expressions are printed by the interface package's own C emitter (Expr.to_c over the
-parsed AST), the same trees the fitter evaluated, so the C and Python costs cannot disagree.
+Term expressions are printed by the interface package's one C expression emitter
+(mprof.iface.cexpr, which the hook generator uses too) from the parsed trees the fitter
+evaluated, so the C and Python costs cannot disagree.
 Parameter values are written with repr(), the shortest text that reads back as the same double.
 """
 
@@ -14,6 +15,7 @@ import jinja2
 
 from ..errors import MprofError
 from ..files import make_folder, write_file
+from ..iface.cexpr import term_definitions
 from .modelfile import Model
 
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -31,8 +33,6 @@ def _double(value: float) -> str:
 
 
 def _module_context(model: Model, module: str, prefix: str) -> dict:
-    from ..iface.expr import STATISTIC
-
     iface = model.interface(module)  # parsed once from the text the model file carries
     info = model.interfaces[module]
     if [s.name for s in iface.statistics] != info.statistics:
@@ -41,20 +41,11 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
 
     upper = f"{prefix.upper()}_{_ident(module).upper()}"
 
-    def render(ref) -> str:
-        if ref.kind == STATISTIC:
-            return f"stats[{upper}_STAT_{_ident(ref.name)}]"
-        return f"v_{_ident(ref.name)}"
-
     def lets_for(names):
-        lets, emitted = [], set()
-        for name in names:
-            term = iface.term(name)
-            for dep in term.plan or [term]:  # dependencies first, the term itself last
-                if dep.name not in emitted:
-                    emitted.add(dep.name)
-                    lets.append(f"const double v_{_ident(dep.name)} = {dep.expr.to_c(render)};")
-        return lets
+        """A local double per term the names need, dependencies first."""
+        return [f"const double {var} = {expr};" for var, expr in term_definitions(
+            iface, names, lambda stat: f"stats[{upper}_STAT_{_ident(stat)}]",
+            lambda term: f"v_{_ident(term)}")]
 
     index = {name: i for i, name in enumerate(model.cov_names)}
     covnames = [t.name for t in iface.terms if f"{module}:{t.name}" in index]

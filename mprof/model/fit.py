@@ -37,6 +37,7 @@ import numpy as np
 from scipy import linalg, stats
 
 from ..errors import MprofError
+from .pricing import cost
 
 DEFAULT_CUTOFF = 1e-10
 CONFIDENCE = 0.90
@@ -160,7 +161,10 @@ class FitResult:
         return [name for name, value in zip(self.names, self.values) if value < 0]
 
     def predict(self, design: Design) -> np.ndarray:
-        return design.A @ self.values + design.offset
+        """Each sample's cost by the fitted values, as a model file prices it (Model.price:
+        the same arithmetic, mprof.model.pricing); the imported parameters' share is the
+        design's offset."""
+        return cost(design.A, self.values, design.offset)
 
     def parameter(self, name: str) -> tuple[float, float]:
         i = self.names.index(name)
@@ -240,7 +244,7 @@ def solve(design: Design, options: FitOptions | None = None,
     tq = t_quantile(options.confidence, dof)
     halfwidths = np.sqrt(variance) * tq
 
-    model_t = design.A @ x + design.offset
+    model_t = cost(design.A, x, design.offset)
     sse = float(np.sum((model_t - design.t) ** 2))
     result = FitResult(
         names=list(design.names),

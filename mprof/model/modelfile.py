@@ -5,8 +5,11 @@ imported parameters) and the fit's quality figures, it records for every module 
 of its interface, so turning statistics into term values needs nothing but the file.  Version 1
 files (covariance of the fitted parameters only, interfaces found by path) are still read.
 
-Every cost and every band of every stage is priced here, by `Model.price`: the report, the gate
-and `export-c` call it (or, for C, print its formula), so there is one pricing of a model.
+Every cost and every band of every stage is priced here, by `Model.price` over a TermMatrix
+(many samples at once; a mapping for one): the report, the gate, frames and what-if call it,
+the fit's own error figures use the same arithmetic (mprof.model.pricing), `export-c` prints
+its formula, and term values come from the one term evaluator (mprof.model.terms), so there is
+one pricing of a model.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from ..errors import MprofError, SourceError
 from ..files import read_bytes, write_file
 from ..numbers import check_number
 from .fit import t_quantile
+from .pricing import Estimate, Estimates, cost, known_cost, variance
+from .terms import TermEvaluator, TermMatrix, lacking_statistics
+
+__all__ = ["Estimate", "Estimates", "FIXED", "Model", "ModuleInfo", "TermMatrix", "load_model",
+           "missing_text"]
 
 SCHEMA = "mprof.model"
 FIXED = "(fixed by the script)"  # Model.imported source of a FixParameter value
@@ -72,21 +80,6 @@ class ModuleInfo:
             categories={c.name: list(c.terms) for c in iface.categories},
             descriptions={c.name: c.description for c in iface.categories},
         )
-
-
-@dataclass
-class Estimate:
-    """A priced cost: seconds and the variance of that figure from the parameters' covariance."""
-
-    seconds: float
-    variance: float
-
-    @property
-    def sd(self) -> float:
-        return math.sqrt(max(self.variance, 0.0))
-
-    def halfwidth(self, quantile: float) -> float:
-        return quantile * self.sd
 
 
 @dataclass
@@ -248,71 +241,83 @@ class Model:
                 raise MprofError(f"{source}: interfaces.{module}: the carried interface text "
                                  f"is of module '{iface.name}' (the file is damaged)")
 
+    def _evaluator(self, modules: Iterable[str]) -> TermEvaluator:
+        """The term evaluator of the model's interfaces of `modules` (parsed on first use)."""
+        wanted = set(modules)
+        return TermEvaluator({m: self.interface(m) for m in self.interfaces if m in wanted})
+
     def missing_statistics(self, objects: Iterable) -> dict[str, list[str]]:
         """Module -> statistics of the model's interface that some record of a run lacks
-        (a run made with another version of the interface): they are priced as 0."""
-        missing: dict[str, set[str]] = {}
-        papi: dict[str, set[str]] = {}  # a PAPI event some runs cannot count is absent there
-        for obj in objects:
-            info = self.interfaces.get(obj.module)
-            if info is None:
-                continue
-            if obj.module not in papi:
-                try:
-                    papi[obj.module] = {s.name for s in self.interface(obj.module).statistics
-                                        if s.papi_event}
-                except MprofError:
-                    papi[obj.module] = set()
-            lacking = [s for s in info.statistics
-                       if s not in obj.stats and s not in papi[obj.module]]
-            if lacking:
-                missing.setdefault(obj.module, set()).update(lacking)
-        return {m: sorted(names) for m, names in sorted(missing.items())}
+        (a run made with another version of the interface): they are priced as 0.  A lacking
+        statistic bound to a PAPI event is absent instead (term_matrix)."""
+        objects = list(objects)
+        interfaces = {}
+        for module in {obj.module for obj in objects if obj.module in self.interfaces}:
+            try:
+                interfaces[module] = self.interface(module)
+            except MprofError:
+                continue  # the caller reports the module as unpriced
+        return lacking_statistics(interfaces, objects)
+
+    def term_matrix(self, samples: Iterable[Iterable]) -> TermMatrix:
+        """Parameter name -> term value for many samples at once: one row per sample, the sum
+        over its statistics records (anything with `module` and `stats`, e.g.
+        mprof.profile.ObjectRecord) of the modules the model has; one column per term of those
+        modules.  A term that needs a statistic the run could not count (an absent PAPI
+        statistic, mprof.model.terms) cannot be priced: an error when the model prices it."""
+        samples = [[obj for obj in records if obj.module in self.interfaces]
+                   for records in samples]
+        matrix = self._evaluator(obj.module for records in samples for obj in records) \
+            .matrix(samples)
+        for name, why in matrix.absent.items():
+            if name in self.values and name not in self.ignored:
+                raise MprofError(f"{why}: the model prices that term (parameter {name}), so "
+                                 "the run cannot be priced without it; price it with a model "
+                                 "fitted without the term (IgnoreTerm)")
+        return matrix
 
     def term_values(self, module: str, stats: Mapping[str, float]) -> dict[str, float]:
-        info = self.interfaces.get(module)
-        iface = self.interface(module)
-        record = dict.fromkeys(info.statistics, 0.0)
-        record.update(stats)
-        return iface.term_values(record)
+        """Term name -> value for one statistics record of `module`."""
+        self.interface(module)  # a module the model lacks is an error, not an empty record
+        record = _Record(module, stats)
+        return {name.split(":", 1)[1]: value
+                for name, value in self.term_matrix([[record]]).row(0).items()}
 
     def priced_terms(self, objects: Iterable) -> dict[str, float]:
         """Parameter name -> term value summed over statistics records (anything with
         `module` and `stats`, e.g. mprof.profile.ObjectRecord) of the modules the model has."""
-        out: dict[str, float] = {}
-        for obj in objects:
-            if obj.module not in self.interfaces:
-                continue
-            for term, value in self.term_values(obj.module, obj.stats).items():
-                name = f"{obj.module}:{term}"
-                out[name] = out.get(name, 0.0) + value
-        return out
+        return self.term_matrix([objects]).row(0)
 
-    def price(self, terms: Mapping[str, float]) -> Estimate:
+    def price(self, terms: Mapping[str, float] | TermMatrix) -> Estimate | Estimates:
         """THE pricing of the model: cost = sum c_p f_p over the parameters it has (ignored
         terms and terms without a parameter cost nothing), variance = f . Cov . f over the joint
-        covariance of fitted and imported parameters."""
-        cost = 0.0
-        f = np.zeros(len(self.cov_names))
-        for name, value in terms.items():
-            if name in self.ignored or name not in self.values:
-                continue
-            cost += self.values[name] * value
-            i = self._index.get(name)
-            if i is not None:
-                f[i] = value
-        variance = float(f @ self.covariance @ f) if len(f) else 0.0
-        return Estimate(float(cost), variance + self._uncorrelated_variance(terms))
+        covariance of fitted and imported parameters.  For a TermMatrix, every row at once
+        (Estimates); for a mapping parameter -> term value, that one sample (Estimate)."""
+        matrix = terms if isinstance(terms, TermMatrix) else TermMatrix.of(terms)
+        priced = [n for n in self.values if n not in self.ignored]
+        fitted = [n for n in self.fitted if n in self.values and n not in self.ignored]
+        # imported and fixed parameters: in the covariance's order, as the fit's offset adds them
+        # (then any outside the covariance: imported into a version 1 file)
+        outside = [n for n in priced if n not in self._index]
+        known = [n for n in self.cov_names if n not in fitted and n in priced] + outside
+        seconds = cost(matrix.columns(fitted), np.array([self.values[n] for n in fitted]),
+                       known_cost(matrix.columns(known),
+                                  np.array([self.values[n] for n in known])))
+        f = matrix.columns(self.cov_names)
+        f[:, [self._index[n] for n in self.cov_names if n not in priced]] = 0.0
+        spread = variance(f, self.covariance) + self._uncorrelated_variance(matrix, outside)
+        if isinstance(terms, TermMatrix):
+            return Estimates(seconds, spread)
+        return Estimate(float(seconds[0]), float(spread[0]))
 
-    def _uncorrelated_variance(self, terms: Mapping[str, float]) -> float:
+    def _uncorrelated_variance(self, matrix: TermMatrix, outside: list[str]) -> np.ndarray:
         """Parameters outside the covariance (imported into a version 1 file) count with their
         own interval, as independent."""
-        outside = [(n, v) for n, v in terms.items() if n not in self._index
-                   and n not in self.ignored and n in self.values]
         if not outside:
-            return 0.0
+            return np.zeros(matrix.rows)
         q = self.t_quantile()
-        return sum(v * v * self._own_variance(n, q) for n, v in outside)
+        own = np.array([self._own_variance(n, q) for n in outside])
+        return (matrix.columns(outside) ** 2) @ own
 
     def _own_variance(self, name: str, quantile: float) -> float:
         """A parameter's variance from its interval half width (0 when unknown)."""
@@ -329,8 +334,13 @@ class Model:
                 out[cat] = names
         return out
 
-    def price_categories(self, module: str, terms: Mapping[str, float]) -> dict[str, Estimate]:
-        """Category -> priced cost, for one module's term values (parameter names as keys)."""
+    def price_categories(self, module: str, terms: Mapping[str, float] | TermMatrix
+                         ) -> dict[str, Estimate | Estimates]:
+        """Category -> priced cost, for one module's term values (parameter names as keys, or
+        a TermMatrix: every row at once)."""
+        if isinstance(terms, TermMatrix):
+            return {cat: self.price(terms.restrict(names))
+                    for cat, names in self.categories_of(module).items()}
         return {cat: self.price({n: terms.get(n, 0.0) for n in names})
                 for cat, names in self.categories_of(module).items()}
 
@@ -364,6 +374,14 @@ class Model:
             if i is None:
                 out[a, a] = self._own_variance(names[a], q)
         return out
+
+
+@dataclass
+class _Record:
+    """One statistics record, for pricing a bare mapping of statistics."""
+
+    module: str
+    stats: Mapping[str, float]
 
 
 class _NonFinite(ValueError):

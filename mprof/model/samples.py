@@ -2,8 +2,9 @@
 
 A sample is one PE of one run (granularity "pe": t is that PE's time by the session's measure,
 mprof.profile) or one run with its PEs summed (granularity "run").  For every object of every
-module whose interface is loaded the terms are evaluated with the interface's own expression
-evaluator (Term.evaluate via Interface.term_values), and objects of the same module add up.
+module whose interface is loaded the terms are evaluated by the one term evaluator that pricing
+uses too (mprof.model.terms: a PAPI statistic a run could not count makes the terms that need it
+absent, any other statistic a record lacks is 0), and objects of the same module add up.
 Modules without a loaded interface contribute nothing and are reported once as a warning.
 """
 
@@ -17,10 +18,11 @@ import numpy as np
 
 from ..db.store import Condition
 from ..errors import MprofError
-from ..iface.expr import STATISTIC
-from ..profile import DEFAULT_MEASURE, MEASURES, ObjectRecord, fallback_measure
+from ..profile import DEFAULT_MEASURE, MEASURES, fallback_measure
 from .fit import Design, replicate_groups
+from .pricing import known_cost
 from .runset import RunSet
+from .terms import TermEvaluator
 
 GRANULARITIES = ("pe", "run")
 
@@ -81,50 +83,6 @@ class SampleSet:
                        groups=[self.groups[i] for i in keep])
 
 
-def term_statistics(iface) -> dict[str, set[str]]:
-    """term name -> the statistics its value depends on (through other terms too)."""
-    out = {}
-    for term in iface.terms:
-        out[term.name] = {ref.name for dep in (term.plan or [term]) for ref in dep.expr.refs()
-                          if ref.kind == STATISTIC}
-    return out
-
-
-def _absent_terms(loaded: LoadedInterface, obj: ObjectRecord, absent: dict[str, str]) -> None:
-    """A statistic bound to a PAPI event is always in a profile when it was counted, so one
-    missing from a record was absent there: every term that needs it is unavailable."""
-    bound = {s.name: s.papi_event for s in loaded.iface.statistics if s.papi_event}
-    gone = {name for name in bound if name not in obj.stats}
-    if not gone:
-        return
-    for term, stats in term_statistics(loaded.iface).items():
-        needed = sorted(stats & gone)
-        key = f"{obj.module}:{term}"
-        if needed and key not in absent:
-            absent[key] = (f"term {key} needs statistic {obj.module}::{needed[0]} (PAPI event "
-                           f"{bound[needed[0]]}), which some runs could not count (absent from "
-                           f"their profiles, not zero): the term is ignored")
-
-
-def term_row(interfaces: Mapping[str, LoadedInterface], objects: Sequence[ObjectRecord],
-             missing: set[str], columns: Mapping[str, int], width: int,
-             absent: dict[str, str] | None = None) -> np.ndarray:
-    row = np.zeros(width)
-    for obj in objects:
-        loaded = interfaces.get(obj.module)
-        if loaded is None:
-            missing.add(obj.module)
-            continue
-        if absent is not None:
-            _absent_terms(loaded, obj, absent)
-        # A statistic the program never set is zero (profiles may omit untouched counters).
-        record = dict.fromkeys(loaded.statistic_names, 0.0)
-        record.update(obj.stats)
-        for term, value in loaded.iface.term_values(record).items():
-            row[columns[f"{obj.module}:{term}"]] += value
-    return row
-
-
 def load_samples(source: RunSet | Sequence[str | Path],
                  interfaces: Mapping[str, LoadedInterface],
                  granularity: str = "pe", select: Sequence[Condition] = (),
@@ -149,8 +107,8 @@ def load_samples(source: RunSet | Sequence[str | Path],
         if measure != DEFAULT_MEASURE:
             warnings.append("some runs have no CPU times (run profiles of schema version 1): "
                             "samples are elapsed times (`Measure elapsed`)")
-    names = [f"{m}:{term}" for m, li in interfaces.items() for term in li.term_names]
-    columns = {name: i for i, name in enumerate(names)}
+    evaluator = TermEvaluator({m: li.iface for m, li in interfaces.items()})
+    names = evaluator.names
     rows, times, labels, groups = [], [], [], []
     missing: set[str] = set()
     absent: dict[str, str] = {}
@@ -162,11 +120,11 @@ def load_samples(source: RunSet | Sequence[str | Path],
             pe_times = [pe.time(measure) for pe in run.pes]
         except MprofError as exc:
             raise MprofError(f"{tag} run {run.id}: {exc}") from None
-        pe_rows = []
-        for pe in run.pes:
-            seen.update(obj.module for obj in pe.objects)
-            pe_rows.append(term_row(interfaces, pe.objects, missing, columns, len(names),
-                                    absent))
+        seen.update(obj.module for pe in run.pes for obj in pe.objects)
+        terms = evaluator.matrix([pe.objects for pe in run.pes], missing)
+        for term, why in terms.absent.items():
+            absent.setdefault(term, f"{why}: the term is ignored")
+        pe_rows = list(terms.values)
         if granularity == "pe":
             rows.extend(pe_rows)
             times.extend(pe_times)
@@ -207,7 +165,7 @@ def make_design(samples: SampleSet, imported: Mapping[str, float], ignored: set[
         names=[samples.names[i] for i in fitted],
         A=samples.F[:, fitted],
         t=samples.t,
-        offset=B @ values,
+        offset=known_cost(B, values),
         labels=samples.labels,
         groups=samples.groups,
         imported=names_imp,

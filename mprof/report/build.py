@@ -296,14 +296,6 @@ def _measured(report: Report, run: RunProfile, model) -> None:
                                              report.model_total)
 
 
-def _summed(term_dicts) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for terms in term_dicts:
-        for name, value in terms.items():
-            out[name] = out.get(name, 0.0) + value
-    return out
-
-
 def _price(report: Report, run: RunProfile, model) -> None:
     """Prices every PE and every object with the model (Model.price: the one pricing of a
     model); the measured times the model is compared with are those of the model's measure.
@@ -324,11 +316,19 @@ def _price(report: Report, run: RunProfile, model) -> None:
     for module, names in model.missing_statistics(
             obj for pe in run.pes for obj in pe.objects if obj.module not in problems).items():
         report.warnings.append(missing_text(module, names))
-    # per PE: [(object, its term values)] for the objects the model prices
-    priced = [[(obj, model.priced_terms([obj])) for obj in pe.objects
-               if obj.module not in problems] for pe in run.pes]
+    # one row of term values per statistics record (object of a PE) the model prices; every
+    # figure below prices sums of these rows, all at once (Model.price over a TermMatrix)
+    records = [(i, obj) for i, pe in enumerate(run.pes) for obj in pe.objects
+               if obj.module not in problems]
+    terms = model.term_matrix([[obj] for _, obj in records])
+    by_module = {module: model.price_categories(module, terms)
+                 for module in dict.fromkeys(obj.module for _, obj in records)}
+    pe_rows: list[list[int]] = [[] for _ in run.pes]  # PE -> its records' rows
+    for r, (i, _) in enumerate(records):
+        pe_rows[i].append(r)
+    per_pe = model.price(terms.sum_rows(pe_rows))
 
-    for pe, pc, records in zip(run.pes, report.pes, priced):
+    for p, (pe, pc) in enumerate(zip(run.pes, report.pes)):
         used = fallback_measure([pe], measure)
         if used != measure:
             report.warnings.append(f"PE {pe.pe}: the run has no CPU times (recorded from a run "
@@ -336,39 +336,41 @@ def _price(report: Report, run: RunProfile, model) -> None:
                                    "instead")
         pc.measured_s = pe.time(used)
         pc.measured_idle_s = pe.idle_time(used) if used == "elapsed" else pe.idle_cpu_s
-        for obj, terms in records:
-            for cat, est in model.price_categories(obj.module, terms).items():
+        for r in pe_rows[p]:
+            obj = records[r][1]
+            for cat, est in by_module[obj.module].items():
                 name = f"{obj.module}:{cat}"
-                pc.categories[name] = pc.categories.get(name, 0.0) + est.seconds
-        estimate = model.price(_summed(terms for _, terms in records))
-        pc.model_s = estimate.seconds
-        pc.halfwidth = quantile * math.sqrt(max(estimate.variance, 0.0)
+                pc.categories[name] = pc.categories.get(name, 0.0) + float(est.seconds[r])
+        pc.model_s = float(per_pe.seconds[p])
+        pc.halfwidth = quantile * math.sqrt(max(float(per_pe.variance[p]), 0.0)
                                             + model.residual_variance([pc.model_s]))
     report.measured_total = sum(p.measured_s for p in report.pes)
 
-    by_object: dict[tuple[int, str], list[dict[str, float]]] = {}
-    for records in priced:
-        for obj, terms in records:
-            by_object.setdefault((obj.id, obj.module), []).append(terms)
+    by_object: dict[tuple[int, str], list[int]] = {}  # (id, module) -> its rows, PE by PE
+    for r, (_, obj) in enumerate(records):
+        by_object.setdefault((obj.id, obj.module), []).append(r)
     for oc in report.objects:
         if oc.module in problems:
             oc.note = problems[oc.module]
             report.unmodelled.append(f"Id {oc.id} ({oc.module})")
             continue
         oc.modelled = True
-        terms = _summed(by_object.get((oc.id, oc.module), []))
-        oc.categories = [CategoryCost(cat, est.seconds, est.halfwidth(quantile))
-                         for cat, est in model.price_categories(oc.module, terms).items()]
+        summed = terms.sum_rows([by_object.get((oc.id, oc.module), [])])
+        oc.categories = [CategoryCost(cat, float(est.seconds[0]),
+                                      float(est.halfwidth(quantile)[0]))
+                         for cat, est in model.price_categories(oc.module, summed).items()]
 
-    by_module: dict[str, list[dict[str, float]]] = {}
-    for (_, module), term_list in by_object.items():
-        by_module.setdefault(module, []).extend(term_list)
-    report.where = [CostRow(module, cat, est.seconds, est.halfwidth(quantile), math.nan)
-                    for module in sorted(by_module)
-                    for cat, est in model.price_categories(module,
-                                                           _summed(by_module[module])).items()]
+    module_rows: dict[str, list[int]] = {}
+    for (_, module), rows in by_object.items():
+        module_rows.setdefault(module, []).extend(rows)
+    modules = sorted(module_rows)
+    summed = terms.sum_rows([module_rows[m] for m in modules])
+    report.where = [CostRow(module, cat, float(est.seconds[k]),
+                            float(est.halfwidth(quantile)[k]), math.nan)
+                    for k, module in enumerate(modules)
+                    for cat, est in model.price_categories(module, summed).items()]
 
-    total = model.price(_summed(terms for records in priced for _, terms in records))
+    total = model.price(terms.sum_rows([range(terms.rows)]))[0]
     report.model_total = total.seconds
     report.param_halfwidth = total.halfwidth(quantile)
     per_sample = [pc.model_s for pc in report.pes]
