@@ -51,7 +51,8 @@ def test_category_times_are_present_and_add_up(runs):
             assert rows, f"{path}: PE {pe['pe']} has no category times"
             assert {r["access"] for r in rows} <= names
             assert sum(r["cpu_s"] for r in rows) == pytest.approx(pe["cpu_s"], rel=0.01)
-            assert all(r["samples"] > 0 for r in rows)
+            # a row may rest on the charges closing the last interval alone (the end, a sleep)
+            assert sum(r["samples"] for r in rows) > 0
         # the bisection runs in the task stealer's fibers: its category holds most CPU time
         run = RunProfile.from_document(doc)
         top = max(run.category_totals().items(), key=lambda kv: kv[1])[0]
