@@ -119,8 +119,8 @@ def check(side: Side, config: GateConfig | None = None, *, change: float | None 
     tol, alpha = config.tolerance, config.alpha
     change = 2 * tol if change is None else change
     groups = [g for g in side.by_config().values()]
-    time_groups = [[r.profile.time("cpu") if all(pe.cpu_s is not None for pe in r.profile.pes)
-                    else r.elapsed_s for r in g] for g in groups]
+    # what the `::time` units compare: CPU time, or the run's wall time without it
+    time_groups = [[r.profile.time(None, wall=True) for r in g] for g in groups]
     cat_groups: dict[str, list[list[float]]] = {}
     for g in groups:
         if all(r.categories is not None for r in g):

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import MprofError
-from ..profile import ObjectRecord, RunProfile
+from ..profile import ObjectRecord, RunProfile, fallback_measure
 
 _CHANGE = re.compile(r"^\s*([^=\s]+)\s*=\s*([^=\s]+?)\s*$")
 
@@ -195,8 +195,7 @@ def what_if(run: RunProfile, model, texts: list[str], confidence: float = 0.90) 
     band = quantile * math.sqrt(max(total_new.variance, 0.0) + residual) \
         if math.isfinite(residual) else math.nan
     measure = model.settings.get("measure", "elapsed")
-    measured = sum(pe.time(measure) if (measure != "cpu" or pe.cpu_s is not None)
-                   else pe.elapsed_s for pe in run.pes)
+    measured = sum(pe.time(fallback_measure([pe], measure)) for pe in run.pes)
     unit = ("CPU seconds" if measure == "cpu" else "seconds") + " summed over PEs"
     return WhatIf(changes, cats, total_now.seconds, total_new.seconds, diff.halfwidth(quantile),
                   band, measured, unit, confidence, unchanged)
