@@ -21,7 +21,7 @@ interleaved (ABBA), into fresh databases:
 The last line printed is one JSON object with both rates, the median estimated OP_B change
 (the injected slowdown as the gate measured it), the settings and the load average.
 Options: --detect N --aa N (trials), --reps, --sizes, --na, --slow-rounds, --budget,
---fastest, --disturbed, --focus, --adaptive, --change (see --help).  The issue's two targets:
+--fastest, --disturbed, --focus, --adaptive, --change, --model, --keep-flagged (see --help).  The issue's two targets:
 
     python benchmarks/gate/gate_bench.py              # full: 10 detection + 100 A/A trials
     python benchmarks/gate/gate_bench.py --adaptive --change 0.10 --budget 400  # 10 % slower,
@@ -119,13 +119,13 @@ def write_spec(path: Path, program: Path, na: list[int], nb: list[int], reps: in
 
 
 def trial(spec, baseline, candidate, out_dir, config, budget, focus=(), adaptive=False,
-          change=None, keep: Path | None = None):
+          change=None, keep: Path | None = None, model=None):
     """One gate run into `out_dir`, removed after it unless `keep` is given: then a trial whose
     report flags something keeps its databases and the report's JSON there, to be studied."""
     report, log = run_gate(spec, baseline_bin=str(baseline), candidate_bin=str(candidate),
                            out_dir=out_dir, config=config, fit_script=FIT_SCRIPT,
                            budget=budget, console=QUIET, focus=focus, adaptive=adaptive,
-                           change=change)
+                           change=change, model=model)
     if keep is not None and any(u.verdict in (REGRESSION, BEHAVIOUR) for u in report.units):
         target = keep / Path(out_dir).name
         shutil.rmtree(target, ignore_errors=True)
@@ -170,6 +170,9 @@ def main():
                         "for --change after the spec's, within --budget")
     parser.add_argument("--change", type=float, default=None,
                         help="gate run --change (default: the gate's, twice the tolerance)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="gate run --model: also price both sides with this model file "
+                        "(e.g. one with fixed and imported parameters)")
     parser.add_argument("--keep-flagged", type=Path, default=None,
                         help="keep the databases and report of every trial that flags a unit "
                         "in this folder")
@@ -184,6 +187,11 @@ def main():
         config.disturbed_limit = args.disturbed
     if args.fastest is not None:
         config.fastest = args.fastest
+    model = None
+    if args.model is not None:
+        from mprof.model.modelfile import load_model
+
+        model = load_model(args.model)
     load_before = os.getloadavg()
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mprof-gate-bench-") as tmp:
@@ -197,7 +205,7 @@ def main():
             injected.append(injected_slowdown(exe, tmp))
             report, log = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config,
                                 args.budget, args.focus, args.adaptive, args.change,
-                                args.keep_flagged)
+                                args.keep_flagged, model)
             reps_used.append(log.repetitions)
             flagged, own, elsewhere, change = classify(report)
             detected += bool(own)
@@ -217,7 +225,7 @@ def main():
         for i in range(args.aa):
             report, log = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config,
                                 args.budget, args.focus, args.adaptive, args.change,
-                                args.keep_flagged)
+                                args.keep_flagged, model)
             reps_used.append(log.repetitions)
             flagged, _, _, _ = classify(report)
             alarms += any(v == REGRESSION for _, v in flagged)
@@ -240,7 +248,7 @@ def main():
         "disturbed": config.disturbed_limit, "fastest": config.fastest,
         "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
         "budget": args.budget, "focus": args.focus, "adaptive": args.adaptive,
-        "change": args.change,
+        "change": args.change, "model": str(args.model) if args.model else None,
         "repetitions_used": [min(reps_used), max(reps_used)] if reps_used else None, "seconds": round(time.monotonic() - start, 1),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
