@@ -17,9 +17,38 @@ from mprof.gate.data import load_side
 from mprof.gate.evaluate import BEHAVIOUR, REGRESSION
 from mprof.gate.power import check
 from mprof.gate.runner import run_gate
-from mprof.gate.stats import compare_samples, repetitions_for, smallest_detectable
+from mprof.gate.power import PowerCheck, PowerLine
+from mprof.gate.stats import compare_samples, log_spread, repetitions_for, smallest_detectable
 
 from gate_synth import write_category_db
+
+
+def test_noise_is_estimated_from_ranks():
+    """Log-normal noise of 5 % is estimated as 5 %; a run slowed twofold by interference in
+    one configuration of nine moves it little, where it made the standard deviation 3x."""
+    rng = np.random.default_rng(3)
+    groups = [np.exp(rng.normal(0.0, 0.05, 6)) for _ in range(9)]
+    sigma, dof = log_spread(groups)
+    assert dof == 45 and 0.04 < sigma < 0.06
+    disturbed = [g.copy() for g in groups]
+    disturbed[0][0] *= 2
+    assert log_spread(disturbed)[0] < 1.2 * sigma
+    lv = [np.log(g) for g in disturbed]
+    sd = math.sqrt(sum(((v - v.mean()) ** 2).sum() for v in lv) / 45)
+    assert sd > 1.8 * sigma
+
+
+def test_recommendation_is_what_the_categories_need():
+    """Each configuration's `::time` is a test on its own and may need far more repetitions
+    than the categories compared over all configurations: the recommendation is the
+    categories', and `::time`'s only where the runs have no category times."""
+    lines = [PowerLine("::time", 9, 0.1, 45, 6, 0.5, None),
+             PowerLine("cat:m:A", 9, 0.05, 45, 6, 0.12, 20),
+             PowerLine("cat:m:B", 9, 0.04, 45, 6, 0.10, 14),
+             PowerLine("cat:(scheduler)", 9, 0.5, 45, 6, 2.0, None)]
+    assert PowerCheck(0.10, 0.05, 0.05, 11, lines).recommended == 20
+    assert PowerCheck(0.10, 0.05, 0.05, 11, lines[:1]).recommended is None
+    assert PowerCheck(0.10, 0.05, 0.05, 11, [lines[0], lines[3]]).recommended is None
 
 
 def test_smallest_detectable_change():
