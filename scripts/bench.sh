@@ -35,6 +35,8 @@ python benchmarks/memory/pes_memory.py --workload "$BUILD/benchmarks/micro/rt_wo
 
 echo "== statistics and latency accounting overhead, callgrind instructions (benchmarks/overhead/overhead.py)"
 python benchmarks/overhead/overhead.py --build "$BUILD"
+echo "== the category sampler's cost, CPU time of PIPE with sampling off / on (benchmarks/overhead/sampler.py)"
+python benchmarks/overhead/sampler.py --pipe "$BUILD/benchmarks/pipe/pipe"
 if [ -f benchmarks/gate/gate_bench.py ]; then
   # quick: 3 detection + 5 A/A trials; GATE_BENCH=full: the targets' 10 + 100 (10-30 min)
   echo "== mprof gate: detection of a 10 % slower lookup, A/A false alarms (benchmarks/gate/gate_bench.py)"

@@ -20,6 +20,9 @@ the items and compares the differences, so that fixed costs cancel: it is what t
 cost per unit of work, the figure that holds for runs of any length.  Both are printed, with
 the fixed part in instructions (stats_fixed_instructions, latency_fixed_instructions).
 
+The category sampler is off (MPROF_SAMPLE_US=0): its cost is per millisecond of a thread's
+time, which valgrind stretches some 50-fold, so sampler.py measures it by timing instead.
+
 The PEs run on one worker thread (MPROF_WORKERS=1): callgrind runs threads one at a time, and
 two spinning PE threads would add idle polls that vary from run to run; on one worker the
 PEs hand work to each other without spinning, so the count is the same in every run.
@@ -59,6 +62,9 @@ def build(root, name, flag):
 def instructions(pipe, args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
     env["MPROF_WORKERS"] = "1"
+    # the category sampler costs per millisecond, not per unit of work, and a run under
+    # valgrind takes some 50 times as long: sampler.py times it instead
+    env["MPROF_SAMPLE_US"] = "0"
     r = sh(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", pipe, *args],
            env=env)
     m = re.search(r"Collected\s*:\s*(\d+)", r.stderr) or re.search(r"I\s+refs:\s*([\d,]+)",
