@@ -448,14 +448,31 @@ class ProfileDB:
         profiles = self.profiles(run_ids=[run_id])
         if not profiles:
             raise MprofError(f"{self.path}: no run with id {run_id}")
-        return stored_document(profiles[0])
+        return stored_document(profiles[0], self.category_rows([run_id]).get(run_id, {}))
 
     def documents(self) -> Iterator[tuple[int, dict]]:
         """(run id, document) of every run, in id order, a chunk of runs read at a time."""
         ids = [r.id for r in self.runs()]
         for chunk in _chunks(ids, 50):
+            rows = self.category_rows(chunk)
             for profile in self.profiles(run_ids=chunk):
-                yield profile.id, stored_document(profile)
+                yield profile.id, stored_document(profile, rows.get(profile.id, {}))
+
+    def category_rows(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[dict]]]:
+        """run id -> pe -> the PE's `categories` rows in the order of its profile (RunProfile
+        keeps them largest first instead)."""
+        out: dict[int, dict[int, list[dict]]] = {}
+        if self.version < 5:  # a database opened read-only may be older
+            return out
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for run_id, pe, access, cpu_s, samples in self.conn.execute(
+                f"SELECT run_id, pe, access, cpu_s, samples FROM category_time "
+                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
+            ):
+                out.setdefault(run_id, {}).setdefault(pe, []).append(
+                    {"access": access, "cpu_s": cpu_s, "samples": from_sql_u64(samples)})
+        return out
 
     def profiles(self, where: Sequence[Condition] = (),
                  run_ids: Sequence[int] | None = None) -> list[RunProfile]:
@@ -539,23 +556,26 @@ class ProfileDB:
         return out
 
     def absent_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
-        """run id -> pe -> [(object id, module, statistic, why it was not counted)]."""
+        """run id -> pe -> [(position of the object in the PE's list, object id, module,
+        statistic, why it was not counted)], in position order."""
         if self.version >= 6:
-            query = ("SELECT run_id, pe, object_id, module, stat, reason FROM object_absent "
-                     "WHERE run_id IN ({marks}) ORDER BY run_id, pe, object_id, rowid")
+            query = ("SELECT run_id, pe, position, object_id, module, stat, reason "
+                     "FROM object_absent WHERE run_id IN ({marks}) "
+                     "ORDER BY run_id, pe, position, rowid")
         else:
-            query = ("SELECT r.id, json_extract(p.value, '$.pe'), json_extract(o.value, '$.id'), "
+            query = ("SELECT r.id, json_extract(p.value, '$.pe'), o.key, "
+                     "json_extract(o.value, '$.id'), "
                      "json_extract(o.value, '$.module'), a.key, a.value "
                      "FROM runs AS r, json_each(r.document, '$.pes') AS p, "
                      "json_each(p.value, '$.objects') AS o, json_each(o.value, '$.absent') AS a "
-                     "WHERE r.id IN ({marks})")
+                     "WHERE r.id IN ({marks}) ORDER BY r.id, p.key, o.key, a.key")
         out: dict[int, dict[int, list]] = {}
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
-            for run_id, pe, oid, module, stat, reason in self.conn.execute(
+            for run_id, pe, position, oid, module, stat, reason in self.conn.execute(
                     query.format(marks=marks), chunk):
                 out.setdefault(run_id, {}).setdefault(pe, []).append(
-                    (from_sql_u64(oid), module, stat, reason))
+                    (position, from_sql_u64(oid), module, stat, reason))
         return out
 
     def bench_metadata(self, run_ids: Sequence[int] | None = None) -> dict[int, dict]:
@@ -621,14 +641,16 @@ class ProfileDB:
         return out
 
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
-        """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped)."""
+        """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped), the
+        objects in the order of the profile (their rows were inserted in that order)."""
         out: dict[int, dict[int, dict]] = {}
+        first: dict[tuple[int, int, int], int] = {}  # the object's first rowid
         # value_exact: migration 4 (a database opened read-only may be older)
         exact_column = "value_exact" if self.version >= 4 else "NULL"
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
-            for run_id, pe, oid, module, stat, value, exact in self.conn.execute(
-                f"SELECT run_id, pe, object_id, module, stat, value, {exact_column} "
+            for run_id, pe, oid, module, stat, value, exact, rowid in self.conn.execute(
+                f"SELECT run_id, pe, object_id, module, stat, value, {exact_column}, rowid "
                 f"FROM object_stats WHERE run_id IN ({marks}) ORDER BY run_id, pe, object_id",
                 chunk,
             ):
@@ -637,7 +659,10 @@ class ProfileDB:
                 oid = from_sql_u64(oid)
                 objects = out.setdefault(run_id, {}).setdefault(pe, {})
                 objects.setdefault(oid, (oid, module, {}))[2][stat] = value
-        return {r: {pe: list(objs.values()) for pe, objs in pes.items()} for r, pes in out.items()}
+                key = (run_id, pe, oid)
+                first[key] = min(first.get(key, rowid), rowid)
+        return {r: {pe: sorted(objs.values(), key=lambda o, r=r, pe=pe: first[r, pe, o[0]])
+                    for pe, objs in pes.items()} for r, pes in out.items()}
 
 
 # Integers a REAL holds exactly; SQLite's INTEGER range.
@@ -662,22 +687,31 @@ def _stat_columns(value) -> tuple[float, str | None]:
 
 
 def _objects(stats: list, absent: list) -> list[ObjectRecord]:
-    """A PE's object records from its object_stats rows (in object id order) and its
-    object_absent rows: an object whose statistics were all absent has only the latter."""
-    records = {oid: ObjectRecord(oid, module, stats) for oid, module, stats in stats}
-    for oid, module, stat, reason in absent:
-        records.setdefault(oid, ObjectRecord(oid, module, {})).absent[stat] = reason
-    return [records[oid] for oid in sorted(records)]
+    """A PE's object records, in the order of its profile, from its object_stats rows (in
+    that order) and its object_absent rows: an object whose statistics were all absent has
+    only the latter, which say where it stood in the list."""
+    records = [ObjectRecord(oid, module, values) for oid, module, values in stats]
+    by_id = {r.id: r for r in records}
+    for position, oid, module, stat, reason in absent:
+        if oid not in by_id:
+            by_id[oid] = ObjectRecord(oid, module, {})
+            records.insert(min(position, len(records)), by_id[oid])
+        by_id[oid].absent[stat] = reason
+    return records
 
 
-def stored_document(profile: RunProfile) -> dict:
-    """The run profile document of a run read from the tables: `to_document`, with the
-    statistics that are whole numbers written as JSON integers.  object_stats.value is REAL,
-    which does not keep whether the profile wrote 5 or 5.0; the runtime writes every whole
-    number without a fraction (%.17g, runtime/src/profile.c), so this gives back its text, and
-    an exported run imported again is recognised as the same run (document_sha256)."""
+def stored_document(profile: RunProfile, category_rows: dict[int, list[dict]]) -> dict:
+    """The run profile document of a run read from the tables, as it was imported, so that an
+    exported run imported again is recognised as the same run (document_sha256):
+    `to_document`, with each PE's category rows in their stored order (`category_rows`,
+    ProfileDB.category_rows) and the statistics that are whole numbers written as JSON
+    integers.  object_stats.value is REAL, which does not keep whether the profile wrote 5 or
+    5.0; the runtime writes every whole number without a fraction (%.17g,
+    runtime/src/profile.c), so this gives back its text."""
     doc = profile.to_document()
     for pe in doc["pes"]:
+        if "categories" in pe:
+            pe["categories"] = category_rows.get(pe["pe"], [])
         for obj in pe["objects"]:
             obj["stats"] = {k: _whole(v) for k, v in obj["stats"].items()}
     return doc
@@ -743,10 +777,11 @@ def _insert_run(conn, source, doc, digest) -> int:
              for obj in pe["objects"] for stat, value in obj["stats"].items()],
         )
         conn.executemany(
-            "INSERT INTO object_absent (run_id, pe, object_id, module, stat, reason) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], to_sql_u64(obj["id"]), obj["module"], stat, reason)
-             for obj in pe["objects"] for stat, reason in obj.get("absent", {}).items()],
+            "INSERT INTO object_absent (run_id, pe, position, object_id, module, stat, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, pe["pe"], position, to_sql_u64(obj["id"]), obj["module"], stat, reason)
+             for position, obj in enumerate(pe["objects"])
+             for stat, reason in obj.get("absent", {}).items()],
         )
         conn.executemany(
             "INSERT INTO latency (run_id, pe, access, enabler, count, observed_s, critical_s) "

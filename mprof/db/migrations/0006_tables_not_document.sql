@@ -27,11 +27,13 @@ CREATE TABLE run_interfaces (
 CREATE INDEX run_interfaces_run ON run_interfaces (run_id);
 
 -- Statistics an object's PE could not count (a PAPI event), with the reason; such a statistic
--- has no object_stats row.  module is repeated so that an object whose statistics are all
--- absent is still known.
+-- has no object_stats row.  module and position (the object's index in its PE's list of
+-- objects) are kept so that an object whose statistics were all absent is still known, in its
+-- place; the others keep their place in the order of their object_stats rows.
 CREATE TABLE object_absent (
     run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     pe        INTEGER NOT NULL,
+    position  INTEGER NOT NULL,
     object_id INTEGER NOT NULL,
     module    TEXT    NOT NULL,
     stat      TEXT    NOT NULL,
@@ -53,8 +55,8 @@ SELECT r.id, json_extract(i.value, '$.name'), json_extract(i.value, '$.digest')
 FROM runs AS r, json_each(r.document, '$.interfaces') AS i
 ORDER BY r.id, i.key;
 
-INSERT INTO object_absent (run_id, pe, object_id, module, stat, reason)
-SELECT r.id, json_extract(p.value, '$.pe'), json_extract(o.value, '$.id'),
+INSERT INTO object_absent (run_id, pe, position, object_id, module, stat, reason)
+SELECT r.id, json_extract(p.value, '$.pe'), o.key, json_extract(o.value, '$.id'),
        json_extract(o.value, '$.module'), a.key, a.value
 FROM runs AS r, json_each(r.document, '$.pes') AS p, json_each(p.value, '$.objects') AS o,
      json_each(o.value, '$.absent') AS a;
