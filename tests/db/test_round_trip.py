@@ -2,18 +2,17 @@
 profile (RunProfile.to_document equals the imported document), for profiles with every optional
 field, without them, and with the values at the edges of what SQLite stores."""
 
-import hashlib
 import json
 import sqlite3
 
 from mprof.bench.synth import make_profile
 from mprof.cli import main
 from mprof.db import schema
-from mprof.db.store import ProfileDB, canonical_json, machine_fingerprint, to_sql_u64
+from mprof.db.store import ProfileDB
 from mprof.db.validate import validate_profile
 from mprof.profile import IDLE, load_profiles
 
-from profile_roundtrip import normalized
+from profile_roundtrip import insert_as_schema_5, normalized
 
 
 def plain() -> dict:
@@ -91,46 +90,6 @@ def test_show_and_export_write_the_runtimes_integers(tmp_path, capsys):
     assert main(["db", "export", str(db), "-o", str(tmp_path / "out.jsonl")]) == 0
     assert main(["db", "import", str(db), str(tmp_path / "out.jsonl")]) == 0
     assert "already stored as run 1" in capsys.readouterr().err
-
-
-def insert_as_schema_5(conn, doc: dict, *, tables_since=(3, 4, 5)) -> None:
-    """Store `doc` as mprof did with database schema 5 (the document copy in runs.document,
-    the tables beside it); `tables_since` leaves out what migrations 3 (CPU times), 4 (exact
-    integers) and 5 (category times) added, as for a run imported before them."""
-    text = canonical_json(doc)
-    run_id = conn.execute(
-        "INSERT INTO runs (program, backend, npes, started_at, elapsed_s, hostname, "
-        "machine_fingerprint, source, imported_at, document_sha256, document) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 'old.json', 'then', ?, ?)",
-        (doc["program"], doc.get("backend"), doc["npes"], doc.get("started_at"),
-         doc.get("elapsed_s"), doc["machine"].get("hostname"), machine_fingerprint(doc),
-         hashlib.sha256(text.encode()).hexdigest(), text)).lastrowid
-    for kind, key in (("param", "params"), ("setting", "settings")):
-        for name, value in doc[key].items():
-            conn.execute("INSERT INTO run_params VALUES (?, ?, ?, ?, NULL)",
-                         (run_id, kind, name, json.dumps(value)))
-    for pe in doc["pes"]:
-        cpu = 3 in tables_since
-        categories = 5 in tables_since and "categories" in pe
-        conn.execute("INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, idle_cpu_s, "
-                     "categories) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (run_id, pe["pe"], pe["elapsed_s"], pe["idle_s"],
-                      pe.get("cpu_s") if cpu else None, pe.get("idle_cpu_s") if cpu else None,
-                      1 if categories else None))
-        for row in pe.get("categories", []) if categories else []:
-            conn.execute("INSERT INTO category_time VALUES (?, ?, ?, ?, ?)",
-                         (run_id, pe["pe"], row["access"], row["cpu_s"], row["samples"]))
-        for obj in pe["objects"]:
-            for stat, value in obj["stats"].items():
-                exact = (str(value) if 4 in tables_since and isinstance(value, int)
-                         and abs(value) > 2**53 else None)
-                conn.execute("INSERT INTO object_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (run_id, pe["pe"], to_sql_u64(obj["id"]), obj["module"], stat,
-                              float(value), exact))
-        for row in pe["latency"]:
-            conn.execute("INSERT INTO latency VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (run_id, pe["pe"], row["access"], row["enabler"],
-                          to_sql_u64(row["count"]), row["observed_s"], row["critical_s"]))
 
 
 def test_a_database_of_schema_5_migrates_and_reads_back_the_same_runs(tmp_path):
