@@ -9,7 +9,7 @@ summed over PEs and objects per (module, statistic).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,11 +173,14 @@ class StatProperties:
         return stat in self.measured.get(module, ())
 
 
-def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> StatProperties:
-    """Find the interface (.perf) of each module: first among `interfaces` (files, or folders
-    holding MODULE.perf), then on the interface search path (mprof.iface.registry:
-    $MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
-    Files given explicitly must be valid; a broken file on the search path is a warning."""
+def statistic_properties(modules, interfaces: Sequence[str | Path] = (),
+                         digests: Mapping[str, Iterable[str]] | None = None) -> StatProperties:
+    """Find the interface (.perf) of each module: first among `interfaces` (files), then the
+    text the runs recorded (`digests`: module -> the digests of the compared runs, from their
+    profiles' `interfaces`) or the MODULE.perf in the folders of `interfaces` and on the
+    interface search path (mprof.iface.registry.for_runs, which warns when the file found by
+    name is not the runs' text).  Files given explicitly must be valid; a broken file on the
+    search path is a warning."""
     from ..iface import load_interface, registry
 
     props = StatProperties()
@@ -195,7 +198,8 @@ def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> Stat
                                                if s.measured})
         props.sources.setdefault(iface.name, str(path))
     for module in sorted(wanted - set(props.measured)):
-        path = registry.find(module, dirs)
+        path, warnings = registry.for_runs(module, (digests or {}).get(module, ()), dirs)
+        props.warnings.extend(warnings)
         if path is None:
             continue
         try:
