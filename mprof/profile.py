@@ -132,7 +132,6 @@ class RunProfile:
     id: int | None = None  # run id in its database
     source: str = ""  # file or database it came from
     argv: list[str] = field(default_factory=list)
-    document: Mapping | None = None  # the JSON document, when read from one
     # module -> digest of the interface (.perf text) the program was built with, from the
     # profile's `interfaces` (mprof.iface.registry.find_by_digest finds that file); empty for
     # runs recorded before profiles carried them
@@ -229,7 +228,7 @@ class RunProfile:
                    params=dict(doc.get("params", {})), settings=dict(doc.get("settings", {})),
                    pes=pes, fingerprint=str(machine.get("fingerprint", "")),
                    elapsed_s=_opt_float(doc.get("elapsed_s")), source=source,
-                   argv=list(doc.get("argv", [])), document=doc,
+                   argv=list(doc.get("argv", [])),
                    interfaces={str(i["name"]): str(i["digest"])
                                for i in doc.get("interfaces", [])},
                    accesses=list(doc.get("accesses", [])), backend=doc.get("backend"),
@@ -301,40 +300,9 @@ def _categories(rows) -> list[CategoryTime] | None:
 def load_profiles(database: str | Path, where: Sequence = (),
                   run_ids: Sequence[int] | None = None) -> list[RunProfile]:
     """Every run of a profile database matching the conditions (mprof.db.store.Condition), or
-    the runs `run_ids`, read from the database's tables: times, objects, latency rows and
-    category times per PE."""
+    the runs `run_ids`, read from the database's tables (mprof.db.store.ProfileDB.profiles):
+    everything their profiles held, so that `to_document` gives back the imported document."""
     from .db.store import ProfileDB
 
     with ProfileDB(database, create=False) as db:
-        runs = db.runs(where)
-        if run_ids is not None:
-            wanted = set(run_ids)
-            runs = [r for r in runs if r.id in wanted]
-        ids = [r.id for r in runs]
-        times = db.pe_samples(ids)
-        objects = db.object_stats(ids)
-        categories = db.category_times(ids)
-        latency = db.latency_rows(ids)
-        hosts = db.run_hosts(ids)
-    out = []
-    for run in runs:
-        per_pe = objects.get(run.id, {})
-        pes = []
-        for pe, t in enumerate(times.get(run.id, [])):
-            records = [ObjectRecord(oid, module, stats) for oid, module, stats in
-                       per_pe.get(pe, [])]
-            pes.append(PEProfile(pe, t.elapsed_s, t.idle_s, t.cpu_s, t.idle_cpu_s, records,
-                                 categories.get(run.id, {}).get(pe),
-                                 latency.get(run.id, {}).get(pe, [])))
-        backend, hostname = hosts.get(run.id, (None, None))
-        machine = {k: v for k, v in (("hostname", hostname),
-                                     ("fingerprint", run.machine_fingerprint)) if v is not None}
-        out.append(RunProfile(program=run.program, npes=run.npes, params=dict(run.params),
-                              settings=dict(run.settings), pes=pes,
-                              fingerprint=run.machine_fingerprint or "",
-                              elapsed_s=run.elapsed_s, id=run.id, source=str(database),
-                              backend=backend, started_at=run.started_at, machine=machine,
-                              # version 2 added the CPU times, which the tables keep
-                              schema_version=2 if all(p.cpu_s is not None for p in pes)
-                              else 1))
-    return out
+        return db.profiles(where, run_ids)

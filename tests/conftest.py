@@ -131,3 +131,12 @@ def build_asan_dir() -> Path:
 def build_tsan_dir() -> Path:
     return cmake_build(sanitize="thread", targets=[])
 
+
+
+@pytest.fixture(autouse=True)
+def interface_store(tmp_path_factory, monkeypatch) -> Path:
+    """Each test has an empty interface store of its own (mprof.iface.registry.store_dir), so
+    that what a build or another test kept there, or the user's cache, decides no lookup."""
+    store = tmp_path_factory.mktemp("iface-store")
+    monkeypatch.setenv("MPROF_IFACE_STORE", str(store))
+    return store

@@ -140,7 +140,8 @@ class MachineProbe:
             time.sleep(POLL_S)
 
 
-def probe_values(doc: dict) -> list[float]:
-    """The [before, after] probe values a sweep recorded with a run (empty without)."""
-    values = doc.get("bench", {}).get("probe_s", [])
+def probe_values(bench: dict) -> list[float]:
+    """The [before, after] probe values a sweep recorded with a run (empty without), from its
+    `bench` metadata (RunProfile.bench, ProfileDB.bench_metadata)."""
+    values = bench.get("probe_s", [])
     return [float(v) for v in values if isinstance(v, (int, float))]

@@ -234,8 +234,8 @@ class _Runner:
             probe = MachineProbe(spec.probe, spec.program_path, spec.root, str(spec.path))
             probe = shared.setdefault((tuple(probe.argv), tuple(sorted(spec.probe.env.items())),
                                        str(spec.root)), probe)
-            for run_id, doc in db.documents():
-                self.run_probes[i, run_id] = probe_values(doc)
+            for run_id, bench in db.bench_metadata().items():
+                self.run_probes[i, run_id] = probe_values(bench)
                 probe.recorded.extend(self.run_probes[i, run_id])
             self.probes.append(probe)
         self.fresh: MachineProbe | None = None  # the probe measured right before, if any
@@ -276,7 +276,8 @@ def top_up(runner: _Runner) -> None:
 
     def values_of(i: int, run_id: int) -> list[float]:
         if (i, run_id) not in memo:
-            memo[i, run_id] = probe_values(runner.dbs[i].document(run_id))
+            bench = runner.dbs[i].bench_metadata([run_id]).get(run_id, {})
+            memo[i, run_id] = probe_values(bench)
         return memo[i, run_id]
 
     def runs_of(i: int, config: Point) -> tuple[list[list[float]], int]:

@@ -170,7 +170,7 @@ def cmd_export(args):
         return _export_for_tools(args)
     if args.where or args.params:
         raise MprofError("--where and --params apply to --format extrap and cube")
-    with _open_existing(args.db) as db:
+    with _open_existing(args.db) as db:  # rebuilt from the tables
         lines = [canonical_json(doc) + "\n" for _, doc in db.documents()]
     if args.output:
         write_file(args.output, "".join(lines), what="export")

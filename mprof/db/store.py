@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MprofError
-from ..profile import CategoryTime, LatencyRow
+from ..profile import CategoryTime, LatencyRow, ObjectRecord, PEProfile, RunProfile
 from . import schema
 from .validate import validate_profile
 
@@ -52,6 +52,21 @@ class RunSummary:
     machine_fingerprint: str | None
     params: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """What a run's profile said besides the columns of RunSummary (ProfileDB.run_details)."""
+
+    backend: str | None
+    hostname: str | None
+    argv: list
+    accesses: list
+    bench: dict
+    cpu: str | None
+    cores: int | None
+    fingerprint_derived: bool  # the profile named no fingerprint; mprof derived one
+    profile_version: int
 
 
 @dataclass
@@ -392,7 +407,7 @@ class ProfileDB:
                     result.duplicates.append((source, row[0]))
                     run_id = row[0]
                 else:
-                    run_id = _insert_run(conn, source, doc, text, digest)
+                    run_id = _insert_run(conn, source, doc, digest)
                     result.stored.append(run_id)
                 if point is not None:
                     conn.execute(
@@ -428,14 +443,146 @@ class ProfileDB:
         return [r for r in runs.values() if all(c.matches(r) for c in where)]
 
     def document(self, run_id: int) -> dict:
-        row = self.conn.execute("SELECT document FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+        """The run profile document of run `run_id`, rebuilt from the tables
+        (`stored_document`)."""
+        profiles = self.profiles(run_ids=[run_id])
+        if not profiles:
             raise MprofError(f"{self.path}: no run with id {run_id}")
-        return json.loads(row[0])
+        return stored_document(profiles[0], self.category_rows([run_id]).get(run_id, {}))
 
     def documents(self) -> Iterator[tuple[int, dict]]:
-        for run_id, text in self.conn.execute("SELECT id, document FROM runs ORDER BY id"):
-            yield run_id, json.loads(text)
+        """(run id, document) of every run, in id order, a chunk of runs read at a time."""
+        ids = [r.id for r in self.runs()]
+        for chunk in _chunks(ids, 50):
+            rows = self.category_rows(chunk)
+            for profile in self.profiles(run_ids=chunk):
+                yield profile.id, stored_document(profile, rows.get(profile.id, {}))
+
+    def category_rows(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[dict]]]:
+        """run id -> pe -> the PE's `categories` rows in the order of its profile (RunProfile
+        keeps them largest first instead)."""
+        out: dict[int, dict[int, list[dict]]] = {}
+        if self.version < 5:  # a database opened read-only may be older
+            return out
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for run_id, pe, access, cpu_s, samples in self.conn.execute(
+                f"SELECT run_id, pe, access, cpu_s, samples FROM category_time "
+                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
+            ):
+                out.setdefault(run_id, {}).setdefault(pe, []).append(
+                    {"access": access, "cpu_s": cpu_s, "samples": from_sql_u64(samples)})
+        return out
+
+    def profiles(self, where: Sequence[Condition] = (),
+                 run_ids: Sequence[int] | None = None) -> list[RunProfile]:
+        """The runs matching `where` (and among them those of `run_ids`), read from the
+        tables: everything their profiles held."""
+        runs = self.runs(where)
+        if run_ids is not None:
+            wanted = set(run_ids)
+            runs = [r for r in runs if r.id in wanted]
+        ids = [r.id for r in runs]
+        times = self.pe_samples(ids)
+        objects = self.object_stats(ids)
+        absent = self.absent_stats(ids)
+        categories = self.category_times(ids)
+        latency = self.latency_rows(ids)
+        details = self.run_details(ids)
+        interfaces = self.run_interfaces(ids)
+        out = []
+        for run in runs:
+            pes = []
+            for pe, t in enumerate(times.get(run.id, [])):
+                pes.append(PEProfile(pe, t.elapsed_s, t.idle_s, t.cpu_s, t.idle_cpu_s,
+                                     _objects(objects.get(run.id, {}).get(pe, []),
+                                              absent.get(run.id, {}).get(pe, [])),
+                                     categories.get(run.id, {}).get(pe),
+                                     latency.get(run.id, {}).get(pe, [])))
+            d = details[run.id]
+            machine = {k: v for k, v in (("hostname", d.hostname), ("cpu", d.cpu),
+                                         ("cores", d.cores)) if v is not None}
+            if not d.fingerprint_derived and run.machine_fingerprint:
+                machine["fingerprint"] = run.machine_fingerprint
+            out.append(RunProfile(
+                program=run.program, npes=run.npes, params=dict(run.params),
+                settings=dict(run.settings), pes=pes,
+                fingerprint=run.machine_fingerprint or "", elapsed_s=run.elapsed_s,
+                id=run.id, source=str(self.path), argv=d.argv,
+                interfaces=interfaces.get(run.id, {}), accesses=d.accesses,
+                backend=d.backend, started_at=run.started_at, machine=machine, bench=d.bench,
+                schema_version=d.profile_version))
+        return out
+
+    def run_details(self, run_ids: Sequence[int]) -> dict[int, RunDetails]:
+        """run id -> what its profile said besides the columns of `runs()`."""
+        if self.version >= 6:
+            columns = ("argv, accesses, bench, machine_cpu, machine_cores, "
+                       "fingerprint_derived, profile_version")
+        else:  # a database opened read-only may be older: the document has them
+            columns = ("json_extract(document, '$.argv'), json_extract(document, '$.accesses'), "
+                       "json_extract(document, '$.bench'), "
+                       "json_extract(document, '$.machine.cpu'), "
+                       "json_extract(document, '$.machine.cores'), "
+                       "coalesce(json_extract(document, '$.machine.fingerprint'), '') = '', "
+                       "json_extract(document, '$.schema_version')")
+        out = {}
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for (run_id, backend, hostname, argv, accesses, bench, cpu, cores, derived,
+                 version) in self.conn.execute(
+                    f"SELECT id, backend, hostname, {columns} FROM runs "
+                    f"WHERE id IN ({marks})", chunk):
+                out[run_id] = RunDetails(backend, hostname, json.loads(argv or "[]"),
+                                         json.loads(accesses or "[]"), json.loads(bench or "{}"),
+                                         cpu, cores, bool(derived), int(version or 1))
+        return out
+
+    def run_interfaces(self, run_ids: Sequence[int]) -> dict[int, dict[str, str]]:
+        """run id -> module -> digest of the interface the program was built with."""
+        if self.version >= 6:
+            query = ("SELECT run_id, name, digest FROM run_interfaces "
+                     "WHERE run_id IN ({marks}) ORDER BY run_id, rowid")
+        else:
+            query = ("SELECT r.id, json_extract(i.value, '$.name'), "
+                     "json_extract(i.value, '$.digest') "
+                     "FROM runs AS r, json_each(r.document, '$.interfaces') AS i "
+                     "WHERE r.id IN ({marks}) ORDER BY r.id, i.key")
+        out: dict[int, dict[str, str]] = {}
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for run_id, name, digest in self.conn.execute(query.format(marks=marks), chunk):
+                out.setdefault(run_id, {})[name] = digest
+        return out
+
+    def absent_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
+        """run id -> pe -> [(position of the object in the PE's list, object id, module,
+        statistic, why it was not counted)], in position order."""
+        if self.version >= 6:
+            query = ("SELECT run_id, pe, position, object_id, module, stat, reason "
+                     "FROM object_absent WHERE run_id IN ({marks}) "
+                     "ORDER BY run_id, pe, position, rowid")
+        else:
+            query = ("SELECT r.id, json_extract(p.value, '$.pe'), o.key, "
+                     "json_extract(o.value, '$.id'), "
+                     "json_extract(o.value, '$.module'), a.key, a.value "
+                     "FROM runs AS r, json_each(r.document, '$.pes') AS p, "
+                     "json_each(p.value, '$.objects') AS o, json_each(o.value, '$.absent') AS a "
+                     "WHERE r.id IN ({marks}) ORDER BY r.id, p.key, o.key, a.key")
+        out: dict[int, dict[int, list]] = {}
+        for chunk in _chunks(run_ids):
+            marks = ",".join("?" * len(chunk))
+            for run_id, pe, position, oid, module, stat, reason in self.conn.execute(
+                    query.format(marks=marks), chunk):
+                out.setdefault(run_id, {}).setdefault(pe, []).append(
+                    (position, from_sql_u64(oid), module, stat, reason))
+        return out
+
+    def bench_metadata(self, run_ids: Sequence[int] | None = None) -> dict[int, dict]:
+        """run id -> what `mprof bench` measured around the run (the profile's `bench`)."""
+        ids = [r.id for r in self.runs()] if run_ids is None else list(run_ids)
+        details = self.run_details(ids)
+        return {run_id: details[run_id].bench for run_id in sorted(details)}
 
     def recorded_points(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT point_key FROM sweep_points")}
@@ -493,24 +640,17 @@ class ProfileDB:
                     access, enabler, from_sql_u64(count), observed, critical, pe))
         return out
 
-    def run_hosts(self, run_ids: Sequence[int]) -> dict[int, tuple[str | None, str | None]]:
-        """run id -> (backend, hostname)."""
-        out = {}
-        for chunk in _chunks(run_ids):
-            marks = ",".join("?" * len(chunk))
-            out.update((r[0], (r[1], r[2])) for r in self.conn.execute(
-                f"SELECT id, backend, hostname FROM runs WHERE id IN ({marks})", chunk))
-        return out
-
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
-        """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped)."""
+        """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped), the
+        objects in the order of the profile (their rows were inserted in that order)."""
         out: dict[int, dict[int, dict]] = {}
+        first: dict[tuple[int, int, int], int] = {}  # the object's first rowid
         # value_exact: migration 4 (a database opened read-only may be older)
         exact_column = "value_exact" if self.version >= 4 else "NULL"
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
-            for run_id, pe, oid, module, stat, value, exact in self.conn.execute(
-                f"SELECT run_id, pe, object_id, module, stat, value, {exact_column} "
+            for run_id, pe, oid, module, stat, value, exact, rowid in self.conn.execute(
+                f"SELECT run_id, pe, object_id, module, stat, value, {exact_column}, rowid "
                 f"FROM object_stats WHERE run_id IN ({marks}) ORDER BY run_id, pe, object_id",
                 chunk,
             ):
@@ -519,7 +659,10 @@ class ProfileDB:
                 oid = from_sql_u64(oid)
                 objects = out.setdefault(run_id, {}).setdefault(pe, {})
                 objects.setdefault(oid, (oid, module, {}))[2][stat] = value
-        return {r: {pe: list(objs.values()) for pe, objs in pes.items()} for r, pes in out.items()}
+                key = (run_id, pe, oid)
+                first[key] = min(first.get(key, rowid), rowid)
+        return {r: {pe: sorted(objs.values(), key=lambda o, r=r, pe=pe: first[r, pe, o[0]])
+                    for pe, objs in pes.items()} for r, pes in out.items()}
 
 
 # Integers a REAL holds exactly; SQLite's INTEGER range.
@@ -543,21 +686,61 @@ def _stat_columns(value) -> tuple[float, str | None]:
     return value, None
 
 
+def _objects(stats: list, absent: list) -> list[ObjectRecord]:
+    """A PE's object records, in the order of its profile, from its object_stats rows (in
+    that order) and its object_absent rows: an object whose statistics were all absent has
+    only the latter, which say where it stood in the list."""
+    records = [ObjectRecord(oid, module, values) for oid, module, values in stats]
+    by_id = {r.id: r for r in records}
+    for position, oid, module, stat, reason in absent:
+        if oid not in by_id:
+            by_id[oid] = ObjectRecord(oid, module, {})
+            records.insert(min(position, len(records)), by_id[oid])
+        by_id[oid].absent[stat] = reason
+    return records
+
+
+def stored_document(profile: RunProfile, category_rows: dict[int, list[dict]]) -> dict:
+    """The run profile document of a run read from the tables, as it was imported, so that an
+    exported run imported again is recognised as the same run (document_sha256):
+    `to_document`, with each PE's category rows in their stored order (`category_rows`,
+    ProfileDB.category_rows) and the statistics that are whole numbers written as JSON
+    integers.  object_stats.value is REAL, which does not keep whether the profile wrote 5 or
+    5.0; the runtime writes every whole number without a fraction (%.17g,
+    runtime/src/profile.c), so this gives back its text."""
+    doc = profile.to_document()
+    for pe in doc["pes"]:
+        if "categories" in pe:
+            pe["categories"] = category_rows.get(pe["pe"], [])
+        for obj in pe["objects"]:
+            obj["stats"] = {k: _whole(v) for k, v in obj["stats"].items()}
+    return doc
+
+
+def _whole(value):
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_REAL:
+        return int(value)
+    return value
+
+
 def _chunks(items, size=500):
     items = list(items)
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
-def _insert_run(conn, source, doc, text, digest) -> int:
+def _insert_run(conn, source, doc, digest) -> int:
     machine = doc.get("machine", {})
     cur = conn.execute(
         "INSERT INTO runs (program, backend, npes, started_at, elapsed_s, hostname, "
-        "machine_fingerprint, source, imported_at, document_sha256, document) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "machine_fingerprint, source, imported_at, document_sha256, argv, accesses, bench, "
+        "machine_cpu, machine_cores, fingerprint_derived, profile_version) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (doc["program"], doc.get("backend"), doc["npes"], doc.get("started_at"),
          doc.get("elapsed_s"), machine.get("hostname"), machine_fingerprint(doc), source,
-         _now(), digest, text),
+         _now(), digest, *(_json_or_null(doc.get(k)) for k in ("argv", "accesses", "bench")),
+         machine.get("cpu"), machine.get("cores"), 0 if machine.get("fingerprint") else 1,
+         doc["schema_version"]),
     )
     run_id = cur.lastrowid
     for kind, key in (("param", "params"), ("setting", "settings")):
@@ -569,6 +752,10 @@ def _insert_run(conn, source, doc, text, digest) -> int:
               else None)
              for name, value in doc.get(key, {}).items()],
         )
+    conn.executemany(
+        "INSERT INTO run_interfaces (run_id, name, digest) VALUES (?, ?, ?)",
+        [(run_id, i["name"], i["digest"]) for i in doc.get("interfaces", [])],
+    )
     for pe in doc["pes"]:
         conn.execute(
             "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, idle_cpu_s, "
@@ -590,12 +777,23 @@ def _insert_run(conn, source, doc, text, digest) -> int:
              for obj in pe["objects"] for stat, value in obj["stats"].items()],
         )
         conn.executemany(
+            "INSERT INTO object_absent (run_id, pe, position, object_id, module, stat, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, pe["pe"], position, to_sql_u64(obj["id"]), obj["module"], stat, reason)
+             for position, obj in enumerate(pe["objects"])
+             for stat, reason in obj.get("absent", {}).items()],
+        )
+        conn.executemany(
             "INSERT INTO latency (run_id, pe, access, enabler, count, observed_s, critical_s) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(run_id, pe["pe"], row["access"], row["enabler"], to_sql_u64(row["count"]),
               row["observed_s"], row["critical_s"]) for row in pe.get("latency", [])],
         )
     return run_id
+
+
+def _json_or_null(value) -> str | None:
+    return None if value is None else canonical_json(value)
 
 
 def machine_fingerprint(doc: dict) -> str:

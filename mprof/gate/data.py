@@ -9,7 +9,7 @@ summed over PEs and objects per (module, statistic).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,12 +105,7 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
         raise MprofError(f"{name} database {path} does not exist")
     side = Side(name, path, list(where))
     side.run_set = RunSet.from_databases([path], where)
-    profiles = list(side.run_set)
-    # runs stored before the database kept category times in a table of their own have them
-    # only in their documents
-    measured = stored_category_times(path, [p.id for p in profiles if not p.has_categories])
-    side.runs = [RunData(p, categories=category_totals(p, measured.get(p.id)))
-                 for p in profiles]
+    side.runs = [RunData(p, categories=category_totals(p)) for p in side.run_set]
     if where and not side.runs:
         with ProfileDB(path, create=False) as db:
             explanation = explain_no_match(db.runs(), where)
@@ -123,49 +118,10 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
 BUSY = "(busy)"  # CPU time outside the idle loop, where a run has no category times
 
 
-def stored_category_times(database: str | Path, run_ids) -> dict[int, list]:
-    """run id -> per PE (in PE order) the `categories` rows of its stored run profile, or None
-    for a PE without them, read from the stored documents (runs.document): for runs imported
-    before the database kept them in its category_time table (migration 5 fills it for new
-    runs only)."""
-    out: dict[int, list] = {}
-    ids = [i for i in run_ids if i is not None]
-    if not ids:
-        return out
-    with ProfileDB(database, create=False) as db:
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for run_id, text in db.conn.execute(
-                    f"SELECT id, document FROM runs WHERE id IN ({marks})", chunk):
-                try:
-                    doc = json.loads(text)
-                except (TypeError, ValueError):
-                    continue
-                pes = sorted(doc.get("pes", []), key=lambda p: p.get("pe", 0))
-                out[run_id] = [p.get("categories") for p in pes]
-    return out
-
-
-def category_totals(profile: RunProfile, per_pe: list | None = None) -> dict[str, float] | None:
-    """Access category -> CPU seconds summed over PEs: the profile's own (RunProfile
-    .category_totals), else from the PEs' `categories` rows given; the CPU time of a PE that
-    took no sample counts as NOT_SAMPLED.  None when no PE of the run measured category
-    times."""
-    if profile.has_categories:
-        return profile.category_totals()
-    if not per_pe or all(not rows for rows in per_pe):
-        return None
-    totals: dict[str, float] = {}
-    for pe, rows in zip(profile.pes, per_pe):
-        if not rows:
-            if pe.cpu_s:
-                totals[NOT_SAMPLED] = totals.get(NOT_SAMPLED, 0.0) + float(pe.cpu_s)
-            continue
-        for row in rows:
-            name = str(row.get("access", "?"))
-            totals[name] = totals.get(name, 0.0) + float(row.get("cpu_s", 0.0))
-    return totals
+def category_totals(profile: RunProfile) -> dict[str, float] | None:
+    """Access category -> CPU seconds summed over PEs (RunProfile.category_totals); None when
+    no PE of the run measured category times."""
+    return profile.category_totals() if profile.has_categories else None
 
 
 def busy_time(profile: RunProfile) -> float | None:
@@ -217,11 +173,14 @@ class StatProperties:
         return stat in self.measured.get(module, ())
 
 
-def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> StatProperties:
-    """Find the interface (.perf) of each module: first among `interfaces` (files, or folders
-    holding MODULE.perf), then on the interface search path (mprof.iface.registry:
-    $MPROF_PERF_PATH, the source tree's runtime/, instrumented-lib/*/, benchmarks/*/).
-    Files given explicitly must be valid; a broken file on the search path is a warning."""
+def statistic_properties(modules, interfaces: Sequence[str | Path] = (),
+                         digests: Mapping[str, Iterable[str]] | None = None) -> StatProperties:
+    """Find the interface (.perf) of each module: first among `interfaces` (files), then the
+    text the runs recorded (`digests`: module -> the digests of the compared runs, from their
+    profiles' `interfaces`) or the MODULE.perf in the folders of `interfaces` and on the
+    interface search path (mprof.iface.registry.for_runs, which warns when the file found by
+    name is not the runs' text).  Files given explicitly must be valid; a broken file on the
+    search path is a warning."""
     from ..iface import load_interface, registry
 
     props = StatProperties()
@@ -239,7 +198,8 @@ def statistic_properties(modules, interfaces: Sequence[str | Path] = ()) -> Stat
                                                if s.measured})
         props.sources.setdefault(iface.name, str(path))
     for module in sorted(wanted - set(props.measured)):
-        path = registry.find(module, dirs)
+        path, warnings = registry.for_runs(module, (digests or {}).get(module, ()), dirs)
+        props.warnings.extend(warnings)
         if path is None:
             continue
         try:

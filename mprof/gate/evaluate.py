@@ -388,7 +388,12 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
         raise MprofError(_nothing_shared(baseline, candidate, base_cfg, cand_cfg, labels))
     units = report.units
     modules = {m for side in (baseline, candidate) for r in side.runs for m, _ in r.stats}
-    props = statistic_properties(modules, interfaces)
+    digests: dict[str, set[str]] = {}  # the interface texts the runs were recorded with
+    for side in (baseline, candidate):
+        for r in side.runs:
+            for module, digest in r.profile.interfaces.items():
+                digests.setdefault(module, set()).add(digest)
+    props = statistic_properties(modules, interfaces, digests)
     report.warnings.extend(props.warnings)
     report.inexact_stats = _inexact_stats(base_cfg, props)
 

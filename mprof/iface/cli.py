@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..errors import MprofError, bounded_message
-from . import load_interface
+from . import load_interface, registry
 from .codegen import check_module_names, write
 from .formatter import format_interface
 
@@ -25,7 +26,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
-        "compile", help="generate <module>_perf.h and <module>_perf.c for each interface"
+        "compile", help="generate <module>_perf.h and <module>_perf.c for each interface, "
+        "and keep its text in the interface store ($MPROF_IFACE_STORE, else "
+        "$XDG_CACHE_HOME/mprof/interfaces or ~/.cache/mprof/interfaces) under its digest"
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument(
@@ -106,7 +109,21 @@ def cmd_compile(args) -> int:
         for path in write(iface, args.output):
             if not args.quiet:
                 print(path)
+    for path in args.files:
+        _remember(path)
     return 0
+
+
+def _remember(path: str) -> None:
+    """Keep the interface's text in the store (mprof.iface.registry.remember), where fits and
+    the gate find it by the digest the runs record.  A store that cannot be written (a
+    read-only home in a build sandbox) costs only that lookup: a warning, not a failed build."""
+    try:
+        registry.remember(Path(path).read_bytes())
+    except OSError as exc:
+        print(f"mprof: warning: interface {path} not kept in the store {registry.store_dir()}: "
+              f"{exc.strerror or exc} ($MPROF_IFACE_STORE names another folder)",
+              file=sys.stderr)
 
 
 def cmd_show(args) -> int:

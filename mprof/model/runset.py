@@ -51,6 +51,15 @@ class RunSet:
         return RunSet(tuple(r for r in self.runs if id(r) not in drop), self.sources,
                       self.modules)
 
+    def interface_digests(self) -> dict[str, set[str]]:
+        """module -> the digests of its interface text that the runs recorded (RunProfile
+        .interfaces; runs recorded before profiles carried them add none)."""
+        out: dict[str, set[str]] = {}
+        for run in self.runs:
+            for module, digest in run.interfaces.items():
+                out.setdefault(module, set()).add(digest)
+        return out
+
     def __iter__(self) -> Iterator[RunProfile]:
         return iter(self.runs)
 
@@ -68,4 +77,16 @@ def database_modules(databases: Iterable[str | Path]) -> frozenset[str]:
     return frozenset(modules)
 
 
-__all__ = ["RunSet", "database_modules"]
+def database_interface_digests(databases: Iterable[str | Path]) -> dict[str, set[str]]:
+    """module -> the digests of its interface text that the databases' runs recorded, read
+    from their run_interfaces tables (without loading the runs)."""
+    out: dict[str, set[str]] = {}
+    for path in databases:
+        with ProfileDB(path, create=False) as db:
+            for per_run in db.run_interfaces([r.id for r in db.runs()]).values():
+                for module, digest in per_run.items():
+                    out.setdefault(module, set()).add(digest)
+    return out
+
+
+__all__ = ["RunSet", "database_interface_digests", "database_modules"]

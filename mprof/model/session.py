@@ -20,7 +20,7 @@ from ..numbers import parse_number
 from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
 from .modelfile import FIXED, Model, ModuleInfo, load_model
-from .runset import RunSet, database_modules
+from .runset import RunSet, database_interface_digests, database_modules
 from .samples import LoadedInterface, load_samples, make_design
 
 # `Replicates`: every run is a sample, or each configuration's median or fastest run
@@ -91,7 +91,6 @@ class FitSession:
 
     def load_interface(self, spec: str) -> str:
         """Load a .perf file by path, or find MODULE.perf on the search path."""
-        from ..iface import load_interface
 
         if spec.endswith(".perf") or os.sep in spec or "/" in spec:
             path = self.resolve(spec)
@@ -102,6 +101,11 @@ class FitSession:
             if path is None:
                 raise MprofError(f"no interface {spec}.perf on the search path: "
                                  + registry.describe(self.own_search_dirs()))
+        return self._load_file(path)
+
+    def _load_file(self, path: Path) -> str:
+        from ..iface import load_interface
+
         iface = load_interface(str(path))
         self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface,
                                                       path.read_text(encoding="utf-8"))
@@ -166,13 +170,20 @@ class FitSession:
     # -- the fit ----------------------------------------------------------------------------
 
     def _autoload(self) -> None:
-        """With no Interface directive, use every module of the fit data that has an interface
-        on the search path (the paper's scripts name no interfaces)."""
+        """With no Interface directive, use every module of the fit data that has an interface:
+        the text the runs recorded (by its digest) or the file on the search path
+        (mprof.iface.registry.for_runs, which warns when the two differ); the paper's scripts
+        name no interfaces."""
         modules = (self.runs.modules if self.runs is not None
                    else database_modules(self.fit_databases))
+        digests = (self.runs.interface_digests() if self.runs is not None
+                   else database_interface_digests(self.fit_databases))
         for module in sorted(modules):
-            if self.find_interface(module) is not None:
-                self.load_interface(module)
+            path, warnings = registry.for_runs(module, digests.get(module, ()),
+                                               self.own_search_dirs())
+            self.warnings.extend(warnings)
+            if path is not None:
+                self._load_file(path)
 
     def _resolve_names(self) -> tuple[dict[str, float], dict[str, str], set[str], np.ndarray]:
         """Imported values, their sources, ignored parameters, and the imported parameters'

@@ -184,22 +184,32 @@ def test_stratified_comparison_basics():
     assert c.p_regression == pytest.approx((1 / 6) ** 3)
 
 
-def test_category_times_of_runs_imported_before_the_table_are_read_from_their_documents(
+def test_category_times_of_runs_imported_before_the_table_are_read_after_migration(
         tmp_path):
     """A database that held runs with category times before it kept them in category_time
-    (the migration fills it for new runs only): the gate reads them from the documents."""
+    (only their documents had them): opening it fills the table from the documents, and the
+    gate sees them."""
     import sqlite3
+
+    from profile_roundtrip import insert_as_schema_5
+
+    from mprof.db import schema
+    from mprof.db.store import ProfileDB
 
     rng = np.random.default_rng(31)
     base = write_category_db(tmp_path / "b.db", rng, reps=4)
-    cand = write_category_db(tmp_path / "c.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
-    conn = sqlite3.connect(cand)
-    conn.execute("DELETE FROM category_time")
-    conn.execute("UPDATE pe_samples SET categories = NULL")
-    conn.commit()
+    new = write_category_db(tmp_path / "new.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
+    with ProfileDB(new) as db:
+        docs = [doc for _, doc in db.documents()]
+    cand = tmp_path / "c.db"
+    conn = sqlite3.connect(cand, isolation_level=None)
+    schema.migrate(conn, target=5)
+    for doc in docs:
+        insert_as_schema_5(conn, doc, tables_since=(3, 4))  # not category_time
+    assert conn.execute("SELECT COUNT(*) FROM category_time").fetchone() == (0,)
     conn.close()
     side = load_side("candidate", cand)
-    assert not any(r.profile.has_categories for r in side.runs)
+    assert all(r.profile.has_categories for r in side.runs)
     assert all(r.categories and "dca:UPDATE" in r.categories for r in side.runs)
     report = _report(base, cand)
     assert {u.id: u.verdict for u in report.units}["cat:dca:UPDATE"] == REGRESSION
