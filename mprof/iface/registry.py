@@ -36,7 +36,9 @@ SUFFIX = ".perf"
 
 def digest(text: str | bytes) -> str:
     """The digest a run profile records for an interface: SHA-256 of its UTF-8 text, hex."""
-    data = text.encode("utf-8") if isinstance(text, str) else text
+    # surrogatepass: a text that is not valid Unicode (a lone surrogate) still has a digest,
+    # and the parser, not the digest, reports what is wrong with it
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
 
 
@@ -85,7 +87,9 @@ def remember(text: str | bytes) -> Path:
     """Keep a copy of an interface's text in the store as `<digest>.perf` (once: the name is
     the content) and return its path.  Written to a temporary file and renamed, so that builds
     running side by side never leave a partial file; OSError when the store cannot be written."""
-    data = text.encode("utf-8") if isinstance(text, str) else text
+    # surrogatepass: a text that is not valid Unicode (a lone surrogate) still has a digest,
+    # and the parser, not the digest, reports what is wrong with it
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     directory = store_dir()
     path = directory / f"{digest(data)}{SUFFIX}"
     if path.is_file():
