@@ -549,11 +549,15 @@ class ProfileDB:
                      "FROM runs AS r, json_each(r.document, '$.interfaces') AS i "
                      "WHERE r.id IN ({marks}) ORDER BY r.id, i.key")
         out: dict[int, dict[str, str]] = {}
-        for chunk in _chunks(run_ids):
-            marks = ",".join("?" * len(chunk))
-            for run_id, name, digest in self.conn.execute(query.format(marks=marks), chunk):
-                out.setdefault(run_id, {})[name] = digest
+        for run_id, name, digest in self._rows_of_runs(query, run_ids):
+            out.setdefault(run_id, {})[name] = digest
         return out
+
+    def _rows_of_runs(self, query: str, run_ids: Sequence[int]):
+        """The rows of `query` (its `{marks}`: the placeholders of `run_ids`), run ids taken
+        500 at a time (SQLite's limit on host parameters)."""
+        for chunk in _chunks(run_ids):
+            yield from self.conn.execute(query.format(marks=",".join("?" * len(chunk))), chunk)
 
     def absent_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
         """run id -> pe -> [(position of the object in the PE's list, object id, module,
@@ -570,12 +574,10 @@ class ProfileDB:
                      "json_each(p.value, '$.objects') AS o, json_each(o.value, '$.absent') AS a "
                      "WHERE r.id IN ({marks}) ORDER BY r.id, p.key, o.key, a.key")
         out: dict[int, dict[int, list]] = {}
-        for chunk in _chunks(run_ids):
-            marks = ",".join("?" * len(chunk))
-            for run_id, pe, position, oid, module, stat, reason in self.conn.execute(
-                    query.format(marks=marks), chunk):
-                out.setdefault(run_id, {}).setdefault(pe, []).append(
-                    (position, from_sql_u64(oid), module, stat, reason))
+        for run_id, pe, position, oid, module, stat, reason in self._rows_of_runs(query,
+                                                                                  run_ids):
+            out.setdefault(run_id, {}).setdefault(pe, []).append(
+                (position, from_sql_u64(oid), module, stat, reason))
         return out
 
     def bench_metadata(self, run_ids: Sequence[int] | None = None) -> dict[int, dict]:

@@ -108,12 +108,15 @@ def stored(wanted: str) -> Path | None:
     """The store's copy of the interface text with digest `wanted`, or None (also for a copy
     whose content no longer has its name's digest)."""
     path = store_dir() / f"{wanted}{SUFFIX}"
+    return path if _has_digest(path, wanted) else None
+
+
+def _has_digest(path: Path, wanted: str) -> bool:
+    """Whether `path` is a readable file whose text has the digest `wanted`."""
     try:
-        if path.is_file() and digest(path.read_bytes()) == wanted:
-            return path
+        return path.is_file() and digest(path.read_bytes()) == wanted
     except OSError:
-        pass
-    return None
+        return False
 
 
 def find_by_digest(module: str, wanted: str,
@@ -126,11 +129,8 @@ def find_by_digest(module: str, wanted: str,
         return copy
     for directory in search_path(explicit):
         candidate = directory / f"{module}{SUFFIX}"
-        try:
-            if candidate.is_file() and digest(candidate.read_bytes()) == wanted:
-                return candidate
-        except OSError:
-            continue
+        if _has_digest(candidate, wanted):
+            return candidate
     return None
 
 
