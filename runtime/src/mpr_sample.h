@@ -40,8 +40,9 @@ void mpr_sample_setup(void);
  * a worker that multiplexes several (it says which with mpr_sample_switch).  NULL when
  * sampling is off or the timer could not be made. */
 mpr_sampler *mpr_sample_start(mpr_pe *pe);
-/* The PE the thread runs from now on (NULL: none, the worker's own scheduler). */
-void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe);
+/* The PE the thread runs from now on (NULL: none, the worker's own scheduler), from the
+ * monotonic time `now_ns` (the caller reads it for its own accounting of the slice). */
+void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns);
 /* Around a wait in which the thread sleeps (on that thread): the timer stops, so that a
  * sleeping thread is not woken every period, and starts again. */
 void mpr_sample_pause(mpr_sampler *s);
@@ -55,10 +56,11 @@ static inline mpr_sampler *mpr_sample_start(mpr_pe *pe)
     (void)pe;
     return NULL;
 }
-static inline void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe)
+static inline void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns)
 {
     (void)s;
     (void)pe;
+    (void)now_ns;
 }
 static inline void mpr_sample_pause(mpr_sampler *s) { (void)s; }
 static inline void mpr_sample_resume(mpr_sampler *s) { (void)s; }

@@ -170,12 +170,11 @@ mpr_sampler *mpr_sample_start(mpr_pe *pe)
     return s;
 }
 
-void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe)
+void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns)
 {
     if (!s)
         return;
-    atomic_store_explicit(&s->switched_ns, pe ? clock_ns(CLOCK_MONOTONIC) : 0,
-                          memory_order_relaxed);
+    atomic_store_explicit(&s->switched_ns, pe ? now_ns : 0, memory_order_relaxed);
     atomic_store_explicit(&s->pe, pe, memory_order_relaxed);
 }
 

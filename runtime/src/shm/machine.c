@@ -748,12 +748,12 @@ static void run_slice(shm_worker *w, shm_pe *sp)
     w->resident = sp;
     mpr_pe_bind(sp->pe);
     w->running = sp;
-    mpr_sample_switch(w->sampler, sp->pe);
     uint64_t t0 = mono_ns();
+    mpr_sample_switch(w->sampler, sp->pe, t0);
     mpr_ctx_switch(&w->ctx, &sp->ctx);
     sp->ran_ns += mono_ns() - t0;
     /* the worker's own scheduler is no PE's CPU time (mux_teardown), nor its samples */
-    mpr_sample_switch(w->sampler, NULL);
+    mpr_sample_switch(w->sampler, NULL, 0);
     w->running = NULL;
 }
 
