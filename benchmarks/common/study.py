@@ -2,13 +2,23 @@
 program configuration several times with MPROF_OUT set, report every run with
 `mprof report RUN --model MODEL --json` (the runtime's fitted cost model, made by `make demo`),
 and reduce the runs to medians with their spread, in the paper's convention (seconds averaged
-over PEs)."""
+over PEs).
+
+Every study takes the same axes: a problem size (`--size small|paper`: small for tests and
+smoke runs, paper for the dissertation's ratio of computation to runtime overhead, chosen with
+`--calibrate`), the PE counts (`--pes 2` or `--pes 8,16`: a row per configuration and PE count,
+named `config@P`, with the speedup over the study's 1-PE run) and the message service
+(`--flush default,4:0`: the runtime's flush period and delay, MPROF_FLUSH_FIBERS /
+MPROF_FLUSH_DELAY_US, applied to the study's initial configuration; the modern counterpart of
+the paper's lower aggregation).  benchmarks/studies.sh runs all five."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -17,6 +27,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RTS_MODEL = ROOT / "build/workflows/rts.model.json"
 COST = ["THREAD", "IDLE", "COMM_ALPHA", "COMM_BETA"]  # categories of runtime/rts.perf
+README = ROOT / "README.md"
+FLUSH_DEFAULT = "default,4:0"
+
+RATIO_NOTE = (
+    "`comp/rt`: the ratio of computation to runtime overhead, per PE: the busy CPU time (the "
+    "measured CPU time less the idle loop's) less the runtime's costs, over the runtime's "
+    "costs (threads and communication, priced by the runtime's fitted model: THREAD + "
+    "COMM_ALPHA + COMM_BETA + COMM_LOCAL).  The paper's ratio is derived from its figures the "
+    "same way: (total - idle - threads - communication) / (threads + communication).  Both "
+    "leave the idle time out: it depends on the machine's load here and on the PE count.")
 
 
 EXPLAINED_NOTE = (
@@ -38,25 +58,129 @@ def run(tag, cmd, env=None, **kw):
     return proc
 
 
-def parser(doc: str, program: str, reps: int) -> argparse.ArgumentParser:
-    """The options every study takes; the study adds its own."""
+def pe_list(text: str) -> list[int]:
+    """`--pes 8,16`: the PE counts of the parallel runs, each at least 2."""
+    try:
+        pes = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of PE counts: '{text}'") from None
+    if not pes or any(p < 2 or p > 1024 for p in pes) or len(set(pes)) != len(pes):
+        raise argparse.ArgumentTypeError(f"PE counts must be distinct, in [2, 1024]: '{text}'")
+    return sorted(pes)
+
+
+FLUSH = re.compile(r"(\d+):(\d+)$")
+
+
+def flush_list(text: str) -> list[str]:
+    """`--flush default,4:0`: message-service settings, each `default` (the runtime's) or
+    `K:D` (MPROF_FLUSH_FIBERS=K, MPROF_FLUSH_DELAY_US=D)."""
+    specs = [x.strip() for x in text.split(",") if x.strip()]
+    for x in specs:
+        m = FLUSH.match(x)
+        if x != "default" and not (m and int(m.group(1)) >= 1):
+            raise argparse.ArgumentTypeError(
+                f"a flush setting is 'default' or FIBERS:DELAY_US with FIBERS >= 1: '{x}'")
+    if "default" not in specs:
+        specs.insert(0, "default")
+    return list(dict.fromkeys(specs))
+
+
+def flush_env(spec: str) -> dict:
+    """The environment of one flush setting."""
+    if spec == "default":
+        return {}
+    k, d = FLUSH.match(spec).groups()
+    return {"MPROF_FLUSH_FIBERS": int(k), "MPROF_FLUSH_DELAY_US": int(d)}
+
+
+def flush_name(spec: str) -> str:
+    """The suffix a flush setting gives a configuration's name ('' for the default)."""
+    return "" if spec == "default" else "-flush" + spec.replace(":", ".")
+
+
+def flush_label(spec: str) -> str:
+    if spec == "default":
+        return "the runtime's default flush (64 fibers, 1000 us)"
+    k, d = FLUSH.match(spec).groups()
+    return f"flush every {k} fibers, delay {d} us"
+
+
+def parser(doc: str, program: str, sizes: dict) -> argparse.ArgumentParser:
+    """The options every study takes; the study adds its own.  `sizes` maps each --size to its
+    settings (`reps` among them), which become the defaults of the options of the same name."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--pes", type=int, default=2, help="PEs of the parallel runs (default 2)")
-    ap.add_argument("--reps", type=int, default=reps, help="runs per configuration")
+    ap.add_argument("--size", choices=list(sizes), default="small",
+                    help="problem size: small (tests, smoke runs; the default) or paper (the "
+                    "dissertation's ratio of computation to runtime overhead)")
+    ap.add_argument("--pes", type=pe_list, default=[2],
+                    help="PE counts of the parallel runs, comma separated (default 2; 8,16 on "
+                    "a 16-core machine)")
+    ap.add_argument("--flush", type=flush_list, default=flush_list(FLUSH_DEFAULT),
+                    help="message-service settings for the initial configuration: 'default' "
+                    f"or FIBERS:DELAY_US, comma separated (default {FLUSH_DEFAULT})")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="runs per configuration (default: the size's)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="only measure the ratio of computation to runtime overhead at the "
+                    "candidate sizes (results/calibration.json), to choose the paper size")
     ap.add_argument("--model", type=Path, default=RTS_MODEL, help="the runtime's cost model")
     ap.add_argument("--work", type=Path, default=ROOT / "build/experiments" / program)
     ap.add_argument("--out", type=Path,
                     default=ROOT / "benchmarks" / program / "experiments" / "results")
     ap.add_argument("--render", action="store_true",
                     help="only write summary.md again from the runs' summary.json")
+    ap.set_defaults(sizes=sizes)
     return ap
 
 
+def settings(ap: argparse.ArgumentParser, argv=None):
+    """Parses the command line; every option left unset takes the size's value."""
+    args = ap.parse_args(argv)
+    for key, value in args.sizes[args.size].items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    return args
+
+
+SAVED = ("size", "pes", "flush", "reps")
+
+
+def study_row(args, extra=()) -> dict:
+    """The settings of this study, kept in summary.json so that --render reproduces it."""
+    return {"name": "_study", "cores": os.cpu_count(),
+            **{k: getattr(args, k) for k in (*SAVED, *extra)}}
+
+
 def saved(args) -> dict | None:
-    """With --render: the rows of the last study, by name; else None."""
+    """With --render: the rows of the last study, by name, and the study's settings restored
+    into args; else None."""
     if not args.render:
         return None
-    return {row["name"]: row for row in json.loads((args.out / "summary.json").read_text())}
+    rows = {row["name"]: row for row in json.loads((args.out / "summary.json").read_text())}
+    for key, value in rows.get("_study", {}).items():
+        if key not in ("name", "cores"):
+            setattr(args, key, value)
+    return rows
+
+
+def at(rows: dict, pes: int) -> dict:
+    """The rows of one PE count, by configuration name (`config@P` -> `config`), with the
+    rows that have no PE count (the 1-PE runs and the study's own rows)."""
+    out = {}
+    for name, row in rows.items():
+        base, _, p = name.partition("@")
+        if not p:
+            out[name] = row
+        elif int(p) == pes:
+            out[base] = row
+    return out
+
+
+def speedup(seq: dict, row: dict, key: str) -> float | None:
+    """The 1-PE run's median of mp_param `key` over row's."""
+    a, b = param_stat(seq, key)[0], param_stat(row, key)[0]
+    return a / b if a and b else None
 
 
 def setup(tag: str, program: str, args) -> tuple[Path, Path]:
@@ -102,7 +226,31 @@ def figures(doc: dict) -> dict:
     for a in doc["latency"]:
         out["obs:" + a["access"]] = a["observed_s"] / P
         out["crit:" + a["access"]] = a["critical_s"] / P
+    out.update(overhead_ratio(out))
     return out
+
+
+def overhead_ratio(fig: dict) -> dict:
+    """Computation and runtime overhead per PE, and their ratio (RATIO_NOTE): the runtime's
+    modelled costs other than IDLE, and the busy CPU time beyond them."""
+    runtime = sum(fig.get(c) or 0.0 for c in ("THREAD", "COMM_ALPHA", "COMM_BETA", "COMM_LOCAL"))
+    comp = fig["Total"] - (fig.get("IDLE") or 0.0) - runtime
+    return {"Runtime": runtime, "Comp": comp,
+            "ratio": comp / runtime if runtime > 0 else None}
+
+
+def paper_ratio(total, idle, threads, alpha, beta) -> float:
+    """The paper's ratio of computation to runtime overhead from one row of its figures
+    (seconds averaged over PEs): what is neither idle nor threads nor communication, over
+    threads and communication."""
+    runtime = threads + alpha + beta
+    return (total - idle - runtime) / runtime
+
+
+def ratio_range(ratios) -> str:
+    """The paper's ratios of several machines as `lo-hi`."""
+    vals = [r for r in ratios if r is not None]
+    return f"{min(vals):.1f}-{max(vals):.1f}" if vals else "not given"
 
 
 def _one_run(tag, name, rep, exe, args, env_extra, model, work: Path):
@@ -195,6 +343,62 @@ def param_stat(row: dict, name: str):
     return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
 
 
+def calibrate(tag, exe, model, args, candidates, work: Path) -> list[dict]:
+    """The ratio of computation to runtime overhead at each candidate size, one run each at
+    the first PE count: [(label, command, ratio, computation and runtime per PE)]; kept in
+    results/calibration.json, which the summary shows."""
+    out = []
+    pes = args.pes[0]
+    for label, cmd, env in candidates:
+        _, fig, _ = _one_run(tag, "calibrate", 0, exe, cmd, {"MPROF_PES": pes, **env}, model,
+                             work)
+        out.append({"size": label, "pes": pes, "cmd": " ".join(map(str, cmd)),
+                    "ratio": fig["ratio"], "Comp": fig["Comp"], "Runtime": fig["Runtime"]})
+        log(tag, f"{label}: computation/runtime {fig['ratio']}")
+    (args.out / "calibration.json").write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
+def calibration_lines(out: Path, sizes: dict, target: str) -> list[str]:
+    """The calibration table (results/calibration.json), when there is one."""
+    path = out / "calibration.json"
+    if not path.exists():
+        return []
+    cal = json.loads(path.read_text())
+    lines = ["", f"Calibration (`run.py --calibrate`, one run per candidate on {cal[0]['pes']} "
+             f"PEs): comp/rt at each candidate size; the paper's is {target}.  The sizes: "
+             + "; ".join(f"{k}: {v['label']}" for k, v in sizes.items()) + ".", "",
+             "| candidate | command | computation / PE | runtime / PE | comp/rt |",
+             "|---|---|---|---|---|"]
+    for c in cal:
+        lines.append(f"| {c['size']} | `{c['cmd']}` | {c['Comp']:.4f} s | "
+                     f"{c['Runtime']:.5f} s | {fmt(c['ratio'], 1)} |")
+    return lines
+
+
+def ratio_cell(row: dict) -> str:
+    """comp/rt of a row: the median over its runs with the range."""
+    r = row.get("ratio")
+    return "" if r is None else f"{r:.1f} ({fmt_range(row, 'ratio', 1)})"
+
+
+def pending_note(args, program: str) -> str:
+    """Which PE counts the summary has, and the command for the others."""
+    have = ", ".join(map(str, args.pes))
+    if max(args.pes) >= 8:
+        return f"PE counts measured: {have}."
+    return (f"Tables for {have} PEs only: the 8- and 16-PE tables are pending a run on a "
+            f"machine with 16 cores (`benchmarks/studies.sh --pes 8,16 --size {args.size}`, "
+            f"or this study alone: `.venv/bin/python benchmarks/{program}/experiments/run.py "
+            f"--pes 8,16 --size {args.size}`).")
+
+
+def in_short(text: str) -> str:
+    """The summary's short paragraph, which README.md's section "The applications" quotes
+    verbatim (benchmarks/common/readme.py keeps the two equal)."""
+    return "In short: " + " ".join(text.split())
+
+
 def fmt(v, d=4) -> str:
     return "" if v is None else f"{v:.{d}f}"
 
@@ -214,3 +418,8 @@ def write(out: Path, rows, summary: str) -> None:
     (out / "summary.md").write_text(summary)
     (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
     print(summary)
+
+
+def geomean(vals) -> float:
+    vals = [v for v in vals if v]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")

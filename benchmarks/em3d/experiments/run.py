@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """EM3D study (Wen 1995, section 5.1.1, Fig 5.1) with mprof's own tools.
 
-    .venv/bin/python benchmarks/em3d/experiments/run.py [--pes 2] [--reps 9] [--model M]
+    .venv/bin/python benchmarks/em3d/experiments/run.py [--size small|paper] [--pes 2]
+        [--flush default,4:0] [--reps N] [--model M] [--nodes N] [--iters N] [--calibrate]
 
-Runs build/benchmarks/em3d/em3d at the paper's settings (1000 nodes per PE, 20 edges, PEs at
-most 3 apart, 100 iterations) with 0 %, 10 % and 20 % remote edges, --reps times each, and
-reports every run with the runtime's fitted cost model (`mprof report RUN --model M`,
+Runs build/benchmarks/em3d/em3d with 20 edges, PEs at most 3 apart (the paper's settings) and
+the size's nodes per PE and iterations (SIZES), once on one PE (the same nodes per PE: the
+scaled speedup, since EM3D's graph grows with the PEs) and, at every PE count of --pes, with
+0 %, 10 % and 20 % remote edges --reps times each, and 10 % at every other --flush setting.
+Reports every run with the runtime's fitted cost model (`mprof report RUN --model M`,
 default build/workflows/rts.model.json from `make demo`; made here when missing).  Writes
 <config>.txt (the median run's report) and summary.md in benchmarks/em3d/experiments/results/:
-time, idle, thread and communication costs, the validate barrier's observed/critical latency and the
-efficiency loss relative to 0 %, beside the paper's numbers, with the run-to-run spread.
+per PE count, time, idle, thread and communication costs, the ratio of computation to runtime
+overhead, the validate barrier's observed/critical latency and the efficiency loss relative to
+0 %, beside the paper's numbers, with the run-to-run spread.  --calibrate measures that ratio
+at the candidate node counts instead (results/calibration.json).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -35,56 +41,112 @@ PAPER = {
          "SP1": (3.97, 0.51, 0.04, 0.18, 0.93, 0.50, 0.50, 174)},
 }
 PAPER_ZERO = {"CM5": 6.84, "Paragon": 4.10, "SP1": 1.45}  # total time with 0 % remote edges
+# The paper's ratio of computation to runtime overhead at 10 % remote edges, per machine.
+PAPER_RATIO = {m: study.paper_ratio(t, i, th, ca, cb)
+               for m, (t, i, th, ca, cb, *_) in PAPER[10].items()}
+SIZES = {
+    "small": {"nodes": 300, "iters": 20, "reps": 3,
+              "label": "300 nodes per PE, 20 iterations, 3 runs"},
+    "paper": {"nodes": 1000, "iters": 100, "reps": 9,
+              "label": "1000 nodes per PE, 100 iterations, 9 runs (the paper's input)"},
+}
+CANDIDATES = [100, 300, 1000, 3000, 10000]  # nodes per PE, for --calibrate
+
+
+def command(args, remote, nodes=None) -> list[str]:
+    return [f"--nodes={nodes or args.nodes}", "--degree=20", "--span=3", f"--iters={args.iters}",
+            f"--remote={remote}"]
 
 
 def main(argv=None):
-    ap = study.parser(__doc__, "em3d", 9)
-    ap.add_argument("--iters", type=int, default=100)
-    args = ap.parse_args(argv)
+    ap = study.parser(__doc__, "em3d", SIZES)
+    ap.add_argument("--nodes", type=int, default=None, help="nodes per PE (default: the size's)")
+    ap.add_argument("--iters", type=int, default=None, help="iterations (default: the size's)")
+    args = study.settings(ap, argv)
     rows = study.saved(args)
     if rows is not None:
-        rows = {int(name.removeprefix("remote")): row for name, row in rows.items()}
         study.write(args.out, list(rows.values()), render(rows, args))
         return 0
     exe, model = study.setup(TAG, "em3d", args)
-    rows = {}
-    for remote in REMOTE:
-        cmd = ["--nodes=1000", "--degree=20", "--span=3", f"--iters={args.iters}",
-               f"--remote={remote}"]
-        rows[remote] = study.measure(TAG, f"remote{remote}", exe, cmd, {"MPROF_PES": args.pes},
-                                     args.reps, model, args.work, args.out)
+    if args.calibrate:
+        study.calibrate(TAG, exe, model, args,
+                        [(f"{n} nodes", command(args, 10, n), {}) for n in CANDIDATES], args.work)
+        return 0
+    rows = {"_study": study.study_row(args, ("nodes", "iters")),
+            "sequential": study.measure(TAG, "sequential", exe, command(args, 0),
+                                        {"MPROF_PES": 1}, args.reps, model, args.work, args.out)}
+    for pes in args.pes:
+        for remote in REMOTE:
+            name = f"remote{remote}@{pes}"
+            rows[name] = study.measure(TAG, name, exe, command(args, remote), {"MPROF_PES": pes},
+                                       args.reps, model, args.work, args.out)
+        for spec in args.flush[1:]:
+            name = f"remote10{study.flush_name(spec)}@{pes}"
+            rows[name] = study.measure(TAG, name, exe, command(args, 10),
+                                       {"MPROF_PES": pes, **study.flush_env(spec)}, args.reps,
+                                       model, args.work, args.out)
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
 
+def table(rows, args, pes) -> list[str]:
+    """The table of one PE count: a row per remote-edge share and flush setting."""
+    f = study.fmt
+    view = study.at(rows, pes)
+    it0 = study.param_stat(view["remote0"], "iter_s")[0]
+    lines = [
+        f"## {pes} PEs", "",
+        "| configuration | iterations (range) | scaled speedup | total | idle | THREAD | "
+        "COMM_ALPHA / COMM_BETA | comp/rt (range) | VALIDATE obs / crit | efficiency loss | "
+        "explained |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    names = [f"remote{r}" for r in REMOTE] + [f"remote10{study.flush_name(s)}"
+                                              for s in args.flush[1:]]
+    for name in names:
+        row = view[name]
+        it, lo, hi = study.param_stat(row, "iter_s")
+        sp = study.speedup(view["sequential"], row, "iter_s")
+        loss = f"{100 * (it / it0 - 1):.0f} %" if name != "remote0" and it0 else ""
+        lines.append(
+            f"| {name} | {f(it)} ({f(lo)}-{f(hi)}) | {f(sp and sp * pes, 2)} | "
+            f"{f(row.get('Total'))} | {f(row.get('IDLE'))} | {f(row.get('THREAD'), 5)} | "
+            f"{f(row.get('COMM_ALPHA'), 5)} / {f(row.get('COMM_BETA'), 5)} | "
+            f"{study.ratio_cell(row)} | "
+            f"{f(row.get('obs:' + VALIDATE))} / {f(row.get('crit:' + VALIDATE))} | {loss} | "
+            f"{row['explained']}/{row['runs']} |")
+    return lines + ["", "Findings:", ""] + findings(view, pes, args) + [""]
+
+
 def render(rows, args) -> str:
-    f, rng = study.fmt, study.fmt_range
-    it0 = study.param_stat(rows[0], "iter_s")[0]
+    seq = study.param_stat(rows["sequential"], "iter_s")[0]
     lines = [
         "# EM3D (Wen 1995, §5.1.1, Fig 5.1) reproduced with mprof",
         "",
-        f"`benchmarks/em3d/experiments/run.py`: {args.pes} PEs (shared memory; the machine has 2 "
-        f"cores), 1000 nodes per PE, 20 edges, PEs at most 3 apart, {args.iters} iterations, "
-        f"{args.reps} runs per setting.  Every number is the median over the runs, in seconds "
-        "averaged over the PEs (the paper's convention); the costs are the runtime's fitted "
-        "model (`mprof report RUN --model build/workflows/rts.model.json`).  `iterations` is "
-        "the program's own time of the iterations (construction excluded, as in the paper); "
-        "`total` is the whole run as profiled (construction included).",
+        readme(rows, args),
         "",
-        "| remote | iterations (range) | total | idle | THREAD | COMM_ALPHA / COMM_BETA | "
-        "VALIDATE obs / crit | efficiency loss | explained |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"`benchmarks/em3d/experiments/run.py --size {args.size}`: "
+        f"{SIZES[args.size]['label'].replace(', 9 runs', '').replace(', 3 runs', '')}, 20 "
+        f"edges, PEs at most 3 apart, {args.reps} runs per setting; PE counts "
+        f"{', '.join(map(str, args.pes))} on shared memory (the machine has "
+        f"{rows['_study']['cores']} cores), and one run set on 1 PE ({study.fmt(seq)} s of iterations)"
+        ".  Every number is the median over the runs, in seconds averaged over the PEs (the "
+        "paper's convention); the costs are the runtime's fitted model (`mprof report RUN "
+        "--model build/workflows/rts.model.json`).  `iterations` is the program's own time of "
+        "the iterations (construction excluded, as in the paper); `total` is the whole run as "
+        "profiled (construction included).  `scaled speedup`: P times the 1-PE time over the "
+        "P-PE time with the same nodes per PE (EM3D's graph grows with the PEs; the paper "
+        "gives no speedups for it).  Rows `-flushK.D`: 10 % remote edges with "
+        "MPROF_FLUSH_FIBERS=K, MPROF_FLUSH_DELAY_US=D.  " + study.pending_note(args, "em3d"),
+        "",
+        f"Ratio of computation to runtime overhead (comp/rt): the paper's, at 10 % remote "
+        f"edges: {ratio_text()}.",
+        "",
     ]
-    for remote, row in rows.items():
-        it, lo, hi = study.param_stat(row, "iter_s")
-        loss = f"{100 * (it / it0 - 1):.0f} %" if remote and it0 else ""
-        lines.append(
-            f"| {remote} % | {f(it)} ({f(lo)}-{f(hi)}) | {f(row.get('Total'))} | "
-            f"{f(row.get('IDLE'))} | {f(row.get('THREAD'), 5)} | "
-            f"{f(row.get('COMM_ALPHA'), 5)} / {f(row.get('COMM_BETA'), 5)} | "
-            f"{f(row.get('obs:' + VALIDATE))} / {f(row.get('crit:' + VALIDATE))} | {loss} | "
-            f"{row['explained']}/{row['runs']} |")
-    lines += ["", study.EXPLAINED_NOTE]
+    for pes in args.pes:
+        lines += table(rows, args, pes)
+    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
+    lines += study.calibration_lines(args.out, SIZES, study.ratio_range(PAPER_RATIO.values()))
     lines += ["", "The paper (Fig 5.1; 0 % remote edges: CM5 6.84 s, Paragon 4.10 s, SP1 1.45 s):",
               "", "| remote | machine | total | idle | threads | comm start-up / transfer | "
               "barrier obs / crit | efficiency loss |", "|---|---|---|---|---|---|---|---|"]
@@ -92,13 +154,37 @@ def render(rows, args) -> str:
         for m, (t, i, th, ca, cb, bo, bc, loss) in machines.items():
             lines.append(f"| {remote} % | {m} | {t} | {i} | {th} | {ca} / {cb} | {bo} / {bc} | "
                          f"{loss} % |")
-    lines += ["", "Findings:", ""] + findings(rows)
     lines += ["", "Commands (one configuration each):", ""]
-    lines += [f"- `{row['cmd']}`" for row in rows.values()]
+    lines += [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
-def findings(rows) -> list[str]:
+def ratio_text() -> str:
+    return ", ".join(f"{m} {r:.1f}" for m, r in PAPER_RATIO.items())
+
+
+def readme(rows, args) -> str:
+    """The paragraph README.md quotes (section "The applications")."""
+    pes = args.pes[0]
+    view = study.at(rows, pes)
+    it = {r: study.param_stat(view[f"remote{r}"], "iter_s")[0] for r in REMOTE}
+    beta = [view[f"remote{r}"].get("COMM_BETA") for r in REMOTE]
+    loss = [f"{100 * (it[r] / it[0] - 1):+.0f} % at {r} %" for r in (10, 20)]
+    grows = all(b is not None for b in beta) and beta[0] < beta[1] < beta[2]
+    return study.in_short(
+        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"computation to runtime overhead is {study.fmt(view['remote10'].get('ratio'), 1)} at "
+        f"10 % remote edges (the paper's: {ratio_text()}); the data transfer cost "
+        f"{'grows' if grows else 'does not grow'} with the remote edges and the idle time is "
+        "the validate barrier's latency, observed = critical, as in the paper; the median "
+        f"iteration time changes by {' and '.join(loss)} remote edges against 0 % (paper: "
+        "+25 to +88 % at 10 %, +37 to +174 % at 20 %), within a spread of runs this short on "
+        "a shared machine.")
+
+
+def findings(it_rows, pes, args) -> list[str]:
+    rows = {int(n.removeprefix("remote")): r for n, r in it_rows.items()
+            if re.fullmatch(r"remote\d+", n)}
     it = {r: study.param_stat(row, "iter_s") for r, row in rows.items()}
     out = []
 
@@ -132,10 +218,19 @@ def findings(rows) -> list[str]:
         f"validate barrier's latency ({study.fmt(r0.get('obs:' + VALIDATE))} s per PE) is most "
         f"of the iteration time ({study.fmt(it[0][0])} s), and the runtime model, fitted on "
         f"longer runs, explains {sum(row['explained'] for row in rows.values())} of "
-        f"{sum(row['runs'] for row in rows.values())} runs.  Two PEs on two cores also mean "
-        "every PE has one neighbour, so the distance limit of 3 PEs is not exercised.  Runs "
-        "this short are noisy: a finding counts only where the ranges of the iteration times "
-        "do not overlap.")
+        f"{sum(row['runs'] for row in rows.values())} runs.  "
+        + ("Two PEs also mean every PE has one neighbour, so the distance limit of 3 PEs is "
+           "not exercised.  " if pes == 2 else "")
+        + "Runs this short are noisy: a finding counts only where the ranges of the iteration "
+        "times do not overlap.")
+    for spec in args.flush[1:]:
+        frow = it_rows.get(f"remote10{study.flush_name(spec)}")
+        if frow:
+            m = study.param_stat(frow, "iter_s")[0]
+            out.append(f"- Message service, {study.flush_label(spec)}: iterations "
+                       f"{study.fmt(m)} s at 10 % against {study.fmt(it[10][0])} s with the "
+                       "default; one packed message per PE pair and phase leaves the flush "
+                       "policy little to change.")
     return out
 
 
