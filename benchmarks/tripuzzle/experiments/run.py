@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Tripuzzle study (Wen 1995, section 5.1.2, Figs 5.2-5.3) with mprof's own tools.
 
-    .venv/bin/python benchmarks/tripuzzle/experiments/run.py [--pes 2] [--reps 3] [--rows 7]
+    .venv/bin/python benchmarks/tripuzzle/experiments/run.py [--size small|paper] [--pes 2]
+        [--flush default,4:0] [--reps N] [--rows R] [--calibrate]
 
-Runs build/benchmarks/tripuzzle/tripuzzle on the paper's board (7 rows, the hole in the middle
-of the 5th row) once on one PE (the sequential time) and --reps times in each configuration
-of Fig 5.3: FIFO inserts with 1 KiB aggregation (the initial implementation), preemptive
-inserts with 1 KiB, preemptive with 4 KiB (MPROF_AGG_BYTES).  Every run is reported with
-the runtime's fitted cost model (`mprof report RUN --model M`, default
+Runs build/benchmarks/tripuzzle/tripuzzle on the size's board (SIZES; paper: the paper's 7
+rows, the hole in the middle of the 5th row) once on one PE (the sequential time) and, at
+every PE count of --pes, --reps times in each configuration of Fig 5.3: FIFO inserts with
+1 KiB aggregation (the initial implementation), preemptive inserts with 1 KiB, preemptive
+with 4 KiB (MPROF_AGG_BYTES), and the initial one at every other --flush setting.  Every run
+is reported with the runtime's fitted cost model (`mprof report RUN --model M`, default
 build/workflows/rts.model.json from `make demo`).  Writes <config>.txt and summary.md in
 benchmarks/tripuzzle/experiments/results/.  A 7-row run takes about half a minute on 2 PEs.
+--calibrate measures the ratio of computation to runtime overhead at 5, 6 and 7 rows.
 """
 
 from __future__ import annotations
@@ -34,57 +37,120 @@ PAPER_52 = {"CM5": (122.9, 7.69, 2.10, 0.86, 0.14, 1.17, 1.91, 1.91),
             "SP1": (40.2, 9.66, 2.11, 1.22, 0.43, 1.64, 2.09, 2.09)}
 PAPER_53 = {"fifo-1k": (7.69, 17.6, 9.66), "preempt-1k": (6.55, 16.4, 8.70),
             "preempt-4k": (5.59, 14.1, 7.90)}  # CM5, Paragon, SP1
+PAPER_RATIO = {m: study.paper_ratio(t, i, th, ca, cb)
+               for m, (_, t, i, th, ca, cb, *_) in PAPER_52.items()}
+PAPER_SPEEDUP = "16, 3.8 and 4.2 (initial; best 22, 4.7, 5.1) on the CM5 (32), Paragon and SP1 (8)"
+SIZES = {
+    "small": {"rows": 5, "reps": 3, "label": "5 rows, 3 runs"},
+    "paper": {"rows": 7, "reps": 3, "label": "7 rows (the paper's board), 3 runs"},
+}
+CANDIDATES = [5, 6, 7]  # rows, for --calibrate
 
 
 def main(argv=None):
-    ap = study.parser(__doc__, "tripuzzle", 3)
-    ap.add_argument("--rows", type=int, default=7)
-    args = ap.parse_args(argv)
+    ap = study.parser(__doc__, "tripuzzle", SIZES)
+    ap.add_argument("--rows", type=int, default=None, help="rows of the board (the size's)")
+    args = study.settings(ap, argv)
     rows = study.saved(args)
     if rows is not None:
         study.write(args.out, list(rows.values()), render(rows, args))
         return 0
     exe, model = study.setup(TAG, "tripuzzle", args)
+    if args.calibrate:
+        study.calibrate(TAG, exe, model, args,
+                        [(f"{r} rows", [f"--rows={r}", "--sched=fifo"], {"MPROF_AGG_BYTES": 1024})
+                         for r in CANDIDATES], args.work)
+        return 0
     board = [f"--rows={args.rows}"]
-    rows = {"sequential": study.measure(TAG, "sequential", exe, board + ["--sched=fifo"],
+    rows = {"_study": study.study_row(args, ("rows",)),
+            "sequential": study.measure(TAG, "sequential", exe, board + ["--sched=fifo"],
                                         {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 1, model,
                                         args.work, args.out)}
-    for name, sched, agg, _ in CONFIGS:
-        rows[name] = study.measure(TAG, name, exe, board + [f"--sched={sched}"],
-                                   {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg}, args.reps,
-                                   model, args.work, args.out)
+    for pes in args.pes:
+        configs = [(name, sched, agg, {}) for name, sched, agg, _ in CONFIGS]
+        configs += [(f"fifo-1k{study.flush_name(spec)}", "fifo", 1024, study.flush_env(spec))
+                    for spec in args.flush[1:]]
+        for name, sched, agg, env in configs:
+            rows[f"{name}@{pes}"] = study.measure(
+                TAG, f"{name}@{pes}", exe, board + [f"--sched={sched}"],
+                {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env}, args.reps, model, args.work,
+                args.out)
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
 
-def render(rows, args) -> str:
+def ratio_text() -> str:
+    return ", ".join(f"{m} {r:.1f}" for m, r in PAPER_RATIO.items())
+
+
+def table(rows, args, pes) -> list[str]:
     f = study.fmt
-    seq = study.param_stat(rows["sequential"], "search_s")[0]
-    lines = [
-        "# Tripuzzle (Wen 1995, §5.1.2, Figs 5.2-5.3) reproduced with mprof",
-        "",
-        f"`benchmarks/tripuzzle/experiments/run.py`: {args.rows} rows, hole in the middle of the "
-        f"5th row; {args.pes} PEs on shared memory (the machine has 2 cores), {args.reps} runs "
-        "per configuration, one sequential run (1 PE).  Medians over the runs, seconds "
-        "averaged over the PEs; costs from the runtime's fitted model.  `search` is the "
-        "program's own time of the search.  The paper's board has no one-peg solution: every "
-        "run counts 0 solutions after expanding 8.4 million canonical boards (holes with "
-        "solutions exist: `--hole=6,1` has 422164782932465380).",
-        "",
-        "| configuration | search (range) | speedup | total | idle | THREAD | "
-        "COMM_ALPHA / COMM_BETA | SYNC obs / crit | explained |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, row in rows.items():
+    view = study.at(rows, pes)
+    seq = study.param_stat(view["sequential"], "search_s")[0]
+    lines = [f"## {pes} PEs", "",
+             "| configuration | search (range) | speedup | total | idle | THREAD | "
+             "COMM_ALPHA / COMM_BETA | comp/rt (range) | SYNC obs / crit | explained |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in view.items():
+        if name.startswith("_"):
+            continue
         t, lo, hi = study.param_stat(row, "search_s")
         sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
         lines.append(
-            f"| {name} | {f(t, 2)} ({f(lo, 2)}-{f(hi, 2)}) | {sp} | {f(row.get('Total'), 2)} | "
+            f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | {f(row.get('Total'), 3)} | "
             f"{f(row.get('IDLE'), 3)} | {f(row.get('THREAD'), 3)} | "
             f"{f(row.get('COMM_ALPHA'), 3)} / {f(row.get('COMM_BETA'), 3)} | "
+            f"{study.ratio_cell(row)} | "
             f"{f(row.get('obs:' + SYNC), 3)} / {f(row.get('crit:' + SYNC), 3)} | "
             f"{row['explained']}/{row['runs']} |")
-    lines += ["", study.EXPLAINED_NOTE]
+    return lines + ["", "Findings:", ""] + findings(view, args) + [""]
+
+
+def readme(rows, args) -> str:
+    pes = args.pes[0]
+    view = study.at(rows, pes)
+    t = {n: study.param_stat(view[n], "search_s")[0] for n in ("sequential", "fifo-1k",
+                                                                "preempt-1k", "preempt-4k")}
+
+    def pct(a, b):
+        return f"{100 * (t[b] - t[a]) / t[a]:+.0f} %" if t[a] and t[b] else "n/a"
+
+    return study.in_short(
+        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"computation to runtime overhead is {study.fmt(view['fifo-1k'].get('ratio'), 1)} "
+        f"(the paper's: {ratio_text()}) and the initial version's speedup over 1 PE "
+        f"{study.fmt(study.speedup(view['sequential'], view['fifo-1k'], 'search_s'), 2)} "
+        f"(paper: {PAPER_SPEEDUP}); preemptive inserts changed the search time by "
+        f"{pct('fifo-1k', 'preempt-1k')} (paper: -10 to -15 %), and 4 KiB aggregation by "
+        f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %).  The "
+        "paper's board has no one-peg solution (the count is 0).")
+
+
+def render(rows, args) -> str:
+    lines = [
+        "# Tripuzzle (Wen 1995, §5.1.2, Figs 5.2-5.3) reproduced with mprof",
+        "",
+        readme(rows, args),
+        "",
+        f"`benchmarks/tripuzzle/experiments/run.py --size {args.size}`: {args.rows} rows, hole "
+        f"in the middle of the 5th row; PE counts {', '.join(map(str, args.pes))} on shared "
+        f"memory (the machine has {rows['_study']['cores']} cores), {args.reps} runs per "
+        "configuration, one sequential run (1 PE).  Medians over the runs, seconds "
+        "averaged over the PEs; costs from the runtime's fitted model.  `search` is the "
+        "program's own time of the search.  The paper's board has no one-peg solution: every "
+        "run counts 0 solutions after expanding 8.4 million canonical boards (holes with "
+        "solutions exist: `--hole=6,1` has 422164782932465380).  Rows `-flushK.D`: the "
+        "initial configuration with MPROF_FLUSH_FIBERS=K, MPROF_FLUSH_DELAY_US=D.  "
+        + study.pending_note(args, "tripuzzle"),
+        "",
+        f"Ratio of computation to runtime overhead (comp/rt), the paper's (Fig 5.2): "
+        f"{ratio_text()}.",
+        "",
+    ]
+    for pes in args.pes:
+        lines += table(rows, args, pes)
+    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
+    lines += study.calibration_lines(args.out, SIZES, study.ratio_range(PAPER_RATIO.values()))
     lines += ["", "The paper, Fig 5.2 (initial implementation):", "",
               "| machine | sequential | total | idle | threads | comm start-up / transfer | "
               "sync obs / crit |", "|---|---|---|---|---|---|---|"]
@@ -95,13 +161,13 @@ def render(rows, args) -> str:
     for name, _, _, label in CONFIGS:
         c, p, s = PAPER_53[name]
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += ["", "Findings:", ""] + findings(rows)
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
+                                      if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
-def findings(rows) -> list[str]:
-    t = {n: study.param_stat(r, "search_s") for n, r in rows.items()}
+def findings(rows, args) -> list[str]:
+    t = {n: study.param_stat(r, "search_s") for n, r in rows.items() if "cmd" in r}
 
     def faster(a, b):  # a's slowest run beats b's fastest
         return t[a][2] is not None and t[b][1] is not None and t[a][2] < t[b][1]
@@ -139,11 +205,18 @@ def findings(rows) -> list[str]:
         "RemoteOp parameter is negative, harmless within its sweep but not for 40 million "
         "remote inserts, so the model's communication split is not usable for this program "
         "(the runs are not explained either).",
-        "- Where the time goes instead: applying the inserts.  A table holds up to 1.3 "
-        "million boards per PE, far beyond the caches, so each insert waits on memory "
-        "(perf on one PE: 83 % of the cycles in the table's apply).  The runtime's thread and "
-        "message costs, which the paper's optimisations reduce, are a small part of the run.",
+        "- Where the time goes instead: applying the inserts.  On the paper's board a table "
+        "holds up to 1.3 million boards per PE, far beyond the caches, so each insert waits on "
+        "memory (perf on one PE: 83 % of the cycles in the table's apply).  The runtime's "
+        "thread and message costs, which the paper's optimisations reduce, are a small part "
+        "of the run.",
     ]
+    for spec in args.flush[1:]:
+        name = f"fifo-1k{study.flush_name(spec)}"
+        if name in t:
+            out.append(f"- Message service, {study.flush_label(spec)} (the modern counterpart "
+                       f"of lower aggregation): search {pct('fifo-1k', name)} against the "
+                       "default flush.")
     return out
 
 
