@@ -359,15 +359,26 @@ def calibrate(tag, exe, model, args, candidates, work: Path) -> list[dict]:
     return out
 
 
-def calibration_lines(out: Path, sizes: dict, target: str) -> list[str]:
-    """The calibration table (results/calibration.json), when there is one."""
+def calibration_lines(out: Path, sizes: dict, paper: list) -> list[str]:
+    """The calibration table (results/calibration.json), when there is one, and the smallest
+    candidate whose ratio reaches the paper's highest (`paper`: its ratios per machine; empty
+    where the paper gives none)."""
     path = out / "calibration.json"
     if not path.exists():
         return []
     cal = json.loads(path.read_text())
+    if paper:
+        top = max(paper)
+        reach = next((c["size"] for c in cal if c["ratio"] and c["ratio"] >= top), None)
+        rule = (f"the paper's is {ratio_range(paper)}; the smallest candidate that reaches "
+                f"{top:.1f}: {reach or 'none'}")
+    else:
+        rule = "the paper gives no runtime costs for this program (insignificant, it says)"
     lines = ["", f"Calibration (`run.py --calibrate`, one run per candidate on {cal[0]['pes']} "
-             f"PEs): comp/rt at each candidate size; the paper's is {target}.  The sizes: "
-             + "; ".join(f"{k}: {v['label']}" for k, v in sizes.items()) + ".", "",
+             f"PEs): comp/rt at each candidate size; {rule}.  The sizes: "
+             + "; ".join(f"{k}: {v['label']}" for k, v in sizes.items()) + ".  The paper "
+             "size is the smallest that holds the paper's ratio and is no smaller than the "
+             "paper's own input.", "",
              "| candidate | command | computation / PE | runtime / PE | comp/rt |",
              "|---|---|---|---|---|"]
     for c in cal:

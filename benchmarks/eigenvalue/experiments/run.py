@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Eigenvalue study (Wen 1995, section 5.1.3, Figs 5.4-5.5) with mprof's own tools.
 
-    .venv/bin/python benchmarks/eigenvalue/experiments/run.py [--pes 2] [--reps 9] [--n 1000]
+    .venv/bin/python benchmarks/eigenvalue/experiments/run.py [--size small|paper] [--pes 2]
+        [--flush default,4:0] [--reps N] [--n N] [--calibrate]
 
-Runs build/benchmarks/eigenvalue/eigenvalue on a random 1000 x 1000 tridiagonal matrix once
-on one PE (the sequential time) and --reps times in each configuration of Figs 5.4-5.5:
-stealing and pushing with fetched intervals and 1 KiB aggregation (the initial
-implementation), stealing without aggregation, pushing with the intervals sent in the tasks
-and without aggregation.  Every run is reported with the runtime's fitted cost model
+Runs build/benchmarks/eigenvalue/eigenvalue on a random N x N tridiagonal matrix (SIZES;
+paper: the paper's 1000) 3 times on one PE (the sequential time) and, at every PE count of
+--pes, --reps times in each configuration of Figs 5.4-5.5: stealing and pushing with fetched
+intervals and 1 KiB aggregation (the initial implementation), stealing without aggregation,
+pushing with the intervals sent in the tasks and without aggregation, and initial stealing at
+every other --flush setting.  --calibrate measures the ratio of computation to runtime
+overhead at N = 300, 1000, 3000.  Every run is reported with the runtime's fitted cost model
 (`mprof report RUN --model M`, default build/workflows/rts.model.json from `make demo`).
 Writes <config>.txt and summary.md in benchmarks/eigenvalue/experiments/results/.
 """
@@ -41,52 +44,112 @@ PAPER_54 = {
 PAPER_SEQ = {"CM5": 43.5, "Paragon": 10.9, "SP1": 12.3}
 PAPER_55 = {"steal": (2.77, 4.11, 4.63), "steal-noagg": (2.77, 2.32, 2.68),
             "push": (3.22, 2.91, 2.84), "push-send-noagg": (3.19, 1.89, 2.06)}
+PAPER_SPEEDUP = ("stealing 14.6, 4.70, 4.59 and pushing 15.6, 5.77, 5.97 (optimised) on the "
+                 "CM5 (32), Paragon and SP1 (8)")
+SIZES = {
+    "small": {"n": 300, "reps": 3, "label": "N = 300, 3 runs"},
+    "paper": {"n": 1000, "reps": 9, "label": "N = 1000 (the paper's input), 9 runs"},
+}
+CANDIDATES = [300, 1000, 3000]  # N, for --calibrate
 
 
 def main(argv=None):
-    ap = study.parser(__doc__, "eigenvalue", 9)
-    ap.add_argument("--n", type=int, default=1000)
-    args = ap.parse_args(argv)
+    ap = study.parser(__doc__, "eigenvalue", SIZES)
+    ap.add_argument("--n", type=int, default=None, help="matrix order (default: the size's)")
+    args = study.settings(ap, argv)
     rows = study.saved(args)
     if rows is not None:
         study.write(args.out, list(rows.values()), render(rows, args))
         return 0
     exe, model = study.setup(TAG, "eigenvalue", args)
-    rows = {"sequential": study.measure(TAG, "sequential", exe, [f"--n={args.n}"],
+    if args.calibrate:
+        study.calibrate(TAG, exe, model, args,
+                        [(f"N = {n}", [f"--n={n}", "--balance=steal", "--tasks=fetch"],
+                          {"MPROF_AGG_BYTES": 1024}) for n in CANDIDATES], args.work)
+        return 0
+    rows = {"_study": study.study_row(args, ("n",)),
+            "sequential": study.measure(TAG, "sequential", exe, [f"--n={args.n}"],
                                         {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3, model,
                                         args.work, args.out)}
-    for name, balance, tasks, agg, _ in CONFIGS:
-        rows[name] = study.measure(
-            TAG, name, exe, [f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
-            {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg}, args.reps, model, args.work,
-            args.out)
+    for pes in args.pes:
+        configs = [(name, balance, tasks, agg, {}) for name, balance, tasks, agg, _ in CONFIGS]
+        configs += [(f"steal{study.flush_name(spec)}", "steal", "fetch", 1024,
+                     study.flush_env(spec)) for spec in args.flush[1:]]
+        for name, balance, tasks, agg, env in configs:
+            rows[f"{name}@{pes}"] = study.measure(
+                TAG, f"{name}@{pes}", exe,
+                [f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
+                {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env}, args.reps, model,
+                args.work, args.out)
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
 
-def render(rows, args) -> str:
+def table(rows, args, pes) -> list[str]:
     f = study.fmt
-    seq = study.param_stat(rows["sequential"], "solve_s")[0]
-    lines = [
-        "# Eigenvalue (Wen 1995, §5.1.3, Figs 5.4-5.5) reproduced with mprof",
-        "",
-        f"`benchmarks/eigenvalue/experiments/run.py`: N = {args.n}, {args.pes} PEs on shared "
-        f"memory (the machine has 2 cores), {args.reps} runs per configuration, 3 sequential "
-        "runs (1 PE).  Medians over the runs, seconds averaged over the PEs.  `solve` is the "
-        "program's time from the first task to termination; latency columns are observed / "
-        "critical.",
-        "",
-        "| configuration | solve (range) | speedup | idle | term | remove | fetch | explained |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name, row in rows.items():
+    view = study.at(rows, pes)
+    seq = study.param_stat(view["sequential"], "solve_s")[0]
+    lines = [f"## {pes} PEs", "",
+             "| configuration | solve (range) | speedup | idle | comp/rt (range) | term | remove | "
+             "fetch | explained |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, row in view.items():
+        if name.startswith("_"):
+            continue
         t, lo, hi = study.param_stat(row, "solve_s")
         sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
         lat = " | ".join(f"{f(row.get('obs:' + a), 3)} / {f(row.get('crit:' + a), 3)}"
                          for _, a in EVENTS)
         lines.append(f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | "
-                     f"{f(row.get('Idle'), 3)} | {lat} | {row['explained']}/{row['runs']} |")
-    lines += ["", study.EXPLAINED_NOTE]
+                     f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
+                     f"{row['explained']}/{row['runs']} |")
+    return lines + ["", "Findings:", ""] + findings(view, args, pes) + [""]
+
+
+def readme(rows, args) -> str:
+    pes = args.pes[0]
+    view = study.at(rows, pes)
+    t = {n: study.param_stat(view[n], "solve_s")[0] for n, *_ in CONFIGS}
+    fe = "eigenvalue:FETCH"
+
+    def pct(a, b):
+        return f"{100 * (t[b] - t[a]) / t[a]:+.0f} %" if t[a] and t[b] else "n/a"
+
+    sp = {n: study.speedup(view["sequential"], view[n], "solve_s") for n in ("steal", "push")}
+    return study.in_short(
+        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"computation to runtime overhead is {study.fmt(view['steal'].get('ratio'), 0)} with "
+        "stealing (the paper omits the runtime's costs as insignificant); speedups over 1 PE: "
+        f"stealing {study.fmt(sp['steal'], 2)}, pushing {study.fmt(sp['push'], 2)} (paper: "
+        f"{PAPER_SPEEDUP}).  Fetching carries {study.fmt(view['steal'].get('obs:' + fe), 3)} s "
+        f"of observed latency per PE with stealing and {study.fmt(view['push'].get('obs:' + fe) or 0, 3)}"
+        f" s with pushing; no aggregation changes stealing by {pct('steal', 'steal-noagg')} and "
+        f"sending the intervals with the tasks changes pushing by {pct('push', 'push-send-noagg')}"
+        " (paper, Paragon and SP1: -42 to -44 % and -27 to -35 %).")
+
+
+def render(rows, args) -> str:
+    lines = [
+        "# Eigenvalue (Wen 1995, §5.1.3, Figs 5.4-5.5) reproduced with mprof",
+        "",
+        readme(rows, args),
+        "",
+        f"`benchmarks/eigenvalue/experiments/run.py --size {args.size}`: N = {args.n}, PE counts "
+        f"{', '.join(map(str, args.pes))} on shared memory (the machine has "
+        f"{rows['_study']['cores']} cores), {args.reps} runs per configuration, 3 sequential "
+        "runs (1 PE).  Medians over the runs, seconds averaged over the PEs.  `solve` is the "
+        "program's time from the first task to termination; latency columns are observed / "
+        "critical.  Rows `-flushK.D`: initial stealing with MPROF_FLUSH_FIBERS=K, "
+        "MPROF_FLUSH_DELAY_US=D.  " + study.pending_note(args, "eigenvalue"),
+        "",
+        "Ratio of computation to runtime overhead (comp/rt): the paper gives no runtime costs "
+        "for Eigenvalue (Fig 5.4 omits them \"due to their insignificance\").",
+        "",
+    ]
+    for pes in args.pes:
+        lines += table(rows, args, pes)
+    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
+    lines += study.calibration_lines(args.out, SIZES, [])
     lines += ["", f"The paper, Fig 5.4 (initial implementations; sequential: "
               f"{', '.join(f'{m} {s}' for m, s in PAPER_SEQ.items())}):", "",
               "| strategy | machine | total | idle | term | remove | fetch |",
@@ -100,13 +163,13 @@ def render(rows, args) -> str:
     for name, *_, label in CONFIGS:
         c, p, s = PAPER_55[name]
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += ["", "Findings:", ""] + findings(rows)
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
+                                      if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
-def findings(rows) -> list[str]:
-    t = {n: study.param_stat(r, "solve_s") for n, r in rows.items()}
+def findings(rows, args, pes) -> list[str]:
+    t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
 
     def faster(a, b):
         return t[a][2] is not None and t[b][1] is not None and t[a][2] < t[b][1]
@@ -122,7 +185,10 @@ def findings(rows) -> list[str]:
         return ", ".join(f"{ev} {v:.3f}" for ev, v in sorted(named, key=lambda x: -x[1]))
 
     fe = "eigenvalue:FETCH"
-    return [
+    flush = [f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
+             f"aggregation): stealing {pct('steal', 'steal' + study.flush_name(spec))} against "
+             "the default flush." for spec in args.flush[1:]]
+    return flush + [
         f"- Which events carry the idle time (observed latency per PE).  Stealing: "
         f"{ranked('steal')}; pushing: {ranked('push')}.  Paper: stealing mostly term and "
         "remove, fetch less (locality); pushing has a large fetch share.  Fetch larger "
@@ -145,9 +211,10 @@ def findings(rows) -> list[str]:
         f"{'yes' if faster('push-send-noagg', 'push') else 'no'}.",
         f"- Stealing vs pushing, initial implementations (paper: stealing faster on the CM5, "
         f"slower on Paragon and SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing "
-        f"{study.fmt(t['push'][0], 3)} s.  With 2 PEs a steal reaches the only other PE, so "
-        "the topology and the locality argument of the paper play no role; more PEs than "
-        "cores would measure the operating system's scheduling rather than the program.",
+        f"{study.fmt(t['push'][0], 3)} s."
+        + ("  With 2 PEs a steal reaches the only other PE, so the topology and the locality "
+           "argument of the paper play no role; more PEs than cores would measure the "
+           "operating system's scheduling rather than the program." if pes == 2 else ""),
     ]
 
 

@@ -150,7 +150,7 @@ def render(rows, args) -> str:
     for pes in args.pes:
         lines += table(rows, args, pes)
     lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
-    lines += study.calibration_lines(args.out, SIZES, study.ratio_range(PAPER_RATIO.values()))
+    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO.values()))
     lines += ["", "The paper, Fig 5.2 (initial implementation):", "",
               "| machine | sequential | total | idle | threads | comm start-up / transfer | "
               "sync obs / crit |", "|---|---|---|---|---|---|---|"]
