@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Phylogeny study (Wen 1995, section 5.1.4, Figs 5.6-5.7) with mprof's own tools.
 
-    .venv/bin/python benchmarks/phylogeny/experiments/run.py [--pes 2] [--reps 5]
-        [--species 14] [--chars 50]
+    .venv/bin/python benchmarks/phylogeny/experiments/run.py [--size small|paper] [--pes 2]
+        [--flush default,4:0] [--reps N] [--species 14] [--chars C] [--calibrate]
 
-Runs build/benchmarks/phylogeny/phylogeny on the paper's input size (14 species, 50 seeded
-random binary characters) 3 times on one PE (the sequential time) and --reps times in each
-configuration of Figs 5.6-5.7, interleaved in rounds (every configuration once per round, so
+Runs build/benchmarks/phylogeny/phylogeny on the size's input (SIZES; paper: the paper's 14
+species and 50 seeded random binary characters) 3 times on one PE (the sequential time) and,
+at every PE count of --pes, --reps times in each configuration of Figs 5.6-5.7 and initial
+stealing at every other --flush setting, interleaved in rounds (every configuration once per round, so
 that the load of a shared machine falls on all alike; ratios are taken within a round):
 stealing and pushing with 1 KiB aggregation (the initial implementation), and stealing
 without aggregation.  Every run is reported with the runtime's
@@ -42,53 +43,124 @@ PAPER_56 = {
 }
 PAPER_57 = {"steal": (137.6, 151.8, 50.2), "steal-noagg": (112.3, 164.0, 50.0)}
 PAPER_TASKS = {"steal": 2838, "push": 2862}  # Fig 2.11, per PE (32 PEs)
+# Fig 5.6's runtime layer (stealing): threads, communication start-up / transfer
+PAPER_RUNTIME = {"CM5": (0.79, 0.32, 1.66), "Paragon": (0.69, 0.04, 0.00),
+                 "SP1": (0.67, 0.29, 0.31)}
+PAPER_RATIO = {m: study.paper_ratio(PAPER_56["steal"][m][1], PAPER_56["steal"][m][2], *rt)
+               for m, rt in PAPER_RUNTIME.items()}
+SIZES = {
+    "small": {"species": 14, "chars": 30, "reps": 3,
+              "label": "14 species, 30 characters, 3 rounds"},
+    "paper": {"species": 14, "chars": 50, "reps": 5,
+              "label": "14 species, 50 characters (the paper's input), 5 rounds"},
+}
+CANDIDATES = [30, 40, 50]  # characters (14 species), for --calibrate
 
 
 def main(argv=None):
-    ap = study.parser(__doc__, "phylogeny", 5)
-    ap.add_argument("--species", type=int, default=14)
-    ap.add_argument("--chars", type=int, default=50)
-    args = ap.parse_args(argv)
+    ap = study.parser(__doc__, "phylogeny", SIZES)
+    ap.add_argument("--species", type=int, default=None)
+    ap.add_argument("--chars", type=int, default=None)
+    args = study.settings(ap, argv)
     rows = study.saved(args)
     if rows is not None:
         study.write(args.out, list(rows.values()), render(rows, args))
         return 0
     exe, model = study.setup(TAG, "phylogeny", args)
+    if args.calibrate:
+        study.calibrate(TAG, exe, model, args,
+                        [(f"{c} characters", [f"--species={args.species}", f"--chars={c}",
+                                              "--balance=steal"], {"MPROF_AGG_BYTES": 1024})
+                         for c in CANDIDATES], args.work)
+        return 0
     size = [f"--species={args.species}", f"--chars={args.chars}"]
     machine = study.machine_load()
-    rows = {"sequential": study.measure(TAG, "sequential", exe, size,
+    rows = {"_study": study.study_row(args, ("species", "chars")),
+            "sequential": study.measure(TAG, "sequential", exe, size,
                                         {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3, model,
                                         args.work, args.out)}
-    group = {name: ([*size, f"--balance={balance}"],
-                    {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg})
-             for name, balance, agg, _ in CONFIGS}
-    rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
-                                          args.out))
+    for pes in args.pes:
+        group = {f"{name}@{pes}": ([*size, f"--balance={balance}"],
+                                   {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg})
+                 for name, balance, agg, _ in CONFIGS}
+        group.update({f"steal{study.flush_name(spec)}@{pes}": (
+            [*size, "--balance=steal"],
+            {"MPROF_PES": pes, "MPROF_AGG_BYTES": 1024, **study.flush_env(spec)})
+            for spec in args.flush[1:]})
+        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
+                                              args.out))
     rows["_machine"] = study.machine_load(machine)
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
 
+def ratio_text() -> str:
+    return ", ".join(f"{m} {r:.1f}" for m, r in PAPER_RATIO.items())
+
+
+def readme(rows, args) -> str:
+    pes = args.pes[0]
+    view = study.at(rows, pes)
+    sp = study.speedup(view["sequential"], view["steal"], "solve_s")
+    push = study.round_ratio(view["push"], view["steal"], "solve_s")
+    noagg = study.round_ratio(view["steal-noagg"], view["steal"], "solve_s")
+    tests = [study.param_stat(view[n], "tests")[0] for n in ("push", "steal")]
+
+    def rr(r):
+        return "n/a" if r[0] is None else f"{r[0]:.2f} (range {r[1]:.2f}-{r[2]:.2f})"
+
+    return study.in_short(
+        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"computation to runtime overhead is {study.fmt(view['steal'].get('ratio'), 0)} with "
+        f"stealing (the paper's: {ratio_text()}); stealing's speedup over 1 PE is "
+        f"{study.fmt(sp, 2)} (paper: 7.9 on the 32-PE CM5, 3.4 and 6.1 on the 8-PE Paragon "
+        f"and SP1); pushing takes {rr(push)} the time of stealing in the same round (paper: "
+        "2-3x) and runs "
+        + (f"{tests[0] / tests[1]:.1f}x" if all(tests) else "n/a")
+        + " the perfect-phylogeny tests (the per-PE failure stores learn the incompatible "
+        f"pairs later); disabling aggregation gives stealing {rr(noagg)} (paper: 0.82-1.08).")
+
+
 def render(rows, args) -> str:
-    f = study.fmt
-    seq = study.param_stat(rows["sequential"], "solve_s")[0]
     lines = [
         "# Phylogeny (Wen 1995, §5.1.4, Figs 5.6-5.7) reproduced with mprof",
         "",
-        f"`benchmarks/phylogeny/experiments/run.py`: {args.species} species, {args.chars} "
-        f"seeded random binary characters, {args.pes} PEs on shared memory (the machine has 2 "
-        f"cores), {args.reps} runs per configuration interleaved in rounds, 3 sequential runs "
-        "(1 PE).  Medians over the runs, seconds averaged over the PEs.  `solve` is the "
-        "program's time from the first task to termination; latency columns are observed / "
-        "critical; tasks, tests (perfect-phylogeny tests actually run: the redundant work), "
-        "fetches and combinations are totals over the PEs of the median run.  "
-        + study.load_note(rows.get("_machine")),
+        readme(rows, args),
         "",
-        "| configuration | solve (range) | speedup | idle | fetch | remove | comb | tasks | "
-        "tests | fetches | combines | explained |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"`benchmarks/phylogeny/experiments/run.py --size {args.size}`: {args.species} species, "
+        f"{args.chars} seeded random binary characters, PE counts "
+        f"{', '.join(map(str, args.pes))} on shared memory (the machine has "
+        f"{rows['_study']['cores']} cores), {args.reps} runs per configuration interleaved in "
+        "rounds, 3 sequential runs (1 PE).  Medians over the runs, seconds averaged over the "
+        "PEs.  `solve` is the program's time from the first task to termination; latency "
+        "columns are observed / critical; tasks, tests (perfect-phylogeny tests actually run: "
+        "the redundant work), fetches and combinations are totals over the PEs of the median "
+        "run.  Rows `-flushK.D`: initial stealing with MPROF_FLUSH_FIBERS=K, "
+        "MPROF_FLUSH_DELAY_US=D.  " + study.load_note(rows.get("_machine")) + "  "
+        + study.pending_note(args, "phylogeny"),
+        "",
+        f"Ratio of computation to runtime overhead (comp/rt), the paper's (Fig 5.6, stealing): "
+        f"{ratio_text()}.",
+        "",
     ]
-    for name, row in rows.items():
+    for pes in args.pes:
+        lines += table(rows, args, pes)
+    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
+    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO.values()))
+    return paper_lines(rows, args, lines)
+
+
+def table(rows, args, pes) -> list[str]:
+    f = study.fmt
+    view = study.at(rows, pes)
+    seq = study.param_stat(view["sequential"], "solve_s")[0]
+    lines = [
+        f"## {pes} PEs", "",
+        "| configuration | solve (range) | speedup | idle | comp/rt (range) | fetch | remove | "
+        "comb | tasks | tests | fetches | combines | explained |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in view.items():
         if name.startswith("_"):
             continue
         t, lo, hi = study.param_stat(row, "solve_s")
@@ -99,9 +171,12 @@ def render(rows, args) -> str:
                             if study.param_stat(row, k)[0] is not None else ""
                             for k in ("tasks", "tests", "fetches", "combines"))
         lines.append(f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | "
-                     f"{f(row.get('Idle'), 3)} | {lat} | {counts} | "
+                     f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | {counts} | "
                      f"{row['explained']}/{row['runs']} |")
-    lines += ["", study.EXPLAINED_NOTE]
+    return lines + ["", "Findings:", ""] + findings(view, args, pes) + [""]
+
+
+def paper_lines(rows, args, lines) -> str:
     lines += ["", "The paper, Fig 5.6 (initial implementations, 32-PE CM5, 8-PE Paragon and SP1; "
               "seconds):", "",
               "| strategy | machine | sequential | total | idle | fetch | remove | comb |",
@@ -118,13 +193,12 @@ def render(rows, args) -> str:
     lines += ["", f"Tasks per PE on the CM5 (Fig 2.11): stealing {PAPER_TASKS['steal']}, "
               f"pushing {PAPER_TASKS['push']}; the text of §5.1.4 says pushing generates 50 % "
               "to 100 % more tasks than stealing."]
-    lines += ["", "Findings:", ""] + findings(rows)
     lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
                                       if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
-def findings(rows) -> list[str]:
+def findings(rows, args, pes) -> list[str]:
     t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
     seq_t = t["sequential"][0]
     p = {n: {k: study.param_stat(r, k)[0] for k in ("tasks", "tests", "fetches")}
@@ -154,7 +228,11 @@ def findings(rows) -> list[str]:
     noagg, noagg_v = rr("steal-noagg", "steal")
     steal_wins = push_v == "slower in every round"
     sp = seq_t / t["steal"][0] if seq_t and t["steal"][0] else float("nan")
-    return [
+    flush = [f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
+             f"aggregation): {rr('steal' + study.flush_name(spec), 'steal')[0]} of the default's "
+             f"time in the same round, {rr('steal' + study.flush_name(spec), 'steal')[1]}."
+             for spec in args.flush[1:]]
+    return flush + [
         f"- Stealing vs pushing (paper: pushing 3.2x the time of stealing on the CM5, 2.0x "
         f"Paragon, 3.1x SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing "
         f"{study.fmt(t['push'][0], 3)} s; pushing's time over stealing's in the same round "
@@ -172,12 +250,14 @@ def findings(rows) -> list[str]:
         "stealing's idle time, and pushing multiplies fetch, remove and combine latencies.",
         f"- Stealing without aggregation (paper: 0.82 of the aggregated time on the CM5, 1.08 "
         f"Paragon, 1.00 SP1): {noagg} of the aggregated time in the same round, {noagg_v}.",
-        f"- Speedup of stealing: {sp:.2f} on 2 PEs (paper: 7.9 on the 32-PE CM5, 3.4 on the "
+        f"- Speedup of stealing: {sp:.2f} on {pes} PEs (paper: 7.9 on the 32-PE CM5, 3.4 on the "
         "8-PE Paragon, 6.1 on the 8-PE SP1).  Each PE's success store holds about half of "
         "the successes, and a superset query on a smaller trie is cheaper, so a speedup above "
-        "2 is possible.  With 2 PEs a steal always reaches the only other PE and a "
-        "combination is one butterfly step, so the paper's 32-PE effects of topology are out "
-        "of reach; the tasks are also far finer than the paper's (microseconds, not 10-50 "
+        f"{pes} is possible.  "
+        + ("With 2 PEs a steal always reaches the only other PE and a combination is one "
+           "butterfly step, so the paper's 32-PE effects of topology are out of reach; "
+           if pes == 2 else "")
+        + "the tasks are also far finer than the paper's (microseconds, not 10-50 "
         "ms: the binary-character test is a pairwise four-gamete check), so runtime "
         "overheads weigh more.",
     ]
