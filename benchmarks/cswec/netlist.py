@@ -3,8 +3,8 @@
 ISCAS-85 circuits as the PyPI package circuitgraph ships them) or generates the 32-bit
 register file REGFILE, and writes the simple text netlist cswec reads.
 
-    netlist.py verilog FILE.v -o OUT.net     a gate-level Verilog file
-    netlist.py iscas NAME -o OUT.net         circuitgraph's netlists/NAME.v (c17, c432, c2670...)
+    netlist.py verilog FILE.v [--stages] -o OUT.net     a gate-level Verilog file
+    netlist.py iscas NAME [--stages] -o OUT.net         circuitgraph's netlists/NAME.v (c17, c2670...)
     netlist.py regfile [--regs 32] [--bits 32] -o OUT.net
 
 The Verilog subset: one module; `input`, `output`, `wire` declarations; gate primitives
@@ -24,8 +24,11 @@ Output format (whitespace separated, one item per line):
 
 Signals are numbered 0..S-1; every gate output is a distinct signal.  A subcircuit's gates
 are in evaluation order and only its last gate's output leaves it.  The ISCAS circuits get
-one subcircuit per gate (the channel-connected components of the paper's transistor-level
-partition are about that size); REGFILE groups each bit slice of its read multiplexer into
+one subcircuit per gate, or with --stages one per static CMOS stage (STAGES), the
+channel-connected components of a transistor-level partition like the paper's: AND and OR
+become NAND and NOR followed by an inverter, BUF two inverters, and each stage is a subcircuit
+(C2670 of circuitgraph: 699 gates, 1030 stages; Wen 1995 partitions its C2670 into 2033
+subcircuits); REGFILE groups each bit slice of its read multiplexer into
 one large subcircuit (32 large among many small ones, as in Wen 1995, section 5.1.5).
 """
 
@@ -133,8 +136,32 @@ def parse_verilog(text: str, path: str):
     return name, inputs, outputs, gates, aliases
 
 
-def build(name, inputs, outputs, gates, aliases, path):
-    """One subcircuit per gate, in topological order; returns the netlist text."""
+# Static CMOS: the inverting stage a gate type is built from, and whether an inverter follows.
+STAGES = {"and": ("nand", True), "or": ("nor", True), "buf": ("not", True),
+          "nand": ("nand", False), "nor": ("nor", False), "not": ("not", False),
+          "xor": ("xor", False), "xnor": ("xnor", False)}
+
+
+def cmos_stages(gates):
+    """The gates split into static CMOS stages (STAGES), each a gate of its own: a
+    non-inverting gate becomes its inverting stage, driving a new internal signal, and an
+    inverter driving the gate's output.  XOR and XNOR stay one (complex) stage."""
+    out = []
+    for typ, sig, ins, at in gates:
+        first, inverter = STAGES[typ]
+        if inverter:
+            mid = f"{sig}$stage"
+            out += [(first, mid, ins, at), ("not", sig, [mid], at)]
+        else:
+            out.append((typ, sig, ins, at))
+    return out
+
+
+def build(name, inputs, outputs, gates, aliases, path, stages=False):
+    """One subcircuit per gate (per CMOS stage with `stages`), in topological order; returns
+    the netlist text."""
+    if stages:
+        gates = cmos_stages(gates)
     def resolve(s, at, seen=()):
         if s in aliases:
             if s in seen:
@@ -280,6 +307,9 @@ def main(argv=None) -> int:
     r.add_argument("--bits", type=int, default=32)
     for p in (v, i, r):
         p.add_argument("-o", "--output", type=Path, required=True)
+    for p in (v, i):
+        p.add_argument("--stages", action="store_true",
+                       help="a subcircuit per static CMOS stage instead of per gate")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "regfile":
@@ -292,7 +322,7 @@ def main(argv=None) -> int:
                 src = path.read_text()
             except OSError as exc:
                 raise NetlistError(f"{path}: {exc.strerror}") from None
-            text = build(*parse_verilog(src, str(path)), str(path))
+            text = build(*parse_verilog(src, str(path)), str(path), stages=args.stages)
         args.output.write_text(text)
     except NetlistError as exc:
         print(f"netlist.py: {exc}" if not str(exc).startswith(("/", ".")) else str(exc),

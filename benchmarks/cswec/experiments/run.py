@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """CSWEC study (Wen 1995, section 5.1.5, Figs 5.8-5.10) with mprof's own tools.
 
-    .venv/bin/python benchmarks/cswec/experiments/run.py [--pes 2] [--reps 9] [--vectors 32]
-        [--capacities 2,4,8,16,64,256] [--sweep-vectors 8] [--cap-reps 2]
-        [--callgrind-vectors 8] [--callgrind-reps 3]
+    .venv/bin/python benchmarks/cswec/experiments/run.py [--size small|paper] [--pes 2]
+        [--flush default,4:0] [--reps N] [--vectors V] [--capacities 2,4,8,16,64,256]
+        [--sweep-vectors V] [--cap-reps N] [--callgrind-vectors V] [--callgrind-reps N]
+        [--grain stage|gate] [--calibrate]
 
-Makes the netlists of ISCAS-85 C2670 (circuitgraph's c2670.v through
-benchmarks/cswec/netlist.py) and the generated 32-bit REGFILE, then runs
+The options' defaults come from --size (SIZES).  Makes the netlists of ISCAS-85 C2670
+(circuitgraph's c2670.v through benchmarks/cswec/netlist.py, a subcircuit per static CMOS
+stage with --grain stage, the default, or per gate) and the generated 32-bit REGFILE, then
+runs
 build/benchmarks/cswec/cswec on each: on one PE (the sequential time); then, interleaved in
 --reps rounds (every configuration once per round, so that the load of a shared machine falls
-on all alike, and ratios are taken within a round), the initial implementation (capacity 64,
+on all alike, and ratios are taken within a round) at every PE count of --pes, the initial
+implementation (also at every other --flush setting) (capacity 64,
 the paper's setting, 1 KiB aggregation, the event graph's fibers FIFO), the event graph's
 fibers on the preemptive scheduler (`--sched=preempt`), 4 KiB aggregation with each scheduler
 (Figs 5.8-5.9) and, beyond the paper, with the nodes placed in contiguous blocks of the
@@ -59,28 +63,67 @@ FIG59 = [("initial", [], 1024), ("preempt", ["--sched=preempt"], 1024),
          ("agg4k", [], 4096), ("preempt-agg4k", ["--sched=preempt"], 4096),
          ("block", ["--place=block"], 1024)]
 PAPER_SPEEDUP = {"regfile": (23.6, 7.7, 7.2, 6.0), "c2670": (26.8, 117, 7.3, 3.0)}
+# Fig 5.8's runtime layer: threads, communication start-up / transfer
+PAPER_RUNTIME = {"regfile": {"CM5": (0.20, 0.02, 0.10), "Paragon": (0.55, 0.11, 0.18),
+                             "SP1": (0.36, 0.05, 0.15)},
+                 "c2670": {"CM5": (4.17, 0.52, 3.32), "Paragon": (18.3, 8.0, 8.5),
+                           "SP1": (10.03, 1.70, 6.75)}}
+PAPER_RATIO = {c: {m: study.paper_ratio(PAPER_58[c][m][1], PAPER_58[c][m][2], *rt)
+                   for m, rt in machines.items()} for c, machines in PAPER_RUNTIME.items()}
+PAPER_SUBCIRCUITS = {"c2670": 2033, "regfile": 325}
+SIZES = {
+    "small": {"vectors": 4, "reps": 3, "capacities": "4,64", "sweep_vectors": 2, "cap_reps": 1,
+              "callgrind_vectors": 0, "callgrind_reps": 1, "grain": "stage",
+              "label": "4 vectors, 3 rounds, capacities 4 and 64 (2 vectors, 1 run), no "
+                       "callgrind"},
+    "paper": {"vectors": 32, "reps": 9, "capacities": "2,4,8,16,64,256", "sweep_vectors": 8,
+              "cap_reps": 2, "callgrind_vectors": 8, "callgrind_reps": 3, "grain": "stage",
+              "label": "32 vectors, 9 rounds, capacities 2-256 (8 vectors, 2 runs), callgrind "
+                       "on 8 vectors"},
+}
+CANDIDATES = [4, 16, 32]  # vectors on C2670, for --calibrate
+
+
+def netlist(circ, args) -> Path:
+    """The circuit's netlist (C2670 at the --grain); its subcircuit count in args.subs."""
+    net = args.work / f"{circ}.net"
+    net.parent.mkdir(parents=True, exist_ok=True)
+    grain = ["--stages"] if circ == "c2670" and args.grain == "stage" else []
+    study.run(TAG, [sys.executable, TOOL, *CIRCUITS[circ], *grain, "-o", net])
+    head = net.read_text().split("\n", 2)[1].split()
+    args.subs[circ] = int(head[head.index("subcircuits") + 1])
+    return net
 
 
 def main(argv=None):
-    ap = study.parser(__doc__, "cswec", 9)
-    ap.add_argument("--vectors", type=int, default=32)
-    ap.add_argument("--capacities", default="2,4,8,16,64,256")
-    ap.add_argument("--sweep-vectors", type=int, default=8)
-    ap.add_argument("--cap-reps", type=int, default=2)
-    ap.add_argument("--callgrind-vectors", type=int, default=8)
-    ap.add_argument("--callgrind-reps", type=int, default=3)
-    args = ap.parse_args(argv)
-    args.caps = [int(c) for c in args.capacities.split(",")]
+    ap = study.parser(__doc__, "cswec", SIZES)
+    ap.add_argument("--vectors", type=int, default=None)
+    ap.add_argument("--capacities", default=None)
+    ap.add_argument("--sweep-vectors", type=int, default=None)
+    ap.add_argument("--cap-reps", type=int, default=None)
+    ap.add_argument("--callgrind-vectors", type=int, default=None)
+    ap.add_argument("--callgrind-reps", type=int, default=None)
+    ap.add_argument("--grain", choices=["stage", "gate"], default=None,
+                    help="C2670's subcircuits: a static CMOS stage (the default) or a gate")
+    args = study.settings(ap, argv)
+    args.subs = {}
     rows = study.saved(args)
     if rows is not None:
+        args.caps = [int(c) for c in args.capacities.split(",")]
         study.write(args.out, list(rows.values()), render(rows, args))
         return 0
+    args.caps = [int(c) for c in args.capacities.split(",")]
     exe, model = study.setup(TAG, "cswec", args)
+    if args.calibrate:
+        net = netlist("c2670", args)
+        study.calibrate(TAG, exe, model, args,
+                        [(f"C2670, {v} vectors", [f"--netlist={net}", f"--vectors={v}",
+                                                  "--capacity=64"], {"MPROF_AGG_BYTES": 1024})
+                         for v in CANDIDATES], args.work)
+        return 0
     rows = {"_machine": study.machine_load()}
-    for circ, how in CIRCUITS.items():
-        net = args.work / f"{circ}.net"
-        net.parent.mkdir(parents=True, exist_ok=True)
-        study.run(TAG, [sys.executable, TOOL, *how, "-o", net])
+    for circ in CIRCUITS:
+        net = netlist(circ, args)
         base = [f"--netlist={net}", f"--vectors={args.vectors}"]
 
         def go(name, extra, env, reps, base=base):
@@ -88,19 +131,28 @@ def main(argv=None):
                                        args.work, args.out)
 
         go(f"{circ}-sequential", [], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3)
-        group = {}
-        for name, extra, agg in FIG59:
-            group[f"{circ}-{name}"] = ([*base, "--capacity=64", *extra],
-                                       {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": agg})
-        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
-                                              args.out))
+        for pes in args.pes:
+            group = {}
+            for name, extra, agg in FIG59:
+                group[f"{circ}-{name}@{pes}"] = ([*base, "--capacity=64", *extra],
+                                                 {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg})
+            for spec in args.flush[1:]:
+                group[f"{circ}-initial{study.flush_name(spec)}@{pes}"] = (
+                    [*base, "--capacity=64"],
+                    {"MPROF_PES": pes, "MPROF_AGG_BYTES": 1024, **study.flush_env(spec)})
+            rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
+                                                  args.out))
+        pes = args.pes[0]
         if args.callgrind_vectors:
             rows[f"_callgrind-{circ}"] = callgrind(exe, net, args)
         for cap in args.caps:
-            go(f"{circ}-cap{cap}", [f"--capacity={cap}"],
-               {"MPROF_PES": args.pes, "MPROF_AGG_BYTES": 1024}, args.cap_reps,
+            go(f"{circ}-cap{cap}@{pes}", [f"--capacity={cap}"],
+               {"MPROF_PES": pes, "MPROF_AGG_BYTES": 1024}, args.cap_reps,
                [f"--netlist={net}", f"--vectors={args.sweep_vectors}"])
     study.machine_load(rows["_machine"])
+    rows["_study"] = study.study_row(args, ("vectors", "capacities", "sweep_vectors",
+                                            "cap_reps", "callgrind_vectors", "callgrind_reps",
+                                            "grain", "subs"))
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -112,7 +164,7 @@ def callgrind(exe, net, args) -> dict:
         sys.exit(f"[{TAG}] valgrind not found (apt-get install valgrind, or --callgrind-vectors 0)")
     out = {"name": f"_callgrind-{Path(net).stem}", "vectors": args.callgrind_vectors}
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
-    for pes, reps in ((1, 1), (args.pes, args.callgrind_reps)):
+    for pes, reps in ((1, 1), (args.pes[0], args.callgrind_reps)):
         for sched in ("fifo", "preempt"):
             runs = []
             for _ in range(reps):
@@ -171,33 +223,26 @@ def fmt_ratio(r) -> str:
     return "" if r[0] is None else f"{r[0]:.3f} ({r[1]:.3f}-{r[2]:.3f})"
 
 
-def render(rows, args) -> str:
+def ratio_text(circ) -> str:
+    return ", ".join(f"{m} {r:.1f}" for m, r in PAPER_RATIO[circ].items())
+
+
+def table(rows, args, pes) -> list[str]:
+    """The configurations at capacity 64 on `pes` PEs, both circuits."""
     f = study.fmt
+    view = study.at(rows, pes)
     lines = [
-        "# CSWEC (Wen 1995, §5.1.5, Figs 5.8-5.10) reproduced with mprof",
-        "",
-        f"`benchmarks/cswec/experiments/run.py`: ISCAS-85 C2670 (circuitgraph 0.2.1's "
-        f"`c2670.v`, one subcircuit per gate) and the generated 32-bit REGFILE (32 large "
-        f"bit-slice subcircuits of 63 gates among 37 small ones, plus the 1029 input drivers), "
-        f"{args.vectors} input vectors, {args.pes} PEs on shared memory (the machine has 2 "
-        f"cores), {args.reps} runs per configuration at capacity 64, interleaved in rounds "
-        f"({args.cap_reps} in the capacity sweep), 3 sequential runs (1 PE).  Medians over the "
-        "runs, seconds averaged over the PEs.  "
-        "`sim` is the program's simulation time; latency columns are observed / critical: "
-        "term = the recovery thread (barrier, freeze, min-reduction), resource = waiting for "
-        "edge space (graph:ENQ), data = waiting for events (graph:DEQ).  `collapsed`: the "
-        "share of event messages on edges that the event graph did not send as physical "
-        "messages (same-PE sinks and identical copies to one PE).  "
-        + study.load_note(rows.get("_machine")),
-        "",
-        "| configuration | sim (range) | speedup | idle | term | resource | data | events | "
-        "nulls | recoveries | collapsed | explained |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"## {pes} PEs", "",
+        "| configuration | sim (range) | speedup | idle | comp/rt (range) | term | resource | "
+        "data | events | nulls | recoveries | collapsed | explained |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for circ in CIRCUITS:
-        seq = pstat(rows[f"{circ}-sequential"], "sim_s")
-        for name in [f"{circ}-sequential"] + [f"{circ}-{n}" for n, _, _ in FIG59]:
-            row = rows[name]
+        seq = pstat(view[f"{circ}-sequential"], "sim_s")
+        names = ([f"{circ}-sequential"] + [f"{circ}-{n}" for n, _, _ in FIG59]
+                 + [f"{circ}-initial{study.flush_name(s)}" for s in args.flush[1:]])
+        for name in names:
+            row = view[name]
             t, lo, hi = study.param_stat(row, "sim_s")
             sp = f"{seq / t:.2f}" if seq and t and not name.endswith("sequential") else ""
             lat = " | ".join(f"{f(row.get('obs:' + a), 4)} / {f(row.get('crit:' + a), 4)}"
@@ -205,9 +250,91 @@ def render(rows, args) -> str:
             coll = pstat(row, "collapse")
             lines.append(
                 f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | "
-                f"{f(row.get('Idle'), 3)} | {lat} | {pstat(row, 'events'):.0f} | "
-                f"{pstat(row, 'nulls'):.0f} | {pstat(row, 'recoveries'):.0f} | "
-                f"{100 * coll:.1f} % | {row['explained']}/{row['runs']} |")
+                f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
+                f"{pstat(row, 'events'):.0f} | {pstat(row, 'nulls'):.0f} | "
+                f"{pstat(row, 'recoveries'):.0f} | {100 * coll:.1f} % | "
+                f"{row['explained']}/{row['runs']} |")
+    for spec in args.flush[1:]:
+        lines += ["", f"Message service, {study.flush_label(spec)} (the modern counterpart of "
+                  "lower aggregation), time relative to the initial implementation in the same "
+                  "round: " + "; ".join(
+                      f"{c} {fmt_ratio(ratio(view, c, 'initial' + study.flush_name(spec)))}"
+                      for c in CIRCUITS) + "."]
+    return lines + [""]
+
+
+def grain_text(args) -> str:
+    subs = args.subs or {}
+    if args.grain == "stage":
+        c = (f"a subcircuit per static CMOS stage: `netlist.py iscas c2670 --stages` splits "
+             f"circuitgraph's 699 gates into NAND/NOR/inverter stages, {subs.get('c2670', '?')} "
+             f"subcircuits against the paper's {PAPER_SUBCIRCUITS['c2670']} (its C2670 netlist "
+             "is the original ISCAS one at transistor level, partitioned into "
+             "channel-connected components; circuitgraph's version has fewer gates)")
+    else:
+        c = f"a subcircuit per gate, {subs.get('c2670', '?')} subcircuits"
+    return (f"C2670 at {c}; REGFILE: {subs.get('regfile', '?')} subcircuits (32 large "
+            "bit-slice subcircuits of 63 gates among the small decoder ones, plus the 1029 "
+            f"input drivers; the paper's has {PAPER_SUBCIRCUITS['regfile']} subcircuits, 32 "
+            "very large)")
+
+
+def readme(rows, args) -> str:
+    pes = args.pes[0]
+    view = study.at(rows, pes)
+    sp = {c: study.speedup(view[f"{c}-sequential"], view[f"{c}-initial"], "sim_s")
+          for c in CIRCUITS}
+    return study.in_short(
+        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs, with "
+        f"{(args.subs or {}).get('c2670', '?')} subcircuits on C2670 (the paper: 2033), the "
+        "ratio of computation to runtime overhead is "
+        f"{study.fmt(view['c2670-initial'].get('ratio'), 1)} on C2670 and "
+        f"{study.fmt(view['regfile-initial'].get('ratio'), 1)} on REGFILE (the paper's: "
+        f"{ratio_text('c2670')} and {ratio_text('regfile')}); the initial implementation's "
+        f"speedup over 1 PE is {study.fmt(sp['c2670'], 2)} on C2670 and "
+        f"{study.fmt(sp['regfile'], 2)} on REGFILE (paper, 32-PE CM5: 23.1 and 26.4); the "
+        "preemptive scheduling of the event graph's fibers gives "
+        f"{fmt_ratio(ratio(view, 'c2670', 'preempt'))} of the initial time on C2670 in the "
+        "same round (paper: 0.89-0.97); the event graph collapses "
+        f"{100 * pstat(view['regfile-initial'], 'collapse'):.0f} % of REGFILE's edge messages "
+        f"and {100 * pstat(view['c2670-initial'], 'collapse'):.0f} % of C2670's (paper: > 95 %).")
+
+
+def render(rows, args) -> str:
+    args.subs = rows.get("_study", {}).get("subs") or args.subs
+    lines = [
+        "# CSWEC (Wen 1995, §5.1.5, Figs 5.8-5.10) reproduced with mprof",
+        "",
+        readme(rows, args),
+        "",
+        f"`benchmarks/cswec/experiments/run.py --size {args.size}`: {grain_text(args)}; "
+        f"{args.vectors} input vectors, PE counts {', '.join(map(str, args.pes))} on shared "
+        f"memory (the machine has {rows['_study']['cores']} cores), {args.reps} runs per "
+        f"configuration at capacity 64, interleaved in rounds ({args.cap_reps} in the "
+        "capacity sweep), 3 sequential runs (1 PE).  Medians over the runs, seconds averaged "
+        "over the PEs.  `sim` is the program's simulation time; latency columns are observed / "
+        "critical: term = the recovery thread (barrier, freeze, min-reduction), resource = "
+        "waiting for edge space (graph:ENQ), data = waiting for events (graph:DEQ).  "
+        "`collapsed`: the share of event messages on edges that the event graph did not send "
+        "as physical messages (same-PE sinks and identical copies to one PE).  Rows "
+        "`-initial-flushK.D`: the initial implementation with MPROF_FLUSH_FIBERS=K, "
+        "MPROF_FLUSH_DELAY_US=D.  " + study.load_note(rows.get("_machine")) + "  "
+        + study.pending_note(args, "cswec"),
+        "",
+        "Ratio of computation to runtime overhead (comp/rt), the paper's (Fig 5.8): C2670 "
+        f"{ratio_text('c2670')}; REGFILE {ratio_text('regfile')}.",
+        "",
+    ]
+    for pes in args.pes:
+        lines += table(rows, args, pes)
+    lines += [study.RATIO_NOTE]
+    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO["c2670"].values()))
+    lines += ["", f"## Details on {args.pes[0]} PEs"]
+    return details(study.at(rows, args.pes[0]), args, args.pes[0], lines)
+
+
+def details(rows, args, pes, lines) -> str:
+    f = study.fmt
     lines += ["", study.EXPLAINED_NOTE]
     lines += ["", f"Fig 5.10 here ({args.sweep_vectors} vectors, {args.cap_reps} runs each): "
               "simulation time against edge capacity, normalised to the smallest capacity "
@@ -239,7 +366,7 @@ def render(rows, args) -> str:
         ours = [f"{fmt_ratio(ratio(rows, circ, name))}, "
                 f"{pstat(rows[f'{circ}-{name}'], 'sim_s'):.3f} s" for circ in CIRCUITS]
         lines.append(f"| {label} | {c} | {p} | {s} | {ours[0]} | {ours[1]} |")
-    lines += callgrind_lines(rows, args)
+    lines += callgrind_lines(rows, args) if args.callgrind_vectors else []
     lines += ["", "Ours also: 4 KiB aggregation with FIFO scheduling (`agg4k`) relative to the "
               "initial implementation: " + "; ".join(
                   f"{circ} {fmt_ratio(ratio(rows, circ, 'agg4k'))}" for circ in CIRCUITS) + "."]
@@ -249,13 +376,13 @@ def render(rows, args) -> str:
         "first increases than REGFILE, and on the Paragon too large a capacity made C2670 3x "
         "slower (paging).  §2.2.4.3: the event graph removed more than 95 % of the event "
         "messages for both circuits."]
-    lines += ["", "Findings:", ""] + findings(rows, args)
+    lines += ["", "Findings:", ""] + findings(rows, args, pes)
     lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
                                       if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
-def findings(rows, args) -> list[str]:
+def findings(rows, args, pes) -> list[str]:
     f = study.fmt
     sp = {c: pstat(rows[f"{c}-sequential"], "sim_s") / pstat(rows[f"{c}-initial"], "sim_s")
           for c in CIRCUITS}
@@ -263,9 +390,9 @@ def findings(rows, args) -> list[str]:
                 for c in CIRCUITS}
     c_slow, r_gain = sp["c2670"] < 1, sp["regfile"] > 1
     out = [
-        f"- Speedup on {args.pes} PEs, initial implementation: C2670 {sp['c2670']:.2f}, REGFILE "
-        f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are single "
-        "gates (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
+        f"- Speedup on {pes} PEs, initial implementation: C2670 {sp['c2670']:.2f}, REGFILE "
+        f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are single gates or "
+        "CMOS stages (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
         "and the size-based placement deals C2670's equal-sized gates out round-robin, so "
         "half of its edges cross PEs"
         + (": the message and thread overheads outweigh the parallel work on C2670.  "
@@ -294,10 +421,10 @@ def findings(rows, args) -> list[str]:
         pre = ratio(rows, circ, "preempt")
         both = ratio(rows, circ, "preempt-agg4k")
         ini, prow = rows[f"{circ}-initial"], rows[f"{circ}-preempt"]
-        cg1, cgp = cg_ratio(rows, circ, 1), cg_ratio(rows, circ, args.pes)
+        cg1, cgp = cg_ratio(rows, circ, 1), cg_ratio(rows, circ, pes)
         cg = ("" if cg1 is None else
               f"  Instructions (callgrind), preemptive over FIFO: {cg1:.3f} on 1 PE, "
-              f"{cgp:.3f} on {args.pes}.")
+              f"{cgp:.3f} on {pes}.")
         out.append(
             f"- {circ}, the event graph's fibers on the preemptive scheduler (`--sched=preempt`, "
             f"Fig 5.9's second row): time relative to FIFO in the same round "
