@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 JOBS ?= 2
 
-.PHONY: all bootstrap build demo test bench clean format
+.PHONY: all bootstrap build demo test bench studies clean format
 
 all: build
 
@@ -25,6 +25,12 @@ test: build
 
 bench: build
 	@PATH=$(abspath $(VENV))/bin:$$PATH scripts/bench.sh
+
+# The Chapter 5 studies: `make studies PES=8,16 SIZE=paper` on a 16-core machine.
+PES ?= 2
+SIZE ?= small
+studies: build
+	@PATH=$(abspath $(VENV))/bin:$$PATH benchmarks/studies.sh --pes $(PES) --size $(SIZE)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
