@@ -4,7 +4,7 @@ ISCAS-85 circuits as the PyPI package circuitgraph ships them) or generates the 
 register file REGFILE, and writes the simple text netlist cswec reads.
 
     netlist.py verilog FILE.v [--stages] -o OUT.net     a gate-level Verilog file
-    netlist.py iscas NAME [--stages] -o OUT.net         circuitgraph's netlists/NAME.v (c17, c2670...)
+    netlist.py iscas NAME [--stages] -o OUT.net         circuitgraph's netlists/NAME.v (c2670...)
     netlist.py regfile [--regs 32] [--bits 32] -o OUT.net
 
 The Verilog subset: one module; `input`, `output`, `wire` declarations; gate primitives

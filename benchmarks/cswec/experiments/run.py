@@ -391,8 +391,8 @@ def findings(rows, args, pes) -> list[str]:
     c_slow, r_gain = sp["c2670"] < 1, sp["regfile"] > 1
     out = [
         f"- Speedup on {pes} PEs, initial implementation: C2670 {sp['c2670']:.2f}, REGFILE "
-        f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are single gates or "
-        "CMOS stages (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
+        f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are "
+        "single gates or CMOS stages (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
         "and the size-based placement deals C2670's equal-sized gates out round-robin, so "
         "half of its edges cross PEs"
         + (": the message and thread overheads outweigh the parallel work on C2670.  "

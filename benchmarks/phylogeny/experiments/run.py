@@ -7,11 +7,10 @@
 Runs build/benchmarks/phylogeny/phylogeny on the size's input (SIZES; paper: the paper's 14
 species and 50 seeded random binary characters) 3 times on one PE (the sequential time) and,
 at every PE count of --pes, --reps times in each configuration of Figs 5.6-5.7 and initial
-stealing at every other --flush setting, interleaved in rounds (every configuration once per round, so
-that the load of a shared machine falls on all alike; ratios are taken within a round):
-stealing and pushing with 1 KiB aggregation (the initial implementation), and stealing
-without aggregation.  Every run is reported with the runtime's
-fitted cost model (`mprof report RUN --model M`, default build/workflows/rts.model.json from
+stealing at every other --flush setting, interleaved in rounds (every configuration once per
+round, so that the load of a shared machine falls on all alike; ratios are taken within a
+round): stealing and pushing with 1 KiB aggregation (the initial implementation), and
+stealing without aggregation.  Every run is reported with the runtime's fitted cost model (`mprof report RUN --model M`, default build/workflows/rts.model.json from
 `make demo`).  Writes benchmarks/phylogeny/experiments/results/<config>.txt and
 benchmarks/phylogeny/experiments/results/summary.md.
 """
