@@ -121,9 +121,10 @@ def readme(rows, args) -> str:
         f"computation to runtime overhead is {study.fmt(view['steal'].get('ratio'), 0)} with "
         "stealing (the paper omits the runtime's costs as insignificant); speedups over 1 PE: "
         f"stealing {study.fmt(sp['steal'], 2)}, pushing {study.fmt(sp['push'], 2)} (paper: "
-        f"{PAPER_SPEEDUP}).  Fetching carries {study.fmt(view['steal'].get('obs:' + fe), 3)} s "
-        "of observed latency per PE with stealing and "
-        f"{study.fmt(view['push'].get('obs:' + fe) or 0, 3)} s with pushing; no aggregation changes stealing by {pct('steal', 'steal-noagg')} and "
+        f"{PAPER_SPEEDUP}).  Fetching carries "
+        f"{study.fmt(view['steal'].get('obs:' + fe) or 0, 3)} s of observed latency per PE "
+        f"with stealing and {study.fmt(view['push'].get('obs:' + fe) or 0, 3)} s with "
+        f"pushing; no aggregation changes stealing by {pct('steal', 'steal-noagg')} and "
         f"sending the intervals with the tasks changes pushing by {pct('push', 'push-send-noagg')}"
         " (paper, Paragon and SP1: -42 to -44 % and -27 to -35 %).")
 
