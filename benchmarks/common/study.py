@@ -265,7 +265,7 @@ def _one_run(tag, name, rep, exe, args, env_extra, model, work: Path):
     return prof, figures(json.loads(rep_json)), stdout
 
 
-def _reduce(tag, name, exe, args, env_extra, runs, model, out: Path) -> dict:
+def _reduce(tag, name, exe, args, env_extra, runs, model, work: Path, out: Path) -> dict:
     """The median of every figure over `runs` (in the order they ran) and the range of each;
     keeps the text report of the median run as out/<name>.txt.  "rep_params" lists the
     runs' mp_param values in the order they ran, for ratios between configurations measured
@@ -277,8 +277,8 @@ def _reduce(tag, name, exe, args, env_extra, runs, model, out: Path) -> dict:
                      "--format", "text"], capture_output=True, text=True).stdout
     (out / f"{name}.txt").write_text(median_stdout + "\n" + text)
     keys = {k for _, f, _ in runs for k in f if k not in ("explained", "params")}
-    row = {"name": name, "cmd": " ".join(["env"] + [f"{k}={v}" for k, v in env_extra.items()]
-                                          + [Path(exe).name, *map(str, args)]),
+    row = {"name": name, "cmd": shown(" ".join(["env"] + [f"{k}={v}" for k, v in env_extra.items()]
+                                                + [Path(exe).name, *map(str, args)]), work),
            "runs": len(runs), "explained": sum(f["explained"] for _, f, _ in runs),
            "params": [f["params"] for _, f, _ in runs], "rep_params": rep_params}
     for k in sorted(keys):
@@ -293,7 +293,7 @@ def measure(tag, name, exe, args, env_extra, reps, model, work: Path, out: Path)
     """Runs one configuration `reps` times; returns the median of every figure and the range
     of each, and keeps the text report of the median run as out/<name>.txt."""
     runs = [_one_run(tag, name, rep, exe, args, env_extra, model, work) for rep in range(reps)]
-    return _reduce(tag, name, exe, args, env_extra, runs, model, out)
+    return _reduce(tag, name, exe, args, env_extra, runs, model, work, out)
 
 
 def measure_interleaved(tag, configs, exe, reps, model, work: Path, out: Path) -> dict:
@@ -304,7 +304,7 @@ def measure_interleaved(tag, configs, exe, reps, model, work: Path, out: Path) -
     for rep in range(reps):
         for name, (args, env_extra) in configs.items():
             runs[name].append(_one_run(tag, name, rep, exe, args, env_extra, model, work))
-    return {name: _reduce(tag, name, exe, args, env_extra, runs[name], model, out)
+    return {name: _reduce(tag, name, exe, args, env_extra, runs[name], model, work, out)
             for name, (args, env_extra) in configs.items()}
 
 
@@ -343,6 +343,12 @@ def param_stat(row: dict, name: str):
     return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
 
 
+def shown(cmd: str, work: Path) -> str:
+    """A command as a summary shows it: files the study made in its work folder (a netlist)
+    named relative to it, as WORK/..., so that a summary does not carry one machine's paths."""
+    return cmd.replace(str(work), "WORK")
+
+
 def calibrate(tag, exe, model, args, candidates, work: Path) -> list[dict]:
     """The ratio of computation to runtime overhead at each candidate size, one run each at
     the first PE count: [(label, command, ratio, computation and runtime per PE)]; kept in
@@ -352,7 +358,7 @@ def calibrate(tag, exe, model, args, candidates, work: Path) -> list[dict]:
     for label, cmd, env in candidates:
         _, fig, _ = _one_run(tag, "calibrate", 0, exe, cmd, {"MPROF_PES": pes, **env}, model,
                              work)
-        out.append({"size": label, "pes": pes, "cmd": " ".join(map(str, cmd)),
+        out.append({"size": label, "pes": pes, "cmd": shown(" ".join(map(str, cmd)), work),
                     "ratio": fig["ratio"], "Comp": fig["Comp"], "Runtime": fig["Runtime"]})
         log(tag, f"{label}: computation/runtime {fig['ratio']}")
     (args.out / "calibration.json").write_text(json.dumps(out, indent=2) + "\n")
