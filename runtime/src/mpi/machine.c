@@ -59,6 +59,7 @@ void mpr_mpi_check(int err, const char *what)
 
 static void mpi_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
+    mpr_mpi_partner(dst);
     if (mpr_mpi.credits[dst] > 0 && !mpr_mpi.backlog[dst].head) {
         mpr_mpi.credits[dst]--;
         mpr_mpi_isend(dst, b);
@@ -103,6 +104,7 @@ static int mpi_idle_enter(mpr_pe *pe)
          * window - batch credits, so it never waits for them, and an idle PE sends nothing,
          * as the waves assume.  (Sending them here cost a credit message per idle spell.) */
         mpr_mpi.idle = true;
+        mpr_mpi.told = false;
         mpr_mpi.idle_polls = 0;
         mpr_mpi.idle_since = 0; /* read when the first wave starts */
     }
@@ -199,4 +201,5 @@ const mpr_machine mpr_machine_mpi = {
     .max_all = mpi_max_all,
     .gather = mpi_gather,
     .fini = mpr_mpi_fini,
+    .peer_idle_epoch = mpr_mpi_peer_idle_epoch,
 };
