@@ -22,7 +22,8 @@
  *          a fiber.
  *   idle   an idle PE polls (its receives, its sends, the termination wave) while it spins,
  *          then with backoff: short sleeps from 20 us doubling to 1 ms, reset when work
- *          arrives.
+ *          arrives.  After NOTICE_POLLS polls it tells the ranks it exchanged messages with
+ *          since it last told them that it waits (TAG_IDLE, notice.c), for their flush policy.
  *   end    distributed termination detection by waves of MPI_Iallreduce over (messages sent,
  *          messages received, active, idle-timeout votes), all counted over every tag.  A PE
  *          joins the next wave only once it has been idle for WAVE_POLLS polls, so a wave
