@@ -107,8 +107,9 @@ static int mpi_idle_enter(mpr_pe *pe)
     if (!mpr_mpi.idle) {
         /* Credits owed stay owed (fewer than a batch per sender, each sent as soon as a batch
          * is due): with every message it sent processed, a sender still holds more than
-         * window - batch credits, so it never waits for them, and an idle PE sends nothing,
-         * as the waves assume.  (Sending them here cost a credit message per idle spell.) */
+         * window - batch credits, so it never waits for them, and an idle PE sends nothing
+         * but its idle notices (one per partner and spell, notice.c), so the waves settle.
+         * (Sending them here cost a credit message per idle spell.) */
         mpr_mpi.idle = true;
         mpr_mpi.told = false;
         mpr_mpi.idle_polls = 0;
