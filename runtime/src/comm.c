@@ -23,9 +23,11 @@
  * within a factor of two, and its receiver may be waiting on the records without being idle
  * yet (requests whose replies it needs; holding them back until the buffer filled or the
  * receiver went idle made Tripuzzle's two PEs take turns idling, twice as slow).  Records for
- * a PE that waits go within one period; a buffer that fills slowly waits for the delay.  On MPI the
- * other ranks' PEs are not visible, so they count as waiting: every open buffer goes every period
- * there, the dissertation's policy.
+ * a PE that waits go within one period; a buffer that fills slowly waits for the delay.  On MPI
+ * the other ranks' PEs are not in this process: a PE that has waited for a moment tells the
+ * ranks it exchanged messages with since it last told them (mpi/notice.c), and they treat it
+ * as waiting until they send it something; buffers holding an urgent record for such a PE go
+ * every period (starving).
  *
  * Message service.  Requests that another PE waits for (steals, barrier phases, bulk reads
  * and their replies) are invoked on the URGENT scheduler.  The arrival of a message holding
@@ -308,24 +310,32 @@ static inline void agg_sent(mpr_agg *a, int dst)
     }
 }
 
-/* Is dst in its idle loop now?  (PEs of other processes: not known, no.) */
-static inline bool waiting(int dst)
+/* dst's idle epoch (odd while it waits for work).  A PE of another process (MPI) is not in
+ * mpr_g.pes: its epoch is what it last told this process, odd until something is sent to it
+ * (machine.h, peer_idle_epoch). */
+static inline uint32_t idle_epoch_of(const mpr_pe *d, int dst)
 {
-    mpr_pe *d = mpr_g.pes[dst];
-    return d && (atomic_load_explicit(&d->idle_epoch, memory_order_relaxed) & 1);
+    return d ? atomic_load_explicit(&d->idle_epoch, memory_order_relaxed)
+             : mpr_machine_peer_idle_epoch(dst);
 }
+
+/* Is dst in its idle loop now?  (A PE of another process: has it said so since it was last
+ * sent anything?) */
+static inline bool waiting(int dst) { return idle_epoch_of(mpr_g.pes[dst], dst) & 1; }
 
 /* Does dst wait for work (its idle loop) and has it not been sent this sender's records since
  * it started waiting?  One message per sender and idle period: a PE that waits gets what every
  * sender holds for it within a period, while one that stays idle for long (asleep, or not
  * given a core) does not draw a message of a record or two from every sender every period.
- * A PE of another process counts as waiting. */
+ * A buffer with an urgent record for a PE of another process goes every period, as all of
+ * them once did: that PE tells its idle state only after a moment of waiting (mpi/notice.c),
+ * and may wait on a reply before it has nothing else to do. */
 static inline bool starving(mpr_agg *a, int dst)
 {
     mpr_pe *d = mpr_g.pes[dst];
-    if (!d)
+    if (MPR_UNLIKELY(!d) && a->urgent)
         return true;
-    uint32_t e = atomic_load_explicit(&d->idle_epoch, memory_order_relaxed);
+    uint32_t e = idle_epoch_of(d, dst);
     if (!(e & 1) || e == a->fed_epoch)
         return false;
     a->fed_epoch = e;

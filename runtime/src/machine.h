@@ -11,6 +11,7 @@
 #define MPR_MACHINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct mpr_pe;
 struct mpr_msgbuf;
@@ -66,6 +67,12 @@ typedef struct mpr_machine {
      * buffers receivers have given back to pe since the last call, as a list (any order);
      * called by pe's own thread when its pool is empty. */
     struct mpr_msgbuf *(*returned)(struct mpr_pe *pe);
+    /* Optional (default: 0).  For a PE of another process (not in mpr_g.pes): its idle epoch
+     * (mpr_pe.idle_epoch) as this process last heard it, odd while that PE has said it waits
+     * for work and nothing has been sent to it since.  comm.c's flush policy reads it where it
+     * reads a local PE's idle_epoch; a backend without it lets such PEs' records wait for a
+     * full buffer, the delay or the sender running out of work. */
+    uint32_t (*peer_idle_epoch)(int pe);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;
@@ -103,6 +110,10 @@ static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
 static inline void mpr_machine_in_flight(struct mpr_pe *pe) { mpr_m->in_flight(pe); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
 static inline int mpr_machine_all_idle(void) { return mpr_m->all_idle && mpr_m->all_idle(); }
+static inline uint32_t mpr_machine_peer_idle_epoch(int pe)
+{
+    return mpr_m->peer_idle_epoch ? mpr_m->peer_idle_epoch(pe) : 0;
+}
 static inline double mpr_machine_max_all(double v)
 {
     return mpr_m->max_all ? mpr_m->max_all(v) : v;

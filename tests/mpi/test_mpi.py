@@ -189,6 +189,47 @@ def test_unknown_backend_is_a_clear_error(mpi_build):
 
 
 # ---------------------------------------------------------------------------------------
+# the flush policy for PEs of other ranks (tests/mpi/c/flush_policy.c, runtime/src/mpi/notice.c)
+
+def _flush_policy(mpi_build, *args, np, transport, **settings) -> Result:
+    exe = mpi_build / "tests" / "mpi" / "mpi_flush_policy"
+    res = run(exe, *args, np=np, transport=transport, **settings)
+    assert res.rc == 0, res.describe()
+    return res
+
+
+# shared memory (np None: the policy reads the PE's idle state in memory), then MPI
+FLUSH_RUNS = [(None, "sm"), *((2, t) for t in TRANSPORTS)]
+
+
+@pytest.mark.parametrize("np,transport", FLUSH_RUNS)
+def test_records_for_a_busy_remote_pe_aggregate(mpi_build, np, transport):
+    """PE 0 streams records to PE 1, which stays busy: they leave in messages of many records,
+    when half a buffer is full (64 of 32 bytes), not every communication period (8 fibers:
+    8 records).  Treating another rank's PE as always waiting sent them every period."""
+    res = _flush_policy(mpi_build, "stream", 20000, np=np, transport=transport,
+                        MPROF_PES=2, MPROF_FLUSH_FIBERS=8, MPROF_FLUSH_DELAY_US=10000000)
+    assert res.lines() == ["RESULT stream pe=1 got=20000"], res.describe()
+    rts = res.rts(0)
+    assert rts["RemoteOp"] == 20000
+    assert rts["RemoteOp"] / rts["MsgSent"] >= 32, rts
+
+
+@pytest.mark.parametrize("np,transport", [*FLUSH_RUNS, *((4, t) for t in TRANSPORTS)])
+def test_remote_pe_that_waits_gets_its_records(mpi_build, np, transport):
+    """PE 1 asks PE 0, which stays busy, and waits for the answer: a record in PE 0's buffer
+    that neither fills it nor reaches the delay (10 s).  It must come because PE 1 waits
+    (PE 1 tells PE 0), within a bound: PE 0's busy chain ends after 3 s at the latest, which
+    would release the answers otherwise."""
+    res = _flush_policy(mpi_build, "wait", 50, np=np, transport=transport, MPROF_PES=np or 2,
+                        MPROF_FLUSH_DELAY_US=10000000)
+    [line] = res.lines()
+    fields = dict(f.split("=") for f in line.split()[2:])
+    assert fields["rounds"] == "50"
+    assert float(fields["longest_s"]) < 1.0, line
+
+
+# ---------------------------------------------------------------------------------------
 # the runtime's own test programs (tests/c/runtime) that hold on any backend
 
 def rt(mpi_build, name):

@@ -22,7 +22,8 @@
  *          a fiber.
  *   idle   an idle PE polls (its receives, its sends, the termination wave) while it spins,
  *          then with backoff: short sleeps from 20 us doubling to 1 ms, reset when work
- *          arrives.
+ *          arrives.  After NOTICE_POLLS polls it tells the ranks it exchanged messages with
+ *          since it last told them that it waits (TAG_IDLE, notice.c), for their flush policy.
  *   end    distributed termination detection by waves of MPI_Iallreduce over (messages sent,
  *          messages received, active, idle-timeout votes), all counted over every tag.  A PE
  *          joins the next wave only once it has been idle for WAVE_POLLS polls, so a wave
@@ -59,6 +60,7 @@ void mpr_mpi_check(int err, const char *what)
 
 static void mpi_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
+    mpr_mpi_partner(dst);
     if (mpr_mpi.credits[dst] > 0 && !mpr_mpi.backlog[dst].head) {
         mpr_mpi.credits[dst]--;
         mpr_mpi_isend(dst, b);
@@ -72,9 +74,14 @@ static void mpi_send(mpr_pe *from, int dst, mpr_msgbuf *b)
     }
 }
 
+/* Messages the idle loop's last poll received (mpi_pending) go to the PE as they are: another
+ * progress step first cost as much as the idle loop's (about 800 instructions, an MPI_Test
+ * that finds nothing and a send test), on the path from an arrival to the fibers that answer
+ * it.  With none waiting, the take polls. */
 static mpr_msgbuf *mpi_take(mpr_pe *pe)
 {
-    mpr_mpi_progress(pe);
+    if (!mpr_mpi.ready.head)
+        mpr_mpi_progress(pe);
     mpr_msgbuf *b = mpr_mpi.ready.head;
     mpr_mpi.ready.head = mpr_mpi.ready.tail = NULL;
     mpr_mpi.ready_n = 0;
@@ -100,9 +107,11 @@ static int mpi_idle_enter(mpr_pe *pe)
     if (!mpr_mpi.idle) {
         /* Credits owed stay owed (fewer than a batch per sender, each sent as soon as a batch
          * is due): with every message it sent processed, a sender still holds more than
-         * window - batch credits, so it never waits for them, and an idle PE sends nothing,
-         * as the waves assume.  (Sending them here cost a credit message per idle spell.) */
+         * window - batch credits, so it never waits for them, and an idle PE sends nothing
+         * but its idle notices (one per partner and spell, notice.c), so the waves settle.
+         * (Sending them here cost a credit message per idle spell.) */
         mpr_mpi.idle = true;
+        mpr_mpi.told = false;
         mpr_mpi.idle_polls = 0;
         mpr_mpi.idle_since = 0; /* read when the first wave starts */
     }
@@ -199,4 +208,5 @@ const mpr_machine mpr_machine_mpi = {
     .max_all = mpi_max_all,
     .gather = mpi_gather,
     .fini = mpr_mpi_fini,
+    .peer_idle_epoch = mpr_mpi_peer_idle_epoch,
 };

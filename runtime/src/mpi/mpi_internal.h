@@ -3,7 +3,8 @@
  * rank runs one PE, so the backend's state is the rank's) and the functions one file calls in
  * another.  The backend is machine.c (the machine interface, and an overview of the
  * protocol), setup.c (start-up, shut-down, the posted receives), transport.c (sends,
- * receives, flow control) and wave.c (termination waves).
+ * receives, flow control), notice.c (idle notices, for comm.c's flush policy) and wave.c
+ * (termination waves).
  */
 #ifndef MPR_MPI_INTERNAL_H
 #define MPR_MPI_INTERNAL_H
@@ -17,12 +18,14 @@
 #define TAG_LARGE                                                                                  \
     3                  /* announces a message too large for a posted receive: its size (uint64);   \
                           the bytes follow on comm_large (tag 0, the same order per sender) */
+#define TAG_IDLE 4     /* an idle notice (notice.c): the sender's idle epoch (uint32) */
 #define POST_MIN 4096  /* posted receives hold at least this, */
 #define POST_MAX 65536 /* and at most this: bigger aggregation buffers go as large messages */
 #define BACKOFF_MIN_S 20e-6
 #define BACKOFF_MAX_S 1e-3
 #define WAVE_POLLS 1024 /* a PE joins termination waves after this many idle polls (or sleeps) */
 #define TAKE_MAX 16     /* messages one take hands to the PE at most (see recv_progress) */
+#define NOTICE_POLLS 64 /* an idle PE tells its partners it waits after this many idle polls */
 
 enum { W_SENT, W_RECV, W_ACTIVE, W_VOTE, W_N };
 
@@ -64,6 +67,13 @@ typedef struct mpr_mpi_state {
     int *owed;     /* per source: processed messages not yet credited */
     fifo *backlog; /* per destination: waiting for credits */
     long backlog_n;
+    /* idle notices (notice.c) */
+    uint32_t *peer_epoch; /* per rank: its idle epoch as it last told us, odd bit cleared once
+                           * we sent it anything or heard from it since */
+    uint8_t *partner;     /* per rank: exchanged a message with it since we last told it */
+    int *partners;        /* the ranks marked in `partner` */
+    int npartners;
+    bool told; /* this idle spell's notices have gone */
     /* termination */
     int64_t sent, recvd;
     bool idle;
@@ -121,11 +131,29 @@ static inline void mpr_mpi_post(mpr_msgbuf *b)
 }
 
 /* transport.c */
+void mpr_mpi_send_control(int dst, int tag, const void *data, size_t len);
 void mpr_mpi_isend(int dst, mpr_msgbuf *b);
 void mpr_mpi_send_credit(mpr_pe *pe, int dst);
 void mpr_mpi_test_sends(mpr_pe *pe);
 void mpr_mpi_recv_progress(int max);
 void mpr_mpi_progress(mpr_pe *pe);
+
+/* notice.c */
+void mpr_mpi_notice_init(void);
+void mpr_mpi_notice_fini(void);
+void mpr_mpi_notice_progress(mpr_pe *pe);
+uint32_t mpr_mpi_peer_idle_epoch(int pe);
+
+/* A message of comm.c went to, or came from, rank r: r is a partner (told when this PE waits),
+ * and it has been sent something, or is busy, since it last said it waits. */
+static inline void mpr_mpi_partner(int r)
+{
+    mpr_mpi.peer_epoch[r] &= ~1u;
+    if (MPR_UNLIKELY(!mpr_mpi.partner[r])) {
+        mpr_mpi.partner[r] = 1;
+        mpr_mpi.partners[mpr_mpi.npartners++] = r;
+    }
+}
 
 /* wave.c */
 void mpr_mpi_wave_progress(void);

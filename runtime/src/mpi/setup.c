@@ -144,6 +144,7 @@ void mpr_mpi_run_state_init(mpr_pe *pe)
     for (int i = 0; i < mpr_mpi.size; i++)
         mpr_mpi.credits[i] = mpr_mpi.window;
     mpr_mpi.backlog_n = 0;
+    mpr_mpi_notice_init();
     mpr_mpi.sent = mpr_mpi.recvd = 0;
     mpr_mpi.idle = false;
     mpr_mpi.backoff = BACKOFF_MIN_S;
@@ -214,6 +215,7 @@ void mpr_mpi_fini(void)
     mpr_mpi.ready.head = mpr_mpi.ready.tail = NULL;
     for (int i = 0; i < mpr_mpi.size; i++)
         mpr_msgbuf_free_list(mpr_mpi.backlog[i].head);
+    mpr_mpi_notice_fini();
     free(mpr_mpi.credits);
     free(mpr_mpi.owed);
     free(mpr_mpi.backlog);

@@ -28,8 +28,9 @@ static void isend_bytes(int dst, mpr_msgbuf *b, const void *data, size_t len, in
     mpr_mpi.sent++;
 }
 
-/* A small message of the machine layer itself (credits, large-message announcements). */
-static void send_control(int dst, int tag, const void *data, size_t len)
+/* A small message of the machine layer itself (credits, large-message announcements, idle
+ * notices). */
+void mpr_mpi_send_control(int dst, int tag, const void *data, size_t len)
 {
     mpr_msgbuf *b = malloc(sizeof *b + len);
     if (!b)
@@ -51,7 +52,7 @@ void mpr_mpi_isend(int dst, mpr_msgbuf *b)
     if (b->len > (size_t)INT32_MAX)
         mpr_fatal("a message of %zu bytes is too large for MPI", b->len);
     uint64_t n = b->len;
-    send_control(dst, TAG_LARGE, &n, sizeof n);
+    mpr_mpi_send_control(dst, TAG_LARGE, &n, sizeof n);
     isend_bytes(dst, b, b->data, b->len, 0, mpr_mpi.comm_large);
 }
 
@@ -60,7 +61,7 @@ void mpr_mpi_send_credit(mpr_pe *pe, int dst)
     int32_t n = mpr_mpi.owed[dst];
     mpr_mpi.owed[dst] = 0;
     RTS_INC(&pe->rts, FlowMsgSent, 1);
-    send_control(dst, TAG_CREDIT, &n, sizeof n);
+    mpr_mpi_send_control(dst, TAG_CREDIT, &n, sizeof n);
 }
 
 static void drain_backlog(int dst)
@@ -159,6 +160,7 @@ void mpr_mpi_recv_progress(int max)
             return;
         mpr_mpi.recvd++;
         if (MPR_LIKELY(st.MPI_TAG == TAG_MSG)) {
+            mpr_mpi_partner(st.MPI_SOURCE);
             b->len = received_bytes(&st);
             b->src = st.MPI_SOURCE;
             b->dst = mpr_mpi.rank;
@@ -170,7 +172,10 @@ void mpr_mpi_recv_progress(int max)
             memcpy(&n, b->data, sizeof n);
             mpr_mpi.credits[st.MPI_SOURCE] += n;
             drain_backlog(st.MPI_SOURCE);
+        } else if (st.MPI_TAG == TAG_IDLE) {
+            memcpy(&mpr_mpi.peer_epoch[st.MPI_SOURCE], b->data, sizeof(uint32_t));
         } else { /* TAG_LARGE */
+            mpr_mpi_partner(st.MPI_SOURCE);
             uint64_t n;
             memcpy(&n, b->data, sizeof n);
             mpr_msgbuf *big = malloc(sizeof *big + n);

@@ -55,9 +55,11 @@ void mpr_mpi_wave_progress(void)
     }
 }
 
-/* An idle PE moves messages and takes part in the waves. */
+/* An idle PE moves messages, tells its partners it waits (once per idle spell) and takes part
+ * in the waves. */
 void mpr_mpi_idle_progress(mpr_pe *pe)
 {
     mpr_mpi_progress(pe);
+    mpr_mpi_notice_progress(pe);
     mpr_mpi_wave_progress();
 }
