@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-shm_group *shm_group_new(int first, int count, int npes)
+shm_group *mpr_shm_group_new(int first, int count, int npes)
 {
     shm_group *g = calloc(1, sizeof *g);
     if (!g)
@@ -17,14 +17,14 @@ shm_group *shm_group_new(int first, int count, int npes)
     g->count = count;
     g->npes = npes;
     if (!g->agg || !g->xopen || !g->xlisted) {
-        shm_group_free(g);
+        mpr_shm_group_free(g);
         return NULL;
     }
     return g;
 }
 
 /* After the run (a group's open buffers are left only by an abnormal end). */
-void shm_group_free(shm_group *g)
+void mpr_shm_group_free(shm_group *g)
 {
     if (!g)
         return;
@@ -37,7 +37,7 @@ void shm_group_free(shm_group *g)
     free(g);
 }
 
-void shm_group_opened(shm_group *g, int dst)
+void mpr_shm_group_opened(shm_group *g, int dst)
 {
     if (dst < g->first || dst >= g->first + g->count) {
         if (!g->xlisted[dst]) {
@@ -49,7 +49,7 @@ void shm_group_opened(shm_group *g, int dst)
     }
 }
 
-void shm_group_flush(shm_group *g)
+void mpr_shm_group_flush(shm_group *g)
 {
     for (int i = 0; i < g->nxopen; i++) {
         int dst = g->xopen[i];
@@ -60,7 +60,7 @@ void shm_group_flush(shm_group *g)
     g->nxopen = 0;
 }
 
-mpr_msgbuf *shm_group_take(shm_group *g, int dst)
+mpr_msgbuf *mpr_shm_group_take(shm_group *g, int dst)
 {
     mpr_msgbuf *b = g->agg[dst].buf;
     if (b) {

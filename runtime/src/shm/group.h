@@ -32,20 +32,20 @@ typedef struct shm_group {
     bool idle_fed;
 } shm_group;
 
-shm_group *shm_group_new(int first, int count, int npes);
-void shm_group_free(shm_group *g);
+shm_group *mpr_shm_group_new(int first, int count, int npes);
+void mpr_shm_group_free(shm_group *g);
 /* A member opened the group's buffer for dst (machine.h group_open): a destination outside
  * the group is listed for the flush, an idle member makes the writer yield soon. */
-void shm_group_opened(shm_group *g, int dst);
+void mpr_shm_group_opened(shm_group *g, int dst);
 /* Sends the open buffers of destinations outside the group.  Called by the worker between
  * PEs' slices and by mp_flush(). */
-void shm_group_flush(shm_group *g);
+void mpr_shm_group_flush(shm_group *g);
 /* Takes the group's open buffer for member dst, or NULL (called by dst's own thread); it
  * counts as sent then, like a group buffer sent to another worker's PE. */
-mpr_msgbuf *shm_group_take(shm_group *g, int dst);
+mpr_msgbuf *mpr_shm_group_take(shm_group *g, int dst);
 
 /* The buffer open for member dst, or NULL (its worker's thread only). */
-static inline mpr_msgbuf *shm_group_open_for(const shm_group *g, int dst)
+static inline mpr_msgbuf *mpr_shm_group_open_for(const shm_group *g, int dst)
 {
     return g ? g->agg[dst].buf : NULL;
 }

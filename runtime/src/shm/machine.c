@@ -128,7 +128,7 @@ struct shm_net {
     bool wakes; /* a notification wakes a sleeping consumer (messages, not returns) */
 };
 
-shm_state shm;
+shm_state mpr_shm;
 
 /* The channels of the run (see "Messages" above). */
 static struct {
@@ -211,7 +211,7 @@ static shm_chan *chan_new(shm_net *net, shm_worker *w, int dst)
     ch->producer = w->id;
     ch->net = net;
     /* the consumer reads this entry only after the bit the first publish sets (release) */
-    net->in[(size_t)dst * (size_t)shm.nworkers + (size_t)w->id] = ch;
+    net->in[(size_t)dst * (size_t)mpr_shm.nworkers + (size_t)w->id] = ch;
     return ch;
 }
 
@@ -226,7 +226,7 @@ static bool signal(shm_chan *ch)
     atomic_fetch_or(&ready_of(net, ch->dst)[ch->producer / 64], (uint64_t)1 << (ch->producer % 64));
     /* seq_cst bit then load pairs with the sleeper's store-then-check: no lost wake-up.  A PE
      * of the producer's own worker is never asleep while the producer runs. */
-    shm_worker *to = shm.pes[ch->dst].w;
+    shm_worker *to = mpr_shm.pes[ch->dst].w;
     if (net->wakes && to->id != ch->producer && atomic_load(&to->sleeping)) {
         wake(to);
         return true;
@@ -337,7 +337,7 @@ static inline int catch_up(shm_worker *w)
     return fence_check(w);
 }
 
-void shm_catch_up(shm_worker *w) { catch_up(w); }
+void mpr_shm_catch_up(shm_worker *w) { catch_up(w); }
 
 /* catch_up on pe's behalf, its wake-ups counted.  Not written as RTS_INC(..., catch_up(w)):
  * built without statistics (MPROF_DISABLE) the hook does not evaluate its argument, and held
@@ -406,8 +406,8 @@ static mpr_msgbuf **chan_drain(shm_chan *ch, mpr_msgbuf **tailp)
      * load: a producer holding a chain either sees the freed slots or is woken */
     atomic_store(&ch->head, t);
     if (MPR_UNLIKELY(atomic_load(&ch->blocked))) {
-        shm_worker *pw = &shm.workers[ch->producer];
-        if (pw != shm.pes[ch->dst].w && atomic_load(&pw->sleeping))
+        shm_worker *pw = &mpr_shm.workers[ch->producer];
+        if (pw != mpr_shm.pes[ch->dst].w && atomic_load(&pw->sleeping))
             wake(pw);
     }
     return tailp;
@@ -431,7 +431,7 @@ static bool chan_settle(shm_chan *ch)
 static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
 {
     _Atomic(uint64_t) *ready = ready_of(net, pe);
-    shm_chan **in = net->in + (size_t)pe * (size_t)shm.nworkers;
+    shm_chan **in = net->in + (size_t)pe * (size_t)mpr_shm.nworkers;
     for (size_t i = 0; i < net->words; i++) {
         if (!atomic_load_explicit(&ready[i], memory_order_relaxed))
             continue;
@@ -466,7 +466,7 @@ static bool net_ready(const shm_net *net, int pe)
 static void net_free(shm_net *net, int npes)
 {
     if (net->in)
-        for (size_t i = 0; i < (size_t)npes * (size_t)shm.nworkers; i++) {
+        for (size_t i = 0; i < (size_t)npes * (size_t)mpr_shm.nworkers; i++) {
             shm_chan *ch = net->in[i];
             if (!ch)
                 continue;
@@ -496,7 +496,7 @@ static inline void count_in_flight(shm_pe *sp)
 
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
-    shm_pe *sp = &shm.pes[from->id];
+    shm_pe *sp = &mpr_shm.pes[from->id];
     if (!b->counted) /* a group buffer was counted when it was opened */
         count_in_flight(sp);
     if (chan_put(&N.msg, sp->w->out_msg, sp->w, dst, b))
@@ -508,7 +508,7 @@ static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
  * (those were sent when full). */
 static mpr_msgbuf *shm_take(mpr_pe *pe)
 {
-    shm_pe *sp = &shm.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     mpr_msgbuf *fifo = NULL, **tailp = &fifo;
     if (sp->w->backlog || sp->w->unfenced)
         catch_up_counted(pe, sp->w);
@@ -520,8 +520,8 @@ static mpr_msgbuf *shm_take(mpr_pe *pe)
         backlog_flush(sp->w);
         tailp = net_take(&N.msg, pe->id, tailp);
     }
-    if (shm_group_open_for(sp->w->group, pe->id)) {
-        mpr_msgbuf *open = shm_group_take(sp->w->group, pe->id);
+    if (mpr_shm_group_open_for(sp->w->group, pe->id)) {
+        mpr_msgbuf *open = mpr_shm_group_take(sp->w->group, pe->id);
         open->next = NULL;
         *tailp = open;
     }
@@ -531,14 +531,15 @@ static mpr_msgbuf *shm_take(mpr_pe *pe)
 /* Has the PE a message: on a channel, or open for it in its worker's group? */
 static inline int inbox_pending(const shm_pe *sp)
 {
-    return net_ready(&N.msg, sp->pe->id) || shm_group_open_for(sp->w->group, sp->pe->id) != NULL;
+    return net_ready(&N.msg, sp->pe->id) ||
+           mpr_shm_group_open_for(sp->w->group, sp->pe->id) != NULL;
 }
 
-bool shm_inbox_pending(const shm_pe *sp) { return inbox_pending(sp); }
+bool mpr_shm_inbox_pending(const shm_pe *sp) { return inbox_pending(sp); }
 
 static int shm_pending(mpr_pe *pe)
 {
-    shm_pe *sp = &shm.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     if (sp->w->backlog || sp->w->unfenced) /* the idle loop polls here */
         catch_up_counted(pe, sp->w);
     return inbox_pending(sp);
@@ -548,7 +549,7 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
 {
     if (b->kind == MPR_BUF_POOLED) {
         /* give the buffer back to its sender: the flow-control message of this backend */
-        shm_worker *w = shm.pes[pe->id].w;
+        shm_worker *w = mpr_shm.pes[pe->id].w;
         chan_put(&N.ret, w->out_ret, w, b->src, b);
         RTS_INC(&pe->rts, FlowMsgSent, 1);
     } else {
@@ -557,7 +558,7 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
     /* Taken off the in-flight count when the PE goes idle, not one by one: the count cannot
      * reach zero while this PE is active anyway, and every atomic on `activity` moves its
      * cache line between the cores (one per message less). */
-    shm.pes[pe->id].processed++;
+    mpr_shm.pes[pe->id].processed++;
 }
 
 /* The buffers receivers gave back to the PE (comm.c reclaim; its worker's thread only). */
@@ -570,7 +571,7 @@ static mpr_msgbuf *shm_returned(mpr_pe *pe)
 
 static int shm_idle_enter(mpr_pe *pe)
 {
-    shm_pe *sp = &shm.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     catch_up_counted(pe, sp->w); /* what this PE sent is seen before it idles */
     uint64_t leaving = ONE_ACTIVE + sp->processed + sp->credit;
     sp->processed = 0;
@@ -592,19 +593,19 @@ static void shm_idle_leave(mpr_pe *pe)
 /* machine.h group_agg: the PE's worker's group's aggregation, if it has a group */
 static mpr_agg *shm_pe_group_agg(mpr_pe *pe)
 {
-    shm_group *g = shm.pes[pe->id].w->group;
+    shm_group *g = mpr_shm.pes[pe->id].w->group;
     return g ? g->agg : NULL;
 }
 
 /* machine.h group_open: the group buffer counts as a message in flight from now on */
 static void shm_pe_group_open(mpr_pe *pe, int dst)
 {
-    shm_pe *sp = &shm.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     count_in_flight(sp);
-    shm_group_opened(sp->w->group, dst);
+    mpr_shm_group_opened(sp->w->group, dst);
 }
 
-static void shm_pe_group_flush(mpr_pe *pe) { shm_group_flush(shm.pes[pe->id].w->group); }
+static void shm_pe_group_flush(mpr_pe *pe) { mpr_shm_group_flush(mpr_shm.pes[pe->id].w->group); }
 
 /* Has any PE of the worker a message, can it publish a held chain, or is the run over? */
 static int worker_pending(const shm_worker *w)
@@ -612,12 +613,12 @@ static int worker_pending(const shm_worker *w)
     if (mpr_run_over() || backlog_ready(w))
         return 1;
     for (int i = w->first; i < w->first + w->count; i++)
-        if (inbox_pending(&shm.pes[i]))
+        if (inbox_pending(&mpr_shm.pes[i]))
             return 1;
     return 0;
 }
 
-void shm_worker_sleep(shm_worker *w, double timeout_s)
+void mpr_shm_worker_sleep(shm_worker *w, double timeout_s)
 {
     catch_up(w);
     uint32_t seq = atomic_load(&w->wake_seq);
@@ -629,28 +630,28 @@ void shm_worker_sleep(shm_worker *w, double timeout_s)
 
 static void shm_sleep(mpr_pe *pe, double timeout_s)
 {
-    shm_pe *sp = &shm.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     if (!sp->mux) {
-        shm_worker_sleep(sp->w, timeout_s);
+        mpr_shm_worker_sleep(sp->w, timeout_s);
         return;
     }
-    shm_mux_park(sp);
+    mpr_shm_mux_park(sp);
 }
 
 static void shm_wake_all(void)
 {
-    for (int i = 0; i < shm.nworkers; i++)
-        wake(&shm.workers[i]);
+    for (int i = 0; i < mpr_shm.nworkers; i++)
+        wake(&mpr_shm.workers[i]);
 }
 
 static void *worker_thread(void *arg)
 {
     shm_worker *w = arg;
     if (w->count == 1) {
-        mpr_pe_run(shm.pes[w->first].pe);
+        mpr_pe_run(mpr_shm.pes[w->first].pe);
         return NULL;
     }
-    shm_mux_worker(w);
+    mpr_shm_mux_worker(w);
     return NULL;
 }
 
@@ -677,15 +678,15 @@ static int shm_run(void)
     if (nw > npes)
         nw = npes;
     /* a thread's default: mapped without reserve, only the pages a PE touches cost memory */
-    shm.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64, 4 * 1024 * 1024) * 1024;
-    shm.pes = aligned_alloc(64, sizeof *shm.pes * (size_t)npes);
-    shm.workers = aligned_alloc(64, sizeof *shm.workers * (size_t)nw);
-    if (!shm.pes || !shm.workers)
+    mpr_shm.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64, 4 * 1024 * 1024) * 1024;
+    mpr_shm.pes = aligned_alloc(64, sizeof *mpr_shm.pes * (size_t)npes);
+    mpr_shm.workers = aligned_alloc(64, sizeof *mpr_shm.workers * (size_t)nw);
+    if (!mpr_shm.pes || !mpr_shm.workers)
         return -1;
-    memset(shm.pes, 0, sizeof *shm.pes * (size_t)npes);
-    memset(shm.workers, 0, sizeof *shm.workers * (size_t)nw);
-    shm.nworkers = nw;
-    shm.tls_memsz = 0;
+    memset(mpr_shm.pes, 0, sizeof *mpr_shm.pes * (size_t)npes);
+    memset(mpr_shm.workers, 0, sizeof *mpr_shm.workers * (size_t)nw);
+    mpr_shm.nworkers = nw;
+    mpr_shm.tls_memsz = 0;
     /* Slots per channel: 64 while the workers are few (a burst of unaggregated sends fits),
      * fewer as W * P channels may exist (4 at W >= 1024: 192 bytes a channel); a full ring
      * only makes the producer hold a chain, published as one slot (see "Messages"). */
@@ -705,9 +706,9 @@ static int shm_run(void)
     if (net_init(&N.msg, npes, nw, true) != 0 || net_init(&N.ret, npes, nw, false) != 0)
         return -1;
     if (nw < npes)
-        shm_mux_prepare();
+        mpr_shm_mux_prepare();
     for (int k = 0; k < nw; k++) {
-        shm_worker *w = &shm.workers[k];
+        shm_worker *w = &mpr_shm.workers[k];
         /* contiguous blocks, sizes differing by at most one */
         w->first = (int)((long)npes * k / nw);
         w->count = (int)((long)npes * (k + 1) / nw) - w->first;
@@ -719,24 +720,24 @@ static int shm_run(void)
         if (!w->out_msg || !w->out_ret)
             return -1;
         for (int i = w->first; i < w->first + w->count; i++) {
-            shm.pes[i].w = w;
-            shm.pes[i].pe = mpr_g.pes[i];
-            shm.pes[i].mux = w->count > 1;
-            shm.pes[i].mux_periods = SHM_MUX_YIELD_PERIODS;
+            mpr_shm.pes[i].w = w;
+            mpr_shm.pes[i].pe = mpr_g.pes[i];
+            mpr_shm.pes[i].mux = w->count > 1;
+            mpr_shm.pes[i].mux_periods = SHM_MUX_YIELD_PERIODS;
         }
         if (w->count > 1 && mpr_g.cfg.agg_bytes > 0 &&
-            !(w->group = shm_group_new(w->first, w->count, npes)))
+            !(w->group = mpr_shm_group_new(w->first, w->count, npes)))
             return -1;
     }
     int started = 0;
     for (; started < nw; started++)
-        if (pthread_create(&shm.workers[started].thread, NULL, worker_thread,
-                           &shm.workers[started]) != 0) {
+        if (pthread_create(&mpr_shm.workers[started].thread, NULL, worker_thread,
+                           &mpr_shm.workers[started]) != 0) {
             /* the started PEs cannot finish without the others: end the process cleanly */
             mpr_fatal("could only start %d of %d worker threads", started, nw);
         }
     for (int i = 0; i < started; i++)
-        pthread_join(shm.workers[i].thread, NULL);
+        pthread_join(mpr_shm.workers[i].thread, NULL);
     return 0;
 }
 
@@ -752,25 +753,25 @@ static int shm_all_idle(void) { return (atomic_load(&activity) >> 32) == 0; }
 
 static void shm_fini(void)
 {
-    for (int k = 0; k < shm.nworkers; k++) {
-        shm_group_free(shm.workers[k].group);
-        shm.workers[k].group = NULL;
-        free(shm.workers[k].out_msg);
-        free(shm.workers[k].out_ret);
+    for (int k = 0; k < mpr_shm.nworkers; k++) {
+        mpr_shm_group_free(mpr_shm.workers[k].group);
+        mpr_shm.workers[k].group = NULL;
+        free(mpr_shm.workers[k].out_msg);
+        free(mpr_shm.workers[k].out_ret);
     }
     net_free(&N.msg, mpr_g.npes);
     net_free(&N.ret, mpr_g.npes);
-    for (int k = 0; k < shm.nworkers; k++)
-        while (shm.workers[k].chunks) {
-            void *next = *(void **)shm.workers[k].chunks;
-            free(shm.workers[k].chunks);
-            shm.workers[k].chunks = next;
+    for (int k = 0; k < mpr_shm.nworkers; k++)
+        while (mpr_shm.workers[k].chunks) {
+            void *next = *(void **)mpr_shm.workers[k].chunks;
+            free(mpr_shm.workers[k].chunks);
+            mpr_shm.workers[k].chunks = next;
         }
-    free(shm.pes);
-    free(shm.workers);
-    shm.pes = NULL;
-    shm.workers = NULL;
-    shm.nworkers = 0;
+    free(mpr_shm.pes);
+    free(mpr_shm.workers);
+    mpr_shm.pes = NULL;
+    mpr_shm.workers = NULL;
+    mpr_shm.nworkers = 0;
 }
 
 const mpr_machine mpr_machine_shm = {
@@ -783,14 +784,14 @@ const mpr_machine mpr_machine_shm = {
     .idle_enter = shm_idle_enter,
     .idle_leave = shm_idle_leave,
     .sleep = shm_sleep,
-    .yield = shm_yield,
+    .yield = mpr_shm_yield,
     .wake_all = shm_wake_all,
     .pending = shm_pending,
     .fini = shm_fini,
     .all_idle = shm_all_idle,
     .returned = shm_returned,
-    .shares_thread = shm_shares_thread,
-    .period = shm_period,
+    .shares_thread = mpr_shm_shares_thread,
+    .period = mpr_shm_period,
     .group_agg = shm_pe_group_agg,
     .group_open = shm_pe_group_open,
     .group_flush = shm_pe_group_flush,

@@ -45,9 +45,9 @@ static int find_tls(struct dl_phdr_info *info, size_t size, void *ctx)
             if (w)
                 w->tls_block = info->dlpi_tls_data;
             else {
-                shm.tls_image = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-                shm.tls_filesz = info->dlpi_phdr[i].p_filesz;
-                shm.tls_memsz = info->dlpi_phdr[i].p_memsz;
+                mpr_shm.tls_image = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+                mpr_shm.tls_filesz = info->dlpi_phdr[i].p_filesz;
+                mpr_shm.tls_memsz = info->dlpi_phdr[i].p_memsz;
             }
         }
     return 1;
@@ -84,14 +84,14 @@ static void run_slice(shm_worker *w, shm_pe *sp)
 static int mux_setup(shm_worker *w)
 {
     mpr_ctx_init_thread(&w->ctx);
-    if (shm.tls_memsz) {
+    if (mpr_shm.tls_memsz) {
         dl_iterate_phdr(find_tls, w);
-        w->tls_size = w->tls_block ? shm.tls_memsz : 0;
+        w->tls_size = w->tls_block ? mpr_shm.tls_memsz : 0;
     }
     long page = sysconf(_SC_PAGESIZE);
     for (int i = w->first; i < w->first + w->count; i++) {
-        shm_pe *sp = &shm.pes[i];
-        sp->stack_map_size = shm.stack_size + (size_t)page;
+        shm_pe *sp = &mpr_shm.pes[i];
+        sp->stack_map_size = mpr_shm.stack_size + (size_t)page;
         sp->stack_map = mmap(NULL, sp->stack_map_size, PROT_READ | PROT_WRITE,
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
         if (sp->stack_map == MAP_FAILED) {
@@ -99,12 +99,12 @@ static int mux_setup(shm_worker *w)
             return -1;
         }
         mprotect(sp->stack_map, (size_t)page, PROT_NONE); /* guard page below the stack */
-        mpr_ctx_make(&sp->ctx, (char *)sp->stack_map + page, shm.stack_size, pe_entry, sp);
+        mpr_ctx_make(&sp->ctx, (char *)sp->stack_map + page, mpr_shm.stack_size, pe_entry, sp);
         if (w->tls_size) {
             if (!(sp->tls = malloc(w->tls_size)))
                 return -1;
-            memcpy(sp->tls, shm.tls_image, shm.tls_filesz);
-            memset(sp->tls + shm.tls_filesz, 0, w->tls_size - shm.tls_filesz);
+            memcpy(sp->tls, mpr_shm.tls_image, mpr_shm.tls_filesz);
+            memset(sp->tls + mpr_shm.tls_filesz, 0, w->tls_size - mpr_shm.tls_filesz);
         }
     }
     return 0;
@@ -114,11 +114,11 @@ static void mux_teardown(shm_worker *w)
 {
     uint64_t charged = 0;
     for (int i = w->first; i < w->first + w->count; i++)
-        charged += shm.pes[i].ran_ns;
+        charged += mpr_shm.pes[i].ran_ns;
     uint64_t cpu = mpr_thread_cpu_ns();
     double scale = charged ? (double)cpu / (double)charged : 0;
     for (int i = w->first; i < w->first + w->count; i++) {
-        shm_pe *sp = &shm.pes[i];
+        shm_pe *sp = &mpr_shm.pes[i];
         mpr_pe *pe = sp->pe;
         pe->cpu_start_ns = 0;
         pe->cpu_end_ns = (uint64_t)((double)sp->ran_ns * scale);
@@ -147,8 +147,8 @@ static void mux_loop(shm_worker *w)
         bool ran = false;
         int done = mpr_run_over();
         for (int i = w->first; i < w->first + w->count; i++) {
-            shm_pe *sp = &shm.pes[i];
-            if (sp->finished || (sp->parked && !tick && !done && !shm_inbox_pending(sp)))
+            shm_pe *sp = &mpr_shm.pes[i];
+            if (sp->finished || (sp->parked && !tick && !done && !mpr_shm_inbox_pending(sp)))
                 continue;
             sp->parked = false;
             run_slice(w, sp);
@@ -158,8 +158,8 @@ static void mux_loop(shm_worker *w)
         }
         /* every PE has had its slice: what they wrote for other workers' PEs goes now */
         if (w->group)
-            shm_group_flush(w->group);
-        shm_catch_up(w);
+            mpr_shm_group_flush(w->group);
+        mpr_shm_catch_up(w);
         tick = false;
         if (ran) {
             spins = 0;
@@ -171,15 +171,15 @@ static void mux_loop(shm_worker *w)
         }
         spins = 0;
         mpr_sample_pause(w->sampler); /* not woken every sample period */
-        shm_worker_sleep(w, 0.05);
+        mpr_shm_worker_sleep(w, 0.05);
         mpr_sample_resume(w->sampler);
         tick = true;
     }
 }
 
-void shm_mux_prepare(void) { dl_iterate_phdr(find_tls, NULL); }
+void mpr_shm_mux_prepare(void) { dl_iterate_phdr(find_tls, NULL); }
 
-void shm_mux_worker(shm_worker *w)
+void mpr_shm_mux_worker(shm_worker *w)
 {
     if (mux_setup(w) != 0)
         mpr_fatal("cannot allocate the stacks of PEs %d-%d (MPROF_STACK_KB)", w->first,
@@ -195,19 +195,19 @@ void shm_mux_worker(shm_worker *w)
 /* A PE that shares its worker switches back to the worker's scheduler. */
 static void to_scheduler(shm_pe *sp) { mpr_ctx_switch(&sp->ctx, &sp->w->ctx); }
 
-void shm_mux_park(shm_pe *sp)
+void mpr_shm_mux_park(shm_pe *sp)
 {
     sp->parked = true; /* resumed when a message arrives, the run ends, or after a nap */
     to_scheduler(sp);
 }
 
-int shm_shares_thread(mpr_pe *pe) { return shm.pes[pe->id].mux; }
+int mpr_shm_shares_thread(mpr_pe *pe) { return mpr_shm.pes[pe->id].mux; }
 
 /* At a communication period of a busy multiplexed PE (sched.c): it yields every
  * SHM_MUX_YIELD_PERIODS periods, or now when it fed an idle member of its group. */
-int shm_period(mpr_pe *pe)
+int mpr_shm_period(mpr_pe *pe)
 {
-    shm_pe *sp = &shm.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     shm_group *g = sp->w->group;
     if (--sp->mux_periods != 0 && !(g && g->idle_fed))
         return 0;
@@ -217,4 +217,4 @@ int shm_period(mpr_pe *pe)
     return 1;
 }
 
-void shm_yield(mpr_pe *pe) { to_scheduler(&shm.pes[pe->id]); }
+void mpr_shm_yield(mpr_pe *pe) { to_scheduler(&mpr_shm.pes[pe->id]); }

@@ -20,16 +20,16 @@
 
 /* Before the workers start, when some worker hosts several PEs: finds the executable's TLS
  * segment, which each PE of such a worker keeps a copy of. */
-void shm_mux_prepare(void);
+void mpr_shm_mux_prepare(void);
 /* The thread of a worker with several PEs: runs them until every one has finished. */
-void shm_mux_worker(shm_worker *w);
+void mpr_shm_mux_worker(shm_worker *w);
 /* The idle loop's sleep of a multiplexed PE: parks it and switches to the worker, which
  * resumes it when a message arrives, the run ends, or after a nap. */
-void shm_mux_park(shm_pe *sp);
+void mpr_shm_mux_park(shm_pe *sp);
 
 /* machine.h entries */
-int shm_shares_thread(mpr_pe *pe);
-int shm_period(mpr_pe *pe);
-void shm_yield(mpr_pe *pe);
+int mpr_shm_shares_thread(mpr_pe *pe);
+int mpr_shm_period(mpr_pe *pe);
+void mpr_shm_yield(mpr_pe *pe);
 
 #endif

@@ -68,14 +68,14 @@ typedef struct {
     size_t tls_filesz, tls_memsz;
     size_t stack_size; /* of a multiplexed PE (MPROF_STACK_KB) */
 } shm_state;
-extern shm_state shm;
+extern shm_state mpr_shm;
 
 /* machine.c, for the worker's scheduler (mux.c) */
 /* Has the PE a message: on a channel, or open for it in its worker's group? */
-bool shm_inbox_pending(const shm_pe *sp);
+bool mpr_shm_inbox_pending(const shm_pe *sp);
 /* The producer's deferred work (held chains, fenced notifications), on the worker's thread. */
-void shm_catch_up(shm_worker *w);
+void mpr_shm_catch_up(shm_worker *w);
 /* Sleeps until a PE of the worker may have a message, the run ended, or timeout_s passed. */
-void shm_worker_sleep(shm_worker *w, double timeout_s);
+void mpr_shm_worker_sleep(shm_worker *w, double timeout_s);
 
 #endif
