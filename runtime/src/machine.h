@@ -85,12 +85,13 @@ typedef struct mpr_machine {
      * at its own flushes (mpr_flush_all), for its members take theirs when they poll and the
      * backend sends the others after every member has had its slice. */
     struct mpr_agg *(*group_agg)(struct mpr_pe *pe);
-    /* pe opened a group buffer for dst (comm.c agg_open): count it as a message in flight now
-     * (it is sent later with `counted` set, so that send() does not count it again) and note
-     * it for the group's flush. */
+    /* Optional (required with group_agg).  pe opened a group buffer for dst (comm.c
+     * agg_open): count it as a message in flight now (it is sent later with `counted` set, so
+     * that send() does not count it again) and note it for the group's flush. */
     void (*group_open)(struct mpr_pe *pe, int dst);
-    /* Sends the open group buffers of pe's group for PEs outside it (mp_flush(), and the end
-     * of a fiber that wrote urgent records, mpr_flush_urgent). */
+    /* Optional (required with group_agg).  Sends the open group buffers of pe's group for PEs
+     * outside it (mp_flush(), and the end of a fiber that wrote urgent records,
+     * mpr_flush_urgent). */
     void (*group_flush)(struct mpr_pe *pe);
 } mpr_machine;
 
