@@ -122,8 +122,10 @@ size_t mp_max_message(void) { return MAX_MESSAGE; }
 
 void mpr_comm_init(mpr_pe *pe)
 {
-    if (pe->group) {
-        pe->agg = pe->group->agg; /* agg_open and agg_listed stay unused */
+    mpr_agg *shared = mpr_machine_group_agg(pe);
+    pe->agg_grouped = shared != NULL;
+    if (shared) {
+        pe->agg = shared; /* agg_open and agg_listed stay unused */
     } else {
         pe->agg = calloc((size_t)pe->npes, sizeof *pe->agg);
         pe->agg_open = malloc(MPR_AGG_OPEN_MAX * sizeof *pe->agg_open);
@@ -158,7 +160,7 @@ void mpr_msgbuf_free_list(mpr_msgbuf *b)
 
 void mpr_comm_fini(mpr_pe *pe)
 {
-    if (!pe->group && pe->agg) { /* a group's buffers are the group's (mpr_agg_group_free) */
+    if (!pe->agg_grouped && pe->agg) { /* a group's buffers are the backend's */
         for (int i = 0; i < pe->npes; i++)
             free(pe->agg[i].buf);
         free(pe->agg);
@@ -383,28 +385,26 @@ static void deliver_local(mpr_pe *pe, mp_fiber_fn fn, const void *args, size_t a
     mpr_fiber_spawn(pe, fn, args, args_size, (unsigned)sched, mpr_cur_access(pe), false);
 }
 
-/* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
- * before a message sent at once, which must not overtake them (invocations from one PE to
- * another arrive in the order they were made). */
-/* A group buffer (mpr_comm.h) leaves its group.  It was counted when opened (MsgSent, on the
- * PE that opened it: agg_open), and each record's bytes when written (ByteSent, on the PE that
- * wrote it, as with buffers of its own), so nothing is left to count here. */
+/* A group buffer (machine.h group_agg) leaves its group.  It was counted when opened (MsgSent,
+ * on the PE that opened it: agg_open), and each record's bytes when written (ByteSent, on the
+ * PE that wrote it, as with buffers of its own), so nothing is left to count here. */
 static void group_send(mpr_msgbuf *b, int dst)
 {
     b->dst = dst;
     mpr_machine_send(mpr_g.pes[b->src], dst, b);
 }
 
-mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst)
+void mpr_agg_send_opened(mpr_agg *a, int dst)
 {
-    mpr_msgbuf *b = g->agg[dst].buf;
-    if (b) {
-        g->agg[dst].buf = NULL;
-        g->agg[dst].urgent = false; /* its destination is taking it */
-    }
-    return b;
+    mpr_msgbuf *b = a->buf;
+    a->buf = NULL;
+    group_send(b, dst);
+    agg_sent(a, dst);
 }
 
+/* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
+ * before a message sent at once, which must not overtake them (invocations from one PE to
+ * another arrive in the order they were made). */
 static inline void agg_send_pending(mpr_pe *pe, int dst)
 {
     mpr_agg *a = &pe->agg[dst];
@@ -461,20 +461,11 @@ static void agg_flush_open(mpr_pe *pe)
  * open: a PE's aggregation memory is bounded whatever the number of PEs. */
 static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
 {
-    mpr_agg_group *g = pe->group;
-    if (g) {
+    if (pe->agg_grouped) {
         mpr_msgbuf *b = buf_get(pe, pe->agg_cap);
         b->counted = 1;
-        mpr_machine_in_flight(pe);
-        RTS_INC(&pe->rts, MsgSent, 1); /* sent later by whichever PE of the worker flushes */
-        if (dst < g->first || dst >= g->first + g->count) {
-            if (!g->xlisted[dst]) {
-                g->xlisted[dst] = 1;
-                g->xopen[g->nxopen++] = dst;
-            }
-        } else if (mpr_g.pes[dst]->where == MPR_PE_IDLE) {
-            g->idle_fed = true;
-        }
+        mpr_machine_group_open(pe, dst); /* in flight from now on, sent by the backend */
+        RTS_INC(&pe->rts, MsgSent, 1);   /* sent later by whichever PE of the worker flushes */
         return pe->agg[dst].buf = b;
     }
     if (!pe->agg_listed[dst]) { /* a listed one was sent when full and reopens */
@@ -602,11 +593,11 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
 }
 
 /* The periodic and the out-of-work flush.  A PE in a group leaves the group's buffers open:
- * its members take theirs when they poll, and the worker sends the others at the end of its
- * round over the PEs (after every member has had its slice), so they fill across slices. */
+ * its members take theirs when they poll, and the backend sends the others after every member
+ * has had its slice (machine.h group_agg), so they fill across slices. */
 void mpr_flush_all(mpr_pe *pe)
 {
-    if (!pe->agg_cap || pe->group)
+    if (!pe->agg_cap || pe->agg_grouped)
         return;
     agg_flush_open(pe);
 }
@@ -648,8 +639,8 @@ void mpr_flush_urgent(mpr_pe *pe)
     if (!pe->urgent_out)
         return;
     pe->urgent_out = false;
-    if (pe->group) {
-        mpr_agg_group_flush(pe->group);
+    if (pe->agg_grouped) {
+        mpr_machine_group_flush(pe);
         return;
     }
     for (int i = 0; i < pe->agg_nopen; i++) {
@@ -683,7 +674,7 @@ void mpr_flush_urgent(mpr_pe *pe)
 void mpr_flow_wait(mpr_pe *pe)
 {
     uint64_t t0 = mpr_mono_ns(), now = t0, switched_out = 0;
-    uint64_t c0 = pe->mux ? 0 : mpr_thread_cpu_ns();
+    uint64_t c0 = pe->shared_thread ? 0 : mpr_thread_cpu_ns();
     unsigned spins = 0;
     pe->current = NULL;
     uint8_t at = pe->sample_at;
@@ -691,7 +682,7 @@ void mpr_flow_wait(mpr_pe *pe)
     while (pe->bytes_out > pe->bytes_high / 2 && !mpr_run_over() && now - t0 < MPR_FLOW_WAIT_NS) {
         reclaim(pe);
         mpr_poll(pe);
-        if (pe->mux) {
+        if (pe->shared_thread) {
             uint64_t w0 = mpr_mono_ns();
             mpr_yield_busy(pe);
             now = mpr_mono_ns();
@@ -706,65 +697,16 @@ void mpr_flow_wait(mpr_pe *pe)
     }
     pe->sample_at = at;
     RTS_INC(&pe->rts, FlowWait, 1);
-    pe->idle_cpu_ns += pe->mux ? now - t0 - switched_out : mpr_thread_cpu_ns() - c0;
+    pe->idle_cpu_ns += pe->shared_thread ? now - t0 - switched_out : mpr_thread_cpu_ns() - c0;
 }
 
 void mp_flush(void)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (pe && pe->group)
-        mpr_agg_group_flush(pe->group);
+    if (pe && pe->agg_grouped)
+        mpr_machine_group_flush(pe);
     else if (pe)
         mpr_flush_all(pe);
-}
-
-mpr_agg_group *mpr_agg_group_new(int first, int count, int npes)
-{
-    mpr_agg_group *g = calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
-    g->agg = calloc((size_t)npes, sizeof *g->agg);
-    g->xopen = malloc((size_t)npes * sizeof *g->xopen);
-    g->xlisted = calloc((size_t)npes, 1);
-    g->first = first;
-    g->count = count;
-    g->npes = npes;
-    if (!g->agg || !g->xopen || !g->xlisted) {
-        mpr_agg_group_free(g);
-        return NULL;
-    }
-    return g;
-}
-
-/* After the run (a group's open buffers are left only by an abnormal end). */
-void mpr_agg_group_free(mpr_agg_group *g)
-{
-    if (!g)
-        return;
-    if (g->agg)
-        for (int i = 0; i < g->npes; i++)
-            free(g->agg[i].buf);
-    free(g->agg);
-    free(g->xopen);
-    free(g->xlisted);
-    free(g);
-}
-
-/* Sends the open buffers of destinations outside the group.  Called by the worker between
- * PEs' slices and by mp_flush(). */
-void mpr_agg_group_flush(mpr_agg_group *g)
-{
-    for (int i = 0; i < g->nxopen; i++) {
-        int dst = g->xopen[i];
-        mpr_msgbuf *b = g->agg[dst].buf;
-        g->xlisted[dst] = 0;
-        if (b) {
-            g->agg[dst].buf = NULL;
-            group_send(b, dst);
-            agg_sent(&g->agg[dst], dst);
-        }
-    }
-    g->nxopen = 0;
 }
 
 /* Turns arrived records into enabled fibers; returns whether anything arrived.  A poll makes

@@ -15,6 +15,7 @@
 
 struct mpr_pe;
 struct mpr_msgbuf;
+struct mpr_agg;
 
 /* Required functions first; the optional ones (marked) may be NULL, and the wrappers below
  * then do what a backend whose PEs all live in this process would do. */
@@ -37,8 +38,8 @@ typedef struct mpr_machine {
     void (*idle_leave)(struct mpr_pe *pe);
     /* Waits until a message may have arrived, the run ended, or timeout_s passed. */
     void (*sleep)(struct mpr_pe *pe, double timeout_s);
-    /* Optional (NULL: never called).  A PE whose `mux` flag the backend set gives its
-     * thread to the other PEs sharing it, and returns when it is resumed. */
+    /* Optional (NULL: never called; required with shares_thread).  A PE that shares its thread
+     * gives it to the other PEs sharing it, and returns when it is resumed. */
     void (*yield)(struct mpr_pe *pe);
     /* Wakes every local PE (end of run). */
     void (*wake_all)(void);
@@ -59,10 +60,6 @@ typedef struct mpr_machine {
      * before it declares an idle timeout; a backend that detects the timeout itself (MPI's
      * waves) leaves it NULL. */
     int (*all_idle)(void);
-    /* Optional (only a backend that makes aggregation groups, mpr_comm.h, calls it and must set
-     * it).  Counts one message in flight that is not sent yet: an opened group buffer, sent
-     * later with `counted` set so that send() does not count it again. */
-    void (*in_flight)(struct mpr_pe *pe);
     /* Optional (default: the PE's `returned` stack, which the backend pushes to).  The pooled
      * buffers receivers have given back to pe since the last call, as a list (any order);
      * called by pe's own thread when its pool is empty. */
@@ -73,6 +70,36 @@ typedef struct mpr_machine {
      * reads a local PE's idle_epoch; a backend without it lets such PEs' records wait for a
      * full buffer, the delay or the sender running out of work. */
     uint32_t (*peer_idle_epoch)(int pe);
+
+    /* Multiplexing: PEs that share a thread (shm: a worker's, shm/mux.h). */
+    /* Optional (default: false; with it `yield` is required).  Does pe share its thread with
+     * other PEs?  Asked once, when the PE starts (pe.c caches it in pe->shared_thread).  Such
+     * a PE does not spin while idle (its thread spins for all its PEs), never reads the
+     * thread's CPU clock (that would charge it the others' time), has no sampler of its own
+     * (the backend samples the thread for it, mpr_sample_switch), counts the time its `sleep`
+     * and `yield` keep it switched out as idle but not as its CPU time, and gives its thread
+     * away where one with a thread of its own would spin (flow control, comm.c). */
+    int (*shares_thread)(struct mpr_pe *pe);
+    /* Optional (default: never).  At each communication period of a busy PE that shares its
+     * thread (sched.c): should it yield now, so that it cannot starve the others? */
+    int (*period)(struct mpr_pe *pe);
+
+    /* Aggregation groups: PEs of one thread appending to shared buffers (shm/group.h). */
+    /* Optional (default: NULL, every PE aggregates into buffers of its own; with it
+     * group_open and group_flush are required).  Called once, when the PE starts (comm.c):
+     * the per-destination aggregation state pe shares with the other PEs of its group, or
+     * NULL.  The buffers of a group are the backend's: it frees them, and pe leaves them open
+     * at its own flushes (mpr_flush_all), for its members take theirs when they poll and the
+     * backend sends the others after every member has had its slice. */
+    struct mpr_agg *(*group_agg)(struct mpr_pe *pe);
+    /* Optional (required with group_agg).  pe opened a group buffer for dst (comm.c
+     * agg_open): count it as a message in flight now (it is sent later with `counted` set, so
+     * that send() does not count it again) and note it for the group's flush. */
+    void (*group_open)(struct mpr_pe *pe, int dst);
+    /* Optional (required with group_agg).  Sends the open group buffers of pe's group for PEs
+     * outside it (mp_flush(), and the end of a fiber that wrote urgent records,
+     * mpr_flush_urgent). */
+    void (*group_flush)(struct mpr_pe *pe);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;
@@ -85,8 +112,9 @@ extern const mpr_machine *mpr_m; /* the backend of the current run */
  * message on stderr when the requested backend is not available. */
 const mpr_machine *mpr_machine_select(void);
 /* The first required entry a table lacks, or NULL (pe.c; mp_main refuses such a backend).
- * Two optional entries become required by what the backend does: `yield` when it sets a
- * PE's `mux` flag, `in_flight` when it makes aggregation groups. */
+ * Optional entries become required by the others a backend sets: `yield` with
+ * `shares_thread` (its PEs may share a thread), `group_open` and `group_flush` with
+ * `group_agg` (it may make aggregation groups). */
 const char *mpr_machine_missing(const mpr_machine *m);
 
 static inline int mpr_machine_run(void) { return mpr_m->run(); }
@@ -107,7 +135,6 @@ static inline void mpr_machine_sleep(struct mpr_pe *pe, double timeout_s)
 }
 static inline void mpr_machine_yield(struct mpr_pe *pe) { mpr_m->yield(pe); }
 static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
-static inline void mpr_machine_in_flight(struct mpr_pe *pe) { mpr_m->in_flight(pe); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
 static inline int mpr_machine_all_idle(void) { return mpr_m->all_idle && mpr_m->all_idle(); }
 static inline uint32_t mpr_machine_peer_idle_epoch(int pe)
@@ -119,6 +146,25 @@ static inline double mpr_machine_max_all(double v)
     return mpr_m->max_all ? mpr_m->max_all(v) : v;
 }
 int mpr_machine_gather(const char *buf, size_t len, char **out, size_t *out_len); /* pe.c */
+/* Cold paths only: the PE's start (pe.c), its periods when it shares its thread (sched.c
+ * tests the cached pe->shared_thread first, so a PE with a thread of its own makes no call). */
+static inline int mpr_machine_shares_thread(struct mpr_pe *pe)
+{
+    return mpr_m->shares_thread && mpr_m->shares_thread(pe);
+}
+static inline int mpr_machine_period(struct mpr_pe *pe)
+{
+    return mpr_m->period && mpr_m->period(pe);
+}
+static inline struct mpr_agg *mpr_machine_group_agg(struct mpr_pe *pe)
+{
+    return mpr_m->group_agg ? mpr_m->group_agg(pe) : NULL;
+}
+static inline void mpr_machine_group_open(struct mpr_pe *pe, int dst)
+{
+    mpr_m->group_open(pe, dst);
+}
+static inline void mpr_machine_group_flush(struct mpr_pe *pe) { mpr_m->group_flush(pe); }
 static inline void mpr_machine_fini(void)
 {
     if (mpr_m->fini)

@@ -13,8 +13,7 @@
 
 #define MPR_MAX_SCHED 16
 #define MPR_MAX_ACCESS 64
-#define MPR_PREEMPT_DEPTH 16    /* deeper preemptive enables are deferred to the urgent queue */
-#define MPR_MUX_YIELD_PERIODS 4 /* a busy multiplexed PE yields every 4 * flush_fibers fibers */
+#define MPR_PREEMPT_DEPTH 16 /* deeper preemptive enables are deferred to the urgent queue */
 
 /* Build switches (CMake options MPROF_STATS and MPROF_LATENCY):
  *   MPROF_DISABLE     statistics hooks compile away, the runtime's own included; the profile

@@ -1,6 +1,7 @@
 /*
  * mpr_comm.h -- communication: message records, message buffers and their pools, aggregation per
- * destination and per worker (groups), and comm.c.
+ * destination, and comm.c.  (Aggregation shared by the PEs of a worker thread is the shm
+ * backend's: shm/group.h, reached through machine.h.)
  */
 #ifndef MPR_COMM_H
 #define MPR_COMM_H
@@ -45,7 +46,7 @@ typedef struct mpr_msgbuf {
     int src;                 /* the PE whose pool it came from (and returns to) */
     int dst;
     uint32_t kind;
-    uint32_t counted; /* already counted in flight when opened (a group buffer, below) */
+    uint32_t counted; /* already counted in flight when opened (a group buffer: machine.h) */
     size_t len;
     size_t cap;
     _Alignas(16) unsigned char data[];
@@ -56,35 +57,13 @@ typedef struct mpr_msgbuf {
  * buffers a PE holds do not grow with the number of PEs it talks to; 64 lets a PE with a
  * thread of its own keep a buffer filling for every other PE up to 65 PEs (at 4 KiB, 256 KiB
  * per PE), where a smaller bound made round-robin traffic evict every buffer after a record. */
-typedef struct {
+typedef struct mpr_agg {
     mpr_msgbuf *buf;
     uint64_t since_ns;  /* when the buffer opened (monotonic ns; 0 with no delay set) */
     uint32_t fed_epoch; /* the destination's idle period last sent to (mpr_flush_due) */
     bool urgent;        /* holds an urgent record: goes when the fiber that wrote it ends */
 } mpr_agg;
 #define MPR_AGG_OPEN_MAX 64
-
-/* Aggregation shared by the PEs of one worker thread (shm, multiplexed PEs; comm.c).  They
- * run one at a time on one thread, so they can append to one buffer per destination PE
- * without atomics, and a destination then receives one buffer per worker where it received
- * one per sending PE: with P PEs talking round-robin, per-(sender, destination) buffers hold
- * a record or two each, per-(worker, destination) ones many.  A group buffer counts as a
- * message in flight from the moment it is opened.  A destination in the group takes its
- * buffer itself when it polls (no send at all); one outside the group gets it when it fills,
- * when the worker ends a round over its PEs, and on mp_flush(). */
-typedef struct mpr_agg_group {
-    mpr_agg *agg;     /* per destination PE; every member's pe->agg */
-    int *xopen;       /* destinations outside the group that may have an open buffer */
-    uint8_t *xlisted; /* per destination: in xopen */
-    int nxopen;
-    int first, count; /* the member PEs, [first, first + count) */
-    int npes;
-    /* A member opened a buffer for a member that is idle: the writer yields at its next
-     * communication period rather than after MPR_MUX_YIELD_PERIODS (sched.c), so that a
-     * hand-off within a worker (a pipeline) waits one period, while PEs that all have work
-     * of their own keep their longer slices. */
-    bool idle_fed;
-} mpr_agg_group;
 
 /* comm.c */
 void mpr_comm_init(mpr_pe *pe);
@@ -99,12 +78,10 @@ void mpr_flush_all(mpr_pe *pe);
 void mpr_flush_due(mpr_pe *pe);
 void mpr_flush_urgent(mpr_pe *pe);
 void mpr_flow_wait(mpr_pe *pe);
-mpr_agg_group *mpr_agg_group_new(int first, int count, int npes);
-void mpr_agg_group_free(mpr_agg_group *g);
-void mpr_agg_group_flush(mpr_agg_group *g);
-/* Takes the group's open buffer for member dst, or NULL (called by dst's own thread); it
- * counts as sent then, like a group buffer sent to another worker's PE. */
-mpr_msgbuf *mpr_agg_group_take(mpr_agg_group *g, int dst);
+/* Sends the buffer open in `a` for dst, which was counted in flight when a PE of an
+ * aggregation group opened it (machine.h group_open), as from that PE; its arrival interrupts
+ * dst if it holds an urgent record.  For the backend's group flush (shm/group.c). */
+void mpr_agg_send_opened(mpr_agg *a, int dst);
 uintptr_t mpr_fn_encode(mp_fiber_fn fn);
 mp_fiber_fn mpr_fn_decode(uintptr_t off);
 

@@ -80,11 +80,13 @@ typedef struct mpr_pe {
     mpr_latency latency[MPR_MAX_ACCESS][MPR_MAX_ACCESS]; /* [enabler][access] */
 
     /* communication */
-    mpr_agg *agg;         /* per destination (the group's, when the PE is in one) */
-    mpr_agg_group *group; /* set by the machine layer before the PE starts, or NULL */
-    int *agg_open;        /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
+    mpr_agg *agg;  /* per destination (its aggregation group's: agg_grouped) */
+    int *agg_open; /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
     int agg_nopen;
-    bool urgent_out;         /* an open buffer holds an urgent record (mpr_flush_urgent) */
+    bool urgent_out; /* an open buffer holds an urgent record (mpr_flush_urgent) */
+    /* agg is an aggregation group's, shared with the other PEs of the thread (machine.h
+     * group_agg): the backend sends and frees its buffers */
+    bool agg_grouped;
     size_t bytes_out;        /* bytes of pooled buffers taken from the pools and not back
                               * (open or in flight: flow control, comm.c) */
     size_t bytes_high;       /* above this many, the PE waits at its next period */
@@ -115,10 +117,9 @@ typedef struct mpr_pe {
     uint64_t cpu_start_ns;
     uint64_t cpu_end_ns;
 
-    /* Set by the machine layer before the PE starts: the PE shares its worker thread with
-     * other PEs (shm), so it yields instead of spinning or sleeping (sched.c). */
-    bool mux;
-    unsigned mux_periods;    /* communication periods left before a busy PE yields */
+    /* The PE shares its thread with other PEs (machine.h shares_thread, asked when the PE
+     * starts): it gives the thread away instead of spinning or sleeping (sched.c, comm.c). */
+    bool shared_thread;
     uint64_t periods;        /* forced flushes so far, one per flush_fibers fibers: the
                               * watchdog's sign of progress (a FIFO batch counts down in a
                               * register, not in until_flush) */

@@ -54,20 +54,18 @@ static void on_fault(int sig, siginfo_t *si, void *ctx)
     if (pe && sp && addr < sp + OVERFLOW_REACH && addr + OVERFLOW_REACH > sp) {
         char line[512], name[128];
         const mpr_fiber *f = pe->current;
+        const char *hint = pe->shared_thread ? "; MPROF_STACK_KB sets the stack of a PE that "
+                                               "shares its worker thread"
+                                             : "";
         int n;
         if (f)
             n = snprintf(line, sizeof line,
                          "mprof: stack overflow on PE %d in fiber %s (category %s)%s\n", pe->id,
                          mpr_fn_name(f->fn, name, sizeof name),
-                         mpr_access_name(pe->spawn_tag.creator),
-                         pe->mux ? "; MPROF_STACK_KB sets the stack of a PE that shares its "
-                                   "worker thread"
-                                 : "");
+                         mpr_access_name(pe->spawn_tag.creator), hint);
         else
             n = snprintf(line, sizeof line, "mprof: stack overflow on PE %d in pe_main%s\n", pe->id,
-                         pe->mux ? "; MPROF_STACK_KB sets the stack of a PE that shares its "
-                                   "worker thread"
-                                 : "");
+                         hint);
         if (n > 0)
             (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line);
         signal(SIGABRT, SIG_DFL);

@@ -264,7 +264,7 @@ static void papi_record_add(mpr_pe *pe, mpr_stats_rec *r)
         const char *why = papi_init_rc != PAPI_OK ? PAPI_strerror(papi_init_rc) : NULL;
         /* PAPI counts per thread: PEs that share a worker thread would share its counters
          * (and PAPI allows one running event set per thread) */
-        if (!why && pe->mux)
+        if (!why && pe->shared_thread)
             why = "PEs share worker threads; set MPROF_WORKERS to the number of PEs to count";
         if (!why)
             why = add_event(p, event);

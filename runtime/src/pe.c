@@ -64,6 +64,18 @@ const char *mpr_machine_missing(const mpr_machine *m)
     for (size_t i = 0; i < sizeof required / sizeof *required; i++)
         if (!required[i].set)
             return required[i].name;
+    /* optional entries that the others a backend sets make required (machine.h) */
+    const struct {
+        const char *name;
+        bool set, needed;
+    } implied[] = {
+        {"yield", m->yield, m->shares_thread},
+        {"group_open", m->group_open, m->group_agg},
+        {"group_flush", m->group_flush, m->group_agg},
+    };
+    for (size_t i = 0; i < sizeof implied / sizeof *implied; i++)
+        if (implied[i].needed && !implied[i].set)
+            return implied[i].name;
     return NULL;
 }
 
@@ -181,6 +193,9 @@ static mpr_pe *pe_new(int id, int npes)
 /* Run on each PE by the machine layer. */
 void mpr_pe_run(mpr_pe *pe)
 {
+    /* asked once: the idle loop, flow control, the sampler, PAPI and the overflow handler
+     * all depend on it (machine.h shares_thread) */
+    pe->shared_thread = mpr_machine_shares_thread(pe);
     mpr_pe_bind(pe);
     mpr_overflow_guard(); /* this thread's alternate signal stack (overflow.c) */
     pe->where = MPR_PE_RUNNING;
@@ -188,15 +203,15 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_access_set(pe, MP_ACCESS_UNCLASSIFIED);
     pe->spawn_tag_unclassified = pe->spawn_tag.word;
     pe->t_start = mp_wtime();
-    if (pe->mux) {
-        /* it waited for its worker since the run started: idle, like a switched-out PE */
+    if (pe->shared_thread) {
+        /* it waited for its thread since the run started: idle, like a switched-out PE */
         uint64_t waited = (uint64_t)((pe->t_start - mpr_g.t_start) * 1e9);
         mpr_idle_add(pe, waited); /* also the rts IdleNs (stats.c) */
         pe->t_start = mpr_g.t_start;
     }
     pe->cpu_start_ns = mpr_thread_cpu_ns();
-    /* a PE with a thread of its own samples it; a multiplexing worker samples for its PEs */
-    pe->sampler = pe->mux ? NULL : mpr_sample_start(pe);
+    /* a PE with a thread of its own samples it; the backend samples a shared thread */
+    pe->sampler = pe->shared_thread ? NULL : mpr_sample_start(pe);
     mpr_sched_init(pe);
     mpr_comm_init(pe);
     mpr_objs_init(pe);

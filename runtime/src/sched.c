@@ -22,7 +22,6 @@ void mpr_sched_init(mpr_pe *pe)
     pe->nsched = MP_SCHED_PREEMPT + 1;
     pe->rr = 0;
     pe->until_flush = mpr_g.cfg.flush_fibers;
-    pe->mux_periods = MPR_MUX_YIELD_PERIODS;
 }
 
 static void run(mpr_pe *pe, mpr_fiber *f);
@@ -282,17 +281,14 @@ static MPR_COLD void periodic(mpr_pe *pe)
     mpr_poll(pe);
     if (MPR_UNLIKELY(pe->bytes_out > pe->bytes_high))
         mpr_flow_wait(pe);
-    /* a PE sharing its worker thread lets the others run now and then, even when busy */
-    if (MPR_UNLIKELY(pe->mux) && (--pe->mux_periods == 0 || (pe->group && pe->group->idle_fed))) {
-        pe->mux_periods = MPR_MUX_YIELD_PERIODS;
-        if (pe->group)
-            pe->group->idle_fed = false;
+    /* a PE sharing its thread lets the others run now and then, even when busy: when, the
+     * backend says (shm/mux.c) */
+    if (MPR_UNLIKELY(pe->shared_thread) && mpr_machine_period(pe))
         mpr_yield_busy(pe);
-    }
 }
 
-/* A busy PE that shares its worker hands it to the worker's other PEs and returns when it is
- * resumed; the watchdog and SIGQUIT dump see it switched out meanwhile. */
+/* A busy PE that shares its thread hands it to the other PEs and returns when it is resumed;
+ * the watchdog and SIGQUIT dump see it switched out meanwhile. */
 void mpr_yield_busy(mpr_pe *pe)
 {
     pe->where = MPR_PE_SWITCHED_OUT;
@@ -416,14 +412,16 @@ static inline void mpr_idle_epoch_next(mpr_pe *pe)
  * on a VM), too dear for the many short idle periods, which are on the CPU all along (a few
  * microseconds of spinning).  A period that lasts IDLE_CLOCK_SPINS spins reads the clock then
  * and at its end, so the time it spends asleep, or preempted by another thread of the machine,
- * is not counted as CPU time.  A PE that shares its worker thread does not spin and never
- * reads the clock (it would charge it the other PEs' time): "sleeping" switches to the worker,
- * which spins for all its PEs, and the time switched out is idle but not this PE's CPU time. */
+ * is not counted as CPU time.  A PE that shares its thread (machine.h shares_thread) does not
+ * spin and never reads the clock (it would charge it the other PEs' time): "sleeping" gives
+ * the thread to the others (shm: switches to the worker, which spins for all its PEs), and the
+ * time switched out is idle but not this PE's CPU time. */
 static bool idle(mpr_pe *pe)
 {
     uint64_t t0 = mpr_mono_ns(), t_clock = 0, c0 = 0, switched_out = 0;
     bool clocked = false;
     bool more = true;
+    const bool shared = pe->shared_thread;
     pe->where = MPR_PE_IDLE;
     pe->sample_at = MPR_AT_IDLE;
     mpr_idle_epoch_next(pe); /* odd: senders flush to it (comm.c) */
@@ -431,7 +429,7 @@ static bool idle(mpr_pe *pe)
     if (mpr_machine_idle_enter(pe)) {
         more = false;
     } else {
-        unsigned spins = 0, spin = pe->mux ? 0 : mpr_g.cfg.spin;
+        unsigned spins = 0, spin = shared ? 0 : mpr_g.cfg.spin;
         double since = mp_wtime();
         for (;;) {
             if (mpr_run_over()) {
@@ -444,7 +442,7 @@ static bool idle(mpr_pe *pe)
             }
             RTS_INC(&pe->rts, IdleCycle, 1);
             spins++;
-            if (!pe->mux && !clocked && (spins == IDLE_CLOCK_SPINS || spins >= spin)) {
+            if (!shared && !clocked && (spins == IDLE_CLOCK_SPINS || spins >= spin)) {
                 t_clock = mpr_mono_ns();
                 c0 = mpr_thread_cpu_ns();
                 clocked = true;
@@ -453,11 +451,11 @@ static bool idle(mpr_pe *pe)
                 mpr_cpu_relax();
                 continue;
             }
-            uint64_t w0 = pe->mux ? mpr_mono_ns() : 0;
+            uint64_t w0 = shared ? mpr_mono_ns() : 0;
             mpr_sample_pause(pe->sampler); /* not woken every sample period */
             mpr_machine_sleep(pe, 0.05);
             mpr_sample_resume(pe->sampler);
-            if (pe->mux)
+            if (shared)
                 switched_out += mpr_mono_ns() - w0;
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
                 mpr_machine_all_idle()) {
@@ -472,9 +470,9 @@ static bool idle(mpr_pe *pe)
     pe->sample_at = MPR_AT_SCHED;
     uint64_t idle_ns = mpr_mono_ns() - t0;
     mpr_idle_add(pe, idle_ns); /* also the rts IdleNs (stats.c) */
-    uint64_t idle_cpu_ns = clocked   ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
-                           : pe->mux ? idle_ns - switched_out
-                                     : idle_ns;
+    uint64_t idle_cpu_ns = clocked  ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
+                           : shared ? idle_ns - switched_out
+                                    : idle_ns;
     pe->idle_cpu_ns += idle_cpu_ns; /* also the rts IdleCpuNs (stats.c) */
     return more;
 }

@@ -168,9 +168,13 @@ def test_sigquit_dumps_every_pe_and_the_run_goes_on(rt):
 
 
 def test_backend_tables_are_checked_for_required_entries(rt):
-    """mp_main refuses a backend whose table lacks a required entry, naming it; optional
-    entries may be NULL."""
+    """mp_main refuses a backend whose table lacks a required entry, naming it; an optional
+    entry that another one makes required (the multiplexing and aggregation-group entries) is
+    named when it is missing; optional entries may be NULL."""
     run = rt.run("machine_table", profile=False)
     assert "shm missing=none" in run.stdout
     assert "no-pending missing=pending" in run.stdout
+    assert "no-yield missing=yield" in run.stdout
+    assert "no-group-open missing=group_open" in run.stdout
+    assert "no-group-flush missing=group_flush" in run.stdout
     assert "no-optional missing=none" in run.stdout

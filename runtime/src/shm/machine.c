@@ -5,28 +5,12 @@
  * Workers.  P PEs run on W = min(P, online cores) worker threads (MPROF_WORKERS overrides W),
  * each worker hosting a contiguous block of PEs, so that neighbours in a pipeline or a grid
  * mostly share a worker.  A worker with one PE runs it on its own stack, exactly as a thread
- * per PE did.  A worker with several gives each PE a context of its own (ctx.h: a stack,
- * because pe_main may block in mp_block_until in the middle of its schedule loop) and runs
- * them cooperatively: a PE that runs out of work parks and switches back to its worker, which
- * resumes the next PE that has messages.  A hand-off between two PEs of one worker is thus a
- * queue push and two context switches, with no system call; PEs only cost the operating
- * system a futex sleep when their whole worker is idle.  A PE that keeps finding work yields
- * every MPR_MUX_YIELD_PERIODS communication periods (sched.c), so a busy PE cannot starve the
- * others of its worker.
- *
- * PE-local storage.  Programs keep per-PE state in _Thread_local variables (a PE was a
- * thread).  A worker keeps that true for the executable's TLS block: switching to a different
- * PE saves the block into the outgoing PE's copy and loads the incoming one's (only when the
- * PE changes, so a worker that polls parked PEs copies nothing).  The addresses of such
- * variables are the worker's, so they are only valid on the PE that owns them (as on MPI,
- * and as every remote access in this runtime is carried out by the owner).
- *
- * CPU time.  The thread's CPU clock is a system call, so a multiplexed PE is not given a clock
- * read per switch: the worker charges each PE the monotonic time (vDSO, no system call) of the
- * slices it ran, and when the worker ends scales these so that its PEs' CPU times add up to
- * the worker thread's CPU clock (one read per worker).  A PE's idle CPU time is the part of
- * its own slices spent in its idle loop, scaled alike; time a PE spends switched out is idle
- * (its fibers wait) but not its CPU time.
+ * per PE did.  A worker with several multiplexes them (mux.h, mux.c: a context per PE, run
+ * cooperatively; a PE that runs out of work parks and switches back to its worker, which
+ * resumes the next PE that has messages), and its PEs share aggregation buffers (group.h,
+ * group.c).  A hand-off between two PEs of one worker is thus a queue push and two context
+ * switches, with no system call; PEs only cost the operating system a futex sleep when their
+ * whole worker is idle.  The backend's per-PE and per-worker state is in worker.h.
  *
  * Messages.  Every (sender worker, receiver PE) pair that talks gets a channel of its own: a
  * bounded single-producer single-consumer ring of buffer pointers (Lamport's queue).  The
@@ -78,8 +62,7 @@
  * The functions are reached through the table mpr_machine_shm (machine.h).
  */
 #define _GNU_SOURCE
-#include "../mpr.h"
-#include "ctx.h"
+#include "mux.h"
 
 #include <errno.h>
 #include <link.h>
@@ -102,11 +85,10 @@
 /* Messages a PE may send on one increment of `activity` (see "Messages" above). */
 #define SEND_CREDIT 256
 
-typedef struct shm_worker shm_worker;
 typedef struct shm_net shm_net;
 
 /* A channel from one worker (producer) to one PE (consumer); see "Messages" above. */
-typedef struct shm_chan {
+struct shm_chan {
     /* the producer's line: written per message by the producer, read by the consumer once
      * per drain (tail, blocked) and written by it once per burst (idle) */
     _Alignas(64) _Atomic(uint64_t) tail; /* slots published */
@@ -128,10 +110,10 @@ typedef struct shm_chan {
     int dst;                             /* consumer PE */
     int producer;                        /* producer worker */
     shm_net *net;                        /* messages or returns */
-    /* S.ring slots: a buffer, or the first of a chain with CHAIN set, then S.ring more: the last
+    /* N.ring slots: a buffer, or the first of a chain with CHAIN set, then N.ring more: the last
      * buffer of the chain in the slot (so that taking a chain does not walk it) */
     _Alignas(64) uintptr_t slot[];
-} shm_chan;
+};
 _Static_assert(offsetof(shm_chan, head) == 64 && offsetof(shm_chan, slot) == 128,
                "a channel is two lines and its slots");
 
@@ -146,57 +128,13 @@ struct shm_net {
     bool wakes; /* a notification wakes a sleeping consumer (messages, not returns) */
 };
 
-/* This backend's per-PE state (indexed by PE id), one cache line apart. */
-typedef struct {
-    _Alignas(64) shm_worker *w;
-    mpr_pe *pe;
-    /* multiplexed PEs only (touched by their worker thread alone) */
-    mpr_ctx ctx;
-    void *stack_map; /* mmap'd guard page + stack */
-    size_t stack_map_size;
-    unsigned char *tls; /* this PE's copy of the executable's TLS block while switched out */
-    uint64_t ran_ns;    /* monotonic time of its slices */
-    bool parked;        /* in its idle loop, waiting for a message */
-    bool finished;
-    /* messages processed since the PE last went idle, not yet taken off `activity`, and
-     * sends the PE has already added to it but not made (owner only) */
-    uint64_t processed;
-    uint64_t credit;
-} shm_pe;
+shm_state mpr_shm;
 
-struct shm_worker {
-    _Alignas(64) _Atomic(uint32_t) wake_seq;
-    _Atomic(int) sleeping;
-    pthread_t thread;
-    int id;
-    int first, count;     /* PEs [first, first + count) */
-    mpr_ctx ctx;          /* the worker's scheduler (its thread's own stack) */
-    shm_pe *running;      /* PE switched in, NULL in the scheduler */
-    shm_pe *resident;     /* PE whose TLS image is in the block */
-    mpr_agg_group *group; /* aggregation shared by its PEs (several PEs, aggregation on) */
-    mpr_sampler *sampler; /* samples the running PE's category (several PEs; sample.c) */
-    unsigned char *tls_block;
-    size_t tls_size;
-    /* the producer's side of its channels, by consumer PE (this worker's thread only) */
-    shm_chan **out_msg, **out_ret;
-    shm_chan *backlog;  /* channels holding a chain (ring full) */
-    shm_chan *unfenced; /* channels published to without a check of `idle` after a fence */
-    void *chunks;       /* memory of the channels it produces into (chan_new) */
-    unsigned char *chunk_next;
-    size_t chunk_left;
-};
-
+/* The channels of the run (see "Messages" above). */
 static struct {
-    shm_pe *pes;
-    shm_worker *workers;
-    int nworkers;
     shm_net msg, ret;
     uint64_t ring; /* slots per channel, a power of two */
-    /* the executable's TLS segment: its initial image and size */
-    const void *tls_image;
-    size_t tls_filesz, tls_memsz;
-    size_t stack_size;
-} S;
+} N;
 
 /* The termination word (see "Messages" above): active PEs << 32 | physical messages in flight.
  * Written on every idle period and every SEND_CREDIT messages, so on a cache line of its own:
@@ -251,7 +189,7 @@ static shm_chan *chan_new(shm_net *net, shm_worker *w, int dst)
 {
     /* carved out of the producer's chunks: with a thread per PE there may be hundreds of
      * thousands of channels, and malloc's header and alignment padding would add a third */
-    size_t size = (sizeof(shm_chan) + 2 * S.ring * sizeof(uintptr_t) + 63) & ~(size_t)63;
+    size_t size = (sizeof(shm_chan) + 2 * N.ring * sizeof(uintptr_t) + 63) & ~(size_t)63;
     if (w->chunk_left < size) {
         unsigned char *chunk = aligned_alloc(64, CHAN_CHUNK);
         if (!chunk)
@@ -273,7 +211,7 @@ static shm_chan *chan_new(shm_net *net, shm_worker *w, int dst)
     ch->producer = w->id;
     ch->net = net;
     /* the consumer reads this entry only after the bit the first publish sets (release) */
-    net->in[(size_t)dst * (size_t)S.nworkers + (size_t)w->id] = ch;
+    net->in[(size_t)dst * (size_t)mpr_shm.nworkers + (size_t)w->id] = ch;
     return ch;
 }
 
@@ -288,7 +226,7 @@ static bool signal(shm_chan *ch)
     atomic_fetch_or(&ready_of(net, ch->dst)[ch->producer / 64], (uint64_t)1 << (ch->producer % 64));
     /* seq_cst bit then load pairs with the sleeper's store-then-check: no lost wake-up.  A PE
      * of the producer's own worker is never asleep while the producer runs. */
-    shm_worker *to = S.pes[ch->dst].w;
+    shm_worker *to = mpr_shm.pes[ch->dst].w;
     if (net->wakes && to->id != ch->producer && atomic_load(&to->sleeping)) {
         wake(to);
         return true;
@@ -340,15 +278,15 @@ static bool chan_release(shm_worker *w, shm_chan *ch)
     if (!ch->held) /* published already (a send found room), still listed in the backlog */
         return true;
     uint64_t t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
-    if (t - ch->head_seen == S.ring) {
+    if (t - ch->head_seen == N.ring) {
         /* seq_cst: after the producer's `blocked` store (chan_hold), pairs with the consumer's
          * head store then `blocked` load (chan_drain) */
         ch->head_seen = atomic_load(&ch->head);
-        if (t - ch->head_seen == S.ring)
+        if (t - ch->head_seen == N.ring)
             return false;
     }
-    ch->slot[t & (S.ring - 1)] = (uintptr_t)ch->held | (ch->held != ch->held_last ? CHAIN : 0);
-    ch->slot[S.ring + (t & (S.ring - 1))] = (uintptr_t)ch->held_last;
+    ch->slot[t & (N.ring - 1)] = (uintptr_t)ch->held | (ch->held != ch->held_last ? CHAIN : 0);
+    ch->slot[N.ring + (t & (N.ring - 1))] = (uintptr_t)ch->held_last;
     ch->held = ch->held_last = NULL;
     atomic_store_explicit(&ch->blocked, 0, memory_order_relaxed);
     atomic_store_explicit(&ch->tail, t + 1, memory_order_release);
@@ -399,6 +337,8 @@ static inline int catch_up(shm_worker *w)
     return fence_check(w);
 }
 
+void mpr_shm_catch_up(shm_worker *w) { catch_up(w); }
+
 /* catch_up on pe's behalf, its wake-ups counted.  Not written as RTS_INC(..., catch_up(w)):
  * built without statistics (MPROF_DISABLE) the hook does not evaluate its argument, and held
  * chains would never go out nor notifications be re-checked. */
@@ -413,7 +353,7 @@ static inline void catch_up_counted(mpr_pe *pe, shm_worker *w)
 static bool backlog_ready(const shm_worker *w)
 {
     for (const shm_chan *ch = w->backlog; ch; ch = ch->backlog_next)
-        if (atomic_load(&ch->tail) - atomic_load(&ch->head) < S.ring)
+        if (atomic_load(&ch->tail) - atomic_load(&ch->head) < N.ring)
             return true;
     return false;
 }
@@ -432,15 +372,15 @@ static bool chan_put(shm_net *net, shm_chan **out, shm_worker *w, int dst, mpr_m
         return false;
     }
     uint64_t t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
-    if (MPR_UNLIKELY(t - ch->head_seen == S.ring)) {
+    if (MPR_UNLIKELY(t - ch->head_seen == N.ring)) {
         ch->head_seen = atomic_load_explicit(&ch->head, memory_order_acquire);
-        if (t - ch->head_seen == S.ring) {
+        if (t - ch->head_seen == N.ring) {
             chan_hold(w, ch, b);
             chan_release(w, ch); /* re-check after `blocked` is set (the consumer may have gone) */
             return false;
         }
     }
-    ch->slot[t & (S.ring - 1)] = (uintptr_t)b;
+    ch->slot[t & (N.ring - 1)] = (uintptr_t)b;
     atomic_store_explicit(&ch->tail, t + 1, memory_order_release); /* the slot before it */
     return notify(w, ch);
 }
@@ -453,21 +393,21 @@ static mpr_msgbuf **chan_drain(shm_chan *ch, mpr_msgbuf **tailp)
     if (h == t)
         return tailp;
     for (; h != t; h++) {
-        uintptr_t v = ch->slot[h & (S.ring - 1)];
+        uintptr_t v = ch->slot[h & (N.ring - 1)];
         mpr_msgbuf *b = (mpr_msgbuf *)(v & ~CHAIN);
         *tailp = b;
         /* a lone buffer's next is NULL already, a chain's last is in the slot's twin: reading
          * next here would wait for each buffer's cache line, which the sender's core holds */
         if (MPR_UNLIKELY(v & CHAIN))
-            b = (mpr_msgbuf *)ch->slot[S.ring + (h & (S.ring - 1))];
+            b = (mpr_msgbuf *)ch->slot[N.ring + (h & (N.ring - 1))];
         tailp = &b->next;
     }
     /* seq_cst store then load of `blocked` pairs with the producer's blocked store then head
      * load: a producer holding a chain either sees the freed slots or is woken */
     atomic_store(&ch->head, t);
     if (MPR_UNLIKELY(atomic_load(&ch->blocked))) {
-        shm_worker *pw = &S.workers[ch->producer];
-        if (pw != S.pes[ch->dst].w && atomic_load(&pw->sleeping))
+        shm_worker *pw = &mpr_shm.workers[ch->producer];
+        if (pw != mpr_shm.pes[ch->dst].w && atomic_load(&pw->sleeping))
             wake(pw);
     }
     return tailp;
@@ -491,7 +431,7 @@ static bool chan_settle(shm_chan *ch)
 static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
 {
     _Atomic(uint64_t) *ready = ready_of(net, pe);
-    shm_chan **in = net->in + (size_t)pe * (size_t)S.nworkers;
+    shm_chan **in = net->in + (size_t)pe * (size_t)mpr_shm.nworkers;
     for (size_t i = 0; i < net->words; i++) {
         if (!atomic_load_explicit(&ready[i], memory_order_relaxed))
             continue;
@@ -526,13 +466,13 @@ static bool net_ready(const shm_net *net, int pe)
 static void net_free(shm_net *net, int npes)
 {
     if (net->in)
-        for (size_t i = 0; i < (size_t)npes * (size_t)S.nworkers; i++) {
+        for (size_t i = 0; i < (size_t)npes * (size_t)mpr_shm.nworkers; i++) {
             shm_chan *ch = net->in[i];
             if (!ch)
                 continue;
             uint64_t t = atomic_load(&ch->tail);
             for (uint64_t h = atomic_load(&ch->head); h != t; h++)
-                mpr_msgbuf_free_list((mpr_msgbuf *)(ch->slot[h & (S.ring - 1)] & ~CHAIN));
+                mpr_msgbuf_free_list((mpr_msgbuf *)(ch->slot[h & (N.ring - 1)] & ~CHAIN));
             mpr_msgbuf_free_list(ch->held); /* the channel is its producer's chunk */
         }
     free(net->in);
@@ -556,18 +496,11 @@ static inline void count_in_flight(shm_pe *sp)
 
 static void shm_send(mpr_pe *from, int dst, mpr_msgbuf *b)
 {
-    shm_pe *sp = &S.pes[from->id];
+    shm_pe *sp = &mpr_shm.pes[from->id];
     if (!b->counted) /* a group buffer was counted when it was opened */
         count_in_flight(sp);
-    if (chan_put(&S.msg, sp->w->out_msg, sp->w, dst, b))
+    if (chan_put(&N.msg, sp->w->out_msg, sp->w, dst, b))
         RTS_INC(&from->rts, Wakes, 1);
-}
-
-/* The group buffer open for a member PE (its worker's thread only). */
-static inline mpr_msgbuf *group_open_for(const shm_pe *sp)
-{
-    mpr_agg_group *g = sp->w->group;
-    return g ? g->agg[sp->pe->id].buf : NULL;
 }
 
 /* The channels' buffers, oldest first per sender, then the buffer the PE's worker group has
@@ -575,20 +508,20 @@ static inline mpr_msgbuf *group_open_for(const shm_pe *sp)
  * (those were sent when full). */
 static mpr_msgbuf *shm_take(mpr_pe *pe)
 {
-    shm_pe *sp = &S.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     mpr_msgbuf *fifo = NULL, **tailp = &fifo;
     if (sp->w->backlog || sp->w->unfenced)
         catch_up_counted(pe, sp->w);
-    tailp = net_take(&S.msg, pe->id, tailp);
+    tailp = net_take(&N.msg, pe->id, tailp);
     /* A chain the PE's own worker holds for it (the ring filled while the producer ran, on
      * this very thread) is older than the group buffer below: it fits now, the ring is empty. */
     shm_chan *own = sp->w->out_msg[pe->id];
     if (MPR_UNLIKELY(own && own->held)) {
         backlog_flush(sp->w);
-        tailp = net_take(&S.msg, pe->id, tailp);
+        tailp = net_take(&N.msg, pe->id, tailp);
     }
-    if (sp->w->group && group_open_for(sp)) {
-        mpr_msgbuf *open = mpr_agg_group_take(sp->w->group, pe->id);
+    if (mpr_shm_group_open_for(sp->w->group, pe->id)) {
+        mpr_msgbuf *open = mpr_shm_group_take(sp->w->group, pe->id);
         open->next = NULL;
         *tailp = open;
     }
@@ -598,12 +531,15 @@ static mpr_msgbuf *shm_take(mpr_pe *pe)
 /* Has the PE a message: on a channel, or open for it in its worker's group? */
 static inline int inbox_pending(const shm_pe *sp)
 {
-    return net_ready(&S.msg, sp->pe->id) || group_open_for(sp) != NULL;
+    return net_ready(&N.msg, sp->pe->id) ||
+           mpr_shm_group_open_for(sp->w->group, sp->pe->id) != NULL;
 }
+
+bool mpr_shm_inbox_pending(const shm_pe *sp) { return inbox_pending(sp); }
 
 static int shm_pending(mpr_pe *pe)
 {
-    shm_pe *sp = &S.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     if (sp->w->backlog || sp->w->unfenced) /* the idle loop polls here */
         catch_up_counted(pe, sp->w);
     return inbox_pending(sp);
@@ -613,8 +549,8 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
 {
     if (b->kind == MPR_BUF_POOLED) {
         /* give the buffer back to its sender: the flow-control message of this backend */
-        shm_worker *w = S.pes[pe->id].w;
-        chan_put(&S.ret, w->out_ret, w, b->src, b);
+        shm_worker *w = mpr_shm.pes[pe->id].w;
+        chan_put(&N.ret, w->out_ret, w, b->src, b);
         RTS_INC(&pe->rts, FlowMsgSent, 1);
     } else {
         free(b);
@@ -622,20 +558,20 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
     /* Taken off the in-flight count when the PE goes idle, not one by one: the count cannot
      * reach zero while this PE is active anyway, and every atomic on `activity` moves its
      * cache line between the cores (one per message less). */
-    S.pes[pe->id].processed++;
+    mpr_shm.pes[pe->id].processed++;
 }
 
 /* The buffers receivers gave back to the PE (comm.c reclaim; its worker's thread only). */
 static mpr_msgbuf *shm_returned(mpr_pe *pe)
 {
     mpr_msgbuf *list = NULL;
-    net_take(&S.ret, pe->id, &list);
+    net_take(&N.ret, pe->id, &list);
     return list;
 }
 
 static int shm_idle_enter(mpr_pe *pe)
 {
-    shm_pe *sp = &S.pes[pe->id];
+    shm_pe *sp = &mpr_shm.pes[pe->id];
     catch_up_counted(pe, sp->w); /* what this PE sent is seen before it idles */
     uint64_t leaving = ONE_ACTIVE + sp->processed + sp->credit;
     sp->processed = 0;
@@ -654,7 +590,22 @@ static void shm_idle_leave(mpr_pe *pe)
     atomic_fetch_add(&activity, ONE_ACTIVE);
 }
 
-static void shm_in_flight(mpr_pe *pe) { count_in_flight(&S.pes[pe->id]); }
+/* machine.h group_agg: the PE's worker's group's aggregation, if it has a group */
+static mpr_agg *shm_pe_group_agg(mpr_pe *pe)
+{
+    shm_group *g = mpr_shm.pes[pe->id].w->group;
+    return g ? g->agg : NULL;
+}
+
+/* machine.h group_open: the group buffer counts as a message in flight from now on */
+static void shm_pe_group_open(mpr_pe *pe, int dst)
+{
+    shm_pe *sp = &mpr_shm.pes[pe->id];
+    count_in_flight(sp);
+    mpr_shm_group_opened(sp->w->group, dst);
+}
+
+static void shm_pe_group_flush(mpr_pe *pe) { mpr_shm_group_flush(mpr_shm.pes[pe->id].w->group); }
 
 /* Has any PE of the worker a message, can it publish a held chain, or is the run over? */
 static int worker_pending(const shm_worker *w)
@@ -662,12 +613,12 @@ static int worker_pending(const shm_worker *w)
     if (mpr_run_over() || backlog_ready(w))
         return 1;
     for (int i = w->first; i < w->first + w->count; i++)
-        if (inbox_pending(&S.pes[i]))
+        if (inbox_pending(&mpr_shm.pes[i]))
             return 1;
     return 0;
 }
 
-static void worker_sleep(shm_worker *w, double timeout_s)
+void mpr_shm_worker_sleep(shm_worker *w, double timeout_s)
 {
     catch_up(w);
     uint32_t seq = atomic_load(&w->wake_seq);
@@ -677,198 +628,30 @@ static void worker_sleep(shm_worker *w, double timeout_s)
     atomic_store(&w->sleeping, 0);
 }
 
-/* A PE that shares its worker switches back to the worker's scheduler. */
-static void to_scheduler(shm_pe *sp) { mpr_ctx_switch(&sp->ctx, &sp->w->ctx); }
-
 static void shm_sleep(mpr_pe *pe, double timeout_s)
 {
-    shm_pe *sp = &S.pes[pe->id];
-    if (!pe->mux) {
-        worker_sleep(sp->w, timeout_s);
+    shm_pe *sp = &mpr_shm.pes[pe->id];
+    if (!sp->mux) {
+        mpr_shm_worker_sleep(sp->w, timeout_s);
         return;
     }
-    sp->parked = true; /* resumed when a message arrives, the run ends, or after a nap */
-    to_scheduler(sp);
+    mpr_shm_mux_park(sp);
 }
-
-static void shm_yield(mpr_pe *pe) { to_scheduler(&S.pes[pe->id]); }
 
 static void shm_wake_all(void)
 {
-    for (int i = 0; i < S.nworkers; i++)
-        wake(&S.workers[i]);
-}
-
-static inline uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* Multiplexed PEs                                                                       */
-
-/* Finds the executable's TLS segment (its initial image) and, per worker, the block. */
-static int find_tls(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-    (void)size;
-    shm_worker *w = ctx;
-    if (info->dlpi_tls_modid != 1) /* module 1 is the executable */
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_TLS) {
-            if (w)
-                w->tls_block = info->dlpi_tls_data;
-            else {
-                S.tls_image = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-                S.tls_filesz = info->dlpi_phdr[i].p_filesz;
-                S.tls_memsz = info->dlpi_phdr[i].p_memsz;
-            }
-        }
-    return 1;
-}
-
-static void pe_entry(void *arg)
-{
-    shm_pe *sp = arg;
-    mpr_pe_run(sp->pe);
-    sp->finished = true;
-    mpr_ctx_exit(&sp->ctx, &sp->w->ctx);
-}
-
-/* Switches to PE sp and back; brings its TLS image in first if another PE's is there. */
-static void run_slice(shm_worker *w, shm_pe *sp)
-{
-    if (w->resident != sp && w->tls_size) {
-        if (w->resident)
-            memcpy(w->resident->tls, w->tls_block, w->tls_size);
-        memcpy(w->tls_block, sp->tls, w->tls_size);
-    }
-    w->resident = sp;
-    mpr_pe_bind(sp->pe);
-    w->running = sp;
-    uint64_t t0 = mono_ns();
-    mpr_sample_switch(w->sampler, sp->pe, t0);
-    mpr_ctx_switch(&w->ctx, &sp->ctx);
-    sp->ran_ns += mono_ns() - t0;
-    /* the worker's own scheduler is no PE's CPU time (mux_teardown), nor its samples */
-    mpr_sample_switch(w->sampler, NULL, 0);
-    w->running = NULL;
-}
-
-static int mux_setup(shm_worker *w)
-{
-    mpr_ctx_init_thread(&w->ctx);
-    if (S.tls_memsz) {
-        dl_iterate_phdr(find_tls, w);
-        w->tls_size = w->tls_block ? S.tls_memsz : 0;
-    }
-    long page = sysconf(_SC_PAGESIZE);
-    for (int i = w->first; i < w->first + w->count; i++) {
-        shm_pe *sp = &S.pes[i];
-        sp->stack_map_size = S.stack_size + (size_t)page;
-        sp->stack_map = mmap(NULL, sp->stack_map_size, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-        if (sp->stack_map == MAP_FAILED) {
-            sp->stack_map = NULL;
-            return -1;
-        }
-        mprotect(sp->stack_map, (size_t)page, PROT_NONE); /* guard page below the stack */
-        mpr_ctx_make(&sp->ctx, (char *)sp->stack_map + page, S.stack_size, pe_entry, sp);
-        if (w->tls_size) {
-            if (!(sp->tls = malloc(w->tls_size)))
-                return -1;
-            memcpy(sp->tls, S.tls_image, S.tls_filesz);
-            memset(sp->tls + S.tls_filesz, 0, w->tls_size - S.tls_filesz);
-        }
-    }
-    return 0;
-}
-
-static void mux_teardown(shm_worker *w)
-{
-    uint64_t charged = 0;
-    for (int i = w->first; i < w->first + w->count; i++)
-        charged += S.pes[i].ran_ns;
-    uint64_t cpu = mpr_thread_cpu_ns();
-    double scale = charged ? (double)cpu / (double)charged : 0;
-    for (int i = w->first; i < w->first + w->count; i++) {
-        shm_pe *sp = &S.pes[i];
-        mpr_pe *pe = sp->pe;
-        pe->cpu_start_ns = 0;
-        pe->cpu_end_ns = (uint64_t)((double)sp->ran_ns * scale);
-        pe->idle_cpu_ns = (uint64_t)((double)pe->idle_cpu_ns * scale);
-        if (pe->idle_cpu_ns > pe->cpu_end_ns)
-            pe->idle_cpu_ns = pe->cpu_end_ns;
-        RTS_SET(&pe->rts, IdleCpuNs, pe->idle_cpu_ns);
-        mpr_ctx_destroy(&sp->ctx);
-        if (sp->stack_map)
-            munmap(sp->stack_map, sp->stack_map_size);
-        free(sp->tls);
-        sp->stack_map = NULL;
-        sp->tls = NULL;
-    }
-}
-
-/* The worker's scheduler: resumes, round-robin, every PE that is not parked or has a
- * message; when none is, spins a little and then sleeps, and after a sleep resumes every PE
- * once so that their idle loops see the time pass (idle timeout) and the end of the run. */
-static void mux_loop(shm_worker *w)
-{
-    int live = w->count;
-    bool tick = true;
-    unsigned spins = 0;
-    while (live) {
-        bool ran = false;
-        int done = mpr_run_over();
-        for (int i = w->first; i < w->first + w->count; i++) {
-            shm_pe *sp = &S.pes[i];
-            if (sp->finished || (sp->parked && !tick && !done && !inbox_pending(sp)))
-                continue;
-            sp->parked = false;
-            run_slice(w, sp);
-            ran = true;
-            if (sp->finished)
-                live--;
-        }
-        /* every PE has had its slice: what they wrote for other workers' PEs goes now */
-        if (w->group)
-            mpr_agg_group_flush(w->group);
-        catch_up(w);
-        tick = false;
-        if (ran) {
-            spins = 0;
-            continue;
-        }
-        if (++spins < mpr_g.cfg.spin) {
-            mpr_cpu_relax();
-            continue;
-        }
-        spins = 0;
-        mpr_sample_pause(w->sampler); /* not woken every sample period */
-        worker_sleep(w, 0.05);
-        mpr_sample_resume(w->sampler);
-        tick = true;
-    }
+    for (int i = 0; i < mpr_shm.nworkers; i++)
+        wake(&mpr_shm.workers[i]);
 }
 
 static void *worker_thread(void *arg)
 {
     shm_worker *w = arg;
     if (w->count == 1) {
-        mpr_pe_run(S.pes[w->first].pe);
+        mpr_pe_run(mpr_shm.pes[w->first].pe);
         return NULL;
     }
-    if (mux_setup(w) != 0)
-        mpr_fatal("cannot allocate the stacks of PEs %d-%d (MPROF_STACK_KB)", w->first,
-                  w->first + w->count - 1);
-    w->sampler = mpr_sample_start(NULL);
-    mux_loop(w);
-    mpr_sample_stop(w->sampler);
-    w->sampler = NULL;
-    mux_teardown(w);
-    mpr_pe_bind(NULL);
+    mpr_shm_mux_worker(w);
     return NULL;
 }
 
@@ -895,15 +678,15 @@ static int shm_run(void)
     if (nw > npes)
         nw = npes;
     /* a thread's default: mapped without reserve, only the pages a PE touches cost memory */
-    S.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64, 4 * 1024 * 1024) * 1024;
-    S.pes = aligned_alloc(64, sizeof *S.pes * (size_t)npes);
-    S.workers = aligned_alloc(64, sizeof *S.workers * (size_t)nw);
-    if (!S.pes || !S.workers)
+    mpr_shm.stack_size = (size_t)env_int("MPROF_STACK_KB", 8192, 64, 4 * 1024 * 1024) * 1024;
+    mpr_shm.pes = aligned_alloc(64, sizeof *mpr_shm.pes * (size_t)npes);
+    mpr_shm.workers = aligned_alloc(64, sizeof *mpr_shm.workers * (size_t)nw);
+    if (!mpr_shm.pes || !mpr_shm.workers)
         return -1;
-    memset(S.pes, 0, sizeof *S.pes * (size_t)npes);
-    memset(S.workers, 0, sizeof *S.workers * (size_t)nw);
-    S.nworkers = nw;
-    S.tls_memsz = 0;
+    memset(mpr_shm.pes, 0, sizeof *mpr_shm.pes * (size_t)npes);
+    memset(mpr_shm.workers, 0, sizeof *mpr_shm.workers * (size_t)nw);
+    mpr_shm.nworkers = nw;
+    mpr_shm.tls_memsz = 0;
     /* Slots per channel: 64 while the workers are few (a burst of unaggregated sends fits),
      * fewer as W * P channels may exist (4 at W >= 1024: 192 bytes a channel); a full ring
      * only makes the producer hold a chain, published as one slot (see "Messages"). */
@@ -919,13 +702,13 @@ static int shm_run(void)
                 ring, ring_default);
         ring = ring_default;
     }
-    S.ring = (uint64_t)ring;
-    if (net_init(&S.msg, npes, nw, true) != 0 || net_init(&S.ret, npes, nw, false) != 0)
+    N.ring = (uint64_t)ring;
+    if (net_init(&N.msg, npes, nw, true) != 0 || net_init(&N.ret, npes, nw, false) != 0)
         return -1;
     if (nw < npes)
-        dl_iterate_phdr(find_tls, NULL);
+        mpr_shm_mux_prepare();
     for (int k = 0; k < nw; k++) {
-        shm_worker *w = &S.workers[k];
+        shm_worker *w = &mpr_shm.workers[k];
         /* contiguous blocks, sizes differing by at most one */
         w->first = (int)((long)npes * k / nw);
         w->count = (int)((long)npes * (k + 1) / nw) - w->first;
@@ -937,26 +720,24 @@ static int shm_run(void)
         if (!w->out_msg || !w->out_ret)
             return -1;
         for (int i = w->first; i < w->first + w->count; i++) {
-            S.pes[i].w = w;
-            S.pes[i].pe = mpr_g.pes[i];
-            mpr_g.pes[i]->mux = w->count > 1;
+            mpr_shm.pes[i].w = w;
+            mpr_shm.pes[i].pe = mpr_g.pes[i];
+            mpr_shm.pes[i].mux = w->count > 1;
+            mpr_shm.pes[i].mux_periods = SHM_MUX_YIELD_PERIODS;
         }
-        if (w->count > 1 && mpr_g.cfg.agg_bytes > 0) {
-            if (!(w->group = mpr_agg_group_new(w->first, w->count, npes)))
-                return -1;
-            for (int i = w->first; i < w->first + w->count; i++)
-                mpr_g.pes[i]->group = w->group;
-        }
+        if (w->count > 1 && mpr_g.cfg.agg_bytes > 0 &&
+            !(w->group = mpr_shm_group_new(w->first, w->count, npes)))
+            return -1;
     }
     int started = 0;
     for (; started < nw; started++)
-        if (pthread_create(&S.workers[started].thread, NULL, worker_thread, &S.workers[started]) !=
-            0) {
+        if (pthread_create(&mpr_shm.workers[started].thread, NULL, worker_thread,
+                           &mpr_shm.workers[started]) != 0) {
             /* the started PEs cannot finish without the others: end the process cleanly */
             mpr_fatal("could only start %d of %d worker threads", started, nw);
         }
     for (int i = 0; i < started; i++)
-        pthread_join(S.workers[i].thread, NULL);
+        pthread_join(mpr_shm.workers[i].thread, NULL);
     return 0;
 }
 
@@ -972,25 +753,25 @@ static int shm_all_idle(void) { return (atomic_load(&activity) >> 32) == 0; }
 
 static void shm_fini(void)
 {
-    for (int k = 0; k < S.nworkers; k++) {
-        mpr_agg_group_free(S.workers[k].group);
-        S.workers[k].group = NULL;
-        free(S.workers[k].out_msg);
-        free(S.workers[k].out_ret);
+    for (int k = 0; k < mpr_shm.nworkers; k++) {
+        mpr_shm_group_free(mpr_shm.workers[k].group);
+        mpr_shm.workers[k].group = NULL;
+        free(mpr_shm.workers[k].out_msg);
+        free(mpr_shm.workers[k].out_ret);
     }
-    net_free(&S.msg, mpr_g.npes);
-    net_free(&S.ret, mpr_g.npes);
-    for (int k = 0; k < S.nworkers; k++)
-        while (S.workers[k].chunks) {
-            void *next = *(void **)S.workers[k].chunks;
-            free(S.workers[k].chunks);
-            S.workers[k].chunks = next;
+    net_free(&N.msg, mpr_g.npes);
+    net_free(&N.ret, mpr_g.npes);
+    for (int k = 0; k < mpr_shm.nworkers; k++)
+        while (mpr_shm.workers[k].chunks) {
+            void *next = *(void **)mpr_shm.workers[k].chunks;
+            free(mpr_shm.workers[k].chunks);
+            mpr_shm.workers[k].chunks = next;
         }
-    free(S.pes);
-    free(S.workers);
-    S.pes = NULL;
-    S.workers = NULL;
-    S.nworkers = 0;
+    free(mpr_shm.pes);
+    free(mpr_shm.workers);
+    mpr_shm.pes = NULL;
+    mpr_shm.workers = NULL;
+    mpr_shm.nworkers = 0;
 }
 
 const mpr_machine mpr_machine_shm = {
@@ -1003,11 +784,15 @@ const mpr_machine mpr_machine_shm = {
     .idle_enter = shm_idle_enter,
     .idle_leave = shm_idle_leave,
     .sleep = shm_sleep,
-    .yield = shm_yield,
+    .yield = mpr_shm_yield,
     .wake_all = shm_wake_all,
     .pending = shm_pending,
     .fini = shm_fini,
     .all_idle = shm_all_idle,
-    .in_flight = shm_in_flight,
     .returned = shm_returned,
+    .shares_thread = mpr_shm_shares_thread,
+    .period = mpr_shm_period,
+    .group_agg = shm_pe_group_agg,
+    .group_open = shm_pe_group_open,
+    .group_flush = shm_pe_group_flush,
 };
