@@ -29,8 +29,10 @@
  * of a pair that failed on another PE until a combine brings it the pair.  With
  * --balance=push (new tasks go to random pools) the subtrees scatter over the PEs; with
  * --balance=steal (local pools, PEs steal from random victims, --topology default complete) they
- * stay together.  Tasks carry a pointer to the subset on its creator; a task run elsewhere fetches
- * the subset with a bulk read first (the paper's "fetch").
+ * stay together; a PE steals while its pool holds fewer than LOW_WATER tasks, not only when it runs
+ * dry, so that the subsets that need tests spread over the PEs.  Tasks carry a pointer to the
+ * subset on its creator; a task run elsewhere fetches the subset with a bulk read first (the
+ * paper's "fetch").
  *
  * Combining the failure stores.  A PE whose pool is empty starts the next combine round
  * (unless one is under way): a barrier on the combine object, overlapped with work; when it
@@ -50,6 +52,16 @@
 #include "phylo_internal.h"
 
 #include <stdatomic.h>
+
+/* A PE steals while its pool holds fewer tasks than this.  The stealer's default (2) keeps
+ * the pools from running dry, which is all that time needs here: the stores prune about 96 %
+ * of the tasks at once, so a pool of pruned tasks keeps a PE busy while the subsets that need
+ * tests (a region no store of this PE knows yet) pile up in another PE's pool, and one PE
+ * ran 1.3-1.7x the mean number of tests at 16 PEs.  With 32, a PE takes part of such a
+ * region (thieves take the largest subtrees, see add_task) long before it would run dry:
+ * 1.1-1.3x, for about 1.6x the tests in all, since a thief's stores do not know what its
+ * victim explored (docs/measurements/chapter5-notes.md). */
+#define LOW_WATER 32
 
 phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
@@ -116,6 +128,7 @@ static void pe_main(int argc, char **argv)
     ts_options_init(&o, sizeof(task_ref));
     o.topology = prm.push ? TS_PUSH : prm.topology;
     o.seed = prm.seed;
+    o.low_water = LOW_WATER;
     if (ts_create(&o, &S.ts) != MP_SUCCESS)
         die("cannot create the task stealer");
     mp_obj_create(&S, &S.obj);

@@ -1,22 +1,27 @@
 """Load balance of the task stealer in the applications at 16 PEs, a thread per PE: the
 busiest PE's share of the work statistic (Eigenvalue's bisection steps NBisect, Phylogeny's
-compatibility tests NTest) is at most 1.5 times the mean, every PE works, and termination
-costs at most 3 global rounds (the task stealer's NProbe).
+compatibility tests NTest) over the mean, every PE works, and termination costs at most 3
+global rounds (the task stealer's NProbe).
 
-The counts depend on how the operating system shares the cores among the 16 threads (a PE
-whose thread is switched out holds its pool until it runs again), so on a machine loaded by
-other work a run may be unlucky (Phylogeny's median is near the bound there, see
-docs/datastructures.md): each case gets up to five runs and passes on the first that meets
-all three bounds.  Stealing from ring neighbours with a global round after every
-two refusals (the stealer before randomized stealing) gives 4-8x, 6-7 idle PEs and 8-140
-rounds on every run."""
+The counts depend on how the operating system shares the cores among the 16 threads, so one
+run says little: each case runs five times, every run must have no idle PE and at most 3
+rounds, and the median of the five ratios must stay at most 1.4, a margin under the target
+of 1.5.  Phylogeny stealing only when a pool was about to run dry (the stealer's default low
+water mark of 2) gave a median of 1.43-1.50 over ten runs, 1.34-1.69 in all: this fails for
+it about five times in six.  With its low water mark of 32 the runs fall at 1.1-1.3.
+Stealing from ring neighbours with a global round after every two refusals (the stealer
+before randomized stealing) gives 4-8x, 6-7 idle PEs and 8-140 rounds on every run."""
 
 from __future__ import annotations
+
+import statistics
 
 import pytest
 from apps import build, run
 
 PES = 16
+RUNS = 5
+MEDIAN_BOUND = 1.4
 CASES = {
     "eigenvalue": (["--n=3000"], "NBisect"),
     "phylogeny": ([], "NTest"),
@@ -36,11 +41,11 @@ def test_sixteen_pes_balanced(cmake_build, program):
     exe = build(cmake_build, program)
     args, stat = CASES[program]
     seen = []
-    for _ in range(5):
+    for _ in range(RUNS):
         r = run(exe, *args, pes=PES, timeout=300, MPROF_WORKERS=str(PES))
         assert r.rc == 0, r.describe()
         ratio, idle, rounds, work = _balance(r, program, stat)
         seen.append((round(ratio, 2), idle, rounds, work))
-        if ratio <= 1.5 and idle == 0 and rounds <= 3:
-            return
-    pytest.fail(f"{program}: (max/mean {stat}, idle PEs, rounds, per PE) of 5 runs: {seen}")
+    what = f"{program}: (max/mean {stat}, idle PEs, rounds, per PE) of {RUNS} runs: {seen}"
+    assert all(idle == 0 and rounds <= 3 for _, idle, rounds, _ in seen), what
+    assert statistics.median(ratio for ratio, *_ in seen) <= MEDIAN_BOUND, what
