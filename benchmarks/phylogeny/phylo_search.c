@@ -80,9 +80,9 @@ static void search_run(ts_t ts, void *task, const ts_hints *h, void *ctx)
 }
 
 /* [ Fetch the character subset ] when the task ran elsewhere.  The creator answers with the
- * subset and, when its success store holds a superset of it, the largest such success its
- * trie leads to: a thief takes the oldest tasks, whose siblings its victim has explored, so
- * the victim's store often settles the task and much of its subtree already, and without
+ * subset and, when its success store holds a superset of it, one such success that ends at a
+ * leaf of its trie: a thief takes the oldest tasks, whose siblings its victim has explored,
+ * so the victim's store often settles the task and much of its subtree already, and without
  * that success the thief would test again, one by one, what the victim knew. */
 typedef struct {
     const uint64_t *subset; /* on the creator */
