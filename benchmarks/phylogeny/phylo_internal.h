@@ -58,7 +58,8 @@ typedef struct {
     mp_counter_t resumed; /* the worker's, while it pauses for a combination */
     task_ref task;
     uint64_t x;
-    bool paused; /* waiting for a combination to complete */
+    mp_counter_t fetched; /* the worker's, while a fetch is out */
+    bool paused;          /* waiting for a combination to complete */
     /* combining */
     bool combining;   /* a round is under way (barrier or exchange) */
     bool exchanging;  /* its exchange: compute pauses */

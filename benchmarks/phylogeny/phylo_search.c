@@ -79,7 +79,38 @@ static void search_run(ts_t ts, void *task, const ts_hints *h, void *ctx)
     explore(S.x); /* prepared by search_prepare */
 }
 
-/* [ Fetch the character subset ] when the task ran elsewhere */
+/* [ Fetch the character subset ] when the task ran elsewhere.  The creator answers with the
+ * subset and, when its success store holds a superset of it, one such success that ends at a
+ * leaf of its trie: a thief takes the oldest tasks, whose siblings its victim has explored,
+ * so the victim's store often settles the task and much of its subtree already, and without
+ * that success the thief would test again, one by one, what the victim knew. */
+typedef struct {
+    const uint64_t *subset; /* on the creator */
+    uint64_t x, known;      /* the answer: the subset, a known success containing it (or 0) */
+    int32_t from;
+    int32_t pad_;
+} fetch_msg;
+
+static void fetch_answer(void *args)
+{
+    fetch_msg *m = args;
+    PHYLOGENY_ACCESS(FETCH);
+    S.x = m->x;
+    if (m->known)
+        store_insert(&S.success, m->known);
+    mp_counter_add(S.fetched, 1);
+}
+
+static void fetch_serve(void *args)
+{
+    fetch_msg *m = args;
+    PHYLOGENY_ACCESS(FETCH);
+    m->x = *m->subset;
+    m->known = store_superset_leaf(&S.success, m->x);
+    if (mp_invoke(m->from, fetch_answer, m, sizeof *m, MP_SCHED_URGENT) != MP_SUCCESS)
+        die("mp_invoke failed");
+}
+
 static mp_status search_prepare(ts_t ts, void *task, void *ctx, mp_counter_t ready)
 {
     (void)ts, (void)ctx;
@@ -90,8 +121,10 @@ static mp_status search_prepare(ts_t ts, void *task, void *ctx, mp_counter_t rea
     }
     PHYLOGENY_INC(S.st, NFetch, 1);
     S.tot[2]++;
-    if (mp_bulk_read(S.task.creator, S.task.subset, &S.x, sizeof S.x, ready) == MP_FAIL)
-        die("bulk read failed");
+    S.fetched = ready;
+    fetch_msg m = {S.task.subset, 0, 0, S.me, 0};
+    if (mp_invoke(S.task.creator, fetch_serve, &m, sizeof m, MP_SCHED_URGENT) != MP_SUCCESS)
+        die("mp_invoke failed");
     return MP_WAIT;
 }
 

@@ -98,6 +98,29 @@ static bool superset_from(const store *t, int32_t node, uint64_t x)
 
 bool store_has_superset_of(const store *t, uint64_t x) { return superset_from(t, 0, x); }
 
+/* as superset_from, remembering the path; once x is matched, first children down to a leaf:
+ * every leaf ends a stored subset (nodes exist only on stored paths) */
+static uint64_t superset_leaf_from(const store *t, int32_t node, uint64_t x, uint64_t path)
+{
+    if (!x) {
+        for (int32_t k = t->n[node].child; k >= 0; k = t->n[k].child)
+            path |= 1ull << t->n[k].ch;
+        return path;
+    }
+    unsigned next = (unsigned)__builtin_ctzll(x);
+    for (int32_t k = t->n[node].child; k >= 0; k = t->n[k].sibling) {
+        unsigned ch = t->n[k].ch;
+        if (ch > next)
+            break;
+        uint64_t found = superset_leaf_from(t, k, ch == next ? x & (x - 1) : x, path | 1ull << ch);
+        if (found)
+            return found;
+    }
+    return 0;
+}
+
+uint64_t store_superset_leaf(const store *t, uint64_t x) { return superset_leaf_from(t, 0, x, 0); }
+
 /* ------------------------------------------------------------------------------------ */
 /* The set of masks                                                                       */
 

@@ -35,6 +35,9 @@ void store_free(store *t);
 bool store_insert(store *t, uint64_t x); /* false when X was already stored */
 bool store_has_subset_of(const store *t, uint64_t y);
 bool store_has_superset_of(const store *t, uint64_t x);
+/* A stored subset that contains x and ends at a leaf of the trie (no stored path extends
+ * it), or 0 when no stored subset contains x (x != 0). */
+uint64_t store_superset_leaf(const store *t, uint64_t x);
 
 /* Doubles *cap (256 at first) and reallocates p to *cap elements of elt bytes; exits when
  * out of memory. */

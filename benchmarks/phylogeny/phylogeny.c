@@ -18,8 +18,9 @@
  * The "attempt to construct a tree" of the paper is this test over all pairs of the subset,
  * computed from the species masks (no precomputed pair table), counted in NTest / NPair.
  *
- * Search (Fig 2.10).  A task is a character subset X; PE 0 adds the single-character
- * subsets.  Running X: (1) a subset of X in the failure store: X fails (pruned); (2) a
+ * Search (Fig 2.10).  A task is a character subset X; the single-character subsets are dealt
+ * round robin (PE p adds {c} for c = p mod P), so that no PE tests alone while the others
+ * start.  Running X: (1) a subset of X in the failure store: X fails (pruned); (2) a
  * superset of X in the success store: X succeeds without a test; otherwise test it.  A
  * failure goes into the failure store -- the incompatible pair the test found, the smallest
  * failure inside X, which condemns every superset of the pair.  A success goes into the
@@ -29,8 +30,11 @@
  * of a pair that failed on another PE until a combine brings it the pair.  With
  * --balance=push (new tasks go to random pools) the subtrees scatter over the PEs; with
  * --balance=steal (local pools, PEs steal from random victims, --topology default complete) they
- * stay together.  Tasks carry a pointer to the subset on its creator; a task run elsewhere fetches
- * the subset with a bulk read first (the paper's "fetch").
+ * stay together; a PE steals while its pool holds fewer than LOW_WATER tasks, not only when it runs
+ * dry, so that the subsets that need tests spread over the PEs.  Tasks carry a pointer to the
+ * subset on its creator; a task run elsewhere fetches the subset from it first (the paper's
+ * "fetch"), and the creator answers with a success of its store that contains the subset, if it
+ * has one, which the thief adds to its own success store (phylo_search.c).
  *
  * Combining the failure stores.  A PE whose pool is empty starts the next combine round
  * (unless one is under way): a barrier on the combine object, overlapped with work; when it
@@ -50,6 +54,18 @@
 #include "phylo_internal.h"
 
 #include <stdatomic.h>
+
+/* A PE steals while its pool holds fewer tasks than this.  The stealer's default (2) keeps
+ * the pools from running dry, which is all that time needs here: the stores prune about 96 %
+ * of the tasks at once, so a pool of pruned tasks keeps a PE busy while the subsets that need
+ * tests (a region no store of this PE knows yet) pile up in another PE's pool, and one PE
+ * ran 1.3-1.7x the mean number of tests at 16 PEs.  With 32, a PE takes part of such a
+ * region (thieves take the largest subtrees, see add_task) long before it would run dry.
+ * Alone this gave 1.1-1.3x, for about 1.6x the tests in all (a thief's stores did not know
+ * what its victim had explored); with the known success that a fetch brings and the first
+ * tasks dealt round robin, 1.2-1.4x for about 1.1x the tests of before
+ * (docs/measurements/chapter5-notes.md). */
+#define LOW_WATER 32
 
 phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
@@ -116,6 +132,7 @@ static void pe_main(int argc, char **argv)
     ts_options_init(&o, sizeof(task_ref));
     o.topology = prm.push ? TS_PUSH : prm.topology;
     o.seed = prm.seed;
+    o.low_water = LOW_WATER;
     if (ts_create(&o, &S.ts) != MP_SUCCESS)
         die("cannot create the task stealer");
     mp_obj_create(&S, &S.obj);
@@ -136,9 +153,9 @@ static void pe_main(int argc, char **argv)
         maskset_init(&S.all, 1024);
 
     double t0 = mp_wtime();
-    if (me == 0) /* the "main" thread: the single-character subsets */
-        for (uint64_t c = 0; c < prm.chars; c++)
-            add_task(1ull << c);
+    /* the "main" thread: the single-character subsets, dealt round robin */
+    for (uint64_t c = (uint64_t)me; c < prm.chars; c += (uint64_t)npes)
+        add_task(1ull << c);
     search_start();
     /* [ Wait until termination ] */
     if (mp_block_until(S.finished, 1) != MP_SUCCESS)
