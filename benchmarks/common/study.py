@@ -349,6 +349,24 @@ def shown(cmd: str, work: Path) -> str:
     return cmd.replace(str(work), "WORK")
 
 
+def time_cells(row: dict, key: str, seq, baseline: bool) -> tuple[str, str]:
+    """A study table's time cell, `median (min-max)` of the mp_param `key`, and its speedup
+    over `seq` (the 1-PE time): empty for the 1-PE row itself, or where a time is missing."""
+    t, lo, hi = param_stat(row, key)
+    sp = f"{seq / t:.2f}" if seq and t and not baseline else ""
+    return f"{fmt(t, 3)} ({fmt(lo, 3)}-{fmt(hi, 3)})", sp
+
+
+def tables(rows: dict, args, table, sizes: dict, paper: list, explained: bool = True) -> list[str]:
+    """A summary's middle: `table(rows, args, pes)` for each PE count, the notes on the ratio
+    (and on `explained`, for studies whose tables have that column), then the calibration."""
+    lines = []
+    for pes in args.pes:
+        lines += table(rows, args, pes)
+    lines += [RATIO_NOTE] + (["", EXPLAINED_NOTE] if explained else [])
+    return lines + calibration_lines(args.out, sizes, paper)
+
+
 def calibrate(tag, exe, model, args, candidates, work: Path) -> list[dict]:
     """The ratio of computation to runtime overhead at each candidate size, one run each at
     the first PE count: [(label, command, ratio, computation and runtime per PE)]; kept in

@@ -243,13 +243,12 @@ def table(rows, args, pes) -> list[str]:
                  + [f"{circ}-initial{study.flush_name(s)}" for s in args.flush[1:]])
         for name in names:
             row = view[name]
-            t, lo, hi = study.param_stat(row, "sim_s")
-            sp = f"{seq / t:.2f}" if seq and t and not name.endswith("sequential") else ""
+            time, sp = study.time_cells(row, "sim_s", seq, name.endswith("sequential"))
             lat = " | ".join(f"{f(row.get('obs:' + a), 4)} / {f(row.get('crit:' + a), 4)}"
                              for _, a in EVENTS)
             coll = pstat(row, "collapse")
             lines.append(
-                f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | "
+                f"| {name} | {time} | {sp} | "
                 f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
                 f"{pstat(row, 'events'):.0f} | {pstat(row, 'nulls'):.0f} | "
                 f"{pstat(row, 'recoveries'):.0f} | {100 * coll:.1f} % | "
@@ -325,10 +324,8 @@ def render(rows, args) -> str:
         f"{ratio_text('c2670')}; REGFILE {ratio_text('regfile')}.",
         "",
     ]
-    for pes in args.pes:
-        lines += table(rows, args, pes)
-    lines += [study.RATIO_NOTE]
-    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO["c2670"].values()))
+    lines += study.tables(rows, args, table, SIZES, list(PAPER_RATIO["c2670"].values()),
+                          explained=False)
     lines += ["", f"## Details on {args.pes[0]} PEs"]
     return details(study.at(rows, args.pes[0]), args, args.pes[0], lines)
 

@@ -96,11 +96,10 @@ def table(rows, args, pes) -> list[str]:
     for name, row in view.items():
         if name.startswith("_"):
             continue
-        t, lo, hi = study.param_stat(row, "solve_s")
-        sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
+        time, sp = study.time_cells(row, "solve_s", seq, name == "sequential")
         lat = " | ".join(f"{f(row.get('obs:' + a), 3)} / {f(row.get('crit:' + a), 3)}"
                          for _, a in EVENTS)
-        lines.append(f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | "
+        lines.append(f"| {name} | {time} | {sp} | "
                      f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
                      f"{row['explained']}/{row['runs']} |")
     return lines + ["", "Findings:", ""] + findings(view, args, pes) + [""]
@@ -147,10 +146,7 @@ def render(rows, args) -> str:
         "for Eigenvalue (Fig 5.4 omits them \"due to their insignificance\").",
         "",
     ]
-    for pes in args.pes:
-        lines += table(rows, args, pes)
-    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
-    lines += study.calibration_lines(args.out, SIZES, [])
+    lines += study.tables(rows, args, table, SIZES, [])
     lines += ["", f"The paper, Fig 5.4 (initial implementations; sequential: "
               f"{', '.join(f'{m} {s}' for m, s in PAPER_SEQ.items())}):", "",
               "| strategy | machine | total | idle | term | remove | fetch |",

@@ -143,10 +143,7 @@ def render(rows, args) -> str:
         f"edges: {ratio_text()}.",
         "",
     ]
-    for pes in args.pes:
-        lines += table(rows, args, pes)
-    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
-    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO.values()))
+    lines += study.tables(rows, args, table, SIZES, list(PAPER_RATIO.values()))
     lines += ["", "The paper (Fig 5.1; 0 % remote edges: CM5 6.84 s, Paragon 4.10 s, SP1 1.45 s):",
               "", "| remote | machine | total | idle | threads | comm start-up / transfer | "
               "barrier obs / crit | efficiency loss |", "|---|---|---|---|---|---|---|---|"]

@@ -142,10 +142,7 @@ def render(rows, args) -> str:
         f"{ratio_text()}.",
         "",
     ]
-    for pes in args.pes:
-        lines += table(rows, args, pes)
-    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
-    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO.values()))
+    lines += study.tables(rows, args, table, SIZES, list(PAPER_RATIO.values()))
     return paper_lines(rows, args, lines)
 
 
@@ -162,14 +159,13 @@ def table(rows, args, pes) -> list[str]:
     for name, row in view.items():
         if name.startswith("_"):
             continue
-        t, lo, hi = study.param_stat(row, "solve_s")
-        sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
+        time, sp = study.time_cells(row, "solve_s", seq, name == "sequential")
         lat = " | ".join(f"{f(row.get('obs:' + a), 3)} / {f(row.get('crit:' + a), 3)}"
                          for _, a in EVENTS)
         counts = " | ".join(f"{study.param_stat(row, k)[0]:.0f}"
                             if study.param_stat(row, k)[0] is not None else ""
                             for k in ("tasks", "tests", "fetches", "combines"))
-        lines.append(f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | "
+        lines.append(f"| {name} | {time} | {sp} | "
                      f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | {counts} | "
                      f"{row['explained']}/{row['runs']} |")
     return lines + ["", "Findings:", ""] + findings(view, args, pes) + [""]

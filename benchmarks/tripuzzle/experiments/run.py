@@ -94,10 +94,9 @@ def table(rows, args, pes) -> list[str]:
     for name, row in view.items():
         if name.startswith("_"):
             continue
-        t, lo, hi = study.param_stat(row, "search_s")
-        sp = f"{seq / t:.2f}" if seq and t and name != "sequential" else ""
+        time, sp = study.time_cells(row, "search_s", seq, name == "sequential")
         lines.append(
-            f"| {name} | {f(t, 3)} ({f(lo, 3)}-{f(hi, 3)}) | {sp} | {f(row.get('Total'), 3)} | "
+            f"| {name} | {time} | {sp} | {f(row.get('Total'), 3)} | "
             f"{f(row.get('IDLE'), 3)} | {f(row.get('THREAD'), 3)} | "
             f"{f(row.get('COMM_ALPHA'), 3)} / {f(row.get('COMM_BETA'), 3)} | "
             f"{study.ratio_cell(row)} | "
@@ -147,10 +146,7 @@ def render(rows, args) -> str:
         f"{ratio_text()}.",
         "",
     ]
-    for pes in args.pes:
-        lines += table(rows, args, pes)
-    lines += [study.RATIO_NOTE, "", study.EXPLAINED_NOTE]
-    lines += study.calibration_lines(args.out, SIZES, list(PAPER_RATIO.values()))
+    lines += study.tables(rows, args, table, SIZES, list(PAPER_RATIO.values()))
     lines += ["", "The paper, Fig 5.2 (initial implementation):", "",
               "| machine | sequential | total | idle | threads | comm start-up / transfer | "
               "sync obs / crit |", "|---|---|---|---|---|---|---|"]
