@@ -112,7 +112,12 @@ def test_the_tutorial_runs_as_written(prefix, mprof_bin, rts_model, tmp_path):
     assert "FAIL" in summary.splitlines()[0]
     flagged = re.findall(r"\*\*REGRESSION\*\* \| `([^`]+)`", summary)
     assert {"cat:dca:APPLY", "fit::dca.APPLY:Apply"} & set(flagged), summary
-    assert not [u for u in flagged if "ADD" in u or "STARTUP" in u], flagged
+    # The measured CPU time of ADD never moves; the refitted ADD coefficient rests on 3
+    # repetitions of 6 configurations and shares the runs with APPLY's, and in about one
+    # tutorial run in ten here it scattered far enough to be flagged with APPLY's change
+    # (docs/tutorial.md, step 7): the measured categories are what must name APPLY alone.
+    assert not [u for u in flagged if u.startswith("cat:") and "APPLY" not in u], flagged
+    assert not [u for u in flagged if "STARTUP" in u], flagged
     assert "not compared" in summary and "rts:RemoteThread" in summary
     assert "power check: with 3 repetition(s)" in out
 
