@@ -357,6 +357,12 @@ def time_cells(row: dict, key: str, seq, baseline: bool) -> tuple[str, str]:
     return f"{fmt(t, 3)} ({fmt(lo, 3)}-{fmt(hi, 3)})", sp
 
 
+def latency_cells(row: dict, accesses, d: int = 3) -> str:
+    """A study table's latency columns, `observed / critical` of each access category."""
+    return " | ".join(f"{fmt(row.get('obs:' + a), d)} / {fmt(row.get('crit:' + a), d)}"
+                      for a in accesses)
+
+
 def tables(rows: dict, args, table, sizes: dict, paper: list, explained: bool = True) -> list[str]:
     """A summary's middle: `table(rows, args, pes)` for each PE count, the notes on the ratio
     (and on `explained`, for studies whose tables have that column), then the calibration."""

@@ -244,8 +244,7 @@ def table(rows, args, pes) -> list[str]:
         for name in names:
             row = view[name]
             time, sp = study.time_cells(row, "sim_s", seq, name.endswith("sequential"))
-            lat = " | ".join(f"{f(row.get('obs:' + a), 4)} / {f(row.get('crit:' + a), 4)}"
-                             for _, a in EVENTS)
+            lat = study.latency_cells(row, [a for _, a in EVENTS], 4)
             coll = pstat(row, "collapse")
             lines.append(
                 f"| {name} | {time} | {sp} | "

@@ -97,8 +97,7 @@ def table(rows, args, pes) -> list[str]:
         if name.startswith("_"):
             continue
         time, sp = study.time_cells(row, "solve_s", seq, name == "sequential")
-        lat = " | ".join(f"{f(row.get('obs:' + a), 3)} / {f(row.get('crit:' + a), 3)}"
-                         for _, a in EVENTS)
+        lat = study.latency_cells(row, [a for _, a in EVENTS])
         lines.append(f"| {name} | {time} | {sp} | "
                      f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
                      f"{row['explained']}/{row['runs']} |")

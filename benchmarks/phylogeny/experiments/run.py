@@ -160,11 +160,9 @@ def table(rows, args, pes) -> list[str]:
         if name.startswith("_"):
             continue
         time, sp = study.time_cells(row, "solve_s", seq, name == "sequential")
-        lat = " | ".join(f"{f(row.get('obs:' + a), 3)} / {f(row.get('crit:' + a), 3)}"
-                         for _, a in EVENTS)
-        counts = " | ".join(f"{study.param_stat(row, k)[0]:.0f}"
-                            if study.param_stat(row, k)[0] is not None else ""
-                            for k in ("tasks", "tests", "fetches", "combines"))
+        lat = study.latency_cells(row, [a for _, a in EVENTS])
+        totals = (study.param_stat(row, k)[0] for k in ("tasks", "tests", "fetches", "combines"))
+        counts = " | ".join("" if v is None else f"{v:.0f}" for v in totals)
         lines.append(f"| {name} | {time} | {sp} | "
                      f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | {counts} | "
                      f"{row['explained']}/{row['runs']} |")
