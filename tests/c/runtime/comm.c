@@ -22,7 +22,10 @@
  *                    at a communication period, not when PE 0 runs out of work or the delay
  *                    runs out; prints the chain's length
  *   lag N            as flush without aggregation, while PE 1 runs 1 ms fibers until all N
- *                    arrived: PE 0 runs far ahead of its receiver (flow control, comm.c)
+ *                    arrived: PE 0 runs far ahead of its receiver (flow control, comm.c).
+ *                    PE 1's first fiber takes nothing until PE 0 has sent all N or has sent
+ *                    none for 5 ms (flow control holds a sender for up to 20 ms), so PE 0
+ *                    is ahead however the OS schedules the two threads
  *   service N        PE 1 runs a chain of 2 ms fibers; PE 0 sends it N urgent requests one
  *                    after the other (each after the reply to the previous one) and PE 1
  *                    counts how many of its long fibers ended between a request's sending and
@@ -30,6 +33,7 @@
 #include "check.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 typedef struct {
     int src;
@@ -62,8 +66,11 @@ static void arrive_empty(void *p)
     atomic_fetch_add(&arrivals, 1);
 }
 
+static atomic_int sent; /* lag: records PE 0 has handed to mp_invoke */
+
 static void send_one(int seq, int size)
 {
+    atomic_fetch_add(&sent, 1);
     if (size == 0) {
         CHECK_OK(mp_invoke(1, arrive_empty, NULL, 0, MP_SCHED_FIFO));
         return;
@@ -160,9 +167,35 @@ static void long_fiber(void *p)
         CHECK_OK(mp_spawn(long_fiber, NULL, 0, MP_SCHED_FIFO));
 }
 
+/* Holds PE 1 (a fiber that does not return keeps its PE from polling) until PE 0 is stuck or
+ * done: a PE 0 that flow control stops sends nothing for up to 20 ms (MPR_FLOW_WAIT_NS), one
+ * without flow control sends all N.  Either way PE 0 got as far ahead as it could, whenever
+ * the OS ran the two threads; then PE 1 takes 64 records every 4 ms. */
+static void lag_gate(void)
+{
+    int last = -1;
+    double quiet_since = mp_wtime();
+    for (;;) {
+        int now = atomic_load(&sent);
+        if (now >= n_msgs)
+            return;
+        if (now != last) {
+            last = now;
+            quiet_since = mp_wtime();
+        } else if (mp_wtime() - quiet_since > 0.005) {
+            return;
+        }
+    }
+}
+
 static void lag_fiber(void *p)
 {
     (void)p;
+    static bool gated;
+    if (!gated) {
+        gated = true;
+        lag_gate();
+    }
     tst_busy(0.001);
     if (atomic_load(&arrivals) < n_msgs)
         CHECK_OK(mp_spawn(lag_fiber, NULL, 0, MP_SCHED_FIFO));
