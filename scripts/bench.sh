@@ -26,6 +26,13 @@ fi
 echo "== aggregation at many destinations, a thread per PE (benchmarks/micro/aggregation_scale.py)"
 python benchmarks/micro/aggregation_scale.py --workload "$BUILD/benchmarks/micro/rt_workload"
 
+echo "== replicate spread of identical runs beside a plain C loop's (benchmarks/micro/replicate_spread.py)"
+db_args=()
+for db in "$BUILD/workflows/rts-fit.db" "$BUILD/workflows/rts-test.db"; do
+  [ -f "$db" ] && db_args+=("$db") # the sweeps of `make demo`, when it ran
+done
+python benchmarks/micro/replicate_spread.py --build "$BUILD" ${db_args[@]+--db "${db_args[@]}"}
+
 echo "== more PEs than cores: PIPE at 2/4/8 PEs, local fibers, 64/1024 PEs start-up (benchmarks/oversub/oversub.py)"
 python benchmarks/oversub/oversub.py --pipe "$BUILD/benchmarks/pipe/pipe" \
   --workload "$BUILD/benchmarks/micro/rt_workload"

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Replicate spread of runs beside the machine's own: how much identical runs differ in CPU time.
+
+    replicate_spread.py [--build DIR] [--groups G] [--reps R] [--cases LIST] [--db FILE ...]
+
+The runtime's cost-model target asks that repetitions of one configuration agree: the spread of
+a group of R repetitions is max/min - 1 of their busy CPU time, and a sweep's figure is the
+median over its configurations.  That figure mixes what mprof's code does (contention, buffers
+running out) with what the machine does to any code (other tenants, frequency, the host's
+scheduling of a VM's vCPUs).  This script measures both the same way, interleaved: each of G * R
+rounds runs every case once, and each case's spread is the median over its G groups of R
+consecutive rounds.  Cases:
+
+  floor        noise_floor: a fixed single-threaded loop outside the runtime (a dependent ALU
+               chain, eight independent ones, a walk through 16 MiB), thread CPU time; also
+               each part alone: floor_alu, floor_ilp, floor_mem
+  fibers_1pe   rt_workload 1 12000000 0 16 0: local fibers on one PE, busy CPU
+  fibers_2pe   rt_workload 2 12000000 0 16 0: the same on two PEs, no messages
+  agg          MPROF_AGG_BYTES=4096 rt_workload 2 3000000 300000 16 0
+  noagg        MPROF_AGG_BYTES=0 rt_workload 2 3000000 300000 16 0
+
+Busy CPU is the run profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own
+figure is also printed for each profile database (a sweep made by `mprof bench`): the median
+over its configurations of the spread of their repetitions.  One JSON line per case and
+database, then a summary line.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CASES = {
+    "fibers_1pe": (["1", "12000000", "0", "16", "0"], {}),
+    "fibers_2pe": (["2", "12000000", "0", "16", "0"], {}),
+    "agg": (["2", "3000000", "300000", "16", "0"], {"MPROF_AGG_BYTES": "4096"}),
+    "noagg": (["2", "3000000", "300000", "16", "0"], {"MPROF_AGG_BYTES": "0"}),
+}
+FLOOR_PARTS = {"floor": "cpu_s", "floor_alu": "alu_cpu_s", "floor_ilp": "ilp_cpu_s",
+               "floor_mem": "mem_cpu_s"}
+
+
+def fail(msg):
+    sys.exit(f"replicate_spread: {msg}")
+
+
+def run_floor(build):
+    exe = Path(build) / "benchmarks/micro/noise_floor"
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        fail(f"{exe} failed: {r.stderr.strip()[-500:]}")
+    out = json.loads(r.stdout)
+    return {case: out[key] for case, key in FLOOR_PARTS.items()}
+
+
+def run_workload(build, args, env):
+    exe = Path(build) / "benchmarks/micro/rt_workload"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "run.json")
+        r = subprocess.run([str(exe), *args], env={**os.environ, **env, "MPROF_OUT": out},
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
+        with open(out) as f:
+            profile = json.load(f)
+    return sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"])
+
+
+def spread(values):
+    return max(values) / min(values) - 1
+
+
+def group_spreads(values, reps):
+    return [spread(values[i:i + reps]) for i in range(0, len(values) - reps + 1, reps)]
+
+
+def db_spread(path):
+    """The target's figure for one sweep database: the median over configurations of the
+    spread of their repetitions (configurations with a single run are left out)."""
+    from mprof.profile import load_profiles
+
+    groups = {}
+    for run in load_profiles(path):
+        key = json.dumps([run.npes, run.params, run.settings], sort_keys=True, default=str)
+        busy = sum(pe.time("cpu") - pe.idle_time("cpu") for pe in run.pes)
+        groups.setdefault(key, []).append(busy)
+    spreads = [spread(v) for v in groups.values() if len(v) > 1]
+    if not spreads:
+        fail(f"{path}: no configuration has more than one run")
+    return {"db": str(path), "configurations": len(spreads),
+            "median_spread_pct": round(100 * statistics.median(spreads), 1),
+            "max_spread_pct": round(100 * max(spreads), 1)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--groups", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--cases", default="floor,fibers_1pe,fibers_2pe,agg,noagg",
+                    help="comma-separated: floor and any of " + ", ".join(CASES))
+    ap.add_argument("--db", nargs="*", default=[], help="sweep databases to summarise too")
+    args = ap.parse_args()
+    if args.groups < 1 or args.reps < 2:
+        fail("--groups must be at least 1 and --reps at least 2")
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in cases if c != "floor" and c not in CASES]
+    if unknown:
+        fail(f"unknown case(s) {', '.join(unknown)}; known: floor, {', '.join(CASES)}")
+    for db in args.db:
+        if not Path(db).is_file():
+            fail(f"{db}: no such database")
+
+    series = {}
+    for _ in range(args.groups * args.reps):
+        for case in cases:
+            if case == "floor":
+                for part, v in run_floor(args.build).items():
+                    series.setdefault(part, []).append(v)
+            else:
+                series.setdefault(case, []).append(run_workload(args.build, *CASES[case]))
+
+    summary = {"groups": args.groups, "reps": args.reps}
+    for case, values in series.items():
+        g = group_spreads(values, args.reps)
+        line = {"case": case, "median_spread_pct": round(100 * statistics.median(g), 1),
+                "group_spreads_pct": [round(100 * s, 1) for s in g],
+                "cpu_s_range": [round(min(values), 4), round(max(values), 4)],
+                "cpu_s_median": round(statistics.median(values), 4)}
+        print(json.dumps(line), flush=True)
+        summary[f"{case}_spread_pct"] = line["median_spread_pct"]
+    for db in args.db:
+        line = db_spread(db)
+        print(json.dumps(line), flush=True)
+        summary[f"{Path(db).stem}_spread_pct"] = line["median_spread_pct"]
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

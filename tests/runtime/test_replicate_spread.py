@@ -1,0 +1,83 @@
+"""benchmarks/micro/replicate_spread.py and noise_floor (make bench): the spread of identical
+runs beside the machine's own.  Not a speed check: the figures must be what they claim."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "micro" / "replicate_spread.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("replicate_spread", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_spread_of_a_group_is_max_over_min_less_one():
+    mod = load_script()
+    assert mod.spread([2.0, 3.0, 2.5]) == 0.5
+    # consecutive groups of `reps`; a short tail is not a group
+    assert mod.group_spreads([1.0, 2.0, 4.0, 5.0, 9.0], 2) == [1.0, 0.25]
+
+
+def test_noise_floor_reports_each_part_and_the_same_work_every_time(cmake_build):
+    exe = cmake_build("build", targets=["noise_floor"]) / "benchmarks" / "micro" / "noise_floor"
+    outs = [json.loads(subprocess.run([str(exe), "0.05"], capture_output=True, text=True,
+                                      timeout=60, check=True).stdout) for _ in range(2)]
+    for o in outs:
+        parts = o["alu_cpu_s"] + o["ilp_cpu_s"] + o["mem_cpu_s"]
+        assert all(o[k] > 0 for k in ("alu_cpu_s", "ilp_cpu_s", "mem_cpu_s")), o
+        assert abs(o["cpu_s"] - parts) < 1e-3, o
+    assert outs[0]["check"] == outs[1]["check"]  # the same result: the same work
+    bad = subprocess.run([str(exe), "0"], capture_output=True, text=True, timeout=20)
+    assert bad.returncode == 2 and "usage: noise_floor" in bad.stderr
+
+
+def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_build, tmp_path):
+    bdir = cmake_build("build", targets=["noise_floor", "rt_workload"])
+    db = tmp_path / "sweep.db"
+    # two repetitions of one configuration, one of another: the database's figure is the
+    # first configuration's spread alone
+    runs = []
+    for args in (["2", "2000", "200", "16", "0"], ["2", "2000", "200", "16", "0"],
+                 ["2", "4000", "200", "16", "0"]):
+        out = tmp_path / f"run{len(runs)}.json"
+        subprocess.run([str(bdir / "benchmarks" / "micro" / "rt_workload"), *args],
+                       env={"MPROF_OUT": str(out), "PATH": "/usr/bin:/bin"}, check=True,
+                       capture_output=True, timeout=60)
+        runs.append(out)
+    mprof = [sys.executable, "-m", "mprof"]
+    subprocess.run([*mprof, "db", "import", str(db), *map(str, runs)], check=True,
+                   capture_output=True, cwd=ROOT, timeout=60)
+    first = [json.loads(r.read_text()) for r in runs[:2]]
+    busy = [sum(p["cpu_s"] - p["idle_cpu_s"] for p in f["pes"]) for f in first]
+    run = subprocess.run([sys.executable, str(SCRIPT), "--build", str(bdir), "--groups", "1",
+                          "--reps", "2", "--cases", "floor,fibers_1pe", "--db", str(db)],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
+    cases = {x["case"]: x for x in lines if "case" in x}
+    assert set(cases) == {"floor", "floor_alu", "floor_ilp", "floor_mem", "fibers_1pe"}
+    for x in cases.values():
+        lo, hi = x["cpu_s_range"]
+        assert 0 < lo <= hi and x["group_spreads_pct"] == [x["median_spread_pct"]]
+        assert abs(x["median_spread_pct"] - round(100 * (hi / lo - 1), 1)) <= 0.2, x
+    (dbline,) = [x for x in lines if "db" in x]
+    assert dbline["configurations"] == 1
+    assert abs(dbline["median_spread_pct"] - 100 * (max(busy) / min(busy) - 1)) < 0.2, dbline
+    assert lines[-1]["fibers_1pe_spread_pct"] == cases["fibers_1pe"]["median_spread_pct"]
+
+
+def test_bad_arguments_are_reported_without_a_traceback(tmp_path):
+    for args, message in ((["--cases", "floor,nope"], "unknown case(s) nope"),
+                          (["--reps", "1"], "--reps at least 2"),
+                          (["--db", str(tmp_path / "none.db")], "none.db: no such database")):
+        run = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
+                             text=True, timeout=60, cwd=ROOT)
+        assert run.returncode != 0 and message in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
