@@ -19,7 +19,10 @@ consecutive rounds.  Cases:
   agg          MPROF_AGG_BYTES=4096 rt_workload 2 3000000 300000 16 0
   noagg        MPROF_AGG_BYTES=0 rt_workload 2 3000000 300000 16 0
 
-Busy CPU is the run profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own
+Each case's line also gives fastest_dev_pct, the mean deviation of the groups' fastest runs from
+their median: what a perfect model would miss by when it predicts a configuration's fastest of R
+runs, as the runtime model's fit does (the floor of its test MRE here).  Busy CPU is the run
+profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own
 figure is also printed for each profile database (a sweep made by `mprof bench`): the median
 over its configurations of the spread of their repetitions.  One JSON line per case and
 database, then a summary line.
@@ -78,6 +81,16 @@ def group_spreads(values, reps):
     return [spread(values[i:i + reps]) for i in range(0, len(values) - reps + 1, reps)]
 
 
+def fastest_deviation(values, reps):
+    """The mean relative deviation of each group's fastest run from the median of those
+    fastest runs: the error that a perfect model makes when it predicts a configuration's
+    fastest of `reps` repetitions (the sweeps' sample, `Replicates min`), i.e. the floor of a
+    test MRE on this machine."""
+    fastest = [min(values[i:i + reps]) for i in range(0, len(values) - reps + 1, reps)]
+    mid = statistics.median(fastest)
+    return statistics.mean(abs(f / mid - 1) for f in fastest)
+
+
 def db_spread(path):
     """The target's figure for one sweep database: the median over configurations of the
     spread of their repetitions (configurations with a single run are left out)."""
@@ -129,10 +142,12 @@ def main():
         g = group_spreads(values, args.reps)
         line = {"case": case, "median_spread_pct": round(100 * statistics.median(g), 1),
                 "group_spreads_pct": [round(100 * s, 1) for s in g],
+                "fastest_dev_pct": round(100 * fastest_deviation(values, args.reps), 1),
                 "cpu_s_range": [round(min(values), 4), round(max(values), 4)],
                 "cpu_s_median": round(statistics.median(values), 4)}
         print(json.dumps(line), flush=True)
         summary[f"{case}_spread_pct"] = line["median_spread_pct"]
+        summary[f"{case}_fastest_dev_pct"] = line["fastest_dev_pct"]
     for db in args.db:
         line = db_spread(db)
         print(json.dumps(line), flush=True)

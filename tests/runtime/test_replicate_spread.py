@@ -23,6 +23,8 @@ def test_spread_of_a_group_is_max_over_min_less_one():
     assert mod.spread([2.0, 3.0, 2.5]) == 0.5
     # consecutive groups of `reps`; a short tail is not a group
     assert mod.group_spreads([1.0, 2.0, 4.0, 5.0, 9.0], 2) == [1.0, 0.25]
+    # fastest of each group 1, 4, 2: median 2, deviations 0.5, 1, 0
+    assert mod.fastest_deviation([1.0, 2.0, 4.0, 5.0, 3.0, 2.0], 2) == 0.5
 
 
 def test_noise_floor_reports_each_part_and_the_same_work_every_time(cmake_build):
@@ -66,6 +68,7 @@ def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_bui
     for x in cases.values():
         lo, hi = x["cpu_s_range"]
         assert 0 < lo <= hi and x["group_spreads_pct"] == [x["median_spread_pct"]]
+        assert x["fastest_dev_pct"] == 0  # one group: its fastest run is the median
         assert abs(x["median_spread_pct"] - round(100 * (hi / lo - 1), 1)) <= 0.2, x
     (dbline,) = [x for x in lines if "db" in x]
     assert dbline["configurations"] == 1
