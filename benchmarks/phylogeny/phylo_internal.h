@@ -68,7 +68,8 @@ typedef struct {
     mp_counter_t barrier, rounds_done, step_in[MAX_STEPS];
     u64vec staged[MAX_STEPS];
     int step;
-    double tot[4]; /* tasks, tests, fetches, combine entries received (for the run's totals) */
+    double tot[5]; /* tasks, tests, fetches, combine entries received, successes explored here
+                    * (for the run's totals) */
     /* PE 0: every success */
     maskset all;
     mp_counter_t collected;

@@ -58,6 +58,7 @@ static void explore(uint64_t x)
     }
     store_insert(&S.success, x);
     PHYLOGENY_INC(S.st, NSuccess, 1);
+    S.tot[4]++; /* the store also holds successes imported with fetches: not counted */
     /* the supersets by one character above X's last: every subset is generated once */
     int last = 63 - __builtin_clzll(x);
     for (uint64_t c = (uint64_t)last + 1; c < prm.chars; c++) {

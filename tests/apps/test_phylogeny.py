@@ -73,6 +73,17 @@ def test_seeds_differ_and_the_paper_size_runs(phylo):
     assert "OK" in a.stdout and "seed=2" in a.stdout
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_result_step_at_16_pes_agrees_with_the_sequential_enumeration(phylo, seed):
+    """The default input's maximal subsets are found in two steps (phylogeny.c): each PE drops
+    the successes that its own store shows are not maximal, and PE 0 compares the survivors.
+    At 16 PEs the successes lie spread over many stores, each knowing few supersets."""
+    r = run(phylo, "--check", f"--seed={seed}", pes=16, timeout=120)
+    assert "check against the sequential enumeration: OK" in r.stdout, r.stdout
+    explored = int(re.search(r"(\d+) compatible subsets explored", r.stdout).group(1))
+    assert r.total("phylogeny", "NSuccess") == explored
+
+
 def test_a_wrong_success_fails_the_check(phylo):
     r = run(phylo, "--check", "--fault", pes=2, expect_rc=1)
     assert "check against the sequential enumeration: FAILED" in r.stdout
