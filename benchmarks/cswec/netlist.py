@@ -224,17 +224,17 @@ class CMOS:
         self.n += 1
         return f"{self.out}$c{self.n}"
 
-    def stage(self, typ: str, ins: list, gates=None, transistors=None) -> str:
-        """One CCC; a one-gate stage unless `gates` (whose last output it renames)."""
+    def stage(self, typ: str, ins: list) -> str:
+        """One inverting stage (NOT, NAND or NOR) driving a new node."""
         out = self.fresh()
-        if gates is None:
-            typ = "not" if len(ins) == 1 else typ  # a one-input NAND or NOR is an inverter
-            gates, transistors = [(typ, out, ins, self.at)], 2 * len(ins)
-        else:
-            gates = gates[:-1] + [gates[-1][:1] + (out,) + gates[-1][2:]]
+        typ = "not" if len(ins) == 1 else typ  # a one-input NAND or NOR is an inverter
+        return self.complex_stage([(typ, out, ins, self.at)], 2 * len(ins))
+
+    def complex_stage(self, gates: list, transistors: int) -> str:
+        """One stage modelled by several gates; the last one's output is the stage's node."""
         self.stages.append(gates)
         self.transistors.append(transistors)
-        return out
+        return gates[-1][1]
 
     def groups(self, sigs: list) -> list:
         """`sigs` in the fewest groups of at most max_fanin, sizes as even as possible."""
@@ -275,11 +275,11 @@ class CMOS:
         XOR = NOT(a b + a' b') and XNOR = NOT(a b' + a' b); the AOI22's series pairs are
         modelled as AND gates inside the stage."""
         na, nb = self.inv(a), self.inv(b)
-        p, q = self.fresh(), self.fresh()
+        p, q, out = self.fresh(), self.fresh(), self.fresh()
         pairs = [(a, nb), (na, b)] if xnor else [(a, b), (na, nb)]
         gates = [("and", p, list(pairs[0]), self.at), ("and", q, list(pairs[1]), self.at),
-                 ("nor", None, [p, q], self.at)]
-        return self.stage("aoi22", [], gates, 8)
+                 ("nor", out, [p, q], self.at)]
+        return self.complex_stage(gates, 8)
 
     def gate(self, typ: str, ins: list) -> None:
         """Expands one gate into its stages; the last one drives the gate's output."""
@@ -292,8 +292,7 @@ class CMOS:
                      "not": lambda s: self.inv(s[0]),
                      "buf": lambda s: self.inv(self.inv(s[0]))}[typ]
             x = build(list(ins))
-        last = self.stages[-1]
-        assert last[-1][1] == x
+        last = self.stages[-1]  # the stage that drives x, named after the gate's output
         last[-1] = last[-1][:1] + (self.out,) + last[-1][2:]
 
 
