@@ -258,3 +258,23 @@ def test_bad_bench_files(tmp_path, text, where, message):
                            tmp_path / "x.net"], capture_output=True, text=True)
     assert proc.returncode == 1 and f"{bad}:{where}: {message}" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_study_simulates_the_cccs(tmp_path):
+    """The CSWEC study's default grain is ccc: its netlists are netlist.py's CCC ones."""
+    import importlib.util
+    import types
+
+    spec = importlib.util.spec_from_file_location(
+        "cswec_study", ROOT / "benchmarks/cswec/experiments/run.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert {s["grain"] for s in mod.SIZES.values()} == {"ccc"}
+    args = types.SimpleNamespace(work=tmp_path / "work", grain="ccc", subs={})
+    want = {"c2670": make(tmp_path, "bench", C2670, "--grain", "ccc")[0],
+            "regfile": make(tmp_path, "regfile", "--grain", "ccc")[0]}
+    for circ in mod.CIRCUITS:
+        net = mod.netlist(circ, args)
+        assert net.read_text() == want[circ].read_text()
+        assert args.subs[circ] == header(want[circ])["subcircuits"]
+    assert f"{args.subs['c2670']} CCCs" in mod.grain_text(args)
