@@ -6,13 +6,15 @@
  *         [--place=size|block] [--sched=fifo|preempt] [--check] [--verbose]
  *
  * FILE is a netlist written by benchmarks/cswec/netlist.py (ISCAS-85 circuits from the
- * circuitgraph package, or the generated REGFILE).  The circuit and its electrical model are
- * in cswec_model.h.  Every node of the circuit -- a primary input, a constant, a subcircuit
- * -- is a node of the event graph and is simulated by a thread of its own (a chain of
- * fibers); an edge joins a node to each subcircuit it drives.  Nodes are placed on PEs
- * statically by size (largest first onto the least loaded PE, Wen 1995 section 2.2.4.3), or
- * with --place=block in contiguous runs of the node order (sources, then subcircuits in
- * topological order) holding equal numbers of gates, which keeps most edges on one PE.
+ * circuitgraph package or the original C2670 of benchmarks/cswec/data, or the generated
+ * REGFILE; a subcircuit per gate, per CMOS stage or per channel-connected component).  The
+ * circuit and its electrical model are in cswec_model.h.  Every node of the circuit -- a
+ * primary input, a constant, a subcircuit -- is a node of the event graph and is simulated
+ * by a thread of its own (a chain of fibers); an edge joins a node to each subcircuit it
+ * drives.  Nodes are placed on PEs statically by size (largest first onto the least loaded
+ * PE, Wen 1995 section 2.2.4.3), or with --place=block in contiguous runs of the node order
+ * (sources, then subcircuits in topological order) holding equal numbers of gates, which
+ * keeps most edges on one PE.
  *
  * A subcircuit's thread (Fig 2.13) repeats: consume the input events up to its time T (and
  * every null message, which only raises the edge's known time); plan the next step T' (its

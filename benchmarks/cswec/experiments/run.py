@@ -4,28 +4,29 @@
     .venv/bin/python benchmarks/cswec/experiments/run.py [--size small|paper] [--pes 2]
         [--flush default,4:0] [--reps N] [--vectors V] [--capacities 2,4,8,16,64,256]
         [--sweep-vectors V] [--cap-reps N] [--callgrind-vectors V] [--callgrind-reps N]
-        [--grain stage|gate] [--calibrate]
+        [--grain ccc|stage|gate] [--calibrate]
 
-The options' defaults come from --size (SIZES).  Makes the netlists of ISCAS-85 C2670
-(circuitgraph's c2670.v through benchmarks/cswec/netlist.py, a subcircuit per static CMOS
-stage with --grain stage, the default, or per gate) and the generated 32-bit REGFILE, then
-runs
-build/benchmarks/cswec/cswec on each: on one PE (the sequential time); then, interleaved in
---reps rounds (every configuration once per round, so that the load of a shared machine falls
-on all alike, and ratios are taken within a round) at every PE count of --pes, the initial
-implementation (also at every other --flush setting) (capacity 64,
-the paper's setting, 1 KiB aggregation, the event graph's fibers FIFO), the event graph's
-fibers on the preemptive scheduler (`--sched=preempt`), 4 KiB aggregation with each scheduler
-(Figs 5.8-5.9) and, beyond the paper, with the nodes placed in contiguous blocks of the
-topological order (`--place=block`); the instructions of FIFO and preemptive scheduling
-counted by `valgrind --tool=callgrind` (--callgrind-vectors vectors; on 1 PE, where the count
-is deterministic, and --callgrind-reps times on --pes PEs, where it is not: the schedule, and
-an idle PE's spinning, vary), a figure the machine's load does not disturb (0 vectors: skip);
-and the capacity sweep of Fig 5.10
---cap-reps times with --sweep-vectors vectors (small capacities need thousands of recovery
-rounds: capacity 1 on C2670 takes minutes, so the default sweep starts at 2).  Every run
-is reported with the runtime's fitted cost model (`mprof report RUN --model M`, default
-build/workflows/rts.model.json from `make demo`).  Writes
+The options' defaults come from --size (SIZES).  Makes the netlists (benchmarks/cswec/
+netlist.py) of ISCAS-85 C2670 and the generated 32-bit REGFILE at the --grain (GRAINS): ccc,
+the default, the paper's channel-connected components of the static CMOS transistor netlist
+(the original C2670, benchmarks/cswec/data/c2670.bench, and REGFILE's transmission-gate bit
+lines); stage, circuitgraph's c2670.v in static CMOS stages and REGFILE in gate-level bit
+slices; gate, a subcircuit per gate of both.  Then runs build/benchmarks/cswec/cswec on each:
+on one PE (the sequential time); then, interleaved in --reps rounds (every configuration
+once per round, so that the load of a shared machine falls on all alike, and ratios are
+taken within a round) at every PE count of --pes, the initial implementation (also at every
+other --flush setting) (capacity 64, the paper's setting, 1 KiB aggregation, the event
+graph's fibers FIFO), the event graph's fibers on the preemptive scheduler
+(`--sched=preempt`), 4 KiB aggregation with each scheduler (Figs 5.8-5.9) and, beyond the
+paper, with the nodes placed in contiguous blocks of the topological order
+(`--place=block`); the instructions of FIFO and preemptive scheduling counted by `valgrind
+--tool=callgrind` (--callgrind-vectors vectors; on 1 PE, where the count is deterministic,
+and --callgrind-reps times on --pes PEs, where it is not: the schedule, and an idle PE's
+spinning, vary), a figure the machine's load does not disturb (0 vectors: skip); and the
+capacity sweep of Fig 5.10 --cap-reps times with --sweep-vectors vectors (small capacities
+need thousands of recovery rounds: capacity 1 on C2670 takes minutes, so the default sweep
+starts at 2).  Every run is reported with the runtime's fitted cost model (`mprof report RUN
+--model M`, default build/workflows/rts.model.json from `make demo`).  Writes
 benchmarks/cswec/experiments/results/<config>.txt and .../summary.md.
 """
 
@@ -45,7 +46,13 @@ import study  # noqa: E402
 TAG = "cswec-study"
 TOOL = study.ROOT / "benchmarks/cswec/netlist.py"
 EVENTS = [("term", "cswec:TERM"), ("resource", "graph:ENQ"), ("data", "graph:DEQ")]
-CIRCUITS = {"c2670": ["iscas", "c2670"], "regfile": ["regfile"]}
+CIRCUITS = ["c2670", "regfile"]
+BENCH = study.ROOT / "benchmarks/cswec/data/c2670.bench"
+# netlist.py's arguments per grain and circuit
+GRAINS = {"ccc": {"c2670": ["bench", BENCH, "--grain", "ccc"],
+                  "regfile": ["regfile", "--grain", "ccc"]},
+          "stage": {"c2670": ["iscas", "c2670", "--stages"], "regfile": ["regfile"]},
+          "gate": {"c2670": ["iscas", "c2670"], "regfile": ["regfile"]}}
 # Fig 5.8: sequential, total, idle, (observed, critical) of term, resource, data
 PAPER_58 = {
     "regfile": {"CM5": (515, 19.5, 4.18, (0.8, 0.8), (3.21, 0.58), (10.4, 2.78)),
@@ -73,23 +80,24 @@ PAPER_RATIO = {c: {m: study.paper_ratio(PAPER_58[c][m][1], PAPER_58[c][m][2], *r
 PAPER_SUBCIRCUITS = {"c2670": 2033, "regfile": 325}
 SIZES = {
     "small": {"vectors": 4, "reps": 3, "capacities": "4,64", "sweep_vectors": 2, "cap_reps": 1,
-              "callgrind_vectors": 0, "callgrind_reps": 1, "grain": "stage",
+              "callgrind_vectors": 0, "callgrind_reps": 1, "grain": "ccc",
               "label": "4 vectors, 3 rounds, capacities 4 and 64 (2 vectors, 1 run), no "
                        "callgrind"},
     "paper": {"vectors": 32, "reps": 9, "capacities": "2,4,8,16,64,256", "sweep_vectors": 8,
-              "cap_reps": 2, "callgrind_vectors": 8, "callgrind_reps": 3, "grain": "stage",
+              "cap_reps": 2, "callgrind_vectors": 8, "callgrind_reps": 3, "grain": "ccc",
               "label": "32 vectors, 9 rounds, capacities 2-256 (8 vectors, 2 runs), callgrind "
                        "on 8 vectors"},
 }
+GRAIN_NOUN = {"ccc": "channel-connected components", "stage": "CMOS stages (C2670)",
+              "gate": "single gates"}
 CANDIDATES = [4, 16, 32]  # vectors on C2670, for --calibrate
 
 
 def netlist(circ, args) -> Path:
-    """The circuit's netlist (C2670 at the --grain); its subcircuit count in args.subs."""
+    """The circuit's netlist at the --grain; its subcircuit count in args.subs."""
     net = args.work / f"{circ}.net"
     net.parent.mkdir(parents=True, exist_ok=True)
-    grain = ["--stages"] if circ == "c2670" and args.grain == "stage" else []
-    study.run(TAG, [sys.executable, TOOL, *CIRCUITS[circ], *grain, "-o", net])
+    study.run(TAG, [sys.executable, TOOL, *GRAINS[args.grain][circ], "-o", net])
     head = net.read_text().split("\n", 2)[1].split()
     args.subs[circ] = int(head[head.index("subcircuits") + 1])
     return net
@@ -103,8 +111,9 @@ def main(argv=None):
     ap.add_argument("--cap-reps", type=int, default=None)
     ap.add_argument("--callgrind-vectors", type=int, default=None)
     ap.add_argument("--callgrind-reps", type=int, default=None)
-    ap.add_argument("--grain", choices=["stage", "gate"], default=None,
-                    help="C2670's subcircuits: a static CMOS stage (the default) or a gate")
+    ap.add_argument("--grain", choices=list(GRAINS), default=None,
+                    help="the subcircuits: channel-connected components (the default), "
+                    "static CMOS stages of circuitgraph's C2670, or gates")
     args = study.settings(ap, argv)
     args.subs = {}
     rows = study.saved(args)
@@ -263,15 +272,26 @@ def table(rows, args, pes) -> list[str]:
 
 def grain_text(args) -> str:
     subs = args.subs or {}
+    c, r = subs.get("c2670", "?"), subs.get("regfile", "?")
+    paper = (f"the paper's {PAPER_SUBCIRCUITS['c2670']} and "
+             f"{PAPER_SUBCIRCUITS['regfile']}, 32 very large")
+    if args.grain == "ccc":
+        return (f"a subcircuit per channel-connected component of the static CMOS transistor "
+                f"netlist, as in the paper: C2670 from the original ISCAS-85 netlist (1193 "
+                f"gates; `netlist.py bench benchmarks/cswec/data/c2670.bench --grain ccc`), "
+                f"{c} CCCs, and REGFILE (`netlist.py regfile --grain ccc`: 32 bit lines of 32 "
+                f"cell inverters and transmission gates among the decoder's and output "
+                f"inverters' small CCCs), {r}, against {paper} (the counts compared in "
+                "docs/measurements/chapter5-notes.md); plus the input drivers (233 and 1029)")
     if args.grain == "stage":
         c = (f"a subcircuit per static CMOS stage: `netlist.py iscas c2670 --stages` splits "
-             f"circuitgraph's 699 gates into NAND/NOR/inverter stages, {subs.get('c2670', '?')} "
+             f"circuitgraph's 699 gates into NAND/NOR/inverter stages, {c} "
              f"subcircuits against the paper's {PAPER_SUBCIRCUITS['c2670']} (its C2670 netlist "
              "is the original ISCAS one at transistor level, partitioned into "
              "channel-connected components; circuitgraph's version has fewer gates)")
     else:
-        c = f"a subcircuit per gate, {subs.get('c2670', '?')} subcircuits"
-    return (f"C2670 at {c}; REGFILE: {subs.get('regfile', '?')} subcircuits (32 large "
+        c = f"a subcircuit per gate, {c} subcircuits"
+    return (f"C2670 at {c}; REGFILE: {r} subcircuits (32 large "
             "bit-slice subcircuits of 63 gates among the small decoder ones, plus the 1029 "
             f"input drivers; the paper's has {PAPER_SUBCIRCUITS['regfile']} subcircuits, 32 "
             "very large)")
@@ -388,14 +408,16 @@ def findings(rows, args, pes) -> list[str]:
     out = [
         f"- Speedup on {pes} PEs, initial implementation: C2670 {sp['c2670']:.2f}, REGFILE "
         f"{sp['regfile']:.2f} (paper, 32-PE CM5: 23.1 and 26.4).  Our subcircuits are "
-        "single gates or CMOS stages (C2670) simulated in microseconds per step, where the paper's took 0.1-10 ms, "
-        "and the size-based placement deals C2670's equal-sized gates out round-robin, so "
+        f"{GRAIN_NOUN[args.grain]} simulated in microseconds per step, where the paper's took "
+        "0.1-10 ms, and the size-based placement deals C2670's equal-sized subcircuits out "
+        "round-robin, so "
         "half of its edges cross PEs"
         + (": the message and thread overheads outweigh the parallel work on C2670.  "
            if c_slow else ", yet C2670 gains.  ")
         + ("REGFILE's 32 large bit slices carry most of its work and its wide fanouts "
            "collapse, so it gains a little.  " if r_gain else "REGFILE does not gain either.  ")
-        + "Not reproduced (the paper's speedups need its 32 PEs and coarser subcircuits).  "
+        + "Not reproduced (the paper's speedups need its 32 PEs and subcircuits that take "
+        "milliseconds per step).  "
         "Placing the nodes in contiguous blocks of the topological order instead (`-block` "
         f"rows, not in the paper) gives C2670 {sp_block['c2670']:.2f} and REGFILE "
         f"{sp_block['regfile']:.2f}, with {100 * pstat(rows['c2670-block'], 'collapse'):.1f} % "
