@@ -67,7 +67,7 @@
  * (docs/measurements/chapter5-notes.md). */
 #define LOW_WATER 32
 
-phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
+phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
 _Thread_local pe_state S;
 static _Atomic int failed;
@@ -276,6 +276,8 @@ int main(int argc, char **argv)
             ok = bu_f64("phylogeny", "--noise", v, 0, 1, &prm.noise);
         else if ((v = bu_opt(a, "--balance")) && (!strcmp(v, "steal") || !strcmp(v, "push")))
             prm.push = !strcmp(v, "push");
+        else if ((v = bu_opt(a, "--generate")) && (!strcmp(v, "all") || !strcmp(v, "above")))
+            prm.every = !strcmp(v, "all");
         else if ((v = bu_opt(a, "--topology")) && ts_topology_parse(v) >= 0 &&
                  ts_topology_parse(v) != TS_PUSH)
             prm.topology = (ts_topology)ts_topology_parse(v);
