@@ -4,7 +4,7 @@
  * Fig 2.10; the study of section 5.1.4).
  *
  *   phylogeny [--species=N] [--chars=M] [--noise=F] [--seed=X] [--balance=steal|push]
- *             [--topology=ring|hypercube|complete] [--check] [--verbose]
+ *             [--topology=ring|hypercube|complete] [--generate=above|all] [--check] [--verbose]
  *
  * Input.  N species (<= 32) described by M binary characters (<= 64); a character is the set
  * of species that have the trait (a bit mask).  The generator (seeded) builds a random rooted
@@ -35,6 +35,13 @@
  * subset on its creator; a task run elsewhere fetches the subset from it first (the paper's
  * "fetch"), and the creator answers with a success of its store that contains the subset, if it
  * has one, which the thief adds to its own success store (phylo_search.c).
+ *
+ * --generate=all: a success generates every one-character superset instead (the paper's
+ * "adding one character"), so a subset of k characters has k parents; a PE recognises a
+ * subset generated again only when its own success store holds it.  Pushing then creates
+ * 1.4-1.8x the tasks of stealing (the paper: 50-100 % more), but stealing itself explores each
+ * compatible subset on about every PE, so it is not the default
+ * (docs/measurements/chapter5-notes.md).
  *
  * Combining the failure stores.  A PE whose pool is empty starts the next combine round
  * (unless one is under way): a barrier on the combine object, overlapped with work; when it
@@ -248,8 +255,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: phylogeny [--species=N] [--chars=M] [--noise=F] [--seed=X] "
                     "[--balance=steal|push]\n"
-                    "                 [--topology=ring|hypercube|complete] [--check] "
-                    "[--verbose]\n");
+                    "                 [--topology=ring|hypercube|complete] [--generate=above|all] "
+                    "[--check] [--verbose]\n");
     return 2;
 }
 
