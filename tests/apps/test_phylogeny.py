@@ -144,7 +144,7 @@ def test_mpi_backend(phylo, want, balance):
 @pytest.mark.parametrize("sanitize", ["address", "thread"])
 def test_sanitizers(cmake_build, sanitize):
     exe = build(cmake_build, "phylogeny", sanitize)
-    for balance in ("steal", "push"):
-        r = run(exe, "--check", *ARGS, f"--balance={balance}", pes=3, sanitize=sanitize,
-                timeout=300)
+    for balance, generate in (("steal", "above"), ("push", "above"), ("push", "all")):
+        r = run(exe, "--check", *ARGS, f"--balance={balance}", f"--generate={generate}", pes=3,
+                sanitize=sanitize, timeout=300)
         assert "OK" in r.stdout
