@@ -24,6 +24,7 @@ typedef struct {
     double noise;
     ts_topology topology;
     bool push, check, fault, verbose;
+    bool every; /* --generate=all: every one-character superset (else above the last) */
 } phylo_params;
 
 extern phylo_params prm;

@@ -34,10 +34,35 @@ void add_task(uint64_t y)
     PHYLOGENY_INC(S.st, NGen, 1);
 }
 
+/* The characters by which X's supersets are generated: every one not in X (--generate=all,
+ * the paper's "adding one character", so a subset of k characters has k parents), or those
+ * above X's last (every subset is generated once, by its parent without its last) */
+static uint64_t extensions(uint64_t x)
+{
+    uint64_t allc = prm.chars == 64 ? ~0ull : (1ull << prm.chars) - 1;
+    if (prm.every)
+        return allc & ~x;
+    int last = 63 - __builtin_clzll(x);
+    return allc & ~((2ull << last) - 1); /* (2 << 63 is 0: nothing above character 63) */
+}
+
+/* --generate=all: X was explored before by this PE, or by the PE whose known success a fetch
+ * brought (its explorer generated its supersets).  Only this PE's success store says so, as
+ * in the paper, where each PE prunes with its own stores: where a subtree stays on the PE
+ * that generated it (stealing), the subsets its k parents generate again meet that PE's
+ * store; where tasks scatter (pushing), a copy generated or run elsewhere escapes it.  On one
+ * PE the search runs depth first (add_task), so a subset is explored before its other
+ * parents are and none escapes. */
+static bool explored_here(uint64_t x) { return prm.every && store_has(&S.success, x); }
+
 static void explore(uint64_t x)
 {
     PHYLOGENY_INC(S.st, NTask, 1);
     S.tot[0]++;
+    if (explored_here(x)) {
+        PHYLOGENY_INC(S.st, NPruneDup, 1);
+        return;
+    }
     if (store_has_subset_of(&S.failure, x)) {
         PHYLOGENY_INC(S.st, NPruneFail, 1);
         return;
@@ -59,12 +84,14 @@ static void explore(uint64_t x)
     store_insert(&S.success, x);
     PHYLOGENY_INC(S.st, NSuccess, 1);
     S.tot[4]++; /* the store also holds successes imported with fetches: not counted */
-    /* the supersets by one character above X's last: every subset is generated once */
-    int last = 63 - __builtin_clzll(x);
-    for (uint64_t c = (uint64_t)last + 1; c < prm.chars; c++) {
-        uint64_t y = x | 1ull << c;
+    for (uint64_t r = extensions(x); r; r &= r - 1) {
+        uint64_t y = x | (r & -r);
         if (store_has_subset_of(&S.failure, y)) {
             PHYLOGENY_INC(S.st, NPruneGen, 1);
+            continue;
+        }
+        if (explored_here(y)) {
+            PHYLOGENY_INC(S.st, NGenDup, 1);
             continue;
         }
         add_task(y);

@@ -65,6 +65,21 @@ bool store_insert(store *t, uint64_t x)
     return true;
 }
 
+bool store_has(const store *t, uint64_t x)
+{
+    int32_t cur = 0;
+    for (uint64_t rest = x; rest; rest &= rest - 1) {
+        uint8_t ch = (uint8_t)__builtin_ctzll(rest);
+        int32_t k = t->n[cur].child;
+        while (k >= 0 && t->n[k].ch < ch)
+            k = t->n[k].sibling;
+        if (k < 0 || t->n[k].ch != ch)
+            return false;
+        cur = k;
+    }
+    return t->n[cur].end;
+}
+
 /* some stored T <= y: follow only the children whose character is in y */
 static bool subset_from(const store *t, int32_t node, uint64_t y)
 {

@@ -32,7 +32,8 @@ typedef struct {
 
 void store_init(store *t);
 void store_free(store *t);
-bool store_insert(store *t, uint64_t x); /* false when X was already stored */
+bool store_insert(store *t, uint64_t x);    /* false when X was already stored */
+bool store_has(const store *t, uint64_t x); /* X itself was stored */
 bool store_has_subset_of(const store *t, uint64_t y);
 bool store_has_superset_of(const store *t, uint64_t x);
 /* A stored subset that contains x and ends at a leaf of the trie (no stored path extends

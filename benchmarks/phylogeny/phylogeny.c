@@ -4,7 +4,7 @@
  * Fig 2.10; the study of section 5.1.4).
  *
  *   phylogeny [--species=N] [--chars=M] [--noise=F] [--seed=X] [--balance=steal|push]
- *             [--topology=ring|hypercube|complete] [--check] [--verbose]
+ *             [--topology=ring|hypercube|complete] [--generate=above|all] [--check] [--verbose]
  *
  * Input.  N species (<= 32) described by M binary characters (<= 64); a character is the set
  * of species that have the trait (a bit mask).  The generator (seeded) builds a random rooted
@@ -35,6 +35,13 @@
  * subset on its creator; a task run elsewhere fetches the subset from it first (the paper's
  * "fetch"), and the creator answers with a success of its store that contains the subset, if it
  * has one, which the thief adds to its own success store (phylo_search.c).
+ *
+ * --generate=all: a success generates every one-character superset instead (the paper's
+ * "adding one character"), so a subset of k characters has k parents; a PE recognises a
+ * subset generated again only when its own success store holds it.  Pushing then creates
+ * 1.4-1.8x the tasks of stealing (the paper: 50-100 % more), but stealing itself explores each
+ * compatible subset on about every PE, so it is not the default
+ * (docs/measurements/chapter5-notes.md).
  *
  * Combining the failure stores.  A PE whose pool is empty starts the next combine round
  * (unless one is under way): a barrier on the combine object, overlapped with work; when it
@@ -67,7 +74,7 @@
  * (docs/measurements/chapter5-notes.md). */
 #define LOW_WATER 32
 
-phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false};
+phylo_params prm = {14, 50, 1, 0.12, TS_COMPLETE, false, false, false, false, false};
 uint32_t charmask[MAX_CHARS];
 _Thread_local pe_state S;
 static _Atomic int failed;
@@ -85,14 +92,33 @@ void phylo_die(const char *what)
  * success of the run alone (408 k of them at the default input: 0.12 s of serial work on PE 0,
  * more than a PE's share of the whole search at 16 PEs).
  *  1. Every PE keeps the successes of its store that no one-character superset in the same
- *     store contains (local_maximal).  A success dropped there has a compatible strict
+ *     store contains (extension_maximal).  A success dropped there has a compatible strict
  *     superset, so it is not maximal; every maximal subset is a success of some PE (the
  *     search explores it) and survives there.
  *  2. PE 0 gathers the survivors and keeps those that no other survivor strictly contains
  *     (maximal_found).  A non-maximal survivor x lies in some maximal z, which survived
- *     step 1, so z removes x; a maximal one has no compatible strict superset at all. */
+ *     step 1, so z removes x; a maximal one has no compatible strict superset at all.
+ * With --generate=all several PEs may explore one subset, and the run reports how many
+ * distinct subsets were explored: there every PE sends all of its successes, and PE 0 counts
+ * them and applies step 1 to their union before step 2. */
 
-/* Step 1, on every PE: the successes of this PE's store with no one-character superset in it. */
+/* The members of `set` with no one-character superset in it. */
+static u64vec extension_maximal(const maskset *set)
+{
+    uint64_t allc = prm.chars == 64 ? ~0ull : (1ull << prm.chars) - 1;
+    u64vec out = {0};
+    for (size_t i = 0; i < set->cap; i++) {
+        uint64_t x = set->slot[i];
+        bool max = x != 0;
+        for (uint64_t r = allc & ~x; r && max; r &= r - 1)
+            max = !maskset_has(set, x | (r & -r));
+        if (max)
+            vec_push(&out, x);
+    }
+    return out;
+}
+
+/* Step 1 on this PE: the successes of its store with no one-character superset in it. */
 static u64vec local_maximal(void)
 {
     const store *st = &S.success;
@@ -103,16 +129,7 @@ static u64vec local_maximal(void)
     maskset_init(&mine, cap);
     for (size_t i = 0; i < st->nlist; i++)
         maskset_add(&mine, st->list[i]);
-    uint64_t allc = prm.chars == 64 ? ~0ull : (1ull << prm.chars) - 1;
-    u64vec out = {0};
-    for (size_t i = 0; i < mine.cap; i++) {
-        uint64_t x = mine.slot[i];
-        bool max = x != 0;
-        for (uint64_t r = allc & ~x; r && max; r &= r - 1)
-            max = !maskset_has(&mine, x | (r & -r));
-        if (max)
-            vec_push(&out, x);
-    }
+    u64vec out = extension_maximal(&mine);
     free(mine.slot);
     return out;
 }
@@ -139,10 +156,9 @@ static int by_size_down(const void *a, const void *b)
  * among the survivors lies in a maximal one, which has more characters and came first. */
 static u64vec maximal_found(void)
 {
-    u64vec cand = {0}, out = {0};
-    for (size_t i = 0; i < S.all.cap; i++)
-        if (S.all.slot[i])
-            vec_push(&cand, S.all.slot[i]);
+    /* step 1 over the union first: it thins the survivors a little, and with --generate=all
+     * (every success sent) it is what makes step 2 short */
+    u64vec out = {0}, cand = extension_maximal(&S.all);
     if (cand.n)
         qsort(cand.v, cand.n, sizeof *cand.v, by_size_down);
     for (size_t i = 0; i < cand.n; i++) {
@@ -229,9 +245,13 @@ static void pe_main(int argc, char **argv)
         bu_await(c, &cw, mp_obj_reduce(S.obj, MP_REDUCE_SUM, S.tot[i], &tot[i], c), "reduction");
     }
     /* Collect and print solutions */
-    u64vec survivors = local_maximal();
-    send_masks(0, collect, survivors.v, survivors.n, 0, 0);
-    free(survivors.v);
+    if (prm.every) {
+        send_masks(0, collect, S.success.list, S.success.nlist, 0, 0);
+    } else {
+        u64vec survivors = local_maximal();
+        send_masks(0, collect, survivors.v, survivors.n, 0, 0);
+        free(survivors.v);
+    }
     double wrong = 0;
     if (me == 0) {
         if (mp_block_until(S.collected, (uint64_t)npes) != MP_SUCCESS)
@@ -245,7 +265,9 @@ static void pe_main(int argc, char **argv)
                 largest = (size_t)__builtin_popcountll(got.v[i]);
         mp_param("solve_s", solve_s);
         mp_param("maximal", (double)got.n);
-        mp_param("successes", tot[4]);
+        /* distinct subsets: each is explored once but with --generate=all (see above) */
+        double explored = prm.every ? (double)S.all.n : tot[4];
+        mp_param("successes", explored);
         mp_param("tasks", tot[0]);
         mp_param("tests", tot[1]);
         mp_param("fetches", tot[2]);
@@ -256,7 +278,7 @@ static void pe_main(int argc, char **argv)
                "explored, %.0f tasks, %.0f tests, %.0f fetches, %u combinations, %.6f s\n",
                npes, (unsigned long long)prm.species, (unsigned long long)prm.chars, prm.noise,
                (unsigned long long)prm.seed, prm.push ? "push" : ts_topology_name(prm.topology),
-               got.n, largest, (size_t)tot[4], tot[0], tot[1], tot[2], S.done_rounds, solve_s);
+               got.n, largest, (size_t)explored, tot[0], tot[1], tot[2], S.done_rounds, solve_s);
         if (prm.verbose)
             for (size_t i = 0; i < got.n; i++)
                 print_subset(got.v[i]);
@@ -299,8 +321,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: phylogeny [--species=N] [--chars=M] [--noise=F] [--seed=X] "
                     "[--balance=steal|push]\n"
-                    "                 [--topology=ring|hypercube|complete] [--check] "
-                    "[--verbose]\n");
+                    "                 [--topology=ring|hypercube|complete] [--generate=above|all] "
+                    "[--check] [--verbose]\n");
     return 2;
 }
 
@@ -327,6 +349,8 @@ int main(int argc, char **argv)
             ok = bu_f64("phylogeny", "--noise", v, 0, 1, &prm.noise);
         else if ((v = bu_opt(a, "--balance")) && (!strcmp(v, "steal") || !strcmp(v, "push")))
             prm.push = !strcmp(v, "push");
+        else if ((v = bu_opt(a, "--generate")) && (!strcmp(v, "all") || !strcmp(v, "above")))
+            prm.every = !strcmp(v, "all");
         else if ((v = bu_opt(a, "--topology")) && ts_topology_parse(v) >= 0 &&
                  ts_topology_parse(v) != TS_PUSH)
             prm.topology = (ts_topology)ts_topology_parse(v);

@@ -9,9 +9,12 @@ species and 50 seeded random binary characters) 3 times on one PE (the sequentia
 at every PE count of --pes, --reps times in each configuration of Figs 5.6-5.7 and initial
 stealing at every other --flush setting, interleaved in rounds (every configuration once per
 round, so that the load of a shared machine falls on all alike; ratios are taken within a
-round): stealing and pushing with 1 KiB aggregation (the initial implementation), and
-stealing without aggregation.  Every run is reported with the runtime's fitted cost model (`mprof report RUN --model M`, default build/workflows/rts.model.json from
-`make demo`).  Writes benchmarks/phylogeny/experiments/results/<config>.txt and
+round): stealing and pushing with 1 KiB aggregation (the initial implementation), stealing
+without aggregation, and stealing and pushing again with every one-character superset
+generated (`--generate=all`, the paper's "adding one character"), whose task counts show the
+paper's locality effect (section 5.1.4: pushing generates 50-100 % more tasks).  Every run is
+reported with the runtime's fitted cost model (`mprof report RUN --model M`, default
+build/workflows/rts.model.json from `make demo`).  Writes benchmarks/phylogeny/experiments/results/<config>.txt and
 benchmarks/phylogeny/experiments/results/summary.md.
 """
 
@@ -26,10 +29,12 @@ import study  # noqa: E402
 TAG = "phylogeny-study"
 EVENTS = [("fetch", "phylogeny:FETCH"), ("remove", "taskstealer:REMOVE"),
           ("comb", "phylogeny:COMBINE")]
-CONFIGS = [  # name, balance, aggregation bytes, label
-    ("steal", "steal", 1024, "Stealing, initial implementation"),
-    ("steal-noagg", "steal", 0, "+ no aggregation"),
-    ("push", "push", 1024, "Pushing, initial implementation"),
+CONFIGS = [  # name, balance, aggregation bytes, generation, label
+    ("steal", "steal", 1024, "above", "Stealing, initial implementation"),
+    ("steal-noagg", "steal", 0, "above", "+ no aggregation"),
+    ("push", "push", 1024, "above", "Pushing, initial implementation"),
+    ("steal-all", "steal", 1024, "all", "Stealing, every one-character superset"),
+    ("push-all", "push", 1024, "all", "Pushing, every one-character superset"),
 ]
 # Fig 5.6: sequential, total, idle, (observed, critical) of fetch, remove, comb
 PAPER_56 = {
@@ -79,9 +84,9 @@ def main(argv=None):
                                         {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3, model,
                                         args.work, args.out)}
     for pes in args.pes:
-        group = {f"{name}@{pes}": ([*size, f"--balance={balance}"],
+        group = {f"{name}@{pes}": ([*size, f"--balance={balance}", f"--generate={gen}"],
                                    {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg})
-                 for name, balance, agg, _ in CONFIGS}
+                 for name, balance, agg, gen, _ in CONFIGS}
         group.update({f"steal{study.flush_name(spec)}@{pes}": (
             [*size, "--balance=steal"],
             {"MPROF_PES": pes, "MPROF_AGG_BYTES": 1024, **study.flush_env(spec)})
@@ -104,6 +109,7 @@ def readme(rows, args) -> str:
     push = study.round_ratio(view["push"], view["steal"], "solve_s")
     noagg = study.round_ratio(view["steal-noagg"], view["steal"], "solve_s")
     tests = [study.param_stat(view[n], "tests")[0] for n in ("push", "steal")]
+    tasks = [study.param_stat(view[n], "tasks")[0] for n in ("push-all", "steal-all")]
 
     def rr(r):
         return "n/a" if r[0] is None else f"{r[0]:.2f} (range {r[1]:.2f}-{r[2]:.2f})"
@@ -117,7 +123,10 @@ def readme(rows, args) -> str:
         "2-3x) and runs "
         + (f"{tests[0] / tests[1]:.1f}x" if all(tests) else "n/a")
         + " the perfect-phylogeny tests (the per-PE failure stores learn the incompatible "
-        f"pairs later); disabling aggregation gives stealing {rr(noagg)} (paper: 0.82-1.08).")
+        f"pairs later); disabling aggregation gives stealing {rr(noagg)} (paper: 0.82-1.08); "
+        "with every one-character superset generated, pushing creates "
+        + (f"{tasks[0] / tasks[1]:.2f}x" if all(tasks) else "n/a")
+        + " the tasks of stealing (paper: 1.5-2x).")
 
 
 def render(rows, args) -> str:
@@ -134,7 +143,9 @@ def render(rows, args) -> str:
         "PEs.  `solve` is the program's time from the first task to termination; latency "
         "columns are observed / critical; tasks, tests (perfect-phylogeny tests actually run: "
         "the redundant work), fetches and combinations are totals over the PEs of the median "
-        "run.  Rows `-flushK.D`: initial stealing with MPROF_FLUSH_FIBERS=K, "
+        "run.  Rows `-all`: `--generate=all` (every one-character superset, duplicates "
+        "recognised by the PE's own success store).  Rows `-flushK.D`: initial stealing with "
+        "MPROF_FLUSH_FIBERS=K, "
         "MPROF_FLUSH_DELAY_US=D.  " + study.load_note(rows.get("_machine")) + "  "
         + study.pending_note(args, "phylogeny"),
         "",
@@ -213,8 +224,10 @@ def findings(rows, args, pes) -> list[str]:
         named = [(ev, lat(name, a) or 0) for ev, a in EVENTS]
         return ", ".join(f"{ev} {v:.3f}" for ev, v in sorted(named, key=lambda x: -x[1]))
 
-    def ratio(k):
-        a, b = p["push"][k], p["steal"][k]
+    def ratio(k, gen=""):
+        """pushing's count over stealing's, in the generation `gen` ("" the default)"""
+        suffix = f"-{gen}" if gen else ""
+        a, b = p["push" + suffix][k], p["steal" + suffix][k]
         return f"{a / b:.2f}x" if a and b else "n/a"
 
     push, push_v = rr("push", "steal")
@@ -234,10 +247,19 @@ def findings(rows, args, pes) -> list[str]:
         f"- Locality and redundant work.  Pushing runs {ratio('tests')} the perfect-phylogeny "
         f"tests of stealing (a PE tests supersets of pairs that failed elsewhere until a "
         f"combine brings the pair) and {ratio('tasks')} the tasks; it fetches "
-        f"{p['push']['fetches']:.0f} subsets against {p['steal']['fetches']:.0f}.  The paper "
-        "reports 50-100 % more tasks with pushing; here every compatible subset is generated "
-        "exactly once (characters added in increasing order), so only the failing "
-        "candidates, not the tasks, can multiply.",
+        f"{p['push']['fetches']:.0f} subsets against {p['steal']['fetches']:.0f}: by default "
+        "every compatible subset is generated exactly once (characters added above the "
+        "last), so only the failing candidates, not the tasks, can multiply.",
+        f"- Tasks with every one-character superset generated (paper, section 5.1.4: pushing "
+        f"generates 50-100 % more tasks than stealing): pushing {p['push-all']['tasks']:.0f}, "
+        f"stealing {p['steal-all']['tasks']:.0f}, {ratio('tasks', 'all')}.  A subset of k "
+        "characters is generated by each of its k parents, and a PE recognises it only when "
+        "its own success store holds it: pushing sends the copies to random PEs, and a copy "
+        "that reaches a PE which has not explored the subset is explored again.  Stealing "
+        f"pays too: it runs {p['steal-all']['tasks'] / p['sequential']['tasks']:.2f}x the "
+        f"tasks of one PE ({p['sequential']['tasks']:.0f}, each subset generated once), as "
+        "each PE explores the supersets of the tasks it holds, which overlap the other PEs' "
+        "(docs/measurements/chapter5-notes.md).",
         f"- Which events carry the idle time (observed latency per PE).  Stealing: "
         f"{ranked('steal')}; pushing: {ranked('push')}.  Paper (CM5, SP1): fetch dominates "
         "stealing's idle time, and pushing multiplies fetch, remove and combine latencies.",
