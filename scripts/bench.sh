@@ -9,6 +9,9 @@ echo "== runtime micro-benchmarks (benchmarks/micro/rt_micro.c)"
 "$BUILD/benchmarks/micro/rt_micro"
 echo "== spawn + dispatch, callgrind instructions per fiber (benchmarks/micro/spawn_instructions.py)"
 python benchmarks/micro/spawn_instructions.py --micro "$BUILD/benchmarks/micro/rt_micro"
+echo "== remote invocation, callgrind instructions per operation (benchmarks/micro/invoke_instructions.py)"
+python benchmarks/micro/invoke_instructions.py --workload "$BUILD/benchmarks/micro/rt_workload" \
+  --floor "$BUILD/benchmarks/micro/msg_floor"
 
 if [ -f benchmarks/iface/hook_cost.py ]; then
   echo "== statistic hook cost, callgrind instructions (benchmarks/iface/hook_cost.py)"

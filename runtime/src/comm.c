@@ -48,6 +48,7 @@
 #include "observer.h"
 
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,7 @@ static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 _Static_assert(sizeof(mpr_record) == 16 && sizeof(mpr_record_payload) == 16,
                "records keep arguments and payloads 16-byte aligned");
 _Static_assert(MP_FIBER_ARGS_MAX <= UINT16_MAX && MPR_MAX_ACCESS <= 256 &&
-                   MP_SCHED_PREEMPT + 1 + MPR_MAX_SCHED <= 256,
+                   MP_SCHED_PREEMPT + 1 + MPR_MAX_SCHED <= MPR_RECORD_PAYLOAD,
                "record fields are wide enough");
 
 /* The caller has checked payload_size <= MAX_MESSAGE, so this cannot wrap. */
@@ -346,7 +347,7 @@ static inline bool starving(mpr_agg *a, int dst)
 
 /* Starts a record of `total` bytes at the end of `b`; returns where its body goes. */
 static inline unsigned char *put_header(mpr_msgbuf *b, int src, mp_fiber_fn fn, size_t args_size,
-                                        mp_sched_t sched, unsigned access, size_t total)
+                                        unsigned sched, unsigned access, size_t total)
 {
     mpr_record *r = (mpr_record *)(b->data + b->len);
     r->total = (uint32_t)total;
@@ -362,7 +363,8 @@ static void put_record(mpr_msgbuf *b, int src, mp_fiber_fn fn, const void *args,
                        mp_sched_t sched, uint16_t access, const void *payload, size_t payload_size,
                        void *payload_dst, size_t total)
 {
-    unsigned char *p = put_header(b, src, fn, args_size, sched, access, total);
+    unsigned flags = payload_size ? MPR_RECORD_PAYLOAD : 0;
+    unsigned char *p = put_header(b, src, fn, args_size, (unsigned)sched | flags, access, total);
     if (payload_size) {
         mpr_record_payload *h = (mpr_record_payload *)p;
         h->size = payload_size;
@@ -563,16 +565,33 @@ static __attribute__((noinline)) mp_err invoke_general(int pe_id, mp_fiber_fn fn
     return mpr_send_record(pe, pe_id, fn, args, size, sched, NULL, 0, NULL);
 }
 
-static __attribute__((noinline)) mp_err invoke_filled(mpr_pe *pe, int dst)
+/* What follows a record written on mp_invoke's fast path when the send hooks are on or the
+ * record filled its buffer: a tail call, so the fast path keeps no registers across a call and
+ * needs no stack frame. */
+static __attribute__((noinline)) mp_err invoke_after(mpr_pe *pe, int dst, size_t total)
 {
-    agg_send_pending(pe, dst);
+    MPR_OBSERVE_HOT(send, pe, dst, total);
+    if (pe->agg[dst].buf->len >= pe->agg_cap)
+        agg_send_pending(pe, dst);
     return MP_SUCCESS;
+}
+
+/* A record's first word (mpr_record: total, args_size, sched, access), for one store. */
+static inline uint64_t record_word(size_t total, size_t args_size, unsigned sched, unsigned access)
+{
+    return (uint64_t)(uint32_t)total | (uint64_t)args_size << 32 | (uint64_t)sched << 48 |
+           (uint64_t)access << 56;
 }
 
 /* Fast path of the common case: an invocation with a few words of arguments that fits the
  * destination's open aggregation buffer, on a scheduler other than URGENT (whose records have
- * a send to arrange: mpr_send_record).  `sched - 1 < nsched - 1` tests both in one compare. */
+ * a send to arrange: mpr_send_record).  `sched - 1 < nsched - 1` tests both in one compare.
+ * The destination must be another PE even where a buffer is open for this one: a PE of the
+ * same worker opens the group's (shm/group.c), and the own PE's invocations are local. */
 _Static_assert(MP_SCHED_URGENT == 0, "mp_invoke's fast path tests sched - 1");
+_Static_assert(offsetof(mpr_record, total) == 0 && offsetof(mpr_record, args_size) == 4 &&
+                   offsetof(mpr_record, sched) == 6 && offsetof(mpr_record, access) == 7,
+               "record_word is a record's first word");
 mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
@@ -583,12 +602,18 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
                      (unsigned)sched - 1u >= (unsigned)pe->nsched - 1u ||
                      !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
         return invoke_general(pe_id, fn, args, size, sched);
-    copy_small(put_header(b, pe->id, fn, size, sched, mpr_cur_access(pe), total), args, size);
+    size_t len = b->len; /* read once: the stores below might alias it */
+    mpr_record *r = (mpr_record *)(b->data + len);
+    uint64_t word = record_word(total, size, (unsigned)sched, mpr_cur_access(pe));
+    __builtin_memcpy(r, &word, sizeof word);
+    r->fn_src = fn_src_make(fn, pe->id);
+    len += total;
+    b->len = len;
+    copy_small((unsigned char *)(r + 1), args, size);
     RTS_INC(&pe->rts, RemoteOp, 1);
     RTS_INC(&pe->rts, ByteSent, total);
-    MPR_OBSERVE_HOT(send, pe, pe_id, total);
-    if (MPR_UNLIKELY(b->len >= pe->agg_cap))
-        return invoke_filled(pe, pe_id);
+    if (MPR_UNLIKELY(MPR_OBS_HOT_ON() || len >= pe->agg_cap))
+        return invoke_after(pe, pe_id, total);
     return MP_SUCCESS;
 }
 
@@ -709,11 +734,37 @@ void mp_flush(void)
         mpr_flush_all(pe);
 }
 
+/* Makes the fiber of an arrived FIFO record without a payload and links it after *tailp
+ * (mpr_fiber_spawn's work, less the enqueue's test and its stores to the queue, which the poll
+ * does once).  Arguments are padded to 16 bytes in the record and in the slot. */
+static inline mpr_fiber **arrive_fifo(mpr_pe *pe, const mpr_record *r, mpr_fiber **tailp)
+{
+    size_t size = r->args_size;
+    mpr_slot_class cls = mpr_slot_class_of(size);
+    mpr_fiber *f = mpr_slot_get(pe, cls);
+    const unsigned char *p = (const unsigned char *)(r + 1);
+    for (size_t i = 0; i < size; i += 16)
+        __builtin_memcpy(f->args + i, p + i, 16);
+    /* the sender's category is both creator and enabler (mpr_tag_make's bytes 1 and 2) */
+    uint64_t tag = mpr_tag_make(pe, MP_SCHED_FIFO, 0, 0, MPR_FIBER_ENABLED, cls) |
+                   (uint64_t)r->access * 0x10100u;
+    mpr_fiber_init(pe, f, fn_of(r->fn_src), tag);
+    *tailp = f;
+    return &f->next;
+}
+
 /* Turns arrived records into enabled fibers; returns whether anything arrived.  A poll makes
  * at most MPR_POLL_BUDGET fibers and keeps the rest, down to the record, for the next one.
  * The dispatch loop polls every K fibers, so a sender far ahead would otherwise grow the
  * receiver's queues by a buffer per poll, and the fibers would spill out of cache long before
- * they ran. */
+ * they ran.
+ *
+ * The common record, FIFO without a payload, is told apart by one compare of its scheduler
+ * byte (a payload sets MPR_RECORD_PAYLOAD there; while the receive hooks are on, no byte
+ * matches and every record takes the general way) and made by arrive_fifo, which links its
+ * fiber to a chain the poll appends to the FIFO queue; the chain is closed before any other
+ * record, whose function may run now (a preemptive one) and enable FIFO fibers itself.  Its
+ * argument bytes are added to ThreadContext once per poll. */
 bool mpr_poll(mpr_pe *pe)
 {
     mpr_msgbuf *b = pe->rx_pending;
@@ -724,28 +775,40 @@ bool mpr_poll(mpr_pe *pe)
         off = 0;
     }
     unsigned made = 0, direct = 0; /* records taken; of them, run from the buffer */
+    uint64_t context = 0;          /* argument bytes of the FIFO fibers made on the fast path */
+    const unsigned fast = MPR_OBS_HOT_ON() ? 256u : MP_SCHED_FIFO; /* 256: no record's */
+    mpr_queue *fifo = &pe->queue[MP_SCHED_FIFO];
+    mpr_fiber **tailp = fifo->tailp;
     while (b) {
         while (off < b->len) {
             if (made == MPR_POLL_BUDGET)
                 goto out;
             const mpr_record *r = (const mpr_record *)(b->data + off);
+            off += r->total;
+            made++;
+            if (MPR_LIKELY(r->sched == fast)) {
+                context += r->args_size;
+                tailp = arrive_fifo(pe, r, tailp);
+                continue;
+            }
+            *tailp = NULL; /* the chain so far is the queue's */
+            fifo->tailp = tailp;
             const unsigned char *p = (const unsigned char *)(r + 1);
-            if (MPR_UNLIKELY(r->total != record_size(r->args_size, 0))) { /* has a payload */
+            unsigned sched = r->sched & ~MPR_RECORD_PAYLOAD;
+            if (MPR_UNLIKELY(r->sched & MPR_RECORD_PAYLOAD)) {
                 const mpr_record_payload *h = (const mpr_record_payload *)p;
                 p += sizeof *h;
                 memcpy(h->dst, p + align16(r->args_size), h->size);
             }
             MPR_OBSERVE_HOT(recv, pe, src_of(r->fn_src), r->total);
-            off += r->total;
-            made++;
-            if (MPR_UNLIKELY(r->sched == MP_SCHED_PREEMPT) && mpr_direct_ok(pe)) {
+            if (MPR_UNLIKELY(sched == MP_SCHED_PREEMPT) && mpr_direct_ok(pe)) {
                 /* straight from the buffer: the arguments stay where they arrived */
                 mpr_run_direct(pe, fn_of(r->fn_src), p, r->access);
                 direct++;
-                continue;
+            } else {
+                mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, sched, r->access, true);
             }
-            mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, (unsigned)r->sched, r->access,
-                            true);
+            tailp = fifo->tailp;
         }
         mpr_msgbuf *next = b->next;
         RTS_INC(&pe->rts, ByteRecv, b->len);
@@ -754,7 +817,10 @@ bool mpr_poll(mpr_pe *pe)
         off = 0;
     }
 out:
+    *tailp = NULL;
+    fifo->tailp = tailp;
     RTS_INC(&pe->rts, ThreadArrived, made - direct); /* once per poll, not per record */
+    RTS_INC(&pe->rts, ThreadContext, context);
     if (MPR_UNLIKELY(direct))
         RTS_INC(&pe->rts, ThreadDirect, direct);
     pe->rx_pending = b;

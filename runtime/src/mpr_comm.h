@@ -17,13 +17,15 @@
 typedef struct {
     uint32_t total;     /* record size including headers, args and payload, 16-aligned */
     uint16_t args_size; /* <= MP_FIBER_ARGS_MAX */
-    uint8_t sched;
-    uint8_t access; /* category of the invoking fiber: the enabler on arrival */
+    uint8_t sched;      /* the scheduler, | MPR_RECORD_PAYLOAD when a payload follows */
+    uint8_t access;     /* category of the invoking fiber: the enabler on arrival */
     /* offset of the fiber function from a reference symbol, so it survives ASLR (MPI), in
      * the high 48 bits (signed); the sending PE in the low 16, because the buffers that the
      * PEs of one worker share carry records of several senders (shm) */
     uint64_t fn_src;
 } mpr_record;
+
+#define MPR_RECORD_PAYLOAD 0x80u /* in mpr_record.sched: the poll's common case tests one byte */
 
 typedef struct {
     uint64_t size;

@@ -108,6 +108,34 @@ def test_spawn_instructions_counts_the_fiber_path(cmake_build):
     assert f["floor_instructions"] < f["spawn_dispatch_instructions"] < 300, f
 
 
+def test_invoke_instructions_counts_the_remote_path(cmake_build):
+    """benchmarks/micro/invoke_instructions.py (make bench): callgrind counts of rt_workload per
+    remote operation, aggregated and not, and of msg_floor per record.  Not a speed check: the
+    figures must be what they claim -- a difference of two sizes per remote operation (a count
+    over the whole run divided by the operations would be thousands), parts that add up to it,
+    a remote operation dearer than the floor's record and an unaggregated one dearer still."""
+    bdir = cmake_build("build", targets=["rt_workload", "msg_floor"])
+    micro = bdir / "benchmarks" / "micro"
+    run = subprocess.run([str(micro / "msg_floor"), "2", "3000"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0 and run.stdout == "" and run.stderr == "", run.stderr
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "micro" / "invoke_instructions.py"
+    run = subprocess.run([sys.executable, str(script), "--workload", str(micro / "rt_workload"),
+                          "--floor", str(micro / "msg_floor"), "--msgs", "1000"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    f = json.loads(run.stdout.strip().splitlines()[-1])
+    assert 10 < f["floor_instructions"] < 100, f
+    agg, unagg = f["aggregated"], f["unaggregated"]
+    assert f["floor_instructions"] < agg["instructions_per_op"] < 2000, f
+    assert agg["instructions_per_op"] < unagg["instructions_per_op"], f
+    for r in (agg, unagg):
+        assert sum(r["parts"].values()) == pytest.approx(r["instructions_per_op"], abs=5), r
+        # every remote operation is one mp_invoke and one record polled on the receiver
+        assert r["parts"]["invoke"] > 10 and r["parts"]["receive"] > 10, r
+        assert "mp_invoke" in r["functions"] and "step" in r["functions"], r
+
+
 @pytest.mark.parametrize("args, message", [
     (["0"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '0')"),
     (["--help-me"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '--help-me')"),

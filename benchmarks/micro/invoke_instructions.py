@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Instructions per remote invocation, counted by callgrind.
+
+    invoke_instructions.py [--workload PATH] [--floor PATH] [--msgs M] [--top N]
+
+Runs `rt_workload 2 0 M 16 0` (two PEs, a thread each: MPROF_WORKERS=2; PE 0 sends M remote
+invocations of 16 bytes, PE 1 2M, each from one step fiber of the workload) under callgrind for
+M and 2M, and divides the difference of the two instruction counts (all threads, both PEs) by
+the difference of their remote operations (RemoteOp of the run profiles): start-up, slab
+allocation and the first buffers' misses cancel out, and unlike times the counts are the same
+in every run.  Aggregated (MPROF_AGG_BYTES=4096) and unaggregated (MPROF_AGG_BYTES=0, a
+message per invocation).  Each figure comes with callgrind's per-function breakdown (self
+instructions per remote operation, the same difference) summed into parts:
+  workload   the benchmark's step fibers (its loop, mp_mype, mp_npes; rt_workload.c)
+  spawn      mp_spawn of the next step fiber
+  invoke     mp_invoke and what sends (aggregation buffers, the backend's send)
+  receive    polling: taking messages, turning records into fibers, giving buffers back
+  dispatch   the schedule loop running the fibers (step and remote_work fibers both)
+  other      everything else (the allocator when buffers are not pooled, the clock, ...)
+and the functions of at least 1 instruction per operation.  Then `msg_floor 2 N` (the floor:
+a record appended to a block of an SPSC ring per pair and dispatched through a function
+pointer, no runtime; msg_floor.c) counted the same way, per record.  The last line is JSON:
+  aggregated / unaggregated   {"instructions_per_op", "parts", "functions"}
+  floor_instructions          per record of msg_floor
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+PARTS = {
+    "workload": {"step", "due", "local_work", "remote_work", "mp_mype", "mp_npes"},
+    "spawn": {"mp_spawn", "spawn_other", "spawn_general", "spawn_ready", "mpr_slot_refill"},
+    "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "mpr_send_record", "agg_open",
+               "agg_flush", "agg_send_pending", "buf_get", "buf_new", "reclaim", "send_buf",
+               "shm_send", "mpr_flush_due", "mpr_flush_all", "mpr_flush_urgent", "shm_returned",
+               "group_send", "chan_push", "chan_publish"},
+    "receive": {"mpr_poll", "shm_take", "net_take", "shm_processed", "chan_release",
+                "shm_pending", "mpr_machine_take", "mpr_run_direct"},
+    "dispatch": {"mpr_schedule_loop", "run_ready", "periodic", "run_full", "run_waited",
+                 "mpr_enable_slow", "select_round_robin"},
+}
+
+
+def fail(msg):
+    sys.exit(f"invoke_instructions: {msg}")
+
+
+def base_name(fn):
+    """callgrind's name without the file and GCC's clone suffixes (.cold, .isra.0, 'N)."""
+    fn = fn.split(":", 1)[1] if ":" in fn else fn
+    return re.split(r"[.']", fn, maxsplit=1)[0]
+
+
+def functions(out_file):
+    """Self instructions per function of a callgrind output file."""
+    r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out_file],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"callgrind_annotate failed:\n{r.stderr[-1000:]}")
+    fns = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S+)", line)
+        if m and ":" in m.group(2):
+            name = base_name(m.group(2))
+            fns[name] = fns.get(name, 0) + int(m.group(1).replace(",", ""))
+    return fns
+
+
+def counted(cmd, env, tmp, tag, toggle=None):
+    """(total instructions, per-function self instructions) of one run under callgrind."""
+    out = os.path.join(tmp, f"callgrind.{tag}")
+    vg = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    if toggle:
+        vg.append(f"--toggle-collect={toggle}")
+    r = subprocess.run(vg + cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        fail(f"{' '.join(cmd)} failed under callgrind:\n{r.stderr[-2000:]}")
+    m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
+    if not m:
+        fail(f"no instruction count from callgrind:\n{r.stderr[-1000:]}")
+    return int(m.group(1)), functions(out)
+
+
+def remote_ops(profile):
+    with open(profile) as f:
+        pes = json.load(f)["pes"]
+    return sum(o["stats"]["RemoteOp"] for p in pes for o in p["objects"] if o["module"] == "rts")
+
+
+def summarise(a, b, ops, top):
+    """Per-operation parts and functions of the difference of runs a and b."""
+    diff = {k: (b[1].get(k, 0) - a[1].get(k, 0)) / ops for k in set(a[1]) | set(b[1])}
+    parts = {p: 0.0 for p in [*PARTS, "other"]}
+    for fn, v in diff.items():
+        parts[next((p for p, names in PARTS.items() if fn in names), "other")] += v
+    fns = {k: round(v, 1) for k, v in sorted(diff.items(), key=lambda kv: -kv[1]) if v >= top}
+    return {"instructions_per_op": round((b[0] - a[0]) / ops, 1),
+            "parts": {k: round(v, 1) for k, v in parts.items()}, "functions": fns}
+
+
+def workload(exe, msgs, agg_bytes, tmp, top):
+    runs = []
+    for m in (msgs, 2 * msgs):
+        profile = os.path.join(tmp, f"profile.{agg_bytes}.{m}.json")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+        env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS="2", MPROF_OUT=profile)
+        total, fns = counted([exe, "2", "0", str(m), "16", "0"], env, tmp, f"{agg_bytes}.{m}")
+        runs.append(((total, fns), remote_ops(profile)))
+    (a, ops_a), (b, ops_b) = runs
+    if ops_b <= ops_a:
+        fail(f"RemoteOp did not grow with MSGS ({ops_a}, {ops_b})")
+    return summarise(a, b, ops_b - ops_a, top)
+
+
+def floor(exe, records, tmp):
+    a = counted([exe, "2", str(records)], dict(os.environ), tmp, "floor.a", toggle="turns")
+    b = counted([exe, "2", str(2 * records)], dict(os.environ), tmp, "floor.b", toggle="turns")
+    return round((b[0] - a[0]) / (2 * records), 1)
+
+
+def show(name, r):
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in r["parts"].items())
+    print(f"{name}: {r['instructions_per_op']:.1f} instructions per remote operation ({parts})")
+    for fn, v in r["functions"].items():
+        print(f"    {v:8.1f}  {fn}")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.abspath(os.path.join(here, "../.."))
+    micro = os.path.join(root, "build/benchmarks/micro")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default=os.path.join(micro, "rt_workload"))
+    ap.add_argument("--floor", default=os.path.join(micro, "msg_floor"))
+    ap.add_argument("--msgs", type=int, default=20000, help="M: runs of M and 2M (default 20000)")
+    ap.add_argument("--top", type=float, default=1.0,
+                    help="list functions of at least this many instructions per operation")
+    a = ap.parse_args()
+    if a.msgs < 1:
+        fail(f"--msgs must be at least 1 (got {a.msgs})")
+    with tempfile.TemporaryDirectory(prefix="invoke_instructions.") as tmp:
+        agg = workload(a.workload, a.msgs, 4096, tmp, a.top)
+        unagg = workload(a.workload, a.msgs, 0, tmp, a.top)
+        fl = floor(a.floor, 5 * a.msgs, tmp)
+    show("aggregated (MPROF_AGG_BYTES=4096)", agg)
+    show("unaggregated (MPROF_AGG_BYTES=0)", unagg)
+    print(f"floor (msg_floor): {fl:.1f} instructions per record")
+    print(json.dumps({"aggregated": agg, "unaggregated": unagg, "floor_instructions": fl}))
+
+
+if __name__ == "__main__":
+    main()
