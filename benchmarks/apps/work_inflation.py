@@ -21,7 +21,7 @@ function groups (self instructions of callgrind_annotate, each function assigned
 file of the build that defines it, see GROUPS):
   app                 the application's own code (benchmarks/<app>/)
   library             the instrumented data structures (instrumented-lib/)
-  runtime.spawn / .comm / .poll / .sched / .idle / .collective / .stats / .other
+  runtime.spawn / .comm / .poll / .sched / .idle / .object / .stats / .other
   libc.malloc / libc.memcpy / libc.sort / libc.other, loader, other
   unattributed        the total less the functions listed (callgrind's own rounding)
 so the groups add up to the total.  The kernel is not seen by callgrind: --native (on by
@@ -63,7 +63,7 @@ RUNTIME_NAMES = {"spawn": PARTS["spawn"], "comm": PARTS["invoke"], "poll": PARTS
 RUNTIME_FILES = {
     "comm": ("comm.c", "bulk.c", "shm/", "mpi/"),
     "sched": ("sched.c", "fiber.c", "counter.c"),
-    "collective": ("object.c", "snapshot.c"),
+    "object": ("object.c", "snapshot.c"),
     "stats": ("stats.c", "profile.c", "sample.c", "observer.c", "trace.c", "json.c", "papi.c",
               "sde.c", "perf/"),
 }
