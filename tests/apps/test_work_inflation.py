@@ -82,15 +82,17 @@ def test_tripuzzle_does_not_scan_every_bin_of_every_pe(cmake_build):
 
 
 def test_em3d_ghost_copies_and_send_lists_cost_per_ghost(cmake_build):
-    # before: a memcpy call per 8-byte ghost value and send lists of P x nodes per colour,
-    # zeroed by calloc, made libc's copies and fills grow 17x per PE from 1 to 8 PEs
+    # before: qsort of the remote source ids (its comparisons and copies), a memcpy call per
+    # 8-byte ghost value and send lists of P x nodes per colour made this 8-PE run execute
+    # 1.157x 8 times the 1-PE run's instructions and libc's copies 3.8x per PE (now 1.044x and
+    # 2.2x)
     exe = build(cmake_build, "em3d")
     out = inflation("--weak", "--pes", "1,8", "--", str(exe), "--nodes=4000", "--iters=2",
                     build_dir=exe.parents[2])
     check_parts(out)
     copies = [out["runs"][p]["groups"]["libc.memcpy"] / int(p) for p in ("1", "8")]
-    assert copies[1] < 4 * copies[0], copies
-    assert out["runs"]["8"]["inflation"] < 1.35, out["runs"]["8"]
+    assert copies[1] < 3 * copies[0], copies
+    assert out["runs"]["8"]["inflation"] < 1.1, out["runs"]["8"]
 
 
 @pytest.mark.parametrize("args, message", [
