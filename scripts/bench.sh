@@ -29,6 +29,10 @@ fi
 echo "== aggregation at many destinations, a thread per PE (benchmarks/micro/aggregation_scale.py)"
 python benchmarks/micro/aggregation_scale.py --workload "$BUILD/benchmarks/micro/rt_workload"
 
+echo "== work against PEs: em3d and tripuzzle at 1-16 PEs, callgrind instructions (benchmarks/apps/work_inflation.py)"
+python benchmarks/apps/work_inflation.py --build "$BUILD" --pes 1,4,16 --app em3d
+python benchmarks/apps/work_inflation.py --build "$BUILD" --pes 1,4,16 --app tripuzzle
+
 echo "== replicate spread of identical runs beside a plain C loop's (benchmarks/micro/replicate_spread.py)"
 db_args=()
 for db in "$BUILD/workflows/rts-fit.db" "$BUILD/workflows/rts-test.db"; do

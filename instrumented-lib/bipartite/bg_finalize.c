@@ -10,12 +10,38 @@
  */
 #include "bg_internal.h"
 
-#include <stdlib.h>
-
-static int cmp_id(const void *a, const void *b)
+/* Sorts the remote source ids (one per remote edge) by a least-significant-digit radix sort
+ * on the bytes in which they differ (the low bytes of the index and of the owner): a few
+ * passes of a few instructions per id, where qsort's comparisons and copies cost about 400
+ * instructions per id -- remote edges, hence ids, grow from none at 1 PE to a tenth of the
+ * edges (em3d's default) at 16, so this was most of em3d's growth of work per PE. */
+static void sort_ids(bg_node_id *ids, size_t k)
 {
-    bg_node_id x = *(const bg_node_id *)a, y = *(const bg_node_id *)b;
-    return x < y ? -1 : x > y;
+    bg_node_id diff = 0;
+    for (size_t i = 1; i < k; i++)
+        diff |= ids[i] ^ ids[0];
+    if (!diff)
+        return;
+    bg_node_id *a = ids, *b = lib_malloc(k * sizeof *b);
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((diff >> shift) & 0xff))
+            continue; /* every id has the same byte here */
+        size_t start[257] = {0};
+        for (size_t i = 0; i < k; i++)
+            start[((a[i] >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            start[d + 1] += start[d];
+        for (size_t i = 0; i < k; i++)
+            b[start[(a[i] >> shift) & 0xff]++] = a[i];
+        bg_node_id *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != ids) {
+        memcpy(ids, a, k * sizeof *ids);
+        b = a;
+    }
+    free(b);
 }
 
 typedef struct {
@@ -56,19 +82,28 @@ static void bg_sub_read(void *args)
     bg_part *p = part_of(m->g);
     BIPARTITE_ACCESS(VALIDATE);
     int q = m->from;
-    size_t off = p->soff[q];
     size_t abytes = align16(m->count) + (size_t)m->count * p->ss;
     unsigned char *ans = lib_calloc(1, abytes);
+    uint32_t black = 0; /* colour 1's list follows colour 0's */
     for (uint32_t i = 0; i < m->count; i++) {
         bg_node_id id = m->idbuf[i];
         if (BG_OWNER(id) != p->me || BG_INDEX(id) >= p->n)
             lib_die("an edge names a node that does not exist");
-        uint32_t idx = BG_INDEX(id);
-        int c = p->color[idx];
-        p->sidx[c][off + p->scnt[c][q]++] = idx;
-        ans[i] = (uint8_t)c;
-        memcpy(ans + align16(m->count) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss, p->ss);
+        black += p->color[BG_INDEX(id)];
     }
+    uint32_t *list = m->count ? lib_calloc(m->count, sizeof *list) : NULL;
+    uint32_t next[2] = {0, m->count - black};
+    for (uint32_t i = 0; i < m->count; i++) {
+        uint32_t idx = BG_INDEX(m->idbuf[i]);
+        int c = p->color[idx];
+        list[next[c]++] = idx;
+        ans[i] = (uint8_t)c;
+        copy_state(ans + align16(m->count) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss,
+                   p->ss);
+    }
+    p->sidx[q] = list;
+    p->scnt[0][q] = m->count - black;
+    p->scnt[1][q] = black;
     if (m->read_done)
         mp_counter_free(m->read_done);
     free(m->idbuf);
@@ -121,7 +156,8 @@ static void bg_answer_arrive(void *args)
     for (uint32_t i = 0; i < h.count; i++) {
         int c = buf[i];
         p->gcolor[base + i] = (uint8_t)c;
-        memcpy(p->gstates + (base + i) * p->ss, buf + align16(h.count) + (size_t)i * p->ss, p->ss);
+        copy_state(p->gstates + (base + i) * p->ss, buf + align16(h.count) + (size_t)i * p->ss,
+                   p->ss);
         p->ridx[c][p->roff[q] + p->rcnt[c][q]++] = (uint32_t)(base + i);
     }
     fin_step(p);
@@ -218,7 +254,7 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
     for (size_t e = 0; e < p->npend; e++)
         if (BG_OWNER(p->pend[e].src) != p->me)
             ids[k++] = p->pend[e].src;
-    qsort(ids, k, sizeof *ids, cmp_id);
+    sort_ids(ids, k);
     size_t ng = 0;
     for (size_t i = 0; i < k; i++)
         if (ng == 0 || ids[ng - 1] != ids[i])
@@ -235,13 +271,10 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
     for (int c = 0; c < 2; c++) {
         p->scnt[c] = lib_calloc((size_t)P, sizeof(uint32_t));
         p->rcnt[c] = lib_calloc((size_t)P, sizeof(uint32_t));
-        /* send lists: at most all my nodes of colour c per peer; sized lazily below */
         p->ridx[c] = lib_calloc(ng, sizeof(uint32_t));
     }
-    /* each peer's send lists get a slice of n entries per colour (n = my node count) */
-    p->soff = lib_calloc((size_t)P, sizeof *p->soff);
-    p->sidx[0] = lib_calloc((size_t)P * (p->n ? p->n : 1), sizeof(uint32_t));
-    p->sidx[1] = lib_calloc((size_t)P * (p->n ? p->n : 1), sizeof(uint32_t));
+    /* each peer's send lists: made when its subscription is read (bg_sub_read) */
+    p->sidx = lib_calloc((size_t)P, sizeof *p->sidx);
     p->roff = lib_calloc((size_t)P, sizeof *p->roff);
     p->raddr = lib_calloc((size_t)P, sizeof *p->raddr);
     p->recvbuf = lib_calloc((size_t)P, sizeof *p->recvbuf);
@@ -249,7 +282,6 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
     for (int q = 0; q < P; q++) {
         size_t cnt = p->gbeg[q + 1] - p->gbeg[q];
         p->roff[q] = p->gbeg[q];
-        p->soff[q] = (size_t)q * (p->n ? p->n : 1);
         p->recvbuf[q] = lib_calloc(cnt, p->ss);
         p->landing[q] = lib_calloc(1, align16(cnt) + cnt * p->ss);
     }

@@ -41,8 +41,9 @@ typedef struct {
     unsigned char *gstates;
     size_t *gbeg; /* ghosts of owner q: [gbeg[q], gbeg[q+1]) */
     /* schedule, per peer q */
-    uint32_t *sidx[2], *scnt[2]; /* send: my node indices q ghosts, by colour */
-    size_t *soff;                /* offset of q's lists in sidx[c] */
+    /* send: my node indices q ghosts, per peer q, colour 0's then colour 1's (sized by q's
+     * subscription, so a PE's lists hold its ghosted nodes and not P x its node count) */
+    uint32_t **sidx, *scnt[2];
     uint32_t *ridx[2], *rcnt[2]; /* receive: my ghost indices owned by q, by colour */
     size_t *roff;
     void **raddr;            /* q's receive buffer for my states */
@@ -63,6 +64,22 @@ typedef struct {
 static inline bg_part *part_of(bg_t g) { return lib_part(g); }
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Copies one node state: states of a double (em3d) are copied inline and not by a call of
+ * memcpy per ghost value, which cost more than the value's share of the message. */
+static inline void copy_state(void *dst, const void *src, size_t ss)
+{
+    if (ss == sizeof(double))
+        memcpy(dst, src, sizeof(double));
+    else
+        memcpy(dst, src, ss);
+}
+
+/* Colour c's send list to peer q (see sidx). */
+static inline const uint32_t *send_list(const bg_part *p, int c, int q)
+{
+    return p->sidx[q] + (c ? p->scnt[0][q] : 0);
+}
 
 /* The ghost index of a remote node, or -1 (ghosts are sorted by id). */
 static inline long ghost_index(const bg_part *p, bg_node_id id)

@@ -94,7 +94,7 @@ static void bg_val_arrive(void *args)
     const unsigned char *buf = p->recvbuf[q];
     const uint32_t *gi = p->ridx[c] + p->roff[q];
     for (uint32_t i = 0; i < h.count; i++)
-        memcpy(p->gstates + (size_t)gi[i] * p->ss, buf + (size_t)i * p->ss, p->ss);
+        copy_state(p->gstates + (size_t)gi[i] * p->ss, buf + (size_t)i * p->ss, p->ss);
     BIPARTITE_INC(p->st, NRecv, 1);
     mp_counter_add(p->recv, 1);
 }
@@ -132,9 +132,9 @@ mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done)
         uint32_t cnt = p->scnt[c][q];
         if (!cnt)
             continue;
-        const uint32_t *idx = p->sidx[c] + p->soff[q];
+        const uint32_t *idx = send_list(p, (int)c, q);
         for (uint32_t i = 0; i < cnt; i++)
-            memcpy(p->packbuf + (size_t)i * p->ss, p->states + (size_t)idx[i] * p->ss, p->ss);
+            copy_state(p->packbuf + (size_t)i * p->ss, p->states + (size_t)idx[i] * p->ss, p->ss);
         val_hdr h = {g, p->me, (int)c, cnt};
         BIPARTITE_INC(p->st, NMsg, 1);
         BIPARTITE_INC(p->st, Bytes, (uint64_t)cnt * p->ss);
@@ -259,11 +259,12 @@ static void part_free(void *arg)
         for (int q = 0; q < p->npes; q++) {
             free(p->recvbuf[q]);
             free(p->landing[q]);
+            free(p->sidx[q]);
         }
     void *arrays[] = {p->color,   p->states,  p->ebeg,    p->edges,   p->pend,    p->gid,
-                      p->gcolor,  p->gstates, p->gbeg,    p->sidx[0], p->sidx[1], p->scnt[0],
-                      p->scnt[1], p->soff,    p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1],
-                      p->roff,    p->raddr,   p->recvbuf, p->landing, p->packbuf};
+                      p->gcolor,  p->gstates, p->gbeg,    p->sidx,    p->scnt[0], p->scnt[1],
+                      p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1], p->roff,    p->raddr,
+                      p->recvbuf, p->landing, p->packbuf};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
     mp_counter_t counters[] = {p->started, p->fin, p->recv, p->sent, p->phase};

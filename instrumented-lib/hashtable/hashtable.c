@@ -38,6 +38,10 @@ typedef struct {
     uint64_t total_bins;
     size_t nbins;
     ht_entry **bins;
+    /* a bit per bin, set while the bin holds an entry: iterating and clearing a partition
+     * visit the occupied bins (in bin order) and not all of them -- the bins per PE are fixed,
+     * so a scan of every bin would cost each PE as much at 16 PEs as at 1 */
+    uint64_t *occupied;
     size_t count;
     hashtable_stats_t *st;
 } ht_part;
@@ -68,6 +72,23 @@ typedef struct {
 } ht_reply;
 
 static ht_part *part_of(ht_t h) { return lib_part(h); }
+
+static size_t occupied_words(size_t nbins) { return (nbins + 63) / 64; }
+
+/* The first occupied bin at or after `b`, or nbins. */
+static size_t next_occupied(const ht_part *p, size_t b)
+{
+    size_t w = b / 64, nw = occupied_words(p->nbins);
+    if (w >= nw)
+        return p->nbins;
+    uint64_t bits = p->occupied[w] & (~0ull << (b % 64));
+    while (!bits) {
+        if (++w == nw)
+            return p->nbins;
+        bits = p->occupied[w];
+    }
+    return w * 64 + (size_t)__builtin_ctzll(bits);
+}
 
 static uint64_t fnv1a(const void *key, size_t n)
 {
@@ -108,7 +129,10 @@ mp_err ht_create(const ht_options *o, ht_t *out)
     p->nbins = o->bins_per_pe;
     p->total_bins = (uint64_t)o->bins_per_pe * (uint64_t)mp_npes();
     p->bins = calloc(p->nbins, sizeof *p->bins);
-    if (!p->bins) {
+    p->occupied = calloc(occupied_words(p->nbins), sizeof *p->occupied);
+    if (!p->bins || !p->occupied) {
+        free(p->bins);
+        free(p->occupied);
         free(p);
         return MP_ERR_NO_MEMORY;
     }
@@ -117,6 +141,7 @@ mp_err ht_create(const ht_options *o, ht_t *out)
         p->snap = o->snapshot;
     } else if ((e = mp_snapshot_new(&p->snap)) != MP_SUCCESS) {
         free(p->bins);
+        free(p->occupied);
         free(p);
         return e;
     } else {
@@ -124,6 +149,7 @@ mp_err ht_create(const ht_options *o, ht_t *out)
     }
     if ((e = mp_obj_create(p, &p->id)) != MP_SUCCESS) {
         free(p->bins);
+        free(p->occupied);
         free(p);
         return e;
     }
@@ -136,13 +162,14 @@ mp_err ht_create(const ht_options *o, ht_t *out)
 
 static void drop_entries(ht_part *p)
 {
-    for (size_t b = 0; b < p->nbins; b++) {
+    for (size_t b = next_occupied(p, 0); b < p->nbins; b = next_occupied(p, b + 1)) {
         for (ht_entry *e = p->bins[b], *n; e; e = n) {
             n = e->next;
             free(e);
         }
         p->bins[b] = NULL;
     }
+    memset(p->occupied, 0, occupied_words(p->nbins) * sizeof *p->occupied);
     p->count = 0;
 }
 
@@ -157,6 +184,7 @@ static void part_free(void *arg)
     ht_part *p = arg;
     drop_entries(p); /* (Entry keeps the count at destruction) */
     free(p->bins);
+    free(p->occupied);
     free(p);
 }
 
@@ -182,7 +210,8 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
                  const unsigned char *value, void *value_out)
 {
     size_t ks = p->o.key_size, vs = p->o.value_size;
-    ht_entry **head = &p->bins[bin_of(p, hash) / (uint64_t)mp_npes()];
+    size_t b = (size_t)(bin_of(p, hash) / (uint64_t)mp_npes());
+    ht_entry **head = &p->bins[b];
     ht_entry **link = head;
     while (*link && !((*link)->hash == hash && memcmp((*link)->data, key, ks) == 0))
         link = &(*link)->next;
@@ -205,6 +234,7 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
             memcpy(e->data + ks, value, vs);
         e->next = *head;
         *head = e;
+        p->occupied[b / 64] |= 1ull << (b % 64);
         p->count++;
         HASHTABLE_SET(p->st, Entry, p->count);
         return 0;
@@ -215,6 +245,8 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
             memcpy(value_out, e->data + ks, vs);
         *link = e->next;
         free(e);
+        if (!*head)
+            p->occupied[b / 64] &= ~(1ull << (b % 64));
         p->count--;
         HASHTABLE_SET(p->st, Entry, p->count);
         return 1;
@@ -436,8 +468,12 @@ bool ht_iter_next(ht_iter *it, const void **key, void **value)
 {
     ht_part *p = it->part_;
     ht_entry *e = it->entry_ ? ((ht_entry *)it->entry_)->next : NULL;
-    while (!e && it->bin_ < p->nbins)
-        e = p->bins[it->bin_++];
+    if (!e && it->bin_ < p->nbins) {
+        size_t b = next_occupied(p, it->bin_);
+        if (b < p->nbins)
+            e = p->bins[b];
+        it->bin_ = b + 1;
+    }
     it->entry_ = e;
     if (!e)
         return false;
