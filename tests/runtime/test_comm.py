@@ -125,7 +125,10 @@ def test_a_sender_far_ahead_waits_instead_of_taking_fresh_buffers(rt):
     run, s = comm(rt, "lag", 8000, 600, MPROF_AGG_BYTES=0, MPROF_FLUSH_FIBERS=4, MPROF_WORKERS=2)
     assert s["MsgSent"] == 8000
     assert s["FlowWait"] >= 1
-    assert s["MsgAlloc"] <= 4096 + 8, s["MsgAlloc"]
+    # a wait ends after 20 ms at most (MPR_FLOW_WAIT_NS); a receiver the OS kept off its core
+    # meanwhile has given nothing back, and the next period's 4 fibers take fresh buffers:
+    # a few such periods, never the ~4000 more of a sender without flow control
+    assert s["MsgAlloc"] <= 4096 + 64, s["MsgAlloc"]
 
 
 def test_an_urgent_request_is_served_after_the_running_fiber(rt):
