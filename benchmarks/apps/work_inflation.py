@@ -46,7 +46,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../.."))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks", "micro"))
-from invoke_instructions import PARTS  # noqa: E402  (the runtime's hot functions by part)
+from invoke_instructions import PARTS, annotate, base_name  # noqa: E402  (callgrind's parts)
 
 # name: (executable under the build, callgrind arguments, weak scaling, larger native arguments)
 APPS = {
@@ -75,12 +75,6 @@ SORT = re.compile(r"^(msort|qsort)")
 
 def fail(msg):
     sys.exit(f"work_inflation: {msg}")
-
-
-def base_name(fn):
-    """A function's name without GCC's clone suffixes (.part.0, .isra.0, .cold) and callgrind's
-    recursion marks ('2)."""
-    return re.split(r"[.']", fn, maxsplit=1)[0]
 
 
 def symbol_files(build, exe):
@@ -138,24 +132,8 @@ def group_of(fn, obj, files):
 
 
 def functions(out_file):
-    """[(function, object, self instructions)] of a callgrind output file."""
-    r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out_file],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"callgrind_annotate failed:\n{r.stderr[-1000:]}")
-    fns = {}
-    for line in r.stdout.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)$", line)
-        if not m or "PROGRAM TOTALS" in line:
-            continue
-        rest, obj = m.group(2), ""
-        if rest.endswith("]") and " [" in rest:
-            rest, obj = rest.rsplit(" [", 1)
-        if ":" not in rest:
-            continue
-        key = (base_name(rest.split(":", 1)[1]), obj)
-        fns[key] = fns.get(key, 0) + int(m.group(1).replace(",", ""))
-    return fns
+    """{(function, object): self instructions} of a callgrind output file."""
+    return annotate(out_file, fail)
 
 
 def env_for(pes, workers=None, profile=None):
@@ -189,8 +167,12 @@ def counted(cmd, pes, workers, tmp, files):
     """One run under callgrind: total instructions, groups, top functions, statistics."""
     tag = f"{pes}.{workers}"
     out, profile = os.path.join(tmp, f"callgrind.{tag}"), os.path.join(tmp, f"profile.{tag}")
+    # no category sampler: its SIGPROF comes per millisecond of CPU, which valgrind stretches
+    # some 50-fold, and a signal that lands while a multiplexed PE runs on its own context
+    # stack sometimes made valgrind itself abort ("client stack range ???")
+    env = {**env_for(pes, workers, profile), "MPROF_SAMPLE_US": "0"}
     r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
-                       capture_output=True, text=True, env=env_for(pes, workers, profile))
+                       capture_output=True, text=True, env=env)
     if r.returncode != 0:
         fail(f"{' '.join(cmd)} failed under callgrind at P={pes}:\n{r.stderr[-2000:]}")
     m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)

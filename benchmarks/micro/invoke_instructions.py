@@ -51,23 +51,38 @@ def fail(msg):
 
 
 def base_name(fn):
-    """callgrind's name without the file and GCC's clone suffixes (.cold, .isra.0, 'N)."""
-    fn = fn.split(":", 1)[1] if ":" in fn else fn
+    """A function's name without GCC's clone suffixes (.part.0, .isra.0, .cold) and callgrind's
+    recursion marks ('2)."""
     return re.split(r"[.']", fn, maxsplit=1)[0]
 
 
-def functions(out_file):
-    """Self instructions per function of a callgrind output file."""
+def annotate(out_file, fail=fail):
+    """{(function, object file): self instructions} of a callgrind output file, each function
+    by its base_name (work_inflation.py uses the object file too)."""
     r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out_file],
                        capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"callgrind_annotate failed:\n{r.stderr[-1000:]}")
     fns = {}
     for line in r.stdout.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S+)", line)
-        if m and ":" in m.group(2):
-            name = base_name(m.group(2))
-            fns[name] = fns.get(name, 0) + int(m.group(1).replace(",", ""))
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)$", line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        rest, obj = m.group(2), ""
+        if rest.endswith("]") and " [" in rest:
+            rest, obj = rest.rsplit(" [", 1)
+        if ":" not in rest:
+            continue
+        key = (base_name(rest.split(":", 1)[1]), obj.rstrip("]"))
+        fns[key] = fns.get(key, 0) + int(m.group(1).replace(",", ""))
+    return fns
+
+
+def functions(out_file):
+    """Self instructions per function of a callgrind output file."""
+    fns = {}
+    for (name, _), n in annotate(out_file).items():
+        fns[name] = fns.get(name, 0) + n
     return fns
 
 
@@ -108,7 +123,10 @@ def workload(exe, msgs, agg_bytes, tmp, top):
     for m in (msgs, 2 * msgs):
         profile = os.path.join(tmp, f"profile.{agg_bytes}.{m}.json")
         env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
-        env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS="2", MPROF_OUT=profile)
+        # no category sampler: its signals come per millisecond of CPU, which valgrind
+        # stretches some 50-fold (overhead.py does the same)
+        env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS="2", MPROF_OUT=profile,
+                   MPROF_SAMPLE_US="0")
         total, fns = counted([exe, "2", "0", str(m), "16", "0"], env, tmp, f"{agg_bytes}.{m}")
         runs.append(((total, fns), remote_ops(profile)))
     (a, ops_a), (b, ops_b) = runs
