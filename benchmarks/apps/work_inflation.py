@@ -46,7 +46,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../.."))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks", "micro"))
-from invoke_instructions import PARTS, annotate, base_name  # noqa: E402  (callgrind's parts)
+from invoke_instructions import PARTS, annotate, base_name, callgrind  # noqa: E402
 
 # name: (executable under the build, callgrind arguments, weak scaling, larger native arguments)
 APPS = {
@@ -171,14 +171,7 @@ def counted(cmd, pes, workers, tmp, files):
     # some 50-fold, and a signal that lands while a multiplexed PE runs on its own context
     # stack sometimes made valgrind itself abort ("client stack range ???")
     env = {**env_for(pes, workers, profile), "MPROF_SAMPLE_US": "0"}
-    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
-                       capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        fail(f"{' '.join(cmd)} failed under callgrind at P={pes}:\n{r.stderr[-2000:]}")
-    m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
-    if not m:
-        fail(f"no instruction count from callgrind:\n{r.stderr[-1000:]}")
-    total = int(m.group(1))
+    total, r = callgrind(cmd, env, out, fail=fail, where=f" at P={pes}")
     groups, by_fn = {}, {}
     for (fn, obj), n in functions(out).items():
         g = group_of(fn, obj, files)

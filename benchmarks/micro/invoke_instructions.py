@@ -86,19 +86,26 @@ def functions(out_file):
     return fns
 
 
-def counted(cmd, env, tmp, tag, toggle=None):
-    """(total instructions, per-function self instructions) of one run under callgrind."""
-    out = os.path.join(tmp, f"callgrind.{tag}")
+def callgrind(cmd, env, out, toggle=None, fail=fail, where=""):
+    """Runs cmd under callgrind into the output file `out`: (instructions collected, the
+    completed process).  `where` goes into the failure message (work_inflation.py: the PEs)."""
     vg = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
     if toggle:
         vg.append(f"--toggle-collect={toggle}")
     r = subprocess.run(vg + cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
-        fail(f"{' '.join(cmd)} failed under callgrind:\n{r.stderr[-2000:]}")
+        fail(f"{' '.join(cmd)} failed under callgrind{where}:\n{r.stderr[-2000:]}")
     m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
     if not m:
         fail(f"no instruction count from callgrind:\n{r.stderr[-1000:]}")
-    return int(m.group(1)), functions(out)
+    return int(m.group(1)), r
+
+
+def counted(cmd, env, tmp, tag, toggle=None):
+    """(total instructions, per-function self instructions) of one run under callgrind."""
+    out = os.path.join(tmp, f"callgrind.{tag}")
+    total, _ = callgrind(cmd, env, out, toggle)
+    return total, functions(out)
 
 
 def remote_ops(profile):

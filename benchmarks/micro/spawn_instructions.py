@@ -17,24 +17,22 @@ a shared machine.  The last line is JSON:
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
+
+from invoke_instructions import callgrind  # (this directory) one runner for callgrind
 
 BATCH = 1024
 
 
+def fail(msg):
+    sys.exit(f"spawn_instructions: {msg}")
+
+
 def collected(micro, rounds, fn):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
-    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                        f"--toggle-collect={fn}", micro, "--spawn-only", str(rounds)],
-                       capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"spawn_instructions: {micro} failed under callgrind:\n{r.stderr[-2000:]}")
-    m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
-    if not m:
-        sys.exit(f"spawn_instructions: no instruction count from callgrind:\n{r.stderr[-1000:]}")
-    return int(m.group(1))
+    total, _ = callgrind([micro, "--spawn-only", str(rounds)], env, os.devnull, toggle=fn,
+                         fail=fail)
+    return total
 
 
 def per_item(micro, rounds, fn, items_per_round):
