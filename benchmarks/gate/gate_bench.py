@@ -76,7 +76,8 @@ def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
         extra = shlex.split(subprocess.run(["mpicc", "--showme:link"], capture_output=True,
                                            text=True, check=True).stdout)
     extra += [flag for symbol, flag in (("papi_sde_", "-lsde"), ("OTF2_", "-lotf2"),
-                                        ("PAPI_", "-lpapi")) if symbol in undefined]
+                                        ("PAPI_", "-lpapi"), ("hwloc_", "-lhwloc"))
+              if symbol in undefined]
     paths = {}
     for variant, flags in (("base", []),
                            ("slow", ["-DSLOW_OP_B", f"-DSLOW_ROUNDS={slow_rounds}"])):

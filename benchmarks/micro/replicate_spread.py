@@ -37,6 +37,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+
 CASES = {
     "fibers_1pe": (["1", "12000000", "0", "16", "0"], {}),
     "fibers_2pe": (["2", "12000000", "0", "16", "0"], {}),
@@ -94,6 +96,9 @@ def fastest_deviation(values, reps):
 def db_spread(path):
     """The target's figure for one sweep database: the median over configurations of the
     spread of their repetitions (configurations with a single run are left out)."""
+    # the repository's mprof, also when the script runs outside the project's virtual
+    # environment (a machine with only numpy and scipy, as the 16-core device is)
+    sys.path.insert(0, str(ROOT))
     from mprof.profile import load_profiles
 
     groups = {}
@@ -111,7 +116,8 @@ def db_spread(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default="build")
+    ap.add_argument("--build", default=str(ROOT / "build"),
+                    help="build tree with the benchmark programs (default: the repository's)")
     ap.add_argument("--groups", type=int, default=3)
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--cases", default="floor,fibers_1pe,fibers_2pe,agg,noagg",
@@ -127,6 +133,9 @@ def main():
     for db in args.db:
         if not Path(db).is_file():
             fail(f"{db}: no such database")
+    for prog in ("noise_floor", "rt_workload"):
+        if not (Path(args.build) / "benchmarks/micro" / prog).is_file():
+            fail(f"{args.build}/benchmarks/micro/{prog} is missing: run make build")
 
     series = {}
     for _ in range(args.groups * args.reps):

@@ -16,6 +16,8 @@
  *     buffer has been open for MPROF_FLUSH_DELAY_US (mpr_flush_due);
  *   - when the fiber that wrote an urgent record into it ends, if the record's destination is
  *     idle (mpr_flush_urgent).
+ * The buffers that the PEs of one worker share (shm/group.h) follow the same rules at the end
+ * of each round of the worker over its PEs, all of them going when a member ran out of work.
  * Each buffer has its own age, so aggregation does not fall with the number of destinations:
  * sending every buffer every K fibers, as the dissertation's runtime did, left a PE that
  * talks to 15 others about one record per buffer.  A buffer that fills by half within a period
@@ -468,6 +470,7 @@ static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
         b->counted = 1;
         mpr_machine_group_open(pe, dst); /* in flight from now on, sent by the backend */
         RTS_INC(&pe->rts, MsgSent, 1);   /* sent later by whichever PE of the worker flushes */
+        pe->agg[dst].since_ns = pe->flush_delay_ns ? mpr_mono_ns() : 0; /* the group's age */
         return pe->agg[dst].buf = b;
     }
     if (!pe->agg_listed[dst]) { /* a listed one was sent when full and reopens */
@@ -633,6 +636,11 @@ void mpr_flush_all(mpr_pe *pe)
  * buffer's age counts from its opening, so a record waits at most the delay plus one period.
  * The clock is read only when a buffer is open.  A PE in a group leaves the group's buffers
  * to the worker (mpr_flush_all). */
+bool mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns)
+{
+    return a->buf->len >= cap / 2 || now - a->since_ns >= delay_ns || starving(a, dst);
+}
+
 void mpr_flush_due(mpr_pe *pe)
 {
     if (!pe->agg_nopen)
@@ -643,8 +651,7 @@ void mpr_flush_due(mpr_pe *pe)
         int dst = pe->agg_open[i];
         mpr_agg *a = &pe->agg[dst];
         if (a->buf) {
-            if (a->buf->len < pe->agg_cap / 2 && now - a->since_ns < pe->flush_delay_ns &&
-                !starving(a, dst)) {
+            if (!mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns)) {
                 pe->agg_open[kept++] = dst;
                 continue;
             }

@@ -78,6 +78,11 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
 bool mpr_poll(mpr_pe *pe);
 void mpr_flush_all(mpr_pe *pe);
 void mpr_flush_due(mpr_pe *pe);
+/* Is an open buffer for dst due at a communication period: half full, open for delay_ns
+ * (`now` and its opening time are 0 with no delay set), or its destination waiting for work
+ * (and not yet fed in this idle period)?  Used by mpr_flush_due and by the shm backend's
+ * aggregation groups, so both follow one policy. */
+bool mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns);
 void mpr_flush_urgent(mpr_pe *pe);
 void mpr_flow_wait(mpr_pe *pe);
 /* Sends the buffer open in `a` for dst, which was counted in flight when a PE of an

@@ -31,6 +31,7 @@ typedef struct {
     _Atomic(int) state; /* mpr_run_state */
     double t_start;
     char started_at[32];
+    int pinned_workers; /* worker threads the backend bound to a unit of their own (profile) */
 } mpr_run;
 
 extern mpr_run mpr_g;

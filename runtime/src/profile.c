@@ -360,9 +360,9 @@ int mpr_profile_write(const char *path)
     fprintf(f, ", \"cores\": %ld, \"fingerprint\": \"%016" PRIx64 "\"},\n", cores, fp);
     fprintf(f,
             "  \"settings\": {\"agg_bytes\": %zu, \"flush_fibers\": %u, \"flush_delay_us\": %g, "
-            "\"small_bytes\": %zu, \"spin\": %u},\n",
+            "\"small_bytes\": %zu, \"spin\": %u, \"pinned_workers\": %d},\n",
             cfg->agg_bytes, cfg->flush_fibers, cfg->flush_delay_s * 1e6, cfg->small_bytes,
-            cfg->spin);
+            cfg->spin, mpr_g.pinned_workers);
     fprintf(f, "  \"params\": {");
     param_ctx pc = {f, 1};
     mpr_params_for_each(put_param, &pc);

@@ -23,15 +23,14 @@
  *     MPROF_TRACE_SAMPLE_MS milliseconds of the PE's time (default 10; 0: only at the end),
  *     checked when a fiber or an idle period ends, and at the PE's end;
  *   - the run's settings (PE count, aggregation threshold, flush period and delay, small
- *     message size, spin count) as one Metric event of the class "settings" (mode
- *     ABSOLUTE_POINT) at the PE's start.
- * Each PE writes its own event writer, so the archive uses OTF2's pthread locking callbacks;
- * on the MPI backend the archive is opened collectively over MPI_COMM_WORLD and rank 0 writes
- * the global definitions.  The system tree has a node per host under the machine, each
- * process's location group under its host.  On the MPI backend every rank also writes two
- * clock offsets (at the trace's start and end: rank 0's clock less its own, measured right
- * after a collective), with which OTF2 readers map each rank's timestamps onto rank 0's clock
- * (ranks on several hosts have unrelated monotonic clocks).
+ *     message size, spin count, workers bound to a unit) as one Metric event of the class
+ * "settings" (mode ABSOLUTE_POINT) at the PE's start. Each PE writes its own event writer, so the
+ * archive uses OTF2's pthread locking callbacks; on the MPI backend the archive is opened
+ * collectively over MPI_COMM_WORLD and rank 0 writes the global definitions.  The system tree has a
+ * node per host under the machine, each process's location group under its host.  On the MPI
+ * backend every rank also writes two clock offsets (at the trace's start and end: rank 0's clock
+ * less its own, measured right after a collective), with which OTF2 readers map each rank's
+ * timestamps onto rank 0's clock (ranks on several hosts have unrelated monotonic clocks).
  */
 #define _GNU_SOURCE
 #include "observer.h"
@@ -62,7 +61,7 @@
 #define MAX_MODULES 64
 #define SETTINGS_METRIC ((OTF2_MetricRef)0)
 #define MODULE_METRIC(m) ((OTF2_MetricRef)(m) + 1) /* metric class of module m */
-#define NSETTINGS 6
+#define NSETTINGS 7
 
 static bool on; /* this run is traced (set before the PEs start) */
 
@@ -232,7 +231,8 @@ static unsigned trace_start(void)
 /* The run's settings, in the order of the "settings" metric class's members. */
 static const char *const setting_names[NSETTINGS] = {
     "setting::npes",           "setting::agg_bytes",   "setting::flush_fibers",
-    "setting::flush_delay_us", "setting::small_bytes", "setting::spin"};
+    "setting::flush_delay_us", "setting::small_bytes", "setting::spin",
+    "setting::pinned_workers"};
 
 static void trace_pe_begin(mpr_pe *pe)
 {
@@ -243,9 +243,9 @@ static void trace_pe_begin(mpr_pe *pe)
     const mp_config *cfg = &mpr_g.cfg;
     OTF2_Type types[NSETTINGS];
     OTF2_MetricValue values[NSETTINGS];
-    uint64_t u[NSETTINGS] = {(uint64_t)mpr_g.npes,        (uint64_t)cfg->agg_bytes,
-                             (uint64_t)cfg->flush_fibers, 0,
-                             (uint64_t)cfg->small_bytes,  (uint64_t)cfg->spin};
+    uint64_t u[NSETTINGS] = {
+        (uint64_t)mpr_g.npes,       (uint64_t)cfg->agg_bytes, (uint64_t)cfg->flush_fibers,   0,
+        (uint64_t)cfg->small_bytes, (uint64_t)cfg->spin,      (uint64_t)mpr_g.pinned_workers};
     for (int i = 0; i < NSETTINGS; i++) {
         types[i] = OTF2_TYPE_UINT64;
         values[i].unsigned_int = u[i];

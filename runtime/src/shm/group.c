@@ -60,6 +60,32 @@ void mpr_shm_group_flush(shm_group *g)
     g->nxopen = 0;
 }
 
+void mpr_shm_group_flush_due(shm_group *g)
+{
+    if (g->idled) { /* a member ran out of work: what it wrote goes now, as a PE's would */
+        g->idled = false;
+        mpr_shm_group_flush(g);
+        return;
+    }
+    if (!g->nxopen)
+        return;
+    const mpr_pe *pe = mpr_g.pes[g->first]; /* the members share the settings */
+    uint64_t now = pe->flush_delay_ns ? mpr_mono_ns() : 0;
+    int kept = 0;
+    for (int i = 0; i < g->nxopen; i++) {
+        int dst = g->xopen[i];
+        mpr_agg *a = &g->agg[dst];
+        if (a->buf && !mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns)) {
+            g->xopen[kept++] = dst;
+            continue;
+        }
+        g->xlisted[dst] = 0;
+        if (a->buf)
+            mpr_agg_send_opened(a, dst);
+    }
+    g->nxopen = kept;
+}
+
 mpr_msgbuf *mpr_shm_group_take(shm_group *g, int dst)
 {
     mpr_msgbuf *b = g->agg[dst].buf;

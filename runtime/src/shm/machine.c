@@ -62,6 +62,7 @@
  * The functions are reached through the table mpr_machine_shm (machine.h).
  */
 #define _GNU_SOURCE
+#include "affinity.h"
 #include "mux.h"
 
 #include <errno.h>
@@ -647,6 +648,8 @@ static void shm_wake_all(void)
 static void *worker_thread(void *arg)
 {
     shm_worker *w = arg;
+    if (w->cpu >= 0)
+        mpr_shm_affinity_bind(w->cpu);
     if (w->count == 1) {
         mpr_pe_run(mpr_shm.pes[w->first].pe);
         return NULL;
@@ -729,6 +732,14 @@ static int shm_run(void)
             !(w->group = mpr_shm_group_new(w->first, w->count, npes)))
             return -1;
     }
+    int *cpu_of = malloc(sizeof *cpu_of * (size_t)nw);
+    if (!cpu_of)
+        return -1;
+    mpr_shm.pinned = mpr_shm_affinity_plan(nw, cpu_of);
+    mpr_g.pinned_workers = mpr_shm.pinned;
+    for (int k = 0; k < nw; k++)
+        mpr_shm.workers[k].cpu = mpr_shm.pinned ? cpu_of[k] : -1;
+    free(cpu_of);
     int started = 0;
     for (; started < nw; started++)
         if (pthread_create(&mpr_shm.workers[started].thread, NULL, worker_thread,

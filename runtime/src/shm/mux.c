@@ -156,9 +156,14 @@ static void mux_loop(shm_worker *w)
             if (sp->finished)
                 live--;
         }
-        /* every PE has had its slice: what they wrote for other workers' PEs goes now */
-        if (w->group)
-            mpr_shm_group_flush(w->group);
+        /* every PE has had its slice: what they wrote for other workers' PEs goes when due,
+         * all of it when none of them had work */
+        if (w->group) {
+            if (ran)
+                mpr_shm_group_flush_due(w->group);
+            else
+                mpr_shm_group_flush(w->group);
+        }
         mpr_shm_catch_up(w);
         tick = false;
         if (ran) {
@@ -198,6 +203,8 @@ static void to_scheduler(shm_pe *sp) { mpr_ctx_switch(&sp->ctx, &sp->w->ctx); }
 void mpr_shm_mux_park(shm_pe *sp)
 {
     sp->parked = true; /* resumed when a message arrives, the run ends, or after a nap */
+    if (sp->w->group)
+        sp->w->group->idled = true;
     to_scheduler(sp);
 }
 

@@ -42,6 +42,7 @@ struct shm_worker {
     pthread_t thread;
     int id;
     int first, count;     /* PEs [first, first + count) */
+    int cpu;              /* the OS CPU it is bound to, or -1 (affinity.h) */
     mpr_ctx ctx;          /* the worker's scheduler (its thread's own stack) */
     shm_pe *running;      /* PE switched in, NULL in the scheduler */
     shm_pe *resident;     /* PE whose TLS image is in the block */
@@ -67,6 +68,7 @@ typedef struct {
     const void *tls_image;
     size_t tls_filesz, tls_memsz;
     size_t stack_size; /* of a multiplexed PE (MPROF_STACK_KB) */
+    int pinned;        /* workers bound to a processing unit of their own (affinity.h) */
 } shm_state;
 extern shm_state mpr_shm;
 
