@@ -1,10 +1,10 @@
 """Eigenvalue (benchmarks/eigenvalue): all eigenvalues of the seeded random tridiagonal
 matrix agree with SciPy's eigvalsh_tridiagonal on the same (dumped) matrix and with the
 program's own sequential bisection, for stealing and pushing, fetched and sent intervals, at
-1-4 PEs and more PEs than cores, on shared memory and under mpirun.  The bisection does not
-depend on who processes an interval, so its statistics are the same for every P; the task
-stealer's counts obey their invariants; a corrupted eigenvalue fails the check; sanitizer
-runs of the small case."""
+1-16 PEs (more PEs than cores), on shared memory and under mpirun (2 and 4 ranks).  The
+bisection does not depend on who processes an interval, so its statistics are the same for
+every P; the task stealer's counts obey their invariants; a corrupted eigenvalue fails the
+check; sanitizer runs of the small case."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_check_alone_runs_the_builtin_case_on_two_pes(eigen):
     assert r.profile["npes"] == 2
 
 
-@pytest.mark.parametrize("pes", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("pes", [1, 2, 3, 4, 8, 16])
 @pytest.mark.parametrize("balance,tasks", [("steal", "fetch"), ("steal", "send"),
                                            ("push", "fetch"), ("push", "send")])
 def test_eigenvalues_and_statistics(eigen, one_pe, tmp_path, pes, balance, tasks):
@@ -97,14 +97,15 @@ def test_bad_command_lines(eigen, args):
     assert "eigenvalue" in r.stderr and r.profile is None
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
 @pytest.mark.parametrize("balance,tasks", [("steal", "fetch"), ("push", "send")])
-def test_mpi_backend(eigen, one_pe, tmp_path, balance, tasks):
+def test_mpi_backend(eigen, one_pe, tmp_path, balance, tasks, ranks):
     require_tool("mpirun")
     dump = tmp_path / "eig.json"
     r = run(eigen, "--check", f"--n={N}", f"--balance={balance}", f"--tasks={tasks}",
-            f"--dump={dump}", np=2)
+            f"--dump={dump}", np=ranks, timeout=240)
     assert f"OK (0 of {N} differ" in r.stdout
-    assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2
+    assert r.profile["backend"] == "mpi" and r.profile["npes"] == ranks
     check_against_scipy(dump, N)
     assert {k: r.total("eigenvalue", k) for k in BISECTION} == one_pe
 

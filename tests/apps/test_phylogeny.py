@@ -1,7 +1,7 @@
 """Phylogeny (benchmarks/phylogeny): the maximal compatible character subsets equal a Python
 brute force over the replayed input and the program's own sequential enumeration, for
-stealing and pushing, at 1-4 PEs, on shared memory and under mpirun; every compatible
-subset is explored exactly once whoever runs it; the task stealer's counts obey their
+stealing and pushing, at 1-16 PEs, on shared memory and under mpirun (2 and 4 ranks); every
+compatible subset is explored exactly once whoever runs it; the task stealer's counts obey their
 invariants; with every one-character superset generated (--generate=all) the result is the
 same, and pushing creates more tasks than stealing (the locality effect of Wen 1995, section
 5.1.4); a corrupted success fails the check; sanitizer runs of the small case."""
@@ -41,7 +41,7 @@ def test_check_alone_runs_the_builtin_case_on_two_pes(phylo):
     assert r.profile["npes"] == 2
 
 
-@pytest.mark.parametrize("pes", [1, 2, 3, 4])
+@pytest.mark.parametrize("pes", [1, 2, 3, 4, 8, 16])
 @pytest.mark.parametrize("balance", ["steal", "push"])
 def test_maximal_subsets_and_statistics(phylo, want, pes, balance):
     r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", pes=pes)
@@ -143,12 +143,13 @@ def test_bad_command_lines(phylo, args):
     assert "phylogeny" in r.stderr and r.profile is None
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
 @pytest.mark.parametrize("balance", ["steal", "push"])
-def test_mpi_backend(phylo, want, balance):
+def test_mpi_backend(phylo, want, balance, ranks):
     require_tool("mpirun")
-    r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", np=2)
+    r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", np=ranks, timeout=240)
     assert "OK" in r.stdout and subsets(r.stdout) == want
-    assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2
+    assert r.profile["backend"] == "mpi" and r.profile["npes"] == ranks
 
 
 @pytest.mark.sanitizer
