@@ -630,17 +630,18 @@ void mpr_flush_all(mpr_pe *pe)
     agg_flush_open(pe);
 }
 
+/* One rule for a PE's own buffers and a worker group's (mpr_comm.h). */
+bool mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns)
+{
+    return a->buf->len >= cap / 2 || now - a->since_ns >= delay_ns || starving(a, dst);
+}
+
 /* The communication period's flush (see "The flush policy" above): sends the buffers that are
  * half full, whose destination waits for work, or whose delay has run out, and keeps the
  * others filling.  A
  * buffer's age counts from its opening, so a record waits at most the delay plus one period.
  * The clock is read only when a buffer is open.  A PE in a group leaves the group's buffers
  * to the worker (mpr_flush_all). */
-bool mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns)
-{
-    return a->buf->len >= cap / 2 || now - a->since_ns >= delay_ns || starving(a, dst);
-}
-
 void mpr_flush_due(mpr_pe *pe)
 {
     if (!pe->agg_nopen)
