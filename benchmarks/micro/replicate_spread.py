@@ -18,6 +18,9 @@ consecutive rounds.  Cases:
   fibers_2pe   rt_workload 2 12000000 0 16 0: the same on two PEs, no messages
   agg          MPROF_AGG_BYTES=4096 rt_workload 2 3000000 300000 16 0
   noagg        MPROF_AGG_BYTES=0 rt_workload 2 3000000 300000 16 0
+  X_unbound    any of the four above with MPROF_PIN=0 (worker threads left to the OS; not in
+               the default list): name both, e.g. --cases agg,agg_unbound, and the rounds
+               interleave bound and unbound runs, so the two spreads see the same machine
 
 Each case's line also gives fastest_dev_pct, the mean deviation of the groups' fastest runs from
 their median: what a perfect model would miss by when it predicts a configuration's fastest of R
@@ -45,6 +48,8 @@ CASES = {
     "agg": (["2", "3000000", "300000", "16", "0"], {"MPROF_AGG_BYTES": "4096"}),
     "noagg": (["2", "3000000", "300000", "16", "0"], {"MPROF_AGG_BYTES": "0"}),
 }
+CASES.update({f"{name}_unbound": (args, {**env, "MPROF_PIN": "0"})
+              for name, (args, env) in list(CASES.items())})
 FLOOR_PARTS = {"floor": "cpu_s", "floor_alu": "alu_cpu_s", "floor_ilp": "ilp_cpu_s",
                "floor_mem": "mem_cpu_s"}
 

@@ -84,3 +84,23 @@ def test_bad_arguments_are_reported_without_a_traceback(tmp_path):
                              text=True, timeout=60, cwd=ROOT)
         assert run.returncode != 0 and message in run.stderr, run.stderr
         assert "Traceback" not in run.stderr
+
+
+def test_bound_and_unbound_cases_interleave_from_any_folder(cmake_build, tmp_path):
+    """The X_unbound cases are X with MPROF_PIN=0; the script finds the build and mprof from
+    its own place, so it also runs from another folder (as on the 16-core device)."""
+    cmake_build("build", targets=["noise_floor", "rt_workload"])
+    mod = load_script()
+    args, env = mod.CASES["agg_unbound"]
+    assert (args, env) == (mod.CASES["agg"][0], {**mod.CASES["agg"][1], "MPROF_PIN": "0"})
+    run = subprocess.run([sys.executable, str(SCRIPT), "--groups", "1", "--reps", "2",
+                          "--cases", "fibers_1pe,fibers_1pe_unbound"], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    cases = [json.loads(x)["case"] for x in run.stdout.strip().splitlines()[:-1]]
+    assert cases == ["fibers_1pe", "fibers_1pe_unbound"]
+    missing = subprocess.run([sys.executable, str(SCRIPT), "--build", str(tmp_path),
+                              "--cases", "fibers_1pe"], capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path)
+    assert missing.returncode != 0 and "is missing: run make build" in missing.stderr
+    assert "Traceback" not in missing.stderr
