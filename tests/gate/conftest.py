@@ -43,7 +43,8 @@ def _mpi_link_flags(librt: Path) -> list[str]:
 def _ecosystem_link_flags(librt: Path) -> list[str]:
     """Libraries of the runtime's optional links (runtime/ecosystem.cmake): PAPI software-defined
     events (libsde), OTF2 traces (libotf2), PAPI counters (libpapi), when it was built with
-    them; and hwloc (libhwloc), which binds the shm backend's workers (runtime/CMakeLists.txt).  Installed programs get them from find_package(mprof) or mprof.pc (docs/install.md)."""
+    them; and hwloc (libhwloc), which binds the shm backend's workers (runtime/CMakeLists.txt).
+    Installed programs get them from find_package(mprof) or mprof.pc (docs/install.md)."""
     nm = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
     return [flag for symbol, flag in (("papi_sde_", "-lsde"), ("OTF2_", "-lotf2"),
                                       ("PAPI_", "-lpapi"), ("hwloc_", "-lhwloc")) if symbol in nm]
