@@ -735,10 +735,9 @@ static int shm_run(void)
     int *cpu_of = malloc(sizeof *cpu_of * (size_t)nw);
     if (!cpu_of)
         return -1;
-    mpr_shm.pinned = mpr_shm_affinity_plan(nw, cpu_of);
-    mpr_g.pinned_workers = mpr_shm.pinned;
+    mpr_g.pinned_workers = mpr_shm_affinity_plan(nw, cpu_of);
     for (int k = 0; k < nw; k++)
-        mpr_shm.workers[k].cpu = mpr_shm.pinned ? cpu_of[k] : -1;
+        mpr_shm.workers[k].cpu = mpr_g.pinned_workers ? cpu_of[k] : -1;
     free(cpu_of);
     int started = 0;
     for (; started < nw; started++)

@@ -68,7 +68,6 @@ typedef struct {
     const void *tls_image;
     size_t tls_filesz, tls_memsz;
     size_t stack_size; /* of a multiplexed PE (MPROF_STACK_KB) */
-    int pinned;        /* workers bound to a processing unit of their own (affinity.h) */
 } shm_state;
 extern shm_state mpr_shm;
 
