@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Operations of each kind per step (see pe_main). */
+#define OPS_PER_STEP 16
+
 static long fibers, msgs, selfs;
 static size_t bytes;
 
@@ -27,6 +30,7 @@ static _Thread_local struct {
     unsigned char payload[MP_FIBER_ARGS_MAX];
     long to_send, sent, spawned, invoked;
     long steps, step;
+    int dst; /* the next remote invocation's destination */
 } w;
 
 static void local_work(void *a) { (void)a; }
@@ -53,11 +57,16 @@ static void step(void *a)
     for (long n = due(selfs, w.step); w.invoked < n; w.invoked++)
         if (mp_invoke(me, local_work, w.payload, bytes, MP_SCHED_FIFO) != MP_SUCCESS)
             exit(1);
+    /* round robin over the other PEs, from me + 1 (a counter, not a division per send) */
+    int dst = w.dst;
     for (long n = due(w.to_send, w.step); w.sent < n; w.sent++) {
-        int dst = (me + 1 + (int)(w.sent % (p - 1))) % p;
         if (mp_invoke(dst, remote_work, w.payload, bytes, MP_SCHED_FIFO) != MP_SUCCESS)
             exit(1);
+        dst = dst + 1 == p ? 0 : dst + 1;
+        if (dst == me)
+            dst = dst + 1 == p ? 0 : dst + 1;
     }
+    w.dst = dst;
     if (++w.step < w.steps)
         mp_spawn(step, NULL, 0, MP_SCHED_FIFO);
 }
@@ -70,12 +79,17 @@ static void pe_main(int argc, char **argv)
     memset(w.payload, mp_mype(), sizeof w.payload);
     int p = mp_npes();
     w.to_send = p > 1 ? msgs * (1 + mp_mype() % 2) : 0;
-    /* the same number of steps on every PE: the busiest PE sends 2 * MSGS */
-    long most = fibers / 16;
+    w.dst = (mp_mype() + 1) % p;
+    /* The same number of steps on every PE (the busiest PE sends 2 * MSGS), each doing up to
+     * OPS_PER_STEP operations of each kind: a step is a fiber of its own, and one per operation
+     * would make the benchmark's pacing (a spawn, a dispatch and the step's arithmetic) cost
+     * about as much as the operations it paces. */
+    long most = fibers;
     if (p > 1 && msgs * 2 > most)
         most = msgs * 2;
     if (selfs > most)
         most = selfs;
+    most = (most + OPS_PER_STEP - 1) / OPS_PER_STEP;
     w.steps = most > 0 ? most : 1;
     mp_spawn(step, NULL, 0, MP_SCHED_FIFO);
 }
