@@ -4,7 +4,7 @@
     invoke_instructions.py [--workload PATH] [--floor PATH] [--msgs M] [--top N]
 
 Runs `rt_workload 2 0 M 16 0` (two PEs, a thread each: MPROF_WORKERS=2; PE 0 sends M remote
-invocations of 16 bytes, PE 1 2M, each from one step fiber of the workload) under callgrind for
+invocations of 16 bytes, PE 1 2M, 16 a step fiber of the workload) under callgrind for
 M and 2M, and divides the difference of the two instruction counts (all threads, both PEs) by
 the difference of their remote operations (RemoteOp of the run profiles): start-up, slab
 allocation and the first buffers' misses cancel out, and unlike times the counts are the same

@@ -152,8 +152,10 @@ class TermEvaluator:
 def lacking_statistics(interfaces: Mapping[str, object],
                        records: Iterable) -> dict[str, list[str]]:
     """Module -> statistics of its interface that some record lacks and that are not bound to a
-    PAPI event (those are absent, above): read as 0, which a caller pricing a run says."""
+    PAPI event (those are absent, above): read as 0, which a caller pricing a run says.  Each
+    module's list names the statistics some term uses first, then the others, each by name."""
     lacking: dict[str, set[str]] = {}
+    priced: dict[str, set[str]] = {}
     for obj in records:
         iface = interfaces.get(obj.module)
         if iface is None:
@@ -161,4 +163,8 @@ def lacking_statistics(interfaces: Mapping[str, object],
         names = [s.name for s in iface.statistics if not s.papi_event and s.name not in obj.stats]
         if names:
             lacking.setdefault(obj.module, set()).update(names)
-    return {m: sorted(names) for m, names in sorted(lacking.items())}
+            if obj.module not in priced:
+                priced[obj.module] = {ref.name for t in iface.terms for ref in t.expr.refs()}
+    # those a term prices first: a warning that shows a few names shows the ones that matter
+    return {m: sorted(names, key=lambda n: (n not in priced[m], n))
+            for m, names in sorted(lacking.items())}

@@ -398,10 +398,41 @@ static void group_send(mpr_msgbuf *b, int dst)
     mpr_machine_send(mpr_g.pes[b->src], dst, b);
 }
 
-void mpr_agg_send_opened(mpr_agg *a, int dst)
+void mpr_agg_count(mpr_pe *pe, mpr_agg_why why)
+{
+    switch (why) {
+    case MPR_AGG_FULL:
+        RTS_INC(&pe->rts, AggFull, 1);
+        break;
+    case MPR_AGG_HALF:
+        RTS_INC(&pe->rts, AggHalf, 1);
+        break;
+    case MPR_AGG_AGED:
+        RTS_INC(&pe->rts, AggAged, 1);
+        break;
+    case MPR_AGG_FED:
+        RTS_INC(&pe->rts, AggFed, 1);
+        break;
+    case MPR_AGG_DRAIN:
+        RTS_INC(&pe->rts, AggDrain, 1);
+        break;
+    case MPR_AGG_ORDER:
+        RTS_INC(&pe->rts, AggOrder, 1);
+        break;
+    case MPR_AGG_TAKEN:
+        RTS_INC(&pe->rts, AggTaken, 1);
+        break;
+    case MPR_AGG_KEPT:
+        break;
+    }
+}
+
+/* Counted on the PE that opened it, as its MsgSent was. */
+void mpr_agg_send_opened(mpr_agg *a, int dst, mpr_agg_why why)
 {
     mpr_msgbuf *b = a->buf;
     a->buf = NULL;
+    mpr_agg_count(mpr_g.pes[b->src], why);
     group_send(b, dst);
     agg_sent(a, dst);
 }
@@ -409,12 +440,13 @@ void mpr_agg_send_opened(mpr_agg *a, int dst)
 /* Sends the destination's aggregation buffer if it holds records: when full, on flush, and
  * before a message sent at once, which must not overtake them (invocations from one PE to
  * another arrive in the order they were made). */
-static inline void agg_send_pending(mpr_pe *pe, int dst)
+static inline void agg_send_pending(mpr_pe *pe, int dst, mpr_agg_why why)
 {
     mpr_agg *a = &pe->agg[dst];
     mpr_msgbuf *b = a->buf;
     if (b && b->len) {
         a->buf = NULL;
+        mpr_agg_count(pe, why);
         if (b->counted) {
             group_send(b, dst);
         } else {
@@ -430,12 +462,13 @@ static inline void agg_send_pending(mpr_pe *pe, int dst)
  * aggregation buffer returns to the pool at once: most such flushes carry a few records, and
  * sending the whole buffer would keep agg_bytes in flight (and then in the pool) per (sender,
  * destination).  With few PEs that memory is small and the copy is not worth it. */
-static void agg_flush(mpr_pe *pe, int dst)
+static void agg_flush(mpr_pe *pe, int dst, mpr_agg_why why)
 {
     mpr_msgbuf *b = pe->agg[dst].buf;
     if (!b || !b->len)
         return;
     if (pe->npes > MPR_AGG_OPEN_MAX && b->len <= SMALL_CAP && pe->agg_cap > SMALL_CAP) {
+        mpr_agg_count(pe, why);
         mpr_msgbuf *s = buf_get(pe, b->len);
         memcpy(s->data, b->data, b->len);
         s->len = b->len;
@@ -448,14 +481,14 @@ static void agg_flush(mpr_pe *pe, int dst)
         agg_sent(&pe->agg[dst], dst);
         return;
     }
-    agg_send_pending(pe, dst);
+    agg_send_pending(pe, dst, why);
 }
 
 /* Flushes every destination that may hold an open buffer. */
 static void agg_flush_open(mpr_pe *pe)
 {
     for (int i = 0; i < pe->agg_nopen; i++) {
-        agg_flush(pe, pe->agg_open[i]);
+        agg_flush(pe, pe->agg_open[i], MPR_AGG_DRAIN);
         pe->agg_listed[pe->agg_open[i]] = 0;
     }
     pe->agg_nopen = 0;
@@ -516,7 +549,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
 
     if (is_small(pe, args_size, payload_size)) {
         /* small: a fast message of its own */
-        agg_send_pending(pe, dst);
+        agg_send_pending(pe, dst, MPR_AGG_ORDER);
         mpr_msgbuf *b = buf_get(pe, total);
         put_record(b, pe->id, fn, args, args_size, sched, access, NULL, 0, NULL, total);
         RTS_INC(&pe->rts, FastMsgSent, 1);
@@ -529,7 +562,7 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
         /* medium: aggregate per destination */
         mpr_agg *a = &pe->agg[dst];
         if (a->buf && a->buf->len + total > pe->agg_cap)
-            agg_send_pending(pe, dst);
+            agg_send_pending(pe, dst, MPR_AGG_FULL);
         if (!a->buf)
             agg_open(pe, dst);
         put_record(a->buf, pe->id, fn, args, args_size, sched, access, payload, payload_size,
@@ -542,11 +575,11 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
             }
         }
         if (a->buf->len >= pe->agg_cap)
-            agg_send_pending(pe, dst);
+            agg_send_pending(pe, dst, MPR_AGG_FULL);
         return MP_SUCCESS;
     }
     /* large (or aggregation disabled): at once */
-    agg_send_pending(pe, dst);
+    agg_send_pending(pe, dst, MPR_AGG_ORDER);
     mpr_msgbuf *b = buf_get(pe, total);
     put_record(b, pe->id, fn, args, args_size, sched, access, payload, payload_size, payload_dst,
                total);
@@ -575,7 +608,7 @@ static __attribute__((noinline)) mp_err invoke_after(mpr_pe *pe, int dst, size_t
 {
     MPR_OBSERVE_HOT(send, pe, dst, total);
     if (pe->agg[dst].buf->len >= pe->agg_cap)
-        agg_send_pending(pe, dst);
+        agg_send_pending(pe, dst, MPR_AGG_FULL);
     return MP_SUCCESS;
 }
 
@@ -631,9 +664,13 @@ void mpr_flush_all(mpr_pe *pe)
 }
 
 /* One rule for a PE's own buffers and a worker group's (mpr_comm.h). */
-bool mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns)
+mpr_agg_why mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns)
 {
-    return a->buf->len >= cap / 2 || now - a->since_ns >= delay_ns || starving(a, dst);
+    if (a->buf->len >= cap / 2)
+        return MPR_AGG_HALF;
+    if (now - a->since_ns >= delay_ns)
+        return MPR_AGG_AGED;
+    return starving(a, dst) ? MPR_AGG_FED : MPR_AGG_KEPT;
 }
 
 /* The communication period's flush (see "The flush policy" above): sends the buffers that are
@@ -652,11 +689,12 @@ void mpr_flush_due(mpr_pe *pe)
         int dst = pe->agg_open[i];
         mpr_agg *a = &pe->agg[dst];
         if (a->buf) {
-            if (!mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns)) {
+            mpr_agg_why why = mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns);
+            if (!why) {
                 pe->agg_open[kept++] = dst;
                 continue;
             }
-            agg_flush(pe, dst);
+            agg_flush(pe, dst, why);
         }
         pe->agg_listed[dst] = 0; /* sent now, or when full: listed again when it reopens */
     }
@@ -673,13 +711,13 @@ void mpr_flush_urgent(mpr_pe *pe)
         return;
     pe->urgent_out = false;
     if (pe->agg_grouped) {
-        mpr_machine_group_flush(pe);
+        mpr_machine_group_flush(pe, MPR_AGG_FED);
         return;
     }
     for (int i = 0; i < pe->agg_nopen; i++) {
         int dst = pe->agg_open[i];
         if (pe->agg[dst].urgent && waiting(dst))
-            agg_flush(pe, dst);
+            agg_flush(pe, dst, MPR_AGG_FED);
     }
 }
 
@@ -737,7 +775,7 @@ void mp_flush(void)
 {
     mpr_pe *pe = mpr_pe_self();
     if (pe && pe->agg_grouped)
-        mpr_machine_group_flush(pe);
+        mpr_machine_group_flush(pe, MPR_AGG_DRAIN);
     else if (pe)
         mpr_flush_all(pe);
 }

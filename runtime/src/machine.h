@@ -98,8 +98,8 @@ typedef struct mpr_machine {
     void (*group_open)(struct mpr_pe *pe, int dst);
     /* Optional (required with group_agg).  Sends the open group buffers of pe's group for PEs
      * outside it (mp_flush(), and the end of a fiber that wrote urgent records,
-     * mpr_flush_urgent). */
-    void (*group_flush)(struct mpr_pe *pe);
+     * mpr_flush_urgent).  `why` is an mpr_agg_why (mpr_comm.h), counted per buffer sent. */
+    void (*group_flush)(struct mpr_pe *pe, int why);
 } mpr_machine;
 
 extern const mpr_machine mpr_machine_shm;
@@ -164,7 +164,10 @@ static inline void mpr_machine_group_open(struct mpr_pe *pe, int dst)
 {
     mpr_m->group_open(pe, dst);
 }
-static inline void mpr_machine_group_flush(struct mpr_pe *pe) { mpr_m->group_flush(pe); }
+static inline void mpr_machine_group_flush(struct mpr_pe *pe, int why)
+{
+    mpr_m->group_flush(pe, why);
+}
 static inline void mpr_machine_fini(void)
 {
     if (mpr_m->fini)

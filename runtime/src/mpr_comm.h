@@ -78,17 +78,31 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
 bool mpr_poll(mpr_pe *pe);
 void mpr_flush_all(mpr_pe *pe);
 void mpr_flush_due(mpr_pe *pe);
-/* Is an open buffer for dst due at a communication period: half full, open for delay_ns
- * (`now` and its opening time are 0 with no delay set), or its destination waiting for work
- * (and not yet fed in this idle period)?  Used by mpr_flush_due and by the shm backend's
- * aggregation groups, so both follow one policy. */
-bool mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns);
+/* Why an aggregation buffer was sent; each reason is a statistic of the rts record (AggFull ..
+ * AggTaken), so that a run says what kept its messages small.  MPR_AGG_KEPT: not sent. */
+typedef enum {
+    MPR_AGG_KEPT = 0,
+    MPR_AGG_FULL,  /* the next record did not fit, or the last one filled it */
+    MPR_AGG_HALF,  /* half full at a communication period */
+    MPR_AGG_AGED,  /* open for the flush delay at a communication period */
+    MPR_AGG_FED,   /* its destination waits for work, or for an urgent record in it */
+    MPR_AGG_DRAIN, /* with all others: out of work, mp_flush, more than MPR_AGG_OPEN_MAX open */
+    MPR_AGG_ORDER, /* ahead of a message sent at once, which must not overtake it */
+    MPR_AGG_TAKEN, /* a buffer of a worker's group, taken by its destination on that worker */
+} mpr_agg_why;
+/* Counts a buffer sent for `why` on pe (the PE that sends it, or that opened a group's). */
+void mpr_agg_count(mpr_pe *pe, mpr_agg_why why);
+/* Is an open buffer for dst due at a communication period, and why: half full, open for
+ * delay_ns (`now` and its opening time are 0 with no delay set), or its destination waiting
+ * for work (and not yet fed in this idle period)?  MPR_AGG_KEPT if none.  Used by
+ * mpr_flush_due and by the shm backend's aggregation groups, so both follow one policy. */
+mpr_agg_why mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns);
 void mpr_flush_urgent(mpr_pe *pe);
 void mpr_flow_wait(mpr_pe *pe);
 /* Sends the buffer open in `a` for dst, which was counted in flight when a PE of an
  * aggregation group opened it (machine.h group_open), as from that PE; its arrival interrupts
  * dst if it holds an urgent record.  For the backend's group flush (shm/group.c). */
-void mpr_agg_send_opened(mpr_agg *a, int dst);
+void mpr_agg_send_opened(mpr_agg *a, int dst, mpr_agg_why why);
 uintptr_t mpr_fn_encode(mp_fiber_fn fn);
 mp_fiber_fn mpr_fn_decode(uintptr_t off);
 

@@ -211,7 +211,8 @@ def test_measured_statistics():
         ("A", "u64", True), ("B", "u64", True), ("D", "double", False)]
     rts = load_interface(ROOT / "runtime" / "rts.perf")
     assert {s.name for s in rts.statistics if s.measured} == {
-        "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc", "ByteAlloc", "FlowWait"}
+        "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc", "ByteAlloc", "FlowWait",
+        "AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken"}
 
 
 def test_missing_file(tmp_path):

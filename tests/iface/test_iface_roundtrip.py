@@ -30,7 +30,8 @@ def test_reference_models():
         "P", "Sched", "ThreadAlloc", "ThreadEnable", "ThreadDisp", "ThreadContext",
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
-        "LocalOp", "ByteAlloc", "FlowWait", "ThreadDirect",
+        "LocalOp", "ByteAlloc", "FlowWait", "ThreadDirect", "AggFull", "AggHalf", "AggAged",
+        "AggFed", "AggDrain", "AggOrder", "AggTaken",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],

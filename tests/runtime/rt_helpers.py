@@ -24,16 +24,9 @@ SANITIZER_ERRORS = re.compile(
 
 def rts_statistics() -> list[str]:
     """The statistic names declared in runtime/rts.perf."""
-    names, inside = [], False
-    for line in (REPO_ROOT / "runtime" / "rts.perf").read_text().splitlines():
-        word = line.split("--")[0].strip()
-        if line.startswith("statistics"):
-            inside = True
-        elif line and not line[0].isspace():
-            inside = False
-        elif inside and word:
-            names.append(word.split()[0])
-    return names
+    from mprof.iface import load_interface
+
+    return [s.name for s in load_interface(REPO_ROOT / "runtime" / "rts.perf").statistics]
 
 
 @dataclass

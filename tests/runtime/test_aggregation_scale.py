@@ -49,3 +49,34 @@ def test_records_per_message_hold_with_two_pes_per_worker(cmake_build, tmp_path,
     t = _workload(cmake_build, tmp_path, pes, workers=workers)
     assert t["RemoteOp"] == 90000 * pes
     assert t["RemoteOp"] / t["MsgSent"] >= 10, t["MsgSent"]
+
+
+_WHY = ["AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken"]
+
+
+@pytest.mark.parametrize("pes,workers", [(2, 2), (16, 16), (16, 2)])
+def test_every_aggregated_message_has_one_reason(cmake_build, tmp_path, pes, workers):
+    """The rts record counts why each aggregation buffer went (AggFull .. AggTaken): with
+    records that all aggregate, the reasons add up to the messages sent, on PEs with a thread
+    each and on PEs that share workers (whose buffers to PEs of the same worker are taken)."""
+    t = _workload(cmake_build, tmp_path, pes, workers=workers)
+    assert sum(t[k] for k in _WHY) == t["MsgSent"], {k: t[k] for k in _WHY}
+    assert t["AggHalf"] > 0
+    if workers < pes:
+        assert t["AggTaken"] > 0
+    else:
+        assert t["AggTaken"] == 0
+
+
+def test_reasons_follow_the_policy(cmake_build, tmp_path):
+    """Each rule of the flush policy shows in its own count: 64-byte buffers (two 32-byte
+    records) go full (most of them: a period finds some holding one record, half full); with
+    no delay every open buffer goes every period (aged); without aggregation there are no
+    aggregation buffers."""
+    full = _workload(cmake_build, tmp_path, 2, MPROF_AGG_BYTES=64)
+    assert full["AggFull"] > 0.5 * full["MsgSent"], {k: full[k] for k in _WHY}
+    aged = _workload(cmake_build, tmp_path, 16, MPROF_FLUSH_DELAY_US=0)
+    assert aged["AggAged"] > aged["AggHalf"] + aged["AggFull"], {k: aged[k] for k in _WHY}
+    assert sum(aged[k] for k in _WHY) == aged["MsgSent"]
+    none = _workload(cmake_build, tmp_path, 2, MPROF_AGG_BYTES=0)
+    assert sum(none[k] for k in _WHY) == 0 and none["MsgSent"] == none["RemoteOp"]

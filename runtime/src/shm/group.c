@@ -49,13 +49,13 @@ void mpr_shm_group_opened(shm_group *g, int dst)
     }
 }
 
-void mpr_shm_group_flush(shm_group *g)
+void mpr_shm_group_flush(shm_group *g, mpr_agg_why why)
 {
     for (int i = 0; i < g->nxopen; i++) {
         int dst = g->xopen[i];
         g->xlisted[dst] = 0;
         if (g->agg[dst].buf)
-            mpr_agg_send_opened(&g->agg[dst], dst);
+            mpr_agg_send_opened(&g->agg[dst], dst, why);
     }
     g->nxopen = 0;
 }
@@ -64,7 +64,7 @@ void mpr_shm_group_flush_due(shm_group *g)
 {
     if (g->idled) { /* a member ran out of work: what it wrote goes now, as a PE's would */
         g->idled = false;
-        mpr_shm_group_flush(g);
+        mpr_shm_group_flush(g, MPR_AGG_DRAIN);
         return;
     }
     if (!g->nxopen)
@@ -75,13 +75,15 @@ void mpr_shm_group_flush_due(shm_group *g)
     for (int i = 0; i < g->nxopen; i++) {
         int dst = g->xopen[i];
         mpr_agg *a = &g->agg[dst];
-        if (a->buf && !mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns)) {
+        mpr_agg_why why = a->buf ? mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns)
+                                 : MPR_AGG_KEPT;
+        if (a->buf && !why) {
             g->xopen[kept++] = dst;
             continue;
         }
         g->xlisted[dst] = 0;
         if (a->buf)
-            mpr_agg_send_opened(a, dst);
+            mpr_agg_send_opened(a, dst, why);
     }
     g->nxopen = kept;
 }

@@ -41,9 +41,10 @@ void mpr_shm_group_free(shm_group *g);
 /* A member opened the group's buffer for dst (machine.h group_open): a destination outside
  * the group is listed for the flush, an idle member makes the writer yield soon. */
 void mpr_shm_group_opened(shm_group *g, int dst);
-/* Sends the open buffers of destinations outside the group.  Called when the worker's PEs
- * all ran out of work, on urgent records for a waiting PE and by mp_flush(). */
-void mpr_shm_group_flush(shm_group *g);
+/* Sends the open buffers of destinations outside the group, counted as sent for `why`.
+ * Called when the worker's PEs all ran out of work, on urgent records for a waiting PE and by
+ * mp_flush(). */
+void mpr_shm_group_flush(shm_group *g, mpr_agg_why why);
 /* The end of a round over the members' slices: sends every buffer when a member parked since
  * the last flush, else those due by the communication period's rules (comm.c mpr_agg_due:
  * half full, open for the flush delay, or for a PE that waits), and keeps the others filling

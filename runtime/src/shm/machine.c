@@ -523,6 +523,7 @@ static mpr_msgbuf *shm_take(mpr_pe *pe)
     }
     if (mpr_shm_group_open_for(sp->w->group, pe->id)) {
         mpr_msgbuf *open = mpr_shm_group_take(sp->w->group, pe->id);
+        mpr_agg_count(mpr_g.pes[open->src], MPR_AGG_TAKEN);
         open->next = NULL;
         *tailp = open;
     }
@@ -606,7 +607,10 @@ static void shm_pe_group_open(mpr_pe *pe, int dst)
     mpr_shm_group_opened(sp->w->group, dst);
 }
 
-static void shm_pe_group_flush(mpr_pe *pe) { mpr_shm_group_flush(mpr_shm.pes[pe->id].w->group); }
+static void shm_pe_group_flush(mpr_pe *pe, int why)
+{
+    mpr_shm_group_flush(mpr_shm.pes[pe->id].w->group, (mpr_agg_why)why);
+}
 
 /* Has any PE of the worker a message, can it publish a held chain, or is the run over? */
 static int worker_pending(const shm_worker *w)

@@ -162,7 +162,7 @@ static void mux_loop(shm_worker *w)
             if (ran)
                 mpr_shm_group_flush_due(w->group);
             else
-                mpr_shm_group_flush(w->group);
+                mpr_shm_group_flush(w->group, MPR_AGG_DRAIN);
         }
         mpr_shm_catch_up(w);
         tick = false;
