@@ -75,8 +75,8 @@ void mpr_shm_group_flush_due(shm_group *g)
     for (int i = 0; i < g->nxopen; i++) {
         int dst = g->xopen[i];
         mpr_agg *a = &g->agg[dst];
-        mpr_agg_why why = a->buf ? mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns)
-                                 : MPR_AGG_KEPT;
+        mpr_agg_why why =
+            a->buf ? mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns) : MPR_AGG_KEPT;
         if (a->buf && !why) {
             g->xopen[kept++] = dst;
             continue;
