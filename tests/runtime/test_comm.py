@@ -89,6 +89,21 @@ def test_flush_after_k_fibers_without_delay(rt):
     assert s["MsgSent"] == 10
 
 
+def test_a_waiting_pe_is_fed_at_most_every_20_us(rt):
+    """PE 1 waits for work (spinning: MPROF_SPIN) while PE 0 runs 200 000 short fibers, each
+    invoking one fiber on PE 1, with a communication period every 8 fibers (a microsecond or
+    two).  A buffer for a PE that waits goes once it has been open for 20 us (comm.c,
+    starving), and the buffers for one destination are open one after the other, so PE 0
+    sends PE 1 at most one such message per 20 us of its run.  Before, PE 1 drew one every
+    period in which it had gone back to waiting: 2 000-2 700 in runs of 28-32 ms."""
+    for _ in range(3):
+        run, s = comm(rt, "flush", 200_000, 32, MPROF_SPIN=100_000_000, MPROF_AGG_BYTES=65536,
+                      MPROF_FLUSH_FIBERS=8)
+        assert s["RemoteOp"] == 200_000
+        elapsed = run.profile["pes"][0]["elapsed_s"]
+        assert s["AggFed"] <= elapsed / 20e-6 + 1, (s["AggFed"], elapsed)
+
+
 @pytest.mark.parametrize("delay, messages", [(10_000_000, 1), (0, 10)])
 def test_records_for_a_busy_receiver_wait_for_a_full_buffer(rt, delay, messages):
     """PE 1 never waits for work, so PE 0's periods send nothing to it: all 100 records go in
