@@ -13,6 +13,9 @@ line per PE count, then a summary line:
   ops_per_msg       remote operations per message sent (all PEs)
   msg_alloc         fresh message buffers (pool empty)
   busy_cpu_s        CPU time outside the idle loop and flow-control waits, all PEs
+  why               messages by why they were sent: full, half (full at a period), aged
+                    (open for the delay), fed (to a PE that waits), drain (all at once),
+                    order (ahead of a message sent at once), taken (by a PE of the worker)
 """
 
 import argparse
@@ -22,6 +25,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+
+# Why the aggregation buffers went (rts statistics; docs/runtime.md, "The flush policy").
+WHY = ("AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken")
 
 
 def rts_totals(profile):
@@ -48,7 +55,8 @@ def run_once(workload, pes, env):
     t = rts_totals(profile)
     return {"ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]), "msg_alloc": t["MsgAlloc"],
             "flow_waits": t.get("FlowWait", 0), "elapsed_s": profile["elapsed_s"],
-            "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"])}
+            "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"]),
+            "why": {k[3:].lower(): t[k] for k in WHY if k in t}}
 
 
 def main():
@@ -64,7 +72,7 @@ def main():
         runs = sorted((run_once(args.workload, pes, env) for _ in range(args.reps)),
                       key=lambda r: r["ops_per_msg"])
         med = runs[len(runs) // 2]
-        line = {"pes": pes, **{k: round(v, 3) for k, v in med.items()},
+        line = {"pes": pes, **{k: v if k == "why" else round(v, 3) for k, v in med.items()},
                 "ops_per_msg_range": [round(runs[0]["ops_per_msg"], 1),
                                       round(runs[-1]["ops_per_msg"], 1)],
                 "busy_cpu_median_s": round(statistics.median(r["busy_cpu_s"] for r in runs), 3)}
