@@ -98,6 +98,33 @@ class PECost:
         return 100.0 * (self.model_s - self.measured_s) / self.measured_s
 
 
+# Why the runtime sent its aggregation buffers (rts.perf's Agg statistics; docs/runtime.md,
+# "The flush policy"), as the report names each reason.
+AGG_WHY = {"AggHalf": "half full at a communication period", "AggFull": "full",
+           "AggFed": "to a PE that waited for work", "AggAged": "open for the flush delay",
+           "AggDrain": "all at once (out of work, mp_flush)",
+           "AggOrder": "ahead of a message sent at once",
+           "AggTaken": "taken by a PE of the same worker"}
+
+
+@dataclass
+class Messages:
+    """The runtime's remote operations and the messages that carried them, summed over PEs
+    (the rts record); `why` counts the aggregation buffers by the rule that sent them, largest
+    first (empty for a run made before the runtime counted them)."""
+    remote_ops: int
+    messages: int  # data messages: aggregation buffers and messages sent at once
+    why: list[tuple[str, int]] = field(default_factory=list)  # (Agg statistic, buffers)
+
+    @property
+    def per_message(self) -> float:
+        return self.remote_ops / self.messages if self.messages else math.nan
+
+    @property
+    def aggregated(self) -> int:
+        return sum(n for _, n in self.why)
+
+
 @dataclass
 class Report:
     source: str
@@ -146,6 +173,7 @@ class Report:
     pe_measured: list = field(default_factory=list)  # PEMeasured per PE
     imbalance: object = None  # Imbalance, or None when the PEs were busy alike
     what_if: object = None  # WhatIf (mprof.report.whatif), when asked for
+    messages: Messages | None = None  # the runtime's messages, when it sent any
 
     @property
     def seconds_unit(self) -> str:
@@ -202,6 +230,7 @@ def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>"
     if model is not None:
         _price(report, run, model)
     _measured(report, run, model)
+    report.messages = _messages(report.objects)
     if what_if:
         if model is None:
             raise MprofError("--what-if needs a model (--model MODEL.json): the model "
@@ -220,6 +249,20 @@ def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>"
                      for m in METRICS}
     _lead(report)
     return report
+
+
+def _messages(objects: list[ObjectCost]) -> Messages | None:
+    """The rts record's remote operations and messages, or None without any."""
+    stats: dict[str, float] = {}
+    for oc in objects:
+        if oc.module == "rts":
+            for name, value in oc.stats.items():
+                stats[name] = stats.get(name, 0) + value
+    if not stats.get("RemoteOp"):
+        return None
+    why = sorted(((k, int(stats[k])) for k in AGG_WHY if stats.get(k)), key=lambda kv: -kv[1])
+    return Messages(int(stats["RemoteOp"]),
+                    int(stats.get("MsgSent", 0) + stats.get("FastMsgSent", 0)), why)
 
 
 def decimals_for(report: Report) -> int:

@@ -15,8 +15,8 @@ from .. import __version__
 from ..files import write_file
 from .build import Report
 from .measured import NO_CATEGORIES
-from .text import format_text, idle_lines, imbalance_sentence, lead_rows, share_text, \
-    wait_sentence
+from .text import format_text, idle_lines, imbalance_sentence, lead_rows, message_lines, \
+    share_text, wait_sentence
 
 TEMPLATES = Path(__file__).with_name("templates")
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -499,7 +499,7 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
         share=share_text, no_categories=NO_CATEGORIES,
         imbalance=imbalance_sentence(report, d) if report.imbalance else None,
         wait=wait_sentence(report, d) if report.lead_access else None,
-        idle=idle_lines(report, d)[1:], stat=_stat_text)
+        idle=idle_lines(report, d)[1:], messages=message_lines(report)[1:], stat=_stat_text)
 
 
 def _stat_text(v) -> str:

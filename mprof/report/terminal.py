@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .build import Report
 from .measured import NO_CATEGORIES
-from .text import idle_lines, imbalance_sentence, wait_sentence
+from .text import idle_lines, imbalance_sentence, message_lines, wait_sentence
 
 
 def _s(value, d):
@@ -59,6 +59,8 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
         console.print(f"({NO_CATEGORIES})")
     for line in idle_lines(report, d)[1:]:
         console.print("Idle (wall-clock):" + line[1:], highlight=False)
+    for line in message_lines(report)[1:]:
+        console.print("Messages:" + line[1:], highlight=False)
 
     # 2. the chain behind the waits
     chain = report.lead_chain

@@ -24,7 +24,7 @@ import math
 
 from ..latency import access_latency_json, chain_json
 from ..latency.text import chains_section, latency_section
-from .build import CostRow, Report, decimals_for
+from .build import AGG_WHY, CostRow, Report, decimals_for
 from .measured import NO_CATEGORIES
 
 __all__ = ["decimals_for", "format_text", "report_json", "share_text"]
@@ -67,6 +67,7 @@ def lead_lines(report: Report, d: int) -> list[str]:
         out += model_where_lines(report, d)
         out.append(f"  ({NO_CATEGORIES})")
     out += idle_lines(report, d)
+    out += message_lines(report)
     out.append("*** Why the PEs waited (observed latency) ***")
     out.append(chain_sentence(report, d))
     if report.model_total is not None:
@@ -173,6 +174,22 @@ def idle_lines(report: Report, d: int) -> list[str]:
             f"{report.names.get(e, e)} {v:.{d}f} s" for e, v in shown)
             + (f", {len(report.idle_enablers) - 4} more {rest:.{d}f} s" if rest else "")
             + " (critical latency by enabling category)")
+    return out
+
+
+def message_lines(report: Report) -> list[str]:
+    """Remote operations per message, and why the aggregation buffers went."""
+    m = report.messages
+    if m is None:
+        return []
+    out = ["*** Messages (summed over PEs) ***",
+           f"  {m.remote_ops} remote operations in {m.messages} messages "
+           f"({m.per_message:.1f} per message)"]
+    if m.why:
+        at_once = m.messages - m.aggregated
+        out.append(f"  {m.aggregated} aggregation buffers went: " + ", ".join(
+            f"{n} {AGG_WHY[k]}" for k, n in m.why)
+            + (f"; {at_once} messages went at once" if at_once > 0 else ""))
     return out
 
 
@@ -366,6 +383,10 @@ def report_json(report: Report) -> dict:
         "chains": {m: [chain_json(c, report.names) for c in cs]
                    for m, cs in report.chains.items()},
         "warnings": report.warnings,
+        "messages": None if report.messages is None else {
+            "remote_ops": report.messages.remote_ops, "messages": report.messages.messages,
+            "per_message": _finite(report.messages.per_message),
+            "why": dict(report.messages.why)},
     }
     doc.update(measured_json(report))
     if report.what_if is not None:

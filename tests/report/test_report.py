@@ -218,3 +218,47 @@ def test_per_pe_table_keeps_to_one_measure():
     assert report_json(report)["pes"][3]["measured_idle_s"] == 0.0125
     plain = format_text(build_report(make_run(NPES), make_model()), per_pe=True)
     assert "*** Time per PE (wall-clock seconds) ***" in plain
+
+
+def test_messages_per_operation_and_why_the_buffers_went(model):
+    """The runtime's remote operations per message, and its aggregation buffers by the rule
+    that sent them (rts Agg statistics), summed over PEs, in the text, JSON and HTML."""
+    doc = make_run(NPES)
+    for pe in doc["pes"]:
+        rts = next(o for o in pe["objects"] if o["module"] == "rts")
+        rts["stats"].update(MsgSent=100, FastMsgSent=0, RemoteOp=2000, AggHalf=60, AggFed=30,
+                            AggDrain=4, AggFull=0)
+    report = build_report(doc, model)
+    m = report.messages
+    assert (m.remote_ops, m.messages, m.aggregated) == (2000 * NPES, 100 * NPES, 94 * NPES)
+    assert m.why == [("AggHalf", 60 * NPES), ("AggFed", 30 * NPES), ("AggDrain", 4 * NPES)]
+    text = format_text(report)
+    lines = text.splitlines()
+    i = lines.index("*** Messages (summed over PEs) ***")
+    assert lines[i + 1] == f"  {2000 * NPES} remote operations in {100 * NPES} messages " \
+                           "(20.0 per message)"
+    assert lines[i + 2].startswith(f"  {94 * NPES} aggregation buffers went: {60 * NPES} half "
+                                   "full at a communication period, ")
+    assert lines[i + 2].endswith(f"; {6 * NPES} messages went at once")
+    assert lines.index("*** Idle (wall-clock seconds summed over PEs) ***") < i \
+        < lines.index("*** Why the PEs waited (observed latency) ***")
+    j = report_json(report)["messages"]
+    assert j["per_message"] == 20.0 and j["why"]["AggFed"] == 30 * NPES
+    from mprof.report.html import render_html
+
+    html = render_html(report)
+    page = html[:html.index("<pre")] if "<pre" in html else html  # before the text copy
+    assert "<h3>Messages (summed over PEs)</h3>" in page
+    assert f"{30 * NPES} to a PE that waited for work" in page
+
+    # a run without remote operations has no such section; one made before the runtime
+    # counted the reasons has the first line only
+    for pe in doc["pes"]:
+        rts = next(o for o in pe["objects"] if o["module"] == "rts")
+        for k in ("AggHalf", "AggFed", "AggDrain", "AggFull"):
+            del rts["stats"][k]
+    text = format_text(build_report(doc, model))
+    assert "remote operations in" in text and "aggregation buffers went" not in text
+    for pe in doc["pes"]:
+        next(o for o in pe["objects"] if o["module"] == "rts")["stats"]["RemoteOp"] = 0
+    assert "*** Messages" not in format_text(build_report(doc, model))
