@@ -459,7 +459,7 @@ static inline void agg_send_pending(mpr_pe *pe, int dst, mpr_agg_why why)
     mpr_msgbuf *b = a->buf;
     if (b && b->len) {
         a->buf = NULL;
-        mpr_agg_count(pe, why);
+        mpr_agg_count(b->counted ? mpr_g.pes[b->src] : pe, why); /* as MsgSent was counted */
         if (b->counted) {
             group_send(b, dst);
         } else {
