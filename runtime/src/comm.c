@@ -12,9 +12,9 @@
  *   - when the next record does not fit (full);
  *   - when the PE runs out of work, and on mp_flush();
  *   - at a communication period (every K = MPROF_FLUSH_FIBERS fibers) when it is at least half
- *     full, when its destination is idle (it waits for work: pe->idle_epoch) and the buffer has
- *     been open for MPR_FEED_NS, or when the buffer has been open for MPROF_FLUSH_DELAY_US
- *     (mpr_flush_due);
+ *     full, when its destination is idle (it waits for work: pe->idle_epoch) and was last fed
+ *     by this PE MPR_FEED_NS ago or more, or when the buffer has been open for
+ *     MPROF_FLUSH_DELAY_US (mpr_flush_due);
  *   - when the fiber that wrote an urgent record into it ends, if the record's destination is
  *     idle (mpr_flush_urgent).
  * The buffers that the PEs of one worker share (shm/group.h) follow the same rules at the end
@@ -26,8 +26,8 @@
  * within a factor of two, and its receiver may be waiting on the records without being idle
  * yet (requests whose replies it needs; holding them back until the buffer filled or the
  * receiver went idle made Tripuzzle's two PEs take turns idling, twice as slow).  Records for
- * a PE that waits go within 20 us and one period; a buffer that fills slowly waits for the
- * delay.  On MPI
+ * a PE that waits go within a period (20 us after the last records sent to it for that reason);
+ * a buffer that fills slowly waits for the delay.  On MPI
  * the other ranks' PEs are not in this process: a PE that has waited for a moment tells the
  * ranks it exchanged messages with since it last told them (mpi/notice.c), and they treat it
  * as waiting until they send it something; buffers holding an urgent record for such a PE go
@@ -317,9 +317,9 @@ static inline void agg_sent(mpr_agg *a, int dst)
     }
 }
 
-/* A buffer for a PE that waits goes once it has been open this long (see starving()): a few
- * periods of short fibers, and far below the flush delay's default (1 ms), which a program
- * that raises it for throughput does not also impose on its idle PEs. */
+/* A sender feeds a PE that waits at most once this often (see starving()): a few periods of
+ * short fibers, and far below the flush delay's default (1 ms), which a program that raises it
+ * for throughput does not also impose on its idle PEs. */
 #define MPR_FEED_NS 20000u
 
 /* dst's idle epoch (odd while it waits for work).  A PE of another process (MPI) is not in
@@ -336,27 +336,31 @@ static inline uint32_t idle_epoch_of(const mpr_pe *d, int dst)
 static inline bool waiting(int dst) { return idle_epoch_of(mpr_g.pes[dst], dst) & 1; }
 
 /* Does dst wait for work (its idle loop), has it not been sent this sender's records since it
- * started waiting, and has the buffer been open for MPR_FEED_NS?  One message per sender
- * and idle period: a PE that waits gets what every sender holds for it within a period, while
- * one that stays idle for long (asleep, or not given a core) does not draw a message of a
- * record or two from every sender every period.  The age bound is for a PE that runs what it
- * is fed in a moment and waits again, every period, while its senders are busy: without it
+ * started waiting, and was it last fed by this sender MPR_FEED_NS ago or more?  One message per
+ * sender and idle period: a PE that waits gets what every sender holds for it within a period,
+ * while one that stays idle for long (asleep, or not given a core) does not draw a message of
+ * a record or two from every sender every period.  The time bound is for a PE that runs what
+ * it is fed in a moment and waits again, every period, while its senders are busy: without it
  * each sender sent it a message of one period's records every period (a fed message in 62 %
  * of a 2-PE rt_workload's, about 13 records each), and the busy senders paid for the messages.
+ * It counts from the last feed, not from the buffer's opening: with periods longer than the
+ * bound, every period may feed, as before, where a buffer opened just before a period would
+ * otherwise wait for the next one.
  * A buffer with an urgent record for a PE of another process goes every period, as all of
  * them once did: that PE tells its idle state only after a moment of waiting (mpi/notice.c),
  * and may wait on a reply before it has nothing else to do. */
-static inline bool starving(mpr_agg *a, int dst, uint64_t age)
+static inline bool starving(mpr_agg *a, int dst, uint64_t now)
 {
     mpr_pe *d = mpr_g.pes[dst];
     if (MPR_UNLIKELY(!d) && a->urgent)
         return true;
-    if (age < MPR_FEED_NS)
+    if (now - a->fed_ns < MPR_FEED_NS && a->fed_ns)
         return false;
     uint32_t e = idle_epoch_of(d, dst);
     if (!(e & 1) || e == a->fed_epoch)
         return false;
     a->fed_epoch = e;
+    a->fed_ns = now;
     return true;
 }
 
@@ -681,10 +685,9 @@ mpr_agg_why mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t 
 {
     if (a->buf->len >= cap / 2)
         return MPR_AGG_HALF;
-    uint64_t age = now - a->since_ns;
-    if (age >= delay_ns)
+    if (now - a->since_ns >= delay_ns)
         return MPR_AGG_AGED;
-    return starving(a, dst, age) ? MPR_AGG_FED : MPR_AGG_KEPT;
+    return starving(a, dst, now) ? MPR_AGG_FED : MPR_AGG_KEPT;
 }
 
 /* The communication period's flush (see "The flush policy" above): sends the buffers that are

@@ -63,6 +63,7 @@ typedef struct mpr_agg {
     mpr_msgbuf *buf;
     uint64_t since_ns;  /* when the buffer opened (monotonic ns; 0 with no delay set) */
     uint32_t fed_epoch; /* the destination's idle period last sent to (mpr_flush_due) */
+    uint64_t fed_ns;    /* when it was last sent to because it waited (0: never) */
     bool urgent;        /* holds an urgent record: goes when the fiber that wrote it ends */
 } mpr_agg;
 #define MPR_AGG_OPEN_MAX 64

@@ -92,8 +92,7 @@ def test_flush_after_k_fibers_without_delay(rt):
 def test_a_waiting_pe_is_fed_at_most_every_20_us(rt):
     """PE 1 waits for work (spinning: MPROF_SPIN) while PE 0 runs 200 000 short fibers, each
     invoking one fiber on PE 1, with a communication period every 8 fibers (a microsecond or
-    two).  A buffer for a PE that waits goes once it has been open for 20 us (comm.c,
-    starving), and the buffers for one destination are open one after the other, so PE 0
+    two).  A sender feeds a PE that waits at most once per 20 us (comm.c, starving), so PE 0
     sends PE 1 at most one such message per 20 us of its run.  Before, PE 1 drew one every
     period in which it had gone back to waiting: 2 000-2 700 in runs of 28-32 ms."""
     for _ in range(3):
