@@ -75,15 +75,15 @@ void mpr_shm_group_flush_due(shm_group *g)
     for (int i = 0; i < g->nxopen; i++) {
         int dst = g->xopen[i];
         mpr_agg *a = &g->agg[dst];
-        mpr_agg_why why =
-            a->buf ? mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns) : MPR_AGG_KEPT;
-        if (a->buf && !why) {
-            g->xopen[kept++] = dst;
-            continue;
-        }
-        g->xlisted[dst] = 0;
-        if (a->buf)
+        if (a->buf) {
+            mpr_agg_why why = mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns);
+            if (!why) {
+                g->xopen[kept++] = dst;
+                continue;
+            }
             mpr_agg_send_opened(a, dst, why);
+        }
+        g->xlisted[dst] = 0; /* sent now, or when full: listed again when it reopens */
     }
     g->nxopen = kept;
 }
