@@ -19,12 +19,12 @@ def test_inserts_unchanged(perf_gate):
                      repetitions=8, inconclusive="pass")
 
 def test_lookups_regress(perf_gate):
-    perf_gate.expect(program="gate_ops", params={{"na": 5000, "nb": 150000}}, category="time",
-                     tolerance=0.25, run=["{slow}", "1", "5000", "150000"], repetitions=8)
+    perf_gate.expect(program="gate_ops", params={{"na": 5000, "nb": 1000000}}, category="time",
+                     tolerance=0.25, run=["{slow}", "1", "5000", "1000000"], repetitions=8)
 
 def test_counts_unchanged(perf_gate):
-    perf_gate.expect(program="gate_ops", params={{"na": 5000, "nb": 150000}},
-                     category="stat:gateops.*", run=["{slow}", "1", "5000", "150000"],
+    perf_gate.expect(program="gate_ops", params={{"na": 5000, "nb": 1000000}},
+                     category="stat:gateops.*", run=["{slow}", "1", "5000", "1000000"],
                      repetitions=3)
 '''
 
@@ -33,7 +33,7 @@ def test_perf_gate_fixture(gate_ops_builds, tmp_path):
     # the baseline: the normal build, 8 runs of each configuration
     gate = PerfGate(None, None, GateConfig(), tmp_path)
     baseline = tmp_path / "baseline.db"
-    for na, nb in ((60000, 0), (5000, 150000)):
+    for na, nb in ((60000, 0), (5000, 1000000)):
         db = gate.record_runs([gate_ops_builds["base"], 1, na, nb], 8)
         subprocess.run([sys.executable, "-m", "mprof", "db", "import", str(baseline)]
                        + [str(p) for p in sorted(db.parent.glob("run*.json"))],
@@ -53,5 +53,5 @@ def test_perf_gate_fixture(gate_ops_builds, tmp_path):
     assert "FAILED test_perf.py::test_lookups_regress" in out
     assert "performance regression" in out and "REGRESSION" in out
     assert "PASSED test_perf.py::test_counts_unchanged" in out
-    assert "perf_gate gate_ops(npes=1,na=5000,nb=150000)::time" in (
+    assert "perf_gate gate_ops(npes=1,na=5000,nb=1000000)::time" in (
         project / "junit.xml").read_text()
