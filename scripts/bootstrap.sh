@@ -12,7 +12,7 @@ APT_PACKAGES=(
   libopenmpi-dev openmpi-bin
   libpapi-dev papi-tools
   libotf2-trace-dev otf2-tools
-  libeigen3-dev libhwloc-dev
+  libeigen3-dev libhwloc-dev libhwloc-plugins
   tcl8.6 tcl8.6-dev
   libsqlite3-dev sqlite3
   python3 python3-venv python3-tk python3-dev

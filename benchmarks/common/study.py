@@ -223,6 +223,11 @@ def figures(doc: dict) -> dict:
         if obj["module"] == "rts":
             for cat, v in obj.get("categories", {}).items():
                 out[cat] = v["seconds"] / P
+            # how many remote invocations a PE received, and how many of them ran straight
+            # from the message buffer (preemptive records, no fiber made)
+            for stat in ("RemoteOp", "ThreadDirect"):
+                if isinstance(obj.get("stats", {}).get(stat), (int, float)):
+                    out[stat] = obj["stats"][stat] / P
     for a in doc["latency"]:
         out["obs:" + a["access"]] = a["observed_s"] / P
         out["crit:" + a["access"]] = a["critical_s"] / P

@@ -76,3 +76,30 @@ def test_a_bad_setting_is_reported_and_the_default_kept(rt):
     run = rt.run("affinity", env={"MPROF_PES": 1, "MPROF_PIN": "yes"})
     assert "ignoring MPROF_PIN=yes" in run.stderr
     assert run.profile["settings"]["pinned_workers"] == 1
+
+
+PLUGIN_DIR = Path("/usr/lib/x86_64-linux-gnu/hwloc")
+
+
+def _loaded_hwloc_plugins(rt, **env: str) -> set[str]:
+    """hwloc plugins the dynamic loader opened in a run of rt_affinity (glibc's LD_DEBUG=files
+    names every object dlopen loads)."""
+    proc = subprocess.run([str(rt.bindir / "rt_affinity")], capture_output=True, text=True,
+                          env=clean_env(MPROF_PES="2", MPROF_WORKERS="2", LD_DEBUG="files",
+                                        **env), timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "libhwloc" in proc.stderr, "LD_DEBUG=files printed nothing: " + proc.stderr[-500:]
+    return set(re.findall(r"file=\S*/hwloc/(hwloc_\w+)\.so", proc.stderr))
+
+
+def test_binding_loads_none_of_hwlocs_io_plugins(rt):
+    """hwloc's I/O and XML plugins cost milliseconds of start-up and add no core: binding
+    keeps them out, unless the user chose hwloc's plugins (then hwloc's choice stands)."""
+    installed = {p.stem for p in PLUGIN_DIR.glob("hwloc_*.so")}
+    assert installed, f"no hwloc plugins in {PLUGIN_DIR} (scripts/bootstrap.sh installs them)"
+    assert _loaded_hwloc_plugins(rt) == set()
+    assert _loaded_hwloc_plugins(rt, MPROF_PIN="0") == set()
+    # the user's own setting is left alone: here it keeps out one plugin, hwloc loads the rest
+    kept_out = sorted(installed)[0]
+    loaded = _loaded_hwloc_plugins(rt, HWLOC_PLUGINS_BLACKLIST=kept_out)
+    assert loaded == installed - {kept_out}, (loaded, installed)

@@ -28,13 +28,37 @@ static int by_rank_then_core(const void *a, const void *b)
     return x->rank != y->rank ? x->rank - y->rank : x->core - y->core;
 }
 
+/* hwloc's plugins, all of which find I/O devices or read XML: none adds a core or a unit, and
+ * loading them is most of what binding costs at start-up (on Debian, hwloc_xml_libxml brings
+ * libxml2 and ICU, hwloc_gl X11, hwloc_opencl and hwloc_pci their libraries: about 8 ms of
+ * dlopen and relocation in every run).  hwloc loads every plugin it finds when a process's
+ * first topology is initialised, before any per-topology setting applies; its environment
+ * variable is the only way to keep them out. */
+#define UNUSED_PLUGINS                                                                             \
+    "hwloc_xml_libxml,hwloc_pci,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,"    \
+    "hwloc_gl"
+
+/* hwloc_topology_init without UNUSED_PLUGINS, unless the user chose what hwloc loads.  The
+ * variable is set only for the call: a program that uses hwloc itself (or its children) still
+ * finds its plugins.  This runs before the worker threads start; the watchdog thread reads
+ * no environment. */
+static int topology_init_lean(hwloc_topology_t *topo)
+{
+    if (getenv("HWLOC_PLUGINS_BLACKLIST") || getenv("HWLOC_PLUGINS_PATH"))
+        return hwloc_topology_init(topo);
+    setenv("HWLOC_PLUGINS_BLACKLIST", UNUSED_PLUGINS, 1);
+    int rc = hwloc_topology_init(topo);
+    unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    return rc;
+}
+
 /* The units this process may use, in binding order: the first unit of every core, core by
  * core, then every core's second unit, and so on.  Returns how many were written (at most
  * max), or -1 when the topology cannot be read. */
 static int units_in_order(int *out, int max)
 {
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0)
+    if (topology_init_lean(&topo) != 0)
         return -1;
     /* only cores and their units: caches, NUMA details and I/O would cost start-up time */
     hwloc_topology_set_all_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
