@@ -121,8 +121,21 @@ def readme(rows, args) -> str:
         f"{study.fmt(study.speedup(view['sequential'], view['fifo-1k'], 'search_s'), 2)} "
         f"(paper: {PAPER_SPEEDUP}); preemptive inserts changed the search time by "
         f"{pct('fifo-1k', 'preempt-1k')} (paper: -10 to -15 %), and 4 KiB aggregation by "
-        f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %).  The "
-        "paper's board has no one-peg solution (the count is 0).")
+        f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %).  "
+        f"{solutions_text(view)}")
+
+
+def solutions_text(view) -> str:
+    """What the runs counted (the program's `solutions` parameter): one figure when every run
+    of every configuration agrees, as a correct search must."""
+    counts = {p.get("solutions") for row in view.values() if "cmd" in row
+              for p in row.get("params", [])}
+    if not counts or None in counts:
+        return "The runs did not record their solution counts."
+    if len(counts) > 1:
+        return ("The runs disagree on the number of one-peg solutions: "
+                + ", ".join(f"{c:.0f}" for c in sorted(counts)) + ".")
+    return f"Every run counted {counts.pop():.0f} one-peg solutions."
 
 
 def render(rows, args) -> str:
@@ -136,9 +149,10 @@ def render(rows, args) -> str:
         f"memory (the machine has {rows['_study']['cores']} cores), {args.reps} runs per "
         "configuration, one sequential run (1 PE).  Medians over the runs, seconds "
         "averaged over the PEs; costs from the runtime's fitted model.  `search` is the "
-        "program's own time of the search.  The paper's board has no one-peg solution: every "
-        "run counts 0 solutions after expanding 8.4 million canonical boards (holes with "
-        "solutions exist: `--hole=6,1` has 422164782932465380).  Rows `-flushK.D`: the "
+        f"program's own time of the search.  {solutions_text(study.at(rows, args.pes[0]))}  "
+        "The paper's board (7 rows) has no one-peg solution: a run at the paper size counts 0 "
+        "solutions after expanding 8.4 million canonical boards (holes with solutions exist: "
+        "`--hole=6,1` has 422164782932465380).  Rows `-flushK.D`: the "
         "initial configuration with MPROF_FLUSH_FIBERS=K, MPROF_FLUSH_DELAY_US=D.  "
         + study.pending_note(args, "tripuzzle"),
         "",
@@ -160,6 +174,22 @@ def render(rows, args) -> str:
     lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
                                       if "cmd" in row]
     return "\n".join(lines) + "\n"
+
+
+def alpha_text(rows) -> str:
+    """What the runtime model says 4 KiB aggregation saves: the per-message cost category
+    COMM_ALPHA of the 1 KiB and 4 KiB preemptive runs, against their search time."""
+    a1, a4 = (rows[n].get("COMM_ALPHA") for n in ("preempt-1k", "preempt-4k"))
+    if a1 is None or a4 is None:
+        return "The runtime model gave no COMM_ALPHA for these runs."
+    if min(a1, a4) < 0:
+        return (f"The model's COMM_ALPHA is negative ({a1:.4f} -> {a4:.4f} s per PE): its "
+                "fitted per-message cost does not hold for this program, so the model's "
+                "communication split is not usable here.")
+    search = study.param_stat(rows["preempt-1k"], "search_s")[0]
+    share = f", {100 * a1 / search:.1f} % of the 1 KiB search time" if search else ""
+    return (f"The model's per-message cost COMM_ALPHA: {a1:.4f} -> {a4:.4f} s per PE{share}: "
+            "what aggregation can save is bounded by it.")
 
 
 def findings(rows, args) -> list[str]:
@@ -198,12 +228,7 @@ def findings(rows, args) -> list[str]:
         f"- 4 KiB instead of 1 KiB aggregation (paper: a further -10 % to -15 %): search "
         f"{pct('preempt-1k', 'preempt-4k')}; faster beyond the spread: "
         f"{'yes' if faster('preempt-4k', 'preempt-1k') else 'no'}.  Against the initial "
-        f"FIFO/1 KiB version: {pct('fifo-1k', 'preempt-4k')}.  The model's COMM_ALPHA is "
-        f"negative ({study.fmt(rows['preempt-1k'].get('COMM_ALPHA'), 3)} -> "
-        f"{study.fmt(rows['preempt-4k'].get('COMM_ALPHA'), 3)} s): the runtime model's fitted "
-        "RemoteOp parameter is negative, harmless within its sweep but not for 40 million "
-        "remote inserts, so the model's communication split is not usable for this program "
-        "(the runs are not explained either).",
+        f"FIFO/1 KiB version: {pct('fifo-1k', 'preempt-4k')}.  {alpha_text(rows)}",
         "- Where the time goes instead: applying the inserts.  On the paper's board a table "
         "holds up to 1.3 million boards per PE, far beyond the caches, so each insert waits on "
         "memory (perf on one PE: 83 % of the cycles in the table's apply).  The runtime's "
