@@ -88,7 +88,10 @@ static inline bool is_small(const mpr_pe *pe, size_t args_size, size_t payload_s
  * memcpy call: the aggregated invocation's fast path is a few dozen instructions. */
 static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
 {
-    if (n >= 16) {
+    if (n >= 16 && n <= 32) { /* the common sizes: two moves, no loop */
+        __builtin_memcpy(dst, src, 16);
+        __builtin_memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n > 32) {
         size_t i = 0;
         for (; i + 16 <= n; i += 16)
             __builtin_memcpy(dst + i, src + i, 16);
