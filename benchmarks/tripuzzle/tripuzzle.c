@@ -378,8 +378,8 @@ static void pe_main(int argc, char **argv)
         double dt = mp_wtime() - t0;
         mp_param("search_s", dt);
         /* exact below 2^53; the study quotes it, the text output prints it exactly */
-        mp_param("solutions", (double)S.solutions.hi * 18446744073709551616.0 +
-                                  (double)S.solutions.lo);
+        mp_param("solutions",
+                 (double)S.solutions.hi * 18446744073709551616.0 + (double)S.solutions.lo);
         printf("tripuzzle: P=%d rows=%llu hole=(%llu,%llu) sched=%s bins/PE=%llu: %s solutions, "
                "%.6f s\n",
                npes, (unsigned long long)prm.rows, (unsigned long long)prm.hole_r,
