@@ -418,35 +418,6 @@ static void group_send(mpr_msgbuf *b, int dst)
     mpr_machine_send(mpr_g.pes[b->src], dst, b);
 }
 
-void mpr_agg_count(mpr_pe *pe, mpr_agg_why why)
-{
-    switch (why) {
-    case MPR_AGG_FULL:
-        RTS_INC(&pe->rts, AggFull, 1);
-        break;
-    case MPR_AGG_HALF:
-        RTS_INC(&pe->rts, AggHalf, 1);
-        break;
-    case MPR_AGG_AGED:
-        RTS_INC(&pe->rts, AggAged, 1);
-        break;
-    case MPR_AGG_FED:
-        RTS_INC(&pe->rts, AggFed, 1);
-        break;
-    case MPR_AGG_DRAIN:
-        RTS_INC(&pe->rts, AggDrain, 1);
-        break;
-    case MPR_AGG_ORDER:
-        RTS_INC(&pe->rts, AggOrder, 1);
-        break;
-    case MPR_AGG_TAKEN:
-        RTS_INC(&pe->rts, AggTaken, 1);
-        break;
-    case MPR_AGG_KEPT:
-        break;
-    }
-}
-
 /* Counted on the PE that opened it, as its MsgSent was. */
 void mpr_agg_send_opened(mpr_agg *a, int dst, mpr_agg_why why)
 {

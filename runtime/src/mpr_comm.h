@@ -91,8 +91,7 @@ typedef enum {
     MPR_AGG_ORDER, /* ahead of a message sent at once, which must not overtake it */
     MPR_AGG_TAKEN, /* a buffer of a worker's group, taken by its destination on that worker */
 } mpr_agg_why;
-/* Counts a buffer sent for `why` on pe (the PE that sends it, or that opened a group's). */
-void mpr_agg_count(mpr_pe *pe, mpr_agg_why why);
+/* mpr_agg_count (mpr_pe.h) counts a buffer sent for `why`. */
 /* Is an open buffer for dst due at a communication period, and why: half full, open for
  * delay_ns (`now` and its opening time are 0 with no delay set), or its destination waiting
  * for work (and not yet fed in this idle period)?  MPR_AGG_KEPT if none.  Used by

@@ -143,6 +143,38 @@ typedef struct mpr_pe {
     _Alignas(64) _Atomic(uint32_t) idle_epoch;
 } mpr_pe;
 
+/* Counts a buffer sent for `why` on pe (the PE that sends it, or that opened a group's).
+ * Inline: most callers pass a constant reason, which leaves one increment (none when the
+ * statistics are compiled out), where a call per message cost a switch and a call. */
+static inline void mpr_agg_count(mpr_pe *pe, mpr_agg_why why)
+{
+    switch (why) {
+    case MPR_AGG_FULL:
+        RTS_INC(&pe->rts, AggFull, 1);
+        break;
+    case MPR_AGG_HALF:
+        RTS_INC(&pe->rts, AggHalf, 1);
+        break;
+    case MPR_AGG_AGED:
+        RTS_INC(&pe->rts, AggAged, 1);
+        break;
+    case MPR_AGG_FED:
+        RTS_INC(&pe->rts, AggFed, 1);
+        break;
+    case MPR_AGG_DRAIN:
+        RTS_INC(&pe->rts, AggDrain, 1);
+        break;
+    case MPR_AGG_ORDER:
+        RTS_INC(&pe->rts, AggOrder, 1);
+        break;
+    case MPR_AGG_TAKEN:
+        RTS_INC(&pe->rts, AggTaken, 1);
+        break;
+    case MPR_AGG_KEPT:
+        break;
+    }
+}
+
 static inline void mpr_interrupt_set(mpr_pe *pe)
 {
     atomic_store_explicit(&pe->interrupt, 1, memory_order_relaxed);
