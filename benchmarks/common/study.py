@@ -223,8 +223,8 @@ def figures(doc: dict) -> dict:
         if obj["module"] == "rts":
             for cat, v in obj.get("categories", {}).items():
                 out[cat] = v["seconds"] / P
-            # how many remote invocations a PE received, and how many of them ran straight
-            # from the message buffer (preemptive records, no fiber made)
+            # how many remote invocations a PE made (counted by the sender), and how many
+            # records a PE ran straight from the message buffer (preemptive, no fiber made)
             for stat in ("RemoteOp", "ThreadDirect"):
                 if isinstance(obj.get("stats", {}).get(stat), (int, float)):
                     out[stat] = obj["stats"][stat] / P

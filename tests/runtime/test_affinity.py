@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -78,7 +79,8 @@ def test_a_bad_setting_is_reported_and_the_default_kept(rt):
     assert run.profile["settings"]["pinned_workers"] == 1
 
 
-PLUGIN_DIR = Path("/usr/lib/x86_64-linux-gnu/hwloc")
+# where Debian's libhwloc-plugins puts them (the multiarch library directory)
+PLUGIN_DIR = Path("/usr/lib") / (sysconfig.get_config_var("MULTIARCH") or "") / "hwloc"
 
 
 def _loaded_hwloc_plugins(rt, **env: str) -> set[str]:
