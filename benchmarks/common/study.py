@@ -363,9 +363,10 @@ def time_cells(row: dict, key: str, seq, baseline: bool) -> tuple[str, str]:
 
 
 def latency_cells(row: dict, accesses, d: int = 3) -> str:
-    """A study table's latency columns, `observed / critical` of each access category."""
-    return " | ".join(f"{fmt(row.get('obs:' + a), d)} / {fmt(row.get('crit:' + a), d)}"
-                      for a in accesses)
+    """A study table's latency columns, `observed / critical` of each access category.  A
+    category the report has no latency row for had no fiber wait on it: 0."""
+    return " | ".join(f"{fmt(row.get('obs:' + a) or 0.0, d)} / "
+                      f"{fmt(row.get('crit:' + a) or 0.0, d)}" for a in accesses)
 
 
 def tables(rows: dict, args, table, sizes: dict, paper: list, explained: bool = True) -> list[str]:

@@ -108,6 +108,9 @@ def readme(rows, args) -> str:
     pes = args.pes[0]
     view = study.at(rows, pes)
     t = {n: study.param_stat(view[n], "solve_s")[0] for n, *_ in CONFIGS}
+    def top(name):  # the event with the most observed latency
+        return max(EVENTS, key=lambda e: lat(name, e[1]) or 0)[0]
+
     fe = "eigenvalue:FETCH"
 
     def pct(a, b):
@@ -164,6 +167,23 @@ def render(rows, args) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Why an event carries a PE's idle time, in this program's terms.
+WHY_WAIT = {
+    "fetch": "a bulk read is served by the owner's scheduler between two fibers, so a fetch "
+             "waits until the owner finishes the task it is bisecting (up to ~50 Sturm counts)",
+    "remove": "a PE whose pool ran dry waits for a task to arrive from another PE",
+    "term": "the PEs wait for termination detection to see that every pool is empty",
+}
+
+
+def dominant_text(steal: str, push: str) -> str:
+    """Which event carries most of the idle time under each strategy, and why it waits."""
+    if steal == push:
+        return f"Here {steal} carries the most for both: {WHY_WAIT[steal]}."
+    return (f"Here {steal} carries the most under stealing ({WHY_WAIT[steal]}) and {push} "
+            f"under pushing ({WHY_WAIT[push]}).")
+
+
 def findings(rows, args, pes) -> list[str]:
     t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
 
@@ -180,6 +200,9 @@ def findings(rows, args, pes) -> list[str]:
         named = [(ev, lat(name, a) or 0) for ev, a in EVENTS]
         return ", ".join(f"{ev} {v:.3f}" for ev, v in sorted(named, key=lambda x: -x[1]))
 
+    def top(name):  # the event with the most observed latency
+        return max(EVENTS, key=lambda e: lat(name, e[1]) or 0)[0]
+
     fe = "eigenvalue:FETCH"
     flush = [f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
              f"aggregation): stealing {pct('steal', 'steal' + study.flush_name(spec))} against "
@@ -189,10 +212,8 @@ def findings(rows, args, pes) -> list[str]:
         f"{ranked('steal')}; pushing: {ranked('push')}.  Paper: stealing mostly term and "
         "remove, fetch less (locality); pushing has a large fetch share.  Fetch larger "
         f"with pushing than with stealing here: "
-        f"{'yes' if (lat('push', fe) or 0) > (lat('steal', fe) or 0) else 'no'}.  Here fetch "
-        "dominates for both: a bulk read is served by the owner's scheduler between two "
-        "fibers, so a fetch waits until the owner finishes the task it is bisecting (up to "
-        "~50 Sturm counts); termination and removal are quick with 2 PEs.",
+        f"{'yes' if (lat('push', fe) or 0) > (lat('steal', fe) or 0) else 'no'}.  "
+        f"{dominant_text(top('steal'), top('push'))}",
         f"- Critical vs observed for termination (paper: term's observed latency overlaps "
         f"everything, its critical share is small on Paragon/SP1): stealing term "
         f"{study.fmt(lat('steal', EVENTS[0][1]), 3)} / "
@@ -202,7 +223,7 @@ def findings(rows, args, pes) -> list[str]:
         f"{'yes' if faster('steal-noagg', 'steal') else 'no'}.",
         f"- Pushing with the intervals sent in the tasks and no aggregation (paper: -1 % CM5, "
         f"-35 % Paragon, -27 % SP1): {pct('push', 'push-send-noagg')}; fetch latency "
-        f"{study.fmt(lat('push', fe), 3)} -> {study.fmt(lat('push-send-noagg', fe) or 0, 3)} s "
+        f"{study.fmt(lat('push', fe) or 0, 3)} -> {study.fmt(lat('push-send-noagg', fe) or 0, 3)} s "
         f"(no fetches at all); faster beyond the spread: "
         f"{'yes' if faster('push-send-noagg', 'push') else 'no'}.",
         f"- Stealing vs pushing, initial implementations (paper: stealing faster on the CM5, "
