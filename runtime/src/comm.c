@@ -664,32 +664,44 @@ mpr_agg_why mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t 
     return starving(a, dst, now) ? MPR_AGG_FED : MPR_AGG_KEPT;
 }
 
+int mpr_agg_sweep(mpr_agg *agg, int *open, int nopen, uint8_t *listed, size_t cap,
+                  uint64_t delay_ns, mpr_agg_send_fn send, void *ctx)
+{
+    uint64_t now = delay_ns ? mpr_mono_ns() : 0;
+    int kept = 0;
+    for (int i = 0; i < nopen; i++) {
+        int dst = open[i];
+        mpr_agg *a = &agg[dst];
+        if (a->buf) {
+            mpr_agg_why why = mpr_agg_due(a, dst, cap, now, delay_ns);
+            if (!why) {
+                open[kept++] = dst;
+                continue;
+            }
+            send(ctx, a, dst, why);
+        }
+        listed[dst] = 0; /* sent now, or when full: listed again when it reopens */
+    }
+    return kept;
+}
+
+static void flush_one(void *pe, mpr_agg *a, int dst, mpr_agg_why why)
+{
+    (void)a;
+    agg_flush(pe, dst, why);
+}
+
 /* The communication period's flush (see "The flush policy" above): sends the buffers that are
  * half full, whose destination waits for work, or whose delay has run out, and keeps the
- * others filling.  A
- * buffer's age counts from its opening, so a record waits at most the delay plus one period.
- * The clock is read only when a buffer is open.  A PE in a group leaves the group's buffers
- * to the worker (mpr_flush_all). */
+ * others filling.  A buffer's age counts from its opening, so a record waits at most the delay
+ * plus one period.  The clock is read only when a buffer is open.  A PE in a group leaves the
+ * group's buffers to the worker (mpr_flush_all). */
 void mpr_flush_due(mpr_pe *pe)
 {
     if (!pe->agg_nopen)
         return;
-    uint64_t now = pe->flush_delay_ns ? mpr_mono_ns() : 0;
-    int kept = 0;
-    for (int i = 0; i < pe->agg_nopen; i++) {
-        int dst = pe->agg_open[i];
-        mpr_agg *a = &pe->agg[dst];
-        if (a->buf) {
-            mpr_agg_why why = mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns);
-            if (!why) {
-                pe->agg_open[kept++] = dst;
-                continue;
-            }
-            agg_flush(pe, dst, why);
-        }
-        pe->agg_listed[dst] = 0; /* sent now, or when full: listed again when it reopens */
-    }
-    pe->agg_nopen = kept;
+    pe->agg_nopen = mpr_agg_sweep(pe->agg, pe->agg_open, pe->agg_nopen, pe->agg_listed, pe->agg_cap,
+                                  pe->flush_delay_ns, flush_one, pe);
 }
 
 /* The fiber that wrote urgent records for a PE that waits has ended (sched.c): their buffers

@@ -94,9 +94,18 @@ typedef enum {
 /* mpr_agg_count (mpr_pe.h) counts a buffer sent for `why`. */
 /* Is an open buffer for dst due at a communication period, and why: half full, open for
  * delay_ns (`now` and its opening time are 0 with no delay set), or its destination waiting
- * for work (and not yet fed in this idle period)?  MPR_AGG_KEPT if none.  Used by
- * mpr_flush_due and by the shm backend's aggregation groups, so both follow one policy. */
+ * for work (and not yet fed in this idle period)?  MPR_AGG_KEPT if none.  Asked by
+ * mpr_agg_sweep for a PE's buffers and for the shm backend's aggregation groups alike, so both
+ * follow one policy. */
 mpr_agg_why mpr_agg_due(mpr_agg *a, int dst, size_t cap, uint64_t now, uint64_t delay_ns);
+/* Sends a buffer that mpr_agg_due found due (ctx: the caller's). */
+typedef void (*mpr_agg_send_fn)(void *ctx, mpr_agg *a, int dst, mpr_agg_why why);
+/* A communication period over a list of destinations that may have an open buffer (a PE's, or
+ * a worker group's for other workers' PEs): each buffer mpr_agg_due finds due goes by send and
+ * leaves the list, as does a destination whose buffer went when full; the others stay, in
+ * order.  Clears listed[dst] for each one that leaves; returns how many stay. */
+int mpr_agg_sweep(mpr_agg *agg, int *open, int nopen, uint8_t *listed, size_t cap,
+                  uint64_t delay_ns, mpr_agg_send_fn send, void *ctx);
 void mpr_flush_urgent(mpr_pe *pe);
 void mpr_flow_wait(mpr_pe *pe);
 /* Sends the buffer open in `a` for dst, which was counted in flight when a PE of an

@@ -60,6 +60,12 @@ void mpr_shm_group_flush(shm_group *g, mpr_agg_why why)
     g->nxopen = 0;
 }
 
+static void send_opened(void *ctx, mpr_agg *a, int dst, mpr_agg_why why)
+{
+    (void)ctx;
+    mpr_agg_send_opened(a, dst, why);
+}
+
 void mpr_shm_group_flush_due(shm_group *g)
 {
     if (g->idled) { /* a member ran out of work: what it wrote goes now, as a PE's would */
@@ -70,22 +76,8 @@ void mpr_shm_group_flush_due(shm_group *g)
     if (!g->nxopen)
         return;
     const mpr_pe *pe = mpr_g.pes[g->first]; /* the members share the settings */
-    uint64_t now = pe->flush_delay_ns ? mpr_mono_ns() : 0;
-    int kept = 0;
-    for (int i = 0; i < g->nxopen; i++) {
-        int dst = g->xopen[i];
-        mpr_agg *a = &g->agg[dst];
-        if (a->buf) {
-            mpr_agg_why why = mpr_agg_due(a, dst, pe->agg_cap, now, pe->flush_delay_ns);
-            if (!why) {
-                g->xopen[kept++] = dst;
-                continue;
-            }
-            mpr_agg_send_opened(a, dst, why);
-        }
-        g->xlisted[dst] = 0; /* sent now, or when full: listed again when it reopens */
-    }
-    g->nxopen = kept;
+    g->nxopen = mpr_agg_sweep(g->agg, g->xopen, g->nxopen, g->xlisted, pe->agg_cap,
+                              pe->flush_delay_ns, send_opened, NULL);
 }
 
 mpr_msgbuf *mpr_shm_group_take(shm_group *g, int dst)
