@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from mprof.report.build import AGG_WHY
+
 
 def _workload(cmake_build, tmp_path, pes, workers=None, **env):
     exe = cmake_build("build", targets=["rt_workload"]) / "benchmarks" / "micro" / "rt_workload"
@@ -51,7 +53,8 @@ def test_records_per_message_hold_with_two_pes_per_worker(cmake_build, tmp_path,
     assert t["RemoteOp"] / t["MsgSent"] >= 10, t["MsgSent"]
 
 
-_WHY = ["AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken"]
+# the reasons as the report names them: the sums below also check that it knows every one
+_WHY = list(AGG_WHY)
 
 
 @pytest.mark.parametrize("pes,workers", [(2, 2), (16, 16), (16, 2)])
