@@ -212,7 +212,8 @@ def test_measured_statistics():
     rts = load_interface(ROOT / "runtime" / "rts.perf")
     assert {s.name for s in rts.statistics if s.measured} == {
         "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc", "ByteAlloc", "FlowWait",
-        "AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken"}
+        "AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken",
+        "ChanNotify", "ChanDrain"}
 
 
 def test_missing_file(tmp_path):

@@ -20,7 +20,7 @@ Measure cpu
 Replicates min
 
 set runtime ../../build/workflows/rts.model.json
-ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg
+ImportParameter: Rts $runtime  Thread RemoteThread RemoteOp Msg Burst
 ImportParameter: Rts $runtime  ByteSent ByteRecv LocalOp
 ImportParameter: Rts $runtime  IdleCpu
 

@@ -24,6 +24,11 @@ IgnoreTerm:    rts P
 # sweeps cannot determine it, and fitted, it stands in for preemption (a PE sleeps when its
 # peer was descheduled), so it is left out.
 IgnoreTerm:    rts Wake
+# A burst of buffers on a channel (shared memory: the receiver found the channel empty, so the
+# next buffer notifies it) moves the channel's lines between the cores once, whatever it
+# carries.  How many messages a burst carries depends on how the two PEs' runs overlap, which
+# is why identical runs' message costs differed: counted (ChanNotify, ChanDrain) and priced
+# here, about 0.2 us a burst on the development VM.
 # Preemptive threads run straight from a message (DirectThread) do not occur in rt_workload,
 # whose fibers are all FIFO: nothing here can price them.
 IgnoreTerm:    rts DirectThread

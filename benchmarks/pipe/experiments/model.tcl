@@ -13,7 +13,7 @@ FitDatabase:     $work/pipe-fit.db
 TestDatabase:    $work/pipe-test.db
 Interface:       rts graph pipe
 
-ImportParameter: Rts $runtime  Thread RemoteOp Msg ByteSent
+ImportParameter: Rts $runtime  Thread RemoteOp Msg Burst ByteSent
 IgnoreTerm:      Rts ByteCopy FastMsgSent ThreadContext
 # PIPE runs no preemptive thread from a message (DirectThread is zero)
 IgnoreTerm:      Rts DirectThread

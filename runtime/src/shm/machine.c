@@ -225,6 +225,10 @@ static bool signal(shm_chan *ch)
         return false;
     shm_net *net = ch->net;
     atomic_fetch_or(&ready_of(net, ch->dst)[ch->producer / 64], (uint64_t)1 << (ch->producer % 64));
+    /* counted on the PE the producer runs now (its only one with a thread per PE; between
+     * the slices of several, the first) */
+    shm_worker *pw = &mpr_shm.workers[ch->producer];
+    RTS_INC(&(pw->running ? pw->running : &mpr_shm.pes[pw->first])->pe->rts, ChanNotify, 1);
     /* seq_cst bit then load pairs with the sleeper's store-then-check: no lost wake-up.  A PE
      * of the producer's own worker is never asleep while the producer runs. */
     shm_worker *to = mpr_shm.pes[ch->dst].w;
@@ -433,6 +437,7 @@ static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
 {
     _Atomic(uint64_t) *ready = ready_of(net, pe);
     shm_chan **in = net->in + (size_t)pe * (size_t)mpr_shm.nworkers;
+    uint64_t drained = 0;
     for (size_t i = 0; i < net->words; i++) {
         if (!atomic_load_explicit(&ready[i], memory_order_relaxed))
             continue;
@@ -442,13 +447,17 @@ static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
             int k = __builtin_ctzll(bits);
             bits &= bits - 1;
             shm_chan *ch = in[i * 64 + (size_t)k];
+            mpr_msgbuf **before = tailp;
             tailp = chan_drain(ch, tailp);
+            drained += tailp != before;
             if (!chan_settle(ch))
                 keep |= (uint64_t)1 << k;
         }
         if (keep)
             atomic_fetch_or(&ready[i], keep);
     }
+    if (drained)
+        RTS_INC(&mpr_g.pes[pe]->rts, ChanDrain, drained);
     return tailp;
 }
 
