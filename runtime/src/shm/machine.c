@@ -432,7 +432,10 @@ static bool chan_settle(shm_chan *ch)
 }
 
 /* Drains every channel of `net` into PE `pe` that has work, oldest first per channel, onto
- * *tailp; returns the new tail link (the PE's worker's thread only). */
+ * *tailp; returns the new tail link (the PE's worker's thread only).  Each channel taken by
+ * its bit counts as a drain (ChanDrain), whether or not it still holds buffers: a
+ * notification made at the producer's fenced second look may announce buffers that an earlier
+ * drain took already, and the drain and settle it costs are paid all the same. */
 static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
 {
     _Atomic(uint64_t) *ready = ready_of(net, pe);
@@ -447,9 +450,8 @@ static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
             int k = __builtin_ctzll(bits);
             bits &= bits - 1;
             shm_chan *ch = in[i * 64 + (size_t)k];
-            mpr_msgbuf **before = tailp;
             tailp = chan_drain(ch, tailp);
-            drained += tailp != before;
+            drained++;
             if (!chan_settle(ch))
                 keep |= (uint64_t)1 << k;
         }
