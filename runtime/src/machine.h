@@ -70,6 +70,12 @@ typedef struct mpr_machine {
      * reads a local PE's idle_epoch; a backend without it lets such PEs' records wait for a
      * full buffer, the delay or the sender running out of work. */
     uint32_t (*peer_idle_epoch)(int pe);
+    /* Optional (default: none).  The bursts on pe's channels so far (rts ChanNotify and
+     * ChanDrain), for the rts record's derive function (stats.c), live and when the PE ends:
+     * a backend that counts them where its channels keep their own state adds nothing to its
+     * send and receive paths for the PE's record.  May be called by a statistics reader's
+     * thread while pe runs. */
+    void (*chan_counts)(const struct mpr_pe *pe, uint64_t *notified, uint64_t *drained);
 
     /* Multiplexing: PEs that share a thread (shm: a worker's, shm/mux.h). */
     /* Optional (default: false; with it `yield` is required).  Does pe share its thread with

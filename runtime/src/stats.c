@@ -214,8 +214,9 @@ void mpr_stats_settle(mpr_pe *pe)
 
 #ifndef MPROF_DISABLE
 /* What the PE keeps anyway: IdleNs is C_total (latency accounting; mpr_idle_add is the only
- * way either grows), IdleCpuNs the idle loop's CPU time (the profile's idle_cpu_s), and the
- * latency table counts the dispatches, part of all three thread counts (mpr_rts_fold). */
+ * way either grows), IdleCpuNs the idle loop's CPU time (the profile's idle_cpu_s), the
+ * latency table counts the dispatches, part of all three thread counts (mpr_rts_fold), and
+ * the backend's channels their bursts (machine.h chan_counts). */
 static void rts_derive(const void *ctx, uint64_t *add)
 {
     const mpr_pe *pe = ctx;
@@ -228,6 +229,8 @@ static void rts_derive(const void *ctx, uint64_t *add)
     d->ThreadEnable = dispatched;
     d->IdleNs = __atomic_load_n(&pe->c_total, __ATOMIC_RELAXED);
     d->IdleCpuNs = __atomic_load_n(&pe->idle_cpu_ns, __ATOMIC_RELAXED);
+    if (mpr_m && mpr_m->chan_counts) /* the backend's channels count their bursts */
+        mpr_m->chan_counts(pe, &d->ChanNotify, &d->ChanDrain);
 }
 #endif
 
