@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -20,6 +21,10 @@ def register(subparsers):
         "(with its line).")
     p.add_argument("script", help="modeling script (Tcl); paths in it are relative to it")
     p.add_argument("--json", action="store_true", help="print each fit as one JSON line")
+    p.add_argument("--misses", type=_count, default=0, metavar="N",
+                   help="also print the N largest relative misses of the test samples and of "
+                   "the fit samples, each with its configuration (what varies between the "
+                   "samples) and the spread of its repetitions (JSON: a `misses` list)")
     p.add_argument("--unsafe-tcl", action="store_true",
                    help="run the script with full Tcl (exec, open, socket, file, source ...); "
                    "by default it runs in a safe interpreter with pure Tcl and the directives")
@@ -49,12 +54,23 @@ def register(subparsers):
     p.set_defaults(func=cmd_export_c)
 
 
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a count (0, 1, 2 ...), got {text!r}")
+    return n
+
+
 def cmd_fit(args):
     from .report import format_json, format_text
     from .script import ModelingScript
 
     def show(outcome):
-        sys.stdout.write(format_json(outcome) + "\n" if args.json else format_text(outcome))
+        sys.stdout.write(format_json(outcome, args.misses) + "\n" if args.json
+                         else format_text(outcome, args.misses))
         sys.stdout.flush()
 
     ModelingScript(args.script, on_fit=show, unsafe=args.unsafe_tcl).run()

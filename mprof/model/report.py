@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from .misses import format_lines as format_misses
+from .misses import largest
 from .modelfile import FIXED
 from .session import FitOutcome
 
@@ -48,7 +50,9 @@ def _noise_lines(r) -> list[str]:
     return lines
 
 
-def format_text(outcome: FitOutcome) -> str:
+def format_text(outcome: FitOutcome, misses: int = 0) -> str:
+    """The fit as `mprof fit` prints it; with misses > 0, also that many of the largest
+    relative misses of the test and of the fit samples (misses.py)."""
     r = outcome.result
     lines = [
         f"Chi-square: {_fixed(r.chi_square)}",
@@ -84,10 +88,16 @@ def format_text(outcome: FitOutcome) -> str:
     if model.ignored:
         lines.append("")
         lines.append("Ignored: " + " ".join(model.ignored))
+    if misses > 0:
+        lines += format_misses(outcome.misses, misses)
     return "\n".join(lines) + "\n"
 
 
-def format_json(outcome: FitOutcome) -> str:
+def format_json(outcome: FitOutcome, misses: int = 0) -> str:
     data = outcome.model.to_json()
     data["warnings"] = outcome.warnings
+    if misses > 0:
+        data["misses"] = [m.to_json() for which in ("test", "fit")
+                          for m in largest([x for x in outcome.misses if x.which == which],
+                                           misses)]
     return json.dumps(data)

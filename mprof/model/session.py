@@ -19,6 +19,8 @@ from ..iface import registry
 from ..numbers import parse_number
 from ..profile import MEASURES
 from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
+from .misses import Miss
+from .misses import find as find_misses
 from .modelfile import FIXED, Model, ModuleInfo, load_model
 from .runset import RunSet, database_interface_digests, database_modules
 from .samples import LoadedInterface, load_samples, make_design
@@ -39,6 +41,7 @@ class FitOutcome:
     result: FitResult
     model: Model
     warnings: list[str]
+    misses: list[Miss] = field(default_factory=list)  # every sample's prediction (misses.py)
 
 
 @dataclass
@@ -303,7 +306,9 @@ class FitSession:
         if test_samples is not None:
             test = design(pick(test_samples))
         options = FitOptions(normalize=self.normalize, cutoff=self.cutoff)
-        result = solve(design(pick(samples)), options, test)
+        fitted = design(pick(samples))
+        result = solve(fitted, options, test)
+        every_run = test_runs = None
         if how != "all":
             # the noise floor from every run; single runs' test error beside the representatives'
             result.replicates = how
@@ -312,9 +317,12 @@ class FitSession:
             if test_samples is not None:
                 test_runs = design(test_samples)
                 result.run_test_mre = mre(result.predict(test_runs), test_runs.t)
+        found = find_misses("fit", fitted, result, every_run)
+        if test is not None:
+            found += find_misses("test", test, result, test_runs)
         warnings.extend(diagnostics(result))
         model = self._model(result, imported, sources, ignored, measure)
-        self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)))
+        self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)), found)
         if self.runs is None:
             for path in self.save_paths:
                 model.save(path)

@@ -285,3 +285,41 @@ def test_savemodel_to_a_missing_folder_is_an_error(tmp_path, pipe_dbs, capsys):
     err = capsys.readouterr().err
     assert "SaveModel: the folder" in err and "modles" in err and "Traceback" not in err
     assert not (path.parent / "modles").exists()
+
+
+def test_misses_name_the_configuration_and_its_repetitions(tmp_path, capsys):
+    """One repetition of configuration 4 ran at half the cost of its siblings (a run of
+    another kind, as a shared machine's cheap mode gives).  Taken as the sample (`Replicates
+    min`), it is the fit's largest miss by far, and `--misses` names it with its
+    configuration and the spread of its three runs, which tells it from a missing term."""
+    base = spells_db(tmp_path, 5, lambda config, rep: 0.5 if (config, rep) == (4, 1) else
+                     1.0 + 0.01 * rep)
+    (outcome,) = run_script(tmp_path, base + "Replicates min\n")
+    from mprof.model.misses import largest
+
+    worst, second = largest(outcome.misses, 2)
+    assert worst.which == "fit" and worst.config == "config=4 PE 0"
+    # the outlier pulls the fit towards itself a little: +81 % here, the rest within 20 %
+    assert worst.error > 0.6 and abs(second.error) < 0.2
+    lo, hi, n = worst.runs
+    assert n == 3 and hi / lo == pytest.approx(1.02 / 0.5, rel=1e-6)
+    assert len(outcome.misses) == outcome.result.n_samples == 12
+    path = write_script(tmp_path, base + "Replicates min\n")
+    assert main(["fit", "--misses", "2", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(next(x for x in out if x.startswith("Largest misses (fit samples)")))
+    assert "config=4 PE 0" in out[at + 1] and "runs " in out[at + 1] and "(3)" in out[at + 1]
+    assert not any(x.startswith("Largest misses (test") for x in out)  # no test set
+    assert main(["fit", "--json", "--misses", "3", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["misses"]) == 3 and data["misses"][0]["config"] == "config=4 PE 0"
+    assert data["misses"][0]["runs"]["count"] == 3
+    assert main(["fit", str(path)]) == 0
+    assert "Largest misses" not in capsys.readouterr().out  # only when asked
+
+
+def test_misses_must_be_a_count(tmp_path, capsys):
+    path = write_script(tmp_path, "FitDatabase fit.db\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["fit", "--misses", "-1", str(path)])
+    assert exit_.value.code == 2 and "--misses" in capsys.readouterr().err
