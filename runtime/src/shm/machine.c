@@ -85,6 +85,13 @@
 #define CHAN_CHUNK ((size_t)64 << 10)
 /* Messages a PE may send on one increment of `activity` (see "Messages" above). */
 #define SEND_CREDIT 256
+/* One more burst on a channel's own count (ChanNotify, ChanDrain: shm_chan_counts), a relaxed
+ * store because a statistics reader may sum it meanwhile; gone with the statistics. */
+#ifndef MPROF_DISABLE
+#define CHAN_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
+#else
+#define CHAN_COUNT(field) ((void)0)
+#endif
 
 typedef struct shm_net shm_net;
 
@@ -231,7 +238,7 @@ static bool signal(shm_chan *ch)
         return false;
     shm_net *net = ch->net;
     atomic_fetch_or(&ready_of(net, ch->dst)[ch->producer / 64], (uint64_t)1 << (ch->producer % 64));
-    __atomic_store_n(&ch->notified, ch->notified + 1, __ATOMIC_RELAXED); /* a reader may sum */
+    CHAN_COUNT(ch->notified);
     /* seq_cst bit then load pairs with the sleeper's store-then-check: no lost wake-up.  A PE
      * of the producer's own worker is never asleep while the producer runs. */
     shm_worker *to = mpr_shm.pes[ch->dst].w;
@@ -457,7 +464,7 @@ static mpr_msgbuf **net_take(shm_net *net, int pe, mpr_msgbuf **tailp)
             /* counted on the channel's consumer line, which chan_drain's head store takes
              * anyway: a count carried through this loop for the PE's record made the loop
              * spill registers (0.2 % of PIPE's instructions) */
-            __atomic_store_n(&ch->drained, ch->drained + 1, __ATOMIC_RELAXED);
+            CHAN_COUNT(ch->drained);
             tailp = chan_drain(ch, tailp);
             if (!chan_settle(ch))
                 keep |= (uint64_t)1 << k;
