@@ -71,13 +71,14 @@ def describe(groups: list[str]) -> list[str]:
 def find(which: str, design: Design, result: FitResult,
          every: Design | None = None) -> list[Miss]:
     """Every sample of `design` with its prediction; `every` holds all repetitions (the
-    design before Replicates picked one per configuration), for their spread."""
+    design before Replicates picked one per configuration; None: `design` holds them all),
+    for their spread."""
     predicted = result.predict(design)
     groups = design.groups or design.labels
     spread: dict[str, list[float]] = {}
-    if every is not None and every.groups:
-        for g, t in zip(every.groups, every.t):
-            spread.setdefault(g, []).append(float(t))
+    source = every if every is not None else design
+    for g, t in zip(source.groups or source.labels, source.t):
+        spread.setdefault(g, []).append(float(t))
     configs = describe(list(groups))
     out = []
     for label, group, config, p, t in zip(design.labels, groups, configs, predicted, design.t):

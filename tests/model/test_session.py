@@ -304,6 +304,10 @@ def test_misses_name_the_configuration_and_its_repetitions(tmp_path, capsys):
     lo, hi, n = worst.runs
     assert n == 3 and hi / lo == pytest.approx(1.02 / 0.5, rel=1e-6)
     assert len(outcome.misses) == outcome.result.n_samples == 12
+    # over every run (no Replicates) each sample's configuration still shows its three runs
+    (every,) = run_script(tmp_path, base)
+    assert len(every.misses) == 36 and all(m.runs[2] == 3 for m in every.misses)
+    assert largest(every.misses, 1)[0].measured == pytest.approx(lo)
     path = write_script(tmp_path, base + "Replicates min\n")
     assert main(["fit", "--misses", "2", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
