@@ -29,7 +29,7 @@ def test_scripts_are_complete_tcl(script):
     assert tkinter.Tcl().call("info", "complete", script.read_text())
 
 
-def test_runtime_workflow_end_to_end(cmake_build, tmp_path, capsys):
+def test_runtime_workflow_end_to_end(cmake_build, tmp_path, capsys, monkeypatch):
     """Sweep the real runtime into temporary databases and fit with the shipped script: the
     shipped sweeps with one repetition each and no waiting for a steady machine (the probe
     still runs around every point).  rt_workload is built first (a stale or missing binary
@@ -61,3 +61,10 @@ def test_runtime_workflow_end_to_end(cmake_build, tmp_path, capsys):
     model = load_model(tmp_path / "rts.model.json")
     assert model.quality["rank"] == len(model.fitted)
     assert model.quality["n_test"] > 0
+    # another test database (MPROF_RTS_TEST, as for sweep-test8.toml's): tested, not saved
+    (tmp_path / "rts.model.json").unlink()
+    shutil.copy(tmp_path / "rts-test.db", tmp_path / "rts-other.db")
+    monkeypatch.setenv("MPROF_RTS_TEST", "rts-other.db")
+    assert main(["fit", str(tmp_path / "model.tcl")]) == 0
+    assert "Test MRE: " in capsys.readouterr().out
+    assert not (tmp_path / "rts.model.json").exists()

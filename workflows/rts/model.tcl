@@ -4,7 +4,13 @@
 # Paths are relative to this script.
 
 FitDatabase:   ../../build/workflows/rts-fit.db
-TestDatabase:  ../../build/workflows/rts-test.db
+# MPROF_RTS_TEST names another test database in build/workflows, e.g. rts-test8.db (the test
+# configurations on 8 PEs, sweep-test8.toml): the same model, tested there and not saved.
+if {[info exists ::env(MPROF_RTS_TEST)]} {
+    TestDatabase: ../../build/workflows/$::env(MPROF_RTS_TEST)
+} else {
+    TestDatabase: ../../build/workflows/rts-test.db
+}
 Interface:     ../../runtime/rts.perf
 
 Measure cpu
@@ -46,4 +52,6 @@ IgnoreTerm:    rts ByteCopy ByteAlloc
 # other terms go wrong to match.
 FixParameter   rts IdleCpu 1
 Fit
-SaveModel ../../build/workflows/rts.model.json
+if {![info exists ::env(MPROF_RTS_TEST)]} {
+    SaveModel ../../build/workflows/rts.model.json
+}
