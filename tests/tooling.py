@@ -1,11 +1,15 @@
-"""The tools the suite runs, found or failed for (imported by test modules of any folder).
+"""The tools the suite runs, found or failed for, and scripts loaded as modules (imported by
+test modules of any folder).
 
 `make test` installs every tool the suite uses (scripts/bootstrap.sh), so a missing one is a
 broken machine: the test that needs it fails and says what to run, never skips."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -18,3 +22,11 @@ def require_tool(*names: str) -> str:
             return path
     pytest.fail(f"{' or '.join(names)} not found: run scripts/bootstrap.sh (make test does)",
                 pytrace=False)
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A benchmark or study script (not a package module) imported by its path."""
+    spec = importlib.util.spec_from_file_location(name or Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

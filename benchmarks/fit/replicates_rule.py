@@ -31,10 +31,13 @@ from mprof.model.script import ModelingScript  # noqa: E402
 
 def variant(script: str, folder: Path, rule: str, ignore: str | None) -> str:
     """The script's text fitted to folder's databases with `rule`, nothing saved."""
-    text = re.sub(r"(?m)^FitDatabase:?\s.*$", f"FitDatabase: {folder / 'rts-fit.db'}", script)
-    text = re.sub(r"(?m)^TestDatabase:?\s.*$", f"TestDatabase: {folder / 'rts-test.db'}", text)
+    # directives may be indented (inside an if), and each occurrence is replaced
+    text = re.sub(r"(?m)^(\s*)FitDatabase:?\s.*$", rf"\1FitDatabase: {folder / 'rts-fit.db'}",
+                  script)
+    text = re.sub(r"(?m)^(\s*)TestDatabase:?\s.*$",
+                  rf"\1TestDatabase: {folder / 'rts-test.db'}", text)
     text = re.sub(r"(?m)^Replicates\s.*$", f"Replicates {rule}", text)
-    text = re.sub(r"(?m)^SaveModel\s.*$", "", text)
+    text = re.sub(r"(?m)^\s*SaveModel\s.*$", "", text)
     text = text.replace("../../", f"{ROOT}/")
     if ignore:  # before the first Fit, or at the end where the fit is implicit
         fit_line = re.search(r"(?m)^Fit\s*$", text)

@@ -1,24 +1,18 @@
 """benchmarks/fit/replicates_rule.py: the modeling script it fits, per rule and term left
 out, and its refusals."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from tooling import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "fit" / "replicates_rule.py"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("replicates_rule", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_variant_rewrites_databases_rule_and_ignores_before_the_fit(tmp_path):
-    mod = _module()
+    mod = load_script(SCRIPT)
     script = (ROOT / "workflows" / "rts" / "model.tcl").read_text()
     text = mod.variant(script, tmp_path, "min", "rts Burst")
     assert f"FitDatabase: {tmp_path / 'rts-fit.db'}" in text

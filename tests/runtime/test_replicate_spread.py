@@ -1,25 +1,19 @@
 """benchmarks/micro/replicate_spread.py and noise_floor (make bench): the spread of identical
 runs beside the machine's own.  Not a speed check: the figures must be what they claim."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from tooling import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "micro" / "replicate_spread.py"
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("replicate_spread", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_spread_of_a_group_is_max_over_min_less_one():
-    mod = load_script()
+    mod = load_script(SCRIPT)
     assert mod.spread([2.0, 3.0, 2.5]) == 0.5
     # consecutive groups of `reps`; a short tail is not a group
     assert mod.group_spreads([1.0, 2.0, 4.0, 5.0, 9.0], 2) == [1.0, 0.25]
@@ -93,7 +87,7 @@ def test_bound_and_unbound_cases_interleave_from_any_folder(cmake_build, tmp_pat
     """The X_unbound cases are X with MPROF_PIN=0; the script finds the build and mprof from
     its own place, so it also runs from another folder (as on the 16-core device)."""
     cmake_build("build", targets=["noise_floor", "rt_workload"])
-    mod = load_script()
+    mod = load_script(SCRIPT)
     args, env = mod.CASES["agg_unbound"]
     assert (args, env) == (mod.CASES["agg"][0], {**mod.CASES["agg"][1], "MPROF_PIN": "0"})
     run = subprocess.run([sys.executable, str(SCRIPT), "--groups", "1", "--reps", "2",
