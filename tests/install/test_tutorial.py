@@ -55,7 +55,7 @@ def rts_model(build_dir, mprof_bin, tmp_path_factory):
     env = dict(os.environ, PATH=f"{mprof_bin}:{os.environ['PATH']}")
     run(["mprof", "bench", tmp / "sweep.toml"], env=env)
     script = (ROOT / "workflows" / "rts" / "model.tcl").read_text()
-    script = re.sub(r"(?m)^TestDatabase:.*$", "", script)
+    script = re.sub(r"(?m)^\s*TestDatabase:.*$", "", script)  # also inside model.tcl's if
     script = script.replace("../../build/workflows/", f"{tmp}/").replace("../../", f"{ROOT}/")
     (tmp / "model.tcl").write_text(script)
     run(["mprof", "fit", tmp / "model.tcl"], env=env)
