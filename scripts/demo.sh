@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 mkdir -p "$BUILD/workflows"
+# set, it makes workflows/rts/model.tcl test another database and save no model (the 8-PE check)
+unset MPROF_RTS_TEST
 
 # PIPE at parameter values no sweep used (step 3), run once at each of four moments spread
 # over the demo: the machine has slow spells of 10-60 s (docs/fitting.md), and back-to-back
