@@ -56,6 +56,22 @@ class Run:
                 f"--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")
 
 
+def rt_workload_rts(cmake_build, out: Path, args: list, **env) -> list[dict]:
+    """Runs build/benchmarks/micro/rt_workload ARGS (built first) with PATH and `env` alone,
+    its run profile written to `out`; returns each PE's rts statistics, in PE order."""
+    exe = cmake_build("build", targets=["rt_workload"]) / "benchmarks" / "micro" / "rt_workload"
+    run_env = {"PATH": "/usr/bin:/bin", "MPROF_OUT": str(out),
+               **{k: str(v) for k, v in env.items()}}
+    run = subprocess.run([str(exe), *map(str, args)], env=run_env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    per_pe = []
+    for pe in json.loads(out.read_text())["pes"]:
+        (rts,) = [o["stats"] for o in pe["objects"] if o["module"] == "rts"]
+        per_pe.append(rts)
+    return per_pe
+
+
 def clean_env(**overrides: str) -> dict[str, str]:
     """The process environment without MPROF_* settings, plus `overrides`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}

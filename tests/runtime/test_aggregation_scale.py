@@ -2,30 +2,18 @@
 15 others must still pack many records into each message (the flush policy, runtime/src/comm.c).
 The dissertation's policy (every buffer every K fibers) packed one record per message here."""
 
-import json
-import subprocess
-
 import pytest
+from rt_helpers import rt_workload_rts
 
 from mprof.report.build import AGG_WHY
 
 
 def _workload(cmake_build, tmp_path, pes, workers=None, **env):
-    exe = cmake_build("build", targets=["rt_workload"]) / "benchmarks" / "micro" / "rt_workload"
-    out = tmp_path / f"w{pes}.json"
-    run_env = {"PATH": "/usr/bin:/bin", "MPROF_WORKERS": str(workers or pes),
-               "MPROF_AGG_BYTES": "4096",
-               "MPROF_OUT": str(out), **{k: str(v) for k, v in env.items()}}
-    run = subprocess.run([str(exe), str(pes), "600000", "60000", "16", "0"], env=run_env,
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    total = {}
-    for pe in json.loads(out.read_text())["pes"]:
-        for obj in pe["objects"]:
-            if obj["module"] == "rts":
-                for k, v in obj["stats"].items():
-                    total[k] = total.get(k, 0) + v
-    return total
+    """The rts statistics summed over the PEs of rt_workload PES 600000 60000 16 0."""
+    settings = {"MPROF_WORKERS": workers or pes, "MPROF_AGG_BYTES": 4096, **env}
+    per_pe = rt_workload_rts(cmake_build, tmp_path / f"w{pes}.json", [pes, 600000, 60000, 16, 0],
+                             **settings)
+    return {k: sum(s[k] for s in per_pe) for k in per_pe[0]}
 
 
 @pytest.mark.parametrize("pes", [2, 16])

@@ -6,25 +6,14 @@ ended (at most one per channel: the next needs a drain first), and a drain takes
 buffer unless it answers a notification whose buffers an earlier drain took (made late, at the
 producer's fenced second look)."""
 
-import json
-import subprocess
-
 import pytest
+from rt_helpers import rt_workload_rts
 
 
 def _run(cmake_build, tmp_path, pes, workers, agg):
-    exe = cmake_build("build", targets=["rt_workload"]) / "benchmarks" / "micro" / "rt_workload"
-    out = tmp_path / f"b{pes}-{workers}-{agg}.json"
-    env = {"PATH": "/usr/bin:/bin", "MPROF_WORKERS": str(workers), "MPROF_AGG_BYTES": str(agg),
-           "MPROF_OUT": str(out)}
-    run = subprocess.run([str(exe), str(pes), "300000", "30000", "16", "0"], env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    per_pe = []
-    for pe in json.loads(out.read_text())["pes"]:
-        (rts,) = [o["stats"] for o in pe["objects"] if o["module"] == "rts"]
-        per_pe.append(rts)
-    return per_pe
+    return rt_workload_rts(cmake_build, tmp_path / f"b{pes}-{workers}-{agg}.json",
+                           [pes, 300000, 30000, 16, 0], MPROF_WORKERS=workers,
+                           MPROF_AGG_BYTES=agg)
 
 
 @pytest.mark.parametrize("pes,workers,agg", [(2, 2, 0), (2, 2, 4096), (16, 16, 0), (16, 2, 0)])
