@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from ..errors import MprofError
+from ..numbers import option
 
 
 def register(subparsers):
@@ -21,7 +21,8 @@ def register(subparsers):
         "(with its line).")
     p.add_argument("script", help="modeling script (Tcl); paths in it are relative to it")
     p.add_argument("--json", action="store_true", help="print each fit as one JSON line")
-    p.add_argument("--misses", type=_count, default=0, metavar="N",
+    p.add_argument("--misses", type=option("--misses", low=0, high=10**6, integer=True),
+                   default=0, metavar="N",
                    help="also print the N largest relative misses of the test samples and of "
                    "the fit samples, each with its configuration (what varies between the "
                    "samples) and the spread of its repetitions (JSON: a `misses` list)")
@@ -52,16 +53,6 @@ def register(subparsers):
                    help="folder of the generated files")
     p.add_argument("--prefix", default="mpm", help="prefix of generated names (default mpm)")
     p.set_defaults(func=cmd_export_c)
-
-
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a count (0, 1, 2 ...), got {text!r}")
-    return n
 
 
 def cmd_fit(args):

@@ -93,12 +93,17 @@ def largest(misses: list[Miss], n: int) -> list[Miss]:
     return sorted(misses, key=lambda m: -abs(m.error))[:max(n, 0)]
 
 
+def worst_per_set(misses: list[Miss], n: int) -> list[tuple[str, list[Miss]]]:
+    """The n largest misses of the test samples, then of the fit samples (sets with none
+    left out)."""
+    sets = [(which, largest([m for m in misses if m.which == which], n))
+            for which in ("test", "fit")]
+    return [(which, worst) for which, worst in sets if worst]
+
+
 def format_lines(misses: list[Miss], n: int) -> list[str]:
     lines = []
-    for which in ("test", "fit"):
-        worst = largest([m for m in misses if m.which == which], n)
-        if not worst:
-            continue
+    for which, worst in worst_per_set(misses, n):
         lines += ["", f"Largest misses ({which} samples): error, predicted / measured s, "
                   "the configuration's repetitions, sample, configuration"]
         for m in worst:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from .misses import format_lines as format_misses
-from .misses import largest
+from .misses import worst_per_set
 from .modelfile import FIXED
 from .session import FitOutcome
 
@@ -89,7 +89,7 @@ def format_text(outcome: FitOutcome, misses: int = 0) -> str:
         lines.append("")
         lines.append("Ignored: " + " ".join(model.ignored))
     if misses > 0:
-        lines += format_misses(outcome.misses, misses)
+        lines += format_misses(outcome.misses(), misses)
     return "\n".join(lines) + "\n"
 
 
@@ -97,7 +97,6 @@ def format_json(outcome: FitOutcome, misses: int = 0) -> str:
     data = outcome.model.to_json()
     data["warnings"] = outcome.warnings
     if misses > 0:
-        data["misses"] = [m.to_json() for which in ("test", "fit")
-                          for m in largest([x for x in outcome.misses if x.which == which],
-                                           misses)]
+        data["misses"] = [m.to_json() for _, worst in worst_per_set(outcome.misses(), misses)
+                          for m in worst]
     return json.dumps(data)

@@ -18,7 +18,7 @@ from ..errors import MprofError
 from ..iface import registry
 from ..numbers import parse_number
 from ..profile import MEASURES
-from .fit import DEFAULT_CUTOFF, FitOptions, FitResult, mre, replicate_mre, solve
+from .fit import DEFAULT_CUTOFF, Design, FitOptions, FitResult, mre, replicate_mre, solve
 from .misses import Miss
 from .misses import find as find_misses
 from .modelfile import FIXED, Model, ModuleInfo, load_model
@@ -41,7 +41,14 @@ class FitOutcome:
     result: FitResult
     model: Model
     warnings: list[str]
-    misses: list[Miss] = field(default_factory=list)  # every sample's prediction (misses.py)
+    # the designs fitted and tested, each with all of its runs (None: it holds them all), for
+    # misses(): computed only when asked for (mprof fit --misses), not on every fit
+    designs: list[tuple[str, Design, Design | None]] = field(default_factory=list)
+
+    def misses(self) -> list[Miss]:
+        """Every fit and test sample with its prediction (misses.py)."""
+        return [m for which, design, every in self.designs
+                for m in find_misses(which, design, self.result, every)]
 
 
 @dataclass
@@ -317,12 +324,12 @@ class FitSession:
             if test_samples is not None:
                 test_runs = design(test_samples)
                 result.run_test_mre = mre(result.predict(test_runs), test_runs.t)
-        found = find_misses("fit", fitted, result, every_run)
+        designs = [("fit", fitted, every_run)]
         if test is not None:
-            found += find_misses("test", test, result, test_runs)
+            designs.append(("test", test, test_runs))
         warnings.extend(diagnostics(result))
         model = self._model(result, imported, sources, ignored, measure)
-        self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)), found)
+        self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)), designs)
         if self.runs is None:
             for path in self.save_paths:
                 model.save(path)

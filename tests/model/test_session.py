@@ -297,17 +297,17 @@ def test_misses_name_the_configuration_and_its_repetitions(tmp_path, capsys):
     (outcome,) = run_script(tmp_path, base + "Replicates min\n")
     from mprof.model.misses import largest
 
-    worst, second = largest(outcome.misses, 2)
+    worst, second = largest(outcome.misses(), 2)
     assert worst.which == "fit" and worst.config == "config=4 PE 0"
     # the outlier pulls the fit towards itself a little: +81 % here, the rest within 20 %
     assert worst.error > 0.6 and abs(second.error) < 0.2
     lo, hi, n = worst.runs
     assert n == 3 and hi / lo == pytest.approx(1.02 / 0.5, rel=1e-6)
-    assert len(outcome.misses) == outcome.result.n_samples == 12
+    assert len(outcome.misses()) == outcome.result.n_samples == 12
     # over every run (no Replicates) each sample's configuration still shows its three runs
     (every,) = run_script(tmp_path, base)
-    assert len(every.misses) == 36 and all(m.runs[2] == 3 for m in every.misses)
-    assert largest(every.misses, 1)[0].measured == pytest.approx(lo)
+    assert len(every.misses()) == 36 and all(m.runs[2] == 3 for m in every.misses())
+    assert largest(every.misses(), 1)[0].measured == pytest.approx(lo)
     path = write_script(tmp_path, base + "Replicates min\n")
     assert main(["fit", "--misses", "2", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
