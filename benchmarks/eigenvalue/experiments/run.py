@@ -108,9 +108,6 @@ def readme(rows, args) -> str:
     pes = args.pes[0]
     view = study.at(rows, pes)
     t = {n: study.param_stat(view[n], "solve_s")[0] for n, *_ in CONFIGS}
-    def top(name):  # the event with the most observed latency
-        return max(EVENTS, key=lambda e: lat(name, e[1]) or 0)[0]
-
     fe = "eigenvalue:FETCH"
 
     def pct(a, b):
