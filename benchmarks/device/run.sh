@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The measurements still owed on 16 cores, in one call of the device tool, within a deadline.
+#
+# Here, first:  make demo        (build/workflows/rts.model.json prices the studies' runs: the
+#                                 device has no Tcl to fit one)
+#               ../shared/device/pack.sh
+# Then the device tool, once: carry ["build", ".device"], timeout_s 600, command
+#               bash benchmarks/device/run.sh [--budget SECONDS] [PART ...]
+#
+# Parts run in the order below (default: all), most wanted first; each gets what is left of
+# the budget (default 540 s, under the tool's 600 s limit) and is cut off when it runs out, so
+# that whatever finished comes back.  A part that does not fit is skipped and says so.
+#   runtime   the suite's micro, msg and weak parts (rt_micro; messaging beside shm_floor;
+#             weak scaling at 1-64 PEs, aggregated and not)
+#   startup   an empty run (rt_workload P 0 0 16 0) at 2, 8 and 16 PEs, bound and unbound,
+#             best of 5: how much of the weak-scaling time at 16 PEs is start and end
+#   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:
+#             why the buffers went, wakes, fresh buffers against the PE count
+#   sweeps    the runtime model's sweeps (fit, test, and the 8-PE test set sweep-test8.toml)
+#             and PIPE's, into build/workflows/*.db, returned as dbs.tgz
+#   spread    benchmarks/micro/replicate_spread.py --groups 2, and the sweeps' own spread
+#   apps      the suite's apps part (the applications at 1-16 PEs)
+#   studies   the five Chapter 5 studies at --pes 8,16 --size paper --reps 1, cheapest
+#             first, until the budget runs out; results (each study's summary.md and
+#             summary.json) returned as studies.tgz
+# Output under $OUT: run.jsonl (every part's JSON lines, then one {"part", "rc", "s"} line
+# each), <part>.log (what each printed besides), dbs.tgz, studies.tgz.
+#
+# Back here:  tar xzf dbs.tgz  (into the repository: build/workflows/*.db), then
+#   mprof fit workflows/rts/model.tcl
+#   MPROF_RTS_TEST=rts-test8.db mprof fit --misses 8 workflows/rts/model.tcl
+#   tar xzf studies.tgz -C /tmp/studies, and each study's `run.py --render --out DIR`.
+set -u
+cd "$(dirname "$0")/../.."
+self=benchmarks/device/run.sh
+budget=540
+parts=()
+one=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --one) one=$2; shift 2 ;; # internal: run one part's function (under part's timeout)
+    --budget) budget=$2; shift 2 ;;
+    --budget=*) budget=${1#--budget=}; shift ;;
+    runtime|startup|agg|sweeps|spread|apps|studies) parts+=("$1"); shift ;;
+    *) echo "run.sh: unknown part or option '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ ${#parts[@]} == 0 ]] && parts=(runtime startup agg sweeps spread apps studies)
+[[ $budget =~ ^[0-9]+$ ]] || { echo "run.sh: --budget takes seconds, not '$budget'" >&2; exit 2; }
+[[ -x build/benchmarks/micro/rt_workload ]] || {
+  echo "run.sh: no build/benchmarks/micro/rt_workload: run make build first" >&2; exit 2; }
+
+export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+export OUT
+PY=${PYTHON:-python3}
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+
+# Runs one part under what is left of the budget; its JSON lines go to run.jsonl, the rest to
+# its log.  `need` is the least time worth starting it with.
+part() {
+  local name=$1 need=$2
+  local t0=$SECONDS rem rc
+  rem=$(left)
+  if ((rem < need)); then
+    echo "{\"part\": \"$name\", \"skipped\": \"$rem s left, needs $need\"}" | tee -a "$OUT/run.jsonl"
+    return
+  fi
+  timeout --kill-after=5 "$rem" bash "$self" --budget "$rem" --one "$name" 2>>"$OUT/$name.log" |
+    tee -a "$OUT/$name.log" | grep '^{' >> "$OUT/run.jsonl"
+  rc=${PIPESTATUS[0]}
+  echo "{\"part\": \"$name\", \"rc\": $rc, \"s\": $((SECONDS - t0))}" | tee -a "$OUT/run.jsonl"
+}
+
+startup() {
+  "$PY" - <<'PY'
+import json, os, subprocess, time
+for pin in ("1", "0"):
+    for p in (2, 8, 16):
+        best = None
+        for _ in range(5):
+            t = time.perf_counter()
+            subprocess.run(["build/benchmarks/micro/rt_workload", str(p), "0", "0", "16", "0"],
+                           check=True, capture_output=True,
+                           env={**os.environ, "MPROF_PIN": pin, "MPROF_OUT": "/dev/null"})
+            dt = time.perf_counter() - t
+            best = dt if best is None else min(best, dt)
+        print(json.dumps({"startup": "rt_workload P 0 0 16 0", "pin": pin, "pes": p,
+                          "best_s": round(best, 4)}), flush=True)
+PY
+}
+
+agg() {
+  "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16 --reps 3 --pin 1 &&
+    "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16 --reps 3 --pin 0
+}
+
+sweeps() {
+  rm -f build/workflows/*.db
+  local rc=0
+  "$PY" -m mprof bench workflows/rts/sweep-fit.toml workflows/rts/sweep-test.toml \
+    workflows/rts/sweep-test8.toml || rc=$?
+  # PIPE's last: the runtime model is what the next run on 16 cores is for
+  "$PY" -m mprof bench workflows/pipe/sweep-fit.toml workflows/pipe/sweep-test.toml || rc=$?
+  tar czf "$OUT/dbs.tgz" build/workflows/*.db
+  echo "{\"sweeps_rc\": $rc}"
+  return $rc
+}
+
+spread() {
+  local dbs=() db
+  for db in build/workflows/rts-fit.db build/workflows/rts-test.db build/workflows/rts-test8.db; do
+    [[ -f $db ]] && dbs+=("$db")
+  done
+  "$PY" benchmarks/micro/replicate_spread.py --groups 2 --reps 4 ${dbs[@]:+--db "${dbs[@]}"}
+}
+
+studies() {
+  [[ -f build/workflows/rts.model.json ]] || {
+    echo "run.sh: no build/workflows/rts.model.json: run make demo before pack.sh" >&2; return 2; }
+  local app rc=0 r
+  rm -rf /tmp/device-studies
+  # Cheapest first (one run each at 1, 8 and 16 PEs: at the paper's size the 1-PE runs take
+  # most of the time), so that a cut-off loses the dearest; EM3D's ran on 16 cores before.
+  for app in eigenvalue phylogeny cswec tripuzzle em3d; do
+    local extra=()
+    [[ $app == cswec ]] && extra=(--callgrind-vectors 0) # the device has no valgrind
+    "$PY" "benchmarks/$app/experiments/run.py" --pes 8,16 --size paper --reps 1 \
+      --out "/tmp/device-studies/studies/$app" --work "/tmp/device-studies/work/$app" \
+      "${extra[@]}"
+    r=$?
+    echo "{\"study\": \"$app\", \"rc\": $r}"
+    ((r)) && rc=$r
+    tar czf "$OUT/studies.tgz" -C /tmp/device-studies studies # after each: a cut-off keeps the finished
+  done
+  return $rc
+}
+
+# The suite and the floor program come from pack.sh (with the libraries the programs link).
+suite() {
+  [[ -f .device/suite.sh ]] || {
+    echo "run.sh: no .device/suite.sh: run ../shared/device/pack.sh after make build" >&2
+    return 2; }
+  bash .device/suite.sh "$@"
+}
+runtime() { suite micro msg weak; }
+apps() { suite apps; }
+
+if [[ -n $one ]]; then
+  case $one in
+    runtime|startup|agg|sweeps|spread|apps|studies) "$one"; exit ;;
+    *) echo "run.sh: unknown part '$one'" >&2; exit 2 ;;
+  esac
+fi
+
+echo "{\"cores\": $(nproc), \"budget_s\": $budget, \"parts\": \"${parts[*]}\"}" | tee "$OUT/run.jsonl"
+for p in "${parts[@]}"; do
+  case $p in
+    runtime) part runtime 60 ;;
+    startup) part startup 10 ;;
+    agg) part agg 30 ;;
+    sweeps) part sweeps 90 ;;
+    spread) part spread 40 ;;
+    apps) part apps 60 ;;
+    studies) part studies 100 ;;
+  esac
+done
