@@ -18,6 +18,8 @@ line per PE count, then a summary line:
                     order (ahead of a message sent at once), taken (by a PE of the worker)
   wakes             sleeping PEs woken by messages, a futex call each (rts Wakes)
   idle_polls        polls of the idle loops (rts IdleCycle)
+  bursts            the channels' notifications and drains (rts ChanNotify + ChanDrain, the
+                    runtime model's Burst): each moves a channel's lines between two cores
   wall_s            the process's wall time, start-up included
 --pin 0 runs the workers unbound (MPROF_PIN=0).  On machines where system calls and page
 faults are dear (a gVisor sandbox), wakes and fresh buffers are what to compare across P.
@@ -63,7 +65,9 @@ def run_once(workload, pes, env):
     t = rts_totals(profile)
     return {"ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]), "msg_alloc": t["MsgAlloc"],
             "flow_waits": t.get("FlowWait", 0), "wakes": t.get("Wakes", 0),
-            "idle_polls": t.get("IdleCycle", 0), "elapsed_s": profile["elapsed_s"], "wall_s": wall,
+            "idle_polls": t.get("IdleCycle", 0),
+            "bursts": t.get("ChanNotify", 0) + t.get("ChanDrain", 0),
+            "elapsed_s": profile["elapsed_s"], "wall_s": wall,
             "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"]),
             "why": {k[3:].lower(): t[k] for k in WHY if k in t}}
 
