@@ -24,7 +24,8 @@
 #             first, until the budget runs out; results (each study's summary.md and
 #             summary.json) returned as studies.tgz
 # Output under $OUT: run.jsonl (every part's JSON lines, then one {"part", "rc", "s"} line
-# each), <part>.log (what each printed besides), dbs.tgz, studies.tgz.
+# each), <part>.log (what each printed besides), dbs.tgz, studies.tgz, and targets.txt (the
+# runtime's 16-core targets computed from run.jsonl by benchmarks/device/targets.py).
 #
 # Back here:  tar xzf dbs.tgz  (into the repository: build/workflows/*.db), then
 #   mprof fit workflows/rts/model.tcl
@@ -167,3 +168,6 @@ for p in "${parts[@]}"; do
     studies) part studies 100 ;;
   esac
 done
+# the targets of the runtime's messaging work from what came back (targets.py's header)
+"$PY" benchmarks/device/targets.py --markdown "$OUT/run.jsonl" > "$OUT/targets.txt" 2>&1
+cat "$OUT/targets.txt"

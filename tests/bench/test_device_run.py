@@ -51,3 +51,47 @@ def test_unknown_parts_and_budgets_are_refused(tmp_path):
     run = _run(["--one", "rm"], tmp_path)
     assert run.returncode == 2 and "unknown part 'rm'" in run.stderr
     assert not (tmp_path / "run.jsonl").exists()
+
+
+TARGETS = ROOT / "benchmarks" / "device" / "targets.py"
+RUN1 = ROOT / "docs" / "measurements" / "sixteen-cores" / "call1-suite.jsonl"
+
+
+def _targets(*args):
+    return subprocess.run([sys.executable, str(TARGETS), *map(str, args)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_targets_of_the_first_16_core_run():
+    run = _targets(RUN1)
+    assert run.returncode == 0, run.stderr
+    rows = {(r["figure"], r.get("agg"), r.get("pes"), r.get("app")): r
+            for r in map(json.loads, run.stdout.splitlines())}
+    weak = rows[("weak_efficiency", "4096", None, None)]
+    assert weak["value"] == round(0.0648 / 0.1529, 3) and weak["met"] is False
+    assert rows[("weak_64_over_16", "0", None, None)]["met"] is True  # 2.8x
+    gap = rows[("floor_over_rate", None, 16, None)]
+    assert gap["value"] == round(1156287196 / 100632331, 2) and not gap["met"]
+    assert rows[("app_speedup", None, None, "eigenvalue")]["value"] == round(3.3784 / 0.2351, 2)
+
+
+def test_targets_keep_binding_settings_apart_and_refuse_bad_lines(tmp_path):
+    lines = [{"weak": "w", "agg": "4096", "pes": p, "pin": pin, "best_s": t}
+             for pin, ts in (("1", (0.1, 0.125)), ("0", (0.1, 0.2))) for p, t in zip((2, 16), ts)]
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(map(json.dumps, lines)) + "\nnot json: a log line\n")
+    run = _targets(good, "--markdown")
+    assert run.returncode == 0, run.stderr
+    eff = {r["pin"]: r for r in map(json.loads, run.stdout.splitlines()[:2])}
+    assert eff["1"]["value"] == 0.8 and eff["1"]["met"] and not eff["0"]["met"]
+    assert "| weak_efficiency | agg 4096, pin 1 | 0.8 | >= 0.7 (met) |" in run.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"weak": "w"}\n{"weak": \n')
+    run = _targets(bad)
+    assert run.returncode != 0 and f"{bad}:2:" in run.stderr and "Traceback" not in run.stderr
+    run = _targets(tmp_path / "missing.jsonl")
+    assert run.returncode != 0 and "missing.jsonl" in run.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"cores": 16}\n')
+    run = _targets(empty)
+    assert run.returncode != 0 and "no weak-scaling" in run.stderr

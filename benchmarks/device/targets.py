@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The runtime's 16-core targets from the JSON lines of a device run.
+
+    targets.py RUN.jsonl [RUN.jsonl ...] [--markdown]
+
+Reads what `benchmarks/device/run.sh` (or the suite it calls, ../shared/device/suite.sh)
+printed: weak-scaling lines (`"weak"`), messaging lines (`"msg"`) beside the floor program's
+(`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`).  Lines that
+carry a `"pin"` setting (runs with worker binding on and off) are kept apart by it.  Prints
+one JSON line per figure, each with its target where the runtime's messaging work sets one:
+
+  weak_efficiency      T(2) / T(16), best times of rt_workload P 3000000 300000 16 0,
+                       aggregated (4096) and not (0): at least 0.7
+  weak_64_over_16      T(64) / T(16), the same runs: at most 4.5
+  floor_over_rate      shm_floor's records per second over rt_workload P 0 1000000 16 0's
+                       remote operations per second (aggregated) at 2, 8 and 16 PEs: at most 3
+  app_speedup          an application's T(1) / T(16)
+  startup_s            an empty run's best time (rt_workload P 0 0 16 0)
+
+and with --markdown a table of them for docs/measurements/sixteen-cores.md.  Where a run
+repeats a measurement (the floor program twice, say) the best is taken, as the suite does
+within each.  A figure whose runs are missing is left out, not guessed."""
+
+import argparse
+import json
+import sys
+
+WEAK_EFFICIENCY_MIN = 0.7
+WEAK_64_OVER_16_MAX = 4.5
+FLOOR_OVER_RATE_MAX = 3.0
+
+
+def fail(msg):
+    sys.exit(f"targets: {msg}")
+
+
+def read_lines(paths):
+    for path in paths:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError as e:
+            fail(f"{path}: {e.strerror}")
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.startswith("{"):
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                fail(f"{path}:{n}:{e.colno}: {e.msg}")
+
+
+def best(table, key, value, better=min):
+    """Keeps the better of the values seen for key."""
+    table[key] = value if key not in table else better(table[key], value)
+
+
+def collect(lines):
+    weak, rate, floor, apps, startup = {}, {}, {}, {}, {}
+    for d in lines:
+        pin = str(d.get("pin", "-"))
+        if "weak" in d and "best_s" in d:
+            best(weak, (pin, str(d["agg"]), d["pes"]), d["best_s"])
+        elif "msg" in d and str(d.get("agg")) == "4096":
+            ops = d.get("ops_per_s_total")
+            if ops is None and d.get("ops") and d.get("best_s"):
+                ops = d["ops"] / d["best_s"]
+            if ops:
+                best(rate, (pin, d["pes"]), ops, max)
+        elif d.get("bench") == "shm_floor" and d.get("check") == "ok":
+            best(floor, d["pes"], d["records_per_s_total"], max)
+        elif "app" in d and "best_s" in d:
+            best(apps, (pin, d["app"], d.get("args", ""), d["pes"]), d["best_s"])
+        elif "startup" in d:
+            best(startup, (pin, d["pes"]), d["best_s"])
+    return weak, rate, floor, apps, startup
+
+
+def figures(weak, rate, floor, apps, startup):
+    out = []
+    pins = sorted({k[0] for k in weak} | {k[0] for k in rate} | {k[0] for k in apps})
+    for pin in pins:
+        for agg in ("4096", "0"):
+            t = {p: v for (pn, a, p), v in weak.items() if pn == pin and a == agg}
+            if 2 in t and 16 in t:
+                out.append({"figure": "weak_efficiency", "pin": pin, "agg": agg,
+                            "value": round(t[2] / t[16], 3), "runs_s": [t[2], t[16]],
+                            "target": f">= {WEAK_EFFICIENCY_MIN}",
+                            "met": t[2] / t[16] >= WEAK_EFFICIENCY_MIN})
+            if 16 in t and 64 in t:
+                out.append({"figure": "weak_64_over_16", "pin": pin, "agg": agg,
+                            "value": round(t[64] / t[16], 2), "runs_s": [t[16], t[64]],
+                            "target": f"<= {WEAK_64_OVER_16_MAX}",
+                            "met": t[64] / t[16] <= WEAK_64_OVER_16_MAX})
+        for p in (2, 8, 16):
+            if (pin, p) in rate and p in floor:
+                gap = floor[p] / rate[(pin, p)]
+                out.append({"figure": "floor_over_rate", "pin": pin, "pes": p,
+                            "value": round(gap, 2), "rate_per_s": round(rate[(pin, p)]),
+                            "floor_per_s": floor[p], "target": f"<= {FLOOR_OVER_RATE_MAX}",
+                            "met": gap <= FLOOR_OVER_RATE_MAX})
+        names = sorted({(a, args) for (pn, a, args, _) in apps if pn == pin})
+        for app, args in names:
+            t = {p: v for (pn, a, ar, p), v in apps.items() if (pn, a, ar) == (pin, app, args)}
+            if 1 in t and 16 in t:
+                out.append({"figure": "app_speedup", "pin": pin, "app": app, "args": args,
+                            "value": round(t[1] / t[16], 2), "runs_s": [t[1], t[16]]})
+    for (pin, p), v in sorted(startup.items()):
+        out.append({"figure": "startup_s", "pin": pin, "pes": p, "value": v})
+    return out
+
+
+def markdown(rows):
+    lines = ["| figure | setting | value | target |", "|---|---|---|---|"]
+    for r in rows:
+        setting = ", ".join(f"{k} {r[k]}" for k in ("app", "args", "agg", "pes", "pin")
+                            if k in r and r[k] not in ("", "-"))
+        target = r.get("target", "")
+        if target:
+            target += " (met)" if r["met"] else " (not met)"
+        lines.append(f"| {r['figure']} | {setting} | {r['value']} | {target} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="JSON-lines output of a device run")
+    ap.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+    args = ap.parse_args()
+    rows = figures(*collect(read_lines(args.runs)))
+    if not rows:
+        fail("no weak-scaling, messaging, application or start-up lines in "
+             + ", ".join(args.runs))
+    for r in rows:
+        print(json.dumps(r))
+    if args.markdown:
+        print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
