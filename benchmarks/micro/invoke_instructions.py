@@ -35,8 +35,8 @@ import tempfile
 PARTS = {
     "workload": {"step", "due", "local_work", "remote_work", "mp_mype", "mp_npes"},
     "spawn": {"mp_spawn", "spawn_other", "spawn_general", "spawn_ready", "mpr_slot_refill"},
-    "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "mpr_send_record", "agg_open",
-               "agg_flush", "agg_send_pending", "buf_get", "buf_new", "reclaim", "send_buf",
+    "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "invoke_at_once", "mpr_send_record",
+               "agg_open", "agg_flush", "agg_send_pending", "buf_get", "buf_new", "reclaim", "send_buf",
                "shm_send", "mpr_flush_due", "mpr_agg_sweep", "flush_one", "mpr_flush_all",
                "mpr_flush_urgent", "shm_returned", "group_send", "chan_push", "chan_publish"},
     "receive": {"mpr_poll", "shm_take", "net_take", "shm_processed", "chan_release",

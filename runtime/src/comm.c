@@ -610,11 +610,41 @@ static inline uint64_t record_word(size_t total, size_t args_size, unsigned sche
            (uint64_t)access << 56;
 }
 
+/* mp_invoke's second fast path: aggregation is off (MPROF_AGG_BYTES=0), so the record goes at
+ * once in a pooled small buffer, and the pool has one.  mpr_send_record's way for it, less
+ * what mp_invoke has checked already and what cannot apply: no aggregation buffer can be open
+ * to keep the order with, no payload, no fast-message setting, no send hook, no urgent
+ * record.  The pool is refilled (reclaim) only by buf_get, when it is empty, as before. */
+_Static_assert(sizeof(mpr_record) + MPR_FIBER_SMALL_ARGS <= SMALL_CAP,
+               "invoke_at_once's record fits a small pooled buffer");
+static __attribute__((noinline)) mp_err invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn,
+                                                       const void *args, size_t size,
+                                                       mp_sched_t sched, size_t total)
+{
+    mpr_msgbuf *b = pe->free_small;
+    pe->free_small = b->next;
+    pe->bytes_out += SMALL_CAP; /* back in reclaim(), as buf_get's */
+    mpr_record *r = (mpr_record *)b->data;
+    uint64_t word = record_word(total, size, (unsigned)sched, mpr_cur_access(pe));
+    __builtin_memcpy(r, &word, sizeof word);
+    r->fn_src = fn_src_make(fn, pe->id);
+    copy_small((unsigned char *)(r + 1), args, size);
+    b->len = total;
+    b->src = pe->id;
+    b->counted = 0;
+    RTS_INC(&pe->rts, RemoteOp, 1);
+    RTS_INC(&pe->rts, ByteSent, total);
+    RTS_INC(&pe->rts, MsgSent, 1);
+    send_buf(pe, dst, b);
+    return MP_SUCCESS;
+}
+
 /* Fast path of the common case: an invocation with a few words of arguments that fits the
  * destination's open aggregation buffer, on a scheduler other than URGENT (whose records have
- * a send to arrange: mpr_send_record).  `sched - 1 < nsched - 1` tests both in one compare.
- * The destination must be another PE even where a buffer is open for this one: a PE of the
- * same worker opens the group's (shm/group.c), and the own PE's invocations are local. */
+ * a send to arrange: mpr_send_record); with aggregation off, invoke_at_once.  `sched - 1 < nsched -
+ * 1` tests both in one compare. The destination must be another PE even where a buffer is open for
+ * this one: a PE of the same worker opens the group's (shm/group.c), and the own PE's invocations
+ * are local. */
 _Static_assert(MP_SCHED_URGENT == 0, "mp_invoke's fast path tests sched - 1");
 _Static_assert(offsetof(mpr_record, total) == 0 && offsetof(mpr_record, args_size) == 4 &&
                    offsetof(mpr_record, sched) == 6 && offsetof(mpr_record, access) == 7,
@@ -626,9 +656,13 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     mpr_msgbuf *b;
     if (MPR_UNLIKELY(!pe || (unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
                      (size && !args) || size > MPR_FIBER_SMALL_ARGS || is_small(pe, size, 0) ||
-                     (unsigned)sched - 1u >= (unsigned)pe->nsched - 1u ||
-                     !(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap))
+                     (unsigned)sched - 1u >= (unsigned)pe->nsched - 1u))
         return invoke_general(pe_id, fn, args, size, sched);
+    if (MPR_UNLIKELY(!(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap)) {
+        if (!pe->agg_cap && pe->free_small && !MPR_OBS_HOT_ON())
+            return invoke_at_once(pe, pe_id, fn, args, size, sched, total);
+        return invoke_general(pe_id, fn, args, size, sched);
+    }
     size_t len = b->len; /* read once: the stores below might alias it */
     mpr_record *r = (mpr_record *)(b->data + len);
     uint64_t word = record_word(total, size, (unsigned)sched, mpr_cur_access(pe));

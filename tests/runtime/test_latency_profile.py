@@ -38,6 +38,20 @@ def test_waiting_fiber_is_charged_observed_and_critical_latency(rt):
                          f"{timings}")
 
 
+@pytest.mark.parametrize("agg", [0, 4096])
+def test_a_remote_fiber_is_enabled_by_the_senders_category(rt, agg):
+    # 50 rounds of 8 invocations after the first one (tests/c/runtime/latency.c): with
+    # aggregation off most go at once on mp_invoke's second fast path, from buffers the round
+    # before gave back; either way the sender's declared category travels in the record and
+    # becomes the fiber's enabler
+    run = rt.run("latency", 1, 50, env={"MPROF_AGG_BYTES": agg})
+    assert run.profile["settings"]["agg_bytes"] == agg
+    remote = run.latency(1, "lat:remote", "lat:send")
+    assert remote is not None, run.profile["pes"][1]["latency"]
+    assert remote["count"] == 1 + 50 * 8
+    assert run.latency(1, "lat:remote", "unclassified") is None
+
+
 def test_run_profile_follows_the_documented_schema(rt):
     run = rt.run("objects", env={"MPROF_PES": 3, "MPROF_AGG_BYTES": 2048})
     p = run.profile

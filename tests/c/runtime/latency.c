@@ -3,11 +3,22 @@
  * PE 1 ("lat:send").  PE 1 is idle meanwhile, so each waiter observes ~20 ms for (lat:wait,
  * lat:send), and the idle period is charged once on the critical path (~20 ms in all); the
  * remotely invoked sender sees ~0 latency.
+ * Then, with argv[2] = R (default 0), R rounds of BURST remote invocations from PE 0
+ * ("lat:send") to PE 1 ("lat:remote"); the last of a round's arrivals asks PE 0 for the next.
+ * By then the round's buffers have gone back to PE 0, so with aggregation off a round's first
+ * send refills PE 0's pool and the others take mp_invoke's at-once fast path: every arrival
+ * must still be enabled by lat:send.
  * pytest reads the run profile.  argv[1]: compute time in ms (default 20). */
 #include "check.h"
 
+#define BURST 8
+
 static int acc_wait, acc_send, acc_remote;
 static double compute_s = 0.020;
+static long rounds;
+static _Thread_local long arrived; /* on PE 1 */
+
+static void burst(void *p);
 
 static void waiter(void *p)
 {
@@ -18,8 +29,21 @@ static void waiter(void *p)
 
 static void remote_fn(void *p)
 {
-    (void)p;
+    long round = *(long *)p;
     mp_access_declare(acc_remote);
+    if (round > 0 && ++arrived % BURST == 0 && round < rounds) {
+        long next = round + 1;
+        CHECK_OK(mp_invoke(0, burst, &next, sizeof next, MP_SCHED_FIFO));
+    }
+}
+
+/* One round of bursts (round >= 1) on PE 0. */
+static void burst(void *p)
+{
+    long round = *(long *)p;
+    mp_access_declare(acc_send);
+    for (int i = 0; i < BURST; i++)
+        CHECK_OK(mp_invoke(1, remote_fn, &round, sizeof round, MP_SCHED_FIFO));
 }
 
 static void sender(void *p)
@@ -29,7 +53,12 @@ static void sender(void *p)
     CHECK_EQ(mp_mype(), 0);
     tst_busy(compute_s);
     CHECK_OK(mp_counter_add_remote(1, c, 1));
-    CHECK_OK(mp_invoke(1, remote_fn, NULL, 0, MP_SCHED_FIFO));
+    long none = 0;
+    CHECK_OK(mp_invoke(1, remote_fn, &none, sizeof none, MP_SCHED_FIFO));
+    if (rounds > 0) {
+        long first = 1;
+        burst(&first);
+    }
 }
 
 static void pe_main(int argc, char **argv)
@@ -49,6 +78,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         compute_s = atof(argv[1]) * 1e-3;
+    if (argc > 2)
+        rounds = atol(argv[2]);
     acc_wait = mp_access_register("lat", "wait");
     acc_send = mp_access_register("lat", "send");
     acc_remote = mp_access_register("lat", "remote");
