@@ -617,10 +617,11 @@ static inline uint64_t record_word(size_t total, size_t args_size, unsigned sche
  * record.  The pool is refilled (reclaim) only by buf_get, when it is empty, as before. */
 _Static_assert(sizeof(mpr_record) + MPR_FIBER_SMALL_ARGS <= SMALL_CAP,
                "invoke_at_once's record fits a small pooled buffer");
-static __attribute__((noinline)) mp_err invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn,
-                                                       const void *args, size_t size,
-                                                       mp_sched_t sched, size_t total)
+static __attribute__((noinline)) mp_err
+invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
+    /* not passed: a seventh argument goes on the stack, and mp_invoke could not tail-call */
+    size_t total = record_size(size, 0);
     mpr_msgbuf *b = pe->free_small;
     pe->free_small = b->next;
     pe->bytes_out += SMALL_CAP; /* back in reclaim(), as buf_get's */
@@ -660,7 +661,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
         return invoke_general(pe_id, fn, args, size, sched);
     if (MPR_UNLIKELY(!(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap)) {
         if (!pe->agg_cap && pe->free_small && !MPR_OBS_HOT_ON())
-            return invoke_at_once(pe, pe_id, fn, args, size, sched, total);
+            return invoke_at_once(pe, pe_id, fn, args, size, sched);
         return invoke_general(pe_id, fn, args, size, sched);
     }
     size_t len = b->len; /* read once: the stores below might alias it */
