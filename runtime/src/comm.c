@@ -611,10 +611,23 @@ static inline uint64_t record_word(size_t total, size_t args_size, unsigned sche
 }
 
 /* mp_invoke's second fast path: aggregation is off (MPROF_AGG_BYTES=0), so the record goes at
- * once in a pooled small buffer, and the pool has one.  mpr_send_record's way for it, less
- * what mp_invoke has checked already and what cannot apply: no aggregation buffer can be open
- * to keep the order with, no payload, no fast-message setting, no send hook, no urgent
- * record.  The pool is refilled (reclaim) only by buf_get, when it is empty, as before. */
+ * once in a pooled small buffer.  mpr_send_record's way for it, less what mp_invoke has
+ * checked already and what cannot apply: no aggregation buffer can be open to keep the order
+ * with, no payload, no fast-message setting, no send hook, no urgent record.  An empty pool is
+ * refilled from the buffers given back (reclaim) as buf_get does: where the receiver keeps up,
+ * one or two buffers circulate and the pool is empty at most sends. */
+/* buf_get's way for an empty pool of small buffers: the buffers given back, else a fresh one.
+ * Out of line, so that invoke_at_once saves no registers for it. */
+static MPR_COLD mpr_msgbuf *small_refill(mpr_pe *pe)
+{
+    reclaim(pe);
+    mpr_msgbuf *b = pe->free_small;
+    if (!b)
+        return buf_new(pe, SMALL_CAP, MPR_BUF_POOLED);
+    pe->free_small = b->next;
+    return b;
+}
+
 _Static_assert(sizeof(mpr_record) + MPR_FIBER_SMALL_ARGS <= SMALL_CAP,
                "invoke_at_once's record fits a small pooled buffer");
 static __attribute__((noinline)) mp_err
@@ -623,8 +636,11 @@ invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t siz
     /* not passed: a seventh argument goes on the stack, and mp_invoke could not tail-call */
     size_t total = record_size(size, 0);
     mpr_msgbuf *b = pe->free_small;
-    pe->free_small = b->next;
-    pe->bytes_out += SMALL_CAP; /* back in reclaim(), as buf_get's */
+    if (MPR_LIKELY(b != NULL))
+        pe->free_small = b->next;
+    else
+        b = small_refill(pe);
+    pe->bytes_out += SMALL_CAP; /* back in reclaim() */
     mpr_record *r = (mpr_record *)b->data;
     uint64_t word = record_word(total, size, (unsigned)sched, mpr_cur_access(pe));
     __builtin_memcpy(r, &word, sizeof word);
@@ -660,7 +676,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
                      (unsigned)sched - 1u >= (unsigned)pe->nsched - 1u))
         return invoke_general(pe_id, fn, args, size, sched);
     if (MPR_UNLIKELY(!(b = pe->agg[pe_id].buf) || b->len + total > pe->agg_cap)) {
-        if (!pe->agg_cap && pe->free_small && !MPR_OBS_HOT_ON())
+        if (!pe->agg_cap && !MPR_OBS_HOT_ON())
             return invoke_at_once(pe, pe_id, fn, args, size, sched);
         return invoke_general(pe_id, fn, args, size, sched);
     }
