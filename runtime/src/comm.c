@@ -610,12 +610,6 @@ static inline uint64_t record_word(size_t total, size_t args_size, unsigned sche
            (uint64_t)access << 56;
 }
 
-/* mp_invoke's second fast path: aggregation is off (MPROF_AGG_BYTES=0), so the record goes at
- * once in a pooled small buffer.  mpr_send_record's way for it, less what mp_invoke has
- * checked already and what cannot apply: no aggregation buffer can be open to keep the order
- * with, no payload, no fast-message setting, no send hook, no urgent record.  An empty pool is
- * refilled from the buffers given back (reclaim) as buf_get does: where the receiver keeps up,
- * one or two buffers circulate and the pool is empty at most sends. */
 /* buf_get's way for an empty pool of small buffers: the buffers given back, else a fresh one.
  * Out of line, so that invoke_at_once saves no registers for it. */
 static MPR_COLD mpr_msgbuf *small_refill(mpr_pe *pe)
@@ -628,6 +622,12 @@ static MPR_COLD mpr_msgbuf *small_refill(mpr_pe *pe)
     return b;
 }
 
+/* mp_invoke's second fast path: aggregation is off (MPROF_AGG_BYTES=0), so the record goes at
+ * once in a pooled small buffer.  mpr_send_record's way for it, less what mp_invoke has
+ * checked already and what cannot apply: no aggregation buffer can be open to keep the order
+ * with, no payload, no fast-message setting, no send hook, no urgent record.  An empty pool is
+ * refilled from the buffers given back (reclaim) as buf_get does: where the receiver keeps up,
+ * one or two buffers circulate and the pool is empty at most sends. */
 _Static_assert(sizeof(mpr_record) + MPR_FIBER_SMALL_ARGS <= SMALL_CAP,
                "invoke_at_once's record fits a small pooled buffer");
 static __attribute__((noinline)) mp_err
@@ -658,10 +658,10 @@ invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t siz
 
 /* Fast path of the common case: an invocation with a few words of arguments that fits the
  * destination's open aggregation buffer, on a scheduler other than URGENT (whose records have
- * a send to arrange: mpr_send_record); with aggregation off, invoke_at_once.  `sched - 1 < nsched -
- * 1` tests both in one compare. The destination must be another PE even where a buffer is open for
- * this one: a PE of the same worker opens the group's (shm/group.c), and the own PE's invocations
- * are local. */
+ * a send to arrange: mpr_send_record); with aggregation off, invoke_at_once.
+ * `sched - 1 < nsched - 1` tests both in one compare.  The destination must be another PE even
+ * where a buffer is open for this one: a PE of the same worker opens the group's
+ * (shm/group.c), and the own PE's invocations are local. */
 _Static_assert(MP_SCHED_URGENT == 0, "mp_invoke's fast path tests sched - 1");
 _Static_assert(offsetof(mpr_record, total) == 0 && offsetof(mpr_record, args_size) == 4 &&
                    offsetof(mpr_record, sched) == 6 && offsetof(mpr_record, access) == 7,
