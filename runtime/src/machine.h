@@ -143,6 +143,12 @@ static inline void mpr_machine_yield(struct mpr_pe *pe) { mpr_m->yield(pe); }
 static inline void mpr_machine_wake_all(void) { mpr_m->wake_all(); }
 static inline int mpr_machine_pending(struct mpr_pe *pe) { return mpr_m->pending(pe); }
 static inline int mpr_machine_all_idle(void) { return mpr_m->all_idle && mpr_m->all_idle(); }
+static inline void mpr_machine_chan_counts(const struct mpr_pe *pe, uint64_t *notified,
+                                           uint64_t *drained)
+{
+    if (mpr_m->chan_counts) /* else none: *notified and *drained stay as they are */
+        mpr_m->chan_counts(pe, notified, drained);
+}
 static inline uint32_t mpr_machine_peer_idle_epoch(int pe)
 {
     return mpr_m->peer_idle_epoch ? mpr_m->peer_idle_epoch(pe) : 0;

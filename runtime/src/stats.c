@@ -229,8 +229,8 @@ static void rts_derive(const void *ctx, uint64_t *add)
     d->ThreadEnable = dispatched;
     d->IdleNs = __atomic_load_n(&pe->c_total, __ATOMIC_RELAXED);
     d->IdleCpuNs = __atomic_load_n(&pe->idle_cpu_ns, __ATOMIC_RELAXED);
-    if (mpr_m && mpr_m->chan_counts) /* the backend's channels count their bursts */
-        mpr_m->chan_counts(pe, &d->ChanNotify, &d->ChanDrain);
+    if (mpr_m) /* the backend's channels count their bursts */
+        mpr_machine_chan_counts(pe, &d->ChanNotify, &d->ChanDrain);
 }
 #endif
 
