@@ -34,6 +34,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 self=benchmarks/device/run.sh
+# The parts in their order, and the least time worth starting each with.
+all=(runtime startup agg sweeps spread apps studies)
+declare -A need=([runtime]=60 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40 [apps]=60
+  [studies]=100)
 budget=540
 parts=()
 one=
@@ -42,11 +46,12 @@ while [[ $# -gt 0 ]]; do
     --one) one=$2; shift 2 ;; # internal: run one part's function (under part's timeout)
     --budget) budget=$2; shift 2 ;;
     --budget=*) budget=${1#--budget=}; shift ;;
-    runtime|startup|agg|sweeps|spread|apps|studies) parts+=("$1"); shift ;;
-    *) echo "run.sh: unknown part or option '$1'" >&2; exit 2 ;;
+    *)
+      [[ -v need[$1] ]] || { echo "run.sh: unknown part or option '$1'" >&2; exit 2; }
+      parts+=("$1"); shift ;;
   esac
 done
-[[ ${#parts[@]} == 0 ]] && parts=(runtime startup agg sweeps spread apps studies)
+[[ ${#parts[@]} == 0 ]] && parts=("${all[@]}")
 [[ $budget =~ ^[0-9]+$ ]] || { echo "run.sh: --budget takes seconds, not '$budget'" >&2; exit 2; }
 [[ -x build/benchmarks/micro/rt_workload ]] || {
   echo "run.sh: no build/benchmarks/micro/rt_workload: run make build first" >&2; exit 2; }
@@ -59,17 +64,18 @@ PY=${PYTHON:-python3}
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start))); }
 
-# Runs one part under what is left of the budget; its JSON lines go to run.jsonl, the rest to
-# its log.  `need` is the least time worth starting it with.
+# Runs one part under what is left of the budget, if that is at least its need; its JSON lines
+# go to run.jsonl, the rest to its log.
 part() {
-  local name=$1 need=$2
+  local name=$1
   local t0=$SECONDS rem rc
   rem=$(left)
-  if ((rem < need)); then
-    echo "{\"part\": \"$name\", \"skipped\": \"$rem s left, needs $need\"}" | tee -a "$OUT/run.jsonl"
+  if ((rem < need[$name])); then
+    echo "{\"part\": \"$name\", \"skipped\": \"$rem s left, needs ${need[$name]}\"}" |
+      tee -a "$OUT/run.jsonl"
     return
   fi
-  timeout --kill-after=5 "$rem" bash "$self" --budget "$rem" --one "$name" 2>>"$OUT/$name.log" |
+  timeout --kill-after=5 "$rem" bash "$self" --one "$name" 2>>"$OUT/$name.log" |
     tee -a "$OUT/$name.log" | grep '^{' >> "$OUT/run.jsonl"
   rc=${PIPESTATUS[0]}
   echo "{\"part\": \"$name\", \"rc\": $rc, \"s\": $((SECONDS - t0))}" | tee -a "$OUT/run.jsonl"
@@ -134,7 +140,8 @@ studies() {
     r=$?
     echo "{\"study\": \"$app\", \"rc\": $r}"
     ((r)) && rc=$r
-    tar czf "$OUT/studies.tgz" -C /tmp/device-studies studies # after each: a cut-off keeps the finished
+    # after each study: a cut-off keeps the finished ones
+    tar czf "$OUT/studies.tgz" -C /tmp/device-studies studies
   done
   return $rc
 }
@@ -150,23 +157,15 @@ runtime() { suite micro msg weak; }
 apps() { suite apps; }
 
 if [[ -n $one ]]; then
-  case $one in
-    runtime|startup|agg|sweeps|spread|apps|studies) "$one"; exit ;;
-    *) echo "run.sh: unknown part '$one'" >&2; exit 2 ;;
-  esac
+  [[ -v need[$one] ]] || { echo "run.sh: unknown part '$one'" >&2; exit 2; }
+  "$one"
+  exit
 fi
 
-echo "{\"cores\": $(nproc), \"budget_s\": $budget, \"parts\": \"${parts[*]}\"}" | tee "$OUT/run.jsonl"
+echo "{\"cores\": $(nproc), \"budget_s\": $budget, \"parts\": \"${parts[*]}\"}" |
+  tee "$OUT/run.jsonl"
 for p in "${parts[@]}"; do
-  case $p in
-    runtime) part runtime 60 ;;
-    startup) part startup 10 ;;
-    agg) part agg 30 ;;
-    sweeps) part sweeps 90 ;;
-    spread) part spread 40 ;;
-    apps) part apps 60 ;;
-    studies) part studies 100 ;;
-  esac
+  part "$p"
 done
 # the targets of the runtime's messaging work from what came back (targets.py's header)
 "$PY" benchmarks/device/targets.py --markdown "$OUT/run.jsonl" > "$OUT/targets.txt" 2>&1
