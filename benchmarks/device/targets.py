@@ -76,6 +76,13 @@ def collect(lines):
     return weak, rate, floor, apps, startup
 
 
+def judged(value, at_least=None, at_most=None):
+    """A figure's target and whether its value meets it."""
+    if at_least is not None:
+        return {"target": f">= {at_least}", "met": value >= at_least}
+    return {"target": f"<= {at_most}", "met": value <= at_most}
+
+
 def figures(weak, rate, floor, apps, startup):
     out = []
     pins = sorted({k[0] for k in weak} | {k[0] for k in rate} | {k[0] for k in apps})
@@ -85,20 +92,17 @@ def figures(weak, rate, floor, apps, startup):
             if 2 in t and 16 in t:
                 out.append({"figure": "weak_efficiency", "pin": pin, "agg": agg,
                             "value": round(t[2] / t[16], 3), "runs_s": [t[2], t[16]],
-                            "target": f">= {WEAK_EFFICIENCY_MIN}",
-                            "met": t[2] / t[16] >= WEAK_EFFICIENCY_MIN})
+                            **judged(t[2] / t[16], at_least=WEAK_EFFICIENCY_MIN)})
             if 16 in t and 64 in t:
                 out.append({"figure": "weak_64_over_16", "pin": pin, "agg": agg,
                             "value": round(t[64] / t[16], 2), "runs_s": [t[16], t[64]],
-                            "target": f"<= {WEAK_64_OVER_16_MAX}",
-                            "met": t[64] / t[16] <= WEAK_64_OVER_16_MAX})
+                            **judged(t[64] / t[16], at_most=WEAK_64_OVER_16_MAX)})
         for p in (2, 8, 16):
             if (pin, p) in rate and p in floor:
                 gap = floor[p] / rate[(pin, p)]
                 out.append({"figure": "floor_over_rate", "pin": pin, "pes": p,
                             "value": round(gap, 2), "rate_per_s": round(rate[(pin, p)]),
-                            "floor_per_s": floor[p], "target": f"<= {FLOOR_OVER_RATE_MAX}",
-                            "met": gap <= FLOOR_OVER_RATE_MAX})
+                            "floor_per_s": floor[p], **judged(gap, at_most=FLOOR_OVER_RATE_MAX)})
         names = sorted({(a, args) for (pn, a, args, _) in apps if pn == pin})
         for app, args in names:
             t = {p: v for (pn, a, ar, p), v in apps.items() if (pn, a, ar) == (pin, app, args)}
