@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from aggregation_scale import rts_totals  # this script's folder is on sys.path
+
 
 def fail(msg):
     sys.exit(f"interleave: {msg}")
@@ -49,12 +51,7 @@ def run_once(exe, args, env):
             fail(f"{exe} {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-1500:]}")
         with open(out) as f:
             prof = json.load(f)
-    rts = {}
-    for pe in prof["pes"]:
-        for obj in pe["objects"]:
-            if obj["module"] == "rts":
-                for k, v in obj["stats"].items():
-                    rts[k] = rts.get(k, 0) + v
+    rts = rts_totals(prof)
     return {"rate": rts.get("RemoteOp", 0) / wall,
             "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in prof["pes"]),
             "msg_alloc": rts.get("MsgAlloc", 0)}
