@@ -37,7 +37,7 @@ IgnoreTerm:      graph P
 # Wake-ups, local bytes and fresh buffers are left out of the runtime session
 # (workflows/rts/model.tcl says why).
 IgnoreTerm:      Rts Wake ByteCopy ByteAlloc
-# The runtime session prices channel bursts (Burst) at 0.24-0.38 us, from the difference
+# The runtime session prices channel bursts (Burst) at 0.05-0.38 us, from the difference
 # between its aggregated messages (a burst each) and those sent at once (one per 10-30).
 # Imported here, where every 1000-byte message is about a burst, that price took graph:Op's
 # share: in four sweeps it fell from 63-99 ns to -5..37 ns, its interval containing 0 in

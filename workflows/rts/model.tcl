@@ -36,9 +36,10 @@ IgnoreTerm:    rts P
 IgnoreTerm:    rts Wake
 # Burst is fitted: a burst of buffers on a channel (shared memory: the receiver found the
 # channel empty, so the next buffer notifies it) moves the channel's lines between the cores
-# once, whatever it carries: 0.24-0.38 us on the development VM.  An aggregated message is
-# about a burst of its own, while 5-10 messages sent at once share one: without the term, Msg
-# priced both at an average (docs/fitting.md).
+# once, whatever it carries: 0.24-0.38 us on the development VM, 0.05-0.12 us since
+# unaggregated sends got their own fast path (docs/measurements/demo-fits.md).  An aggregated
+# message is about a burst of its own, while 5-10 messages sent at once share one: without
+# the term, Msg priced both at an average (docs/fitting.md).
 # Preemptive threads run straight from a message (DirectThread) do not occur in rt_workload,
 # whose fibers are all FIFO: nothing here can price them.
 IgnoreTerm:    rts DirectThread
