@@ -3,7 +3,8 @@
 #
 # Here, first:  make demo        (build/workflows/rts.model.json prices the studies' runs: the
 #                                 device has no Tcl to fit one)
-#               ../shared/device/pack.sh
+#               the device setup's packing step (it copies the libraries the programs link,
+#               the measuring suite suite.sh and the floor program shm_floor into .device/)
 # Then the device tool, once: carry ["build", ".device"], timeout_s 600, command
 #               bash benchmarks/device/run.sh [--budget SECONDS] [PART ...]
 #
@@ -146,10 +147,11 @@ studies() {
   return $rc
 }
 
-# The suite and the floor program come from pack.sh (with the libraries the programs link).
+# The suite and the floor program come from the packing step (with the libraries the programs
+# link).
 suite() {
   [[ -f .device/suite.sh ]] || {
-    echo "run.sh: no .device/suite.sh: run ../shared/device/pack.sh after make build" >&2
+    echo "run.sh: no .device/suite.sh: pack the suite into .device/ after make build" >&2
     return 2; }
   bash .device/suite.sh "$@"
 }

@@ -3,7 +3,7 @@
 
     targets.py RUN.jsonl [RUN.jsonl ...] [--markdown]
 
-Reads what `benchmarks/device/run.sh` (or the suite it calls, ../shared/device/suite.sh)
+Reads what `benchmarks/device/run.sh` (or the device suite it calls, .device/suite.sh)
 printed: weak-scaling lines (`"weak"`), messaging lines (`"msg"`) beside the floor program's
 (`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`).  Lines that
 carry a `"pin"` setting (runs with worker binding on and off) are kept apart by it.  Prints

@@ -5,8 +5,8 @@ data-structure operation, category OP_B) do SLOW_ROUNDS more mixing rounds on th
 chain (5 of the 50 rounds of a lookup's hashing: +10 % to +11 % CPU time per lookup; the
 lookups are serial, so each round costs its latency).  Before every detection trial the
 benchmark measures that slowdown apart from the gate and prints it; the JSON gives its median,
-range, and the detections among trials that injected at least +10 %.  Every trial is one `mprof gate run`
-(mprof.gate.runner.run_gate) with the default settings (tolerance, alpha, correction, and the
+range, and the detections among trials that injected at least +10 %.  Every trial is one
+`mprof gate run` (mprof.gate.runner.run_gate) with the default settings (tolerance, alpha, correction, and the
 fits on each configuration's two fastest runs), the shipped fit script
 (benchmarks/gate/gate_ops.tcl, CPU time per PE thread), 1 PE (within the cores), a 3 x 3 sweep
 of runs of 10-30 ms, 6 repetitions per point and build, baseline and candidate runs
@@ -21,7 +21,8 @@ interleaved (ABBA), into fresh databases:
 The last line printed is one JSON object with both rates, the median estimated OP_B change
 (the injected slowdown as the gate measured it), the settings and the load average.
 Options: --detect N --aa N (trials), --reps, --sizes, --na, --slow-rounds, --budget,
---fastest, --disturbed, --focus, --adaptive, --change, --model, --keep-flagged (see --help).  The issue's two targets:
+--fastest, --disturbed, --focus, --adaptive, --change, --model, --keep-flagged (see --help).
+The two targets:
 
     python benchmarks/gate/gate_bench.py              # full: 10 detection + 100 A/A trials
     python benchmarks/gate/gate_bench.py --adaptive --change 0.10 --budget 400  # 10 % slower,
@@ -250,7 +251,8 @@ def main():
         "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
         "budget": args.budget, "focus": args.focus, "adaptive": args.adaptive,
         "change": args.change, "model": str(args.model) if args.model else None,
-        "repetitions_used": [min(reps_used), max(reps_used)] if reps_used else None, "seconds": round(time.monotonic() - start, 1),
+        "repetitions_used": [min(reps_used), max(reps_used)] if reps_used else None,
+        "seconds": round(time.monotonic() - start, 1),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),

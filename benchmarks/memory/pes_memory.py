@@ -2,14 +2,14 @@
 """Memory and time against the number of PEs: linear in PEs, not in pairs.
 
     pes_memory.py [--workload PATH] [--pes 32,64,...] [--msgs N] [--fibers N] [--rounds N]
-                  [--issue-msgs N]
+                  [--target-msgs N]
 
 Runs `rt_workload PES FIBERS MSGS 64` (every PE spawns FIBERS local fibers; even PEs send MSGS
 invocations of 64 bytes round-robin to the others, odd PEs 2 * MSGS, about 1.5 * MSGS per PE)
 and `rt_workload PES FIBERS 0 64` (no messages) at each PE count, and prints the peak
 resident memory (the child's ru_maxrss, the highest of --rounds) and the wall time (the
-best).  Then, once, the issue's command `rt_workload MAXPES FIBERS ISSUE_MSGS 64` (default
-500: 768 k invocations at 1024 PEs) with its targets (1 s, 512 MB; --issue-msgs 0 skips it),
+best).  Then, once, the target command `rt_workload MAXPES FIBERS TARGET_MSGS 64` (default
+500: 768 k invocations at 1024 PEs) with its targets (1 s, 512 MB; --target-msgs 0 skips it),
 and its CPU time (user + system), which a machine shared with other jobs inflates less than
 the wall time.  One JSON object is the last line.
 """
@@ -46,7 +46,7 @@ def main():
     ap.add_argument("--msgs", type=int, default=5)
     ap.add_argument("--fibers", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--issue-msgs", type=int, default=500)
+    ap.add_argument("--target-msgs", type=int, default=500)
     a = ap.parse_args()
     out = {"msgs": a.msgs, "fibers": a.fibers}
     for p in [int(x) for x in a.pes.split(",")]:
@@ -57,16 +57,16 @@ def main():
             print(f"rt_workload {p} {a.fibers} {msgs} 64: {best:.3f} s, {mem:.0f} MB")
             out[f"{label}_{p}pe_s"] = round(best, 3)
             out[f"{label}_{p}pe_mb"] = round(mem, 1)
-    if a.issue_msgs > 0:
+    if a.target_msgs > 0:
         p = max(int(x) for x in a.pes.split(","))
-        cmd = [a.workload, str(p), str(a.fibers), str(a.issue_msgs), "64"]
+        cmd = [a.workload, str(p), str(a.fibers), str(a.target_msgs), "64"]
         dt, mem, cpu = run(cmd, cpu=True)
-        invocations = a.issue_msgs * ((p + 1) // 2 + 2 * (p // 2))  # even PEs MSGS, odd 2 MSGS
-        print(f"issue: rt_workload {p} {a.fibers} {a.issue_msgs} 64 ({invocations} invocations): "
+        invocations = a.target_msgs * ((p + 1) // 2 + 2 * (p // 2))  # even PEs MSGS, odd 2 MSGS
+        print(f"target: rt_workload {p} {a.fibers} {a.target_msgs} 64 ({invocations} invocations): "
               f"{dt:.2f} s, {cpu:.2f} s CPU, {mem:.0f} MB (targets 1 s, 512 MB)")
-        out.update(issue_pes=p, issue_msgs=a.issue_msgs, issue_invocations=invocations,
-                   issue_s=round(dt, 3), issue_cpu_s=round(cpu, 3), issue_mb=round(mem, 1),
-                   issue_time_met=dt <= 1.0, issue_memory_met=mem <= 512)
+        out.update(target_pes=p, target_msgs=a.target_msgs, target_invocations=invocations,
+                   target_s=round(dt, 3), target_cpu_s=round(cpu, 3), target_mb=round(mem, 1),
+                   target_time_met=dt <= 1.0, target_memory_met=mem <= 512)
     print(json.dumps(out))
 
 

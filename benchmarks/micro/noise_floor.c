@@ -3,19 +3,24 @@
  * the thread's CPU time, so that replicate_spread.py can set the scatter of mprof's runs beside
  * the scatter of the machine itself.
  *
- * Two parts, each the same instructions in every run:
+ * Four parts, each the same instructions in every run:
  *   alu   a chain of dependent multiply-adds in registers (no memory traffic);
  *   ilp   eight independent chains of the same (the core's throughput, not its latency);
  *   mem   a dependent walk through a 16 MiB random cycle of cache lines (a cache or memory
- *         miss per step, as the runtime's message buffers and fiber slabs are, at worst).
+ *         miss per step, as the runtime's message buffers and fiber slabs are, at worst);
+ *   ring  a FIFO ring of function pointers with 32 bytes of arguments, each item called in
+ *         turn and one in 17 queueing 16 more: the shape of the scheduler's loop running
+ *         empty fibers (rt_workload with no messages), in L1, with no runtime at all.
  * If identical runs of this program differ by some percent in CPU time, no cost measured on
  * the same machine can be steadier than that, whatever the code it runs.
- * Prints one JSON object: {"alu_cpu_s": .., "mem_cpu_s": .., "ilp_cpu_s": .., "cpu_s": ..}.
+ * Prints one JSON object: {"alu_cpu_s": .., "mem_cpu_s": .., "ilp_cpu_s": .., "ring_cpu_s": ..,
+ * "cpu_s": ..} (cpu_s: the four together).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define LINE 64
@@ -87,6 +92,50 @@ static size_t mem(long steps)
     return at;
 }
 
+/* The ring: loads, stores and an indirect call per item, all in L1, the kind of code whose
+ * cost a host's other tenants change most (see docs/measurements/runtime-messaging.md, "The
+ * machine's own scatter"); the ALU chains above do not show it. */
+#define RING 1024 /* a power of two */
+typedef struct {
+    void (*fn)(void *);
+    unsigned char args[32];
+} ring_item;
+static ring_item ring_buf[RING];
+static unsigned ring_head, ring_tail;
+static long ring_left, ring_calls;
+
+static void ring_push(void (*fn)(void *), const void *args)
+{
+    ring_item *it = &ring_buf[ring_tail++ % RING];
+    it->fn = fn;
+    memcpy(it->args, args, sizeof it->args);
+}
+
+__attribute__((noinline)) static void ring_leaf(void *args)
+{
+    ring_calls += ((unsigned char *)args)[0];
+}
+
+__attribute__((noinline)) static void ring_step(void *args)
+{
+    for (int i = 0; i < 16 && ring_left > 0; i++, ring_left--)
+        ring_push(ring_leaf, args);
+    if (ring_left > 0)
+        ring_push(ring_step, args);
+}
+
+static long ring(long items)
+{
+    static const unsigned char args[32] = {1};
+    ring_left = items;
+    ring_push(ring_step, args);
+    while (ring_head != ring_tail) {
+        ring_item *it = &ring_buf[ring_head++ % RING];
+        it->fn(it->args);
+    }
+    return ring_calls;
+}
+
 int main(int argc, char **argv)
 {
     double scale = argc > 1 ? atof(argv[1]) : 1.0;
@@ -101,9 +150,12 @@ int main(int argc, char **argv)
     double t2 = thread_cpu_s();
     uint64_t b = ilp((long)(30e6 * scale));
     double t3 = thread_cpu_s();
+    long c = ring((long)(24e6 * scale));
+    double t4 = thread_cpu_s();
     /* the results are printed (as a dummy field) so that the work cannot be optimised away */
-    printf("{\"alu_cpu_s\": %.6f, \"mem_cpu_s\": %.6f, \"ilp_cpu_s\": %.6f, \"cpu_s\": %.6f, "
-           "\"check\": %llu}\n",
-           t1 - t0, t2 - t1, t3 - t2, t3 - t0, (unsigned long long)((a ^ b ^ m) & 0xff));
+    printf("{\"alu_cpu_s\": %.6f, \"mem_cpu_s\": %.6f, \"ilp_cpu_s\": %.6f, "
+           "\"ring_cpu_s\": %.6f, \"cpu_s\": %.6f, \"check\": %llu}\n",
+           t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0,
+           (unsigned long long)((a ^ b ^ m ^ (uint64_t)c) & 0xff));
     return 0;
 }

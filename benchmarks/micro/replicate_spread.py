@@ -12,8 +12,9 @@ rounds runs every case once, and each case's spread is the median over its G gro
 consecutive rounds.  Cases:
 
   floor        noise_floor: a fixed single-threaded loop outside the runtime (a dependent ALU
-               chain, eight independent ones, a walk through 16 MiB), thread CPU time; also
-               each part alone: floor_alu, floor_ilp, floor_mem
+               chain, eight independent ones, a walk through 16 MiB, a ring of function
+               pointers called in turn), thread CPU time; also each part alone: floor_alu,
+               floor_ilp, floor_mem, floor_ring (the last the shape of fibers_1pe's loop)
   fibers_1pe   rt_workload 1 12000000 0 16 0: local fibers on one PE, busy CPU
   fibers_2pe   rt_workload 2 12000000 0 16 0: the same on two PEs, no messages
   agg          MPROF_AGG_BYTES=4096 rt_workload 2 3000000 300000 16 0
@@ -22,9 +23,11 @@ consecutive rounds.  Cases:
                the default list): name both, e.g. --cases agg,agg_unbound, and the rounds
                interleave bound and unbound runs, so the two spreads see the same machine
 
-Each case's line also gives fastest_dev_pct, the mean deviation of the groups' fastest runs from
-their median: what a perfect model would miss by when it predicts a configuration's fastest of R
-runs, as the runtime model's fit does (the floor of its test MRE here).  Busy CPU is the run
+Each case's line also gives median_dev_pct, the mean deviation of the groups' median runs (the
+lower median of an even count) from the median of those: what a perfect model would miss by
+when it predicts a configuration's median of R runs, as the runtime model's fit does (the floor
+of its test MRE here); and fastest_dev_pct, the same for the groups' fastest runs, as PIPE's
+fit takes them.  Busy CPU is the run
 profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own
 figure is also printed for each profile database (a sweep made by `mprof bench`): the median
 over its configurations of the spread of their repetitions.  One JSON line per case and
@@ -51,7 +54,7 @@ CASES = {
 CASES.update({f"{name}_unbound": (args, {**env, "MPROF_PIN": "0"})
               for name, (args, env) in list(CASES.items())})
 FLOOR_PARTS = {"floor": "cpu_s", "floor_alu": "alu_cpu_s", "floor_ilp": "ilp_cpu_s",
-               "floor_mem": "mem_cpu_s"}
+               "floor_mem": "mem_cpu_s", "floor_ring": "ring_cpu_s"}
 
 
 def fail(msg):
@@ -88,14 +91,17 @@ def group_spreads(values, reps):
     return [spread(values[i:i + reps]) for i in range(0, len(values) - reps + 1, reps)]
 
 
-def fastest_deviation(values, reps):
-    """The mean relative deviation of each group's fastest run from the median of those
-    fastest runs: the error that a perfect model makes when it predicts a configuration's
-    fastest of `reps` repetitions (the sweeps' sample, `Replicates min`), i.e. the floor of a
-    test MRE on this machine."""
-    fastest = [min(values[i:i + reps]) for i in range(0, len(values) - reps + 1, reps)]
-    mid = statistics.median(fastest)
-    return statistics.mean(abs(f / mid - 1) for f in fastest)
+def pick_deviation(values, reps, pick):
+    """The mean relative deviation of each group's picked run from the median of those picked
+    runs: the error that a perfect model makes when it predicts a configuration's sample of
+    `reps` repetitions, i.e. the floor of a test MRE on this machine.  `pick` is the fit's
+    `Replicates` rule: "min" (the fastest run, PIPE's) or "median" (the lower median of an
+    even count, as mprof.model.samples takes it: the runtime model's)."""
+    index = {"min": lambda n: 0, "median": lambda n: (n - 1) // 2}[pick]
+    picked = [sorted(values[i:i + reps])[index(reps)]
+              for i in range(0, len(values) - reps + 1, reps)]
+    mid = statistics.median(picked)
+    return statistics.mean(abs(f / mid - 1) for f in picked)
 
 
 def db_spread(path):
@@ -156,11 +162,13 @@ def main():
         g = group_spreads(values, args.reps)
         line = {"case": case, "median_spread_pct": round(100 * statistics.median(g), 1),
                 "group_spreads_pct": [round(100 * s, 1) for s in g],
-                "fastest_dev_pct": round(100 * fastest_deviation(values, args.reps), 1),
+                "median_dev_pct": round(100 * pick_deviation(values, args.reps, "median"), 1),
+                "fastest_dev_pct": round(100 * pick_deviation(values, args.reps, "min"), 1),
                 "cpu_s_range": [round(min(values), 4), round(max(values), 4)],
                 "cpu_s_median": round(statistics.median(values), 4)}
         print(json.dumps(line), flush=True)
         summary[f"{case}_spread_pct"] = line["median_spread_pct"]
+        summary[f"{case}_median_dev_pct"] = line["median_dev_pct"]
         summary[f"{case}_fastest_dev_pct"] = line["fastest_dev_pct"]
     for db in args.db:
         line = db_spread(db)

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import MprofError
 from ..files import write_file
 from ..numbers import option
-from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile, load_profiles
+from ..profile import DEFAULT_MEASURE, MEASURES, RunProfile
 from .store import Condition, ProfileDB, canonical_json, explain_no_match
 from .validate import parse_profile, read_text
 

@@ -17,7 +17,7 @@
 
     [[allow]]                 # accepted changes: REGRESSION / BEHAVIOUR CHANGE become ALLOWED
     match = "gate_ops(*)::fit:gateops.OP_B"
-    reason = "lookups hash twice since #123"
+    reason = "lookups now hash twice, by design"
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..db.store import Condition, ProfileDB, explain_no_match
 from ..errors import MprofError
 from ..model.runset import RunSet
-from ..profile import NOT_SAMPLED, RunProfile
+from ..profile import RunProfile
 
 
 @dataclass

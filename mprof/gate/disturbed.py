@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import MprofError
 from ..profile import RunProfile
 from .data import RunData, Side
 

@@ -3,8 +3,8 @@
     commits       hash, date (ISO 8601), branch
     measurements  commit, machine, series, category, kind, value, low, high, unit, source
 
-A *series* is one quantity followed over commits: a gate unit (`cost:<configuration>:rts.IDLE`,
-its candidate value) or a benchmark figure (`rt_micro/spawn_ns`).  Its *category* groups
+A *series* is one quantity followed over commits: a gate unit (`<configuration>::cost:rts.IDLE`,
+its candidate value) or a benchmark figure (`rt_micro/spawn_dispatch_ns`).  Its *category* groups
 series for display: a gate unit's cost category (`rts.IDLE`) or kind, a benchmark's name.
 Adding a result for a commit and machine replaces the series it has again (a re-run)."""
 

@@ -5,7 +5,6 @@ busiest PE's busy time exceeds the mean by 30 % or more."""
 
 import io
 import json
-import math
 import re
 
 import pytest

@@ -6,7 +6,6 @@ rt_channels checks every record's sender order and payload on arrival and every 
 receiver) count at the end, so a lost, duplicated or overtaking record fails the program.
 """
 
-import statistics
 import subprocess
 import sys
 

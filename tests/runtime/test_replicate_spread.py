@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tooling import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +20,10 @@ def test_spread_of_a_group_is_max_over_min_less_one():
     # consecutive groups of `reps`; a short tail is not a group
     assert mod.group_spreads([1.0, 2.0, 4.0, 5.0, 9.0], 2) == [1.0, 0.25]
     # fastest of each group 1, 4, 2: median 2, deviations 0.5, 1, 0
-    assert mod.fastest_deviation([1.0, 2.0, 4.0, 5.0, 3.0, 2.0], 2) == 0.5
+    assert mod.pick_deviation([1.0, 2.0, 4.0, 5.0, 3.0, 2.0], 2, "min") == 0.5
+    # medians (the lower of two) of groups of 4: 2, 4, 6: median 4, deviations 0.5, 0, 0.5
+    values = [3.0, 1.0, 2.0, 9.0, 4.0, 5.0, 4.0, 8.0, 7.0, 6.0, 6.0, 6.5]
+    assert mod.pick_deviation(values, 4, "median") == pytest.approx(1 / 3)
 
 
 def test_noise_floor_reports_each_part_and_the_same_work_every_time(cmake_build):
@@ -26,8 +31,9 @@ def test_noise_floor_reports_each_part_and_the_same_work_every_time(cmake_build)
     outs = [json.loads(subprocess.run([str(exe), "0.05"], capture_output=True, text=True,
                                       timeout=60, check=True).stdout) for _ in range(2)]
     for o in outs:
-        parts = o["alu_cpu_s"] + o["ilp_cpu_s"] + o["mem_cpu_s"]
-        assert all(o[k] > 0 for k in ("alu_cpu_s", "ilp_cpu_s", "mem_cpu_s")), o
+        keys = ("alu_cpu_s", "ilp_cpu_s", "mem_cpu_s", "ring_cpu_s")
+        parts = sum(o[k] for k in keys)
+        assert all(o[k] > 0 for k in keys), o
         assert abs(o["cpu_s"] - parts) < 1e-3, o
     assert outs[0]["check"] == outs[1]["check"]  # the same result: the same work
     bad = subprocess.run([str(exe), "0"], capture_output=True, text=True, timeout=20)
@@ -58,11 +64,13 @@ def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_bui
     assert run.returncode == 0, run.stderr
     lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
     cases = {x["case"]: x for x in lines if "case" in x}
-    assert set(cases) == {"floor", "floor_alu", "floor_ilp", "floor_mem", "fibers_1pe"}
+    assert set(cases) == {"floor", "floor_alu", "floor_ilp", "floor_mem", "floor_ring",
+                          "fibers_1pe"}
     for x in cases.values():
         lo, hi = x["cpu_s_range"]
         assert 0 < lo <= hi and x["group_spreads_pct"] == [x["median_spread_pct"]]
-        assert x["fastest_dev_pct"] == 0  # one group: its fastest run is the median
+        # one group: its fastest and median runs are the median of themselves
+        assert x["fastest_dev_pct"] == 0 and x["median_dev_pct"] == 0
         # the range is printed to 4 decimals: the spread recomputed from it can be off by what
         # that rounding does to hi/lo, plus the spread's own rounding to 0.1
         slack = 100 * (hi + 5e-5) / (lo - 5e-5) - 100 * hi / lo + 0.05 + 1e-9

@@ -25,7 +25,7 @@ ImportParameter: Rts $runtime  ByteSent ByteRecv LocalOp
 ImportParameter: Rts $runtime  IdleCpu
 
 # As in the runtime session: wall-clock idle time is not part of a CPU-time sample, and thread
-# context bytes are priced by ByteRecv and ByteCopy.
+# context bytes are priced by ByteRecv (ByteCopy is left out, as there).
 IgnoreTerm:      Rts Idle ThreadContext
 # The start-up terms of all modules are P = 1 per PE and hence collinear.  In CPU time a PE's
 # start-up costs about 0.06 ms (rt_workload with no work), far below the run-to-run scatter of
@@ -38,7 +38,7 @@ IgnoreTerm:      graph P
 # (workflows/rts/model.tcl says why).
 IgnoreTerm:      Rts Wake ByteCopy ByteAlloc
 # The runtime session prices channel bursts (Burst) at 0.05-0.38 us, from the difference
-# between its aggregated messages (a burst each) and those sent at once (one per 10-30).
+# between its aggregated messages (a burst each) and those sent at once (one per 5-10).
 # Imported here, where every 1000-byte message is about a burst, that price took graph:Op's
 # share: in four sweeps it fell from 63-99 ns to -5..37 ns, its interval containing 0 in
 # three, with the test MRE 0.2-0.3 points lower.  The price does not carry over to PIPE's

@@ -36,7 +36,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -350,7 +349,6 @@ def render(rows, args) -> str:
 
 
 def details(rows, args, pes, lines) -> str:
-    f = study.fmt
     lines += ["", study.EXPLAINED_NOTE]
     lines += ["", f"Fig 5.10 here ({args.sweep_vectors} vectors, {args.cap_reps} runs each): "
               "simulation time against edge capacity, normalised to the smallest capacity "

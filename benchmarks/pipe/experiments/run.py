@@ -239,7 +239,7 @@ def render_summary(rows, args) -> str:
                      + f" | {_f(row['total_range'][0])}-{_f(row['total_range'][1])}"
                      + f" | {row['explained']}/{args.reps} |")
         paper = PAPER.get(name, {})
-        lines.append(f"| | | paper | " + " | ".join(_f(paper.get(c), 3) for c in COLUMNS)
+        lines.append("| | | paper | " + " | ".join(_f(paper.get(c), 3) for c in COLUMNS)
                      + " | | |")
     lines += ["", "Observed-latency chains (median run):", ""]
     for name, row in rows.items():
