@@ -76,10 +76,12 @@ double mpr_env_number(const char *name, double dflt, double min, double max, int
         return dflt;
     char *end;
     double v = strtod(s, &end);
+    /* a value that converts to nothing (" ") is no number, whatever whitespace follows */
+    int converted = end != s;
     while (*end == ' ' || *end == '\t' || *end == '\n')
         end++;
     /* strtod also reads "nan", "inf" and hexadecimal: only finite decimal numbers count */
-    int ok = end != s && !*end && isfinite(v) && v >= min && v <= max && !strpbrk(s, "xXnN") &&
+    int ok = converted && !*end && isfinite(v) && v >= min && v <= max && !strpbrk(s, "xXnN") &&
              (!integer || v == floor(v));
     if (ok)
         return v;

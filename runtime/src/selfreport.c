@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---------------------------------------------------------------------------------- */
 /* What each process sends: its PEs and their records' term values                     */
@@ -604,6 +605,10 @@ done:
     free(pe_model);
 }
 
+/* A model file is a few kilobytes per module; far larger is not one (or not a file at all:
+ * /dev/zero would be read until memory ran out). */
+#define MODEL_MAX_BYTES ((size_t)64 << 20)
+
 static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -611,9 +616,21 @@ static char *read_file(const char *path)
         failf("cannot read: %s", strerror(errno));
         return NULL;
     }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        failf("not a regular file");
+        return NULL;
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
+        if (len > MODEL_MAX_BYTES) {
+            free(buf);
+            fclose(f);
+            failf("larger than %zu MiB: not a model file", MODEL_MAX_BYTES >> 20);
+            return NULL;
+        }
         if (len + 4096 + 1 > cap) {
             cap = 2 * cap + 8192;
             char *b = realloc(buf, cap);

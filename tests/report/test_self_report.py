@@ -158,10 +158,19 @@ def test_stderr_without_a_profile_and_unmodelled_modules(build_dir, tmp_path):
     ('{"schema": "other"}', "not an mprof model file"),
     ('{"schema": "mprof.model", "version": 9}', "model version 9 is not supported"),
     (None, "cannot read: No such file or directory"),
+    # not a file: read to the end, /dev/zero would take all memory
+    ("/dev/zero", "not a regular file"),
+    # a file far larger than any model (sparse: no disk used)
+    ("big", "larger than 64 MiB: not a model file"),
 ])
 def test_bad_model_gives_a_message(build_dir, tmp_path, content, message):
     path = tmp_path / "model.json"
-    if content is not None:
+    if content == "/dev/zero":
+        path = Path(content)
+    elif content == "big":
+        with open(path, "wb") as f:
+            f.truncate(65 << 20)
+    elif content is not None:
         path.write_text(content)
     env = dict(os.environ, MPROF_MODEL=str(path), MPROF_OUT=str(tmp_path / "run.json"))
     proc = subprocess.run([str(build_dir / "benchmarks/pipe/pipe"), *PIPE_ARGS], env=env,

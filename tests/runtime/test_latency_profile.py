@@ -102,6 +102,23 @@ def test_idle_timeout_and_settings_are_read_from_the_environment(rt):
     assert (s["spin"], s["flush_fibers"], s["small_bytes"]) == (7, 3, 24)
 
 
+def test_a_value_of_blanks_is_no_number(rt):
+    """strtod converts nothing in " ", and the blanks after it must not make that a 0."""
+    run = rt.run("fibers", env={"MPROF_SPIN": " ", "MPROF_AGG_BYTES": "\t"})
+    assert "ignoring MPROF_SPIN=  (expected a whole number" in run.stderr
+    assert "ignoring MPROF_AGG_BYTES=\t" in run.stderr
+    s = run.profile["settings"]
+    assert (s["spin"], s["agg_bytes"]) == (2000, 4096)  # the defaults, not 0
+
+
+@pytest.mark.parametrize("period", ["1", "99.5"])
+def test_a_sampling_period_too_short_to_make_progress_is_refused(rt, period):
+    """At 1 us the timer's signals outran the thread and the run never ended."""
+    run = rt.run("fibers", env={"MPROF_SAMPLE_US": period}, timeout=30)
+    assert f"ignoring MPROF_SAMPLE_US={period} (expected 0, sampling off, or a period of " \
+           "at least 100 us), using the default 1000" in run.stderr
+
+
 @pytest.mark.slow
 def test_idle_pes_sleep_instead_of_spinning(rt):
     import resource
