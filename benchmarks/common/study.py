@@ -50,9 +50,18 @@ def log(tag: str, msg: str) -> None:
     print(f"[{tag}] {msg}", flush=True)
 
 
+def in_repo(arg) -> str:
+    """A command's argument, a path inside the repository made relative to it (commands run
+    there), so that the reports the studies keep name no one's checkout."""
+    s = str(arg)
+    root = str(ROOT) + os.sep
+    return s[len(root):] if s.startswith(root) else s
+
+
 def run(tag, cmd, env=None, **kw):
-    log(tag, " ".join(str(c) for c in cmd))
-    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=ROOT, **kw)
+    cmd = [in_repo(c) for c in cmd]
+    log(tag, " ".join(cmd))
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, **kw)
     if proc.returncode != 0:
         sys.exit(f"[{tag}] failed ({proc.returncode}): {' '.join(map(str, cmd))}")
     return proc

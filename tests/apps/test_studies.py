@@ -112,6 +112,9 @@ def test_small_em3d_study_with_the_pe_and_flush_axes(cmake_build, tmp_path):
     assert "MPROF_PES=1" in rows["sequential"]["cmd"]
     assert "MPROF_FLUSH_FIBERS=2 MPROF_FLUSH_DELAY_US=0" in rows["remote10-flush2.0@2"]["cmd"]
     assert "--nodes=300" in rows["remote10@2"]["cmd"]
+    # the kept report names the program as run from the repository, not by this checkout's path
+    report = (out / "remote10@2.txt").read_text()
+    assert "% build/benchmarks/em3d/em3d --nodes=300" in report and str(ROOT) not in report
     for name, row in rows.items():
         if name != "_study":
             assert row["Runtime"] > 0 and row["ratio"] == pytest.approx(
