@@ -55,6 +55,9 @@ def in_repo(arg) -> str:
     there), so that the reports the studies keep name no one's checkout."""
     s = str(arg)
     root = str(ROOT) + os.sep
+    opt, eq, value = s.partition("=")  # --netlist=PATH
+    if eq and opt.startswith("-") and value.startswith(root):
+        return f"{opt}={value[len(root):]}"
     return s[len(root):] if s.startswith(root) else s
 
 

@@ -64,6 +64,13 @@ def test_summary_renders_from_its_json(app, tmp_path):
     assert (tmp_path / "summary.md").read_text() == (results / "summary.md").read_text()
 
 
+def test_commands_name_repository_paths_relative_to_it():
+    assert study.in_repo(ROOT / "build/benchmarks/em3d/em3d") == "build/benchmarks/em3d/em3d"
+    assert study.in_repo(f"--netlist={ROOT}/build/c.net") == "--netlist=build/c.net"
+    for outside in ("/tmp/x.net", "--netlist=/tmp/x.net", "MPROF_PES=2", "--pes=2"):
+        assert study.in_repo(outside) == outside
+
+
 def test_paper_ratio_from_fig_5_1():
     # CM5, 10 % remote edges: (12.9 - 1.87 - 0.07 - 0.13 - 1.63) / (0.07 + 0.13 + 1.63)
     assert study.paper_ratio(12.9, 1.87, 0.07, 0.13, 1.63) == pytest.approx(9.2 / 1.83)
