@@ -42,11 +42,28 @@ void mpr_sample_setup(void);
 mpr_sampler *mpr_sample_start(mpr_pe *pe);
 /* The PE the thread runs from now on (NULL: none, the worker's own scheduler), from the
  * monotonic time `now_ns` (the caller reads it for its own accounting of the slice). */
-void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns);
+void mpr_sample_switch_on(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns);
 /* Around a wait in which the thread sleeps (on that thread): the timer stops, so that a
  * sleeping thread is not woken every period, and starts again. */
-void mpr_sample_pause(mpr_sampler *s);
-void mpr_sample_resume(mpr_sampler *s);
+void mpr_sample_pause_on(mpr_sampler *s);
+void mpr_sample_resume_on(mpr_sampler *s);
+/* The calls above as a multiplexing worker makes them, per slice and per sleep: inline, so
+ * that a thread without a sampler (sampling off) pays a test, not a call. */
+static inline void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns)
+{
+    if (s)
+        mpr_sample_switch_on(s, pe, now_ns);
+}
+static inline void mpr_sample_pause(mpr_sampler *s)
+{
+    if (s)
+        mpr_sample_pause_on(s);
+}
+static inline void mpr_sample_resume(mpr_sampler *s)
+{
+    if (s)
+        mpr_sample_resume_on(s);
+}
 /* Stops and frees the thread's timer (on that thread). */
 void mpr_sample_stop(mpr_sampler *s);
 #else

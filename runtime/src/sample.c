@@ -170,10 +170,8 @@ mpr_sampler *mpr_sample_start(mpr_pe *pe)
     return s;
 }
 
-void mpr_sample_switch(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns)
+void mpr_sample_switch_on(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns)
 {
-    if (!s)
-        return;
     atomic_store_explicit(&s->switched_ns, pe ? now_ns : 0, memory_order_relaxed);
     atomic_store_explicit(&s->pe, pe, memory_order_relaxed);
 }
@@ -188,10 +186,8 @@ static void block_samples(sigset_t *old)
     pthread_sigmask(SIG_BLOCK, &prof, old);
 }
 
-void mpr_sample_pause(mpr_sampler *s)
+void mpr_sample_pause_on(mpr_sampler *s)
 {
-    if (!s)
-        return;
     static const struct itimerspec off;
     sigset_t old;
     block_samples(&old);
@@ -200,10 +196,8 @@ void mpr_sample_pause(mpr_sampler *s)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void mpr_sample_resume(mpr_sampler *s)
+void mpr_sample_resume_on(mpr_sampler *s)
 {
-    if (!s)
-        return;
     /* the wait's CPU time (the system call's) is the idle period's, which idle_cpu_s counts;
      * it is charged to no slot */
     s->last_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
