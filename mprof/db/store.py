@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import os
 import random
 import sqlite3
@@ -435,11 +436,15 @@ class ProfileDB:
             "FROM runs ORDER BY id"
         ).fetchall()
         runs = {r[0]: RunSummary(*r) for r in rows}
+        for run in runs.values():
+            run.npes = self._number(run.id, "runs", "npes", run.npes, integer=True)
+            run.elapsed_s = self._number(run.id, "runs", "elapsed_s", run.elapsed_s,
+                                         nullable=True)
         for run_id, kind, name, value in self.conn.execute(
             "SELECT run_id, kind, name, value_json FROM run_params ORDER BY run_id, kind, name"
         ):
             table = runs[run_id].params if kind == "param" else runs[run_id].settings
-            table[name] = json.loads(value)
+            table[name] = self._json(run_id, "run_params", "value_json", value, _SCALAR)
         return [r for r in runs.values() if all(c.matches(r) for c in where)]
 
     def document(self, run_id: int) -> dict:
@@ -471,7 +476,9 @@ class ProfileDB:
                 f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
             ):
                 out.setdefault(run_id, {}).setdefault(pe, []).append(
-                    {"access": access, "cpu_s": cpu_s, "samples": from_sql_u64(samples)})
+                    {"access": access,
+                     "cpu_s": self._number(run_id, "category_time", "cpu_s", cpu_s),
+                     "samples": self._u64(run_id, "category_time", "samples", samples)})
         return out
 
     def profiles(self, where: Sequence[Condition] = (),
@@ -533,9 +540,14 @@ class ProfileDB:
                  version) in self.conn.execute(
                     f"SELECT id, backend, hostname, {columns} FROM runs "
                     f"WHERE id IN ({marks})", chunk):
-                out[run_id] = RunDetails(backend, hostname, json.loads(argv or "[]"),
-                                         json.loads(accesses or "[]"), json.loads(bench or "{}"),
-                                         cpu, cores, bool(derived), int(version or 1))
+                out[run_id] = RunDetails(
+                    backend, hostname, self._json(run_id, "runs", "argv", argv or "[]", list),
+                    self._json(run_id, "runs", "accesses", accesses or "[]", list),
+                    self._json(run_id, "runs", "bench", bench or "{}", dict), cpu,
+                    self._number(run_id, "runs", "machine_cores", cores, integer=True,
+                                 nullable=True),
+                    bool(derived), self._number(run_id, "runs", "profile_version",
+                                                version or 1, integer=True))
         return out
 
     def run_interfaces(self, run_ids: Sequence[int]) -> dict[int, dict[str, str]]:
@@ -577,7 +589,8 @@ class ProfileDB:
         for run_id, pe, position, oid, module, stat, reason in self._rows_of_runs(query,
                                                                                   run_ids):
             out.setdefault(run_id, {}).setdefault(pe, []).append(
-                (position, from_sql_u64(oid), module, stat, reason))
+                (position, self._u64(run_id, "object_absent", "object_id", oid), module, stat,
+                 reason))
         return out
 
     def bench_metadata(self, run_ids: Sequence[int] | None = None) -> dict[int, dict]:
@@ -605,7 +618,9 @@ class ProfileDB:
                 f"WHERE run_id IN ({marks}) ORDER BY run_id, pe",
                 chunk,
             ):
-                out.setdefault(run_id, []).append(PETimes(*times))
+                out.setdefault(run_id, []).append(PETimes(*(
+                    self._number(run_id, "pe_samples", column, value, nullable=nullable)
+                    for (column, nullable), value in zip(_PE_TIME_COLUMNS, times))))
         return out
 
     def category_times(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[CategoryTime]]]:
@@ -625,8 +640,9 @@ class ProfileDB:
                 f"SELECT run_id, pe, access, cpu_s, samples FROM category_time "
                 f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, cpu_s DESC, access", chunk,
             ):
-                out.setdefault(run_id, {}).setdefault(pe, []).append(
-                    CategoryTime(access, cpu_s, from_sql_u64(samples)))
+                out.setdefault(run_id, {}).setdefault(pe, []).append(CategoryTime(
+                    access, self._number(run_id, "category_time", "cpu_s", cpu_s),
+                    self._u64(run_id, "category_time", "samples", samples)))
         return out
 
     def latency_rows(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[LatencyRow]]]:
@@ -639,7 +655,9 @@ class ProfileDB:
                 f"FROM latency WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
             ):
                 out.setdefault(run_id, {}).setdefault(pe, []).append(LatencyRow(
-                    access, enabler, from_sql_u64(count), observed, critical, pe))
+                    access, enabler, self._u64(run_id, "latency", "count", count),
+                    self._number(run_id, "latency", "observed_s", observed),
+                    self._number(run_id, "latency", "critical_s", critical), pe))
         return out
 
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
@@ -657,8 +675,10 @@ class ProfileDB:
                 chunk,
             ):
                 if exact is not None:
-                    value = int(exact)
-                oid = from_sql_u64(oid)
+                    value = self._exact(run_id, exact)
+                elif value.__class__ not in (int, float):  # the common case tested cheaply
+                    raise self._damaged(run_id, "object_stats", "value")
+                oid = self._u64(run_id, "object_stats", "object_id", oid)
                 objects = out.setdefault(run_id, {}).setdefault(pe, {})
                 objects.setdefault(oid, (oid, module, {}))[2][stat] = value
                 key = (run_id, pe, oid)
@@ -666,6 +686,61 @@ class ProfileDB:
         return {r: {pe: sorted(objs.values(), key=lambda o, r=r, pe=pe: first[r, pe, o[0]])
                     for pe, objs in pes.items()} for r, pes in out.items()}
 
+    # -- decoding cells ---------------------------------------------------------------------
+    # A value of the wrong type or JSON that does not parse can only come from a damaged file
+    # or a hand edit (imports store validated documents): it is reported here, where the
+    # table and column are known, instead of failing later in whatever reads the value.
+
+    def _damaged(self, run_id, table: str, column: str) -> "DamagedValue":
+        return DamagedValue(self.path, run_id, table, column)
+
+    def _json(self, run_id, table: str, column: str, text, kinds):
+        """The JSON text of a cell, which must decode to one of the types `kinds`."""
+        try:
+            value = json.loads(text)
+        except (ValueError, TypeError, RecursionError):
+            raise self._damaged(run_id, table, column) from None
+        if not isinstance(value, kinds) or (isinstance(value, float)
+                                            and not math.isfinite(value)):
+            raise self._damaged(run_id, table, column)
+        return value
+
+    def _number(self, run_id, table: str, column: str, value, *, integer: bool = False,
+                nullable: bool = False):
+        """A numeric cell (SQLite keeps text stored in a numeric column as text)."""
+        if value is None and nullable:
+            return None
+        if isinstance(value, int) or (isinstance(value, float) and not integer):
+            return value
+        raise self._damaged(run_id, table, column)
+
+    def _u64(self, run_id, table: str, column: str, value) -> int:
+        return from_sql_u64(self._number(run_id, table, column, value, integer=True))
+
+    def _exact(self, run_id, text) -> int:
+        """object_stats.value_exact: the decimal text of an integer statistic."""
+        try:
+            return int(text)
+        except (ValueError, TypeError):
+            raise self._damaged(run_id, "object_stats", "value_exact") from None
+
+
+class DamagedValue(MprofError):
+    """A cell of a stored run that cannot be read back: the database file was damaged or
+    edited by hand."""
+
+    def __init__(self, path, run_id, table: str, column: str):
+        self.run_id, self.table, self.column = run_id, table, column
+        super().__init__(f"{path}: run {run_id}: damaged value in table {table} (column "
+                         f"{column}); restore a copy of the database, or import the run's "
+                         "profile into a new one")
+
+
+# A run_params value: what `params` and `settings` may hold.
+_SCALAR = (int, float, str)  # bool is an int
+# pe_samples' time columns in PETimes order, with whether each may be NULL (version 1 runs)
+_PE_TIME_COLUMNS = (("elapsed_s", False), ("idle_s", False), ("cpu_s", True),
+                    ("idle_cpu_s", True))
 
 # Integers a REAL holds exactly; SQLite's INTEGER range.
 _EXACT_REAL = 2**53

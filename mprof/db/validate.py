@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,9 +35,28 @@ class ProfileError(MprofError):
         """`where` names a field of the document; `place` (":line:column") a place in the
         file, for text that is not JSON at all."""
         self.source = source
-        self.where = where
+        self.where = where  # as in the document (`locate` finds it there)
         self.message = message
-        super().__init__(f"{source}{place}: {where + ': ' if where else ''}{message}")
+        shown = shown_text(where)
+        super().__init__(f"{source}{place}: {shown + ': ' if shown else ''}{message}")
+
+
+# A lone UTF-16 surrogate: JSON's `\ud800` escape decodes to one, which no UTF-8 writer (SQLite,
+# the terminal, a CSV file) accepts.  A valid pair has become one code point by then.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def shown_text(text: str) -> str:
+    """`text` safe to print: lone surrogates and NUL written as escapes (a JSON path may hold
+    the very name that is rejected)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).replace("\0", "\\u0000")
+
+
+NOT_UNICODE = "not valid Unicode (a lone surrogate)"
 
 
 # Integers a run profile may hold: i64 and u64 statistics, object ids, counts.
@@ -198,7 +219,8 @@ def _kind(value) -> str:
 def _check_values(doc: Any, source: str) -> None:
     """Every number anywhere in the document, also in fields the schema does not describe, is
     finite (JSON has no NaN or Infinity, though Python's parser accepts them), and every
-    integer fits 64 bits; nesting is bounded.  Iterative, so depth costs no recursion."""
+    integer fits 64 bits; every string and name is valid Unicode; nesting is bounded.
+    Iterative, so depth costs no recursion."""
     stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
     while stack:
         value, where, depth = stack.pop()
@@ -206,12 +228,19 @@ def _check_values(doc: Any, source: str) -> None:
             raise ProfileError(source, where,
                                "nested too deeply (a run profile is at most a few levels deep)")
         if isinstance(value, dict):
+            for key in value:
+                if has_lone_surrogate(key):
+                    raise ProfileError(source, f"{where}.{key}" if where else key,
+                                       f"the name is {NOT_UNICODE}")
             stack.extend((v, f"{where}.{k}" if where else str(k), depth + 1)
                          for k, v in reversed(list(value.items())))
         elif isinstance(value, list):
             stack.extend((v, f"{where}[{i}]", depth + 1)
                          for i, v in reversed(list(enumerate(value))))
-        elif isinstance(value, bool) or value is None or isinstance(value, str):
+        elif isinstance(value, str):
+            if has_lone_surrogate(value):
+                raise ProfileError(source, where or "document", NOT_UNICODE)
+        elif isinstance(value, bool) or value is None:
             continue
         elif isinstance(value, int):
             if not INT_MIN <= value <= INT_MAX:
@@ -221,6 +250,26 @@ def _check_values(doc: Any, source: str) -> None:
         elif isinstance(value, float) and not math.isfinite(value):
             raise ProfileError(source, where or "document",
                                f"must be a finite number, got {value}")
+
+
+def find_lone_surrogate(doc: Any) -> tuple[str, bool] | None:
+    """(JSON path, whether it is a member's name) of the first string or name in `doc` that
+    holds a lone surrogate, for readers of other JSON documents (gate results); None if none
+    does."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str) and has_lone_surrogate(value):
+            return where or "document", False
+        if isinstance(value, dict):
+            for key in value:
+                if has_lone_surrogate(key):
+                    return (f"{where}.{key}" if where else key), True
+            stack.extend((v, f"{where}.{k}" if where else k)
+                         for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(value))))
+    return None
 
 
 def _short_int(value: int) -> str:
@@ -300,6 +349,11 @@ def _schema_problem(error) -> tuple[str, str]:
         if schema.get("type") == "number":
             return where, f"a time must be non-negative, got {value}"
         return where, f"must be >= {error.validator_value}, got {value}"
+    if keyword == "maximum":
+        if schema.get("type") == "number":
+            return where, (f"a time must be at most {error.validator_value:g} s, got {value:g} "
+                           "(a writer's error: no run lasts that long)")
+        return where, f"must be <= {error.validator_value}, got {_short_int(value)}"
     if keyword == "minLength":
         return where, "must not be empty"
     if keyword == "const":
@@ -331,6 +385,8 @@ def _check_semantics(doc: dict, source: str) -> None:
     def fail(where: str, message: str):
         raise ProfileError(source, where, message)
 
+    _check_identifiers(doc, fail)
+    _check_started_at(doc, fail)
     pes = doc["pes"]
     if len(pes) != doc["npes"]:
         fail("pes", f"npes is {doc['npes']} but the profile lists {len(pes)} PEs")
@@ -339,6 +395,7 @@ def _check_semantics(doc: dict, source: str) -> None:
         if pe["pe"] != index:
             fail(f"{where}.pe", f"PEs must appear once each, ordered by pe; expected {index}, "
                  f"got {pe['pe']}")
+        _check_idle(pe, where, fail)
         seen_ids = set()
         for j, obj in enumerate(pe["objects"]):
             owhere = f"{where}.objects[{j}]"
@@ -357,6 +414,46 @@ def _check_semantics(doc: dict, source: str) -> None:
                      f"{row['observed_s']} s (it is a part of it)")
         if "categories" in pe:
             _check_categories(pe, where, fail)
+
+
+# idle_s sums the idle periods in nanoseconds, elapsed_s is the difference of two readings of
+# another clock function, each printed with 9 decimals: they may disagree by a little, and a
+# run is worth more than the last microseconds of its accounting.  The runtime's own tests
+# allow a millisecond; so does this, which still refuses idle time a writer made up.
+IDLE_RELATIVE_TOLERANCE, IDLE_ABSOLUTE_TOLERANCE = 1e-6, 1e-3
+
+
+def _check_idle(pe: dict, where: str, fail) -> None:
+    """Idle time is a part of the PE's wall time."""
+    idle, elapsed = pe["idle_s"], pe["elapsed_s"]
+    if idle > elapsed * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
+        fail(f"{where}.idle_s", f"idle time {idle} s is more than the PE's elapsed_s "
+             f"{elapsed} s (it is a part of it)")
+
+
+# Names that identify a run (its program, host, parameters): a NUL in one is a writer's
+# error, and it would cut the name short in C and in terminals.
+def _check_identifiers(doc: dict, fail) -> None:
+    named = [("program", doc["program"]),
+             ("machine.hostname", doc.get("machine", {}).get("hostname", ""))]
+    named += [(f"{table}.{key}", key) for table in ("params", "settings")
+              for key in doc.get(table, {})]
+    for where, text in named:
+        if "\0" in text:
+            fail(where, "must not contain a NUL character (\\u0000)")
+
+
+def _check_started_at(doc: dict, fail) -> None:
+    """`started_at` is ISO 8601, as the runtime writes it (`2026-11-23T18:40:00Z`)."""
+    text = doc.get("started_at")
+    if text is None:
+        return
+    try:
+        # fromisoformat reads a trailing Z only from Python 3.11 on
+        datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        fail("started_at", f"not an ISO 8601 date and time (such as 2026-11-23T18:40:00Z), "
+             f"got {_kind(text)}")
 
 
 def _check_categories(pe: dict, where: str, fail) -> None:

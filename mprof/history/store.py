@@ -174,9 +174,109 @@ def read_result(path: str | Path, name: str | None = None) -> tuple[str, list[Me
         whole = json.loads(text)
     except (ValueError, RecursionError):
         whole = None
-    if isinstance(whole, dict) and whole.get("schema") == "mprof.gate":
+    if _looks_like_gate(whole):
+        _check_gate(whole, text, path)
         return "gate", _gate_measurements(whole, path)
     return "bench", _bench_measurements(text, path, name)
+
+
+# -- gate results -----------------------------------------------------------------------------
+# What `mprof gate --json` writes (mprof/gate/evaluate.py, GateReport.to_json and Unit.to_json).
+# A result is checked whole before anything is stored: a value that is read wrongly would sit
+# in the history as a measurement of the commit.
+
+GATE_SCHEMA = "mprof.gate"
+GATE_VERSIONS = (1,)
+# A unit's compared values: numbers (null where the gate could not compute one), or the exact
+# text of both sides for statistics compared exactly.
+_VALUE_FIELDS = ("baseline", "candidate")
+_CHANGE_FIELDS = ("change_low", "change_high")
+
+
+def _looks_like_gate(doc) -> bool:
+    """A gate result, or a document meant to be one (the gate's `units` beside a `schema` or
+    `version`): such a file with a wrong schema is an error, not benchmark output whose every
+    number becomes a series."""
+    return isinstance(doc, dict) and (
+        doc.get("schema") == GATE_SCHEMA or ("units" in doc and ("schema" in doc
+                                                                 or "version" in doc)))
+
+
+def _located(path: Path, text: str, where: str, message: str) -> MprofError:
+    """`path:line:column: json.path: message`, as the run profile validator writes them."""
+    from ..db.validate import locate, shown_text
+
+    place = locate(text, where)
+    at = f":{place[0]}:{place[1]}" if place else ""
+    return MprofError(f"{path}{at}: {shown_text(where)}: {message}")
+
+
+def _check_gate(doc: dict, text: str, path: Path) -> None:
+    from ..db.validate import NOT_UNICODE, find_lone_surrogate
+
+    def fail(where: str, message: str):
+        raise _located(path, text, where, message)
+
+    bad_text = find_lone_surrogate(doc)
+    if bad_text:
+        fail(bad_text[0], f"the name is {NOT_UNICODE}" if bad_text[1] else NOT_UNICODE)
+    if doc.get("schema") != GATE_SCHEMA:
+        fail("schema", f"expected '{GATE_SCHEMA}' (a result of `mprof gate --json`), got "
+             f"{_shown(doc.get('schema'))}")
+    version = doc.get("version")
+    if not _is_integer(version) or version not in GATE_VERSIONS:
+        shown = version if _is_integer(version) else _shown(version)
+        fail("version", f"gate result version {shown} is not supported (known: "
+             f"{', '.join(map(str, GATE_VERSIONS))}); is this mprof older than the gate's?")
+    if not isinstance(doc["units"], list):
+        fail("units", f"expected an array of units, got {_shown(doc['units'])}")
+    for index, unit in enumerate(doc["units"]):
+        _check_unit(unit, f"units[{index}]", fail)
+
+
+def _check_unit(unit, where: str, fail) -> None:
+    if not isinstance(unit, dict):
+        fail(where, f"expected a unit (an object), got {_shown(unit)}")
+    if not isinstance(unit.get("id"), str) or not unit["id"]:
+        fail(f"{where}.id", f"expected the unit's id (a string), got {_shown(unit.get('id'))}")
+    for key, kinds in (("kind", (str,)), ("category", (str, type(None)))):
+        if key in unit and not isinstance(unit[key], kinds):
+            fail(f"{where}.{key}", f"expected a string, got {_shown(unit[key])}")
+    for key in _VALUE_FIELDS + _CHANGE_FIELDS:
+        value = unit.get(key)
+        texts_allowed = key in _VALUE_FIELDS
+        if value is None or (texts_allowed and isinstance(value, str)):
+            continue
+        if not _is_number(value):
+            fail(f"{where}.{key}", f"expected a number or null, got {_shown(value)}")
+        if not _finite(value):
+            fail(f"{where}.{key}", f"must be a finite number, got {value} (the gate writes "
+                 "null where it has no value)")
+    texts = [isinstance(unit.get(key), str) for key in _VALUE_FIELDS]
+    if any(texts) and not all(texts):
+        key = _VALUE_FIELDS[texts.index(True)]
+        fail(f"{where}.{key}", f"expected a number or null like the other side's value, got "
+             f"{_shown(unit[key])} (only exactly compared statistics have text on both sides)")
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (list, dict)):
+        return "an array" if isinstance(value, list) else "an object"
+    return f"the number {value}"
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _gate_measurements(doc: dict, path: Path) -> list[Measurement]:
@@ -213,7 +313,8 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
     name."""
     found: dict[str, Measurement] = {}
     header = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
+        indent = len(line) - len(line.lstrip())
         line = line.strip()
         match = _HEADER.match(line)
         if match:
@@ -227,6 +328,7 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
             continue
         if not isinstance(obj, dict):
             continue
+        _check_text(obj, line, f"{path}:{number}", indent)
         bench = name or (obj.get("benchmark") if isinstance(obj.get("benchmark"), str)
                          else None) or header or path.stem
         for key, value in _leaves(obj):
@@ -239,6 +341,18 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
         raise MprofError(f"{path}: neither a gate result (mprof gate --json) nor benchmark "
                          "output with a JSON object of numbers on a line")
     return list(found.values())
+
+
+def _check_text(obj: dict, line: str, place: str, indent: int) -> None:
+    """A benchmark's names become series names: a lone surrogate (`\\ud800` in the JSON) is
+    an error at `place` (file:line), as no UTF-8 text can hold it."""
+    from ..db.validate import NOT_UNICODE, find_lone_surrogate, locate, shown_text
+
+    bad = find_lone_surrogate(obj)
+    if bad:
+        column = (locate(line, bad[0]) or (1, 1))[1] + indent
+        what = f"the name is {NOT_UNICODE}" if bad[1] else NOT_UNICODE
+        raise MprofError(f"{place}:{column}: {shown_text(bad[0])}: {what}")
 
 
 def _leaves(obj, prefix: str = ""):
@@ -254,4 +368,11 @@ def _leaves(obj, prefix: str = ""):
 
 
 def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A number that is finite as a float (the measurements' REAL): an integer of 400 digits
+    is not."""
+    if not _is_number(x):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False

@@ -23,6 +23,8 @@ def _type_text(node: dict) -> str:
         text += " (" + ", ".join(json.dumps(v) for v in node["enum"]) + ")"
     if node.get("minimum") is not None:
         text += f", >= {node['minimum']}"
+    if node.get("maximum") is not None:
+        text += f", <= {node['maximum']}"
     if node.get("minLength"):
         text += ", not empty"
     return text

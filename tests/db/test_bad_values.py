@@ -1,0 +1,170 @@
+"""Values a run profile must not hold (lone surrogates, NUL in names, times and core counts no
+run has, a start time that is not a date, idle time beyond the wall time) are rejected at import
+with `file:line:column: path: message` and nothing stored; a database whose cells were damaged
+after the import gives one line naming the run, table and column, never a traceback."""
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from mprof.bench.synth import make_profile
+from mprof.cli import main
+
+
+def profile(npes=2):
+    objects = [[("rts", {"P": 1, "MsgSent": 10 + pe})] for pe in range(npes)]
+    doc = make_profile("prog", objects, [0.5] * npes, params={"i": 1, "mode": "fast"},
+                       pe_idle=[0.1] * npes)
+    doc["argv"] = ["prog", "2"]
+    doc["machine"] = {"hostname": "h", "cpu": "c", "cores": 2, "fingerprint": "0" * 16}
+    return doc
+
+
+def write(path, doc):
+    # the JSON text the test means, with `\ud800` escapes kept as escapes (ensure_ascii)
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def stored(db_path):
+    if not db_path.exists():
+        return None
+    with sqlite3.connect(db_path) as conn:
+        return [line for line in conn.iterdump()]
+
+
+def rejected(tmp_path, capsys, doc):
+    """Import `doc` into a database holding one good run; the error line, once checked that
+    the database is unchanged."""
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "good.json", profile()))]) == 0
+    before = stored(db_path)
+    capsys.readouterr()
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "bad.json", doc))]) != 0
+    err = capsys.readouterr().err
+    assert stored(db_path) == before
+    assert "Traceback" not in err
+    return err.strip()
+
+
+def mutated(change):
+    doc = profile()
+    change(doc)
+    return doc
+
+
+SURROGATES = [
+    (lambda d: d.update(program="\ud800"), "program"),
+    (lambda d: d["machine"].update(hostname="a\udc00"), "machine.hostname"),
+    (lambda d: d["params"].update({"k\ud800": 1}), "params.k\\ud800: the name is"),
+    (lambda d: d["params"].update(mode="v\ud800"), "params.mode"),
+    (lambda d: d["argv"].append("\ud800"), "argv[2]"),
+    (lambda d: d["pes"][0]["objects"][0]["stats"].update({"S\ud800": 1}),
+     "pes[0].objects[0].stats.S\\ud800: the name is"),
+    (lambda d: d.update(accesses=["unclassified", "m:\ud800"]), "accesses[1]"),
+]
+
+
+@pytest.mark.parametrize("change, where", SURROGATES)
+def test_lone_surrogates_are_rejected_with_their_place(tmp_path, capsys, change, where):
+    err = rejected(tmp_path, capsys, mutated(change))
+    assert err.startswith(f"mprof: {tmp_path / 'bad.json'}:")
+    assert f"{where}" in err and "not valid Unicode (a lone surrogate)" in err
+    line, column = err.split(".json:", 1)[1].split(":")[:2]
+    assert int(line) > 1 and int(column) > 1
+
+
+def test_report_rejects_a_lone_surrogate(tmp_path, capsys):
+    path = write(tmp_path / "r.json",
+                 mutated(lambda d: d["pes"][0]["objects"][0]["stats"].update({"S\ud800": 1})))
+    assert main(["report", str(path)]) != 0
+    assert "not valid Unicode (a lone surrogate)" in capsys.readouterr().err
+
+
+BAD_VALUES = [
+    (lambda d: d["machine"].update(cores=2**64 - 1),
+     "machine.cores: must be <= 2147483647, got 18446744073709551615"),
+    (lambda d: d.update(elapsed_s=1e308), "elapsed_s: a time must be at most 1e+07 s"),
+    (lambda d: d["pes"][1].update(cpu_s=1e308, idle_cpu_s=0.0),
+     "pes[1].cpu_s: a time must be at most 1e+07 s"),
+    (lambda d: d.update(started_at="yesterday"), "started_at: not an ISO 8601 date and time"),
+    (lambda d: d.update(program="a\0b"), "program: must not contain a NUL character"),
+    (lambda d: d["machine"].update(hostname="h\0"), "machine.hostname: must not contain a NUL"),
+    (lambda d: d["params"].update({"a\0b": 1}), "params.a\\u0000b: must not contain a NUL"),
+    (lambda d: d["pes"][1].update(idle_s=0.6), "pes[1].idle_s: idle time 0.6 s is more than"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD_VALUES)
+def test_values_no_run_has_are_rejected(tmp_path, capsys, change, message):
+    err = rejected(tmp_path, capsys, mutated(change))
+    assert message in err and err.count("\n") == 0
+
+
+GOOD_VALUES = [
+    lambda d: d.update(started_at="2026-11-23T18:40:00Z"),
+    lambda d: d.update(started_at="2026-11-23T18:40:00.123+01:00"),
+    lambda d: d["machine"].update(cores=2**31 - 1),
+    lambda d: d.update(elapsed_s=1e7),
+    # idle_s equal to elapsed_s but for the rounding of the nine printed decimals
+    lambda d: d["pes"][0].update(elapsed_s=0.5, idle_s=0.500000001),
+    lambda d: d["params"].update(mode="\U0001f600 ünïcode"),
+]
+
+
+@pytest.mark.parametrize("change", GOOD_VALUES)
+def test_values_at_the_bounds_are_stored(tmp_path, change):
+    path = write(tmp_path / "ok.json", mutated(change))
+    assert main(["db", "import", str(tmp_path / "p.db"), str(path)]) == 0
+
+
+# -- damaged cells -------------------------------------------------------------------------
+
+DAMAGE = [
+    ("UPDATE run_params SET value_json = '{bad' WHERE run_id = 1", "run_params",
+     "value_json"),
+    ("UPDATE runs SET argv = 'notjson' WHERE id = 1", "runs", "argv"),
+    ("UPDATE runs SET accesses = '{}' WHERE id = 1", "runs", "accesses"),
+    ("UPDATE object_stats SET value_exact = 'abc' WHERE run_id = 1", "object_stats",
+     "value_exact"),
+    ("UPDATE object_stats SET value = 'abc' WHERE run_id = 1", "object_stats", "value"),
+    ("UPDATE pe_samples SET elapsed_s = 'x' WHERE run_id = 1", "pe_samples", "elapsed_s"),
+    ("UPDATE latency SET count = 'x' WHERE run_id = 1", "latency", "count"),
+]
+
+
+@pytest.fixture(scope="module")
+def good_db(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("damage")
+    doc = profile()
+    doc["pes"][0]["latency"] = [{"access": "unclassified", "enabler": "unclassified",
+                                 "count": 3, "observed_s": 0.01, "critical_s": 0.005}]
+    docs = [write(tmp / f"{i}.json", {**doc, "params": {"i": i, "mode": "fast"}})
+            for i in range(2)]
+    assert main(["db", "import", str(tmp / "good.db"), *map(str, docs)]) == 0
+    return tmp / "good.db"
+
+
+# Every command that reads a damaged cell; db list reads the runs and their parameters only.
+CASES = [(update, table, column, command) for update, table, column in DAMAGE
+         for command in (["db", "list"], ["db", "show", "1"], ["db", "export"], ["gate"])
+         if command != ["db", "list"] or table == "run_params"]
+
+
+@pytest.mark.parametrize("update, table, column, command", CASES)
+def test_damaged_cells_are_one_line(tmp_path, capsys, good_db, update, table, column,
+                                    command):
+    db_path = tmp_path / "c.db"
+    shutil.copy(good_db, db_path)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(update)
+    if command == ["gate"]:
+        args = ["gate", "--baseline", str(good_db), "--candidate", str(db_path)]
+    else:
+        args = [*command[:2], str(db_path), *command[2:]]
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err and "internal error" not in err
+    assert f"{db_path}: run 1: damaged value in table {table} (column {column})" in err
