@@ -71,7 +71,9 @@ def main(argv=None):
         discard_stdout()  # what is still buffered would fail again at exit
         print(f"mprof: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if str(exc):  # where it stopped (a modeling script: mprof.model.script)
+            print(f"mprof: {bounded_message(str(exc))}", file=sys.stderr)
         return 130
 
 

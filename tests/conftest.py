@@ -112,6 +112,22 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
+@pytest.fixture
+def model_and_run(tmp_path):
+    """A model file (tests/report/report_helpers.py's make_model) and a run it prices."""
+    import json
+
+    if str(REPO_ROOT / "tests/report") not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT / "tests/report"))
+    from report_helpers import make_model, make_run
+
+    model = tmp_path / "model.json"
+    make_model().save(model)
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(make_run()))
+    return model, run
+
+
 @pytest.fixture(scope="session", name="cmake_build")
 def cmake_build_fixture():
     return cmake_build

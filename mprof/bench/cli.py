@@ -10,7 +10,7 @@ from pathlib import Path
 from ..console import message_console
 from ..db.store import ProfileDB
 from ..errors import MprofError
-from .spec import check_runnable, load_spec
+from .spec import check_database, check_runnable, load_spec
 from .procs import Interrupted
 from .sweep import build_command, run_sweeps
 
@@ -34,6 +34,8 @@ def cmd_bench(args):
     if args.db and len(specs) > 1:
         raise MprofError("--db names one database: give one spec with it")
     databases = [Path(args.db) if args.db else spec.database for spec in specs]
+    for spec, database in zip(specs, databases):  # dry runs too: they promise a real run works
+        check_database(database, "--db" if args.db else spec.database_where or str(spec.path))
     if len(set(databases)) < len(databases):
         raise MprofError("two of the specs record into the same database; a sweep's points "
                          "are told apart by program, parameters and repetition only")

@@ -80,6 +80,7 @@ class SweepSpec:
     params: dict[str, list] = field(default_factory=dict)
     env: dict[str, list[str]] = field(default_factory=dict)
     probe: ProbeSpec | None = None
+    database_where: str = ""  # "spec.toml:4:12: database", for messages about the database
 
     @property
     def program_path(self) -> Path:
@@ -125,6 +126,7 @@ class _Places:
             m = re.match(r"\s*\[\s*([^\]\[]+?)\s*\]\s*(#.*)?$", line)
             if m:
                 table = m[1].replace('"', "").replace(" ", "") + "."
+                self.places.setdefault(table[:-1], (number, line.index("[") + 1))
                 continue
             m = re.match(r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=\s*""", line)
             if m:
@@ -132,9 +134,11 @@ class _Places:
                 self.places.setdefault(key, (number, m.end() + 1))
 
     def __call__(self, key: str) -> str:
-        if key in self.places:
-            line, column = self.places[key]
-            return f"{self.path}:{line}:{column}: {key}"
+        # a key of an inline table (`env = {A = "1"}`) is placed at its table
+        parts = key.split(".")
+        for n in range(len(parts), 0, -1):
+            if (place := self.places.get(".".join(parts[:n]))) is not None:
+                return f"{self.path}:{place[0]}:{place[1]}: {key}"
         return f"{self.path}: {key}"
 
 
@@ -200,20 +204,66 @@ def load_spec(path: str | Path) -> SweepSpec:
     params = {k: _axis(v, where(f"params.{k}")) for k, v in data.get("params", {}).items()}
     env = {k: [str(x) for x in _axis(v, where(f"env.{k}"), strings=True)]
            for k, v in data.get("env", {}).items()}
+    _check_params(params, where)
+    _check_env(env, where, "env", RESERVED_ENV)
     _check_grid_size(path, reps, npes, params, env)
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
     if not isinstance(command, str) or not command.strip():
         raise MprofError(f"{path}: command must be a non-empty string")
-    _check_placeholders(path, command, [*PLACEHOLDERS, *params])
-    database = Path(data["database"])
+    program = _text(data["program"], where("program"))
+    program_path = Path(program) if Path(program).is_absolute() else root / program
+    samples = {"program": [str(program_path)], "npes": npes, "python": [sys.executable],
+               "rep": [0], **params}
+    check_template(command, samples, where("command"))
+    database = Path(_text(data["database"], where("database")))
     probe = None
     if "probe" in data:
         probe = ProbeSpec.parse(data["probe"], str(path))
-        _check_placeholders(path, probe.command, PROBE_PLACEHOLDERS, "probe.command")
-    return SweepSpec(path=path, program=str(data["program"]), command=command,
+        probe_env = {k: [v] for k, v in probe.env.items()}
+        _check_env(probe_env, where, "probe.env", ("MPROF_OUT",))
+        check_template(probe.command, {k: samples[k] for k in PROBE_PLACEHOLDERS},
+                       where("probe.command"))
+    return SweepSpec(path=path, program=program, command=command,
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
-                     params=params, env=env, probe=probe)
+                     params=params, env=env, probe=probe, database_where=where("database"))
+
+
+def _text(value, where: str) -> str:
+    """A path of the spec: a string without NUL (which no file name can hold)."""
+    if not isinstance(value, str) or not value:
+        raise MprofError(f"{where}: expected a non-empty string, got {value!r}")
+    if "\0" in value:
+        raise MprofError(f"{where}: the path holds a NUL character")
+    return value
+
+
+def _check_params(params: dict, where) -> None:
+    """A parameter named like a built-in placeholder would replace it in every command (npes
+    = [..] as a parameter made every point's PE count wrong), and text values become command
+    words, which cannot hold NUL."""
+    for name, values in params.items():
+        if name in PLACEHOLDERS:
+            raise MprofError(f"{where('params.' + name)}: '{name}' is a built-in placeholder "
+                             f"({', '.join('{' + k + '}' for k in PLACEHOLDERS)}); name the "
+                             "parameter otherwise")
+        if any(isinstance(v, str) and "\0" in v for v in values):
+            raise MprofError(f"{where('params.' + name)}: a value holds a NUL character")
+
+
+def _check_env(env: dict, where, table: str, reserved) -> None:
+    """Environment names and values the runner can pass on: no '=' or NUL in a name, no NUL in
+    a value, and none of the variables the runner sets itself for every run."""
+    for name, values in env.items():
+        place = where(f"{table}.{name if name.isprintable() else ascii(name)}")
+        if name in reserved:
+            raise MprofError(f"{place}: {name} is set by mprof bench for every run "
+                             f"({', '.join(reserved)}); a spec cannot set it")
+        if not name or "=" in name or "\0" in name:
+            raise MprofError(f"{place}: {name!r} is not an environment variable name "
+                             "(it must be non-empty, without '=' or NUL)")
+        if any("\0" in v for v in values):
+            raise MprofError(f"{place}: a value holds a NUL character")
 
 
 def _check_grid_size(path: Path, reps: int, npes: list, params: dict, env: dict) -> None:
@@ -229,22 +279,117 @@ def _check_grid_size(path: Path, reps: int, npes: list, params: dict, env: dict)
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")
 PROBE_PLACEHOLDERS = ("program", "python")  # a probe is the same run for every point
+# Set by the runner for every point (mprof.bench.sweep.run_point, MachineProbe.measure): a
+# spec that sets them would fight the runner, so it is refused when read.
+RESERVED_ENV = ("MPROF_OUT", "MPROF_PES")
+# The widest field a format spec may ask for: `{msgs:>99999999999}` would build a string of
+# 100 GB before the command ever ran.
+MAX_FORMAT_WIDTH = 1000
+# Python's standard format spec (format(), "Format Specification Mini-Language")
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[_,]?"
+                          r"(?:\.(?P<precision>\d+))?[a-zA-Z%]?", re.S)
+_CONVERSIONS = {None: lambda v: v, "s": str, "r": repr, "a": ascii}
 
 
-def _check_placeholders(path: Path, command: str, known, what: str = "command") -> None:
-    """Every `{name}` of a command template is one of `known`: checked when the spec is read,
-    before anything runs or any database is created."""
+def check_template(command: str, samples: dict[str, list], what: str) -> None:
+    """A command template is checked when it is read, before anything runs or any database is
+    created: every `{name}` is one of `samples` (placeholder -> the values it takes), its format
+    spec formats each of them with bounded width, and the text then splits like a shell command
+    line.  `what` names the template in messages ("spec.toml:4:11: command", "--baseline-cmd")."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
+        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(command)
+                  if f is not None]
     except ValueError as exc:
-        raise MprofError(f"{path}: {what} template {command!r}: {exc} (write {{{{ and }}}} "
+        raise MprofError(f"{what}: template {command!r}: {exc} (write {{{{ and }}}} "
                          "for literal braces)") from None
-    for field_name in fields:
-        if field_name not in known:
-            close = difflib.get_close_matches(field_name, known, n=1)
+    for name, spec, conversion in fields:
+        if name not in samples:
+            close = difflib.get_close_matches(name, samples, n=1)
             hint = f"; did you mean {{{close[0]}}}?" if close else ""
-            raise MprofError(f"{path}: {what} uses unknown placeholder '{field_name}' "
-                             f"(known: {', '.join('{' + k + '}' for k in known)}){hint}")
+            raise MprofError(f"{what} uses unknown placeholder '{name}' "
+                             f"(known: {', '.join('{' + k + '}' for k in samples)}){hint}")
+        _check_format(name, spec, conversion, samples[name], what)
+    _check_split(command, samples, what)
+
+
+def template_samples(spec: SweepSpec) -> dict[str, list]:
+    """The values each placeholder of the spec's command takes (check_template)."""
+    return {"program": [str(spec.program_path)], "npes": spec.npes, "python": [sys.executable],
+            "rep": [0], **spec.params}
+
+
+def _check_format(name: str, spec: str, conversion, values: list, what: str) -> None:
+    shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+    shown += "}"
+    if conversion not in _CONVERSIONS:
+        raise MprofError(f"{what}: {shown}: unknown conversion '!{conversion}' "
+                         "(known: !s, !r, !a)")
+    if "{" in spec:
+        raise MprofError(f"{what}: {shown}: a format spec cannot hold a placeholder")
+    m = _FORMAT_SPEC.fullmatch(spec)
+    if m:
+        for part in ("width", "precision"):
+            if m[part] and int(m[part]) > MAX_FORMAT_WIDTH:
+                raise MprofError(f"{what}: {shown}: the {part} {m[part]} is more than "
+                                 f"{MAX_FORMAT_WIDTH}")
+    for value in values:
+        try:
+            format(_CONVERSIONS[conversion](value), spec)
+        except (ValueError, TypeError) as exc:
+            raise MprofError(f"{what}: {shown} cannot format the value {value!r}: "
+                             f"{exc}") from None
+
+
+def _check_split(command: str, samples: dict[str, list], what: str) -> None:
+    """The template filled with each placeholder's first value, then with every other value
+    that holds a quote or backslash (which could unbalance the quoting) in turn."""
+    first = {name: values[0] for name, values in samples.items() if values}
+    trials = [first] + [{**first, name: v} for name, values in samples.items()
+                        for v in values[1:] if isinstance(v, str) and re.search(r"['\"\\]", v)]
+    for values in trials:
+        try:
+            text = command.format(**values)
+        except (KeyError, IndexError):
+            return  # a placeholder without values (an empty axis) is reported elsewhere
+        if "\0" in text:
+            raise MprofError(f"{what} holds a NUL character: {text!r}")
+        try:
+            shlex.split(text)
+        except ValueError as exc:
+            raise MprofError(f"{what} does not split like a shell command line: "
+                             f"{str(exc).lower()} in {text!r}") from None
+
+
+def check_database(path: Path, what: str) -> None:
+    """A database can be created at `path` (checked without creating anything, for dry runs
+    too): it is not a folder, and its nearest existing folder is a folder we may write to."""
+    if "\0" in str(path):
+        raise MprofError(f"{what}: the path holds a NUL character")
+    if path.is_dir():
+        raise MprofError(f"{what}: {path} is a folder, not a database file")
+    if path.exists():
+        return
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise MprofError(f"{what}: cannot create {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK) or _pseudo_filesystem(parent):
+        raise MprofError(f"{what}: cannot create {path}: {parent} is not writable")
+
+
+def _pseudo_filesystem(folder: Path) -> bool:
+    """/proc and /sys take no new files even from root, whom os.access always lets write."""
+    return folder.resolve().parts[1:2] in (("proc",), ("sys",))
+
+
+def make_database_folder(path: Path, what: str) -> None:
+    """Creates the database's folder; what the file system refuses is an MprofError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MprofError(f"{what}: cannot create the folder of {path}: "
+                         f"{exc.strerror or exc}") from None
 
 
 def check_runnable(spec: SweepSpec) -> None:

@@ -28,7 +28,7 @@ from ..db.validate import load_profile
 from ..errors import MprofError
 from .probe import MachineProbe, probe_values
 from .procs import Interrupted, interruptible, run_group
-from .spec import Point, SweepSpec
+from .spec import Point, SweepSpec, make_database_folder
 
 STDERR_TAIL_LINES = 8
 
@@ -60,9 +60,16 @@ def build_command(spec: SweepSpec, point: Point) -> list[str]:
     values = {"program": str(spec.program_path), "npes": point.npes, "python": sys.executable,
               "rep": point.repetition, **point.params}
     try:
-        return shlex.split(spec.command.format(**values))
+        argv = shlex.split(spec.command.format(**values))
     except KeyError as exc:
         raise MprofError(f"{spec.path}: command uses unknown placeholder {exc}") from None
+    except ValueError as exc:  # checked at load (spec.check_template); kept as a backstop
+        raise MprofError(f"{spec.path}: the command of {point.describe()} does not split like "
+                         f"a shell command line: {exc}") from None
+    if any("\0" in word for word in argv):
+        raise MprofError(f"{spec.path}: the command of {point.describe()} holds a NUL "
+                         "character")
+    return argv
 
 
 def online_cores() -> int:
@@ -189,7 +196,7 @@ def _run_all(specs, databases, console, summaries, todos, dbs) -> None:
         for spec, db_path in zip(specs, databases):
             points = spec.points()
             summary = SweepSummary(total=len(points))
-            db_path.parent.mkdir(parents=True, exist_ok=True)
+            make_database_folder(db_path, spec.database_where or str(spec.path))
             db = stack.enter_context(ProfileDB(db_path))
             done = db.recorded_points()
             todo = [p for p in points if p.key not in done]

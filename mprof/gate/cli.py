@@ -243,9 +243,9 @@ def _positive(value, name: str, *, integer: bool = False):
 
 
 def _power(args) -> int:
-    import json
-
     from rich.console import Console
+
+    from ..report.jsonout import dumps
 
     from .data import load_side
     from .power import check, print_check
@@ -271,7 +271,7 @@ def _power(args) -> int:
     if args.json:
         from . import output
 
-        output.write(args.json, json.dumps(result.to_json(), indent=2) + "\n")
+        output.write(args.json, dumps(result.to_json(), "gate power", indent=2) + "\n")
     return 0
 
 

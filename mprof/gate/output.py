@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..files import write_file
+from ..report.jsonout import dumps
 from .evaluate import (ALLOWED, BEHAVIOUR, INCONCLUSIVE, INFO, PASS, REGRESSION, GateReport,
                        Unit)
 
@@ -197,7 +197,7 @@ def junit(report: GateReport) -> str:
 
 
 def to_json(report: GateReport) -> str:
-    return json.dumps(report.to_json(), indent=2, allow_nan=False) + "\n"
+    return dumps(report.to_json(), "gate", indent=2) + "\n"
 
 
 def write(path: str | Path, text: str) -> None:

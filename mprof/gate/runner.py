@@ -19,7 +19,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..bench.spec import Point, SweepSpec, load_spec
+from ..bench.spec import (Point, SweepSpec, check_database, check_template, load_spec,
+                           make_database_folder, template_samples)
 from ..bench.sweep import run_point
 from ..console import message_console
 from ..db.store import Condition, ProfileDB
@@ -54,6 +55,17 @@ def make_build(name: str, spec: SweepSpec, database: Path, *, command: str | Non
     if command:
         changes["command"] = command
     return Build(name, replace(spec, **changes) if changes else spec, database)
+
+
+def _check_build(build: Build, command: str | None) -> None:
+    """A build's command template is checked as a spec's is (mprof.bench.spec.check_template),
+    before anything runs."""
+    if command is not None:
+        check_template(command, template_samples(build.spec), f"--{build.name}-cmd")
+    if "{program}" in build.spec.command and not build.spec.program_path.exists():
+        raise MprofError(f"{build.name} program {build.spec.program_path} does not exist")
+    if not shlex.split(build.spec.command):
+        raise MprofError(f"{build.name}: empty command")
 
 
 def _base_point(point: Point) -> tuple:
@@ -113,17 +125,16 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
     if budget < 0:
         raise MprofError(f"--budget must be >= 0, got {budget}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     builds = [make_build("baseline", spec, out / "baseline.db", command=baseline_cmd,
                          binary=baseline_bin),
               make_build("candidate", spec, out / "candidate.db", command=candidate_cmd,
                          binary=candidate_bin)]
+    for build, command in zip(builds, (baseline_cmd, candidate_cmd)):
+        _check_build(build, command)
+    for build in builds:  # before anything is created
+        check_database(build.database, "--out-dir")
     for build in builds:
-        if "{program}" in build.spec.command and not build.spec.program_path.exists():
-            raise MprofError(f"{build.name} program {build.spec.program_path} does not exist")
-        argv0 = shlex.split(build.spec.command)[0] if build.spec.command.strip() else ""
-        if not argv0:
-            raise MprofError(f"{build.name}: empty command")
+        make_database_folder(build.database, "--out-dir")
     log = RunLog(repetitions=spec.repetitions)
     config = config or GateConfig()
     if noise_from is not None and not Path(noise_from).exists():

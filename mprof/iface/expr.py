@@ -216,8 +216,14 @@ class BinOp(Expr):
     def __init__(self, op: str, left: Expr, right: Expr, line: int = 0, column: int = 0):
         self.op, self.left, self.right = op, left, right
         self.line, self.column = line, column
-        first, rest = self.chain()
-        self.depth = max([first.depth, *(r.depth for _, r in rest)]) + 1
+        # The depth is one more than the deepest operand of the chain ending here.  Computed
+        # from the children (not by walking the chain, which made building an n-term chain
+        # cost n^2/2 steps): a left operand that continues the chain already counts its
+        # operands plus one, a left operand of another precedence is one operand.
+        if isinstance(left, BinOp) and left.prec == self.prec:
+            self.depth = max(left.depth, right.depth + 1)
+        else:
+            self.depth = max(left.depth, right.depth) + 1
 
     @property
     def prec(self):

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-import json
+
+from ..numbers import option
+
+# The checked argparse types of the options `mprof report` shares (the same ranges there)
+DIGITS = option("--digits", low=0, high=17, integer=True)
+ROOTS = option("--roots", low=0, high=10**6, integer=True)
+MIN_FRACTION = option("--min-fraction", low=0.0, high=1.0, open_high=True)
 
 
 def register(subparsers):
@@ -15,25 +21,23 @@ def register(subparsers):
         "profile.")
     p.add_argument("run", help="run profile (JSON, docs/run-profile.md)")
     p.add_argument("--per-pe", action="store_true", help="latency of every PE separately")
-    p.add_argument("--roots", type=int, default=3,
+    p.add_argument("--roots", type=ROOTS, default=3,
                    help="walk chains back from this many accesses with the largest latency")
-    p.add_argument("--min-fraction", type=float, default=0.05,
+    p.add_argument("--min-fraction", type=MIN_FRACTION, default=0.05,
                    help="ignore contributions below this fraction of the latency (default 0.05)")
-    p.add_argument("--digits", type=int, default=None, help="decimals of printed seconds")
+    p.add_argument("--digits", type=DIGITS, default=None, help="decimals of printed seconds")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_latency)
 
 
 def cmd_latency(args):
     from ..db.validate import load_profile
-    from ..errors import MprofError
     from ..profile import RunProfile
+    from ..report.jsonout import dumps
     from .analysis import (METRICS, access_latency_json, build_graph, chain_json,
                            display_names, find_chains, pes_of, rows_from_profile, summarize)
     from .text import chains_section, latency_section
 
-    if not 0 <= args.min_fraction < 1:
-        raise MprofError("--min-fraction must be in [0, 1)")
     run = RunProfile.from_document(load_profile(args.run), args.run)
     declared = run.accesses
     rows = rows_from_profile(run)
@@ -48,7 +52,7 @@ def cmd_latency(args):
                "chains": {m: [chain_json(c, names) for c in cs] for m, cs in chains.items()}}
         if per_pe is not None:
             out["latency_per_pe"] = {str(pe): access_latency_json(v) for pe, v in per_pe.items()}
-        print(json.dumps(out, indent=2))
+        print(dumps(out, "latency", indent=2))
         return 0
     decimals = args.digits if args.digits is not None else _decimals(
         max([a.observed_s for a in total] + [0.0]))

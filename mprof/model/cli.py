@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from ..errors import MprofError
@@ -69,15 +68,17 @@ def cmd_fit(args):
 
 
 def cmd_show(args):
+    from ..report.jsonout import dumps
     from .modelfile import load_model
 
     model = load_model(args.model)
     if args.json:
-        print(json.dumps(model.to_json(), indent=2))
+        print(dumps(model.to_json(), str(args.model), indent=2))
         return 0
     q = model.quality
     print(f"Model {args.model} (created {model.created_at})")
-    print(f"Chi-square: {q.get('chi_square', float('nan')):f}   dof: {q.get('dof')}   "
+    chi = q.get("chi_square")  # null in a file when the fit had none
+    print(f"Chi-square: {'n/a' if chi is None else f'{chi:f}'}   dof: {q.get('dof')}   "
           f"rank: {q.get('rank')}/{q.get('n_parameters')}")
     print(f"Sample MRE: {_pct(q.get('sample_mre_percent'))}   "
           f"Test MRE: {_pct(q.get('test_mre_percent'))}")

@@ -175,8 +175,10 @@ def mre(model: np.ndarray, measured: np.ndarray) -> float:
     """Mean relative error in percent: geometric mean of 1 + |model - t| / t, minus one."""
     if len(measured) == 0:
         return float("nan")
-    ratio = np.abs(model - measured) / measured
-    return float(np.expm1(np.mean(np.log1p(ratio))) * 100.0)
+    # times of 1e308 s overflow the ratio: the MRE is then inf (shown as such, null in files)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ratio = np.abs(model - measured) / measured
+        return float(np.expm1(np.mean(np.log1p(ratio))) * 100.0)
 
 
 def check_design(design: Design, what: str = "fit") -> None:
@@ -208,6 +210,14 @@ def check_design(design: Design, what: str = "fit") -> None:
 
 def solve(design: Design, options: FitOptions | None = None,
           test: Design | None = None) -> FitResult:
+    # Times of 1e308 s overflow the fit's arithmetic: its figures become inf or nan, which the
+    # writers refuse by name (SaveModel, --json: mprof.report.jsonout); numpy's warnings about
+    # it would only be noise on stderr.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _solve(design, options, test)
+
+
+def _solve(design: Design, options: FitOptions | None, test: Design | None) -> FitResult:
     options = options or FitOptions()
     check_design(design)
     n, m = design.n, design.m
@@ -245,7 +255,8 @@ def solve(design: Design, options: FitOptions | None = None,
     halfwidths = np.sqrt(variance) * tq
 
     model_t = cost(design.A, x, design.offset)
-    sse = float(np.sum((model_t - design.t) ** 2))
+    with np.errstate(over="ignore"):  # inf for times of 1e308 s: SaveModel refuses it
+        sse = float(np.sum((model_t - design.t) ** 2))
     result = FitResult(
         names=list(design.names),
         values=x,
@@ -338,8 +349,9 @@ def replicate_mre(t: np.ndarray, groups: list[str] | None) -> float | None:
     if index is None:
         return None
     means = np.empty(len(t))
-    for ix in index:
-        means[ix] = t[ix].mean()
+    with np.errstate(over="ignore", invalid="ignore"):  # a mean of 1e308 s overflows
+        for ix in index:
+            means[ix] = t[ix].mean()
     return mre(means, t)
 
 

@@ -28,6 +28,8 @@ import numpy as np
 from ..errors import MprofError, SourceError
 from ..files import read_bytes, write_file
 from ..numbers import check_number
+from ..report.jsonout import dumps
+from .filecheck import check_model_data
 from .fit import t_quantile
 from .pricing import Estimate, Estimates, cost, known_cost, variance
 from .terms import TermEvaluator, TermMatrix, lacking_statistics
@@ -142,7 +144,9 @@ class Model:
         path = Path(path)
         if path.is_dir():
             raise MprofError(f"{path}: is a directory; SaveModel needs a file name")
-        text = json.dumps(self.to_json(path.resolve().parent), indent=2, allow_nan=False)
+        # a fit that overflowed is refused, naming the figure, before anything is written
+        text = dumps(self.to_json(path.resolve().parent), f"cannot save model {path}",
+                     "the model was not saved", indent=2)
         if path.is_dir():
             raise MprofError(f"{path} is a directory, not a model file")
         if not path.parent.is_dir():
@@ -158,6 +162,7 @@ class Model:
         if data.get("version") not in READABLE_VERSIONS:
             raise MprofError(f"{source}: model version {data.get('version')} is not supported "
                              f"(this mprof reads versions {READABLE_VERSIONS})")
+        check_model_data(data, source)  # every field's type, named by its path
         try:
             params = data["parameters"]
             fitted = list(data["fitted"])
@@ -294,6 +299,12 @@ class Model:
         covariance of fitted and imported parameters.  For a TermMatrix, every row at once
         (Estimates); for a mapping parameter -> term value, that one sample (Estimate)."""
         matrix = terms if isinstance(terms, TermMatrix) else TermMatrix.of(terms)
+        # huge term values overflow to inf (and inf - inf to nan): the callers check what they
+        # print or write (mprof.report.jsonout), so numpy's warnings would only be noise
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._price(matrix, isinstance(terms, TermMatrix))
+
+    def _price(self, matrix: TermMatrix, many: bool) -> Estimate | Estimates:
         priced = [n for n in self.values if n not in self.ignored]
         fitted = [n for n in self.fitted if n in self.values and n not in self.ignored]
         # imported and fixed parameters: in the covariance's order, as the fit's offset adds them
@@ -306,7 +317,7 @@ class Model:
         f = matrix.columns(self.cov_names)
         f[:, [self._index[n] for n in self.cov_names if n not in priced]] = 0.0
         spread = variance(f, self.covariance) + self._uncorrelated_variance(matrix, outside)
-        if isinstance(terms, TermMatrix):
+        if many:
             return Estimates(seconds, spread)
         return Estimate(float(seconds[0]), float(spread[0]))
 

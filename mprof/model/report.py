@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import math
 
+from ..report.jsonout import dumps
 from .misses import format_lines as format_misses
 from .misses import worst_per_set
 from .modelfile import FIXED
@@ -11,7 +12,9 @@ from .session import FitOutcome
 
 
 def _pct(value) -> str:
-    return "n/a" if value is None or value != value else f"{value:f}%"
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:f}%" if math.isfinite(value) else "n/a (overflows)"
 
 
 def _fixed(value: float) -> str:
@@ -99,4 +102,4 @@ def format_json(outcome: FitOutcome, misses: int = 0) -> str:
     if misses > 0:
         data["misses"] = [m.to_json() for _, worst in worst_per_set(outcome.misses(), misses)
                           for m in worst]
-    return json.dumps(data)
+    return dumps(data, "fit")

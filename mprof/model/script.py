@@ -29,13 +29,18 @@ Where an error is reported:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MprofError
+from ..numbers import env_number
 from .runset import RunSet
 from .session import FitOutcome, FitSession
 
@@ -86,6 +91,19 @@ def _column(path: str, line: int, message: str) -> int | None:
     return len(text) - len(text.lstrip()) + 1
 
 
+class ScriptInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a modeling script ran: its message says where (mprof.cli prints it, exit
+    130)."""
+
+
+def _catch_sigint(handler):
+    """Installs a SIGINT handler (main thread only: elsewhere signals are not ours), returning
+    the previous one."""
+    if threading.current_thread() is not threading.main_thread() or handler is None:
+        return None
+    return signal.signal(signal.SIGINT, handler)
+
+
 class ScriptError(MprofError):
     """An error at a place of a modeling script, reported as `file:line:column: message`."""
 
@@ -98,7 +116,17 @@ class ScriptError(MprofError):
         super().__init__(f"{where}: {message}")
 
 
-SAFE_CHILD = "mprof_script"
+SAFE_CHILD = "mprof_script"  # the interpreter that runs the script (safe, or full: unsafe)
+# A script's run is limited in time (docs/fitting.md, "Time limit"): a child interpreter's time
+# limit (`interp limit`) ends an endless loop with an error at its line.  The limit is armed
+# TICK_S ahead and moved on from Python each time it is reached, so a running script returns
+# to Python every TICK_S: that is where Ctrl-C (which Python sees only while Python code runs)
+# and the overall limit are noticed.
+TIME_LIMIT_ENV = "MPROF_FIT_TIME_LIMIT_S"
+DEFAULT_TIME_LIMIT_S = 600.0
+TICK_S = 0.1
+# Commands that wait for time or events: refused, since a script's run is limited in time
+WAITING = ("after", "vwait")
 # `file` subcommands that only compute with path strings
 PATH_SUBCOMMANDS = ("join", "split", "tail", "dirname", "rootname", "extension", "pathtype",
                     "separator")
@@ -125,12 +153,17 @@ class ModelingScript:
         self.hidden: set[str] = set()
         self.tcl.createcommand("::mprof::dispatch", self._dispatch)
         self.tcl.createcommand("::mprof::unknown", self._unknown)
+        self.time_limit = env_number(TIME_LIMIT_ENV, DEFAULT_TIME_LIMIT_S, low=0.0,
+                                     open_low=True, high=1e7)
+        self._stop: str | None = None  # why the running script is being stopped
+        self._deadline = 0.0
         if unsafe:
-            # a tuple is one command of those words (tkinter passes it as a Tcl list)
-            self._in_script = lambda script: (self.tcl.call(*script) if isinstance(script, tuple)
-                                              else self.tcl.eval(script))
+            self._make_full_child()
         else:
             self._make_safe_child()
+        for name in WAITING:  # through `unknown`, refused at their line (_unknown)
+            self.tcl.call("interp", "hide", SAFE_CHILD, name)
+            self.hidden.add(name)
         self.commands = {
             "FitDatabase": self._fit_database,
             "TestDatabase": self._test_database,
@@ -160,7 +193,7 @@ class ModelingScript:
                 self._in_script(("proc", spelling, "args", body))
         # A misspelled directive: name the line and the closest directive.
         if unsafe:
-            self.tcl.eval("rename unknown ::mprof::tcl_unknown")
+            self._in_script("rename unknown ::mprof::tcl_unknown")
             fallback = "uplevel 1 [list ::mprof::tcl_unknown $name {*}$args]"
         else:  # a safe interpreter has no unknown handler of its own
             fallback = 'return -code error "invalid command name \\"$name\\""'
@@ -169,6 +202,16 @@ class ModelingScript:
                         "  if {$status ne \"ok\"} {return -code error $value}\n"
                         f"  {fallback}\n"
                         "}")
+
+    def _make_full_child(self) -> None:
+        """--unsafe-tcl: the script runs in a full child interpreter (full Tcl), so that it has
+        a time limit too (Tcl limits only child interpreters)."""
+        child = SAFE_CHILD
+        self.tcl.call("interp", "create", child)
+        self.tcl.call("interp", "eval", child, "namespace eval ::mprof {}")
+        for name in ("::mprof::dispatch", "::mprof::unknown"):
+            self.tcl.call("interp", "alias", child, name, "", name)
+        self._in_script = lambda script: self.tcl.call("interp", "eval", child, script)
 
     def _make_safe_child(self) -> None:
         child = SAFE_CHILD
@@ -251,16 +294,28 @@ class ModelingScript:
     # -- running ----------------------------------------------------------------------------
 
     def run(self) -> FitOutcome | None:
+        try:
+            return self._run()
+        except ScriptInterrupted:
+            raise
+        except KeyboardInterrupt:  # Ctrl-C outside the Tcl evaluation (e.g. in the last fit)
+            raise ScriptInterrupted(f"{self.path}: interrupted") from None
+
+    def _run(self) -> FitOutcome | None:
         import tkinter
 
         try:
-            if self.unsafe:
-                self.tcl.call("source", str(self.path))
-            else:
-                self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source", str(self.path))
+            with self._limited():
+                if self.unsafe:
+                    self._in_script(("source", str(self.path)))
+                else:
+                    self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source",
+                                  str(self.path))
         except tkinter.TclError as exc:
             info = str(self.tcl.eval("set ::errorInfo"))
             message = str(exc) or "error"
+            if self._stop is not None:
+                self._stopped(info)
             if self._failed is not None and self._failed[0] == message:
                 _, where, line = self._failed  # a directive (or a misspelled one) failed
             else:
@@ -277,6 +332,55 @@ class ModelingScript:
                 raise ScriptError(str(self.path), None, f"at end of script: internal error: "
                                   f"{type(exc).__name__}: {exc}") from None
         return self.session.last
+
+    @contextlib.contextmanager
+    def _limited(self):
+        """The script's evaluation under its time limit, with Ctrl-C seen (TICK_S)."""
+        self._stop = None
+        self._deadline = time.monotonic() + self.time_limit
+        self.tcl.createcommand("::mprof::tick", self._tick)
+        self._arm()
+        self.tcl.call("interp", "limit", SAFE_CHILD, "time", "-granularity", 1,
+                      "-command", "::mprof::tick")
+        previous = _catch_sigint(self._interrupt)
+        try:
+            yield
+        finally:
+            _catch_sigint(previous)
+            # no limit once the script is done (a limit left exceeded refuses everything)
+            self.tcl.call("interp", "limit", SAFE_CHILD, "time", "-seconds", "",
+                          "-milliseconds", "", "-command", "")
+
+    def _arm(self) -> None:
+        at = time.time() + TICK_S
+        self.tcl.call("interp", "limit", SAFE_CHILD, "time", "-seconds", int(at),
+                      "-milliseconds", min(int(at % 1 * 1000), 999))
+
+    def _tick(self, *_) -> None:
+        """The limit was reached: move it on, unless the script is to stop (then Tcl ends it
+        with "time limit exceeded" at the command running)."""
+        try:
+            if self._stop is None and time.monotonic() >= self._deadline:
+                self._stop = "time"
+            if self._stop is None:
+                self._arm()
+        except BaseException:  # Ctrl-C arriving here: the handler has set _stop
+            self._stop = self._stop or "interrupt"
+
+    def _interrupt(self, signum, frame) -> None:
+        """SIGINT while the script runs: noted, and acted on at the next tick; raised at once
+        when Python code (a directive, a fit) is running, as Ctrl-C always is."""
+        self._stop = "interrupt"
+        raise KeyboardInterrupt
+
+    def _stopped(self, info: str) -> None:
+        where, line = _locate(info, str(self.path))
+        if self._stop == "interrupt":
+            column = _column(where, line, "") if line else None
+            place = ":".join(str(x) for x in (where, line, column) if x)
+            raise ScriptInterrupted(f"{place}: interrupted") from None
+        raise ScriptError(where, line, f"the script ran longer than its time limit of "
+                          f"{self.time_limit:g} s ({TIME_LIMIT_ENV}; an endless loop?)", info)
 
     def _frame(self, frame) -> tuple[str, int | None]:
         """(file, line) from a Tcl `info frame` dictionary (line None when Tcl has none, e.g.
@@ -298,6 +402,13 @@ class ModelingScript:
         import difflib
 
         name = str(name)
+        if name.lstrip(":") in WAITING:
+            message = (f"{name.lstrip(':')} is not available to modeling scripts: a script "
+                       "cannot wait for time or events (its run is limited to "
+                       f"{self.time_limit:g} s, {TIME_LIMIT_ENV})")
+            where, line = self._frame(frame)
+            self._failed = (message, where, line)
+            return ("error", message)
         if name.lstrip(":") in self.hidden:
             message = (f"{name.lstrip(':')} is not available to modeling scripts (they run in a "
                        "safe Tcl interpreter, with pure Tcl and the directives only; "

@@ -6,6 +6,7 @@ session can be driven from Python (tests, notebooks) without any Tcl.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,7 +388,9 @@ def _match_module(spec: str, modules) -> str | None:
 
 
 def _finite(x):
-    return None if x is None or x != x else float(x)
+    """A quality figure that may be undefined (no replicates, no degrees of freedom) or
+    overflow (replicate times of 1e308 s): null in the model file then (docs/fitting.md)."""
+    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def quality_dict(result: FitResult) -> dict:
@@ -404,7 +407,7 @@ def quality_dict(result: FitResult) -> dict:
             "pure_error_ss": lof.pure_error_ss, "pure_error_dof": lof.pure_error_dof,
             "lack_of_fit_ss": lof.lack_of_fit_ss, "lack_of_fit_dof": lof.lack_of_fit_dof,
             "groups": lof.groups, "f": _finite(lof.f_statistic), "p_value": _finite(lof.p_value)},
-        "t_quantile": result.t_quantile,
+        "t_quantile": _finite(result.t_quantile),
         "singular_values": [float(w) for w in result.singular_values],
         "rank": result.rank,
         "n_parameters": len(result.names),

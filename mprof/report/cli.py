@@ -4,13 +4,13 @@ counts."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from ..errors import MprofError
 from ..files import make_folder, read_bytes, write_file
-from ..numbers import option
+from ..latency.cli import DIGITS, MIN_FRACTION, ROOTS
+from .jsonout import dumps
 
 
 def register(subparsers):
@@ -44,12 +44,10 @@ def register(subparsers):
                    "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
                    "scaled by a factor or set to a value (NAME=VALUE), per category with its "
                    "band; may be given several times")
-    p.add_argument("--digits", type=option("--digits", low=0, high=17, integer=True),
-                   help="decimals of printed seconds")
-    p.add_argument("--roots", type=option("--roots", low=0, high=10**6, integer=True), default=3,
+    p.add_argument("--digits", type=DIGITS, help="decimals of printed seconds")
+    p.add_argument("--roots", type=ROOTS, default=3,
                    help="walk chains back from this many accesses (default 3)")
-    p.add_argument("--min-fraction", type=option("--min-fraction", low=0.0, high=1.0,
-                                                 open_high=True), default=0.05,
+    p.add_argument("--min-fraction", type=MIN_FRACTION, default=0.05,
                    help="chains stop at contributions below this fraction (default 0.05)")
     p.add_argument("--c-helper", metavar="DIR",
                    help="copy the C Cost Profile helper (mprof_report.h/.c) to DIR and exit")
@@ -84,7 +82,7 @@ def cmd_report(args):
         args.html = str(write_html(report, _html_path(args.html, Path(run_path).stem),
                                    digits=args.digits))
     if args.json:
-        print(json.dumps(report_json(report), indent=2))
+        print(dumps(report_json(report), "report", indent=2))
     else:
         fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
         if fmt == "rich":
@@ -120,7 +118,7 @@ def _compare(args, docs, model) -> int:
         args.html = str(write_compare_html(cmp, _html_path(args.html, stem),
                                            digits=args.digits))
     if args.json:
-        print(json.dumps(compare_json(cmp), indent=2))
+        print(dumps(compare_json(cmp), "report", indent=2))
     else:
         sys.stdout.write(format_compare(cmp, digits=args.digits))
     if args.html:

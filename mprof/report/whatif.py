@@ -197,8 +197,22 @@ def what_if(run: RunProfile, model, texts: list[str], confidence: float = 0.90) 
     measure = model.settings.get("measure", "elapsed")
     measured = sum(pe.time(fallback_measure([pe], measure)) for pe in run.pes)
     unit = ("CPU seconds" if measure == "cpu" else "seconds") + " summed over PEs"
-    return WhatIf(changes, cats, total_now.seconds, total_new.seconds, diff.halfwidth(quantile),
-                  band, measured, unit, confidence, unchanged)
+    result = WhatIf(changes, cats, total_now.seconds, total_new.seconds,
+                    diff.halfwidth(quantile), band, measured, unit, confidence, unchanged)
+    _check_finite(result)
+    return result
+
+
+def _check_finite(w: WhatIf) -> None:
+    """A change so large that its price overflows (rts:Msg=1e308x) has no meaningful answer:
+    refused, naming the change and the first figure that overflowed, rather than printed as
+    inf or written as JSON's invalid Infinity.  (Bands may be undefined: they become n/a.)"""
+    figures = [(c.name, v) for c in w.categories for v in (c.now_s, c.new_s, c.change_s)]
+    figures += [("the total", v) for v in (w.now_s, w.new_s, w.change_s)]
+    for name, value in figures:
+        if not math.isfinite(value):
+            raise MprofError(f"report: the what-if price overflows: with {w.title}, {name} "
+                             f"costs {value} s (the change is too large to price)")
 
 
 def _interface_ok(model, module: str) -> bool:

@@ -164,17 +164,6 @@ def test_numeric_options_of_other_commands(tmp_path, args):
 # -- model files ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def model_and_run(tmp_path):
-    from report_helpers import make_model, make_run
-
-    model = tmp_path / "model.json"
-    make_model().save(model)
-    run = tmp_path / "run.json"
-    run.write_text(json.dumps(make_run()))
-    return model, run
-
-
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"])
 @pytest.mark.parametrize("field", ["value", "halfwidth"])
 def test_model_files_with_non_finite_parameters_are_refused_on_load(model_and_run, tmp_path,
