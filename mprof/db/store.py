@@ -395,7 +395,7 @@ class ProfileDB:
         if validate:
             for source, doc in docs:
                 validate_profile(doc, source)
-        prepared = [(source, doc, canonical_json(doc)) for source, doc in docs]
+        prepared = [(_storable(source), doc, canonical_json(doc)) for source, doc in docs]
 
         def body(conn):
             result = ImportResult()
@@ -804,6 +804,14 @@ def _chunks(items, size=500):
     items = list(items)
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _storable(source):
+    """A file name as the database keeps it: text.  A name with bytes that are not UTF-8
+    (Python holds them as lone surrogates) keeps them as `\\xff` escapes."""
+    if source is None or source.isascii():
+        return source
+    return source.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _insert_run(conn, source, doc, digest) -> int:

@@ -168,3 +168,16 @@ def test_damaged_cells_are_one_line(tmp_path, capsys, good_db, update, table, co
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err and "internal error" not in err
     assert f"{db_path}: run 1: damaged value in table {table} (column {column})" in err
+
+
+def test_a_file_name_that_is_not_utf8_is_kept_escaped(tmp_path, capsys):
+    """A name with a byte that is not UTF-8 reaches Python as a lone surrogate, which SQLite
+    cannot store: the run is imported and its source kept with the byte escaped."""
+    name = tmp_path / "run\udcff.json"  # the file name's byte 0xff
+    write(name, profile())
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(name)]) == 0
+    with sqlite3.connect(db_path) as conn:
+        (source,) = conn.execute("SELECT source FROM runs").fetchone()
+    assert source == str(tmp_path / "run\\xff.json")
+    assert main(["db", "list", str(db_path)]) == 0
