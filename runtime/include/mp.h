@@ -68,7 +68,7 @@ typedef enum {
  *   MPROF_SAMPLE_US      time between two samples of the running access category (us,
  *                        default 1000): the profile's per-PE category times; 0: none
  *   MPROF_OUT            path of the run profile written at exit
- *   MPROF_BACKEND        "shm" (default) or "mpi"                                        */
+ *   MPROF_BACKEND        "shm" or "mpi"; unset: "mpi" under mpirun, else "shm"            */
 typedef struct {
     int npes;
     size_t agg_bytes;
@@ -159,7 +159,10 @@ typedef struct {
     const char *name;
 } mp_sched_ops;
 
-/* Returns the new scheduler id in *id. */
+/* Returns the new scheduler id in *id.  Ids are per PE: a fiber invoked on another PE with a
+ * custom scheduler needs one registered there under the same id (register them in the same
+ * order on every PE); a fiber that arrives for an id its PE never registered ends the run
+ * with a message. */
 mp_err mp_sched_register(const mp_sched_ops *ops, void *state, mp_sched_t *id);
 
 /* ------------------------------------------------------------------------------------ */
@@ -295,14 +298,13 @@ int mp_access_current(void);
 
 /* mp_access_declare inline, for the generated MODULE_ACCESS hooks: mp_access_word(id) of an id
  * mp_access_register returned (or 0), computed once, makes a declaration one store instead of
- * a call.  Internal: while a PE runs without tracing, mpr_access_bytes points at its two bytes
- * that hold the declared category (as creator and enabler of the fibers it spawns); it is NULL
+ * a call.  mp_access_word checks the id (an unregistered one is misuse: the word of
+ * MP_ACCESS_UNCLASSIFIED is returned), so the store needs no check: use only its words.
+ * Internal: while a PE runs without tracing, mpr_access_bytes points at its two bytes that
+ * hold the declared category (as creator and enabler of the fibers it spawns); it is NULL
  * outside a PE and while tracing (which records every declaration), and the call then does
  * the work and reports misuse. */
-static inline uint16_t mp_access_word(int access_id)
-{
-    return (uint16_t)((unsigned)access_id * 0x101u); /* the id in both bytes */
-}
+uint16_t mp_access_word(int access_id);
 #if defined(__GNUC__)
 extern __thread unsigned char *mpr_access_bytes __attribute__((tls_model("initial-exec")));
 static inline void mp_access_declare_word(uint16_t word)

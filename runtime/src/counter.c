@@ -41,11 +41,15 @@ void mp_counter_free(mp_counter_t c)
     mpr_pe *pe = mpr_pe_self();
     if (!c)
         return;
+    if (!pe) { /* after mp_main returned, the counter's memory went with its PE */
+        mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_free outside a running PE");
+        return;
+    }
     if (c->pe == MPR_COUNTER_FREED) {
         mpr_misuse(MP_ERR_BAD_STATE, "counter %p freed twice", (void *)c);
         return;
     }
-    if (!pe || c->pe != pe->id) {
+    if (c->pe != pe->id) {
         mpr_misuse(MP_ERR_BAD_STATE, "freeing a counter of another PE");
         return;
     }
@@ -77,7 +81,14 @@ void mpr_counters_free(mpr_pe *pe)
     pe->counters = pe->free_counters = NULL;
 }
 
-uint64_t mp_counter_value(mp_counter_t c) { return c ? c->value : 0; }
+uint64_t mp_counter_value(mp_counter_t c)
+{
+    if (c && MPR_UNLIKELY(!mpr_pe_self())) { /* its memory went with its PE */
+        mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_value outside a running PE");
+        return 0;
+    }
+    return c ? c->value : 0;
+}
 
 static void wake_eligible(mpr_pe *pe, mpr_counter *c)
 {
@@ -200,7 +211,11 @@ mp_err mp_counter_add_remote(int pe_id, mp_counter_t c, uint64_t n)
     mpr_pe *pe = mpr_pe_self();
     if (!pe)
         return mpr_misuse(MP_ERR_BAD_STATE, "counter update outside a running PE");
+    if (!c) /* refused here, where the caller learns it, not on the PE it was sent to */
+        return mpr_misuse(MP_ERR_INVALID_ARG, "NULL counter");
     if (pe_id == pe->id) {
+        if (c->pe != pe->id) /* freed, or another PE's: the code, not only the message */
+            return not_owned(pe, c);
         mp_counter_add(c, n);
         return MP_SUCCESS;
     }

@@ -177,7 +177,9 @@ mp_err mp_fiber_enable(mp_fiber_t f)
     mpr_pe *pe = mpr_pe_self();
     if (MPR_UNLIKELY(!f))
         return mpr_misuse(MP_ERR_INVALID_ARG, "enabling a NULL fiber");
-    if (MPR_UNLIKELY(!pe || f->tag.pe != pe->id))
+    if (MPR_UNLIKELY(!pe)) /* the fiber's storage went with its PE, or never was one's */
+        return mpr_misuse(MP_ERR_BAD_STATE, "mp_fiber_enable outside a running PE");
+    if (MPR_UNLIKELY(f->tag.pe != pe->id))
         return mpr_misuse(MP_ERR_BAD_STATE, "enabling a fiber of PE %d from another PE", f->tag.pe);
     if (MPR_UNLIKELY(f->tag.state != MPR_FIBER_CREATED || f->waiting_on))
         return mpr_misuse(MP_ERR_BAD_STATE, "enabling a fiber that is %s",

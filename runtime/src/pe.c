@@ -6,6 +6,7 @@
 #include "mpr.h"
 #include "observer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,10 +264,33 @@ static const char *basename_of(const char *path)
     return slash ? slash + 1 : (path ? path : "program");
 }
 
+/* A config set field by field, not by mp_config_init from the environment, gets the same
+ * limits as the environment's values (which mpr_env_number checks): beyond them a buffer
+ * size wraps, a period never ends or the sampler's signals outrun the thread. */
+static bool seconds_ok(double s) { return isfinite(s) && s >= 0 && s <= SETTING_SECONDS_MAX; }
+static const char *config_problem(const mp_config *c)
+{
+    if (c->agg_bytes > SETTING_BYTES_MAX)
+        return "agg_bytes is over 1 GiB";
+    if (c->small_bytes > SETTING_BYTES_MAX)
+        return "small_bytes is over 1 GiB";
+    if (c->flush_fibers > SETTING_COUNT_MAX || c->spin > SETTING_COUNT_MAX)
+        return "flush_fibers or spin is over 10^9";
+    if (!seconds_ok(c->flush_delay_s) || !seconds_ok(c->idle_timeout_s) ||
+        !seconds_ok(c->progress_timeout_s))
+        return "flush_delay_s, idle_timeout_s or progress_timeout_s is not a time in [0, 10^9] s";
+    if (!seconds_ok(c->sample_s) || (c->sample_s > 0 && c->sample_s < SAMPLE_US_MIN * 1e-6))
+        return "sample_s is neither 0 (off) nor a period of at least 100 us";
+    return NULL;
+}
+
 int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
 {
     if (mpr_pe_self())
         return mpr_misuse(MP_ERR_IN_FIBER, "mp_main called from inside a running PE");
+    const char *bad = cfg ? config_problem(cfg) : NULL;
+    if (bad)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main: the config's %s", bad);
     if (!cfg || !pe_main || cfg->npes < 1 || cfg->npes > 4096)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main needs a config with 1..4096 PEs and an "
                                               "entry function");

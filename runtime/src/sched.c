@@ -67,6 +67,13 @@ void mpr_enable_slow(mpr_pe *pe, mpr_fiber *f)
         pe->cur_critical = outer_critical;
         return;
     }
+    /* A custom scheduler is registered per PE: the sender checked the id against its own, and
+     * a PE that never registered it cannot run the fiber (nor tell the sender). */
+    if (MPR_UNLIKELY(f->tag.sched >= pe->nsched))
+        mpr_fatal("a fiber arrived for scheduler %u, which this PE never registered (custom "
+                  "schedulers are per PE: register it with mp_sched_register on every PE that "
+                  "receives fibers for it)",
+                  (unsigned)f->tag.sched);
     mpr_custom_sched *s = &pe->custom[f->tag.sched - (MP_SCHED_PREEMPT + 1)];
     s->held++;
     s->ops.deposit(s->state, f);

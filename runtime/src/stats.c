@@ -26,10 +26,20 @@ static param *params;
 
 int mp_access_register(const char *module, const char *name)
 {
-    if (!module || !name)
+    if (!module || !name || !*module || !*name) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "access category with %s module or name",
+                   !module || !name ? "a NULL" : "an empty");
         return -1;
+    }
     char full[256];
-    snprintf(full, sizeof full, "%s:%s", module, name);
+    if (snprintf(full, sizeof full, "%s:%s", module, name) >= (int)sizeof full) {
+        /* cut short, two long names would share one category */
+        mpr_misuse(MP_ERR_INVALID_ARG,
+                   "access category name %.40s...:%.40s... longer than %zu "
+                   "bytes",
+                   module, name, sizeof full - 1);
+        return -1;
+    }
     pthread_mutex_lock(&registry_lock);
     int id = -1;
     for (int i = 1; i < naccess; i++)
@@ -55,6 +65,15 @@ void mp_access_declare(int id)
     }
     mpr_access_set(pe, (unsigned)id);
     MPR_OBSERVE_HOT(access, pe, (unsigned)id);
+}
+
+uint16_t mp_access_word(int id)
+{
+    if (MPR_UNLIKELY(id < 0 || id >= mpr_access_count())) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_access_word of unknown access category %d", id);
+        id = MP_ACCESS_UNCLASSIFIED;
+    }
+    return (uint16_t)((unsigned)id * 0x101u); /* the id in both bytes */
 }
 
 int mp_access_current(void)
@@ -106,11 +125,37 @@ static void link_record(mpr_pe *pe, mpr_stats_rec *r, const mp_stat_module *modu
     MPR_OBSERVE(record_add, pe, r);
 }
 
+/* What is wrong with a module description (the generated hooks' are right by construction;
+ * a hand-written one is read by the profile writer, the SDE counters and the self-report). */
+static const char *module_problem(const mp_stat_module *m)
+{
+    if (!m->module || !*m->module)
+        return "no module name";
+    if (m->nfields > 4096)
+        return "more than 4096 statistics";
+    if (m->nfields && !m->fields)
+        return "statistics without field descriptions (fields NULL)";
+    for (unsigned i = 0; i < m->nfields; i++) {
+        if (!m->fields[i].name || !*m->fields[i].name)
+            return "a statistic without a name";
+        if ((unsigned)m->fields[i].type > MP_STAT_F64)
+            return "a statistic of unknown type";
+    }
+    if (m->nterms && (!m->term_names || !m->term_values))
+        return "terms without names or a function to compute them";
+    return NULL;
+}
+
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (!pe || !module || !module->module) {
+    if (!pe) {
         mpr_misuse(MP_ERR_BAD_STATE, "statistics record created outside a running PE");
+        return NULL;
+    }
+    const char *bad = module ? module_problem(module) : "a NULL module";
+    if (bad) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_stats_new: %s", bad);
         return NULL;
     }
     mpr_stats_rec *r = calloc(1, sizeof *r + module->nfields * sizeof(uint64_t));

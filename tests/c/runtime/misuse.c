@@ -94,8 +94,109 @@ static void pe_main(int argc, char **argv)
     CHECK_OK(mp_spawn(in_fiber, NULL, 0, MP_SCHED_FIFO));
 }
 
+/* ---- scenarios of their own (argv[1]) ---------------------------------------------- */
+
+/* One slot holding at most one fiber: enough to be a scheduler. */
+static mp_fiber_t held;
+static void hold(void *st, mp_fiber_t f)
+{
+    (void)st;
+    held = f;
+}
+static mp_fiber_t release_held(void *st)
+{
+    (void)st;
+    mp_fiber_t f = held;
+    held = NULL;
+    return f;
+}
+
+/* A custom scheduler registered on PE 0 only, named in an invocation of PE 1: the sender
+ * cannot tell, the receiver must end the run with a message (not index past its table). */
+static void foreign_sched_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    static const mp_sched_ops ops = {hold, release_held, "hold"};
+    mp_sched_t id;
+    CHECK_OK(mp_sched_register(&ops, NULL, &id));
+    report("foreign_sched_invoke", mp_invoke(1, nop, NULL, 0, id));
+}
+
+/* Handles kept past mp_main: their memory went with the PEs. */
+static mp_counter_t kept_counter;
+static mp_fiber_t kept_fiber;
+static void keep_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    kept_counter = mp_counter_new(0);
+    kept_fiber = mp_fiber_create(nop, NULL, 0, MP_SCHED_FIFO);
+    mp_counter_t freed = mp_counter_new(0);
+    mp_counter_free(freed);
+    /* updates of a counter this PE cannot update: the code says so, not only the message */
+    report("add_remote_freed", mp_counter_add_remote(0, freed, 1));
+    report("add_remote_null", mp_counter_add_remote(mp_npes() - 1, NULL, 1));
+    /* module descriptions the profile writer could not read */
+    mp_stat_field unnamed = {NULL, MP_STAT_U64, NULL}, odd = {"x", (mp_stat_type)42, NULL};
+    mp_stat_module no_fields = {"m", 3, NULL, 0, NULL, NULL, NULL};
+    mp_stat_module no_name = {"m", 1, &unnamed, 0, NULL, NULL, NULL};
+    mp_stat_module bad_type = {"m", 1, &odd, 0, NULL, NULL, NULL};
+    report("stats_no_fields", mp_stats_new(&no_fields, 1) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_no_name", mp_stats_new(&no_name, 1) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_bad_type", mp_stats_new(&bad_type, 1) ? 0 : MP_ERR_INVALID_ARG);
+    /* an unregistered category's word would index past the latency table */
+    report("access_word_unknown",
+           mp_access_word(200) == mp_access_word(MP_ACCESS_UNCLASSIFIED) ? MP_ERR_INVALID_ARG : 0);
+}
+
+static void after_main(int argc, char **argv)
+{
+    char name1[300], name2[300];
+    memset(name1, 'a', sizeof name1 - 1), memset(name2, 'a', sizeof name2 - 1);
+    name1[sizeof name1 - 1] = name2[sizeof name2 - 1] = '\0';
+    name2[sizeof name2 - 2] = 'b'; /* differs past the 255th byte */
+    report("access_null", mp_access_register(NULL, "x") < 0 ? MP_ERR_INVALID_ARG : 0);
+    report("access_long", mp_access_register("m", name1) < 0 && mp_access_register("m", name2) < 0
+                              ? MP_ERR_INVALID_ARG
+                              : 0);
+    int rc = tst_run(argc, argv, 2, keep_main);
+    printf("rc=%d\n", rc);
+    report("counter_value_after", mp_counter_value(kept_counter) == 0 ? MP_ERR_BAD_STATE : 0);
+    mp_counter_free(kept_counter); /* a message, and no write to freed memory */
+    report("fiber_enable_after", mp_fiber_enable(kept_fiber));
+}
+
+/* Settings set field by field get the limits the environment's values have. */
+static void config_case(const char *what, void (*change)(mp_config *))
+{
+    mp_config cfg;
+    mp_config_init(&cfg);
+    cfg.npes = 2;
+    change(&cfg);
+    report(what, mp_main(&cfg, keep_main, 0, NULL));
+}
+static void huge_agg(mp_config *c) { c->agg_bytes = (size_t)-1; }
+static void fast_sampler(mp_config *c) { c->sample_s = 1e-6; }
+static void nan_timeout(mp_config *c) { c->idle_timeout_s = 0.0 / 0.0; }
+
 int main(int argc, char **argv)
 {
+    const char *scenario = tst_scenario(argc, argv, "default");
+    if (strcmp(scenario, "foreign_sched") == 0)
+        return tst_run(argc, argv, 2, foreign_sched_main);
+    if (strcmp(scenario, "after_main") == 0) {
+        after_main(argc, argv);
+        return 0;
+    }
+    if (strcmp(scenario, "config") == 0) {
+        config_case("config_agg_bytes", huge_agg);
+        config_case("config_sample_s", fast_sampler);
+        config_case("config_idle_timeout", nan_timeout);
+        return 0;
+    }
     int rc = tst_run(argc, argv, 2, pe_main);
     printf("after=%d rc=%d\n", atomic_load(&after), rc);
     CHECK_EQ(atomic_load(&after), 12);
