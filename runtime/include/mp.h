@@ -184,7 +184,11 @@ mp_status mp_bulk_read(int pe, const void *remote_src, void *local_dst, size_t n
 /* write n bytes from src to remote_dst on pe; counter += 1 once the remote copy is done */
 mp_status mp_bulk_write(int pe, void *remote_dst, const void *src, size_t n, mp_counter_t done);
 /* store: counter += 1 once src may be reused; on arrival `on_arrival(args)` runs on pe with
- * args = {void *dst; size_t n; user bytes...} (mp_store_arrival) */
+ * args = {void *dst; size_t n; user bytes...} (mp_store_arrival); user_size is at most
+ * MP_FIBER_ARGS_MAX - sizeof(mp_store_arrival) and src_free may be NULL.
+ * Misuse of the three (outside a PE, a NULL counter, NULL buffers for n > 0 bytes, a NULL
+ * on_arrival or user pointer, an invalid PE, too many bytes) returns MP_FAIL and prints the
+ * reason and its code (MP_ERR_INVALID_ARG, MP_ERR_INVALID_PE, MP_ERR_TOO_LARGE) on stderr. */
 typedef struct {
     void *dst;
     size_t n;
@@ -202,9 +206,13 @@ typedef uint32_t mp_obj_t;
 #define MP_OBJ_USER_FIRST ((mp_obj_t)1)       /* ids below this are reserved */
 #define MP_OBJ_DYNAMIC_FIRST ((mp_obj_t)1024) /* ids below are for direct allocation */
 
-/* Collective: every PE calls it in the same order and gets the same id. */
+/* Collective: every PE calls it in the same order and gets the same id.  local_partition may
+ * be NULL (an object used only for its barriers and reductions).  MP_ERR_LIMIT once 2^32 - 1
+ * ids were handed out. */
 mp_err mp_obj_create(void *local_partition, mp_obj_t *id);
-/* Direct allocation of a reserved name in [MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST). */
+/* Direct allocation of a reserved name in [MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST), on every
+ * PE that uses it (NULL partition allowed, as above).  MP_ERR_INVALID_ARG for a name outside
+ * the range, MP_ERR_BAD_STATE for a name in use on this PE (destroy it before reusing it). */
 mp_err mp_obj_create_named(mp_obj_t id, void *local_partition);
 void *mp_obj_local(mp_obj_t id);
 
@@ -217,7 +225,12 @@ void *mp_obj_local(mp_obj_t id);
 mp_status mp_obj_destroy(mp_obj_t id, mp_counter_t done);
 
 typedef enum { MP_REDUCE_SUM, MP_REDUCE_MIN, MP_REDUCE_MAX } mp_reduce_op;
-/* Split-phase, per object; several objects may have global operations in flight at once. */
+/* Split-phase, per object; several objects may have global operations in flight at once.
+ * The id is MP_OBJ_RTS or an object this PE created (messages of other PEs for an object may
+ * arrive before it does, that is fine).  MP_FAIL, with the reason on stderr, outside a PE, for
+ * a NULL counter, an unknown op or an id never created on this PE (MP_ERR_INVALID_ARG), a
+ * destroyed object or one with a global operation in progress (MP_ERR_BAD_STATE); the same
+ * for mp_obj_destroy, which also refuses MP_OBJ_RTS. */
 mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done);
 mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done);
 
@@ -227,7 +240,11 @@ mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp
 /* A snapshot is a distributed object: its handle is the object id, valid on every PE. */
 typedef mp_obj_t mp_snapshot_t;
 
-/* Collective: creates the snapshot object on every PE (in the same order everywhere). */
+/* Collective: creates the snapshot object on every PE (in the same order everywhere).
+ * The calls below take only handles from it: outside a running PE, on an object that does
+ * not exist on this PE or is not a snapshot, query / freeze / sync return MP_FAIL and
+ * suspend MP_ERR_INVALID_ARG (the reason on stderr); execute, complete and unfreeze, which
+ * return nothing, end the run with "mprof: fatal: ..." (exit 3). */
 mp_err mp_snapshot_new(mp_snapshot_t *snap);
 /* Mutator protocol: query; on MP_OK call execute and later complete (possibly on another
  * PE, naming the PE that executed); on MP_WAIT suspend a continuation that re-queries. */

@@ -39,11 +39,25 @@ static void ack_write(void *p)
     mpr_send_record(pe, a->writer, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, NULL, 0, NULL);
 }
 
-static mpr_pe *caller(const char *what)
+/* The calling PE, or NULL after reporting why the call cannot start: outside a running PE,
+ * a NULL counter (`done_required`), NULL buffers for a transfer of n > 0 bytes. */
+static mpr_pe *caller(const char *what, const void *dst, const void *src, size_t n,
+                      bool done_required, mp_counter_t done)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (!pe)
+    if (!pe) {
         mpr_misuse(MP_ERR_BAD_STATE, "%s outside a running PE", what);
+        return NULL;
+    }
+    if (done_required && !done) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "%s needs a counter (done is NULL)", what);
+        return NULL;
+    }
+    if (n && (!dst || !src)) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "%s of %zu bytes with a NULL %s", what, n,
+                   !src ? "source" : "destination");
+        return NULL;
+    }
     return pe;
 }
 
@@ -60,8 +74,8 @@ static mp_status local_copy(mpr_pe *pe, void *dst, const void *src, size_t n, mp
 mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_t n,
                        mp_counter_t done)
 {
-    mpr_pe *pe = caller("mp_bulk_read");
-    if (!pe || !done || (n && (!remote_src || !local_dst)))
+    mpr_pe *pe = caller("mp_bulk_read", local_dst, remote_src, n, true, done);
+    if (!pe)
         return MP_FAIL;
     if (pe_id == pe->id)
         return local_copy(pe, local_dst, remote_src, n, done);
@@ -79,8 +93,8 @@ mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_
 
 mp_status mp_bulk_write(int pe_id, void *remote_dst, const void *src, size_t n, mp_counter_t done)
 {
-    mpr_pe *pe = caller("mp_bulk_write");
-    if (!pe || !done || (n && (!remote_dst || !src)))
+    mpr_pe *pe = caller("mp_bulk_write", remote_dst, src, n, true, done);
+    if (!pe)
         return MP_FAIL;
     if (pe_id == pe->id)
         return local_copy(pe, remote_dst, src, n, done);
@@ -94,15 +108,23 @@ mp_status mp_bulk_store(int pe_id, void *remote_dst, const void *src, size_t n,
                         mp_counter_t src_free, mp_fiber_fn on_arrival, const void *user,
                         size_t user_size)
 {
-    mpr_pe *pe = caller("mp_bulk_store");
-    if (!pe || !on_arrival || (n && (!remote_dst || !src)) || (user_size && !user))
+    mpr_pe *pe = caller("mp_bulk_store", remote_dst, src, n, false, src_free);
+    if (!pe)
         return MP_FAIL;
-    unsigned char args[MP_FIBER_ARGS_MAX];
-    size_t args_size = sizeof(mp_store_arrival) + user_size;
-    if (args_size > sizeof args) {
-        mpr_misuse(MP_ERR_TOO_LARGE, "store arrival arguments of %zu bytes", args_size);
+    if (!on_arrival || (user_size && !user)) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_bulk_store with a NULL %s",
+                   !on_arrival ? "on_arrival function" : "user pointer for user bytes");
         return MP_FAIL;
     }
+    unsigned char args[MP_FIBER_ARGS_MAX];
+    /* compared before adding: a huge user_size must not wrap around the limit */
+    if (user_size > sizeof args - sizeof(mp_store_arrival)) {
+        mpr_misuse(MP_ERR_TOO_LARGE,
+                   "store arrival arguments of %zu user bytes exceed the %zu-byte limit", user_size,
+                   sizeof args - sizeof(mp_store_arrival));
+        return MP_FAIL;
+    }
+    size_t args_size = sizeof(mp_store_arrival) + user_size;
     mp_store_arrival *a = (mp_store_arrival *)args;
     a->dst = remote_dst;
     a->n = n;

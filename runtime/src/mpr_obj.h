@@ -20,6 +20,7 @@ typedef struct {
     bool rt_owned;   /* partition allocated by the runtime (snapshot): freed at exit */
     bool destroying; /* mp_obj_destroy: the current global operation ends the object */
     bool destroyed;
+    bool created; /* mp_obj_create / mp_obj_create_named ran on this PE (not just a message) */
     void (*rt_fini)(void *partition); /* frees an rt_owned partition at mp_obj_destroy */
 } mpr_obj;
 
@@ -27,5 +28,8 @@ typedef struct {
 void mpr_objs_init(mpr_pe *pe);
 void mpr_objs_fini(mpr_pe *pe);
 mpr_obj *mpr_obj_get(mpr_pe *pe, mp_obj_t id);
+/* The entry of an object created on this PE and not destroyed, else NULL (the table does not
+ * grow; pe may be NULL). */
+mpr_obj *mpr_obj_find(mpr_pe *pe, mp_obj_t id);
 
 #endif /* MPR_OBJ_H */

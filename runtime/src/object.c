@@ -32,20 +32,34 @@ void mpr_objs_fini(mpr_pe *pe)
     pe->nobjs_cap = 0;
 }
 
-/* Entries appear on demand: a root may hear of an object before its own PE creates it. */
+/* Entries appear on demand: a root may hear of an object before its own PE creates it.  Only
+ * ids handed out by the runtime reach here (the user's calls check theirs first, see
+ * user_obj), so the table grows with the objects created; the arithmetic cannot wrap. */
 mpr_obj *mpr_obj_get(mpr_pe *pe, mp_obj_t id)
 {
     if (id >= pe->nobjs_cap) {
-        uint32_t cap = pe->nobjs_cap ? pe->nobjs_cap : 64;
+        if (id == UINT32_MAX)
+            mpr_fatal("object id %u is beyond the object table", id);
+        uint64_t cap = pe->nobjs_cap ? pe->nobjs_cap : 64;
         while (cap <= id)
             cap *= 2;
-        mpr_obj *o = realloc(pe->objs, cap * sizeof *o);
+        if (cap > UINT32_MAX)
+            cap = UINT32_MAX; /* id < UINT32_MAX: it still fits */
+        mpr_obj *o = realloc(pe->objs, (size_t)cap * sizeof *o);
         if (!o)
-            mpr_fatal("out of memory growing the object table");
-        memset(o + pe->nobjs_cap, 0, (cap - pe->nobjs_cap) * sizeof *o);
+            mpr_fatal("out of memory growing the object table to %llu entries",
+                      (unsigned long long)cap);
+        memset(o + pe->nobjs_cap, 0, (size_t)(cap - pe->nobjs_cap) * sizeof *o);
         pe->objs = o;
-        pe->nobjs_cap = cap;
+        pe->nobjs_cap = (uint32_t)cap;
     }
+    return &pe->objs[id];
+}
+
+mpr_obj *mpr_obj_find(mpr_pe *pe, mp_obj_t id)
+{
+    if (!pe || id >= pe->nobjs_cap || !pe->objs[id].created || pe->objs[id].destroyed)
+        return NULL;
     return &pe->objs[id];
 }
 
@@ -55,9 +69,13 @@ mp_err mp_obj_create(void *local_partition, mp_obj_t *id)
     if (!pe || !id)
         return mpr_misuse(pe ? MP_ERR_INVALID_ARG : MP_ERR_BAD_STATE,
                           "mp_obj_create needs a running PE and an id pointer");
+    if (pe->next_dynamic_obj == UINT32_MAX)
+        return mpr_misuse(MP_ERR_LIMIT, "mp_obj_create: all %u object ids are used",
+                          UINT32_MAX - MP_OBJ_DYNAMIC_FIRST);
     *id = pe->next_dynamic_obj++;
     mpr_obj *o = mpr_obj_get(pe, *id);
     o->partition = local_partition;
+    o->created = true;
     return MP_SUCCESS;
 }
 
@@ -71,7 +89,11 @@ mp_err mp_obj_create_named(mp_obj_t id, void *local_partition)
                           "object name %u is not in the reserved range [%u, %u)", id,
                           MP_OBJ_USER_FIRST, MP_OBJ_DYNAMIC_FIRST);
     mpr_obj *o = mpr_obj_get(pe, id);
+    if (o->created && !o->destroyed)
+        return mpr_misuse(MP_ERR_BAD_STATE,
+                          "object name %u is in use on this PE (mp_obj_destroy it first)", id);
     o->partition = local_partition;
+    o->created = true;
     o->destroyed = false; /* a reserved name may be used again */
     return MP_SUCCESS;
 }
@@ -82,6 +104,23 @@ void *mp_obj_local(mp_obj_t id)
     if (!pe || id >= pe->nobjs_cap)
         return NULL;
     return pe->objs[id].partition;
+}
+
+/* The entry of an object a user's global operation names: the runtime's object, or one
+ * created on this PE (mp_obj_create, mp_obj_create_named).  An id never handed out is
+ * refused here, before the table grows for it; a destroyed object is left to the caller. */
+static mpr_obj *user_obj(mpr_pe *pe, mp_obj_t id, const char *what)
+{
+    if (id == MP_OBJ_RTS)
+        return mpr_obj_get(pe, id);
+    if (id >= pe->nobjs_cap || !pe->objs[id].created) {
+        mpr_misuse(MP_ERR_INVALID_ARG,
+                   "%s: object %u does not exist on this PE (it was not created here by "
+                   "mp_obj_create or mp_obj_create_named)",
+                   what, id);
+        return NULL;
+    }
+    return &pe->objs[id];
 }
 
 typedef struct {
@@ -176,14 +215,25 @@ static void gop_arrive(void *p)
     gop_contribute(mpr_pe_self(), m->id, m->op, m->value);
 }
 
-mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done)
+static mp_status gop_start(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done,
+                           const char *what)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (!pe || !done) {
-        mpr_misuse(MP_ERR_INVALID_ARG, "global operation needs a running PE and a counter");
+    if (!pe) {
+        mpr_misuse(MP_ERR_BAD_STATE, "%s outside a running PE", what);
         return MP_FAIL;
     }
-    mpr_obj *o = mpr_obj_get(pe, id);
+    if (!done) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "%s needs a counter", what);
+        return MP_FAIL;
+    }
+    if (op != MP_REDUCE_SUM && op != MP_REDUCE_MIN && op != MP_REDUCE_MAX) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "%s: unknown reduction operation %d", what, (int)op);
+        return MP_FAIL;
+    }
+    mpr_obj *o = user_obj(pe, id, what);
+    if (!o)
+        return MP_FAIL;
     if (o->destroyed) {
         mpr_misuse(MP_ERR_BAD_STATE, "object %u was destroyed", id);
         return MP_FAIL;
@@ -199,24 +249,31 @@ mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp
     return MP_WAIT;
 }
 
+mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done)
+{
+    return gop_start(id, op, in, out, done, "mp_obj_reduce");
+}
+
 mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done)
 {
-    return mp_obj_reduce(id, MP_REDUCE_SUM, 0.0, NULL, done);
+    return gop_start(id, MP_REDUCE_SUM, 0.0, NULL, done, "mp_obj_barrier");
 }
 
 mp_status mp_obj_destroy(mp_obj_t id, mp_counter_t done)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!pe || !done || id == MP_OBJ_RTS) {
-        mpr_misuse(MP_ERR_INVALID_ARG, "mp_obj_destroy needs a running PE, a user object and a "
-                                       "counter");
+        mpr_misuse(pe ? MP_ERR_INVALID_ARG : MP_ERR_BAD_STATE,
+                   "mp_obj_destroy needs a running PE, a user object and a counter");
         return MP_FAIL;
     }
-    mpr_obj *o = mpr_obj_get(pe, id);
+    mpr_obj *o = user_obj(pe, id, "mp_obj_destroy");
+    if (!o)
+        return MP_FAIL;
     if (o->destroyed || o->gop_busy)
-        return mp_obj_barrier(id, done); /* reports the misuse */
-    o->destroying = true;                /* read by gop_release */
-    mp_status s = mp_obj_barrier(id, done);
+        return gop_start(id, MP_REDUCE_SUM, 0.0, NULL, done, "mp_obj_destroy"); /* reports */
+    o->destroying = true; /* read by gop_release */
+    mp_status s = gop_start(id, MP_REDUCE_SUM, 0.0, NULL, done, "mp_obj_destroy");
     if (s == MP_FAIL)
         mpr_obj_get(pe, id)->destroying = false;
     return s;

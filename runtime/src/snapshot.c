@@ -11,6 +11,7 @@
  */
 #include "mpr.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -30,14 +31,6 @@ typedef struct {
     int access;           /* the category of the code that started the freeze or sync */
 } step_args;
 
-static snapshot *local(mp_snapshot_t s)
-{
-    snapshot *p = mp_obj_local(s);
-    if (!p)
-        mpr_fatal("snapshot object %u does not exist on this PE", s);
-    return p;
-}
-
 /* mp_obj_destroy of a snapshot (quiescent: no fiber waits on its counters). */
 static void snapshot_free(void *p)
 {
@@ -46,6 +39,44 @@ static void snapshot_free(void *p)
     mp_counter_free(s->thaw);
     mp_counter_free(s->phase);
     free(s);
+}
+
+/* This PE's snapshot `s`, or NULL with the reason in `why`: outside a running PE, an object
+ * that does not exist here (never created, or destroyed), or an object that is not a snapshot
+ * (its partition is the user's memory: never read it as one). */
+static snapshot *find(mp_snapshot_t s, char *why, size_t n)
+{
+    mpr_pe *pe = mpr_pe_self();
+    mpr_obj *o = mpr_obj_find(pe, s);
+    if (!pe)
+        snprintf(why, n, "snapshot object %u does not exist: called outside a running PE", s);
+    else if (!o || !o->partition)
+        snprintf(why, n, "snapshot object %u does not exist on this PE", s);
+    else if (o->rt_fini != snapshot_free)
+        snprintf(why, n, "object %u is not a snapshot (it was not made by mp_snapshot_new)", s);
+    else
+        return o->partition;
+    return NULL;
+}
+
+/* For the calls that cannot return an error: misuse ends the run. */
+static snapshot *local(mp_snapshot_t s, const char *what)
+{
+    char why[160];
+    snapshot *p = find(s, why, sizeof why);
+    if (!p)
+        mpr_fatal("%s: %s", what, why);
+    return p;
+}
+
+/* For the calls that return a code: misuse is reported (MP_ERR_INVALID_ARG) and returned. */
+static snapshot *checked(mp_snapshot_t s, const char *what)
+{
+    char why[160];
+    snapshot *p = find(s, why, sizeof why);
+    if (!p)
+        mpr_misuse(MP_ERR_INVALID_ARG, "%s: %s", what, why);
+    return p;
 }
 
 mp_err mp_snapshot_new(mp_snapshot_t *out)
@@ -60,7 +91,7 @@ mp_err mp_snapshot_new(mp_snapshot_t *out)
     s->phase = mp_counter_new(0);
     mp_err e = mp_obj_create(s, &s->id);
     if (e) {
-        free(s);
+        snapshot_free(s);
         return e;
     }
     mpr_obj *o = mpr_obj_get(mpr_pe_self(), s->id);
@@ -70,11 +101,17 @@ mp_err mp_snapshot_new(mp_snapshot_t *out)
     return MP_SUCCESS;
 }
 
-mp_status mp_snapshot_query(mp_snapshot_t h) { return local(h)->frozen ? MP_WAIT : MP_OK; }
+mp_status mp_snapshot_query(mp_snapshot_t h)
+{
+    snapshot *s = checked(h, "mp_snapshot_query");
+    if (!s)
+        return MP_FAIL;
+    return s->frozen ? MP_WAIT : MP_OK;
+}
 
 void mp_snapshot_execute(mp_snapshot_t h)
 {
-    snapshot *s = local(h);
+    snapshot *s = local(h, "mp_snapshot_execute");
     if (s->frozen)
         mpr_misuse(MP_ERR_BAD_STATE, "snapshot %u: execute while frozen (query first)", h);
     s->started++;
@@ -84,14 +121,15 @@ static void remote_complete(void *p)
 {
     mp_obj_t *id = p;
     mp_access_declare(mpr_cur_enabler(mpr_pe_self()));
-    mp_counter_add(local(*id)->completed, 1);
+    mp_counter_add(local(*id, "mp_snapshot_complete")->completed, 1);
 }
 
 void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
 {
+    snapshot *s = local(h, "mp_snapshot_complete");
     mpr_pe *pe = mpr_pe_self();
     if (executing_pe == pe->id)
-        mp_counter_add(local(h)->completed, 1);
+        mp_counter_add(s->completed, 1);
     else
         mpr_send_record(pe, executing_pe, remote_complete, &h, sizeof h, MP_SCHED_URGENT, NULL, 0,
                         NULL);
@@ -99,7 +137,9 @@ void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
 
 mp_err mp_snapshot_suspend(mp_snapshot_t h, mp_fiber_t continuation)
 {
-    snapshot *s = local(h);
+    snapshot *s = checked(h, "mp_snapshot_suspend");
+    if (!s)
+        return MP_ERR_INVALID_ARG;
     return mp_counter_wait(s->thaw, mp_counter_value(s->thaw) + 1, continuation);
 }
 
@@ -123,7 +163,7 @@ static void freeze_all_frozen(void *p)
 {
     step_args *a = p;
     mp_access_declare(a->access);
-    snapshot *s = local(a->id);
+    snapshot *s = local(a->id, "mp_snapshot_freeze");
     /* No PE admits mutators any more, so `started` is final: wait for our completions. */
     mp_fiber_t f = mp_fiber_create(freeze_drained, a, sizeof *a, MP_SCHED_URGENT);
     mp_counter_wait(s->completed, s->started, f);
@@ -131,7 +171,9 @@ static void freeze_all_frozen(void *p)
 
 mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
 {
-    snapshot *s = local(h);
+    snapshot *s = checked(h, "mp_snapshot_freeze");
+    if (!s)
+        return MP_FAIL;
     if (!done || s->frozen) {
         mpr_misuse(done ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG, "snapshot %u: freeze %s", h,
                    done ? "while already frozen" : "without a counter");
@@ -144,7 +186,7 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
 
 void mp_snapshot_unfreeze(mp_snapshot_t h)
 {
-    snapshot *s = local(h);
+    snapshot *s = local(h, "mp_snapshot_unfreeze");
     s->frozen = false;
     mp_counter_add(s->thaw, 1);
 }
@@ -163,14 +205,15 @@ static void sync_frozen(void *p)
     mp_access_declare(a->access);
     mp_counter_free(a->scratch);
     /* Every PE must have drained its share before anyone unfreezes. */
-    after_barrier(local(a->id), sync_done, (step_args){a->id, a->done, NULL, a->access});
+    after_barrier(local(a->id, "mp_snapshot_sync"), sync_done,
+                  (step_args){a->id, a->done, NULL, a->access});
 }
 
 static void sync_start(void *p)
 {
     step_args *a = p;
     mp_access_declare(a->access);
-    snapshot *s = local(a->id);
+    snapshot *s = local(a->id, "mp_snapshot_sync");
     mpr_counter *mine = mp_counter_new(0);
     step_args next = {a->id, a->done, mine, a->access};
     mp_fiber_t f = mp_fiber_create(sync_frozen, &next, sizeof next, MP_SCHED_URGENT);
@@ -181,7 +224,9 @@ static void sync_start(void *p)
 
 mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
 {
-    snapshot *s = local(h);
+    snapshot *s = checked(h, "mp_snapshot_sync");
+    if (!s)
+        return MP_FAIL;
     if (!done || s->frozen) {
         mpr_misuse(MP_ERR_BAD_STATE, "snapshot %u: sync %s", h,
                    done ? "while frozen" : "without a counter");

@@ -35,3 +35,113 @@ def test_sleeping_pes_wake_at_once_for_messages(rt):
     run = rt.run("objects", env={"MPROF_PES": 8, "MPROF_SPIN": 0})
     assert "objects: OK" in run.stdout
     assert run.profile["elapsed_s"] < 1.0
+
+
+# --- misuse: each case prints "<case> <code>"; the message is on stderr -----------------
+
+def codes_of(run) -> dict[str, str]:
+    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
+
+
+def check_cases(run, cases: dict):
+    codes = codes_of(run)
+    for case, (code, message) in cases.items():
+        assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{run.describe()}"
+        if message:
+            assert message in run.stderr, f"{case}: no '{message}' on stderr\n{run.stderr}"
+
+
+NOT_CREATED = ("does not exist on this PE (it was not created here by mp_obj_create or "
+               "mp_obj_create_named) (invalid argument)")
+OBJECT_MISUSE = {
+    "named_null_reduce": (0, None),
+    "named_twice": (5, "object name 6 is in use on this PE (mp_obj_destroy it first)"),
+    "named_twice_kept": (0, None),
+    "named_out_of_range": (1, "object name 4294967295 is not in the reserved range [1, 1024)"),
+    # MP_FAIL (2): the ids spun in the table's growth or asked for gigabytes
+    "barrier_id_max": (2, f"mp_obj_barrier: object 4294967295 {NOT_CREATED}"),
+    "destroy_id_2_31": (2, f"mp_obj_destroy: object 2147483649 {NOT_CREATED}"),
+    "barrier_id_1e8": (2, f"mp_obj_barrier: object 100000000 {NOT_CREATED}"),
+    "barrier_never_created": (2, "mp_obj_barrier: object 2025 does not exist"),
+    "reduce_named_never_created": (2, "mp_obj_reduce: object 9 does not exist"),
+    "destroy_never_created": (2, "mp_obj_destroy: object 1026 does not exist"),
+    "local_never_created": (0, None),
+    "reduce_unknown_op": (2, "mp_obj_reduce: unknown reduction operation 99 (invalid argument)"),
+    "reduce_null_counter": (2, "mp_obj_reduce needs a counter (invalid argument)"),
+}
+
+
+@pytest.mark.parametrize("npes", [1, 3, 4])
+def test_objects_refuse_ids_never_handed_out_names_taken_twice_and_unknown_ops(rt, npes):
+    run = rt.run("objects", "misuse", env={"MPROF_PES": npes}, timeout=30)
+    check_cases(run, OBJECT_MISUSE)
+    assert "counter=3 target=3" in run.stdout  # no refused call touched the counter
+    assert "misuse rc=0" in run.stdout
+    assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
+    assert len(run.stderr.splitlines()) == 10
+
+
+NOT_SNAPSHOT = "object 1024 is not a snapshot (it was not made by mp_snapshot_new)"
+SNAPSHOT_MISUSE = {
+    "query_before_main": (2, ("mprof: error: mp_snapshot_query: snapshot object 1 does not "
+                              "exist: called outside a running PE (invalid argument)")),
+    "freeze_before_main": (2, ("mp_snapshot_freeze: snapshot object 1 does not exist: called "
+                               "outside a running PE")),
+    "query_not_snapshot": (2, f"PE 0: mp_snapshot_query: {NOT_SNAPSHOT} (invalid argument)"),
+    "suspend_not_snapshot": (1, f"mp_snapshot_suspend: {NOT_SNAPSHOT}"),
+    "freeze_not_snapshot": (2, f"mp_snapshot_freeze: {NOT_SNAPSHOT}"),
+    "sync_not_snapshot": (2, f"mp_snapshot_sync: {NOT_SNAPSHOT}"),
+    "query_rts_object": (2, "mp_snapshot_query: snapshot object 0 does not exist on this PE"),
+    "query_never_created": (2, "snapshot object 2025 does not exist on this PE"),
+    "query_id_max": (2, "snapshot object 4294967295 does not exist on this PE"),
+    "query_snapshot": (0, None),
+}
+
+
+def test_snapshot_calls_on_other_objects_are_refused_and_leave_the_partition_alone(rt):
+    # P = 3: execute on a user object used to increment another PE's partition
+    run = rt.run("snapshot", "misuse", env={"MPROF_PES": 3}, timeout=30)
+    check_cases(run, SNAPSHOT_MISUSE)
+    assert "misuse rc=0" in run.stdout
+
+
+@pytest.mark.parametrize("call,message", [
+    ("execute", f"mprof: fatal: PE 0: mp_snapshot_execute: {NOT_SNAPSHOT}"),
+    ("complete", f"mprof: fatal: PE 0: mp_snapshot_complete: {NOT_SNAPSHOT}"),
+    ("unfreeze", f"mprof: fatal: PE 0: mp_snapshot_unfreeze: {NOT_SNAPSHOT}"),
+    # dereferenced the missing PE (SIGSEGV)
+    ("complete_before_main", ("mprof: fatal: mp_snapshot_complete: snapshot object 1 does not "
+                              "exist: called outside a running PE")),
+])
+def test_snapshot_calls_that_return_nothing_end_the_run_on_misuse(rt, call, message):
+    run = rt.run("snapshot", "fatal", call, env={"MPROF_PES": 3}, profile=False, expect_rc=3,
+                 timeout=30)
+    assert message in run.stderr, run.describe()
+    assert "survived" not in run.stdout
+
+
+BULK_MISUSE = {
+    "read_null_counter": (2, "mp_bulk_read needs a counter (done is NULL) (invalid argument)"),
+    "read_null_dst": (2, "mp_bulk_read of 8 bytes with a NULL destination (invalid argument)"),
+    "read_null_src": (2, "mp_bulk_read of 8 bytes with a NULL source (invalid argument)"),
+    "write_null_counter": (2, "mp_bulk_write needs a counter (done is NULL)"),
+    "write_null_dst": (2, "mp_bulk_write of 8 bytes with a NULL destination"),
+    "write_null_src_local": (2, "mp_bulk_write of 8 bytes with a NULL source"),
+    "store_null_fn": (2, "mp_bulk_store with a NULL on_arrival function (invalid argument)"),
+    "store_null_src": (2, "mp_bulk_store of 8 bytes with a NULL source"),
+    "store_null_user": (2, "mp_bulk_store with a NULL user pointer for user bytes"),
+    "store_user_over": (2, ("store arrival arguments of 1001 user bytes exceed the 1000-byte "
+                            "limit (message or arguments too large)")),
+    # wrapped around the limit, then memcpy(SIZE_MAX) (SIGSEGV)
+    "store_user_huge": (2, "store arrival arguments of 18446744073709551615 user bytes"),
+    "store_user_wraps": (2, "store arrival arguments of 18446744073709551592 user bytes"),
+    "store_user_fits": (0, None),  # MP_OK
+}
+
+
+def test_bulk_misuse_fails_with_a_message(rt):
+    run = rt.run("bulk", "misuse", timeout=30)
+    check_cases(run, BULK_MISUSE)
+    assert "counter=0" in run.stdout
+    assert "misuse rc=0" in run.stdout
+    assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())

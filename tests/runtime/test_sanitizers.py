@@ -31,6 +31,23 @@ def test_objects_under_sanitizer(rt_san, npes):
     rt_san.run("objects", env={"MPROF_PES": npes}, timeout=120)
 
 
+@pytest.mark.parametrize("args", [("objects", "misuse"), ("snapshot", "misuse"),
+                                  ("bulk", "misuse")], ids=["objects", "snapshot", "bulk"])
+def test_object_snapshot_bulk_misuse_under_sanitizer(rt_san, args):
+    """Refused calls touch no memory they were not given (a snapshot call on a user object
+    read and wrote past its partition; a huge mp_bulk_store user size copied SIZE_MAX)."""
+    run = rt_san.run(*args, env={"MPROF_PES": 3}, timeout=120)
+    assert "misuse rc=0" in run.stdout
+
+
+def test_snapshot_complete_before_mp_main_under_sanitizer(rt_san):
+    """(A fatal misuse inside a run exits with the PEs' memory held: LeakSanitizer reports it,
+    so only the call made before mp_main runs here.)"""
+    run = rt_san.run("snapshot", "fatal", "complete_before_main", profile=False, expect_rc=3,
+                     timeout=120)
+    assert "mprof: fatal: mp_snapshot_complete: " in run.stderr
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_category_sampling_under_sanitizer(rt_san, workers):
     """The sampler's signal handler reads the PE's state on its own thread, and a shared

@@ -1,5 +1,8 @@
 /* bulk.c -- bulk read, write and store between PE 0 and PE 1, remote and local, with data
- * verification.  Prints the bytes PE 0 copied locally (ByteCopy in the profile). */
+ * verification.  Prints the bytes PE 0 copied locally (ByteCopy in the profile).
+ * Scenario "misuse": NULL counters, buffers and functions, and user bytes beyond the limit
+ * (SIZE_MAX must not wrap around it) are refused with MP_FAIL and a message on stderr
+ * ("<case> <code>" lines, as misuse.c prints). */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -103,8 +106,49 @@ static void pe_main(int argc, char **argv)
     mp_counter_free(c);
 }
 
+static void report(const char *what, int code)
+{
+    printf("%s %d\n", what, code);
+    fflush(stdout);
+}
+
+static void nop(void *p) { (void)p; }
+
+static void misuse_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    int last = mp_npes() - 1;
+    static unsigned char big[2048];
+    mp_counter_t d = mp_counter_new(0);
+    report("read_null_counter", mp_bulk_read(last, big, big + 100, 8, NULL));
+    report("read_null_dst", mp_bulk_read(last, big, NULL, 8, d));
+    report("read_null_src", mp_bulk_read(last, NULL, big, 8, d));
+    report("write_null_counter", mp_bulk_write(last, big, big + 100, 8, NULL));
+    report("write_null_dst", mp_bulk_write(last, NULL, big, 8, d));
+    report("write_null_src_local", mp_bulk_write(0, big, NULL, 8, d));
+    report("store_null_fn", mp_bulk_store(last, big, big, 8, d, NULL, NULL, 0));
+    report("store_null_src", mp_bulk_store(last, big, NULL, 8, d, nop, NULL, 0));
+    report("store_null_user", mp_bulk_store(last, big, big, 8, d, nop, NULL, 8));
+    size_t room = MP_FIBER_ARGS_MAX - sizeof(mp_store_arrival);
+    report("store_user_over", mp_bulk_store(last, big, big, 8, d, nop, big, room + 1));
+    report("store_user_huge", mp_bulk_store(last, big, big, 8, d, nop, big, SIZE_MAX));
+    report("store_user_wraps",
+           mp_bulk_store(last, big, big, 8, d, nop, big, SIZE_MAX - sizeof(mp_store_arrival) + 1));
+    printf("counter=%llu\n", (unsigned long long)mp_counter_value(d));
+    /* the largest user bytes still go */
+    report("store_user_fits", mp_bulk_store(last, big, big, 8, d, nop, big, room));
+    mp_counter_free(d);
+}
+
 int main(int argc, char **argv)
 {
+    if (strcmp(tst_scenario(argc, argv, "default"), "misuse") == 0) {
+        int rc = tst_run(argc, argv, 2, misuse_main);
+        printf("misuse rc=%d\n", rc);
+        return rc;
+    }
     for (int i = 0; i < 2; i++)
         CHECK((mem[i] = calloc(3, LARGE)) != NULL);
     int rc = tst_run(argc, argv, 2, pe_main);

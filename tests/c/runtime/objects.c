@@ -1,6 +1,9 @@
 /* objects.c -- the distributed object manager on P PEs (MPROF_PES): collective creation gives
  * the same ids everywhere, barriers hold every PE until all arrived, sum/min/max reductions,
- * two objects with global operations in flight at the same time, and collective destruction. */
+ * two objects with global operations in flight at the same time, and collective destruction.
+ * Scenario "misuse": ids the runtime never handed out, a reserved name taken twice, an
+ * unknown reduction are refused (prints "<case> <code>" lines, as misuse.c does), while a
+ * barrier whose messages reach a PE before that PE created the object still completes. */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -71,8 +74,88 @@ static void pe_main(int argc, char **argv)
     mp_counter_free(c);
 }
 
+static void report(const char *what, int code)
+{
+    printf("%s %d\n", what, code);
+    fflush(stdout);
+}
+
+static mp_counter_t ready[MAXPE];
+static int named_part[MAXPE];
+
+static void misuse_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype(), P = mp_npes();
+    mp_counter_t c = mp_counter_new(0);
+    uint64_t target = 0;
+    ready[me] = mp_counter_new(0);
+    mp_obj_t x;
+    CHECK_OK(mp_obj_create(NULL, &x)); /* a partition-less object: barriers only */
+    CHECK_EQ(mp_obj_barrier(x, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, ++target)); /* every ready[] is set */
+
+    /* Legitimate early arrival: the next object's root creates it only after the other PEs'
+     * barrier messages for it may have reached it. */
+    int late = (int)((x + 1) % (mp_obj_t)P);
+    mp_obj_t y;
+    if (me == late) {
+        CHECK_OK(mp_block_until(ready[me], (uint64_t)P - 1));
+        CHECK_OK(mp_obj_create(&named_part[me], &y));
+    } else {
+        CHECK_OK(mp_obj_create(&named_part[me], &y));
+        CHECK_EQ(mp_obj_barrier(y, c), MP_WAIT);
+        CHECK_OK(mp_counter_add_remote(late, ready[late], 1));
+    }
+    CHECK_EQ(y, x + 1);
+    if (me == late)
+        CHECK_EQ(mp_obj_barrier(y, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, ++target));
+    CHECK(mp_obj_local(y) == &named_part[me]);
+
+    /* a reserved name with a NULL partition is an object too; taken twice it is refused */
+    CHECK_OK(mp_obj_create_named(7, NULL));
+    double sum = -1;
+    CHECK_EQ(mp_obj_reduce(7, MP_REDUCE_SUM, 1.0, &sum, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, ++target));
+    CHECK_EQ(sum, (double)P);
+    if (me == 0) {
+        report("named_null_reduce", (int)sum == P ? MP_SUCCESS : MP_ERR_INVALID_ARG);
+        CHECK_OK(mp_obj_create_named(6, &named_part[0]));
+        report("named_twice", mp_obj_create_named(6, &named_part[1]));
+        report("named_twice_kept",
+               mp_obj_local(6) == &named_part[0] ? MP_SUCCESS : MP_ERR_BAD_STATE);
+        report("named_out_of_range", mp_obj_create_named(UINT32_MAX, &named_part[0]));
+        /* ids never handed out: refused at once (they spun, or asked for a huge table) */
+        report("barrier_id_max", mp_obj_barrier((mp_obj_t)0xFFFFFFFF, c));
+        report("destroy_id_2_31", mp_obj_destroy((mp_obj_t)0x80000001, c));
+        report("barrier_id_1e8", mp_obj_barrier((mp_obj_t)100000000, c));
+        report("barrier_never_created", mp_obj_barrier(y + 1000, c));
+        report("reduce_named_never_created", mp_obj_reduce(9, MP_REDUCE_MAX, 1, &sum, c));
+        report("destroy_never_created", mp_obj_destroy(y + 1, c));
+        report("local_never_created", mp_obj_local(100000000) == NULL ? MP_SUCCESS : 1);
+        report("reduce_unknown_op", mp_obj_reduce(x, (mp_reduce_op)99, 1, &sum, c));
+        report("reduce_null_counter", mp_obj_reduce(x, MP_REDUCE_SUM, 1, &sum, NULL));
+        printf("counter=%llu target=%llu\n", (unsigned long long)mp_counter_value(c),
+               (unsigned long long)target);
+    }
+    /* nothing above started an operation: the objects still work */
+    CHECK_EQ(mp_obj_reduce(x, MP_REDUCE_MAX, (double)me, &sum, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, ++target));
+    CHECK_EQ(sum, (double)(P - 1));
+    CHECK_EQ(mp_obj_destroy(y, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, ++target));
+    CHECK(mp_obj_local(y) == NULL);
+    mp_counter_free(c);
+}
+
 int main(int argc, char **argv)
 {
+    if (strcmp(tst_scenario(argc, argv, "default"), "misuse") == 0) {
+        int rc = tst_run(argc, argv, 4, misuse_main);
+        printf("misuse rc=%d\n", rc);
+        return rc;
+    }
     int rc = tst_run(argc, argv, 4, pe_main);
     if (rc)
         return rc;

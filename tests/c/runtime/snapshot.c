@@ -2,7 +2,12 @@
  * a mutator executes on its PE and completes on another.  Twice, every PE freezes: when
  * the freeze is done all mutators that executed on this PE have completed, queries return
  * WAIT and the chain is suspended; after unfreeze it resumes.  At the end a sync waits for
- * every mutator on every PE. */
+ * every mutator on every PE.
+ * Scenario "misuse": snapshot calls on an object that is not a snapshot, or that does not
+ * exist, are refused with a code ("<case> <code>" lines, as misuse.c prints) and the user's
+ * partition is left alone.  Scenario "fatal <call>": the calls that return nothing end the
+ * run with a message (exit 3): execute / complete / unfreeze on a user object, complete
+ * before mp_main. */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -89,8 +94,84 @@ static void pe_main(int argc, char **argv)
     CHECK_OK(mp_spawn(mutator, &c, sizeof c, MP_SCHED_FIFO));
 }
 
+static void report(const char *what, int code)
+{
+    printf("%s %d\n", what, code);
+    fflush(stdout);
+}
+
+static int user_part[MAXPE][4]; /* a user object's partition, with guards on either side */
+static mp_obj_t user_obj[MAXPE];
+
+static void misuse_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype();
+    CHECK_OK(mp_obj_create(&user_part[me][1], &user_obj[me]));
+    CHECK_OK(mp_snapshot_new(&snap));
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_EQ(mp_obj_barrier(snap, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, 1));
+    if (me == 0) {
+        mp_obj_t u = user_obj[me];
+        report("query_not_snapshot", mp_snapshot_query(u));
+        report("suspend_not_snapshot",
+               mp_snapshot_suspend(u, mp_fiber_create(apply, &me, sizeof me, MP_SCHED_FIFO)));
+        report("freeze_not_snapshot", mp_snapshot_freeze(u, c));
+        report("sync_not_snapshot", mp_snapshot_sync(u, c));
+        report("query_rts_object", mp_snapshot_query(MP_OBJ_RTS));
+        report("query_never_created", mp_snapshot_query(snap + 1000));
+        report("query_id_max", mp_snapshot_query((mp_snapshot_t)0xFFFFFFFF));
+        report("query_snapshot", mp_snapshot_query(snap)); /* the real one still works */
+    }
+    CHECK_EQ(mp_obj_barrier(snap, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, 2));
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(user_part[me][i], 0);
+    mp_counter_free(c);
+}
+
+static const char *fatal_call;
+
+static void fatal_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype();
+    CHECK_OK(mp_obj_create(&user_part[me][1], &user_obj[me]));
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_EQ(mp_obj_barrier(user_obj[me], c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, 1));
+    if (me != 0)
+        return;
+    if (strcmp(fatal_call, "execute") == 0)
+        mp_snapshot_execute(user_obj[me]);
+    else if (strcmp(fatal_call, "complete") == 0)
+        mp_snapshot_complete(user_obj[me], mp_npes() - 1);
+    else if (strcmp(fatal_call, "unfreeze") == 0)
+        mp_snapshot_unfreeze(user_obj[me]);
+    printf("survived %s\n", fatal_call);
+}
+
 int main(int argc, char **argv)
 {
+    const char *scenario = tst_scenario(argc, argv, "default");
+    if (strcmp(scenario, "misuse") == 0) {
+        /* outside a running PE: returned where the call returns a code */
+        report("query_before_main", mp_snapshot_query(1));
+        report("freeze_before_main", mp_snapshot_freeze(1, NULL));
+        int rc = tst_run(argc, argv, 3, misuse_main);
+        printf("misuse rc=%d\n", rc);
+        return rc;
+    }
+    if (strcmp(scenario, "fatal") == 0 && argc > 2) {
+        fatal_call = argv[2];
+        if (strcmp(fatal_call, "complete_before_main") == 0) {
+            mp_snapshot_complete(1, 0); /* dereferenced the missing PE */
+            puts("survived complete_before_main");
+            return 0;
+        }
+        return tst_run(argc, argv, 3, fatal_main);
+    }
     int rc = tst_run(argc, argv, 4, pe_main);
     if (rc)
         return rc;
