@@ -243,7 +243,7 @@ static void finish_build(bg_part *p)
 
 mp_status bg_finalize(bg_t g, mp_counter_t done)
 {
-    bg_part *p = mp_obj_local(g);
+    bg_part *p = graph_or_null(g, "bg_finalize");
     if (!p || !done || !p->building)
         return MP_FAIL;
     p->building = false;

@@ -15,6 +15,10 @@
 #define LIB_MODULE "bipartite"
 #include "lib_internal.h"
 
+/* Tags a graph's partition: a handle is a bare object id, and an id of another kind of object
+ * must be refused before its partition is read as a graph's. */
+#define BG_MAGIC 0x42475250u /* "BGRP" */
+
 typedef struct {
     bg_node_id dst_index;
     bg_node_id src;
@@ -22,6 +26,7 @@ typedef struct {
 } pending_edge;
 
 typedef struct {
+    uint32_t magic; /* BG_MAGIC while the partition lives */
     mp_obj_t id;
     int me, npes;
     size_t ss; /* state size */
@@ -61,7 +66,44 @@ typedef struct {
     bipartite_stats_t *st;
 } bg_part;
 
-static inline bg_part *part_of(bg_t g) { return lib_part(g); }
+/* Misuse that the call reports through its result as well: told here, as the runtime does, so
+ * that a bare error code is not the only trace of it. */
+static __attribute__((format(printf, 1, 2), unused)) void bgi_misuse(const char *fmt, ...)
+{
+    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
+    int n = snprintf(line, sizeof line, "bipartite (PE %d): ", mp_mype());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+}
+
+/* The partition of graph `g` on this PE, or NULL after a report naming `fn` when `g` is no
+ * live bipartite graph here (for the calls that can return an error). */
+static inline bg_part *graph_or_null(bg_t g, const char *fn)
+{
+    bg_part *p = mp_obj_local(g);
+    if (!p)
+        bgi_misuse("%s: object %u is not a bipartite graph on this PE (not created here, or "
+                   "destroyed)",
+                   fn, g);
+    else if (p->magic != BG_MAGIC)
+        bgi_misuse("%s: object %u is not a bipartite graph", fn, g);
+    else
+        return p;
+    return NULL;
+}
+
+/* The same for the calls that cannot return an error, and the library's own fibers: misuse
+ * ends the run. */
+static inline bg_part *part_of(bg_t g)
+{
+    bg_part *p = lib_part(g);
+    if (p->magic != BG_MAGIC)
+        lib_die("object %u is not a bipartite graph", g);
+    return p;
+}
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 

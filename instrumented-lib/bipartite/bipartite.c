@@ -12,10 +12,20 @@
 
 mp_err bg_create(size_t state_size, bg_t *out)
 {
-    if (!out || state_size == 0)
+    if (!out || state_size == 0) {
+        bgi_misuse("bg_create: %s", out ? "state_size is 0" : "NULL out");
         return MP_ERR_INVALID_ARG;
+    }
+    /* a validate sends a node's state in one message at least (and the sizes computed from
+     * state_size cannot wrap below this bound) */
+    if (state_size > mp_max_message()) {
+        bgi_misuse("bg_create: state_size %zu exceeds the largest message (%zu bytes)", state_size,
+                   mp_max_message());
+        return MP_ERR_TOO_LARGE;
+    }
     LIB_PERF_INIT(bipartite_perf_init);
     bg_part *p = lib_calloc(1, sizeof *p);
+    p->magic = BG_MAGIC;
     p->me = mp_mype();
     p->npes = mp_npes();
     p->ss = state_size;
@@ -35,16 +45,26 @@ mp_err bg_create(size_t state_size, bg_t *out)
     return MP_SUCCESS;
 }
 
+/* Room for one more local node (node ids hold a 32-bit local index). */
+static void grow_nodes(bg_part *p)
+{
+    if (p->n == (size_t)UINT32_MAX + 1)
+        lib_die("bg_add_node: more than 2^32 nodes on one PE (node ids hold a 32-bit index)");
+    size_t ncap = p->ncap ? 2 * p->ncap : 256, bytes;
+    if (__builtin_mul_overflow(ncap, p->ss, &bytes))
+        lib_die("bg_add_node: %zu nodes of %zu bytes exceed the address space", ncap, p->ss);
+    p->color = lib_realloc(p->color, ncap);
+    p->states = lib_realloc(p->states, bytes);
+    p->ncap = ncap;
+}
+
 bg_node_id bg_add_node(bg_t g, bg_color color, const void *state)
 {
     bg_part *p = part_of(g);
     if (!p->building || (color != BG_RED && color != BG_BLACK))
         lib_die("bg_add_node after bg_finalize or with a bad colour");
-    if (p->n == p->ncap) {
-        p->ncap = p->ncap ? 2 * p->ncap : 256;
-        p->color = lib_realloc(p->color, p->ncap);
-        p->states = lib_realloc(p->states, p->ncap * p->ss);
-    }
+    if (p->n == p->ncap)
+        grow_nodes(p);
     p->color[p->n] = (uint8_t)color;
     if (state)
         memcpy(p->states + p->n * p->ss, state, p->ss);
@@ -56,7 +76,9 @@ bg_node_id bg_add_node(bg_t g, bg_color color, const void *state)
 
 mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight)
 {
-    bg_part *p = part_of(g);
+    bg_part *p = graph_or_null(g, "bg_add_edge");
+    if (!p)
+        return MP_ERR_INVALID_ARG;
     if (!p->building || BG_OWNER(dst) != p->me || BG_INDEX(dst) >= p->n || BG_OWNER(src) < 0 ||
         BG_OWNER(src) >= p->npes)
         return MP_ERR_INVALID_ARG;
@@ -122,7 +144,7 @@ static void bg_val_received(void *args)
 
 mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done)
 {
-    bg_part *p = mp_obj_local(g);
+    bg_part *p = graph_or_null(g, "bg_validate");
     if (!p || !done || !p->finalized || (c != BG_RED && c != BG_BLACK))
         return MP_FAIL;
     BIPARTITE_INC(p->st, NValidate, 1);
@@ -202,7 +224,7 @@ static void bg_update_fiber(void *args)
 
 mp_status bg_update(bg_t g, bg_color c, bg_update_fn fn, void *ctx, mp_counter_t done)
 {
-    bg_part *p = mp_obj_local(g);
+    bg_part *p = graph_or_null(g, "bg_update");
     if (!p || !fn || !done || !p->finalized || (c != BG_RED && c != BG_BLACK))
         return MP_FAIL;
     upd_args a = {g, (int)c, fn, ctx, done, 0};
@@ -270,12 +292,13 @@ static void part_free(void *arg)
     mp_counter_t counters[] = {p->started, p->fin, p->recv, p->sent, p->phase};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         mp_counter_free(counters[i]);
+    p->magic = 0;
     free(p);
 }
 
 mp_status bg_destroy(bg_t g, mp_counter_t done)
 {
-    bg_part *p = mp_obj_local(g);
+    bg_part *p = graph_or_null(g, "bg_destroy");
     if (!p || !done || (!p->building && !p->finalized))
         return MP_FAIL; /* (a finalize in progress) */
     return lib_destroy(g, 0, part_free, p, done);

@@ -55,11 +55,17 @@ typedef struct {
     const bg_edge *edges; /* edges into this node */
 } bg_node;
 
-/* Collective: a graph whose nodes carry `state_size` bytes of state. */
+/* Collective: a graph whose nodes carry `state_size` bytes of state.  MP_ERR_INVALID_ARG: NULL
+ * out or state_size 0; MP_ERR_TOO_LARGE: state_size above mp_max_message() (a node's state
+ * travels in one message).  Both reported on stderr; nothing is created. */
 mp_err bg_create(size_t state_size, bg_t *out);
 
 /* Building (before bg_finalize): a local node (state copied; NULL = zeros) and an edge into
- * the local node `dst` from any node `src` of the other colour. */
+ * the local node `dst` from any node `src` of the other colour.  bg_add_node has no error
+ * value: a handle that is no live graph here, a call after bg_finalize, a bad colour, more than
+ * 2^32 nodes on one PE or running out of memory end the run with a message.  The calls that
+ * return an mp_err or mp_status refuse a handle that is no live graph on this PE
+ * (MP_ERR_INVALID_ARG / MP_FAIL, reported on stderr). */
 bg_node_id bg_add_node(bg_t g, bg_color color, const void *state);
 mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight);
 

@@ -22,6 +22,11 @@
 #define LIB_MODULE "hashtable"
 #include "lib_internal.h"
 
+/* Tags a table's partition: a handle is a bare object id, and an id of another kind of object
+ * (the table's snapshot, a task stealer) must be refused before its partition is read as a
+ * table's (it would jump through whatever lies where the hash function pointer is). */
+#define HT_MAGIC 0x4854424cu /* "HTBL" */
+
 enum { OP_INSERT = 0, OP_DELETE = 1, OP_LOOKUP = 2 };
 
 typedef struct ht_entry {
@@ -31,6 +36,7 @@ typedef struct ht_entry {
 } ht_entry;
 
 typedef struct {
+    uint32_t magic; /* HT_MAGIC while the partition lives */
     mp_obj_t id;
     ht_options o;
     mp_snapshot_t snap;
@@ -43,6 +49,9 @@ typedef struct {
      * so a scan of every bin would cost each PE as much at 16 PEs as at 1 */
     uint64_t *occupied;
     size_t count;
+    /* entries freed so far: an iterator that sees it move may hold a freed entry (see
+     * ht_iter_next) */
+    uint64_t removals;
     hashtable_stats_t *st;
 } ht_part;
 
@@ -71,7 +80,43 @@ typedef struct {
     _Alignas(16) unsigned char value[];
 } ht_reply;
 
-static ht_part *part_of(ht_t h) { return lib_part(h); }
+/* Misuse that the call reports through its result as well: told here, as the runtime does, so
+ * that a bare MP_FAIL or error code is not the only trace of it. */
+static __attribute__((format(printf, 1, 2))) void misuse(const char *fmt, ...)
+{
+    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
+    int n = snprintf(line, sizeof line, "hashtable (PE %d): ", mp_mype());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+}
+
+/* The partition of table `h` on this PE, or NULL after a report naming `fn` when `h` is no live
+ * hash table here (for the calls that can return MP_FAIL). */
+static ht_part *table_or_null(ht_t h, const char *fn)
+{
+    ht_part *p = mp_obj_local(h);
+    if (!p)
+        misuse("%s: object %u is not a hash table on this PE (not created here, or destroyed)", fn,
+               h);
+    else if (p->magic != HT_MAGIC)
+        misuse("%s: object %u is not a hash table", fn, h);
+    else
+        return p;
+    return NULL;
+}
+
+/* The same for the calls that cannot return an error, and the library's own fibers: misuse
+ * ends the run. */
+static ht_part *part_of(ht_t h)
+{
+    ht_part *p = lib_part(h);
+    if (p->magic != HT_MAGIC)
+        lib_die("object %u is not a hash table", h);
+    return p;
+}
 
 static size_t occupied_words(size_t nbins) { return (nbins + 63) / 64; }
 
@@ -114,15 +159,49 @@ void ht_options_init(ht_options *o, size_t key_size, size_t value_size)
     o->sched = MP_SCHED_FIFO;
 }
 
+/* Whether fibers can be sent with scheduler `s`: a built-in one, or a custom one registered on
+ * this PE.  A bad id must be refused here: an operation that fails to send after the snapshot
+ * counted it would leave the next ht_sync waiting for ever. */
+static bool sched_usable(mp_sched_t s) { return mp_sched_known(s) != 0; }
+
+/* MP_SUCCESS, or MP_ERR_INVALID_ARG after a report of what is wrong with the options. */
+static mp_err check_options(const ht_options *o, const ht_t *out)
+{
+    if (!o || !out) {
+        misuse("ht_create: NULL %s", o ? "out" : "options");
+        return MP_ERR_INVALID_ARG;
+    }
+    /* each size is checked alone first: their sum may wrap around (SIZE_MAX + 2 is 1) */
+    if (o->key_size == 0 || o->key_size > HT_MAX_ITEM ||
+        o->value_size > HT_MAX_ITEM - o->key_size) {
+        misuse("ht_create: key_size %zu and value_size %zu: the key needs 1 byte or more, and key "
+               "and value together at most HT_MAX_ITEM (%d) bytes, as they travel in messages",
+               o->key_size, o->value_size, HT_MAX_ITEM);
+        return MP_ERR_INVALID_ARG;
+    }
+    if (o->bins_per_pe == 0) {
+        misuse("ht_create: bins_per_pe is 0");
+        return MP_ERR_INVALID_ARG;
+    }
+    if (!sched_usable(o->sched)) {
+        misuse("ht_create: scheduler %d is neither a built-in one (MP_SCHED_*) nor registered "
+               "with mp_sched_register on this PE",
+               o->sched);
+        return MP_ERR_INVALID_ARG;
+    }
+    return MP_SUCCESS;
+}
+
 mp_err ht_create(const ht_options *o, ht_t *out)
 {
-    if (!o || !out || o->key_size == 0 || o->key_size + o->value_size > HT_MAX_ITEM ||
-        o->bins_per_pe == 0)
-        return MP_ERR_INVALID_ARG;
+    mp_err e = check_options(o, out);
+    if (e != MP_SUCCESS)
+        return e;
     LIB_PERF_INIT(hashtable_perf_init);
     ht_part *p = calloc(1, sizeof *p);
     if (!p)
         return MP_ERR_NO_MEMORY;
+    p->magic = HT_MAGIC;
     p->o = *o;
     if (!p->o.hash)
         p->o.hash = fnv1a;
@@ -136,7 +215,6 @@ mp_err ht_create(const ht_options *o, ht_t *out)
         free(p);
         return MP_ERR_NO_MEMORY;
     }
-    mp_err e;
     if (o->snapshot) {
         p->snap = o->snapshot;
     } else if ((e = mp_snapshot_new(&p->snap)) != MP_SUCCESS) {
@@ -169,6 +247,7 @@ static void drop_entries(ht_part *p)
         }
         p->bins[b] = NULL;
     }
+    p->removals += p->count;
     memset(p->occupied, 0, occupied_words(p->nbins) * sizeof *p->occupied);
     p->count = 0;
 }
@@ -185,14 +264,19 @@ static void part_free(void *arg)
     drop_entries(p); /* (Entry keeps the count at destruction) */
     free(p->bins);
     free(p->occupied);
+    p->magic = 0;
     free(p);
 }
 
 mp_status ht_destroy(ht_t h, mp_counter_t done)
 {
-    ht_part *p = mp_obj_local(h);
-    if (!p || !done)
+    ht_part *p = table_or_null(h, "ht_destroy");
+    if (!p)
         return MP_FAIL;
+    if (!done) {
+        misuse("ht_destroy: NULL done counter");
+        return MP_FAIL;
+    }
     return lib_destroy(h, p->own_snap ? p->snap : 0, part_free, p, done);
 }
 
@@ -245,6 +329,7 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
             memcpy(value_out, e->data + ks, vs);
         *link = e->next;
         free(e);
+        p->removals++;
         if (!*head)
             p->occupied[b / 64] &= ~(1ull << (b % 64));
         p->count--;
@@ -349,10 +434,14 @@ static mp_status issue(ht_part *p, ht_req *q)
             mp_counter_add(q->done, 1);
         return MP_OK;
     }
+    if (mp_invoke(owner, ht_serve, q, sizeof *q + dsize, p->o.sched) != MP_SUCCESS) {
+        /* nothing left: the snapshot must not wait for a mutator that never went out */
+        if (mutator)
+            mp_snapshot_complete(p->snap, me);
+        return MP_FAIL;
+    }
     HASHTABLE_INC(p->st, NMsg, 1);
     HASHTABLE_INC(p->st, Bytes, dsize);
-    if (mp_invoke(owner, ht_serve, q, sizeof *q + dsize, p->o.sched) != MP_SUCCESS)
-        return MP_FAIL;
     return MP_WAIT;
 }
 
@@ -370,13 +459,37 @@ static void ht_resume(void *args)
     issue(p, q);
 }
 
+static const char *op_name(int op, bool acked)
+{
+    static const char *const names[2][3] = {{"ht_insert_unack", "ht_delete_unack", "ht_lookup"},
+                                            {"ht_insert", "ht_delete", "ht_lookup"}};
+    return names[acked][op];
+}
+
+/* The missing argument of an operation, or NULL when it has every one it needs. */
+static const char *missing_arg(const ht_part *p, int op, const void *key, const void *value,
+                               mp_counter_t done, bool acked)
+{
+    if (!key)
+        return "key";
+    if (acked && !done)
+        return "done counter";
+    if (op == OP_INSERT && p->o.value_size && !value)
+        return "value";
+    return NULL;
+}
+
 static mp_status start(ht_t h, int op, const void *key, const void *value, int *flag_out,
                        void *value_out, mp_counter_t done, bool acked)
 {
-    ht_part *p = mp_obj_local(h);
-    if (!p || !p->bins || !key || (acked && !done) ||
-        (op == OP_INSERT && p->o.value_size && !value))
+    ht_part *p = table_or_null(h, op_name(op, acked));
+    if (!p)
         return MP_FAIL;
+    const char *missing = missing_arg(p, op, key, value, done, acked);
+    if (missing) {
+        misuse("%s: NULL %s", op_name(op, acked), missing);
+        return MP_FAIL;
+    }
     unsigned char buf[sizeof(ht_req) + HT_MAX_ITEM];
     ht_req *q = (ht_req *)buf;
     q->h = h;
@@ -418,8 +531,10 @@ mp_status ht_delete_unack(ht_t h, const void *key)
 
 mp_status ht_lookup(ht_t h, const void *key, void *value, int *found, mp_counter_t done)
 {
-    if (!found)
+    if (!found) {
+        misuse("ht_lookup: NULL found");
         return MP_FAIL;
+    }
     return start(h, OP_LOOKUP, key, NULL, found, value, done, true);
 }
 
@@ -437,9 +552,13 @@ static void ht_synced(void *args)
 
 mp_status ht_sync(ht_t h, mp_counter_t done)
 {
-    ht_part *p = mp_obj_local(h);
-    if (!p || !done)
+    ht_part *p = table_or_null(h, "ht_sync");
+    if (!p)
         return MP_FAIL;
+    if (!done) {
+        misuse("ht_sync: NULL done counter");
+        return MP_FAIL;
+    }
     HASHTABLE_INC(p->st, NSync, 1);
     sync_args a = {mp_counter_new(0), done};
     mp_fiber_t f = mp_fiber_create(ht_synced, &a, sizeof a, MP_SCHED_FIFO);
@@ -459,14 +578,21 @@ void ht_clear_local(ht_t h) { free_entries(part_of(h)); }
 
 void ht_iter_init(ht_t h, ht_iter *it)
 {
-    it->part_ = part_of(h);
+    ht_part *p = part_of(h);
+    it->part_ = p;
     it->bin_ = 0;
     it->entry_ = NULL;
+    it->removals_ = p->removals;
 }
 
 bool ht_iter_next(ht_iter *it, const void **key, void **value)
 {
     ht_part *p = it->part_;
+    /* an entry freed since ht_iter_init may be the one the iterator holds: refuse before
+     * following its link (a local delete or clear while iterating, which hashtable.h forbids) */
+    if (p->removals != it->removals_)
+        lib_die("ht_iter_next: entries of the partition were deleted or cleared during the "
+                "iteration (not allowed: finish iterating first)");
     ht_entry *e = it->entry_ ? ((ht_entry *)it->entry_)->next : NULL;
     if (!e && it->bin_ < p->nbins) {
         size_t b = next_occupied(p, it->bin_);

@@ -9,7 +9,8 @@
  *   MP_OK    the bin is local: the operation is done, the counter was already incremented;
  *   MP_WAIT  the bin is remote (or a sync is freezing the table): the counter is incremented
  *            once the operation has taken effect at the owner and the results are written;
- *   MP_FAIL  invalid arguments; nothing happened.
+ *   MP_FAIL  invalid arguments (reported on stderr: a NULL argument, a handle that is not a
+ *            live hash table on this PE); nothing happened.
  * Inserts and deletes come acknowledged (with a counter and results) or unacknowledged
  * (fire and forget: they take effect eventually; ht_sync forces them).  Inserts and deletes
  * are the mutators of the table's snapshot object, so a sync waits for every insert and
@@ -62,7 +63,10 @@ typedef struct {
 
 void ht_options_init(ht_options *o, size_t key_size, size_t value_size);
 
-/* Collective: creates the table (and, unless o->snapshot is set, its snapshot object). */
+/* Collective: creates the table (and, unless o->snapshot is set, its snapshot object).
+ * MP_ERR_INVALID_ARG (reported on stderr, nothing created): NULL o or out, key_size 0,
+ * key_size + value_size above HT_MAX_ITEM, bins_per_pe 0, or a scheduler that is neither a
+ * built-in one nor registered on this PE.  MP_ERR_NO_MEMORY: the bins could not be allocated. */
 mp_err ht_create(const ht_options *o, ht_t *out);
 /* Collective, split-phase (MP_WAIT): frees the table, and its snapshot unless it shares
  * another object's.  Call it when the table is quiescent on every PE: after a sync with no
@@ -92,7 +96,8 @@ mp_status ht_lookup(ht_t h, const void *key, void *value, int *found, mp_counter
  * PE before its sync call has taken effect.  Always MP_WAIT (or MP_FAIL). */
 mp_status ht_sync(ht_t h, mp_counter_t done);
 
-/* Per-partition access (local bins only; no communication). */
+/* Per-partition access (local bins only; no communication).  These and ht_owner cannot return
+ * an error: a handle that is not a live hash table on this PE ends the run with a message. */
 size_t ht_local_count(ht_t h);
 void ht_clear_local(ht_t h);
 
@@ -100,9 +105,12 @@ typedef struct {
     void *part_;
     size_t bin_;
     void *entry_;
+    uint64_t removals_;
 } ht_iter;
 /* Iterates over the entries of this PE's partition.  Do not insert or delete locally while
- * iterating (remote operations only take effect in other fibers, so they are safe). */
+ * iterating (remote operations only take effect in other fibers, so they are safe within one
+ * fiber).  ht_iter_next ends the run with a message when entries of the partition were
+ * deleted (or cleared) since ht_iter_init, as the iterator may hold one of them. */
 void ht_iter_init(ht_t h, ht_iter *it);
 bool ht_iter_next(ht_iter *it, const void **key, void **value);
 

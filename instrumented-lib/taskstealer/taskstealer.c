@@ -60,6 +60,7 @@ mp_err ts_create(const ts_options *o, ts_t *out)
     ts_part *p = calloc(1, sizeof *p);
     if (!p)
         return MP_ERR_NO_MEMORY;
+    p->magic = TS_MAGIC;
     p->o = *o;
     p->me = mp_mype();
     p->npes = mp_npes();
@@ -219,11 +220,30 @@ static void ts_add_arrive(void *args)
     tsi_hunt(p);
 }
 
+/* Why ts_add cannot take the task, or NULL. */
+static const char *add_refusal(const ts_part *p, int dest, const void *task)
+{
+    if (!task)
+        return "NULL task";
+    if (dest < TS_ANY || dest >= p->npes)
+        return "destination is neither a PE nor TS_ANY";
+    /* termination was announced: no worker will ever remove the task (and no PE would count it
+     * for termination detection again) */
+    if (p->terminated)
+        return "the stealer has terminated: the task could never run";
+    return NULL;
+}
+
 mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
 {
-    ts_part *p = mp_obj_local(ts);
-    if (!p || !task || dest < TS_ANY || dest >= p->npes)
+    ts_part *p = stealer_or_null(ts, "ts_add");
+    if (!p)
         return MP_FAIL;
+    const char *why = add_refusal(p, dest, task);
+    if (why) {
+        tsi_misuse("ts_add (destination %d): %s", dest, why);
+        return MP_FAIL;
+    }
     ts_hints h = hints ? *hints : (ts_hints){0, 0, 0};
     if (dest == TS_ANY)
         dest = p->o.topology == TS_PUSH ? (int)(splitmix(&p->rng) % (uint64_t)p->npes) : p->me;
@@ -249,7 +269,7 @@ mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
 
 mp_status ts_remove(ts_t ts, void *task, ts_hints *hints, int *result, mp_counter_t done)
 {
-    ts_part *p = mp_obj_local(ts);
+    ts_part *p = stealer_or_null(ts, "ts_remove");
     if (!p || !task || !result || !done)
         return MP_FAIL;
     if (p->terminated) {
@@ -310,6 +330,7 @@ static void part_free(void *arg)
     free(p->nbrs);
     free(p->recv_buf);
     mp_counter_free(p->steals_answered);
+    p->magic = 0;
     free(p);
 }
 
@@ -325,11 +346,28 @@ static void ts_destroy_go(void *args)
         lib_die("mp_obj_destroy failed");
 }
 
+/* Why ts_destroy cannot start, or NULL. */
+static const char *destroy_refusal(const ts_part *p, mp_counter_t done)
+{
+    if (!done)
+        return "NULL done counter";
+    if (p->destroy_done)
+        return "called twice";
+    if (!p->terminated || p->in_progress)
+        return "before termination on this PE";
+    return NULL;
+}
+
 mp_status ts_destroy(ts_t ts, mp_counter_t done)
 {
-    ts_part *p = mp_obj_local(ts);
-    if (!p || !done || !p->terminated || p->in_progress || p->destroy_done)
+    ts_part *p = stealer_or_null(ts, "ts_destroy");
+    if (!p)
         return MP_FAIL;
+    const char *why = destroy_refusal(p, done);
+    if (why) {
+        tsi_misuse("ts_destroy: %s", why);
+        return MP_FAIL;
+    }
     p->destroy_done = done;
     destroy_args a = {ts};
     mp_fiber_t f = mp_fiber_create(ts_destroy_go, &a, sizeof a, MP_SCHED_FIFO);

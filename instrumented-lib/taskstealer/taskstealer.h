@@ -71,8 +71,10 @@ const char *ts_topology_name(ts_topology t);
 mp_err ts_create(const ts_options *o, ts_t *out);
 
 /* Adds a task to pool `dest` (a PE, or TS_ANY).  MP_OK: it is in the local pool (or was
- * handed to a waiting remove); MP_WAIT: it is on its way to another pool; MP_FAIL: bad
- * arguments.  hints may be NULL. */
+ * handed to a waiting remove); MP_WAIT: it is on its way to another pool; MP_FAIL (reported
+ * on stderr, nothing added): bad arguments, a handle that is no live task stealer here, or a
+ * stealer that has terminated on this PE (ts_terminated: no task added now could ever run).
+ * hints may be NULL. */
 mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints);
 
 /* Removes the local task with the highest priority into `task` (and `hints`, optional);
@@ -90,6 +92,9 @@ void ts_done(ts_t ts);
  * statistics stay in the run profile.  MP_FAIL before termination. */
 mp_status ts_destroy(ts_t ts, mp_counter_t done);
 
+/* These two and ts_done cannot return an error: a handle that is no live task stealer on this
+ * PE ends the run with a message.  The calls that return an mp_err or mp_status refuse it
+ * (MP_ERR_INVALID_ARG / MP_FAIL, reported on stderr). */
 bool ts_terminated(ts_t ts);
 size_t ts_local_count(ts_t ts);
 

@@ -16,6 +16,10 @@
 #define LIB_MODULE "taskstealer"
 #include "lib_internal.h"
 
+/* Tags a stealer's partition: a handle is a bare object id, and an id of another kind of
+ * object must be refused before its partition is read as a stealer's. */
+#define TS_MAGIC 0x54535452u /* "TSTR" */
+
 typedef struct {
     ts_hints h;
     uint64_t seq;
@@ -40,6 +44,7 @@ typedef struct waiter {
 } waiter;
 
 typedef struct {
+    uint32_t magic; /* TS_MAGIC while the partition lives */
     mp_obj_t id;
     ts_options o;
     int me, npes;
@@ -71,7 +76,44 @@ typedef struct {
     taskstealer_stats_t *st;
 } ts_part;
 
-static inline ts_part *part_of(ts_t ts) { return lib_part(ts); }
+/* Misuse that the call reports through its result as well: told here, as the runtime does, so
+ * that a bare error code is not the only trace of it. */
+static __attribute__((format(printf, 1, 2), unused)) void tsi_misuse(const char *fmt, ...)
+{
+    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
+    int n = snprintf(line, sizeof line, "taskstealer (PE %d): ", mp_mype());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+}
+
+/* The partition of stealer `ts` on this PE, or NULL after a report naming `fn` when `ts` is no
+ * live task stealer here (for the calls that can return an error). */
+static inline ts_part *stealer_or_null(ts_t ts, const char *fn)
+{
+    ts_part *p = mp_obj_local(ts);
+    if (!p)
+        tsi_misuse("%s: object %u is not a task stealer on this PE (not created here, or "
+                   "destroyed)",
+                   fn, ts);
+    else if (p->magic != TS_MAGIC)
+        tsi_misuse("%s: object %u is not a task stealer", fn, ts);
+    else
+        return p;
+    return NULL;
+}
+
+/* The same for the calls that cannot return an error, and the library's own fibers: misuse
+ * ends the run. */
+static inline ts_part *part_of(ts_t ts)
+{
+    ts_part *p = lib_part(ts);
+    if (p->magic != TS_MAGIC)
+        lib_die("object %u is not a task stealer", ts);
+    return p;
+}
 
 /* taskstealer.c */
 entry *tsi_heap_take(ts_part *p, size_t i);

@@ -109,7 +109,7 @@ static void w_remove(void *args)
 
 mp_err ts_run_worker(ts_t ts, const ts_worker_ops *ops, void *ctx, mp_counter_t finished)
 {
-    ts_part *p = mp_obj_local(ts);
+    ts_part *p = stealer_or_null(ts, "ts_run_worker");
     if (!p || !ops || !ops->run)
         return MP_ERR_INVALID_ARG;
     worker *w = calloc(1, sizeof *w);

@@ -164,6 +164,9 @@ typedef struct {
  * order on every PE); a fiber that arrives for an id its PE never registered ends the run
  * with a message. */
 mp_err mp_sched_register(const mp_sched_ops *ops, void *state, mp_sched_t *id);
+/* Whether `id` names a scheduler of the calling PE: a built-in one, or one it registered (a
+ * library that takes a scheduler id checks it before it counts on sending with it). */
+int mp_sched_known(mp_sched_t id);
 
 /* ------------------------------------------------------------------------------------ */
 /* Communication                                                                          */

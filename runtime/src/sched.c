@@ -510,6 +510,14 @@ void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until_counter, uint64_t value)
     pe->sample_at = MPR_AT_USER;
 }
 
+int mp_sched_known(mp_sched_t id)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe) /* before mp_main no PE has registered one */
+        return id >= MP_SCHED_URGENT && id <= MP_SCHED_PREEMPT;
+    return id >= 0 && id < pe->nsched;
+}
+
 mp_err mp_sched_register(const mp_sched_ops *ops, void *state, mp_sched_t *id)
 {
     mpr_pe *pe = mpr_pe_self();

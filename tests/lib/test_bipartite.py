@@ -8,9 +8,10 @@ mismatch."""
 
 from __future__ import annotations
 
+import re
 
 import pytest
-from libtest import build_program, run_program
+from libtest import build_program, run_misuse, run_program
 
 TARGET = "mprof_bipartite_tests"
 PROGRAM = "bg_test"
@@ -119,6 +120,47 @@ def test_access_categories(bg_test, tmp_path):
     assert {"bipartite:VALIDATE", "bipartite:UPDATE"} <= set(profile["accesses"])
     seen = {row["access"] for pe in profile["pes"] for row in pe["latency"]}
     assert {"bipartite:VALIDATE", "bipartite:UPDATE"} <= seen
+
+
+# ---- misuse: refused with a message on stderr ------------------------------------------
+
+
+def _misuse(exe, case, pes, tmp_path):
+    proc = run_misuse(exe, ["misuse", case], pes, tmp_path)
+    return proc, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_misuse_state_size_refused(bg_test, tmp_path):
+    """bg_create(2^56 + 1) was accepted: the node array's size wrapped to 256 bytes and the
+    first bg_add_node cleared 2^56 bytes of it.  SIZE_MAX was accepted too."""
+    proc, msg = _misuse(bg_test, "sizes", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "bipartite misuse sizes: OK" in proc.stdout, msg
+    for pe in range(2):
+        for size in ((1 << 56) + 1, (1 << 64) - 1):
+            assert (f"bipartite (PE {pe}): bg_create: state_size {size} exceeds the largest "
+                    "message") in proc.stderr, msg
+        assert f"bipartite (PE {pe}): bg_create: state_size is 0" in proc.stderr, msg
+
+
+def test_misuse_wrong_kind_of_object(bg_test, tmp_path):
+    """Another object's id (a snapshot, a plain object) is refused by the calls that return an
+    error (they read its partition as a graph's) ..."""
+    proc, msg = _misuse(bg_test, "kind", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "bipartite misuse kind: OK" in proc.stdout, msg
+    for fn in ("bg_add_edge", "bg_finalize", "bg_validate", "bg_update", "bg_destroy"):
+        assert len(re.findall(rf"\): {fn}: object \d+ is not a bipartite graph\n",
+                              proc.stderr)) == 4, (fn, msg)
+        assert f"{fn}: object 77777 is not a bipartite graph on this PE" in proc.stderr, msg
+
+
+def test_misuse_wrong_kind_add_node_ends_run(bg_test, tmp_path):
+    """... and bg_add_node, which has no error value, ends the run with the message."""
+    proc, msg = _misuse(bg_test, "kind_node", 1, tmp_path)
+    assert proc.returncode != 0, msg
+    assert re.search(r"bipartite \(PE 0\): object \d+ is not a bipartite graph\n",
+                     proc.stderr), msg
 
 
 @pytest.mark.sanitizer

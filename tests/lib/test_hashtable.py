@@ -7,9 +7,10 @@ inserts, iterators covering every key exactly once) and exits non-zero on a fail
 
 from __future__ import annotations
 
+import re
 
 import pytest
-from libtest import build_program, run_program
+from libtest import build_program, run_misuse, run_program
 
 TARGET = "mprof_hashtable_tests"
 PROGRAM = "ht_test"
@@ -133,6 +134,79 @@ def test_more_pes_than_items(ht_test, tmp_path):
     """Some PEs own no key at all (12 PEs, 2 bins each, 10 keys)."""
     profile, out = _run(ht_test, ["semantics", "n=10", "bins=2"], 12, tmp_path)
     assert "OK" in out
+
+
+# ---- misuse: refused with a message on stderr ------------------------------------------
+
+
+def _misuse(exe, case, pes, tmp_path, env_extra=None):
+    proc = run_misuse(exe, ["misuse", case], pes, tmp_path, env_extra=env_extra)
+    return proc, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_misuse_sizes_refused(ht_test, tmp_path):
+    """key_size SIZE_MAX + value_size 2 wraps to 1: it was accepted, and the first insert
+    copied SIZE_MAX bytes over the stack."""
+    proc, msg = _misuse(ht_test, "sizes", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "hashtable misuse sizes: OK" in proc.stdout
+    for pe in range(2):
+        assert (f"hashtable (PE {pe}): ht_create: key_size {(1 << 64) - 1} and value_size 2"
+                in proc.stderr), msg
+    assert "key_size 8 and value_size 18446744073709551615" in proc.stderr, msg
+    assert "key_size 0 and value_size 8" in proc.stderr, msg
+
+
+def test_misuse_bad_scheduler_refused(ht_test, tmp_path):
+    """An unknown scheduler id was accepted; the first remote operation then failed after the
+    snapshot counted it, and the next sync waited for ever.  A registered custom one works."""
+    proc, msg = _misuse(ht_test, "sched", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "hashtable misuse sched: OK" in proc.stdout, msg
+    assert "ht_create: scheduler 99 is neither a built-in one" in proc.stderr, msg
+    assert "ht_create: scheduler -1 is neither a built-in one" in proc.stderr, msg
+
+
+def test_misuse_wrong_kind_of_object(ht_test, tmp_path):
+    """A snapshot's id (it jumped through a garbage hash function pointer), a plain object's
+    and an unknown id are refused with MP_FAIL by every call that can return it..."""
+    proc, msg = _misuse(ht_test, "kind", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "hashtable misuse kind: OK" in proc.stdout, msg
+    for fn in ("ht_insert", "ht_insert_unack", "ht_delete_unack", "ht_lookup", "ht_sync",
+               "ht_destroy"):
+        assert len(re.findall(rf"\): {fn}: object \d+ is not a hash table\n", proc.stderr)) == 4, (
+            fn, msg)
+        assert f"{fn}: object 77777 is not a hash table on this PE" in proc.stderr, msg
+
+
+def test_misuse_wrong_kind_local_count_ends_run(ht_test, tmp_path):
+    """... and end the run with the message in the calls that cannot (it read the other
+    object's memory as a table and returned garbage)."""
+    proc, msg = _misuse(ht_test, "kind_count", 1, tmp_path)
+    assert proc.returncode != 0, msg
+    assert re.search(r"hashtable \(PE 0\): object \d+ is not a hash table\n", proc.stderr), msg
+
+
+def test_misuse_delete_while_iterating_ends_run(ht_test, tmp_path):
+    """A local delete of the entry the iterator holds: ht_iter_next followed the freed entry
+    (heap use after free); now it ends the run with a message."""
+    proc, msg = _misuse(ht_test, "iter_delete", 1, tmp_path)
+    assert proc.returncode != 0, msg
+    assert "iteration went on" not in proc.stdout, msg
+    assert ("hashtable (PE 0): ht_iter_next: entries of the partition were deleted or cleared "
+            "during the iteration") in proc.stderr, msg
+
+
+@pytest.mark.sanitizer
+def test_misuse_sanitized(cmake_build, tmp_path):
+    """The refusals touch no memory they should not."""
+    exe = _program(cmake_build, "address")
+    env = {"ASAN_OPTIONS": "detect_leaks=0"}
+    for case, pes in (("sizes", 2), ("sched", 2), ("kind", 2), ("iter_delete", 1)):
+        proc, msg = _misuse(exe, case, pes, tmp_path, env_extra=env)
+        assert "Sanitizer" not in proc.stderr, msg
+        assert (proc.returncode == 0) == (case != "iter_delete"), msg
 
 
 @pytest.mark.sanitizer

@@ -8,9 +8,10 @@ asserted exactly, the load-balancing ones by their invariants."""
 
 from __future__ import annotations
 
+import re
 
 import pytest
-from libtest import build_program, run_program
+from libtest import build_program, run_misuse, run_program
 
 TARGET = "mprof_taskstealer_tests"
 PROGRAM = "ts_test"
@@ -159,6 +160,46 @@ def test_access_categories(ts_test, tmp_path):
         assert f"taskstealer:{name}" in profile["accesses"]
     seen = {row["access"] for pe in profile["pes"] for row in pe["latency"]}
     assert {"taskstealer:ADD", "taskstealer:REMOVE", "taskstealer:TERMINATE"} <= seen
+
+
+# ---- misuse: refused with a message on stderr ------------------------------------------
+
+
+def _misuse(exe, case, pes, tmp_path):
+    proc = run_misuse(exe, ["misuse", case], pes, tmp_path)
+    return proc, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("pes", [1, 3])
+def test_misuse_add_after_termination(ts_test, tmp_path, pes):
+    """A task added after termination can never run: ts_add returned MP_OK and dropped it."""
+    proc, msg = _misuse(ts_test, "add_after_term", pes, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "taskstealer misuse add_after_term: OK" in proc.stdout, msg
+    for pe in range(pes):
+        assert (f"taskstealer (PE {pe}): ts_add (destination -1): the stealer has terminated: "
+                "the task could never run") in proc.stderr, msg
+
+
+def test_misuse_wrong_kind_of_object(ts_test, tmp_path):
+    """Another object's id (a snapshot, a plain object) is refused by the calls that return an
+    error (they read its partition as a stealer's) ..."""
+    proc, msg = _misuse(ts_test, "kind", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "taskstealer misuse kind: OK" in proc.stdout, msg
+    for fn in ("ts_add", "ts_remove", "ts_destroy", "ts_run_worker"):
+        assert len(re.findall(rf"\): {fn}: object \d+ is not a task stealer\n",
+                              proc.stderr)) == 4, (fn, msg)
+        assert f"{fn}: object 77777 is not a task stealer on this PE" in proc.stderr, msg
+
+
+def test_misuse_wrong_kind_local_count_ends_run(ts_test, tmp_path):
+    """... and ts_local_count, which cannot, ends the run with the message (it returned another
+    structure's field)."""
+    proc, msg = _misuse(ts_test, "kind_count", 1, tmp_path)
+    assert proc.returncode != 0, msg
+    assert re.search(r"taskstealer \(PE 0\): object \d+ is not a task stealer\n",
+                     proc.stderr), msg
 
 
 @pytest.mark.sanitizer

@@ -1,6 +1,8 @@
 /* bg_test.c -- the bipartite graph on P PEs with a deterministic EM3D-like graph.
  *
  *   bg_test [n=NODES_PER_PE] [d=DEGREE] [span=MAX_PE_DISTANCE] [steps=T]
+ *   bg_test misuse CASE      misuse is reported on stderr and refused (see misuse() below;
+ *                            the cases that end the run say so)
  *
  * Node (p, i) has colour i & 1 and d edges into it; edge e comes from PE p + dq (|dq| <=
  * span, mod P), node index of the other colour, all picked by splitmix64 of (p, i, e) --
@@ -91,10 +93,72 @@ static void check_ghosts(bg_t g, int c, int step)
     }
 }
 
+/* ---- misuse ------------------------------------------------------------------------ */
+
+static const char *misuse_case;
+
+/* State sizes whose node arrays cannot be sized (ncap * state_size wrapped around) or whose
+ * states cannot travel are refused at creation. */
+static void misuse_sizes(void)
+{
+    bg_t g = 12345;
+    CHECK_EQ(bg_create(0, &g), MP_ERR_INVALID_ARG);
+    CHECK_EQ(bg_create(((size_t)1 << 56) + 1, &g), MP_ERR_TOO_LARGE);
+    CHECK_EQ(bg_create(SIZE_MAX, &g), MP_ERR_TOO_LARGE);
+    CHECK_EQ(bg_create(mp_max_message() + 1, &g), MP_ERR_TOO_LARGE);
+    CHECK_EQ(g, 12345); /* nothing written */
+    CHECK_OK(bg_create(sizeof(state), &g));
+    for (long i = 0; i < 300; i++) /* past the first growth of the node arrays */
+        CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), NULL), BG_ID(mp_mype(), i));
+    CHECK_EQ(bg_destroy(g, cnt[mp_mype()]), MP_WAIT);
+    wait_more(1);
+}
+
+static int dummy_part = 42;
+
+/* Ids of other objects (a snapshot, a plain object) are no graphs: refused by the calls that
+ * return an error, and bg_add_node (which cannot) ends the run. */
+static void misuse_kind(void)
+{
+    mp_snapshot_t snap;
+    mp_obj_t plain;
+    CHECK_OK(mp_snapshot_new(&snap));
+    CHECK_OK(mp_obj_create(&dummy_part, &plain));
+    mp_counter_t c = cnt[mp_mype()];
+    mp_obj_t ids[] = {snap, plain, 77777};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(bg_add_edge(ids[i], BG_ID(0, 0), BG_ID(0, 1), 1.0), MP_ERR_INVALID_ARG);
+        CHECK_EQ(bg_finalize(ids[i], c), MP_FAIL);
+        CHECK_EQ(bg_validate(ids[i], BG_RED, c), MP_FAIL);
+        CHECK_EQ(bg_update(ids[i], BG_RED, update, NULL, c), MP_FAIL);
+        CHECK_EQ(bg_destroy(ids[i], c), MP_FAIL);
+    }
+    CHECK_EQ(mp_counter_value(c), 0);
+    printf("misuse kind: OK (PE %d)\n", mp_mype());
+    if (strcmp(misuse_case, "kind_node") == 0)
+        bg_add_node(snap, BG_RED, NULL); /* ends the run */
+}
+
+static void misuse(void)
+{
+    if (strcmp(misuse_case, "sizes") == 0)
+        misuse_sizes();
+    else if (strncmp(misuse_case, "kind", 4) == 0)
+        misuse_kind();
+    else
+        CHECK(!"unknown misuse case");
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
     int me = mp_mype(), P = mp_npes();
+    if (misuse_case) {
+        cnt[me] = mp_counter_new(0);
+        misuse();
+        mp_counter_free(cnt[me]);
+        return;
+    }
     cnt[me] = mp_counter_new(0);
     CHECK_EQ(bg_create(sizeof(state), &gs[me]), MP_SUCCESS);
     CHECK_EQ(mp_obj_create(NULL, &barrier_obj[me]), MP_SUCCESS);
@@ -168,9 +232,15 @@ int main(int argc, char **argv)
         return 2;
     }
     bipartite_perf_init();
+    if (argc > 2 && strcmp(argv[1], "misuse") == 0)
+        misuse_case = argv[2];
     int rc = tst_run(argc, argv, 4, pe_main);
     if (rc)
         return rc;
+    if (misuse_case) {
+        printf("bipartite misuse %s: OK (P=%d)\n", misuse_case, mp_npes());
+        return 0;
+    }
     long edges = 0, ghosts = 0;
     for (int i = 0; i < mp_npes(); i++)
         edges += checked_edges[i], ghosts += checked_ghosts[i];

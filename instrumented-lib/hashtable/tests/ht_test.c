@@ -6,6 +6,8 @@
  *   ht_test stats [n=N] [bins=B]
  *                             a fixed workload whose statistics tests/lib/test_hashtable.py
  *                             predicts exactly from the hash function
+ *   ht_test misuse CASE       misuse is reported on stderr and refused (see misuse() below;
+ *                             the cases that end the run say so)
  *
  * Every PE runs the phases in pe_main, waiting with mp_block_until. */
 #include "check.h"
@@ -253,12 +255,146 @@ static void stats(void)
     destroy(&T, 1);
 }
 
+/* ---- misuse ------------------------------------------------------------------------ */
+
+static const char *misuse_case = "";
+
+/* A custom FIFO scheduler (one queue per PE), to show that registered ids are accepted. */
+#define QCAP 4096
+typedef struct {
+    mp_fiber_t f[QCAP];
+    size_t head, tail;
+} fifo_q;
+static fifo_q queues[MAXPE];
+
+static void q_deposit(void *state, mp_fiber_t f)
+{
+    fifo_q *q = state;
+    CHECK(q->tail - q->head < QCAP);
+    q->f[q->tail++ % QCAP] = f;
+}
+
+static mp_fiber_t q_select(void *state)
+{
+    fifo_q *q = state;
+    return q->head == q->tail ? NULL : q->f[q->head++ % QCAP];
+}
+
+/* Sizes that wrap around when added, and sizes over the limit, are refused. */
+static void misuse_sizes(void)
+{
+    ht_options o;
+    ht_t h = 12345;
+    size_t bad[][2] = {{SIZE_MAX, 2}, {8, SIZE_MAX}, {0, 8}, {700, 100}, {HT_MAX_ITEM + 1, 0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ht_options_init(&o, bad[i][0], bad[i][1]);
+        CHECK_EQ(ht_create(&o, &h), MP_ERR_INVALID_ARG);
+    }
+    CHECK_EQ(h, 12345);                      /* nothing written */
+    ht_options_init(&o, 8, HT_MAX_ITEM - 8); /* the limit itself is fine */
+    CHECK_OK(ht_create(&o, &h));
+    destroy(&h, 1);
+}
+
+/* Unknown schedulers are refused at creation; a registered custom one carries operations (and
+ * the sync after them completes). */
+static void misuse_sched(void)
+{
+    int me = ME, P = mp_npes();
+    ht_options o;
+    ht_t h;
+    ht_options_init(&o, 8, 8);
+    o.sched = 99;
+    CHECK_EQ(ht_create(&o, &h), MP_ERR_INVALID_ARG);
+    o.sched = -1;
+    CHECK_EQ(ht_create(&o, &h), MP_ERR_INVALID_ARG);
+    mp_sched_ops ops = {q_deposit, q_select, "test-fifo"};
+    CHECK_OK(mp_sched_register(&ops, &queues[me], &o.sched));
+    CHECK_OK(ht_create(&o, &h));
+    for (uint64_t k = (uint64_t)me; k < 200; k += (uint64_t)P)
+        CHECK(ht_insert_unack(h, &k, &k) != MP_FAIL);
+    sync_all(h);
+    for (uint64_t k = 0; k < 200; k++) { /* every PE's inserts arrived */
+        int found = 0;
+        CHECK(ht_lookup(h, &k, NULL, &found, cnt[me]) != MP_FAIL);
+        wait_more(1);
+        CHECK_EQ(found, 1);
+    }
+    destroy(&h, 1);
+    printf("misuse sched: OK (PE %d)\n", me);
+}
+
+static int dummy_part = 42;
+
+/* Ids of other objects (a snapshot, a plain object) are no hash tables: refused with MP_FAIL. */
+static void misuse_kind(void)
+{
+    mp_snapshot_t snap;
+    mp_obj_t plain;
+    CHECK_OK(mp_snapshot_new(&snap));
+    CHECK_OK(mp_obj_create(&dummy_part, &plain));
+    uint64_t k = 1, v = 2;
+    int found;
+    mp_obj_t ids[] = {snap, plain, 77777};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(ht_insert(ids[i], &k, &v, NULL, cnt[ME]), MP_FAIL);
+        CHECK_EQ(ht_insert_unack(ids[i], &k, &v), MP_FAIL);
+        CHECK_EQ(ht_delete_unack(ids[i], &k), MP_FAIL);
+        CHECK_EQ(ht_lookup(ids[i], &k, &v, &found, cnt[ME]), MP_FAIL);
+        CHECK_EQ(ht_sync(ids[i], cnt[ME]), MP_FAIL);
+        CHECK_EQ(ht_destroy(ids[i], cnt[ME]), MP_FAIL);
+    }
+    CHECK_EQ(mp_counter_value(cnt[ME]), 0);
+    printf("misuse kind: OK (PE %d)\n", ME);
+    if (strcmp(misuse_case, "kind_count") == 0)
+        ht_local_count(snap); /* cannot return an error: ends the run */
+}
+
+/* A local delete while iterating: ht_iter_next ends the run instead of following a freed
+ * entry. */
+static void misuse_iter_delete(void)
+{
+    ht_options o;
+    ht_t h;
+    ht_options_init(&o, 8, 8);
+    o.bins_per_pe = 2; /* long chains: the deleted entry is the one the iterator holds */
+    CHECK_OK(ht_create(&o, &h));
+    for (uint64_t k = 0; k < 64; k++)
+        CHECK(ht_insert_unack(h, &k, &k) != MP_FAIL);
+    sync_all(h);
+    ht_iter it;
+    const void *kp;
+    ht_iter_init(h, &it);
+    while (ht_iter_next(&it, &kp, NULL)) {
+        uint64_t k;
+        memcpy(&k, kp, 8);
+        CHECK_EQ(ht_delete_unack(h, &k), MP_OK); /* local: frees the entry at once */
+    }
+    printf("misuse iter: iteration went on (PE %d)\n", ME);
+}
+
+static void misuse(void)
+{
+    if (strcmp(misuse_case, "sizes") == 0)
+        misuse_sizes();
+    else if (strcmp(misuse_case, "sched") == 0)
+        misuse_sched();
+    else if (strncmp(misuse_case, "kind", 4) == 0)
+        misuse_kind();
+    else if (strcmp(misuse_case, "iter_delete") == 0)
+        misuse_iter_delete();
+    else
+        CHECK(!"unknown misuse case");
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
     cnt[ME] = mp_counter_new(0);
     if (strcmp(scenario, "stats") == 0)
         stats();
+    else if (strcmp(scenario, "misuse") == 0)
+        misuse();
     else
         semantics();
     mp_counter_free(cnt[ME]);
@@ -268,6 +404,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strchr(argv[1], '='))
         scenario = argv[1];
+    if (argc > 2 && strcmp(scenario, "misuse") == 0)
+        misuse_case = argv[2];
     N = tst_opt(argc, argv, "n", N);
     BINS = tst_opt(argc, argv, "bins", BINS);
     hashtable_perf_init();
@@ -293,6 +431,8 @@ int main(int argc, char **argv)
         for (long k = 0; k < seen_n; k++)
             CHECK_EQ(atomic_load(&seen[k]), 1);
         printf("hashtable semantics: OK (P=%d N=%ld)\n", P, N);
+    } else if (strcmp(scenario, "misuse") == 0) {
+        printf("hashtable misuse %s: OK (P=%d)\n", misuse_case, P);
     } else {
         printf("hashtable stats: OK (P=%d N=%ld)\n", P, N);
     }

@@ -10,6 +10,9 @@
  *       (any P) each PE adds tasks with mixed priorities to its own pool before its worker
  *       starts, with stealing off (push topology, explicit local adds): each PE runs its
  *       tasks in non-increasing priority, equal priorities newest first.
+ *   ts_test misuse CASE
+ *       misuse is reported on stderr and refused (see misuse() below; the cases that end the
+ *       run say so).
  */
 #include "check.h"
 #include "taskstealer.h"
@@ -117,10 +120,84 @@ static void finished(void *p)
              MP_SUCCESS);
 }
 
+/* ---- misuse ------------------------------------------------------------------------ */
+
+static const char *misuse_case;
+
+static void count_task(ts_t ts, void *tp, const ts_hints *h, void *ctx)
+{
+    (void)ts, (void)tp, (void)h;
+    ++*(long *)ctx;
+}
+
+/* A task added after termination could never run: refused (it was accepted and dropped). */
+static void misuse_add_after_termination(void)
+{
+    int me = mp_mype();
+    ts_options o;
+    ts_options_init(&o, sizeof(task));
+    ts_t ts;
+    CHECK_OK(ts_create(&o, &ts));
+    task t = {0, 0, 0, 0};
+    CHECK_EQ(ts_add(ts, TS_ANY, &t, NULL), MP_OK);
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_OK(ts_run(ts, count_task, &per_pe[me], c));
+    CHECK_OK(mp_block_until(c, 1));
+    CHECK(ts_terminated(ts));
+    CHECK_EQ(ts_add(ts, TS_ANY, &t, NULL), MP_FAIL);
+    CHECK_EQ(ts_add(ts, me, &t, NULL), MP_FAIL);
+    CHECK_EQ(ts_add(ts, (me + 1) % mp_npes(), &t, NULL), MP_FAIL);
+    CHECK_EQ(ts_local_count(ts), 0);
+    CHECK_EQ(ts_destroy(ts, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, 2));
+    mp_counter_free(c);
+}
+
+static int dummy_part = 42;
+
+/* Ids of other objects (a snapshot, a plain object) are no stealers: refused by the calls that
+ * return an error, and ts_local_count (which cannot) ends the run. */
+static void misuse_kind(void)
+{
+    mp_snapshot_t snap;
+    mp_obj_t plain;
+    CHECK_OK(mp_snapshot_new(&snap));
+    CHECK_OK(mp_obj_create(&dummy_part, &plain));
+    mp_counter_t c = mp_counter_new(0);
+    task t = {0, 0, 0, 0};
+    int result;
+    mp_obj_t ids[] = {snap, plain, 77777};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(ts_add(ids[i], TS_ANY, &t, NULL), MP_FAIL);
+        CHECK_EQ(ts_remove(ids[i], &t, NULL, &result, c), MP_FAIL);
+        CHECK_EQ(ts_destroy(ids[i], c), MP_FAIL);
+        CHECK_EQ(ts_run(ids[i], run_task, NULL, c), MP_ERR_INVALID_ARG);
+    }
+    CHECK_EQ(mp_counter_value(c), 0);
+    mp_counter_free(c);
+    printf("misuse kind: OK (PE %d)\n", mp_mype());
+    if (strcmp(misuse_case, "kind_count") == 0)
+        ts_local_count(snap); /* ends the run */
+}
+
+static void misuse(void)
+{
+    if (strcmp(misuse_case, "add_after_term") == 0)
+        misuse_add_after_termination();
+    else if (strncmp(misuse_case, "kind", 4) == 0)
+        misuse_kind();
+    else
+        CHECK(!"unknown misuse case");
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
     int me = mp_mype(), P = mp_npes();
+    if (misuse_case) {
+        misuse();
+        return;
+    }
     ts_options o;
     ts_options_init(&o, sizeof(task));
     o.topology = (ts_topology)topology;
@@ -160,6 +237,8 @@ int main(int argc, char **argv)
             continue;
         if (pos == 0)
             scenario = argv[i];
+        else if (pos == 1 && strcmp(scenario, "misuse") == 0)
+            misuse_case = argv[i];
         else if (pos == 1)
             topology = ts_topology_parse(argv[i]);
         pos++;
@@ -185,6 +264,15 @@ int main(int argc, char **argv)
     int rc = tst_run(argc, argv, 4, pe_main);
     if (rc)
         return rc;
+    if (misuse_case) {
+        long sum = 0;
+        for (int i = 0; i < P; i++)
+            sum += per_pe[i];
+        CHECK_EQ(sum, strcmp(misuse_case, "add_after_term") == 0 ? P : 0); /* one task per PE */
+        printf("taskstealer misuse %s: OK (P=%d)\n", misuse_case, P);
+        free(ran);
+        return 0;
+    }
     if (getenv("OMPI_COMM_WORLD_SIZE")) {
         /* one PE per process: the in-run reduction above already checked the total */
         printf("taskstealer %s %s: OK (MPI rank, %ld tasks)\n", scenario,
