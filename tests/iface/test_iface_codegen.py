@@ -74,10 +74,11 @@ def test_disabled_hooks_generate_no_code(generated, cc):
 
 
 # (defines, what the compiled user and pipe_perf.c may reference): statistics hooks need
-# mp_stats_new, access hooks mp_access_register (registration), mpr_access_bytes (the inline
-# declaration) and mp_access_declare (its fallback).  Access declarations serve latency accounting: MPROF_NO_LATENCY drops them,
-# MPROF_DISABLE too unless MPROF_KEEP_ACCESS (statistics off, latency accounting on).
-ACCESS = {"mp_access_register", "mpr_access_bytes", "mp_access_declare"}
+# mp_stats_new, access hooks mp_access_register and mp_access_word (registration, which checks
+# the id), mpr_access_bytes (the inline declaration) and mp_access_declare (its fallback).
+# Access declarations serve latency accounting: MPROF_NO_LATENCY drops them, MPROF_DISABLE too
+# unless MPROF_KEEP_ACCESS (statistics off, latency accounting on).
+ACCESS = {"mp_access_register", "mp_access_word", "mpr_access_bytes", "mp_access_declare"}
 SWITCHES = [
     ([], {"mp_stats_new", *ACCESS}),
     (["-DMPROF_NO_LATENCY"], {"mp_stats_new"}),
