@@ -66,44 +66,16 @@ typedef struct {
     bipartite_stats_t *st;
 } bg_part;
 
-/* Misuse that the call reports through its result as well: told here, as the runtime does, so
- * that a bare error code is not the only trace of it. */
-static __attribute__((format(printf, 1, 2), unused)) void bgi_misuse(const char *fmt, ...)
-{
-    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
-    int n = snprintf(line, sizeof line, "bipartite (PE %d): ", mp_mype());
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s\n", line);
-}
-
-/* The partition of graph `g` on this PE, or NULL after a report naming `fn` when `g` is no
- * live bipartite graph here (for the calls that can return an error). */
+/* The partition of `g` on this PE, or NULL after a report naming `fn` when it is no live
+ * bipartite graph here (for the calls that can return an error). */
 static inline bg_part *graph_or_null(bg_t g, const char *fn)
 {
-    bg_part *p = mp_obj_local(g);
-    if (!p)
-        bgi_misuse("%s: object %u is not a bipartite graph on this PE (not created here, or "
-                   "destroyed)",
-                   fn, g);
-    else if (p->magic != BG_MAGIC)
-        bgi_misuse("%s: object %u is not a bipartite graph", fn, g);
-    else
-        return p;
-    return NULL;
+    return lib_part_checked(g, BG_MAGIC, "bipartite graph", fn);
 }
 
 /* The same for the calls that cannot return an error, and the library's own fibers: misuse
  * ends the run. */
-static inline bg_part *part_of(bg_t g)
-{
-    bg_part *p = lib_part(g);
-    if (p->magic != BG_MAGIC)
-        lib_die("object %u is not a bipartite graph", g);
-    return p;
-}
+static inline bg_part *part_of(bg_t g) { return lib_part_of_kind(g, BG_MAGIC, "bipartite graph"); }
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 

@@ -13,13 +13,13 @@
 mp_err bg_create(size_t state_size, bg_t *out)
 {
     if (!out || state_size == 0) {
-        bgi_misuse("bg_create: %s", out ? "state_size is 0" : "NULL out");
+        lib_misuse("bg_create: %s", out ? "state_size is 0" : "NULL out");
         return MP_ERR_INVALID_ARG;
     }
     /* a validate sends a node's state in one message at least (and the sizes computed from
      * state_size cannot wrap below this bound) */
     if (state_size > mp_max_message()) {
-        bgi_misuse("bg_create: state_size %zu exceeds the largest message (%zu bytes)", state_size,
+        lib_misuse("bg_create: state_size %zu exceeds the largest message (%zu bytes)", state_size,
                    mp_max_message());
         return MP_ERR_TOO_LARGE;
     }

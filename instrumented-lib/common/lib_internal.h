@@ -21,6 +21,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,6 +70,48 @@ static __attribute__((unused)) void *lib_part(mp_obj_t id)
     if (!p)
         lib_die("object %u is not a " LIB_MODULE " on this PE (not created here, or destroyed)",
                 id);
+    return p;
+}
+
+/* Misuse that the call also reports through its result: told here, as the runtime does, so
+ * that a bare error code is not the only trace of it ("<module> (PE n): ..."). */
+static __attribute__((format(printf, 1, 2), unused)) void lib_misuse(const char *fmt, ...)
+{
+    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
+    int n = snprintf(line, sizeof line, "%s (PE %d): ", LIB_MODULE, mp_mype());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+}
+
+/* Every structure's partition begins with its tag (a uint32_t `magic`, set while the
+ * partition lives), so that a handle of another kind -- a snapshot's, another structure's --
+ * is told apart instead of read as this one.  This PE's partition of `id` when it is a live
+ * `kind` (tagged `magic`), else NULL after a report naming `fn`: for the calls that can return
+ * an error. */
+static __attribute__((unused)) void *lib_part_checked(mp_obj_t id, uint32_t magic, const char *kind,
+                                                      const char *fn)
+{
+    uint32_t *p = mp_obj_local(id);
+    if (!p)
+        lib_misuse("%s: object %u is not a %s on this PE (not created here, or destroyed)", fn, id,
+                   kind);
+    else if (*p != magic)
+        lib_misuse("%s: object %u is not a %s", fn, id, kind);
+    else
+        return p;
+    return NULL;
+}
+
+/* The same for the calls that cannot return an error, and the structure's own fibers: misuse
+ * ends the run. */
+static __attribute__((unused)) void *lib_part_of_kind(mp_obj_t id, uint32_t magic, const char *kind)
+{
+    uint32_t *p = lib_part(id);
+    if (*p != magic)
+        lib_die("object %u is not a %s", id, kind);
     return p;
 }
 

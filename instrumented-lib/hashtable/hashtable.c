@@ -80,43 +80,16 @@ typedef struct {
     _Alignas(16) unsigned char value[];
 } ht_reply;
 
-/* Misuse that the call reports through its result as well: told here, as the runtime does, so
- * that a bare MP_FAIL or error code is not the only trace of it. */
-static __attribute__((format(printf, 1, 2))) void misuse(const char *fmt, ...)
-{
-    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
-    int n = snprintf(line, sizeof line, "hashtable (PE %d): ", mp_mype());
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s\n", line);
-}
-
 /* The partition of table `h` on this PE, or NULL after a report naming `fn` when `h` is no live
  * hash table here (for the calls that can return MP_FAIL). */
 static ht_part *table_or_null(ht_t h, const char *fn)
 {
-    ht_part *p = mp_obj_local(h);
-    if (!p)
-        misuse("%s: object %u is not a hash table on this PE (not created here, or destroyed)", fn,
-               h);
-    else if (p->magic != HT_MAGIC)
-        misuse("%s: object %u is not a hash table", fn, h);
-    else
-        return p;
-    return NULL;
+    return lib_part_checked(h, HT_MAGIC, "hash table", fn);
 }
 
 /* The same for the calls that cannot return an error, and the library's own fibers: misuse
  * ends the run. */
-static ht_part *part_of(ht_t h)
-{
-    ht_part *p = lib_part(h);
-    if (p->magic != HT_MAGIC)
-        lib_die("object %u is not a hash table", h);
-    return p;
-}
+static ht_part *part_of(ht_t h) { return lib_part_of_kind(h, HT_MAGIC, "hash table"); }
 
 static size_t occupied_words(size_t nbins) { return (nbins + 63) / 64; }
 
@@ -168,25 +141,26 @@ static bool sched_usable(mp_sched_t s) { return mp_sched_known(s) != 0; }
 static mp_err check_options(const ht_options *o, const ht_t *out)
 {
     if (!o || !out) {
-        misuse("ht_create: NULL %s", o ? "out" : "options");
+        lib_misuse("ht_create: NULL %s", o ? "out" : "options");
         return MP_ERR_INVALID_ARG;
     }
     /* each size is checked alone first: their sum may wrap around (SIZE_MAX + 2 is 1) */
     if (o->key_size == 0 || o->key_size > HT_MAX_ITEM ||
         o->value_size > HT_MAX_ITEM - o->key_size) {
-        misuse("ht_create: key_size %zu and value_size %zu: the key needs 1 byte or more, and key "
-               "and value together at most HT_MAX_ITEM (%d) bytes, as they travel in messages",
-               o->key_size, o->value_size, HT_MAX_ITEM);
+        lib_misuse(
+            "ht_create: key_size %zu and value_size %zu: the key needs 1 byte or more, and key "
+            "and value together at most HT_MAX_ITEM (%d) bytes, as they travel in messages",
+            o->key_size, o->value_size, HT_MAX_ITEM);
         return MP_ERR_INVALID_ARG;
     }
     if (o->bins_per_pe == 0) {
-        misuse("ht_create: bins_per_pe is 0");
+        lib_misuse("ht_create: bins_per_pe is 0");
         return MP_ERR_INVALID_ARG;
     }
     if (!sched_usable(o->sched)) {
-        misuse("ht_create: scheduler %d is neither a built-in one (MP_SCHED_*) nor registered "
-               "with mp_sched_register on this PE",
-               o->sched);
+        lib_misuse("ht_create: scheduler %d is neither a built-in one (MP_SCHED_*) nor registered "
+                   "with mp_sched_register on this PE",
+                   o->sched);
         return MP_ERR_INVALID_ARG;
     }
     return MP_SUCCESS;
@@ -274,7 +248,7 @@ mp_status ht_destroy(ht_t h, mp_counter_t done)
     if (!p)
         return MP_FAIL;
     if (!done) {
-        misuse("ht_destroy: NULL done counter");
+        lib_misuse("ht_destroy: NULL done counter");
         return MP_FAIL;
     }
     return lib_destroy(h, p->own_snap ? p->snap : 0, part_free, p, done);
@@ -487,7 +461,7 @@ static mp_status start(ht_t h, int op, const void *key, const void *value, int *
         return MP_FAIL;
     const char *missing = missing_arg(p, op, key, value, done, acked);
     if (missing) {
-        misuse("%s: NULL %s", op_name(op, acked), missing);
+        lib_misuse("%s: NULL %s", op_name(op, acked), missing);
         return MP_FAIL;
     }
     unsigned char buf[sizeof(ht_req) + HT_MAX_ITEM];
@@ -532,7 +506,7 @@ mp_status ht_delete_unack(ht_t h, const void *key)
 mp_status ht_lookup(ht_t h, const void *key, void *value, int *found, mp_counter_t done)
 {
     if (!found) {
-        misuse("ht_lookup: NULL found");
+        lib_misuse("ht_lookup: NULL found");
         return MP_FAIL;
     }
     return start(h, OP_LOOKUP, key, NULL, found, value, done, true);
@@ -556,7 +530,7 @@ mp_status ht_sync(ht_t h, mp_counter_t done)
     if (!p)
         return MP_FAIL;
     if (!done) {
-        misuse("ht_sync: NULL done counter");
+        lib_misuse("ht_sync: NULL done counter");
         return MP_FAIL;
     }
     HASHTABLE_INC(p->st, NSync, 1);

@@ -241,7 +241,7 @@ mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
         return MP_FAIL;
     const char *why = add_refusal(p, dest, task);
     if (why) {
-        tsi_misuse("ts_add (destination %d): %s", dest, why);
+        lib_misuse("ts_add (destination %d): %s", dest, why);
         return MP_FAIL;
     }
     ts_hints h = hints ? *hints : (ts_hints){0, 0, 0};
@@ -365,7 +365,7 @@ mp_status ts_destroy(ts_t ts, mp_counter_t done)
         return MP_FAIL;
     const char *why = destroy_refusal(p, done);
     if (why) {
-        tsi_misuse("ts_destroy: %s", why);
+        lib_misuse("ts_destroy: %s", why);
         return MP_FAIL;
     }
     p->destroy_done = done;

@@ -76,44 +76,16 @@ typedef struct {
     taskstealer_stats_t *st;
 } ts_part;
 
-/* Misuse that the call reports through its result as well: told here, as the runtime does, so
- * that a bare error code is not the only trace of it. */
-static __attribute__((format(printf, 1, 2), unused)) void tsi_misuse(const char *fmt, ...)
-{
-    char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
-    int n = snprintf(line, sizeof line, "taskstealer (PE %d): ", mp_mype());
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s\n", line);
-}
-
-/* The partition of stealer `ts` on this PE, or NULL after a report naming `fn` when `ts` is no
- * live task stealer here (for the calls that can return an error). */
+/* The partition of `ts` on this PE, or NULL after a report naming `fn` when it is no live
+ * task stealer here (for the calls that can return an error). */
 static inline ts_part *stealer_or_null(ts_t ts, const char *fn)
 {
-    ts_part *p = mp_obj_local(ts);
-    if (!p)
-        tsi_misuse("%s: object %u is not a task stealer on this PE (not created here, or "
-                   "destroyed)",
-                   fn, ts);
-    else if (p->magic != TS_MAGIC)
-        tsi_misuse("%s: object %u is not a task stealer", fn, ts);
-    else
-        return p;
-    return NULL;
+    return lib_part_checked(ts, TS_MAGIC, "task stealer", fn);
 }
 
 /* The same for the calls that cannot return an error, and the library's own fibers: misuse
  * ends the run. */
-static inline ts_part *part_of(ts_t ts)
-{
-    ts_part *p = lib_part(ts);
-    if (p->magic != TS_MAGIC)
-        lib_die("object %u is not a task stealer", ts);
-    return p;
-}
+static inline ts_part *part_of(ts_t ts) { return lib_part_of_kind(ts, TS_MAGIC, "task stealer"); }
 
 /* taskstealer.c */
 entry *tsi_heap_take(ts_part *p, size_t i);
