@@ -66,6 +66,18 @@ static inline const char *tst_scenario(int argc, char **argv, const char *dflt)
     return argc > 1 ? argv[1] : dflt;
 }
 
+/* Handles that name no structure of a library's kind, for its misuse tests: a snapshot, a plain
+ * object (its partition an int) and an id no PE created. */
+static inline void tst_foreign_ids(mp_obj_t ids[3])
+{
+    static int plain_part = 42;
+    mp_snapshot_t snap;
+    CHECK_OK(mp_snapshot_new(&snap));
+    CHECK_OK(mp_obj_create(&plain_part, &ids[1]));
+    ids[0] = snap;
+    ids[2] = 77777;
+}
+
 /* Burns CPU for about `seconds` (a deterministic stand-in for computation). */
 static inline void tst_busy(double seconds)
 {

@@ -114,18 +114,13 @@ static void misuse_sizes(void)
     wait_more(1);
 }
 
-static int dummy_part = 42;
-
 /* Ids of other objects (a snapshot, a plain object) are no graphs: refused by the calls that
  * return an error, and bg_add_node (which cannot) ends the run. */
 static void misuse_kind(void)
 {
-    mp_snapshot_t snap;
-    mp_obj_t plain;
-    CHECK_OK(mp_snapshot_new(&snap));
-    CHECK_OK(mp_obj_create(&dummy_part, &plain));
+    mp_obj_t ids[3];
+    tst_foreign_ids(ids);
     mp_counter_t c = cnt[mp_mype()];
-    mp_obj_t ids[] = {snap, plain, 77777};
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(bg_add_edge(ids[i], BG_ID(0, 0), BG_ID(0, 1), 1.0), MP_ERR_INVALID_ARG);
         CHECK_EQ(bg_finalize(ids[i], c), MP_FAIL);
@@ -136,7 +131,7 @@ static void misuse_kind(void)
     CHECK_EQ(mp_counter_value(c), 0);
     printf("misuse kind: OK (PE %d)\n", mp_mype());
     if (strcmp(misuse_case, "kind_node") == 0)
-        bg_add_node(snap, BG_RED, NULL); /* ends the run */
+        bg_add_node(ids[0], BG_RED, NULL); /* ends the run */
 }
 
 static void misuse(void)

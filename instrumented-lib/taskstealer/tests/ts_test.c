@@ -153,20 +153,15 @@ static void misuse_add_after_termination(void)
     mp_counter_free(c);
 }
 
-static int dummy_part = 42;
-
 /* Ids of other objects (a snapshot, a plain object) are no stealers: refused by the calls that
  * return an error, and ts_local_count (which cannot) ends the run. */
 static void misuse_kind(void)
 {
-    mp_snapshot_t snap;
-    mp_obj_t plain;
-    CHECK_OK(mp_snapshot_new(&snap));
-    CHECK_OK(mp_obj_create(&dummy_part, &plain));
+    mp_obj_t ids[3];
+    tst_foreign_ids(ids);
     mp_counter_t c = mp_counter_new(0);
     task t = {0, 0, 0, 0};
     int result;
-    mp_obj_t ids[] = {snap, plain, 77777};
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(ts_add(ids[i], TS_ANY, &t, NULL), MP_FAIL);
         CHECK_EQ(ts_remove(ids[i], &t, NULL, &result, c), MP_FAIL);
@@ -177,7 +172,7 @@ static void misuse_kind(void)
     mp_counter_free(c);
     printf("misuse kind: OK (PE %d)\n", mp_mype());
     if (strcmp(misuse_case, "kind_count") == 0)
-        ts_local_count(snap); /* ends the run */
+        ts_local_count(ids[0]); /* ends the run */
 }
 
 static void misuse(void)
