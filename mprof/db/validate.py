@@ -216,27 +216,35 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
-def _check_values(doc: Any, source: str) -> None:
-    """Every number anywhere in the document, also in fields the schema does not describe, is
-    finite (JSON has no NaN or Infinity, though Python's parser accepts them), and every
-    integer fits 64 bits; every string and name is valid Unicode; nesting is bounded.
-    Iterative, so depth costs no recursion."""
+def _nodes(doc: Any):
+    """(JSON path, value, depth, whether it is a member's name) of every value of `doc` and
+    every member name, in document order, a member's names before its values.  Iterative, so
+    depth costs no recursion."""
     stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
     while stack:
         value, where, depth = stack.pop()
-        if depth > 64:
-            raise ProfileError(source, where,
-                               "nested too deeply (a run profile is at most a few levels deep)")
+        yield where, value, depth, False
         if isinstance(value, dict):
             for key in value:
-                if has_lone_surrogate(key):
-                    raise ProfileError(source, f"{where}.{key}" if where else key,
-                                       f"the name is {NOT_UNICODE}")
+                yield (f"{where}.{key}" if where else str(key)), key, depth + 1, True
             stack.extend((v, f"{where}.{k}" if where else str(k), depth + 1)
                          for k, v in reversed(list(value.items())))
         elif isinstance(value, list):
             stack.extend((v, f"{where}[{i}]", depth + 1)
                          for i, v in reversed(list(enumerate(value))))
+
+
+def _check_values(doc: Any, source: str) -> None:
+    """Every number anywhere in the document, also in fields the schema does not describe, is
+    finite (JSON has no NaN or Infinity, though Python's parser accepts them), and every
+    integer fits 64 bits; every string and name is valid Unicode; nesting is bounded."""
+    for where, value, depth, is_name in _nodes(doc):
+        if depth > 64 and not is_name:  # a name's value is checked next
+            raise ProfileError(source, where,
+                               "nested too deeply (a run profile is at most a few levels deep)")
+        if is_name:
+            if has_lone_surrogate(value):
+                raise ProfileError(source, where, f"the name is {NOT_UNICODE}")
         elif isinstance(value, str):
             if has_lone_surrogate(value):
                 raise ProfileError(source, where or "document", NOT_UNICODE)
@@ -256,19 +264,9 @@ def find_lone_surrogate(doc: Any) -> tuple[str, bool] | None:
     """(JSON path, whether it is a member's name) of the first string or name in `doc` that
     holds a lone surrogate, for readers of other JSON documents (gate results); None if none
     does."""
-    stack: list[tuple[Any, str]] = [(doc, "")]
-    while stack:
-        value, where = stack.pop()
+    for where, value, _, is_name in _nodes(doc):
         if isinstance(value, str) and has_lone_surrogate(value):
-            return where or "document", False
-        if isinstance(value, dict):
-            for key in value:
-                if has_lone_surrogate(key):
-                    return (f"{where}.{key}" if where else key), True
-            stack.extend((v, f"{where}.{k}" if where else k)
-                         for k, v in reversed(list(value.items())))
-        elif isinstance(value, list):
-            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(value))))
+            return where or "document", is_name
     return None
 
 
