@@ -51,6 +51,19 @@ class Run:
                 return row
         return None
 
+    def codes(self) -> dict[str, str]:
+        """The "<case> <code>" lines a misuse scenario prints (tests/c/runtime/misuse.c)."""
+        return dict(line.split() for line in self.stdout.splitlines() if line.count(" ") == 1)
+
+    def check_cases(self, cases: dict) -> None:
+        """Every case of {case: (code, message or None)} printed its code, and its message is
+        on stderr."""
+        codes = self.codes()
+        for case, (code, message) in cases.items():
+            assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{self.describe()}"
+            if message:
+                assert message in self.stderr, f"{case}: no '{message}' on stderr\n{self.stderr}"
+
     def describe(self) -> str:
         return (f"$ {' '.join(self.args)}  (env {self.env})\nexit {self.returncode}\n"
                 f"--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")

@@ -39,18 +39,6 @@ def test_sleeping_pes_wake_at_once_for_messages(rt):
 
 # --- misuse: each case prints "<case> <code>"; the message is on stderr -----------------
 
-def codes_of(run) -> dict[str, str]:
-    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
-
-
-def check_cases(run, cases: dict):
-    codes = codes_of(run)
-    for case, (code, message) in cases.items():
-        assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{run.describe()}"
-        if message:
-            assert message in run.stderr, f"{case}: no '{message}' on stderr\n{run.stderr}"
-
-
 NOT_CREATED = ("does not exist on this PE (it was not created here by mp_obj_create or "
                "mp_obj_create_named) (invalid argument)")
 OBJECT_MISUSE = {
@@ -74,7 +62,7 @@ OBJECT_MISUSE = {
 @pytest.mark.parametrize("npes", [1, 3, 4])
 def test_objects_refuse_ids_never_handed_out_names_taken_twice_and_unknown_ops(rt, npes):
     run = rt.run("objects", "misuse", env={"MPROF_PES": npes}, timeout=30)
-    check_cases(run, OBJECT_MISUSE)
+    run.check_cases(OBJECT_MISUSE)
     assert "counter=3 target=3" in run.stdout  # no refused call touched the counter
     assert "misuse rc=0" in run.stdout
     assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
@@ -101,7 +89,7 @@ SNAPSHOT_MISUSE = {
 def test_snapshot_calls_on_other_objects_are_refused_and_leave_the_partition_alone(rt):
     # P = 3: execute on a user object used to increment another PE's partition
     run = rt.run("snapshot", "misuse", env={"MPROF_PES": 3}, timeout=30)
-    check_cases(run, SNAPSHOT_MISUSE)
+    run.check_cases(SNAPSHOT_MISUSE)
     assert "misuse rc=0" in run.stdout
 
 
@@ -141,7 +129,7 @@ BULK_MISUSE = {
 
 def test_bulk_misuse_fails_with_a_message(rt):
     run = rt.run("bulk", "misuse", timeout=30)
-    check_cases(run, BULK_MISUSE)
+    run.check_cases(BULK_MISUSE)
     assert "counter=0" in run.stdout
     assert "misuse rc=0" in run.stdout
     assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())

@@ -99,34 +99,25 @@ MISUSE = {
 
 def test_misuse_reports_error_codes_and_the_run_continues(rt):
     run = rt.run("misuse", env={"MPROF_PES": 2})
-    codes = dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
-    for case, (code, message) in MISUSE.items():
-        assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{run.describe()}"
-        if message:
-            assert message in run.stderr, f"{case}: no '{message}' on stderr"
+    run.check_cases(MISUSE)
     assert "freeing a counter that fibers still wait on" in run.stderr
     assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
     # every invocation made after the misuse arrived and the run ended normally
     assert "after=12 rc=0" in run.stdout
 
 
-def codes_of(run) -> dict[str, str]:
-    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
-
-
 def test_a_fiber_for_a_scheduler_its_pe_never_registered_ends_the_run_with_a_message(rt):
     """The sender checks the id against its own schedulers; the receiver indexed past its
     table and crashed."""
     run = rt.run("misuse", "foreign_sched", env={"MPROF_PES": 2}, profile=False, expect_rc=3)
-    assert codes_of(run)["foreign_sched_invoke"] == "0"
+    assert run.codes()["foreign_sched_invoke"] == "0"
     assert ("mprof: fatal: PE 1: a fiber arrived for scheduler 3, which this PE never "
             "registered") in run.stderr
 
 
 def test_handles_kept_past_mp_main_and_bad_descriptions_are_refused(rt):
     run = rt.run("misuse", "after_main", env={"MPROF_PES": 2}, profile=False)
-    codes = codes_of(run)
-    expected = {
+    run.check_cases({
         "access_null": (1, "access category with a NULL module or name"),
         "access_long": (1, "longer than 255 bytes"),
         "add_remote_freed": (5, "used after mp_counter_free"),
@@ -137,17 +128,14 @@ def test_handles_kept_past_mp_main_and_bad_descriptions_are_refused(rt):
         "access_word_unknown": (1, "mp_access_word of unknown access category 200"),
         "counter_value_after": (5, "mp_counter_value outside a running PE"),
         "fiber_enable_after": (5, "mp_fiber_enable outside a running PE"),
-    }
-    for case, (code, message) in expected.items():
-        assert codes.get(case) == str(code), f"{case}: {codes.get(case)}\n{run.describe()}"
-        assert message in run.stderr, f"{case}: no '{message}' on stderr\n{run.stderr}"
+    })
     assert "mp_counter_free outside a running PE" in run.stderr
     assert "rc=0" in run.stdout
 
 
 def test_a_config_set_by_hand_gets_the_environments_limits(rt):
     run = rt.run("misuse", "config", profile=False)
-    codes = codes_of(run)
+    codes = run.codes()
     for case, field in (("config_agg_bytes", "agg_bytes is over 1 GiB"),
                         ("config_sample_s", "sample_s is neither 0 (off) nor a period"),
                         ("config_idle_timeout", "idle_timeout_s or progress_timeout_s")):
