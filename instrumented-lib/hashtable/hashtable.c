@@ -132,11 +132,6 @@ void ht_options_init(ht_options *o, size_t key_size, size_t value_size)
     o->sched = MP_SCHED_FIFO;
 }
 
-/* Whether fibers can be sent with scheduler `s`: a built-in one, or a custom one registered on
- * this PE.  A bad id must be refused here: an operation that fails to send after the snapshot
- * counted it would leave the next ht_sync waiting for ever. */
-static bool sched_usable(mp_sched_t s) { return mp_sched_known(s) != 0; }
-
 /* MP_SUCCESS, or MP_ERR_INVALID_ARG after a report of what is wrong with the options. */
 static mp_err check_options(const ht_options *o, const ht_t *out)
 {
@@ -157,7 +152,9 @@ static mp_err check_options(const ht_options *o, const ht_t *out)
         lib_misuse("ht_create: bins_per_pe is 0");
         return MP_ERR_INVALID_ARG;
     }
-    if (!sched_usable(o->sched)) {
+    /* refused here: an operation that failed to send after the snapshot counted it would leave
+     * the next ht_sync waiting for ever */
+    if (!mp_sched_known(o->sched)) {
         lib_misuse("ht_create: scheduler %d is neither a built-in one (MP_SCHED_*) nor registered "
                    "with mp_sched_register on this PE",
                    o->sched);
