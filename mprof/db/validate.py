@@ -200,7 +200,8 @@ def _member(text: str, pos: int, rest: str) -> tuple[int | None, str]:
     return best, rest[len(best_key):].removeprefix(".")
 
 
-def _kind(value) -> str:
+def value_kind(value) -> str:
+    """A JSON value as a message names it: `null`, `the string 'x'`, `an array` ..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -333,7 +334,7 @@ def _schema_problem(error) -> tuple[str, str]:
         names = [_TYPE_NAMES[t] for t in ([schema["type"]] if isinstance(schema["type"], str)
                                           else schema["type"])]
         expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-        return where, f"expected {expected}, got {_kind(value)}"
+        return where, f"expected {expected}, got {value_kind(value)}"
     if keyword == "required":
         missing = next(name for name in error.validator_value if name not in value)
         return where, f"missing required field '{missing}'"
@@ -355,7 +356,7 @@ def _schema_problem(error) -> tuple[str, str]:
     if keyword == "minLength":
         return where, "must not be empty"
     if keyword == "const":
-        return where, f"expected '{error.validator_value}', got {_kind(value)}"
+        return where, f"expected '{error.validator_value}', got {value_kind(value)}"
     if keyword == "enum" and where == "schema_version":
         return where, f"version {value} is not supported (known: {SCHEMA_VERSIONS})"
     return where, error.message
@@ -451,7 +452,7 @@ def _check_started_at(doc: dict, fail) -> None:
         datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         fail("started_at", f"not an ISO 8601 date and time (such as 2026-11-23T18:40:00Z), "
-             f"got {_kind(text)}")
+             f"got {value_kind(text)}")
 
 
 def _check_categories(pe: dict, where: str, fail) -> None:

@@ -212,7 +212,7 @@ def _located(path: Path, text: str, where: str, message: str) -> MprofError:
 
 
 def _check_gate(doc: dict, text: str, path: Path) -> None:
-    from ..db.validate import NOT_UNICODE, find_lone_surrogate
+    from ..db.validate import NOT_UNICODE, find_lone_surrogate, value_kind
 
     def fail(where: str, message: str):
         raise _located(path, text, where, message)
@@ -222,33 +222,36 @@ def _check_gate(doc: dict, text: str, path: Path) -> None:
         fail(bad_text[0], f"the name is {NOT_UNICODE}" if bad_text[1] else NOT_UNICODE)
     if doc.get("schema") != GATE_SCHEMA:
         fail("schema", f"expected '{GATE_SCHEMA}' (a result of `mprof gate --json`), got "
-             f"{_shown(doc.get('schema'))}")
+             f"{value_kind(doc.get('schema'))}")
     version = doc.get("version")
     if not _is_integer(version) or version not in GATE_VERSIONS:
-        shown = version if _is_integer(version) else _shown(version)
+        shown = version if _is_integer(version) else value_kind(version)
         fail("version", f"gate result version {shown} is not supported (known: "
              f"{', '.join(map(str, GATE_VERSIONS))}); is this mprof older than the gate's?")
     if not isinstance(doc["units"], list):
-        fail("units", f"expected an array of units, got {_shown(doc['units'])}")
+        fail("units", f"expected an array of units, got {value_kind(doc['units'])}")
     for index, unit in enumerate(doc["units"]):
         _check_unit(unit, f"units[{index}]", fail)
 
 
 def _check_unit(unit, where: str, fail) -> None:
+    from ..db.validate import value_kind
+
     if not isinstance(unit, dict):
-        fail(where, f"expected a unit (an object), got {_shown(unit)}")
+        fail(where, f"expected a unit (an object), got {value_kind(unit)}")
     if not isinstance(unit.get("id"), str) or not unit["id"]:
-        fail(f"{where}.id", f"expected the unit's id (a string), got {_shown(unit.get('id'))}")
+        fail(f"{where}.id",
+             f"expected the unit's id (a string), got {value_kind(unit.get('id'))}")
     for key, kinds in (("kind", (str,)), ("category", (str, type(None)))):
         if key in unit and not isinstance(unit[key], kinds):
-            fail(f"{where}.{key}", f"expected a string, got {_shown(unit[key])}")
+            fail(f"{where}.{key}", f"expected a string, got {value_kind(unit[key])}")
     for key in _VALUE_FIELDS + _CHANGE_FIELDS:
         value = unit.get(key)
         texts_allowed = key in _VALUE_FIELDS
         if value is None or (texts_allowed and isinstance(value, str)):
             continue
         if not _is_number(value):
-            fail(f"{where}.{key}", f"expected a number or null, got {_shown(value)}")
+            fail(f"{where}.{key}", f"expected a number or null, got {value_kind(value)}")
         if not _finite(value):
             fail(f"{where}.{key}", f"must be a finite number, got {value} (the gate writes "
                  "null where it has no value)")
@@ -256,19 +259,8 @@ def _check_unit(unit, where: str, fail) -> None:
     if any(texts) and not all(texts):
         key = _VALUE_FIELDS[texts.index(True)]
         fail(f"{where}.{key}", f"expected a number or null like the other side's value, got "
-             f"{_shown(unit[key])} (only exactly compared statistics have text on both sides)")
-
-
-def _shown(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return f"the string {value[:40]!r}"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (list, dict)):
-        return "an array" if isinstance(value, list) else "an object"
-    return f"the number {value}"
+             f"{value_kind(unit[key])} (only exactly compared statistics have text on both "
+             "sides)")
 
 
 def _is_integer(value) -> bool:
