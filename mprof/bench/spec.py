@@ -84,8 +84,7 @@ class SweepSpec:
 
     @property
     def program_path(self) -> Path:
-        p = Path(self.program)
-        return p if p.is_absolute() else self.root / p
+        return _resolved(self.root, self.program)
 
     def configurations(self) -> list[Point]:
         """Every configuration once, as its first repetition's point."""
@@ -211,9 +210,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     if not isinstance(command, str) or not command.strip():
         raise MprofError(f"{path}: command must be a non-empty string")
     program = _text(data["program"], where("program"))
-    program_path = Path(program) if Path(program).is_absolute() else root / program
-    samples = {"program": [str(program_path)], "npes": npes, "python": [sys.executable],
-               "rep": [0], **params}
+    samples = _samples(_resolved(root, program), npes, params)
     check_template(command, samples, where("command"))
     database = Path(_text(data["database"], where("database")))
     probe = None
@@ -314,8 +311,18 @@ def check_template(command: str, samples: dict[str, list], what: str) -> None:
 
 def template_samples(spec: SweepSpec) -> dict[str, list]:
     """The values each placeholder of the spec's command takes (check_template)."""
-    return {"program": [str(spec.program_path)], "npes": spec.npes, "python": [sys.executable],
-            "rep": [0], **spec.params}
+    return _samples(spec.program_path, spec.npes, spec.params)
+
+
+def _samples(program_path: Path, npes: list, params: dict) -> dict[str, list]:
+    return {"program": [str(program_path)], "npes": npes, "python": [sys.executable],
+            "rep": [0], **params}
+
+
+def _resolved(root: Path, program: str) -> Path:
+    """The spec's program: as written when absolute, else relative to the spec's root."""
+    p = Path(program)
+    return p if p.is_absolute() else root / p
 
 
 def _check_format(name: str, spec: str, conversion, values: list, what: str) -> None:
