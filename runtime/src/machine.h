@@ -30,7 +30,8 @@ typedef struct mpr_machine {
     void (*send)(struct mpr_pe *from, int dst, struct mpr_msgbuf *buf);
     /* All buffers that arrived at pe, oldest first (per sender), or NULL. */
     struct mpr_msgbuf *(*take)(struct mpr_pe *pe);
-    /* A received buffer has been processed (its records turned into fibers). */
+    /* A received buffer has been processed: its records turned into fibers or run (those that
+     * carriers ran from the buffer, mpr_carrier.h). */
     void (*processed)(struct mpr_pe *pe, struct mpr_msgbuf *buf);
     /* The PE found nothing to do: returns true when the whole machine is quiescent. */
     int (*idle_enter)(struct mpr_pe *pe);

@@ -12,6 +12,7 @@
  *   mpr_counter.h  counters
  *   mpr_queue.h    scheduler queues (built-in FIFO lists, custom scheduler slots)
  *   mpr_comm.h     message records and buffers, aggregation
+ *   mpr_carrier.h  arrived FIFO records run from their message buffer
  *   mpr_obj.h      distributed objects
  *   mpr_latency.h  a cell of the latency table
  *   mpr_stats.h    statistics records, access category names, the run profile
@@ -33,6 +34,7 @@
 #include "mpr_counter.h"
 #include "mpr_queue.h"
 #include "mpr_comm.h"
+#include "mpr_carrier.h"
 #include "mpr_obj.h"
 #include "mpr_latency.h"
 #include "mpr_stats.h"

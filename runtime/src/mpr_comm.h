@@ -51,6 +51,10 @@ typedef struct mpr_msgbuf {
     uint32_t counted; /* already counted in flight when opened (a group buffer: machine.h) */
     size_t len;
     size_t cap;
+    /* The receiver's, while it holds the buffer (mpr_carrier.h): carriers of its records not
+     * yet run, and whether the poll has passed its end.  Set when the poll reaches it. */
+    uint32_t carriers;
+    uint32_t polled;
     _Alignas(16) unsigned char data[];
 } mpr_msgbuf;
 
@@ -113,6 +117,15 @@ void mpr_flow_wait(mpr_pe *pe);
  * dst if it holds an urgent record.  For the backend's group flush (shm/group.c). */
 void mpr_agg_send_opened(mpr_agg *a, int dst, mpr_agg_why why);
 uintptr_t mpr_fn_encode(mp_fiber_fn fn);
-mp_fiber_fn mpr_fn_decode(uintptr_t off);
+static inline mp_fiber_fn mpr_fn_decode(uintptr_t off)
+{
+    return (mp_fiber_fn)(off + (uintptr_t)&mpr_fn_encode);
+}
+/* A record's function from its fn_src (the high 48 bits: mpr_fn_encode's offset), inline for
+ * the poll and the carriers that run records (arithmetic shift: GCC, Clang). */
+static inline mp_fiber_fn mpr_record_fn(uint64_t fn_src)
+{
+    return mpr_fn_decode((uintptr_t)((int64_t)fn_src >> 16));
+}
 
 #endif /* MPR_COMM_H */

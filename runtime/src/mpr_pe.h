@@ -99,7 +99,7 @@ typedef struct mpr_pe {
     size_t agg_cap;
     size_t small_below;             /* arguments below this many bytes go as fast messages */
     _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */
-    mpr_msgbuf *rx_pending;         /* taken from the machine, not yet turned into fibers (FIFO) */
+    mpr_msgbuf *rx_pending;         /* taken from the machine, records not yet polled */
     size_t rx_off;                  /* offset of the next record in rx_pending */
 
     /* objects */

@@ -35,6 +35,14 @@ static inline void mpr_queue_push(mpr_queue *q, mpr_fiber *f)
     q->tailp = &f->next;
 }
 
+/* Puts f back before the others (a carrier that an interrupt stopped: sched.c). */
+static inline void mpr_queue_push_front(mpr_queue *q, mpr_fiber *f)
+{
+    if (!(f->next = q->head))
+        q->tailp = &f->next;
+    q->head = f;
+}
+
 static inline mpr_fiber *mpr_queue_pop(mpr_queue *q)
 {
     mpr_fiber *f = q->head;

@@ -24,7 +24,7 @@ void mpr_sched_init(mpr_pe *pe)
     pe->until_flush = mpr_g.cfg.flush_fibers;
 }
 
-static void run(mpr_pe *pe, mpr_fiber *f);
+static bool run(mpr_pe *pe, mpr_fiber *f);
 
 /* A fiber has run: its storage goes back to the free list, unless it handed the storage to a
  * continuation, which owns it from now on. */
@@ -137,7 +137,7 @@ static MPR_COLD void latency_charge(mpr_pe *pe, mpr_latency *l)
 
 /* Runs one fiber with everything: latency accounting when it waited through idle time, the
  * tracing and PAPI hooks.  pe->current is left pointing at the finished fiber; the dispatch
- * loop clears it once when it stops, not after every fiber. */
+ * loop clears it once when it stops, not after every fiber.  The caller releases it. */
 static __attribute__((noinline)) void run_full(mpr_pe *pe, mpr_fiber *f)
 {
     bool waited = MPR_LATENCY && pe->c_total != f->idle_at_create;
@@ -156,7 +156,6 @@ static __attribute__((noinline)) void run_full(mpr_pe *pe, mpr_fiber *f)
     l->count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
     if (MPR_UNLIKELY(waited))
         latency_charge(pe, l);
-    fiber_done(pe, f);
 }
 
 #if MPR_LATENCY
@@ -183,30 +182,34 @@ static inline __attribute__((always_inline)) void run_waited(mpr_pe *pe, mpr_fib
     l->count++;
     l->observed_ns += observed;
     l->critical_ns += critical;
-    fiber_done(pe, f);
 }
 #endif
 
-/* Runs one fiber and does its accounting.  Most fibers did not wait through idle time and run
- * with no hooks on; they take the short path below, which run_full would take too minus its
- * tests, and one comparison (dispatch_key) tells them apart.  Of the others, those that waited
- * while no hooks are on take run_waited. */
-static inline void run(mpr_pe *pe, mpr_fiber *f)
+/* Runs one fiber and does its accounting; the caller releases it (fiber_done), or, for the
+ * frame of a carried record, keeps it for the next record.  Most fibers did not wait through
+ * idle time and run with no hooks on; they take the short path below, which run_full would
+ * take too minus its tests, and one comparison (dispatch_key) tells them apart.  Of the
+ * others, those that waited while no hooks are on take run_waited.  A carrier's stamp never
+ * matches the key either: with `carriers`, such a fiber is tested for being one (returns false,
+ * not run); a carried record's frame never is. */
+static inline bool run_fiber(mpr_pe *pe, mpr_fiber *f, bool carriers)
 {
 #if MPR_LATENCY
     bool plain = f->idle_at_create == pe->dispatch_key;
 #else
-    bool plain = !pe->fiber_hooks;
+    bool plain = !pe->fiber_hooks && !(carriers && mpr_is_carrier(f));
 #endif
     if (MPR_UNLIKELY(!plain)) {
+        if (carriers && mpr_is_carrier(f))
+            return false;
 #if MPR_LATENCY
         if (!pe->fiber_hooks) { /* then dispatch_key is c_total: the fiber waited */
             run_waited(pe, f);
-            return;
+            return true;
         }
 #endif
         run_full(pe, f);
-        return;
+        return true;
     }
     unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
     pe->current = f;
@@ -214,14 +217,29 @@ static inline void run(mpr_pe *pe, mpr_fiber *f)
     mpr_latency *row = pe->latency[enabler];
     f->fn(f->args);
     row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
-    fiber_done(pe, f);
+    return true;
 }
 
-static uint64_t queue_length(const mpr_queue *q)
+/* Runs a queue entry that is a fiber, with its accounting, and releases it; returns false,
+ * running nothing, for a carrier (run_carrier's). */
+static inline bool run(mpr_pe *pe, mpr_fiber *f)
+{
+    if (MPR_UNLIKELY(!run_fiber(pe, f, true)))
+        return false;
+    fiber_done(pe, f);
+    return true;
+}
+
+/* The fibers a queue holds: a carrier counts as its records not yet run, and `*carried` gets
+ * how many more that makes than the queue's slots. */
+static uint64_t queue_fibers(const mpr_queue *q, uint64_t *carried)
 {
     uint64_t n = 0;
-    for (const mpr_fiber *f = q->head; f; f = f->next)
-        n++;
+    for (const mpr_fiber *f = q->head; f; f = f->next) {
+        uint64_t k = mpr_entry_fibers(f);
+        n += k;
+        *carried += k - 1;
+    }
     return n;
 }
 
@@ -247,9 +265,12 @@ uint64_t mpr_dispatched(const mpr_pe *pe)
  * stores the rest, which only the PE can count (its lists), and the fold adds them up. */
 void mpr_rts_fold(mpr_pe *pe)
 {
-    uint64_t live = mpr_fiber_live(pe);
-    uint64_t enabled =
-        queue_length(&pe->queue[MP_SCHED_URGENT]) + queue_length(&pe->queue[MP_SCHED_FIFO]);
+    /* records still in queued carriers (a run that ended early) are allocated and enabled
+     * threads, each, where their carrier holds one slot */
+    uint64_t carried = 0;
+    uint64_t enabled = queue_fibers(&pe->queue[MP_SCHED_URGENT], &carried) +
+                       queue_fibers(&pe->queue[MP_SCHED_FIFO], &carried);
+    uint64_t live = mpr_fiber_live(pe) + carried;
     for (int k = 0; k < pe->nsched - (MP_SCHED_PREEMPT + 1); k++)
         enabled += pe->custom[k].held;
     RTS_SET(&pe->rts, ThreadAlloc, live);
@@ -306,9 +327,117 @@ void mpr_yield_busy(mpr_pe *pe)
     pe->where = MPR_PE_RUNNING;
 }
 
+void mpr_carrier_fn(void *args)
+{
+    (void)args;
+    mpr_fatal("a carrier of arrived records was called as a fiber (the runtime's own bug)");
+}
+
+/* run_carrier's return when an interrupt stopped it before its last record. */
+#define CARRIER_STOPPED 0x80000000u
+
+/* A frame for the records of carrier c of at least `size` bytes of arguments, in place of
+ * `old` (released; NULL: none yet): the header of the fiber a record would have become, the
+ * records' own fields (function, categories) written per record. */
+static MPR_COLD mpr_fiber *carrier_frame(mpr_pe *pe, const mpr_fiber *c, mpr_fiber *old,
+                                         size_t size)
+{
+    mpr_slot_class cls = mpr_slot_class_of(size);
+    if (old) {
+        if (old->tag.slot >= cls)
+            return old;
+        mpr_fiber_release(pe, old);
+    }
+    mpr_fiber *f = mpr_slot_get(pe, cls);
+    f->idle_at_create = c->wait_value; /* the poll's stamp: when the records arrived */
+    f->tag.word = mpr_tag_make(pe, MP_SCHED_FIFO, 0, 0, MPR_FIBER_ENABLED, cls);
+    return f;
+}
+
+/* A carried record that takes run_fiber's other paths (it waited through idle time, or hooks
+ * are on), out of the carrier's loop. */
+static MPR_COLD void run_carried_slow(mpr_pe *pe, mpr_fiber *f) { run_fiber(pe, f, false); }
+
+/* Runs the records of carrier c (mpr_carrier.h) in order, each in a frame: a fiber slot with
+ * the record's arguments and the header of the fiber it would have become (FIFO, its sender's
+ * category as creator and enabler, the poll's creation stamp), run and accounted as that
+ * fiber (run_fiber's plain path inline, the others out of line).  A record that hands the
+ * frame to a continuation (mp_continue) leaves it to it, and the next record takes another.
+ * Between two records it does what the batch loop does between two fibers: counts `left`
+ * down to the communication period, and stops on an interrupt.  Returns the countdown left,
+ * with CARRIER_STOPPED when it stopped early: then c stays enabled with its range advanced,
+ * for the caller to run first once the interrupt is served.  The last record done, c is
+ * released and the buffer goes back if the poll is done with it. */
+static MPR_NOIPA unsigned run_carrier(mpr_pe *pe, mpr_fiber *c, unsigned left)
+{
+    mpr_carrier_args *ca = (mpr_carrier_args *)c->args;
+    const unsigned char *p = ca->buf->data + ca->off, *end = ca->buf->data + ca->end;
+    mpr_fiber *frame = NULL;
+    while (p < end) {
+        const mpr_record *r = (const mpr_record *)p;
+        p += r->total;
+        size_t size = r->args_size;
+        const unsigned char *args = (const unsigned char *)(r + 1);
+        if (MPR_LIKELY(frame && size <= MPR_FIBER_TINY_ARGS)) {
+            if (size) /* padded to 16 bytes in the record, and every slot has 16 */
+                __builtin_memcpy(frame->args, args, 16);
+        } else {
+            frame = carrier_frame(pe, c, frame, size);
+            for (size_t i = 0; i < size; i += 16)
+                __builtin_memcpy(frame->args + i, args + i, 16);
+        }
+        mp_fiber_fn fn = mpr_record_fn(r->fn_src);
+        unsigned access = r->access;
+        frame->fn = fn;
+        frame->tag.enabler = (uint8_t)access; /* the sender's category is both */
+        frame->tag.creator = (uint8_t)access;
+#if MPR_LATENCY
+        bool plain = frame->idle_at_create == pe->dispatch_key;
+#else
+        bool plain = !pe->fiber_hooks;
+#endif
+        if (MPR_LIKELY(plain)) { /* run_fiber's plain path */
+            pe->current = frame;
+            pe->spawn_tag.word = pe->spawn_tag_unclassified;
+            mpr_latency *row = pe->latency[access];
+            fn(frame->args);
+            row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count */
+        } else {
+            run_carried_slow(pe, frame);
+        }
+        if (MPR_UNLIKELY(frame->tag.reused)) { /* the continuation owns the frame now */
+            frame->tag.reused = 0;
+            frame = NULL;
+        }
+        if (MPR_UNLIKELY(--left == 0)) {
+            ca->off = (uint32_t)(p - ca->buf->data);
+            periodic(pe);
+            left = pe->until_flush;
+        }
+        if (MPR_UNLIKELY(mpr_interrupted(pe)) && p < end) {
+            if (frame)
+                mpr_fiber_release(pe, frame);
+            ca->off = (uint32_t)(p - ca->buf->data);
+            return left | CARRIER_STOPPED;
+        }
+    }
+    if (frame)
+        mpr_fiber_release(pe, frame);
+    mpr_carrier_done(pe, ca->buf);
+    mpr_fiber_release(pe, c);
+    return left;
+}
+
+/* Runs one queue entry outside the batch loop (urgent fibers, custom schedulers present). */
 static inline void dispatch(mpr_pe *pe, mpr_fiber *f)
 {
-    run(pe, f);
+    if (MPR_UNLIKELY(!run(pe, f))) {
+        unsigned left = run_carrier(pe, f, pe->until_flush);
+        pe->until_flush = left & ~CARRIER_STOPPED;
+        if (left & CARRIER_STOPPED)
+            mpr_queue_push_front(&pe->queue[MP_SCHED_FIFO], f);
+        return;
+    }
     if (MPR_UNLIKELY(--pe->until_flush == 0))
         periodic(pe);
 }
@@ -372,10 +501,17 @@ static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
         do {
             f = batch;
             batch = f->next; /* before f runs: its link is reused when it is released */
-            run(pe, f);
-            if (MPR_UNLIKELY(--left == 0)) {
-                periodic(pe);
-                left = pe->until_flush;
+            if (MPR_LIKELY(run(pe, f))) {
+                if (MPR_UNLIKELY(--left == 0)) {
+                    periodic(pe);
+                    left = pe->until_flush;
+                }
+            } else {
+                left = run_carrier(pe, f, left);
+                if (left & CARRIER_STOPPED) { /* f, still linked to the rest, goes first */
+                    left &= ~CARRIER_STOPPED;
+                    batch = f;
+                }
             }
             if (!batch && (batch = fifo->head)) { /* the next batch (a continuation, say) */
                 batch_tailp = fifo->tailp;

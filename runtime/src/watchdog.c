@@ -85,7 +85,7 @@ static MPR_RACY uint64_t queue_len(const mpr_queue *q)
 {
     uint64_t n = 0;
     for (const mpr_fiber *f = q->head; f && n < WALK_MAX; f = f->next)
-        n++;
+        n += mpr_entry_fibers(f); /* a carrier: its records */
     return n;
 }
 

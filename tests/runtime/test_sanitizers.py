@@ -63,6 +63,12 @@ def test_direct_preemptive_messages_under_sanitizer(rt_san):
     assert run.stdout.count("direct=300 nested=300 fifo=300") == 5
 
 
+def test_carriers_under_sanitizer(rt_san):
+    """Records run from buffers that go back to their senders only after the last carrier."""
+    run = rt_san.run("carriers", "n=600", env={"MPROF_PES": 4, "MPROF_WORKERS": 2}, timeout=120)
+    assert run.stdout.count("records=1800 conts=360 urgents=258") == 4
+
+
 def test_comm_under_sanitizer(rt_san):
     rt_san.run("comm", "count", 2000, 40, timeout=120)
     rt_san.run("comm", "flush", 200, 32, env={"MPROF_FLUSH_FIBERS": 7}, timeout=120)
