@@ -128,6 +128,9 @@ void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
 {
     snapshot *s = local(h, "mp_snapshot_complete");
     mpr_pe *pe = mpr_pe_self();
+    if (executing_pe < 0 || executing_pe >= pe->npes) /* the completion would be lost */
+        mpr_fatal("mp_snapshot_complete: snapshot %u: executing PE %d is not a PE (0..%d)", h,
+                  executing_pe, pe->npes - 1);
     if (executing_pe == pe->id)
         mp_counter_add(s->completed, 1);
     else

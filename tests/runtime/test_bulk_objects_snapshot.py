@@ -97,6 +97,10 @@ def test_snapshot_calls_on_other_objects_are_refused_and_leave_the_partition_alo
     ("execute", f"mprof: fatal: PE 0: mp_snapshot_execute: {NOT_SNAPSHOT}"),
     ("complete", f"mprof: fatal: PE 0: mp_snapshot_complete: {NOT_SNAPSHOT}"),
     ("unfreeze", f"mprof: fatal: PE 0: mp_snapshot_unfreeze: {NOT_SNAPSHOT}"),
+    # sent nowhere (the send's error ignored): the snapshot waited for it forever
+    ("complete_pe_negative",
+     "mp_snapshot_complete: snapshot 1025: executing PE -1 is not a PE (0..2)"),
+    ("complete_pe_npes", "mp_snapshot_complete: snapshot 1025: executing PE 3 is not a PE (0..2)"),
     # dereferenced the missing PE (SIGSEGV)
     ("complete_before_main", ("mprof: fatal: mp_snapshot_complete: snapshot object 1 does not "
                               "exist: called outside a running PE")),

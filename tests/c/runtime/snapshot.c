@@ -138,12 +138,18 @@ static void fatal_main(int argc, char **argv)
     (void)argc, (void)argv;
     int me = mp_mype();
     CHECK_OK(mp_obj_create(&user_part[me][1], &user_obj[me]));
+    mp_snapshot_t snap;
+    CHECK_OK(mp_snapshot_new(&snap));
     mp_counter_t c = mp_counter_new(0);
     CHECK_EQ(mp_obj_barrier(user_obj[me], c), MP_WAIT);
     CHECK_OK(mp_block_until(c, 1));
     if (me != 0)
         return;
-    if (strcmp(fatal_call, "execute") == 0)
+    if (strcmp(fatal_call, "complete_pe_negative") == 0) /* was sent nowhere: a lost completion */
+        mp_snapshot_complete(snap, -1);
+    else if (strcmp(fatal_call, "complete_pe_npes") == 0)
+        mp_snapshot_complete(snap, mp_npes());
+    else if (strcmp(fatal_call, "execute") == 0)
         mp_snapshot_execute(user_obj[me]);
     else if (strcmp(fatal_call, "complete") == 0)
         mp_snapshot_complete(user_obj[me], mp_npes() - 1);
