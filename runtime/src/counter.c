@@ -7,6 +7,8 @@
  */
 #include "mpr.h"
 
+#include <inttypes.h>
+
 #include <stdlib.h>
 
 mp_counter_t mp_counter_new(uint64_t initial)
@@ -152,12 +154,27 @@ static inline int owned(mpr_pe *pe, mpr_counter *c)
     return 0;
 }
 
+/* A counter only grows: an add past 2^64 - 1 would wrap it below the targets its waiters have
+ * reached or not, so it is refused (the value stays), like an update by the wrong PE. */
+static MPR_COLD void wrapped(const mpr_counter *c, uint64_t n)
+{
+    mpr_misuse(MP_ERR_INVALID_ARG,
+               "counter %p: adding %" PRIu64 " to %" PRIu64 " would wrap past 2^64 - 1 (counters "
+               "only grow; refused)",
+               (const void *)c, n, c->value);
+}
+
 void mp_counter_add(mp_counter_t c, uint64_t n)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!owned(pe, c))
         return;
-    c->value += n;
+    uint64_t v;
+    if (MPR_UNLIKELY(__builtin_add_overflow(c->value, n, &v))) {
+        wrapped(c, n);
+        return;
+    }
+    c->value = v;
     if (MPR_UNLIKELY(c->waiters || c == pe->blocked_on))
         counter_changed(pe, c);
 }

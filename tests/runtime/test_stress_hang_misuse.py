@@ -94,6 +94,8 @@ MISUSE = {
     "derive_not_record": (1, "is not a statistics record of this PE (invalid argument)"),
     "double_free_distinct": (0, "freed twice (object in the wrong state for this call)"),
     "wait_null": (1, "NULL counter (invalid argument)"),
+    "counter_wrap": (0, "adding 2 to 18446744073709551614 would wrap past 2^64 - 1"),
+    "counter_to_max": (0, None),
 }
 
 

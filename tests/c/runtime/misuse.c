@@ -64,6 +64,13 @@ static void in_fiber(void *p)
     report("double_free_distinct", n1 != n2 ? MP_SUCCESS : MP_ERR_BAD_STATE);
     mp_counter_free(n1);
     mp_counter_free(n2);
+    /* a counter only grows: an add past 2^64 - 1 is refused, the value kept (it wrapped to 0) */
+    mp_counter_t w = mp_counter_new(UINT64_MAX - 1);
+    mp_counter_add(w, 2);
+    report("counter_wrap", mp_counter_value(w) == UINT64_MAX - 1 ? MP_SUCCESS : MP_ERR_BAD_STATE);
+    mp_counter_add(w, 1);
+    report("counter_to_max", mp_counter_value(w) == UINT64_MAX ? MP_SUCCESS : MP_ERR_BAD_STATE);
+    mp_counter_free(w);
     /* the code returned matches the message printed */
     report("wait_null", mp_counter_wait(NULL, 1, mp_fiber_create(nop, NULL, 0, MP_SCHED_FIFO)));
 
