@@ -13,6 +13,10 @@
 # that whatever finished comes back.  A part that does not fit is skipped and says so.
 #   runtime   the suite's micro, msg and weak parts (rt_micro; messaging beside shm_floor;
 #             weak scaling at 1-64 PEs, aggregated and not)
+#   carriers  the same binary with arrived records run from their buffers (MPROF_CARRIERS=1,
+#             the default) and as fibers (0), interleaved, 3 runs each: messaging
+#             (rt_workload P 0 1000000 16 0) aggregated and not, and the weak-scaling command,
+#             at 2, 8 and 16 PEs (benchmarks/micro/interleave.py)
 #   startup   an empty run (rt_workload P 0 0 16 0) at 2, 8 and 16 PEs, bound and unbound,
 #             best of 5: how much of the weak-scaling time at 16 PEs is start and end
 #   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:
@@ -36,9 +40,9 @@ set -u
 cd "$(dirname "$0")/../.."
 self=benchmarks/device/run.sh
 # The parts in their order, and the least time worth starting each with.
-all=(runtime startup agg sweeps spread apps studies)
-declare -A need=([runtime]=60 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40 [apps]=60
-  [studies]=100)
+all=(runtime carriers startup agg sweeps spread apps studies)
+declare -A need=([runtime]=60 [carriers]=30 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40
+  [apps]=60 [studies]=100)
 budget=540
 parts=()
 one=
@@ -98,6 +102,21 @@ for pin in ("1", "0"):
         print(json.dumps({"startup": "rt_workload P 0 0 16 0", "pin": pin, "pes": p,
                           "best_s": round(best, 4)}), flush=True)
 PY
+}
+
+carriers() {
+  local p agg rc=0
+  for p in 2 8 16; do
+    for agg in 4096 0; do
+      "$PY" benchmarks/micro/interleave.py build build --reps 3 --before-env MPROF_CARRIERS=0 \
+        --env MPROF_AGG_BYTES=$agg --tag carriers=msg --tag pes=$p --tag agg=$agg \
+        -- $p 0 1000000 16 0 || rc=$?
+    done
+    "$PY" benchmarks/micro/interleave.py build build --reps 3 --before-env MPROF_CARRIERS=0 \
+      --env MPROF_AGG_BYTES=4096 --tag carriers=weak --tag pes=$p --tag agg=4096 \
+      -- $p 3000000 300000 16 0 || rc=$?
+  done
+  return $rc
 }
 
 agg() {

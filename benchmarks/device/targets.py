@@ -5,7 +5,8 @@
 
 Reads what `benchmarks/device/run.sh` (or the device suite it calls, .device/suite.sh)
 printed: weak-scaling lines (`"weak"`), messaging lines (`"msg"`) beside the floor program's
-(`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`).  Lines that
+(`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`), carriers
+on and off (`"carriers"`: interleave.py's lines).  Lines that
 carry a `"pin"` setting (runs with worker binding on and off) are kept apart by it.  Prints
 one JSON line per figure, each with its target where the runtime's messaging work sets one:
 
@@ -16,6 +17,10 @@ one JSON line per figure, each with its target where the runtime's messaging wor
                        remote operations per second (aggregated) at 2, 8 and 16 PEs: at most 3
   app_speedup          an application's T(1) / T(16)
   startup_s            an empty run's best time (rt_workload P 0 0 16 0)
+  carriers_busy_gain   busy CPU with every arrived record a fiber (MPROF_CARRIERS=0) over
+                       busy CPU with carriers, medians of the interleaved runs of the
+                       `carriers` part, per command (msg, weak), PE count and aggregation;
+                       with rate_ratio, the carriers' median rate over the other's
 
 and with --markdown a table of them for docs/measurements/sixteen-cores.md.  Where a run
 repeats a measurement (the floor program twice, say) the best is taken, as the suite does
@@ -56,10 +61,12 @@ def best(table, key, value, better=min):
 
 
 def collect(lines):
-    weak, rate, floor, apps, startup = {}, {}, {}, {}, {}
+    weak, rate, floor, apps, startup, carriers = {}, {}, {}, {}, {}, {}
     for d in lines:
         pin = str(d.get("pin", "-"))
-        if "weak" in d and "best_s" in d:
+        if "carriers" in d and "before" in d and "after" in d:
+            carriers[(d["carriers"], int(d["pes"]), str(d["agg"]))] = d
+        elif "weak" in d and "best_s" in d:
             best(weak, (pin, str(d["agg"]), d["pes"]), d["best_s"])
         elif "msg" in d and str(d.get("agg")) == "4096":
             ops = d.get("ops_per_s_total")
@@ -73,7 +80,7 @@ def collect(lines):
             best(apps, (pin, d["app"], d.get("args", ""), d["pes"]), d["best_s"])
         elif "startup" in d:
             best(startup, (pin, d["pes"]), d["best_s"])
-    return weak, rate, floor, apps, startup
+    return weak, rate, floor, apps, startup, carriers
 
 
 def judged(value, at_least=None, at_most=None):
@@ -83,7 +90,7 @@ def judged(value, at_least=None, at_most=None):
     return {"target": f"<= {at_most}", "met": value <= at_most}
 
 
-def figures(weak, rate, floor, apps, startup):
+def figures(weak, rate, floor, apps, startup, carriers):
     out = []
     pins = sorted({k[0] for k in weak} | {k[0] for k in rate} | {k[0] for k in apps})
     for pin in pins:
@@ -111,13 +118,18 @@ def figures(weak, rate, floor, apps, startup):
                             "value": round(t[1] / t[16], 2), "runs_s": [t[1], t[16]]})
     for (pin, p), v in sorted(startup.items()):
         out.append({"figure": "startup_s", "pin": pin, "pes": p, "value": v})
+    for (what, p, agg), d in sorted(carriers.items()):
+        off, on = d["before"]["busy_median_s"], d["after"]["busy_median_s"]
+        if on > 0:
+            out.append({"figure": "carriers_busy_gain", "what": what, "pes": p, "agg": agg,
+                        "value": round(off / on, 3), "rate_ratio": d.get("median_ratio")})
     return out
 
 
 def markdown(rows):
     lines = ["| figure | setting | value | target |", "|---|---|---|---|"]
     for r in rows:
-        setting = ", ".join(f"{k} {r[k]}" for k in ("app", "args", "agg", "pes", "pin")
+        setting = ", ".join(f"{k} {r[k]}" for k in ("what", "app", "args", "agg", "pes", "pin")
                             if k in r and r[k] not in ("", "-"))
         target = r.get("target", "")
         if target:
@@ -133,7 +145,7 @@ def main():
     args = ap.parse_args()
     rows = figures(*collect(read_lines(args.runs)))
     if not rows:
-        fail("no weak-scaling, messaging, application or start-up lines in "
+        fail("no weak-scaling, messaging, application, start-up or carriers lines in "
              + ", ".join(args.runs))
     for r in rows:
         print(json.dumps(r))

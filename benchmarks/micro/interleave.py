@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Two builds of rt_workload, run alternately: the before/after comparison of a runtime change.
 
-    interleave.py BEFORE AFTER [--reps N] [--env NAME=VALUE ...] -- PES FIBERS MSGS BYTES [SELF]
+    interleave.py BEFORE AFTER [--reps N] [--env NAME=VALUE ...] [--before-env NAME=VALUE ...]
+                  [--after-env NAME=VALUE ...] [--tag NAME=VALUE ...]
+                  -- PES FIBERS MSGS BYTES [SELF]
 
 BEFORE and AFTER are build trees (or rt_workload programs).  Each of the N rounds runs both
 once, the order swapped every round, so that a slow spell of a shared machine falls on both
 alike.  For each build: remote operations per second of wall time (RemoteOp summed over the
 PEs over the process's wall time, start-up included), busy CPU (cpu_s - idle_cpu_s summed
-over the PEs) and fresh buffers (MsgAlloc), as sorted lists, best and median.  The last line
-is JSON: {"before": {...}, "after": {...}, "median_ratio": after's median rate / before's}.
+over the PEs), fresh buffers (MsgAlloc) and messages (MsgSent), as sorted lists, best and
+median.  The last line
+is JSON: {"before": {...}, "after": {...}, "median_ratio": after's median rate / before's},
+with each --tag added (labels for a series of such lines).  --env applies to both runs,
+--before-env and --after-env to one side: the same build with a setting off and on, e.g.
+`interleave.py build build --before-env MPROF_CARRIERS=0 -- 2 0 1000000 16 0`.
 Build the tree before a change with `git worktree add /tmp/before REV` and `cmake -S
 /tmp/before -B /tmp/before/build -G Ninja -DCMAKE_BUILD_TYPE=Release` (what `make build`
 does), then `ninja -C /tmp/before/build rt_workload`.
@@ -54,7 +60,18 @@ def run_once(exe, args, env):
     rts = rts_totals(prof)
     return {"rate": rts.get("RemoteOp", 0) / wall,
             "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in prof["pes"]),
-            "msg_alloc": rts.get("MsgAlloc", 0)}
+            "msg_alloc": rts.get("MsgAlloc", 0), "msg_sent": rts.get("MsgSent", 0)}
+
+
+def pairs(items, option):
+    """NAME=VALUE arguments as a dict."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            fail(f"{option} takes NAME=VALUE, not '{item}'")
+        out[name] = value
+    return out
 
 
 def summary(runs):
@@ -64,7 +81,8 @@ def summary(runs):
             "rate_median": round(statistics.median(rates)),
             "busy_cpu_s": [round(x, 4) for x in busy], "busy_best_s": round(busy[0], 4),
             "busy_median_s": round(statistics.median(busy), 4),
-            "msg_alloc_median": statistics.median(r["msg_alloc"] for r in runs)}
+            "msg_alloc_median": statistics.median(r["msg_alloc"] for r in runs),
+            "msg_sent_median": statistics.median(r["msg_sent"] for r in runs)}
 
 
 def main():
@@ -73,23 +91,24 @@ def main():
     ap.add_argument("after")
     ap.add_argument("--reps", type=int, default=16)
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--before-env", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--after-env", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--tag", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("args", nargs="+", help="rt_workload's arguments (after --)")
     a = ap.parse_args()
     if a.reps < 1:
         fail("--reps must be at least 1")
-    env = {}
-    for item in a.env:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            fail(f"--env takes NAME=VALUE, not '{item}'")
-        env[name] = value
+    env = pairs(a.env, "--env")
+    envs = {"before": {**env, **pairs(a.before_env, "--before-env")},
+            "after": {**env, **pairs(a.after_env, "--after-env")}}
     exes = {"before": program(a.before), "after": program(a.after)}
     runs = {"before": [], "after": []}
     for i in range(a.reps):
         order = ("before", "after") if i % 2 == 0 else ("after", "before")
         for name in order:
-            runs[name].append(run_once(exes[name], a.args, env))
-    out = {name: summary(r) for name, r in runs.items()}
+            runs[name].append(run_once(exes[name], a.args, envs[name]))
+    out = {**pairs(a.tag, "--tag")}
+    out.update({name: summary(r) for name, r in runs.items()})
     for name in ("before", "after"):
         s = out[name]
         print(f"{name}: {s['rate_median'] / 1e6:.2f} M remote operations/s median "

@@ -150,6 +150,7 @@ void mpr_comm_init(mpr_pe *pe)
     pe->flush_delay_ns = (uint64_t)(mpr_g.cfg.flush_delay_s * 1e9);
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
+    pe->carriers = mpr_g.carriers;
     atomic_init(&pe->returned, NULL);
 }
 
@@ -925,7 +926,9 @@ bool mpr_poll(mpr_pe *pe)
             const mpr_record *r = (const mpr_record *)(b->data + off);
             if (MPR_LIKELY(r->sched == fast)) {
                 if (!run) {
-                    if (lone) { /* the first of a run, perhaps the only one: a fiber */
+                    /* the first of a run, perhaps the only one: a fiber (every record with
+                     * MPROF_CARRIERS=0) */
+                    if (lone || !pe->carriers) {
                         lone = false;
                         tailp = arrive_fifo(pe, r, tailp);
                     } else {

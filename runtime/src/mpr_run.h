@@ -32,6 +32,7 @@ typedef struct {
     double t_start;
     char started_at[32];
     int pinned_workers; /* worker threads the backend bound to a unit of their own (profile) */
+    bool carriers;      /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
 } mpr_run;
 
 extern mpr_run mpr_g;

@@ -319,6 +319,8 @@ int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
         mpr_g.cfg.program = basename_of(argc > 0 ? argv[0] : NULL);
     if (mpr_g.cfg.flush_fibers == 0)
         mpr_g.cfg.flush_fibers = 1;
+    /* a measuring switch (the same binary with and without, interleaved): not in mp_config */
+    mpr_g.carriers = mpr_env_number("MPROF_CARRIERS", 1, 0, 1, 1, 0) != 0;
     mpr_g.npes = npes;
     mpr_g.pe_main = pe_main;
     mpr_g.argc = argc;

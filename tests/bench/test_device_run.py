@@ -95,3 +95,21 @@ def test_targets_keep_binding_settings_apart_and_refuse_bad_lines(tmp_path):
     empty.write_text('{"cores": 16}\n')
     run = _targets(empty)
     assert run.returncode != 0 and "no weak-scaling" in run.stderr
+
+
+def test_carriers_lines_give_the_busy_cpu_gain(tmp_path):
+    """interleave.py's lines of the `carriers` part: before is MPROF_CARRIERS=0, after the
+    default; the gain is the medians' ratio, per command, PE count and aggregation."""
+    side = {"busy_median_s": 0.2, "rate_median": 10}
+    lines = [{"carriers": "msg", "pes": "8", "agg": "4096", "median_ratio": 1.25,
+              "before": {**side, "busy_median_s": 0.25}, "after": side},
+             {"carriers": "weak", "pes": "16", "agg": "4096", "median_ratio": 0.9,
+              "before": side, "after": {**side, "busy_median_s": 0.25}}]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    run = _targets(path, "--markdown")
+    assert run.returncode == 0, run.stderr
+    rows = {(r["what"], r["pes"]): r for r in map(json.loads, run.stdout.splitlines()[:2])}
+    assert rows[("msg", 8)]["value"] == 1.25 and rows[("msg", 8)]["rate_ratio"] == 1.25
+    assert rows[("weak", 16)]["value"] == 0.8
+    assert "| carriers_busy_gain | what weak, agg 4096, pes 16 | 0.8 |  |" in run.stdout

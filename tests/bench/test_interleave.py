@@ -29,6 +29,21 @@ def test_both_builds_run_every_round_and_are_summarised(cmake_build):
                                         3)
 
 
+def test_a_setting_on_one_side_only_and_tags(cmake_build):
+    """The same build against itself, aggregation off on the before side only: a setting
+    measured with one binary (MPROF_CARRIERS, say); the tags label the JSON line."""
+    build = cmake_build("build", targets=["rt_workload"])
+    run = _run(build, build, "--reps", 2, "--before-env", "MPROF_AGG_BYTES=0",
+               "--tag", "pes=2", "--tag", "what=agg", "--", 2, 0, 5000, 16, 0)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert out["pes"] == "2" and out["what"] == "agg"
+    assert out["before"]["msg_sent_median"] == 15000          # a message per invocation
+    assert out["after"]["msg_sent_median"] < 15000 / 8       # aggregated (the default)
+    run = _run(build, build, "--after-env", "MPROF_AGG_BYTES", "--", 2, 0, 10, 16, 0)
+    assert run.returncode != 0 and "--after-env takes NAME=VALUE" in run.stderr
+
+
 def test_refusals_are_one_line_errors(cmake_build, tmp_path):
     build = cmake_build("build", targets=["rt_workload"])
     run = _run(tmp_path, build, "--", 2, 0, 10, 16, 0)

@@ -30,12 +30,15 @@ def check(run, npes, n=N):
         assert r == {k: v * (npes - 1) for k, v in per_sender.items()}, (pe, r)
 
 
-@pytest.mark.parametrize("npes,workers,agg", [(2, 2, 4096), (5, 2, 4096), (3, 1, 65536),
-                                              (4, 4, 65536)],
-                         ids=["2pe-threads", "5pe-shared", "3pe-one-worker", "4pe-64k"])
-def test_carried_records_keep_order_arguments_and_continuations(rt, npes, workers, agg):
+@pytest.mark.parametrize("npes,workers,agg,carriers", [
+    (2, 2, 4096, 1), (5, 2, 4096, 1), (3, 1, 65536, 1), (4, 4, 65536, 1), (5, 2, 4096, 0)],
+    ids=["2pe-threads", "5pe-shared", "3pe-one-worker", "4pe-64k", "no-carriers"])
+def test_carried_records_keep_order_arguments_and_continuations(rt, npes, workers, agg,
+                                                                 carriers):
+    """MPROF_CARRIERS=0 (every record a fiber) must give the same results and counts."""
     run = rt.run("carriers", f"n={N}", env={"MPROF_PES": npes, "MPROF_WORKERS": workers,
-                                             "MPROF_AGG_BYTES": agg}, timeout=120)
+                                             "MPROF_AGG_BYTES": agg,
+                                             "MPROF_CARRIERS": carriers}, timeout=120)
     check(run, npes)
     records = (npes - 1) * N
     conts, urgents = (npes - 1) * len(range(0, N, 5)), (npes - 1) * len(range(0, N, 7))
