@@ -45,7 +45,8 @@
  * records).
  * Buffers are pooled per PE (small, aggregation-sized, and large ones by power-of-two class up
  * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
- * records are turned into fibers (a flow-control message).  Only messages bigger than the
+ * records have become fibers or run from it (carriers: mpr_carrier.h; a flow-control
+ * message).  Only messages bigger than the
  * largest class get a buffer of their own, which the receiver frees.
  */
 #include "mpr.h"
