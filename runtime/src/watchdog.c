@@ -81,11 +81,14 @@ static const char *where_name(int where)
     return "?";
 }
 
-static MPR_RACY uint64_t queue_len(const mpr_queue *q)
+/* The entries of a queue, and of them the carriers of arrived records (mpr_carrier.h), whose
+ * records are not counted: they are read from the buffer, which the PE may be giving back
+ * while this thread looks. */
+static MPR_RACY uint64_t queue_len(const mpr_queue *q, uint64_t *carriers)
 {
     uint64_t n = 0;
-    for (const mpr_fiber *f = q->head; f && n < WALK_MAX; f = f->next)
-        n += mpr_entry_fibers(f); /* a carrier: its records */
+    for (const mpr_fiber *f = q->head; f && n < WALK_MAX; f = f->next, n++)
+        *carriers += mpr_is_carrier(f);
     return n;
 }
 
@@ -113,8 +116,13 @@ static MPR_RACY void dump_pe(FILE *out, const mpr_pe *pe, const sample *s, doubl
     uint64_t held = 0;
     for (int k = 0; k + MP_SCHED_PREEMPT + 1 < pe->nsched && k < MPR_MAX_SCHED; k++)
         held += pe->custom[k].held;
-    fprintf(out, "; queues: urgent %" PRIu64 ", fifo %" PRIu64 ", custom %" PRIu64 "\n",
-            queue_len(&pe->queue[MP_SCHED_URGENT]), queue_len(&pe->queue[MP_SCHED_FIFO]), held);
+    uint64_t carriers = 0;
+    uint64_t urgent = queue_len(&pe->queue[MP_SCHED_URGENT], &carriers);
+    uint64_t fifo = queue_len(&pe->queue[MP_SCHED_FIFO], &carriers);
+    fprintf(out, "; queues: urgent %" PRIu64 ", fifo %" PRIu64, urgent, fifo);
+    if (carriers)
+        fprintf(out, " (%" PRIu64 " of them runs of arrived records)", carriers);
+    fprintf(out, ", custom %" PRIu64 "\n", held);
     uint64_t walked = 0, counters = 0, waiting = 0;
     for (mpr_counter *c = pe->counters; c && walked < WALK_MAX; c = c->next, walked++) {
         uint64_t n = 0, lowest = UINT64_MAX;
