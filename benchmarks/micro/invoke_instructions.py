@@ -14,8 +14,10 @@ instructions per remote operation, the same difference) summed into parts:
   workload   the benchmark's step fibers (its loop, mp_mype, mp_npes; rt_workload.c)
   spawn      mp_spawn of the next step fiber
   invoke     mp_invoke and what sends (aggregation buffers, the backend's send)
-  receive    polling: taking messages, turning records into fibers, giving buffers back
-  dispatch   the schedule loop running the fibers (step and remote_work fibers both)
+  receive    polling: taking messages, turning records into fibers and carriers, giving
+             buffers back
+  dispatch   the schedule loop running the fibers (step and remote_work fibers both) and
+             the carriers running their records
   other      everything else (the allocator when buffers are not pooled, the clock, ...)
 and the functions of at least 1 instruction per operation.  Then `msg_floor 2 N` (the floor:
 a record appended to a block of an SPSC ring per pair and dispatched through a function
@@ -35,14 +37,16 @@ import tempfile
 PARTS = {
     "workload": {"step", "due", "local_work", "remote_work", "mp_mype", "mp_npes"},
     "spawn": {"mp_spawn", "spawn_other", "spawn_general", "spawn_ready", "mpr_slot_refill"},
-    "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "invoke_at_once", "mpr_send_record",
-               "agg_open", "agg_flush", "agg_send_pending", "buf_get", "buf_new", "reclaim", "send_buf",
+    "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "invoke_at_once",
+               "mpr_send_record", "agg_open", "agg_flush", "agg_send_pending", "buf_get",
+               "buf_new", "reclaim", "send_buf",
                "shm_send", "mpr_flush_due", "mpr_agg_sweep", "flush_one", "mpr_flush_all",
                "mpr_flush_urgent", "shm_returned", "group_send", "chan_push", "chan_publish"},
     "receive": {"mpr_poll", "shm_take", "net_take", "shm_processed", "chan_release",
-                "shm_pending", "mpr_machine_take", "mpr_run_direct"},
+                "shm_pending", "mpr_machine_take", "mpr_run_direct", "mpr_carrier_done"},
     "dispatch": {"mpr_schedule_loop", "run_ready", "periodic", "run_full", "run_waited",
-                 "mpr_enable_slow", "select_round_robin"},
+                 "mpr_enable_slow", "select_round_robin", "run_carrier", "carrier_frame",
+                 "run_carried_slow"},
 }
 
 

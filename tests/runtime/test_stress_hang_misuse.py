@@ -78,6 +78,9 @@ MISUSE = {
                           "mp_counter_wait and a continuation (blocking call made inside a fiber)"),
     "invalid_pe_invoke": (2, "message to PE 2, but P = 2 (invalid PE number)"),
     "invalid_pe_negative": (2, "message to PE -1, but P = 2 (invalid PE number)"),
+    "invoke_null_args": (1, "remote invocation with a NULL function or data (invalid argument)"),
+    "invoke_null_args_large": (1, "remote invocation with a NULL function or data"),
+    "invoke_null_fn": (1, "remote invocation with a NULL function or data"),
     "invalid_pe_counter": (2, "message to PE 5, but P = 2 (invalid PE number)"),
     "too_large_invoke": (3, "fiber arguments of 1025 bytes exceed 1024 (message or arguments "
                             "too large)"),

@@ -39,6 +39,10 @@ static void in_fiber(void *p)
     report("gop_busy", mp_obj_barrier(objs[0], gd));
 
     report("invalid_pe_invoke", mp_invoke(mp_npes(), nop, NULL, 0, MP_SCHED_FIFO));
+    /* arguments named by size but not given, aggregated and not, and no function */
+    report("invoke_null_args", mp_invoke(1, nop, NULL, 8, MP_SCHED_FIFO));
+    report("invoke_null_args_large", mp_invoke(1, nop, NULL, 200, MP_SCHED_FIFO));
+    report("invoke_null_fn", mp_invoke(1, NULL, NULL, 0, MP_SCHED_FIFO));
     report("invalid_pe_negative", mp_invoke(-1, nop, NULL, 0, MP_SCHED_FIFO));
     report("invalid_pe_counter", mp_counter_add_remote(mp_npes() + 3, c1, 1));
 
