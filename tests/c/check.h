@@ -50,6 +50,25 @@ static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn 
     return mp_main(&cfg, pe_main, argc, argv);
 }
 
+/* tst_run_fiber's fiber and the PE count of its run, for main to read after it. */
+static mp_fiber_fn tst_every_pe_fn;
+static int tst_npes;
+
+static inline void tst_every_pe_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() == 0)
+        tst_npes = mp_npes();
+    CHECK_OK(mp_spawn(tst_every_pe_fn, NULL, 0, MP_SCHED_FIFO));
+}
+
+/* Runs `fn` as a FIFO fiber on every PE (tst_run's PEs); tst_npes holds P afterwards. */
+static inline int tst_run_fiber(int argc, char **argv, int default_pes, mp_fiber_fn fn)
+{
+    tst_every_pe_fn = fn;
+    return tst_run(argc, argv, default_pes, tst_every_pe_main);
+}
+
 /* Integer option from argv: name=value (e.g. n=1000), else the default. */
 static inline long tst_opt(int argc, char **argv, const char *name, long dflt)
 {

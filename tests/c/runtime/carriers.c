@@ -102,16 +102,6 @@ static void sender(void *p)
         }
 }
 
-static int npes;
-
-static void pe_main(int argc, char **argv)
-{
-    (void)argc, (void)argv;
-    if (mp_mype() == 0) /* read by main after the run */
-        npes = mp_npes();
-    CHECK_OK(mp_spawn(sender, NULL, 0, MP_SCHED_FIFO));
-}
-
 int main(int argc, char **argv)
 {
     n = tst_opt(argc, argv, "n", 3000);
@@ -119,8 +109,8 @@ int main(int argc, char **argv)
     acc_record = mp_access_register("car", "record");
     acc_cont = mp_access_register("car", "cont");
     acc_urgent = mp_access_register("car", "urgent");
-    int rc = tst_run(argc, argv, 2, pe_main);
-    for (int pe = 0; pe < npes; pe++)
+    int rc = tst_run_fiber(argc, argv, 2, sender);
+    for (int pe = 0; pe < tst_npes; pe++)
         printf("RESULT pe=%d records=%llu conts=%llu urgents=%llu\n", pe,
                (unsigned long long)records[pe], (unsigned long long)conts[pe],
                (unsigned long long)urgents[pe]);

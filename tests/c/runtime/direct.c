@@ -79,27 +79,17 @@ static void sender(void *p)
     }
 }
 
-static int npes;
-
-static void pe_main(int argc, char **argv)
-{
-    (void)argc, (void)argv;
-    if (mp_mype() == 0) /* read by main after the run */
-        npes = mp_npes();
-    CHECK_OK(mp_spawn(sender, NULL, 0, MP_SCHED_FIFO));
-}
-
 int main(int argc, char **argv)
 {
     n = tst_opt(argc, argv, "n", 1000);
     acc_send = mp_access_register("dir", "send");
     acc_handler = mp_access_register("dir", "handler");
     acc_nested = mp_access_register("dir", "nested");
-    int rc = tst_run(argc, argv, 2, pe_main);
-    for (int pe = 0; pe < npes; pe++) /* what PE pe received, and what it sent */
+    int rc = tst_run_fiber(argc, argv, 2, sender);
+    for (int pe = 0; pe < tst_npes; pe++) /* what PE pe received, and what it sent */
         printf("RESULT pe=%d direct=%llu nested=%llu fifo=%llu sum=%llu sent=%llu\n", pe,
                (unsigned long long)handled[pe], (unsigned long long)nested[pe],
                (unsigned long long)fifo[pe], (unsigned long long)sum[pe],
-               (unsigned long long)sent[(pe + npes - 1) % npes]);
+               (unsigned long long)sent[(pe + tst_npes - 1) % tst_npes]);
     return rc;
 }
