@@ -30,15 +30,19 @@ def check(run, npes, n=N):
         assert r == {k: v * (npes - 1) for k, v in per_sender.items()}, (pe, r)
 
 
-@pytest.mark.parametrize("npes,workers,agg,carriers", [
-    (2, 2, 4096, 1), (5, 2, 4096, 1), (3, 1, 65536, 1), (4, 4, 65536, 1), (5, 2, 4096, 0)],
-    ids=["2pe-threads", "5pe-shared", "3pe-one-worker", "4pe-64k", "no-carriers"])
+@pytest.mark.parametrize("npes,workers,agg,carriers,custom", [
+    (2, 2, 4096, 1, 0), (5, 2, 4096, 1, 0), (3, 1, 65536, 1, 0), (4, 4, 65536, 1, 0),
+    (5, 2, 4096, 0, 0), (3, 2, 65536, 1, 1), (3, 1, 4096, 1, 1)],
+    ids=["2pe-threads", "5pe-shared", "3pe-one-worker", "4pe-64k", "no-carriers",
+         "custom-sched", "custom-sched-one-worker"])
 def test_carried_records_keep_order_arguments_and_continuations(rt, npes, workers, agg,
-                                                                 carriers):
-    """MPROF_CARRIERS=0 (every record a fiber) must give the same results and counts."""
-    run = rt.run("carriers", f"n={N}", env={"MPROF_PES": npes, "MPROF_WORKERS": workers,
-                                             "MPROF_AGG_BYTES": agg,
-                                             "MPROF_CARRIERS": carriers}, timeout=120)
+                                                                 carriers, custom):
+    """MPROF_CARRIERS=0 (every record a fiber) must give the same results and counts; with a
+    custom scheduler registered, dispatch runs FIFO entries one at a time (a carrier that an
+    urgent fiber stops goes back to the front of the FIFO queue)."""
+    run = rt.run("carriers", f"n={N}", f"custom={custom}",
+                 env={"MPROF_PES": npes, "MPROF_WORKERS": workers, "MPROF_AGG_BYTES": agg,
+                      "MPROF_CARRIERS": carriers}, timeout=120)
     check(run, npes)
     records = (npes - 1) * N
     conts, urgents = (npes - 1) * len(range(0, N, 5)), (npes - 1) * len(range(0, N, 7))
@@ -49,6 +53,7 @@ def test_carried_records_keep_order_arguments_and_continuations(rt, npes, worker
         # the sender, the records, the continuations and the urgent fibers
         assert s["ThreadDisp"] == s["ThreadAlloc"] == s["ThreadEnable"] == \
             1 + records + conts + urgents
+        assert s["Sched"] == custom
         row = run.latency(pe, "car:record", "car:send")
         assert row and row["count"] == records          # enabled by the sender's category
         cont = run.latency(pe, "car:cont", "car:record")

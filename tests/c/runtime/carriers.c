@@ -1,7 +1,7 @@
 /* carriers.c -- arrived FIFO records run from their message buffer by carriers
  * (runtime/src/mpr_carrier.h).  tests/runtime/test_carriers.py.
  *
- *   rt_carriers [n=N]
+ *   rt_carriers [n=N] [custom=1]
  *
  * Every PE invokes N FIFO fibers ("car:record") on every other PE, aggregated, so that a
  * buffer carries runs of many records, with arguments of 8, 40 and 120 bytes in turn (frames
@@ -13,13 +13,15 @@
  *    record into the storage it gave away fails;
  *  - every 7th spawns an urgent local fiber ("car:urgent"), which must run right after it:
  *    before the next record of the same run (the carrier stops on the interrupt).
+ * With custom=1 every PE registers a custom scheduler that never holds a fiber, so dispatch
+ * takes FIFO entries one at a time, round-robin with it, instead of in batches.
  * Output per PE:
  *   RESULT pe=P records=R conts=C urgents=U
  * with R = (P-1) N, C and U the records whose i is a multiple of 5 and 7. */
 #include "check.h"
 
 static int acc_send, acc_record, acc_cont, acc_urgent;
-static long n = 3000;
+static long n = 3000, custom;
 
 typedef struct {
     int src;
@@ -83,11 +85,28 @@ static void record_fn(void *p)
     }
 }
 
+static void none_deposit(void *st, mp_fiber_t f)
+{
+    (void)st, (void)f;
+    CHECK(!"a fiber for the scheduler that holds none");
+}
+
+static mp_fiber_t none_select(void *st)
+{
+    (void)st;
+    return NULL;
+}
+
 static void sender(void *p)
 {
     (void)p;
     mp_access_declare(acc_send);
     int me = mp_mype(), np = mp_npes();
+    if (custom) {
+        static const mp_sched_ops none = {none_deposit, none_select, "none"};
+        mp_sched_t id;
+        CHECK_OK(mp_sched_register(&none, NULL, &id));
+    }
     for (int i = 0; i < n; i++)
         for (int to = 0; to < np; to++) {
             if (to == me)
@@ -105,6 +124,7 @@ static void sender(void *p)
 int main(int argc, char **argv)
 {
     n = tst_opt(argc, argv, "n", 3000);
+    custom = tst_opt(argc, argv, "custom", 0);
     acc_send = mp_access_register("car", "send");
     acc_record = mp_access_register("car", "record");
     acc_cont = mp_access_register("car", "cont");
