@@ -65,8 +65,10 @@ def test_direct_preemptive_messages_under_sanitizer(rt_san):
 
 def test_carriers_under_sanitizer(rt_san):
     """Records run from buffers that go back to their senders only after the last carrier."""
-    run = rt_san.run("carriers", "n=600", env={"MPROF_PES": 4, "MPROF_WORKERS": 2}, timeout=120)
-    assert run.stdout.count("records=1800 conts=360 urgents=258") == 4
+    for args, workers in ((["n=600"], 2), (["n=600", "custom=1"], 1)):
+        run = rt_san.run("carriers", *args, env={"MPROF_PES": 4, "MPROF_WORKERS": workers},
+                         timeout=120)
+        assert run.stdout.count("records=1800 conts=360 urgents=258") == 4
 
 
 def test_comm_under_sanitizer(rt_san):
