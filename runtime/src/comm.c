@@ -36,12 +36,12 @@
  * Message service.  Requests that another PE waits for (steals, barrier phases, bulk reads
  * and their replies) are invoked on the URGENT scheduler.  The arrival of a message holding
  * such a record sets the receiver's interrupt flag, which the receiver's dispatch loop tests
- * between fibers: it polls then, so a request waits for the fiber running when it arrived,
- * not for up to K of them whatever they cost.  An urgent record for a PE that is idle leaves
- * at the end of the fiber that wrote it (with what else its buffer holds, so a burst in one
- * fiber still travels together); one for a busy PE goes by the flush policy above, since
- * URGENT also carries frequent bookkeeping that must merely run first (a snapshot's
- * completions: sent at once, they made a message of every one or two of Tripuzzle's
+ * between fibers (and a carrier between its records, mpr_carrier.h): it polls then, so a request
+ * waits for the fiber running when it arrived, not for up to K of them whatever they cost.  An
+ * urgent record for a PE that is idle leaves at the end of the fiber that wrote it (with what else
+ * its buffer holds, so a burst in one fiber still travels together); one for a busy PE goes by the
+ * flush policy above, since URGENT also carries frequent bookkeeping that must merely run first (a
+ * snapshot's completions: sent at once, they made a message of every one or two of Tripuzzle's
  * records).
  * Buffers are pooled per PE (small, aggregation-sized, and large ones by power-of-two class up
  * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
