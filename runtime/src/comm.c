@@ -151,7 +151,8 @@ void mpr_comm_init(mpr_pe *pe)
     pe->flush_delay_ns = (uint64_t)(mpr_g.cfg.flush_delay_s * 1e9);
     pe->agg_cap = mpr_g.cfg.agg_bytes;
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
-    pe->carriers = mpr_g.carriers;
+    /* without aggregation a message holds one record, which a carrier would not save a fiber */
+    pe->carriers = mpr_g.carriers && pe->agg_cap > 0;
     atomic_init(&pe->returned, NULL);
 }
 
@@ -872,10 +873,10 @@ static inline mpr_carrier_args *carrier_open(mpr_pe *pe, mpr_msgbuf *b, size_t o
 
 /* The poll is done with b: it goes back to the machine now, or when its last carrier has run
  * (mpr_carrier_done). */
-static inline void buf_polled(mpr_pe *pe, mpr_msgbuf *b)
+static inline void buf_polled(mpr_pe *pe, mpr_msgbuf *b, bool carry)
 {
     RTS_INC(&pe->rts, ByteRecv, b->len);
-    if (b->carriers)
+    if (carry && b->carriers)
         b->polled = 1;
     else
         mpr_machine_processed(pe, b);
@@ -901,8 +902,13 @@ void mpr_carrier_done(mpr_pe *pe, mpr_msgbuf *b)
  * one record (no aggregation) stays a fiber.  Both are linked to a chain the poll appends to
  * the FIFO queue; the chain is closed before any other record, whose function may run now (a
  * preemptive one) and enable FIFO fibers itself.  Their argument bytes are added to
- * ThreadContext once per poll. */
-bool mpr_poll(mpr_pe *pe)
+ * ThreadContext once per poll.
+ *
+ * Specialised twice (mpr_poll below): `carry` is the PE's setting (pe->carriers: on when
+ * MPROF_CARRIERS is and records are aggregated), and without it the poll is what it was before
+ * carriers, with none of their bookkeeping (about 16 instructions a message, which a message
+ * of one record paid for nothing). */
+static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const bool carry)
 {
     mpr_msgbuf *b = pe->rx_pending;
     size_t off = pe->rx_off;
@@ -919,7 +925,7 @@ bool mpr_poll(mpr_pe *pe)
     mpr_carrier_args *run = NULL; /* the open carrier */
     bool lone = true;             /* no FIFO record just before this one in this buffer */
     while (b) {
-        if (!off) {
+        if (carry && !off) {
             b->carriers = 0;
             b->polled = 0;
         }
@@ -929,9 +935,9 @@ bool mpr_poll(mpr_pe *pe)
             const mpr_record *r = (const mpr_record *)(b->data + off);
             if (MPR_LIKELY(r->sched == fast)) {
                 if (!run) {
-                    /* the first of a run, perhaps the only one: a fiber (every record with
-                     * MPROF_CARRIERS=0) */
-                    if (lone || !pe->carriers) {
+                    /* the first of a run, perhaps the only one: a fiber (every record
+                     * without carriers) */
+                    if (!carry || lone) {
                         lone = false;
                         tailp = arrive_fifo(pe, r, tailp);
                     } else {
@@ -975,7 +981,7 @@ bool mpr_poll(mpr_pe *pe)
         }
         lone = true;
         mpr_msgbuf *next = b->next;
-        buf_polled(pe, b);
+        buf_polled(pe, b, carry);
         b = next;
         off = 0;
     }
@@ -991,4 +997,9 @@ out:
     pe->rx_pending = b;
     pe->rx_off = off;
     return true;
+}
+
+bool mpr_poll(mpr_pe *pe)
+{
+    return pe->carriers ? poll_records(pe, true) : poll_records(pe, false);
 }

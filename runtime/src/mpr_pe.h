@@ -101,7 +101,7 @@ typedef struct mpr_pe {
     _Atomic(mpr_msgbuf *) returned; /* buffers given back by receivers (flow control) */
     mpr_msgbuf *rx_pending;         /* taken from the machine, records not yet polled */
     size_t rx_off;                  /* offset of the next record in rx_pending */
-    bool carriers;                  /* mpr_g.carriers, where the poll reads it */
+    bool carriers;                  /* carriers on: MPROF_CARRIERS and aggregation */
 
     /* objects */
     mpr_obj *objs;
