@@ -15,8 +15,9 @@
 #             weak scaling at 1-64 PEs, aggregated and not)
 #   carriers  the same binary with arrived records run from their buffers (MPROF_CARRIERS=1,
 #             the default) and as fibers (0), interleaved, 3 runs each: messaging
-#             (rt_workload P 0 1000000 16 0) aggregated and not, and the weak-scaling command,
-#             at 2, 8 and 16 PEs (benchmarks/micro/interleave.py)
+#             (rt_workload P 0 1000000 16 0) and the weak-scaling command, aggregated (without
+#             aggregation the poll makes no carriers), at 2, 8 and 16 PEs
+#             (benchmarks/micro/interleave.py)
 #   startup   an empty run (rt_workload P 0 0 16 0) at 2, 8 and 16 PEs, bound and unbound,
 #             best of 5: how much of the weak-scaling time at 16 PEs is start and end
 #   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:
@@ -41,7 +42,7 @@ cd "$(dirname "$0")/../.."
 self=benchmarks/device/run.sh
 # The parts in their order, and the least time worth starting each with.
 all=(runtime carriers startup agg sweeps spread apps studies)
-declare -A need=([runtime]=60 [carriers]=30 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40
+declare -A need=([runtime]=60 [carriers]=20 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40
   [apps]=60 [studies]=100)
 budget=540
 parts=()
@@ -105,13 +106,11 @@ PY
 }
 
 carriers() {
-  local p agg rc=0
+  local p rc=0
   for p in 2 8 16; do
-    for agg in 4096 0; do
-      "$PY" benchmarks/micro/interleave.py build build --reps 3 --before-env MPROF_CARRIERS=0 \
-        --env MPROF_AGG_BYTES=$agg --tag carriers=msg --tag pes=$p --tag agg=$agg \
-        -- $p 0 1000000 16 0 || rc=$?
-    done
+    "$PY" benchmarks/micro/interleave.py build build --reps 3 --before-env MPROF_CARRIERS=0 \
+      --env MPROF_AGG_BYTES=4096 --tag carriers=msg --tag pes=$p --tag agg=4096 \
+      -- $p 0 1000000 16 0 || rc=$?
     "$PY" benchmarks/micro/interleave.py build build --reps 3 --before-env MPROF_CARRIERS=0 \
       --env MPROF_AGG_BYTES=4096 --tag carriers=weak --tag pes=$p --tag agg=4096 \
       -- $p 3000000 300000 16 0 || rc=$?
