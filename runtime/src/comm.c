@@ -918,6 +918,7 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
         off = 0;
     }
     unsigned made = 0, direct = 0; /* records taken; of them, run from the buffer */
+    unsigned carried = 0;          /* of them, in carriers */
     uint64_t context = 0;          /* argument bytes of the FIFO records carried */
     const unsigned fast = MPR_OBS_HOT_ON() ? 256u : MP_SCHED_FIFO; /* 256: no record's */
     mpr_queue *fifo = &pe->queue[MP_SCHED_FIFO];
@@ -934,15 +935,16 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
                 goto out;
             const mpr_record *r = (const mpr_record *)(b->data + off);
             if (MPR_LIKELY(r->sched == fast)) {
-                if (!run) {
+                if (run) {
+                    carried++;
+                } else if (!carry || lone) {
                     /* the first of a run, perhaps the only one: a fiber (every record
                      * without carriers) */
-                    if (!carry || lone) {
-                        lone = false;
-                        tailp = arrive_fifo(pe, r, tailp);
-                    } else {
-                        run = carrier_open(pe, b, off, &tailp);
-                    }
+                    lone = false;
+                    tailp = arrive_fifo(pe, r, tailp);
+                } else {
+                    run = carrier_open(pe, b, off, &tailp);
+                    carried++;
                 }
                 off += r->total;
                 made++;
@@ -992,6 +994,8 @@ out:
     fifo->tailp = tailp;
     RTS_INC(&pe->rts, ThreadArrived, made - direct); /* once per poll, not per record */
     RTS_INC(&pe->rts, ThreadContext, context);
+    if (carry)
+        RTS_INC(&pe->rts, ThreadCarried, carried);
     if (MPR_UNLIKELY(direct))
         RTS_INC(&pe->rts, ThreadDirect, direct);
     pe->rx_pending = b;

@@ -213,7 +213,7 @@ def test_measured_statistics():
     assert {s.name for s in rts.statistics if s.measured} == {
         "IdleNs", "IdleCycle", "IdleCpuNs", "Wakes", "MsgAlloc", "ByteAlloc", "FlowWait",
         "AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken",
-        "ChanNotify", "ChanDrain"}
+        "ChanNotify", "ChanDrain", "ThreadCarried"}
 
 
 def test_missing_file(tmp_path):

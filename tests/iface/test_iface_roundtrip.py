@@ -31,7 +31,7 @@ def test_reference_models():
         "IdleCycle", "MsgSent", "FlowMsgSent", "ByteSent", "FastMsgSent", "RemoteOp",
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
         "LocalOp", "ByteAlloc", "FlowWait", "ThreadDirect", "AggFull", "AggHalf", "AggAged",
-        "AggFed", "AggDrain", "AggOrder", "AggTaken", "ChanNotify", "ChanDrain",
+        "AggFed", "AggDrain", "AggOrder", "AggTaken", "ChanNotify", "ChanDrain", "ThreadCarried",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
