@@ -919,7 +919,7 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
     }
     unsigned made = 0, direct = 0; /* records taken; of them, run from the buffer */
     unsigned carried = 0;          /* of them, in carriers */
-    uint64_t context = 0;          /* argument bytes of the FIFO records carried */
+    uint64_t context = 0;          /* argument bytes of the FIFO records of the fast path */
     const unsigned fast = MPR_OBS_HOT_ON() ? 256u : MP_SCHED_FIFO; /* 256: no record's */
     mpr_queue *fifo = &pe->queue[MP_SCHED_FIFO];
     mpr_fiber **tailp = fifo->tailp;
