@@ -236,6 +236,22 @@ def rt(mpi_build, name):
     return mpi_build / "tests" / "c" / f"rt_{name}"
 
 
+@pytest.mark.parametrize("np", NPS)
+def test_carriers_run_records_from_the_receive_buffers(mpi_build, np):
+    """Arrived records run from the MPI backend's receive buffers (docs/runtime.md,
+    "Carriers"), which go back to MPI only after their last carrier: every rank's checks hold
+    (per-sender order, arguments, continuations, urgent fibers; tests/c/runtime/carriers.c),
+    most arrived records were carried, and the thread counts equal shared memory's."""
+    shm = run(rt(mpi_build, "carriers"), "n=2000", MPROF_PES=np)
+    mpi = run(rt(mpi_build, "carriers"), "n=2000", np=np)
+    assert shm.rc == 0 and mpi.rc == 0, mpi.describe()
+    _check_profile(shm, mpi, np)
+    for pe in range(np):
+        s = mpi.rts(pe)
+        assert s["ThreadArrived"] == 2000 * (np - 1)
+        assert s["ThreadCarried"] > s["ThreadArrived"] / 2, s
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
 def test_latency_program(mpi_build, np, transport):
