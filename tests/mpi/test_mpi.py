@@ -9,8 +9,9 @@ memory; their deterministic results must agree:
     the snapshot and a stress run; every PE prints its own RESULT lines (arrival counts, byte
     sums, order-independent hashes, per-source arrival tables);
   * the runtime's C test programs of tests/c/runtime whose checks hold on any backend (latency,
-    hang, idle; fibers and schedulers are single-PE programs and run on one rank).  The others
-    (comm, counters, bulk, objects, snapshot, stress, misuse) check, after mp_main returns,
+    hang, idle, carriers; fibers and schedulers are single-PE programs and run on one rank).
+    The others (comm, counters, bulk, objects, snapshot, stress, misuse) check, after mp_main
+    returns,
     globals that other PEs wrote: on MPI those live in other processes, so portable.c covers
     the same features instead;
   * the data-structure test programs and PIPE from the normal build (build/), when built.
