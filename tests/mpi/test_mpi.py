@@ -11,9 +11,8 @@ memory; their deterministic results must agree:
   * the runtime's C test programs of tests/c/runtime whose checks hold on any backend (latency,
     hang, idle, carriers; fibers and schedulers are single-PE programs and run on one rank).
     The others (comm, counters, bulk, objects, snapshot, stress, misuse) check, after mp_main
-    returns,
-    globals that other PEs wrote: on MPI those live in other processes, so portable.c covers
-    the same features instead;
+    returns, globals that other PEs wrote: on MPI those live in other processes, so portable.c
+    covers the same features instead;
   * the data-structure test programs and PIPE from the normal build (build/), when built.
 The run profile gathered by rank 0 must have one section per PE and the same deterministic
 rts statistics as on shared memory.
