@@ -111,10 +111,14 @@ AGG_WHY = {"AggHalf": "half full at a communication period", "AggFull": "full",
 class Messages:
     """The runtime's remote operations and the messages that carried them, summed over PEs
     (the rts record); `why` counts the aggregation buffers by the rule that sent them, largest
-    first (empty for a run made before the runtime counted them)."""
+    first (empty for a run made before the runtime counted them); `carried` the arrived
+    records (`arrived`) that carriers ran from their message buffers (0 for a run made
+    before carriers, or with them off)."""
     remote_ops: int
     messages: int  # data messages: aggregation buffers and messages sent at once
     why: list[tuple[str, int]] = field(default_factory=list)  # (Agg statistic, buffers)
+    arrived: int = 0  # ThreadArrived: records that ran as FIFO fibers on their receiver
+    carried: int = 0  # ThreadCarried: of them, run by carriers
 
     @property
     def per_message(self) -> float:
@@ -262,7 +266,8 @@ def _messages(objects: list[ObjectCost]) -> Messages | None:
         return None
     why = sorted(((k, int(stats[k])) for k in AGG_WHY if stats.get(k)), key=lambda kv: -kv[1])
     return Messages(int(stats["RemoteOp"]),
-                    int(stats.get("MsgSent", 0) + stats.get("FastMsgSent", 0)), why)
+                    int(stats.get("MsgSent", 0) + stats.get("FastMsgSent", 0)), why,
+                    int(stats.get("ThreadArrived", 0)), int(stats.get("ThreadCarried", 0)))
 
 
 def decimals_for(report: Report) -> int:

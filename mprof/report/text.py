@@ -190,6 +190,9 @@ def message_lines(report: Report) -> list[str]:
         out.append(f"  {m.aggregated} aggregation buffers went: " + ", ".join(
             f"{n} {AGG_WHY[k]}" for k, n in m.why)
             + (f"; {at_once} messages went at once" if at_once > 0 else ""))
+    if m.carried:
+        out.append(f"  {m.carried} of the {m.arrived} arrived records ran from their message "
+                   "buffers (carriers)")
     return out
 
 
@@ -386,7 +389,8 @@ def report_json(report: Report) -> dict:
         "messages": None if report.messages is None else {
             "remote_ops": report.messages.remote_ops, "messages": report.messages.messages,
             "per_message": _finite(report.messages.per_message),
-            "why": dict(report.messages.why)},
+            "why": dict(report.messages.why), "arrived": report.messages.arrived,
+            "carried": report.messages.carried},
     }
     doc.update(measured_json(report))
     if report.what_if is not None:

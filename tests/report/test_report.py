@@ -227,7 +227,7 @@ def test_messages_per_operation_and_why_the_buffers_went(model):
     for pe in doc["pes"]:
         rts = next(o for o in pe["objects"] if o["module"] == "rts")
         rts["stats"].update(MsgSent=100, FastMsgSent=0, RemoteOp=2000, AggHalf=60, AggFed=30,
-                            AggDrain=4, AggFull=0)
+                            AggDrain=4, AggFull=0, ThreadArrived=2000, ThreadCarried=1900)
     report = build_report(doc, model)
     m = report.messages
     assert (m.remote_ops, m.messages, m.aggregated) == (2000 * NPES, 100 * NPES, 94 * NPES)
@@ -240,25 +240,30 @@ def test_messages_per_operation_and_why_the_buffers_went(model):
     assert lines[i + 2].startswith(f"  {94 * NPES} aggregation buffers went: {60 * NPES} half "
                                    "full at a communication period, ")
     assert lines[i + 2].endswith(f"; {6 * NPES} messages went at once")
+    assert lines[i + 3] == f"  {1900 * NPES} of the {2000 * NPES} arrived records ran from " \
+                           "their message buffers (carriers)"
     assert lines.index("*** Idle (wall-clock seconds summed over PEs) ***") < i \
         < lines.index("*** Why the PEs waited (observed latency) ***")
     j = report_json(report)["messages"]
     assert j["per_message"] == 20.0 and j["why"]["AggFed"] == 30 * NPES
+    assert (j["arrived"], j["carried"]) == (2000 * NPES, 1900 * NPES)
     from mprof.report.html import render_html
 
     html = render_html(report)
     page = html[:html.index("<pre")] if "<pre" in html else html  # before the text copy
     assert "<h3>Messages (summed over PEs)</h3>" in page
     assert f"{30 * NPES} to a PE that waited for work" in page
+    assert "arrived records ran from their message buffers" in page
 
     # a run without remote operations has no such section; one made before the runtime
     # counted the reasons has the first line only
     for pe in doc["pes"]:
         rts = next(o for o in pe["objects"] if o["module"] == "rts")
-        for k in ("AggHalf", "AggFed", "AggDrain", "AggFull"):
+        for k in ("AggHalf", "AggFed", "AggDrain", "AggFull", "ThreadCarried"):
             del rts["stats"][k]
     text = format_text(build_report(doc, model))
     assert "remote operations in" in text and "aggregation buffers went" not in text
+    assert "arrived records" not in text
     for pe in doc["pes"]:
         next(o for o in pe["objects"] if o["module"] == "rts")["stats"]["RemoteOp"] = 0
     assert "*** Messages" not in format_text(build_report(doc, model))
