@@ -42,16 +42,22 @@ def test_perf_gate_fixture(gate_ops_builds, tmp_path):
     project.mkdir()
     (project / "test_perf.py").write_text(TESTS.format(slow=gate_ops_builds["slow"]))
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "mprof.gate.pytest_plugin", "-p",
-         "no:cacheprovider", "--perf-baseline", str(baseline), "-rA", "--rootdir",
-         str(project), "--junitxml", str(project / "junit.xml"), str(project)],
-        cwd=project, env=env, capture_output=True, text=True, timeout=120)
-    out = proc.stdout
-    assert proc.returncode == 1, out + proc.stderr
-    assert "PASSED test_perf.py::test_inserts_unchanged" in out
-    assert "FAILED test_perf.py::test_lookups_regress" in out
-    assert "performance regression" in out and "REGRESSION" in out
-    assert "PASSED test_perf.py::test_counts_unchanged" in out
+    # The candidate's runs come after the baseline's, not in turns with them, so a slow spell of
+    # a shared machine during them can make the unchanged inserts look 25 % slower: such a run
+    # is tried again (up to three in all).  The 3x slower lookups must fail in every one.
+    for attempt in range(3):
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "mprof.gate.pytest_plugin", "-p",
+             "no:cacheprovider", "--perf-baseline", str(baseline), "-rA", "--rootdir",
+             str(project), "--junitxml", str(project / "junit.xml"), str(project)],
+            cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        out = proc.stdout
+        assert proc.returncode == 1, out + proc.stderr
+        assert "FAILED test_perf.py::test_lookups_regress" in out
+        assert "performance regression" in out and "REGRESSION" in out
+        assert "PASSED test_perf.py::test_counts_unchanged" in out
+        if "PASSED test_perf.py::test_inserts_unchanged" in out:
+            break
+    assert "PASSED test_perf.py::test_inserts_unchanged" in out, out
     assert "perf_gate gate_ops(npes=1,na=5000,nb=1000000)::time" in (
         project / "junit.xml").read_text()
