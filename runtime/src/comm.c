@@ -120,7 +120,6 @@ static inline uint64_t fn_src_make(mp_fiber_fn fn, int src)
 {
     return (uint64_t)mpr_fn_encode(fn) << 16 | (uint16_t)src;
 }
-static inline mp_fiber_fn fn_of(uint64_t fn_src) { return mpr_record_fn(fn_src); }
 static inline int src_of(uint64_t fn_src) { return (int)(fn_src & 0xffff); }
 
 size_t mp_max_message(void) { return MAX_MESSAGE; }
@@ -847,7 +846,7 @@ static inline mpr_fiber **arrive_fifo(mpr_pe *pe, const mpr_record *r, mpr_fiber
     /* the sender's category is both creator and enabler (mpr_tag_make's bytes 1 and 2) */
     uint64_t tag = mpr_tag_make(pe, MP_SCHED_FIFO, 0, 0, MPR_FIBER_ENABLED, cls) |
                    (uint64_t)r->access * 0x10100u;
-    mpr_fiber_init(pe, f, fn_of(r->fn_src), tag);
+    mpr_fiber_init(pe, f, mpr_record_fn(r->fn_src), tag);
     *tailp = f;
     return &f->next;
 }
@@ -970,10 +969,11 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
             MPR_OBSERVE_HOT(recv, pe, src_of(r->fn_src), r->total);
             if (MPR_UNLIKELY(sched == MP_SCHED_PREEMPT) && mpr_direct_ok(pe)) {
                 /* straight from the buffer: the arguments stay where they arrived */
-                mpr_run_direct(pe, fn_of(r->fn_src), p, r->access);
+                mpr_run_direct(pe, mpr_record_fn(r->fn_src), p, r->access);
                 direct++;
             } else {
-                mpr_fiber_spawn(pe, fn_of(r->fn_src), p, r->args_size, sched, r->access, true);
+                mpr_fiber_spawn(pe, mpr_record_fn(r->fn_src), p, r->args_size, sched, r->access,
+                                true);
             }
             tailp = fifo->tailp;
         }

@@ -59,17 +59,4 @@ void mpr_carrier_done(mpr_pe *pe, mpr_msgbuf *b);
 
 static inline bool mpr_is_carrier(const mpr_fiber *f) { return f->fn == mpr_carrier_fn; }
 
-/* Queue entries counted as the fibers they stand for: a carrier as its records not yet run
- * (cold paths: the end-of-run thread counts, the watchdog's dump). */
-static inline uint64_t mpr_entry_fibers(const mpr_fiber *f)
-{
-    if (!mpr_is_carrier(f))
-        return 1;
-    const mpr_carrier_args *ca = (const mpr_carrier_args *)f->args;
-    uint64_t n = 0;
-    for (uint32_t off = ca->off; off < ca->end; n++)
-        off += ((const mpr_record *)(ca->buf->data + off))->total;
-    return n;
-}
-
 #endif /* MPR_CARRIER_H */

@@ -185,19 +185,39 @@ static inline __attribute__((always_inline)) void run_waited(mpr_pe *pe, mpr_fib
 }
 #endif
 
-/* Runs one fiber and does its accounting; the caller releases it (fiber_done), or, for the
- * frame of a carried record, keeps it for the next record.  Most fibers did not wait through
- * idle time and run with no hooks on; they take the short path below, which run_full would
- * take too minus its tests, and one comparison (dispatch_key) tells them apart.  Of the
- * others, those that waited while no hooks are on take run_waited.  A carrier's stamp never
- * matches the key either: with `carriers`, such a fiber is tested for being one (returns false,
- * not run); a carried record's frame never is. */
-static inline bool run_fiber(mpr_pe *pe, mpr_fiber *f, bool carriers)
+/* Whether f may take the short path (run_plain): it did not wait through idle time and no
+ * hooks are on, which one comparison of its creation stamp with the dispatch key tells. */
+static inline bool plain_path(const mpr_pe *pe, const mpr_fiber *f)
 {
 #if MPR_LATENCY
-    bool plain = f->idle_at_create == pe->dispatch_key;
+    return f->idle_at_create == pe->dispatch_key;
 #else
-    bool plain = !pe->fiber_hooks && !(carriers && mpr_is_carrier(f));
+    return !pe->fiber_hooks;
+#endif
+}
+
+/* The short path: what run_full does minus its tests.  `enabler` is read by the caller
+ * before the call (a continuation may overwrite f's tag while f runs). */
+static inline void run_plain(mpr_pe *pe, mpr_fiber *f, unsigned enabler)
+{
+    pe->current = f;
+    pe->spawn_tag.word = pe->spawn_tag_unclassified; /* mpr_access_set(pe, 0), one load less */
+    mpr_latency *row = pe->latency[enabler];
+    f->fn(f->args);
+    row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
+}
+
+/* Runs one fiber and does its accounting; the caller releases it (fiber_done), or, for the
+ * frame of a carried record, keeps it for the next record.  Most fibers did not wait through
+ * idle time and run with no hooks on: they take run_plain.  Of the others, those that waited
+ * while no hooks are on take run_waited.  A carrier's stamp never matches the key either: with
+ * `carriers`, such a fiber is tested for being one (returns false, not run); a carried
+ * record's frame never is. */
+static inline bool run_fiber(mpr_pe *pe, mpr_fiber *f, bool carriers)
+{
+    bool plain = plain_path(pe, f);
+#if !MPR_LATENCY
+    plain = plain && !(carriers && mpr_is_carrier(f)); /* no stamp to tell a carrier by */
 #endif
     if (MPR_UNLIKELY(!plain)) {
         if (carriers && mpr_is_carrier(f))
@@ -211,12 +231,7 @@ static inline bool run_fiber(mpr_pe *pe, mpr_fiber *f, bool carriers)
         run_full(pe, f);
         return true;
     }
-    unsigned enabler = f->tag.enabler; /* a continuation may overwrite it while f runs */
-    pe->current = f;
-    pe->spawn_tag.word = pe->spawn_tag_unclassified; /* mpr_access_set(pe, 0), one load less */
-    mpr_latency *row = pe->latency[enabler];
-    f->fn(f->args);
-    row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count (mpr_rts_fold) */
+    run_plain(pe, f, f->tag.enabler);
     return true;
 }
 
@@ -230,13 +245,25 @@ static inline bool run(mpr_pe *pe, mpr_fiber *f)
     return true;
 }
 
-/* The fibers a queue holds: a carrier counts as its records not yet run, and `*carried` gets
- * how many more that makes than the queue's slots. */
+/* The fibers a queue entry stands for: 1, or a carrier's records not yet run (the PE's own
+ * thread only: the buffer is read). */
+static uint64_t entry_fibers(const mpr_fiber *f)
+{
+    if (!mpr_is_carrier(f))
+        return 1;
+    const mpr_carrier_args *ca = (const mpr_carrier_args *)f->args;
+    uint64_t n = 0;
+    for (uint32_t off = ca->off; off < ca->end; n++)
+        off += ((const mpr_record *)(ca->buf->data + off))->total;
+    return n;
+}
+
+/* The fibers a queue holds, and in `*carried` how many more that makes than its slots. */
 static uint64_t queue_fibers(const mpr_queue *q, uint64_t *carried)
 {
     uint64_t n = 0;
     for (const mpr_fiber *f = q->head; f; f = f->next) {
-        uint64_t k = mpr_entry_fibers(f);
+        uint64_t k = entry_fibers(f);
         n += k;
         *carried += k - 1;
     }
@@ -386,25 +413,14 @@ static MPR_NOIPA unsigned run_carrier(mpr_pe *pe, mpr_fiber *c, unsigned left)
             for (size_t i = 0; i < size; i += 16)
                 __builtin_memcpy(frame->args + i, args + i, 16);
         }
-        mp_fiber_fn fn = mpr_record_fn(r->fn_src);
         unsigned access = r->access;
-        frame->fn = fn;
+        frame->fn = mpr_record_fn(r->fn_src);
         frame->tag.enabler = (uint8_t)access; /* the sender's category is both */
         frame->tag.creator = (uint8_t)access;
-#if MPR_LATENCY
-        bool plain = frame->idle_at_create == pe->dispatch_key;
-#else
-        bool plain = !pe->fiber_hooks;
-#endif
-        if (MPR_LIKELY(plain)) { /* run_fiber's plain path */
-            pe->current = frame;
-            pe->spawn_tag.word = pe->spawn_tag_unclassified;
-            mpr_latency *row = pe->latency[access];
-            fn(frame->args);
-            row[mpr_cur_access(pe)].count++; /* also the rts ThreadDisp count */
-        } else {
+        if (MPR_LIKELY(plain_path(pe, frame)))
+            run_plain(pe, frame, access);
+        else
             run_carried_slow(pe, frame);
-        }
         if (MPR_UNLIKELY(frame->tag.reused)) { /* the continuation owns the frame now */
             frame->tag.reused = 0;
             frame = NULL;
