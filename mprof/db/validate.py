@@ -386,6 +386,8 @@ def _check_semantics(doc: dict, source: str) -> None:
 
     _check_identifiers(doc, fail)
     _check_started_at(doc, fail)
+    accesses = _check_accesses(doc, fail)
+    declared = _recorded_interfaces(doc)
     pes = doc["pes"]
     if len(pes) != doc["npes"]:
         fail("pes", f"npes is {doc['npes']} but the profile lists {len(pes)} PEs")
@@ -405,14 +407,107 @@ def _check_semantics(doc: dict, source: str) -> None:
                 if name in obj["stats"]:
                     fail(f"{owhere}.absent.{name}",
                          "a statistic cannot be both measured and absent")
-        for j, row in enumerate(pe.get("latency", [])):
-            # printed with the same decimals, so the order of the values survives
-            if row["critical_s"] > row["observed_s"]:
-                fail(f"{where}.latency[{j}].critical_s",
-                     f"critical latency {row['critical_s']} s is more than the observed "
-                     f"{row['observed_s']} s (it is a part of it)")
+            if obj["module"] in declared:
+                _check_statistics(obj, owhere, declared[obj["module"]], fail)
+        _check_latency(pe, where, accesses, fail)
         if "categories" in pe:
-            _check_categories(pe, where, fail)
+            _check_categories(pe, where, accesses, fail)
+
+
+# Statistic types' value ranges (mprof.iface.model.STAT_TYPES); a double takes any number.
+INTEGER_RANGES = {"u64": (0, 2**64 - 1), "i64": (-(2**63), 2**63 - 1)}
+
+# (module, digest) -> the interface with that text: content-addressed, so a hit stays true
+# (a miss is looked up again: the text may be stored meanwhile).
+_interfaces: dict[tuple[str, str], Any] = {}
+
+
+def _recorded_interfaces(doc: dict) -> dict:
+    """module -> the interface the run was counted with, for the modules whose `interfaces`
+    digest finds its very text (mprof.iface.registry.find_by_digest); modules whose text is not
+    at hand are not checked against it."""
+    from ..iface import load_interface
+    from ..iface.registry import find_by_digest
+
+    found = {}
+    for entry in doc.get("interfaces", []):
+        key = (entry["name"], entry["digest"])
+        if key not in _interfaces:
+            path = find_by_digest(*key)
+            if path is None:
+                continue
+            try:
+                _interfaces[key] = load_interface(path)
+            except MprofError:
+                continue  # a text that does not load now (a newer syntax): check nothing
+        found[entry["name"]] = _interfaces[key]
+    return found
+
+
+def _check_statistics(obj: dict, where: str, iface, fail) -> None:
+    """An object's statistics are those its interface declares, each a value of its type."""
+    types = {s.name: s.type for s in iface.statistics}
+    for name in obj.get("absent", {}):
+        if name not in types:
+            fail(f"{where}.absent.{name}", f"interface {iface.name} (the text this run was "
+                 f"built with, {iface.path}) declares no statistic '{name}'")
+    for name, value in obj["stats"].items():
+        if name not in types:
+            fail(f"{where}.stats.{name}", f"interface {iface.name} (the text this run was "
+                 f"built with, {iface.path}) declares no statistic '{name}'")
+        bounds = INTEGER_RANGES.get(types[name])
+        if bounds is None:
+            continue
+        if isinstance(value, float) and not value.is_integer():
+            fail(f"{where}.stats.{name}", f"statistic '{name}' is a {types[name]} in interface "
+                 f"{iface.name}: a whole number, got {value!r}")
+        if not bounds[0] <= value <= bounds[1]:
+            fail(f"{where}.stats.{name}", f"statistic '{name}' is a {types[name]} in interface "
+                 f"{iface.name}: between {bounds[0]} and {bounds[1]}, got {_short_int(int(value))}")
+
+
+# The categories' rows of the runtime's own time, which are no access category.
+RUNTIME_ROWS = ("(scheduler)", "(idle)")
+
+
+def _check_accesses(doc: dict, fail) -> set[str] | None:
+    """`accesses` names each registered category once; the set, or None for a profile of an
+    older runtime without the key (its rows can then name any category)."""
+    if "accesses" not in doc:
+        return None
+    seen: set[str] = set()
+    for j, name in enumerate(doc["accesses"]):
+        if name in seen:
+            fail(f"accesses[{j}]", f"access category '{name}' is listed twice")
+        seen.add(name)
+    return seen
+
+
+def _check_latency(pe: dict, where: str, accesses: set[str] | None, fail) -> None:
+    """One row per (access, enabler) pair that occurred, both of them registered categories,
+    and the critical latency a part of the observed one."""
+    pairs: set[tuple[str, str]] = set()
+    for j, row in enumerate(pe.get("latency", [])):
+        rwhere = f"{where}.latency[{j}]"
+        for key in ("access", "enabler"):
+            if accesses is not None and row[key] not in accesses:
+                fail(f"{rwhere}.{key}", f"'{row[key]}' is not an access category of this run "
+                     "(not in its accesses)")
+        pair = (row["access"], row["enabler"])
+        if pair in pairs:
+            fail(rwhere, f"a second row for access '{pair[0]}' enabled by '{pair[1]}' on this "
+                 "PE (a PE has one row per pair)")
+        pairs.add(pair)
+        # the runtime writes a row only for a pair that occurred: a count of 0 with times
+        # would be waits that never happened
+        if row["count"] == 0:
+            fail(f"{rwhere}.count", "a latency row counts at least one access (pairs that never "
+                 "occurred have no row)")
+        # printed with the same decimals, so the order of the values survives
+        if row["critical_s"] > row["observed_s"]:
+            fail(f"{rwhere}.critical_s",
+                 f"critical latency {row['critical_s']} s is more than the observed "
+                 f"{row['observed_s']} s (it is a part of it)")
 
 
 # idle_s sums the idle periods in nanoseconds, elapsed_s is the difference of two readings of
@@ -455,11 +550,16 @@ def _check_started_at(doc: dict, fail) -> None:
              f"got {value_kind(text)}")
 
 
-def _check_categories(pe: dict, where: str, fail) -> None:
-    """Each category once on a PE, and together the PE's cpu_s (within 1 %)."""
+def _check_categories(pe: dict, where: str, accesses: set[str] | None, fail) -> None:
+    """Each category once on a PE, each a registered one or the runtime's own, and together
+    the PE's cpu_s (within 1 %)."""
     seen: set[str] = set()
     total = 0.0
     for j, row in enumerate(pe["categories"]):
+        if (accesses is not None and row["access"] not in accesses
+                and row["access"] not in RUNTIME_ROWS):
+            fail(f"{where}.categories[{j}].access", f"'{row['access']}' is not an access "
+                 "category of this run (not in its accesses, nor (scheduler) or (idle))")
         if row["access"] in seen:
             fail(f"{where}.categories[{j}].access",
                  f"category '{row['access']}' appears twice on this PE")

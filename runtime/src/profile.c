@@ -235,6 +235,53 @@ static char *render_local_pes(size_t *len)
     return buf;
 }
 
+/* This process's access categories, each a JSON string on a line of its own (json_string
+ * escapes a newline, so none is inside one). */
+static char *render_local_accesses(size_t *len)
+{
+    char *buf = NULL;
+    *len = 0;
+    FILE *f = open_memstream(&buf, len);
+    if (!f)
+        return NULL;
+    for (int a = 0; a < mpr_access_count(); a++) {
+        json_string(f, mpr_access_name(a));
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* "accesses": every category registered in any process, each once, in the order of the
+ * gathered lists (on MPI, rank 0's first).  Under MPI a library may register a category on
+ * the ranks that use it only; their PEs' latency and category rows name it, and the database
+ * refuses rows that name a category the document does not list. */
+static void put_accesses(FILE *f, const char *all, size_t len)
+{
+    fprintf(f, "  \"accesses\": [");
+    int first = 1;
+    for (size_t at = 0; at < len;) {
+        const char *line = all + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + 1;
+        int seen = 0;
+        for (size_t b = 0; b < (size_t)(line - all) && !seen;) {
+            const char *prev = all + b, *pnl = memchr(prev, '\n', (size_t)(line - prev));
+            size_t pn = (size_t)(pnl - prev); /* every earlier line ends in a newline */
+            seen = pn == n && memcmp(prev, line, n) == 0;
+            b += pn + 1;
+        }
+        if (seen || !n)
+            continue;
+        fprintf(f, "%s%.*s", first ? "" : ", ", (int)n, line);
+        first = 0;
+    }
+    fprintf(f, "],\n");
+}
+
 /* The profile is written to a temporary file in the target's folder and renamed over the
  * target once it is complete and on disk, so a full disk or a crash leaves the previous
  * profile (or none), never a cut-off document.  A target that exists and is not a regular
@@ -309,15 +356,20 @@ int mpr_profile_write(const char *path)
         if (mpr_g.pes[i]->t_end - mpr_g.t_start > elapsed)
             elapsed = mpr_g.pes[i]->t_end - mpr_g.t_start;
     elapsed = mpr_machine_max_all(elapsed);
-    size_t mine_len, all_len = 0;
+    size_t mine_len, all_len = 0, acc_len, acc_all_len = 0;
     char *mine = render_local_pes(&mine_len), *all = NULL;
     int writer = mpr_machine_gather(mine ? mine : "", mine ? mine_len : 0, &all, &all_len);
+    char *acc = render_local_accesses(&acc_len), *acc_all = NULL;
+    int acc_writer = mpr_machine_gather(acc ? acc : "", acc ? acc_len : 0, &acc_all, &acc_all_len);
+    bool rendered = mine && acc;
     free(mine);
+    free(acc);
     if (writer == 0)
-        return mine ? 0 : -1;
-    if (writer < 0 || !mine || all_len < 2) {
+        return rendered ? 0 : -1;
+    if (writer < 0 || acc_writer < 0 || !rendered || all_len < 2) {
         fprintf(stderr, "mprof: cannot collect the PE sections of the run profile\n");
         free(all);
+        free(acc_all);
         return -1;
     }
     all_len -= 2; /* the last section's ",\n" */
@@ -330,6 +382,7 @@ int mpr_profile_write(const char *path)
     if (!f) {
         fprintf(stderr, "mprof: cannot write the run profile to %s: %s\n", path, strerror(errno));
         free(all);
+        free(acc_all);
         free(real);
         return -1;
     }
@@ -366,12 +419,9 @@ int mpr_profile_write(const char *path)
     fprintf(f, "  \"params\": {");
     param_ctx pc = {f, 1};
     mpr_params_for_each(put_param, &pc);
-    fprintf(f, "},\n  \"accesses\": [");
-    for (int a = 0; a < mpr_access_count(); a++) {
-        fprintf(f, "%s", a ? ", " : "");
-        json_string(f, mpr_access_name(a));
-    }
-    fprintf(f, "],\n");
+    fprintf(f, "},\n");
+    put_accesses(f, acc_all, acc_all_len);
+    free(acc_all);
     put_interfaces(f);
     fprintf(f, "  \"pes\": [\n");
     fwrite(all, 1, all_len, f);

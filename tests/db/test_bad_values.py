@@ -94,7 +94,25 @@ BAD_VALUES = [
     (lambda d: d["machine"].update(hostname="h\0"), "machine.hostname: must not contain a NUL"),
     (lambda d: d["params"].update({"a\0b": 1}), "params.a\\u0000b: must not contain a NUL"),
     (lambda d: d["pes"][1].update(idle_s=0.6), "pes[1].idle_s: idle time 0.6 s is more than"),
+    # latency and category rows name the run's registered categories, a pair once per PE
+    (lambda d: d["accesses"].append("unclassified"),
+     "accesses[1]: access category 'unclassified' is listed twice"),
+    (lambda d: d["pes"][1]["latency"].append(lat("unclassified", "lib:GONE")),
+     "pes[1].latency[0].enabler: 'lib:GONE' is not an access category of this run"),
+    (lambda d: d["pes"][0]["latency"].extend([lat(), lat()]),
+     "pes[0].latency[1]: a second row for access 'unclassified' enabled by 'unclassified'"),
+    (lambda d: d["pes"][0]["latency"].append(lat(count=0)),
+     "pes[0].latency[0].count: a latency row counts at least one access"),
+    (lambda d: d["pes"][0].update(cpu_s=0.4, idle_cpu_s=0.0, categories=[
+        {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
+        {"access": "lib:GONE", "cpu_s": 0.3, "samples": 3}]),
+     "pes[0].categories[1].access: 'lib:GONE' is not an access category of this run"),
 ]
+
+
+def lat(access="unclassified", enabler="unclassified", count=2):
+    return {"access": access, "enabler": enabler, "count": count, "observed_s": 0.01,
+            "critical_s": 0.0}
 
 
 @pytest.mark.parametrize("change, message", BAD_VALUES)
@@ -111,6 +129,14 @@ GOOD_VALUES = [
     # idle_s equal to elapsed_s but for the rounding of the nine printed decimals
     lambda d: d["pes"][0].update(elapsed_s=0.5, idle_s=0.500000001),
     lambda d: d["params"].update(mode="\U0001f600 ünïcode"),
+    # a profile of a runtime that wrote no `accesses`: its rows may name any category
+    lambda d: (d.pop("accesses"), d["pes"][0]["latency"].append(lat("lib:A", "lib:B"))),
+    # the same pair on two PEs, and the runtime's own rows among the categories
+    lambda d: [pe["latency"].append(lat()) for pe in d["pes"]],
+    lambda d: d["pes"][0].update(cpu_s=0.4, idle_cpu_s=0.1, categories=[
+        {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
+        {"access": "(idle)", "cpu_s": 0.1, "samples": 1},
+        {"access": "unclassified", "cpu_s": 0.2, "samples": 2}]),
 ]
 
 
@@ -181,3 +207,81 @@ def test_a_file_name_that_is_not_utf8_is_kept_escaped(tmp_path, capsys):
         (source,) = conn.execute("SELECT source FROM runs").fetchone()
     assert source == str(tmp_path / "run\\xff.json")
     assert main(["db", "list", str(db_path)]) == 0
+
+
+# A run that records the digest of its interface's text is checked against that text: each
+# statistic declared there, and a value of its declared type.
+TYPED_PERF = """interface typed  -- statistics of each type
+
+statistics
+  P            -- Partitions per processor (= 1)
+  Count        -- an unsigned counter (u64, the default)
+  Delta : i64    -- a signed statistic
+  Mean : double  -- a real-valued statistic
+
+terms
+  T  -- everything
+     { T = Count + Delta + Mean; }
+
+categories
+  ALL  -- all of it
+       { P T }
+"""
+
+
+@pytest.fixture
+def typed(tmp_path, monkeypatch):
+    """A profile with a `typed` object whose interface the registry finds by its digest."""
+    from mprof.iface.registry import digest
+
+    folder = tmp_path / "perf"
+    folder.mkdir()
+    (folder / "typed.perf").write_text(TYPED_PERF)
+    monkeypatch.setenv("MPROF_PERF_PATH", str(folder))
+    monkeypatch.setenv("MPROF_IFACE_STORE", str(tmp_path / "store"))
+
+    def make(**stats):
+        doc = profile()
+        doc["interfaces"] = [{"name": "typed", "digest": digest(TYPED_PERF)}]
+        values = {"P": 1, "Count": 3, "Delta": -2, "Mean": 0.25}
+        values.update(stats)
+        for pe in doc["pes"]:
+            pe["objects"].append({"id": 7, "module": "typed", "stats": values})
+        return doc
+    return make
+
+
+@pytest.mark.parametrize("stats, message", [
+    ({"Count": -1}, "pes[0].objects[1].stats.Count: statistic 'Count' is a u64 in interface "
+                    "typed: between 0 and 18446744073709551615, got -1"),
+    ({"Count": 2.5}, "statistic 'Count' is a u64 in interface typed: a whole number, got 2.5"),
+    ({"Delta": 2**63}, "statistic 'Delta' is a i64 in interface typed: between "
+                       "-9223372036854775808 and 9223372036854775807"),
+    ({"Nope": 1}, "pes[0].objects[1].stats.Nope: interface typed (the text this run was built "
+                  "with, "),
+])
+def test_statistics_contradicting_their_interface_are_rejected(tmp_path, capsys, typed, stats,
+                                                               message):
+    err = rejected(tmp_path, capsys, typed(**stats))
+    assert message in err and err.count("\n") == 0
+
+
+@pytest.mark.parametrize("stats", [
+    {"Count": 2**64 - 1, "Delta": -(2**63), "Mean": -1.5e300},
+    {"Count": 0, "Delta": 2**63 - 1, "Mean": 7},
+])
+def test_statistics_of_their_types_are_stored(tmp_path, typed, stats):
+    db_path = tmp_path / "p.db"
+    doc = typed(**stats)
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "a.json", doc))]) == 0
+
+
+def test_an_interface_text_not_at_hand_checks_nothing(tmp_path, typed, monkeypatch):
+    """Without the recorded text (another machine's build), the statistics are not judged."""
+    from mprof.db import validate
+
+    monkeypatch.setenv("MPROF_PERF_PATH", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(validate, "_interfaces", {})  # what earlier imports found
+    db_path = tmp_path / "p.db"
+    doc = typed(Count=-1, Other=4)
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "a.json", doc))]) == 0

@@ -28,6 +28,7 @@ def profile(rows=ROWS):
     doc = make_profile("pipe", [[("rts", {"P": 1})]] * npes, [1.5] * npes,
                        pe_idle=[0.4] * npes)
     doc["schema_version"] = 2
+    doc["accesses"] = ["unclassified", "pipe:consume", "pipe:produce"]
     for pe, pe_rows in zip(doc["pes"], rows):
         cpu = sum(r[1] for r in pe_rows)
         pe.update(cpu_s=cpu, idle_cpu_s=next((r[1] for r in pe_rows if r[0] == IDLE), 0.0),

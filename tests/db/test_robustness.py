@@ -43,6 +43,7 @@ def test_u64_statistics_and_object_ids_are_stored_exactly(tmp_path):
     """A counter taken below zero wraps to 2^64-1; object ids go above 2^63."""
     doc = profile(1, Wrapped=U64_MAX, Big=2**63, Neg=-(2**63), Near=2**53 + 1)
     doc["pes"][1]["objects"][0]["id"] = 2**64 - 2
+    doc["accesses"] = ["unclassified", "a", "b"]
     doc["pes"][0]["latency"] = [{"access": "a", "enabler": "b", "count": U64_MAX,
                                  "observed_s": 0.1, "critical_s": 0.1}]
     db_path = tmp_path / "p.db"

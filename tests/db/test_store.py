@@ -22,6 +22,7 @@ def profile(i=0, npes=2):
     doc = make_profile("pipe", objects, [0.5 + i + pe for pe in range(npes)],
                        params={"M": 1000 + i, "mode": "fast"}, settings={"agg_bytes": 100 * i},
                        pe_idle=[0.1] * npes)
+    doc["accesses"] = ["unclassified", "graph:ENQ", "graph:DEQ"]
     doc["pes"][0]["latency"] = [{"access": "graph:DEQ", "enabler": "graph:ENQ", "count": 3,
                                  "observed_s": 0.01, "critical_s": 0.005}]
     return doc

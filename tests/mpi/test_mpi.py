@@ -271,6 +271,20 @@ def test_latency_program(mpi_build, np, transport):
     assert 0 < row[0]["critical_s"] < 0.75 * row[0]["observed_s"]
 
 
+def test_a_category_registered_on_one_rank_is_listed(mpi_build, tmp_path):
+    """The last rank alone registers lat:late and runs a fiber in it: rank 0 writes the profile,
+    and its `accesses` lists every rank's categories, so the database takes the run."""
+    from mprof.cli import main
+    res = run(rt(mpi_build, "latency"), "1", "0", "1", np=2)
+    assert res.rc == 0, res.describe()
+    doc = res.profile
+    assert "lat:late" in doc["accesses"] and len(set(doc["accesses"])) == len(doc["accesses"])
+    assert any(r["access"] == "lat:late" for r in doc["pes"][1]["latency"]), doc["pes"][1]
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(doc))
+    assert main(["db", "import", str(tmp_path / "p.db"), str(path)]) == 0
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
 @pytest.mark.parametrize("scenario,waits,where", [

@@ -114,6 +114,8 @@ def with_categories(doc, shares=CATEGORY_SHARES, cpu_fraction=0.9):
         pe["idle_cpu_s"] = shares.get("(idle)", 0.0) * cpu
         pe["categories"] = [{"access": a, "cpu_s": f * cpu, "samples": round(f * cpu * 1000)}
                             for a, f in shares.items() if f > 0]
+    # every category a row names is registered, as in the runtime's profiles
+    doc["accesses"] += [a for a in shares if a not in doc["accesses"] and not a.startswith("(")]
     return doc
 
 

@@ -234,6 +234,7 @@ def eigenvalue_like(npes=16, busy=(8.0, 1.0, 0.0), seconds=10.0, idle_loop=0.25)
     minus idle), all `seconds` long; each idle loop took `idle_loop` CPU s."""
     doc = make_run(npes, latency=False)
     doc["schema_version"] = 2
+    doc["accesses"].append("eigenvalue:bisect")
     for pe in doc["pes"]:
         n = pe["pe"]
         b = busy[0] if n == 0 else busy[1] if n <= 8 else busy[2]

@@ -8,6 +8,8 @@
  * By then the round's buffers have gone back to PE 0, so with aggregation off a round's first
  * send refills PE 0's pool and the others take mp_invoke's at-once fast path: every arrival
  * must still be enabled by lat:send.
+ * With argv[3] = 1, the last PE alone registers a category ("lat:late", while it runs) and
+ * runs a fiber in it: on MPI the other ranks never register it, and the profile must list it.
  * pytest reads the run profile.  argv[1]: compute time in ms (default 20). */
 #include "check.h"
 
@@ -16,6 +18,7 @@
 static int acc_wait, acc_send, acc_remote;
 static double compute_s = 0.020;
 static long rounds;
+static int late;
 static _Thread_local long arrived; /* on PE 1 */
 
 static void burst(void *p);
@@ -61,9 +64,16 @@ static void sender(void *p)
     }
 }
 
+static void late_fn(void *p) { mp_access_declare(*(int *)p); }
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
+    if (late && mp_mype() == mp_npes() - 1) {
+        int acc_late = mp_access_register("lat", "late");
+        CHECK(acc_late > 0);
+        CHECK_OK(mp_spawn(late_fn, &acc_late, sizeof acc_late, MP_SCHED_FIFO));
+    }
     if (mp_mype() != 1)
         return;
     mp_counter_t c = mp_counter_new(0);
@@ -80,6 +90,8 @@ int main(int argc, char **argv)
         compute_s = atof(argv[1]) * 1e-3;
     if (argc > 2)
         rounds = atol(argv[2]);
+    if (argc > 3)
+        late = atoi(argv[3]);
     acc_wait = mp_access_register("lat", "wait");
     acc_send = mp_access_register("lat", "send");
     acc_remote = mp_access_register("lat", "remote");
