@@ -20,7 +20,7 @@ import sys
 
 from . import __version__
 from .errors import MprofError, bounded_message
-from .files import discard_stdout, stdout_error
+from .files import discard_stdout, forget_inputs, stdout_error
 
 # Workflow order; a stage without a cli module yet is simply not offered.
 STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate", "trace", "history"]
@@ -52,6 +52,7 @@ def main(argv=None):
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    forget_inputs()
     try:
         code = args.func(args) or 0
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

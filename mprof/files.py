@@ -7,6 +7,10 @@ and never a cut-off one.  A target that exists and is not a regular file (a term
 
 Every failure is an MprofError naming the file ("cannot write F: No space left on device"),
 and the temporary file is removed.
+
+A command's output must not be one of its inputs: the files it reads (`read_bytes`, the
+databases it opens) are noted with `note_input`, and `write_file` refuses to replace one, so
+that `--html run.json` or `-o profiles.db` given by mistake loses nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +23,34 @@ import tempfile
 from pathlib import Path
 
 from .errors import MprofError
+
+
+# (device, inode) -> the path the command read it by: this process's input files
+_inputs: dict[tuple[int, int], str] = {}
+
+
+def note_input(path: str | Path) -> None:
+    """Remember that this command reads the regular file `path` (write_file will not replace
+    it); anything else (a missing file, a device, a pipe) is not an input to protect."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(st.st_mode):
+        _inputs.setdefault((st.st_dev, st.st_ino), str(path))
+
+
+def forget_inputs() -> None:
+    """A new command begins (mprof.cli.main): the last one's inputs are not this one's."""
+    _inputs.clear()
+
+
+def _refuse_input(st: os.stat_result, path: Path, label: str) -> None:
+    source = _inputs.get((st.st_dev, st.st_ino))
+    if source is not None:
+        named = "" if source == str(path) else f", read as {source}"
+        raise MprofError(f"cannot write {label}: it is an input of this command{named}; "
+                         "nothing was written (name another output file)")
 
 
 def _reason(exc: OSError) -> str:
@@ -48,6 +80,8 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "",
         raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise MprofError(f"cannot write {label}: is a directory")
+    if st is not None and stat.S_ISREG(st.st_mode):
+        _refuse_input(st, path, label)
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_in_place(path, payload, label)
         return path
@@ -147,6 +181,7 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
     """A file's bytes, at most max_input_bytes() of them: a larger file (or an endless one,
     /dev/zero) is an MprofError rather than a read until memory runs out."""
     limit = max_input_bytes()
+    note_input(path)
     try:
         with open(path, "rb") as f:
             chunks, size = [], 0

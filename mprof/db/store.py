@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import note_input
 from ..profile import CategoryTime, LatencyRow, ObjectRecord, PEProfile, RunProfile
 from . import schema
 from .validate import validate_profile
@@ -218,6 +219,7 @@ class ProfileDB:
     def __init__(self, path: str | Path, *, create: bool = True, migrate: bool = True,
                  readonly: bool | None = None):
         self.path = Path(path)
+        note_input(self.path)  # a command's output file must not replace it (mprof.files)
         self.readonly = (not create) if readonly is None else readonly
         if not create and not self.path.exists():
             raise MprofError(f"{self.path}: no such profile database")

@@ -518,11 +518,17 @@ IDLE_RELATIVE_TOLERANCE, IDLE_ABSOLUTE_TOLERANCE = 1e-6, 1e-3
 
 
 def _check_idle(pe: dict, where: str, fail) -> None:
-    """Idle time is a part of the PE's wall time."""
+    """Idle time is a part of the PE's wall time, the idle loop's CPU time a part of its CPU
+    time (the runtime caps it so where it scales both, PEs that share a worker thread)."""
     idle, elapsed = pe["idle_s"], pe["elapsed_s"]
     if idle > elapsed * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
         fail(f"{where}.idle_s", f"idle time {idle} s is more than the PE's elapsed_s "
              f"{elapsed} s (it is a part of it)")
+    idle_cpu, cpu = pe.get("idle_cpu_s"), pe.get("cpu_s")
+    if idle_cpu is not None and cpu is not None and \
+            idle_cpu > cpu * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
+        fail(f"{where}.idle_cpu_s", f"the idle loop's CPU time {idle_cpu} s is more than the "
+             f"PE's cpu_s {cpu} s (it is a part of it)")
 
 
 # Names that identify a run (its program, host, parameters): a NUL in one is a writer's

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import write_file
 
 
 def register(subparsers):
@@ -115,10 +116,7 @@ def cmd_show(args):
     points = _points(args)
     if args.html:
         page = html_page(points, f"mprof history: {Path(args.history).name}")
-        try:
-            Path(args.html).write_text(page)
-        except OSError as exc:
-            raise MprofError(f"{args.html}: cannot write: {exc.strerror or exc}") from None
+        write_file(args.html, page, what="history page")
         print(f"wrote {args.html}", file=sys.stderr)
         return 0
     if args.json:
@@ -150,10 +148,7 @@ def cmd_export(args):
         doc = bencher_json(history, args.commit, args.machine)
     text = json.dumps(doc, indent=2) + "\n"
     if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as exc:
-            raise MprofError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        write_file(args.output, text, what="export")
     else:
         sys.stdout.write(text)
     return 0

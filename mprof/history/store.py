@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import note_input
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -74,6 +75,7 @@ class History:
             raise MprofError(f"{self.path}: no such history database")
         if self.path.exists() and not self.path.is_file():
             raise MprofError(f"{self.path}: not a file")
+        note_input(self.path)  # a command's output file must not replace it (mprof.files)
         try:
             with self.path.open("ab") if create else self.path.open("rb"):
                 pass
@@ -87,6 +89,10 @@ class History:
             if tables and "history_meta" not in tables:
                 raise MprofError(f"{self.path}: not an mprof history database (a profile "
                                  "database? history files are separate)")
+            if not tables and not create:  # an empty file given to show or export
+                self.conn.close()
+                raise MprofError(f"{self.path}: not an mprof history database (it has no "
+                                 "tables; `mprof history add` makes one)")
             if not tables:
                 with self.conn:
                     self.conn.executescript(SCHEMA)
@@ -208,7 +214,8 @@ def _located(path: Path, text: str, where: str, message: str) -> MprofError:
 
     place = locate(text, where)
     at = f":{place[0]}:{place[1]}" if place else ""
-    return MprofError(f"{path}{at}: {shown_text(where)}: {message}")
+    shown = shown_text(where)
+    return MprofError(f"{path}{at}: {shown + ': ' if shown else ''}{message}")
 
 
 def _check_gate(doc: dict, text: str, path: Path) -> None:
@@ -228,6 +235,9 @@ def _check_gate(doc: dict, text: str, path: Path) -> None:
         shown = version if _is_integer(version) else value_kind(version)
         fail("version", f"gate result version {shown} is not supported (known: "
              f"{', '.join(map(str, GATE_VERSIONS))}); is this mprof older than the gate's?")
+    if "units" not in doc:
+        fail("", "missing 'units' (the gate's compared units): not a result of `mprof gate "
+             "--json`")
     if not isinstance(doc["units"], list):
         fail("units", f"expected an array of units, got {value_kind(doc['units'])}")
     for index, unit in enumerate(doc["units"]):

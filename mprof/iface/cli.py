@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError, bounded_message
+from ..files import write_file
 from . import load_interface, registry
 from .codegen import check_module_names, write
 from .formatter import format_interface
@@ -61,17 +62,13 @@ def register(subparsers) -> None:
 
 
 def cmd_sde_events(args) -> int:
-    from pathlib import Path
 
     from .sde import event_names, listing_source
 
     ifaces = [load_interface(path) for path in args.files]
     check_module_names(ifaces)
     if args.c_file:
-        try:
-            Path(args.c_file).write_text(listing_source(ifaces))
-        except OSError as exc:
-            raise MprofError(f"{args.c_file}: cannot write: {exc.strerror or exc}") from None
+        write_file(args.c_file, listing_source(ifaces), what="C file")
         return 0
     for iface in ifaces:
         for name, description, kind in event_names(iface):

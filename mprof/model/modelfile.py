@@ -169,7 +169,15 @@ class Model:
             cov_names = list(data.get("covariance_parameters", fitted))
             cov = np.array(data["covariance"], dtype=float).reshape(len(cov_names),
                                                                     len(cov_names))
+            for key, names in (("fitted", fitted), ("covariance_parameters", cov_names)):
+                for name in names:
+                    if name not in params:
+                        raise MprofError(f"{source}: parameters: missing '{name}' (listed in "
+                                         f"{key}): the file was cut or edited")
             for k, v in params.items():
+                if "halfwidth" not in v:  # every writer gives it, null where there is none
+                    raise MprofError(f"{source}: parameters.{k}: missing 'halfwidth' (its 90 % "
+                                     "interval; null where it has none)")
                 check_number(v["value"], f"{source}: parameters.{k}.value")
                 if v.get("halfwidth") is not None:
                     check_number(v["halfwidth"], f"{source}: parameters.{k}.halfwidth", low=0.0)

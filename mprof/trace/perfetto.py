@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import note_input, write_file
 
 
 def _otf2():
@@ -187,13 +188,11 @@ def _category(region) -> str:
 
 def write(archive: str | Path, output: str | Path | None) -> dict:
     """Convert and write (to standard output when `output` is None); returns the JSON."""
+    note_input(archive)  # the output must not replace the trace's anchor file
     data = convert(archive)
     text = json.dumps(data, separators=(",", ":")) + "\n"
     if output is None:
         sys.stdout.write(text)
         return data
-    try:
-        Path(output).write_text(text)
-    except OSError as exc:
-        raise MprofError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    write_file(output, text, what="trace")
     return data

@@ -94,6 +94,8 @@ BAD_VALUES = [
     (lambda d: d["machine"].update(hostname="h\0"), "machine.hostname: must not contain a NUL"),
     (lambda d: d["params"].update({"a\0b": 1}), "params.a\\u0000b: must not contain a NUL"),
     (lambda d: d["pes"][1].update(idle_s=0.6), "pes[1].idle_s: idle time 0.6 s is more than"),
+    (lambda d: d["pes"][0].update(cpu_s=0.2, idle_cpu_s=0.3),
+     "pes[0].idle_cpu_s: the idle loop's CPU time 0.3 s is more than the PE's cpu_s 0.2 s"),
     # latency and category rows name the run's registered categories, a pair once per PE
     (lambda d: d["accesses"].append("unclassified"),
      "accesses[1]: access category 'unclassified' is listed twice"),
@@ -128,6 +130,7 @@ GOOD_VALUES = [
     lambda d: d.update(elapsed_s=1e7),
     # idle_s equal to elapsed_s but for the rounding of the nine printed decimals
     lambda d: d["pes"][0].update(elapsed_s=0.5, idle_s=0.500000001),
+    lambda d: d["pes"][0].update(cpu_s=0.25, idle_cpu_s=0.250000001),
     lambda d: d["params"].update(mode="\U0001f600 ünïcode"),
     # a profile of a runtime that wrote no `accesses`: its rows may name any category
     lambda d: (d.pop("accesses"), d["pes"][0]["latency"].append(lat("lib:A", "lib:B"))),

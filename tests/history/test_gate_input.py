@@ -58,6 +58,7 @@ BAD = [
      "supported"),
     (lambda d: d.pop("version"), "version: gate result version null is not supported"),
     (lambda d: d.update(units={}), "units: expected an array of units"),
+    (lambda d: d.pop("units"), "g.json:1:1: missing 'units' (the gate's compared units)"),
     (lambda d: d["units"][0].update(baseline="x"), "units[0].baseline: expected a number or "
      "null like the other side's value"),
     (lambda d: d["units"][0].update(candidate=float("nan")),

@@ -199,3 +199,14 @@ def test_errors(recorded, tmp_path, monkeypatch, capsys, argv, message):
     assert main(["history", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mprof: ") and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["show"], ["export", "--format", "bencher"]])
+def test_reading_an_empty_file_leaves_it_empty(tmp_path, capsys, argv):
+    """show and export only read: an empty file is no history, and stays empty."""
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert main(["history", argv[0], str(empty), *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert "not an mprof history database (it has no tables" in err
+    assert empty.read_bytes() == b""

@@ -73,6 +73,32 @@ def test_wrong_types_are_named_by_field(model_and_run, tmp_path, capsys, path, v
     assert not (tmp_path / "c").exists()
 
 
+def _drop_parameter(data):
+    del data["parameters"][data["fitted"][0]]
+
+
+def _drop_halfwidth(data):
+    del data["parameters"][data["fitted"][0]]["halfwidth"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (_drop_parameter, "parameters: missing '{p}' (listed in fitted)"),
+    (_drop_halfwidth, "parameters.{p}: missing 'halfwidth'"),
+], ids=["parameter", "halfwidth"])
+def test_a_fitted_parameter_cut_from_the_file_is_named(model_and_run, tmp_path, capsys, change,
+                                                      message):
+    """Not a model that prices the term at nothing, nor an interval of nan."""
+    model, run = model_and_run
+    bad = damaged(model, change)
+    message = message.format(p=json.loads(model.read_text())["fitted"][0])
+    for args in (["report", "--model", str(bad), str(run)], ["model", "show", str(bad)],
+                 ["model", "export-c", "-o", str(tmp_path / "c"), str(bad)]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith(f"mprof: {bad}: ") and message in err, err
+    assert not (tmp_path / "c").exists()
+
+
 def test_a_parameter_entry_of_the_wrong_type(model_and_run):
     model, _ = model_and_run
     data = json.loads(model.read_text())

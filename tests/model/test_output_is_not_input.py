@@ -1,0 +1,71 @@
+"""A command's output file is never one of its inputs: `-o`, `--html`, `--junit` or a fit's
+SaveModel naming a file the command reads (by its name, another path or a symbolic link) is
+refused with one line, and the input is left byte for byte as it was (mprof.files)."""
+
+import json
+
+import pytest
+from model_helpers import BASE_SCRIPT, write_script
+
+from mprof.cli import main
+
+
+def refused(capsys, argv, victim):
+    before = victim.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    out = capsys.readouterr().err.strip()
+    assert victim.read_bytes() == before
+    assert "Traceback" not in out
+    err = out.splitlines()[-1]  # after any warnings
+    assert "it is an input of this command" in err, out
+    return err
+
+
+def test_db_export_onto_its_database(tmp_path, capsys, pipe_dbs):
+    fit, _ = pipe_dbs
+    err = refused(capsys, ["db", "export", str(fit), "-o", str(fit)], fit)
+    assert err.startswith(f"mprof: cannot write export {fit}: ")
+
+
+def test_report_html_onto_its_profile_by_another_path(tmp_path, capsys, pipe_dbs, monkeypatch):
+    fit, _ = pipe_dbs
+    profile = tmp_path / "run.json"
+    assert main(["db", "export", str(fit), "-o", str(tmp_path / "all.jsonl")]) == 0
+    profile.write_text((tmp_path / "all.jsonl").read_text().splitlines()[0])
+    json.loads(profile.read_text())
+    link = tmp_path / "link.html"
+    link.symlink_to(profile)
+    monkeypatch.chdir(tmp_path)
+    err = refused(capsys, ["report", "run.json", "--html", str(link)], profile)
+    assert "read as run.json" in err
+
+
+def test_gate_junit_onto_its_baseline(tmp_path, capsys, pipe_dbs):
+    fit, _ = pipe_dbs
+    candidate = tmp_path / "candidate.db"
+    candidate.write_bytes(fit.read_bytes())
+    err = refused(capsys, ["gate", "--baseline", str(fit), "--candidate", str(candidate), "-q",
+                           "--junit", str(fit)], fit)
+    assert f"cannot write {fit}" in err
+
+
+def test_fit_saves_no_model_over_its_database(tmp_path, capsys, pipe_dbs):
+    fit, _ = pipe_dbs
+    script = write_script(tmp_path, BASE_SCRIPT + "Fit\nSaveModel fit.db\n")
+    refused(capsys, ["fit", str(script)], fit)
+
+
+@pytest.mark.parametrize("flag", ["-o", "--html"])
+def test_an_output_that_is_no_input_is_written(tmp_path, pipe_dbs, flag):
+    """The guard looks at the files, not at names: a new file and an old unrelated one are
+    written as before."""
+    fit, _ = pipe_dbs
+    out = tmp_path / "other.txt"
+    out.write_text("old")
+    argv = (["db", "export", str(fit), "-o", str(out)] if flag == "-o" else
+            ["history", "show", str(tmp_path / "none.db"), "--html", str(out)])
+    if flag == "-o":
+        assert main(argv) == 0 and out.read_text() != "old"
+    else:
+        assert main(argv) == 2 and out.read_text() == "old"  # no history: nothing to show
