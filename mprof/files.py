@@ -70,9 +70,9 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "",
     path = Path(path)
     label = f"{what} {path}" if what else str(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    if path.is_symlink():  # the file it points to is replaced, not the link
-        path = Path(os.path.realpath(path))
     try:
+        if path.is_symlink():  # the file it points to is replaced, not the link
+            path = Path(os.path.realpath(path))
         st = os.stat(path)
     except FileNotFoundError:
         st = None

@@ -83,17 +83,16 @@ def _open_existing(path) -> ProfileDB:
 def _read_sources(path: str) -> list[tuple[str, dict]]:
     """A file holds one run profile, or (as written by `mprof db export`) one per line."""
     text = read_text(path)
-    stripped = text.strip()
-    lines = [line for line in stripped.splitlines() if line.strip()]
-    if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
+    # (line number in the file, text) of each line that is not blank
+    lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(lines) > 1 and all(line.lstrip().startswith("{") for _, line in lines):
         try:
-            json.loads(lines[0])
+            json.loads(lines[0][1])
             is_jsonl = True
         except (ValueError, RecursionError):  # not one document per line
             is_jsonl = False
-        if is_jsonl:
-            return [(f"{path}:{i}", parse_profile(line, f"{path}:{i}"))
-                    for i, line in enumerate(lines, 1)]
+        if is_jsonl:  # a run's name is its line; errors give the file's line and column
+            return [(f"{path}:{i}", parse_profile(line, path, first_line=i)) for i, line in lines]
     return [(path, parse_profile(text, path))]
 
 

@@ -82,29 +82,104 @@ def load_profile(path: str | Path) -> dict:
     return parse_profile(read_text(path), str(path))
 
 
-def parse_profile(text: str, source: str) -> dict:
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    """json's object_pairs_hook: an object that names a key twice is an error (json keeps the
+    last value silently, so a profile could say two things and be read as one)."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        raise _DuplicateKey()
+    return doc
+
+
+# The tokens of JSON text that give an object's keys: strings and the structural characters.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
+
+
+def _duplicate_key(text: str) -> tuple[int, str] | None:
+    """The offset and name of the first key that its object names a second time, in JSON
+    text that parses but for that."""
+    stack: list[set | None] = []  # per open container: its keys so far (None: an array)
+    expect_key = False
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token == "{":
+            stack.append(set())
+            expect_key = True
+        elif token == "[":
+            stack.append(None)
+            expect_key = False
+        elif token in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif token == ",":
+            expect_key = bool(stack) and stack[-1] is not None
+        elif token == ":":
+            expect_key = False
+        else:
+            if expect_key:
+                key = json.loads(token)
+                if key in stack[-1]:
+                    return m.start(), key
+                stack[-1].add(key)
+            expect_key = False
+    return None
+
+
+def _place(text: str, offset: int, first_line: int) -> str:
+    line = text.count("\n", 0, offset)
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f":{first_line + line}:{column}"
+
+
+def _line(first_line: int) -> str:
+    """The place of an error somewhere in a whole file (none) or a line of one."""
+    return f":{first_line}" if first_line > 1 else ""
+
+
+def parse_profile(text: str, source: str, first_line: int = 1) -> dict:
+    """The run profile in `text`, validated; `first_line` is the line of the file `source` on
+    which `text` begins (a line of a JSON-lines export), so that places are the file's."""
     if not text.strip():
         raise ProfileError(source, "", "file is empty (was the run interrupted?)")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         # A profile ends with its closing brace; without it the writer was cut short.
         truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}")
         hint = " (the file looks truncated)" if truncated else ""
         raise ProfileError(source, "", f"not valid JSON: {exc.msg}{hint}",
-                           place=f":{exc.lineno}:{exc.colno}") from None
+                           place=_place(text, exc.pos, first_line)) from None
     except RecursionError:
-        raise ProfileError(source, "", "not a run profile: JSON nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise ProfileError(source, "", f"not valid JSON: {exc}") from None
+        raise ProfileError(source, "", "not a run profile: JSON nested too deeply",
+                           place=_line(first_line)) from None
+    except _DuplicateKey:
+        found = _duplicate_key(text)
+        offset, key = found if found else (0, "?")
+        raise ProfileError(source, "", f"key {json.dumps(key)} appears twice in one object "
+                           "(each key once)", place=_place(text, offset, first_line)) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        digits = re.search(r"-?[0-9]{4300,}", text)
+        if digits is None:
+            raise ProfileError(source, "", f"not valid JSON: {exc}",
+                               place=_line(first_line)) from None
+        raise ProfileError(source, "", f"integer of {len(digits.group().lstrip('-'))} digits "
+                           "does not fit 64 bits (-2^63 .. 2^64-1)",
+                           place=_place(text, digits.start(), first_line)) from None
     try:
         validate_profile(doc, source)
     except ProfileError as exc:
         line_col = locate(text, exc.where)
         if line_col is None:
-            raise
+            if first_line == 1:
+                raise
+            line_col = (1, 1)
         raise ProfileError(source, exc.where, exc.message,
-                           place=f":{line_col[0]}:{line_col[1]}") from None
+                           place=f":{first_line + line_col[0] - 1}:{line_col[1]}") from None
     return doc
 
 

@@ -74,12 +74,18 @@ def _char_name(ch: str) -> str:
     return f"U+{ord(ch):04X}" + (f" ({unicodedata.name(ch)})" if unicodedata.name(ch, "") else "")
 
 
+# Bidirectional formatting characters (embeddings, overrides, isolates, marks): they reorder
+# how the text around them is shown, so a description could hide code in the generated
+# comments ("Trojan Source"), and GCC's -Wbidi-chars refuses the generated files.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def _bad_char(ch: str) -> bool:
     """Characters rejected everywhere, descriptions included: control characters other than
-    tab (they break line/column reporting and generated C comments) and lone surrogates
-    (they cannot be written to a file)."""
+    tab (they break line/column reporting and generated C comments), bidirectional
+    formatting characters and lone surrogates (they cannot be written to a file)."""
     cat = unicodedata.category(ch)
-    return (cat == "Cc" and ch != "\t") or cat == "Cs"
+    return (cat == "Cc" and ch != "\t") or cat == "Cs" or ch in _BIDI
 
 
 def tokenize(source: Source) -> list[Token]:

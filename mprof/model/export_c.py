@@ -32,6 +32,11 @@ def _double(value: float) -> str:
     return text if any(c in text for c in ".e") else text + ".0"
 
 
+# The functions export-c makes for a module besides one per category (<prefix>_<module>_<CAT>):
+# a category of one of these names would declare the same C name twice.
+_MODULE_FUNCTIONS = ("category_names", "costs", "terms", "costs_record", "terms_record")
+
+
 def _module_context(model: Model, module: str, prefix: str) -> dict:
     iface = model.interface(module)  # parsed once from the text the model file carries
     info = model.interfaces[module]
@@ -53,6 +58,11 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
 
     categories = []
     for cat in iface.categories:
+        if _ident(cat.name) in _MODULE_FUNCTIONS:
+            raise MprofError(f"interface {module}: category '{cat.name}' cannot be exported to "
+                             f"C: its function {prefix}_{_ident(module)}_{_ident(cat.name)} would "
+                             f"be one of the module's own ({', '.join(_MODULE_FUNCTIONS)}); "
+                             "rename the category and refit")
         # ignored terms cost nothing, and their values are not computed
         names = [n for n in cat.terms
                  if f"{module}:{n}" in model.values and f"{module}:{n}" not in model.ignored]

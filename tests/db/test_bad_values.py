@@ -288,3 +288,55 @@ def test_an_interface_text_not_at_hand_checks_nothing(tmp_path, typed, monkeypat
     db_path = tmp_path / "p.db"
     doc = typed(Count=-1, Other=4)
     assert main(["db", "import", str(db_path), str(write(tmp_path / "a.json", doc))]) == 0
+
+
+def rejected_text(tmp_path, capsys, text, name="bad.json"):
+    """Import raw text into a database holding one good run; the error line, once checked
+    that the database is unchanged."""
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "good.json", profile()))]) == 0
+    before = stored(db_path)
+    capsys.readouterr()
+    (tmp_path / name).write_text(text)
+    assert main(["db", "import", str(db_path), str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert stored(db_path) == before and "Traceback" not in err and err.count("\n") == 0
+    return err
+
+
+def test_a_key_named_twice_in_an_object_is_rejected_at_its_second_place(tmp_path, capsys):
+    text = json.dumps(profile(), indent=1)
+    text = text.replace('"program": "prog"', '"program": "prog",\n "program": "other"', 1)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith(' "program": "o'))
+    err = rejected_text(tmp_path, capsys, text)
+    assert err == f'mprof: {tmp_path / "bad.json"}:{line}:2: key "program" appears twice in ' \
+        "one object (each key once)"
+
+
+def test_a_key_in_two_objects_is_no_duplicate(tmp_path):
+    doc = profile()
+    doc["pes"][0]["latency"] = [lat()]
+    doc["pes"][1]["latency"] = [lat()]
+    path = write(tmp_path / "a.json", doc)
+    assert main(["db", "import", str(tmp_path / "p.db"), str(path)]) == 0
+
+
+def test_errors_in_a_json_lines_export_name_the_files_line(tmp_path, capsys):
+    good, bad = profile(), profile()
+    bad["elapsed_s"] = -1
+    first = json.dumps(good)
+    text = first + "\n\n" + json.dumps(bad) + "\n"  # a blank line between: the bad run is line 3
+    column = json.dumps(bad).index('"elapsed_s": -1') + len('"elapsed_s": ') + 1
+    err = rejected_text(tmp_path, capsys, text, "runs.jsonl")
+    assert err.startswith(f"mprof: {tmp_path / 'runs.jsonl'}:3:{column}: elapsed_s: "), err
+    err = rejected_text(tmp_path, capsys, first + "\n" + first[:200] + "\n", "cut.jsonl")
+    assert err.startswith(f"mprof: {tmp_path / 'cut.jsonl'}:2:"), err
+    assert "not valid JSON" in err and "(the file looks truncated)" in err
+
+
+def test_an_integer_of_thousands_of_digits_is_located(tmp_path, capsys):
+    text = json.dumps(profile(), indent=1).replace('"npes": 2', '"npes": ' + "9" * 5000, 1)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith(' "npes"'))
+    err = rejected_text(tmp_path, capsys, text)
+    assert err == f"mprof: {tmp_path / 'bad.json'}:{line}:10: integer of 5000 digits does not " \
+        "fit 64 bits (-2^63 .. 2^64-1)"

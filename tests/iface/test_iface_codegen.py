@@ -63,6 +63,32 @@ def test_compiles_warning_free(generated, cc, disable):
         assert uses_runtime == (not disable), symbols
 
 
+# Terms named like the generated file's own tables, categories like its cost functions' prefix
+OWN_NAMES = """interface own -- names the generated code uses for itself
+statistics
+  P -- p
+  Q -- q
+terms
+  names -- a term called names
+    { names = Q; }
+  values -- a term called values
+    { values = 2 * Q; }
+  term -- a term called term
+    { term = P; }
+categories
+  cost -- a category called cost
+    { P names values term }
+"""
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_terms_named_like_the_generated_tables_compile(tmp_path, cc):
+    write(parse_interface(OWN_NAMES, "own.perf"), tmp_path)
+    for disable in ([], ["-DMPROF_DISABLE"]):
+        run([cc, *CFLAGS, "-O2", *disable, f"-I{RUNTIME_INCLUDE}", "-c",
+             str(tmp_path / "own_perf.c"), "-o", str(tmp_path / "own.o")])
+
+
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_disabled_hooks_generate_no_code(generated, cc):
     obj = generated / f"user-{cc}-empty.o"

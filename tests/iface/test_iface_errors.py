@@ -125,6 +125,9 @@ CASES = [
      "unexpected character '@'"),
     ("control-character", perf(HEAD, "statistics", "  A -- a\x07b", *CATS), 3, 9,
      "unexpected character U+0007"),
+    # it would reorder the generated comment as shown, and GCC's -Wbidi-chars refuses it
+    ("bidi-character", perf(HEAD, "statistics", "  A -- a\u202eb", *CATS), 3, 9,
+     "unexpected character U+202E (RIGHT-TO-LEFT OVERRIDE)"),
     ("malformed-number",
      perf(HEAD, *STATS, "terms", "  X -- x", "    { X = 3x; }", "categories", "  C -- c",
           "    { X }"), 7, 11, "malformed number '3x'"),

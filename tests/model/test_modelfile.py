@@ -123,3 +123,29 @@ def test_export_c_matches_python(model_path, tmp_path):
         terms = {f"{module}:{t}": v for t, v in model.term_values(module, stats).items()}
         band = model.price(terms).halfwidth(q)
         assert got[(module, "BAND")] == pytest.approx(band, rel=1e-9, abs=1e-300)
+
+
+def test_export_c_refuses_a_category_named_like_a_module_function(model_path, tmp_path, capsys):
+    """A category `costs` would declare mpm_pipe_costs twice: refused, nothing written."""
+    data = json.loads(model_path.read_text())
+    pipe = data["interfaces"]["pipe"]
+    old = next(iter(pipe["categories"]))
+    pipe["source"] = pipe["source"].replace(f"  {old} ", "  costs ")
+    pipe["categories"] = {("costs" if k == old else k): v for k, v in pipe["categories"].items()}
+    if "category_descriptions" in pipe:
+        pipe["category_descriptions"] = {("costs" if k == old else k): v
+                                         for k, v in pipe["category_descriptions"].items()}
+    bad = tmp_path / "costs.json"
+    bad.write_text(json.dumps(data))
+    assert main(["model", "export-c", str(bad), "-o", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "category 'costs' cannot be exported to C: its function mpm_pipe_costs" in err, err
+    assert not (tmp_path / "c" / "mpm_model.h").exists()
+
+
+def test_export_c_with_a_prefix_too_long_for_a_file_name(model_path, tmp_path, capsys):
+    assert main(["model", "export-c", str(model_path), "-o", str(tmp_path / "c"),
+                 "--prefix", "p" * 300]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write C file" in err and "File name too long" in err, err
+    assert "Traceback" not in err
