@@ -244,7 +244,11 @@ class ProfileDB:
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             if migrate:
-                self._retry(lambda: schema.migrate(self.conn))
+                try:
+                    self._retry(lambda: schema.migrate(self.conn))
+                except MprofError as exc:  # a newer schema: name the file
+                    self.conn.close()
+                    raise MprofError(f"{self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             if self.readonly and _is_space_error(exc):

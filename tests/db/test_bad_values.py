@@ -340,3 +340,19 @@ def test_an_integer_of_thousands_of_digits_is_located(tmp_path, capsys):
     err = rejected_text(tmp_path, capsys, text)
     assert err == f"mprof: {tmp_path / 'bad.json'}:{line}:10: integer of 5000 digits does not " \
         "fit 64 bits (-2^63 .. 2^64-1)"
+
+
+def test_a_database_of_a_newer_mprof_is_named_and_left_alone(tmp_path, capsys):
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(write(tmp_path / "good.json", profile()))]) == 0
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("INSERT INTO schema_version (version, name) VALUES (999, 'future')")
+    conn.close()
+    before = stored(db_path)
+    capsys.readouterr()
+    for argv in (["db", "import", str(db_path), str(tmp_path / "good.json")],
+                 ["db", "list", str(db_path)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"mprof: {db_path}: database schema version 999 is newer"), err
+    assert stored(db_path) == before
