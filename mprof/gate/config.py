@@ -175,6 +175,9 @@ def _table_list(value, source: str, name: str) -> list[dict]:
 
 def _pattern(entry: dict, where: str) -> str:
     match = entry.get("match")
-    if not isinstance(match, str) or not match:
+    if match is None or match == "":
         raise MprofError(f"{where}: 'match' (a unit id or glob pattern) is required")
+    if not isinstance(match, str):
+        raise MprofError(f"{where}: 'match' must be a string (a unit id or glob pattern), got "
+                         f"{match!r}")
     return match

@@ -225,8 +225,10 @@ class FitSession:
                 raise MprofError(f"FixParameter: module '{spec}' has no loaded interface")
             self._check_term(module, term, "FixParameter")
             name = f"{module}:{term}"
-            if name in values:
-                raise MprofError(f"FixParameter: {name} is already imported")
+            if name in values:  # quoted as the directive's arguments: the error's line is its
+                kind = "fixed" if sources[name] == FIXED else "imported"
+                raise MprofError(f"FixParameter: term '{term}' of module '{spec}' is already "
+                                 f"{kind}")
             values[name] = number
             sources[name] = FIXED
             self._import_halfwidths[name] = 0.0
@@ -237,7 +239,13 @@ class FitSession:
             if module is None:
                 raise MprofError(f"IgnoreTerm: module '{spec}' has no loaded interface")
             self._check_term(module, term, "IgnoreTerm")
-            ignored.add(f"{module}:{term}")
+            name = f"{module}:{term}"
+            if name in values:  # priced by a given value, or left out: not both
+                kind = "fixed (FixParameter)" if sources[name] == FIXED else \
+                    "imported (ImportParameter)"
+                raise MprofError(f"IgnoreTerm: term '{term}' of module '{spec}' is {kind}; "
+                                 "a term is priced by a given value or left out, not both")
+            ignored.add(name)
         cov = linalg.block_diag(*blocks) if blocks else np.zeros((0, 0))
         return values, sources, ignored, cov
 

@@ -4,6 +4,7 @@ exit codes and the three report formats."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -145,6 +146,15 @@ def test_bad_config_files_exit_2(dbs, tmp_path):
         cfg = tmp_path / "bad.toml"
         cfg.write_text(text)
         assert gate(dbs, "same", "--config", str(cfg)) == 2, text
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"tolerance": 0.1}, "'match' (a unit id or glob pattern) is required"),
+    ({"match": 5}, "'match' must be a string (a unit id or glob pattern), got 5"),
+])
+def test_a_unit_match_missing_or_of_another_type_is_named(entry, message):
+    with pytest.raises(MprofError, match=re.escape(message)):
+        config_from_dict({"unit": [entry]})
 
 
 def test_where_and_program_selection(dbs):

@@ -165,6 +165,12 @@ def test_unknown_module_warns(tmp_path):
          "no term 'Nope'"),
         ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp\n", 3,
          "usage: FixParameter"),
+        # a term fixed twice, or fixed and left out: the directive that contradicts the first
+        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp 1\nset x 1\n"
+         "FixParameter pipe Comp 2\nFit\n", 5, "term 'Comp' of module 'pipe' is already fixed"),
+        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp 1\nset x 1\n"
+         "IgnoreTerm pipe Comp\nFit\n", 5, "term 'Comp' of module 'pipe' is fixed "
+         "(FixParameter); a term is priced by a given value or left out, not both"),
     ],
 )
 def test_script_errors_name_the_line(tmp_path, pipe_dbs, body, line, message):
