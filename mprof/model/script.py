@@ -421,7 +421,11 @@ class ModelingScript:
         close = difflib.get_close_matches(name.rstrip(":"), list(self.commands), n=1)
         if not close:
             return ("ok", "")
-        message = f"unknown command '{name}' (did you mean {close[0]}?)"
+        if close[0] == name.lstrip(":"):  # the directive itself, renamed away by the script
+            message = (f"unknown command '{name}': the script renamed or deleted the directive "
+                       f"{close[0]} (rename)")
+        else:
+            message = f"unknown command '{name}' (did you mean {close[0]}?)"
         where, line = self._frame(frame)
         self._failed = (message, where, line)
         return ("error", message)

@@ -156,6 +156,8 @@ def test_unknown_module_warns(tmp_path):
         ("set x [expr {1/0}]\n", 1, "divide by zero"),
         ("Granularity thread\n", 1, "granularity must be"),
         ("FitDatabase fit.db\nwhile 1 {\n  IgnorTerm pipe P\n}\n", 3, "did you mean IgnoreTerm"),
+        ("FitDatabase fit.db\nrename Fit {}\nFit\n", 3,
+         "unknown command 'Fit': the script renamed or deleted the directive Fit"),
         ("FitDatabase fit.db\nSaveModel .\nFit\n", 2, "is a directory"),
         ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2,
          "SaveModel: the folder"),
