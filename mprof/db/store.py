@@ -246,9 +246,12 @@ class ProfileDB:
             if migrate:
                 try:
                     self._retry(lambda: schema.migrate(self.conn))
-                except MprofError as exc:  # a newer schema: name the file
+                except MprofError as exc:  # a newer schema: name the file (a lock names it)
                     self.conn.close()
-                    raise MprofError(f"{self.path}: {exc}") from None
+                    text = str(exc)
+                    if text.startswith(f"{self.path}:"):
+                        raise
+                    raise MprofError(f"{self.path}: {text}") from None
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             if self.readonly and _is_space_error(exc):
