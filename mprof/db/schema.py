@@ -55,8 +55,9 @@ def current_version(conn: sqlite3.Connection) -> int:
     return row[0] or 0
 
 
-def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
+def migrate(conn: sqlite3.Connection, target: int | None = None, name: str = "") -> int:
     """Apply missing migrations up to `target` (default: all).  Returns the resulting version.
+    `name` (the database's path) begins the error for a database of a newer mprof.
 
     Each step runs under BEGIN IMMEDIATE and re-reads the version inside the transaction, so two
     processes opening a fresh database at once do not both apply the same step.
@@ -69,8 +70,8 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
             version = current_version(conn)
             if version > len(steps):
                 raise MprofError(
-                    f"database schema version {version} is newer than this mprof "
-                    f"understands ({len(steps)})"
+                    f"{name + ': ' if name else ''}database schema version {version} is newer "
+                    f"than this mprof understands ({len(steps)})"
                 )
             if version < step.version:
                 if version == 0:

@@ -244,14 +244,7 @@ class ProfileDB:
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             if migrate:
-                try:
-                    self._retry(lambda: schema.migrate(self.conn))
-                except MprofError as exc:  # a newer schema: name the file (a lock names it)
-                    self.conn.close()
-                    text = str(exc)
-                    if text.startswith(f"{self.path}:"):
-                        raise
-                    raise MprofError(f"{self.path}: {text}") from None
+                self._retry(lambda: schema.migrate(self.conn, name=str(self.path)))
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             if self.readonly and _is_space_error(exc):

@@ -130,10 +130,14 @@ def _duplicate_key(text: str) -> tuple[int, str] | None:
     return None
 
 
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """Line and column (1-based) of `offset` in `text`."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 def _place(text: str, offset: int, first_line: int) -> str:
-    line = text.count("\n", 0, offset)
-    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return f":{first_line + line}:{column}"
+    line, column = _line_column(text, offset)
+    return f":{first_line + line - 1}:{column}"
 
 
 def _line(first_line: int) -> str:
@@ -205,8 +209,7 @@ def locate(text: str, where: str) -> tuple[int, int] | None:
             if found is None:
                 break
             pos = found
-        before = text[:pos]
-        return before.count("\n") + 1, pos - (before.rfind("\n") + 1) + 1
+        return _line_column(text, pos)
     except (ValueError, IndexError):
         return None
 

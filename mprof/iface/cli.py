@@ -62,7 +62,6 @@ def register(subparsers) -> None:
 
 
 def cmd_sde_events(args) -> int:
-
     from .sde import event_names, listing_source
 
     ifaces = [load_interface(path) for path in args.files]

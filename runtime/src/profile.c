@@ -215,19 +215,16 @@ static void put_interfaces(FILE *f)
     fprintf(f, "],\n");
 }
 
-/* This process's PE sections (all PEs on shm, one on MPI), each followed by ",\n": the same
- * rendering serves both backends; the machine layer gathers the pieces in PE order. */
-static char *render_local_pes(size_t *len)
+/* What `put` writes, in memory: the pieces of the document that each process renders and the
+ * machine layer gathers (MPI: to rank 0).  NULL when memory runs out. */
+static char *render(void (*put)(FILE *f), size_t *len)
 {
     char *buf = NULL;
     *len = 0;
     FILE *f = open_memstream(&buf, len);
     if (!f)
         return NULL;
-    for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++) {
-        put_pe(f, mpr_g.pes[i]);
-        fputs(",\n", f);
-    }
+    put(f);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;
@@ -235,24 +232,24 @@ static char *render_local_pes(size_t *len)
     return buf;
 }
 
+/* This process's PE sections (all PEs on shm, one on MPI), each followed by ",\n": the same
+ * rendering serves both backends; the machine layer gathers the pieces in PE order. */
+static void put_local_pes(FILE *f)
+{
+    for (int i = mpr_g.local_first; i < mpr_g.local_first + mpr_g.local_count; i++) {
+        put_pe(f, mpr_g.pes[i]);
+        fputs(",\n", f);
+    }
+}
+
 /* This process's access categories, each a JSON string on a line of its own (json_string
  * escapes a newline, so none is inside one). */
-static char *render_local_accesses(size_t *len)
+static void put_local_accesses(FILE *f)
 {
-    char *buf = NULL;
-    *len = 0;
-    FILE *f = open_memstream(&buf, len);
-    if (!f)
-        return NULL;
     for (int a = 0; a < mpr_access_count(); a++) {
         json_string(f, mpr_access_name(a));
         fputc('\n', f);
     }
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
 }
 
 /* "accesses": every category registered in any process, each once, in the order of the
@@ -357,9 +354,9 @@ int mpr_profile_write(const char *path)
             elapsed = mpr_g.pes[i]->t_end - mpr_g.t_start;
     elapsed = mpr_machine_max_all(elapsed);
     size_t mine_len, all_len = 0, acc_len, acc_all_len = 0;
-    char *mine = render_local_pes(&mine_len), *all = NULL;
+    char *mine = render(put_local_pes, &mine_len), *all = NULL;
     int writer = mpr_machine_gather(mine ? mine : "", mine ? mine_len : 0, &all, &all_len);
-    char *acc = render_local_accesses(&acc_len), *acc_all = NULL;
+    char *acc = render(put_local_accesses, &acc_len), *acc_all = NULL;
     int acc_writer = mpr_machine_gather(acc ? acc : "", acc ? acc_len : 0, &acc_all, &acc_all_len);
     bool rendered = mine && acc;
     free(mine);
