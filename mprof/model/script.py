@@ -42,7 +42,7 @@ from pathlib import Path
 from ..errors import MprofError
 from ..numbers import env_number
 from .runset import RunSet
-from .session import FitOutcome, FitSession
+from .session import FitOutcome, FitSession, SaveFailed
 
 _FILE_LINE = re.compile(r'\(file "(?P<file>[^"]+)" line (?P<line>\d+)\)')
 # "(\"foreach\" body line 3)", "(\"if\" then script line 2)", "(\"dict for\" body line 1)"
@@ -197,6 +197,17 @@ class ModelingScript:
             fallback = "uplevel 1 [list ::mprof::tcl_unknown $name {*}$args]"
         else:  # a safe interpreter has no unknown handler of its own
             fallback = 'return -code error "invalid command name \\"$name\\""'
+        # `break`, `continue` or `return -code ...` outside any loop or procedure ends the script
+        # with an error whose trace names no line: each of them notes where it ran (a frame in
+        # a script file), so that the last one can be named (_run)
+        self._in_script("proc ::mprof::escape {args} {\n"
+                        "  set f [info frame -2]\n"
+                        "  if {[dict get $f type] eq {source}} {\n"
+                        "    set ::mprof::escaped [list [dict get $f file] [dict get $f line]]\n"
+                        "  }\n"
+                        "}")
+        for name in ("break", "continue", "return"):
+            self._in_script(("trace", "add", "execution", name, "enter", "::mprof::escape"))
         self._in_script("proc unknown {name args} {\n"
                         "  lassign [::mprof::unknown $name [info frame -1]] status value\n"
                         "  if {$status ne \"ok\"} {return -code error $value}\n"
@@ -232,8 +243,9 @@ class ModelingScript:
             self.tcl.call("interp", "eval", child, (
                 f"proc {name} {{{params}}} {{\n"
                 f"  lassign [::mprof::{name} [info frame -1] {passed}] status value\n"
-                "  if {$status ne \"ok\"} {return -code error $value}\n"
-                "  return $value\n"
+                "  if {$status eq \"ok\"} {return $value}\n"
+                "  if {$status eq \"error\"} {return -code error $value}\n"
+                "  return -code $status $value\n"  # a sourced file's break, continue, ...
                 "}"))
         self.hidden.discard("source")
         self._in_script = lambda script: self.tcl.call("interp", "eval", child, script)
@@ -246,8 +258,6 @@ class ModelingScript:
     def _source(self, frame, path):
         """`source FILE` in the safe interpreter: a regular file inside the folder of the
         script (relative paths from there), read by the child's hidden `source`."""
-        import tkinter
-
         from ..files import max_input_bytes
 
         where, line = self._frame(frame)
@@ -262,15 +272,20 @@ class ModelingScript:
         elif target.stat().st_size > max_input_bytes():
             message = f"source: {path} is larger than MPROF_MAX_INPUT_MB"
         else:
-            try:
-                return ("ok", self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source",
-                                            str(target)))
-            except tkinter.TclError as exc:
-                message = str(exc) or "error"
-                if self._failed is not None and self._failed[0] == message:
-                    return ("error", message)  # located already (a directive in that file)
-                info = str(self.tcl.eval("set ::errorInfo"))
-                where, line = _locate(info, str(target))
+            # caught in Tcl, not by tkinter, which takes a `break` for success: the file's
+            # break, continue or other code goes on to the `source` command, as in Tcl
+            code = int(self.tcl.call("catch", ("interp", "invokehidden", SAFE_CHILD, "source",
+                                              str(target)), "::mprof_sourced"))
+            value = self.tcl.call("set", "::mprof_sourced")
+            if code in (0, 2):  # a `return` at its top level ends the file, as in Tcl
+                return ("ok", value)
+            if code != 1:
+                return (code, value)
+            message = str(value) or "error"
+            if self._failed is not None and self._failed[0] == message:
+                return ("error", message)  # located already (a directive in that file)
+            info = str(self.tcl.eval("set ::errorInfo"))
+            where, line = _locate(info, str(target))
         self._failed = (message, where, line)
         return ("error", message)
 
@@ -320,6 +335,8 @@ class ModelingScript:
                 _, where, line = self._failed  # a directive (or a misspelled one) failed
             else:
                 where, line = _locate(info, str(self.path))
+                if line is None:
+                    where, line = self._escaped(where)
             raise ScriptError(where, line, message, info) from None
         if self.fits == 0:  # no explicit Fit: fit once at the end
             try:
@@ -332,6 +349,17 @@ class ModelingScript:
                 raise ScriptError(str(self.path), None, f"at end of script: internal error: "
                                   f"{type(exc).__name__}: {exc}") from None
         return self.session.last
+
+    def _escaped(self, where: str) -> tuple[str, int | None]:
+        """Where the last `break`, `continue` or `return` in a script file ran: the command
+        that ended the script when its error names no line (a `break` outside a loop)."""
+        if not int(self._in_script(("info", "exists", "::mprof::escaped"))):
+            return where, None
+        file, line = self.tcl.splitlist(self._in_script(("set", "::mprof::escaped")))
+        file = str(file)
+        if Path(file) == self.path.resolve():
+            file = str(self.path)  # as the user wrote it
+        return file, int(str(line))
 
     @contextlib.contextmanager
     def _limited(self):
@@ -541,7 +569,8 @@ class ModelingScript:
             # a mistyped folder is an error, not a folder made where nobody looks
             raise MprofError(f"SaveModel: the folder {folder} does not exist (create it, or "
                              "correct the path; paths are relative to the script)")
-        self.session.save_model(spec)
+        # the file is written after each later fit: a failure then is this line's
+        self.session.save_model(spec, origin=self.calls[-1][2:] if self.calls else None)
 
     def _fit(self, args):
         self._arity("Fit", args, 0, 0, "")
@@ -554,6 +583,11 @@ class ModelingScript:
     def _do_fit(self) -> FitOutcome:
         try:
             outcome = self.session.fit()
+        except SaveFailed as exc:
+            if not exc.origin or exc.origin[1] is None:
+                raise
+            raise ScriptError(exc.origin[0], exc.origin[1],
+                              f"SaveModel: {exc} (after the fit)") from None
         except MprofError as exc:
             located = self._directive_line(str(exc))
             if located is None:

@@ -30,6 +30,15 @@ from .samples import LoadedInterface, load_samples, make_design
 REPLICATES = ("all", "median", "min")
 
 
+class SaveFailed(MprofError):
+    """A model file named before a fit could not be written after it: `origin` is what the
+    caller passed to SaveModel to say where the request came from."""
+
+    def __init__(self, message: str, origin: object):
+        super().__init__(message)
+        self.origin = origin
+
+
 @dataclass
 class Imported:
     module_spec: str  # as written in the script (the paper writes "Rts" for module rts)
@@ -69,7 +78,9 @@ class FitSession:
     normalize: bool = False
     cutoff: float = DEFAULT_CUTOFF
     select: list[Condition] = field(default_factory=list)
-    save_paths: list[Path] = field(default_factory=list)
+    # where each SaveModel's file goes, with what the caller passed to name the request in an
+    # error (the script: its file and line); written after every fit from then on
+    save_paths: dict[Path, object] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     last: FitOutcome | None = None
     # Set by a caller that reuses a script's model on runs of its own (the gate, through
@@ -340,16 +351,18 @@ class FitSession:
         model = self._model(result, imported, sources, ignored, measure)
         self.last = FitOutcome(result, model, list(dict.fromkeys(warnings)), designs)
         if self.runs is None:
-            for path in self.save_paths:
-                model.save(path)
+            for path, origin in self.save_paths.items():
+                try:
+                    model.save(path)
+                except MprofError as exc:
+                    raise SaveFailed(str(exc), origin) from None
         return self.last
 
-    def save_model(self, path: str) -> None:
+    def save_model(self, path: str, origin: object = None) -> None:
         if self.runs is not None:
             return
         resolved = self.resolve(path)
-        if resolved not in self.save_paths:
-            self.save_paths.append(resolved)
+        self.save_paths.setdefault(resolved, origin)
         if self.last is not None:
             self.last.model.save(resolved)
 
