@@ -24,6 +24,12 @@ class SourceError(MprofError):
         return text
 
 
+def line_column(text: str, offset: int) -> tuple[int, int]:
+    """Line and column (1-based, columns in characters) of `offset` in `text`: the place a
+    SourceError names."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 MESSAGE_LIMIT = 4000
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 
-from ..errors import MprofError
+from ..errors import MprofError, line_column
 from ..files import read_bytes
 from ..schema import inlined_schema
 
@@ -130,13 +130,8 @@ def _duplicate_key(text: str) -> tuple[int, str] | None:
     return None
 
 
-def _line_column(text: str, offset: int) -> tuple[int, int]:
-    """Line and column (1-based) of `offset` in `text`."""
-    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
 def _place(text: str, offset: int, first_line: int) -> str:
-    line, column = _line_column(text, offset)
+    line, column = line_column(text, offset)
     return f":{first_line + line - 1}:{column}"
 
 
@@ -209,7 +204,7 @@ def locate(text: str, where: str) -> tuple[int, int] | None:
             if found is None:
                 break
             pos = found
-        return _line_column(text, pos)
+        return line_column(text, pos)
     except (ValueError, IndexError):
         return None
 

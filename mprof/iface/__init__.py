@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import SourceError
+from ..errors import SourceError, line_column
 from ..files import read_bytes
 from .checker import parse_interface
 from .model import Access, Category, Interface, Statistic, Term
@@ -37,8 +37,7 @@ def load_interface(path) -> Interface:
     except UnicodeDecodeError as exc:
         # Locate the bad byte as line:column (columns count decoded characters).
         before = data[: exc.start].decode("utf-8", errors="replace")
-        line = before.count("\n") + 1
-        column = len(before) - (before.rfind("\n") + 1) + 1
+        line, column = line_column(before, len(before))
         lines = data.decode("utf-8", errors="replace").split("\n")
         raise SourceError(
             path, line, column, "file is not valid UTF-8", lines[line - 1] if lines else None

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MprofError, SourceError
+from ..errors import MprofError, SourceError, line_column
 from ..files import read_bytes, write_file
 from ..numbers import check_number
 from ..report.jsonout import dumps
@@ -424,8 +424,7 @@ def _locate(text: str, token: str) -> tuple[int, int]:
     """Line and column of the first `token` outside a JSON string."""
     for m in re.finditer(r'"(?:[^"\\]|\\.)*"|' + re.escape(token), text):
         if m.group(0) == token:
-            before = text[: m.start()]
-            return before.count("\n") + 1, m.start() - (before.rfind("\n") + 1) + 1
+            return line_column(text, m.start())
     return 1, 1
 
 
