@@ -70,18 +70,7 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "",
     path = Path(path)
     label = f"{what} {path}" if what else str(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    try:
-        if path.is_symlink():  # the file it points to is replaced, not the link
-            path = Path(os.path.realpath(path))
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise MprofError(f"cannot write {label}: is a directory")
-    if st is not None and stat.S_ISREG(st.st_mode):
-        _refuse_input(st, path, label)
+    path, st = _target(path, label)
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_in_place(path, payload, label)
         return path
@@ -114,6 +103,34 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "",
     return path
 
 
+def _target(path: Path, label: str) -> tuple[Path, os.stat_result | None]:
+    """The file a write to `path` replaces (a link's target) and its state (None: new), or an
+    MprofError when it must not be written: a folder, or an input of this command."""
+    try:
+        if path.is_symlink():  # the file it points to is replaced, not the link
+            path = Path(os.path.realpath(path))
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path, None
+    except OSError as exc:
+        raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise MprofError(f"cannot write {label}: is a directory")
+    if stat.S_ISREG(st.st_mode):
+        _refuse_input(st, path, label)
+    return path, st
+
+
+def write_files(files: list[tuple[str | Path, str | bytes]], *, what: str = "") -> None:
+    """Several outputs of one command (generated sources, one file per table): every target is
+    checked before any is written, so that one refused (an input of the command, a folder)
+    leaves the others unwritten too; then each is written as write_file writes one."""
+    for path, _ in files:
+        _target(Path(path), f"{what} {path}" if what else str(path))
+    for path, data in files:
+        write_file(path, data, what=what)
+
+
 def _write_in_place(path: Path, payload: bytes, label: str) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
@@ -130,12 +147,21 @@ def _write_in_place(path: Path, payload: bytes, label: str) -> None:
 
 
 def make_folder(path: str | Path, *, what: str = "") -> Path:
+    """The folder `path`, made with its parents where missing; an MprofError naming it (and
+    the file in the way, where one is) when it cannot be."""
     path = Path(path)
+    label = f"{what} {path}" if what else str(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise MprofError(f"cannot create the folder {label}: a file of that name is in the "
+                         "way (name a folder)") from None
+    except NotADirectoryError:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        raise MprofError(f"cannot create the folder {label}: {blocker or 'a part of the path'} "
+                         "is a file, not a folder") from None
     except OSError as exc:
-        label = f"{what} {path}" if what else str(path)
-        raise MprofError(f"cannot create {label}: {_reason(exc)}") from None
+        raise MprofError(f"cannot create the folder {label}: {_reason(exc)}") from None
     return path
 
 

@@ -3,11 +3,13 @@ per table in a folder, one file for one table, or one table as CSV on standard o
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import make_folder, write_files
 from ..profile import RunProfile
 from . import WriteOptions
 
@@ -40,20 +42,21 @@ def write_tables(runs: Sequence[RunProfile], target: Path | None, options: Write
     if len(names) == 1:
         paths = {names[0]: target}
     else:
-        try:
-            target.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise MprofError(f"{target}: cannot create the folder: {exc.strerror or exc}") \
-                from None
+        make_folder(target)
         paths = {name: target / f"{name}.{ext}" for name in names}
+    files = []
     for name, path in paths.items():
+        # rendered in memory, then written as every output is (mprof.files): atomically, and
+        # never over one of the command's inputs (its database, its model file)
         try:
             if ext == "csv":
-                tables[name].to_csv(path, index=False)
+                data = tables[name].to_csv(index=False)
             else:
-                tables[name].to_parquet(path, index=False)
-        except OSError as exc:
-            raise MprofError(f"{path}: cannot write: {exc.strerror or exc}") from None
+                buffer = io.BytesIO()
+                tables[name].to_parquet(buffer, index=False)
+                data = buffer.getvalue()
         except (ValueError, TypeError, OverflowError) as exc:  # pyarrow: a value it cannot type
             raise MprofError(f"{path}: cannot write table {name} as {ext}: {exc}") from None
+        files.append((path, data))
+    write_files(files, what="table")
     return f"exported {len(runs)} run(s): {', '.join(paths)} as {ext} to {target}"

@@ -69,3 +69,31 @@ def test_an_output_that_is_no_input_is_written(tmp_path, pipe_dbs, flag):
         assert main(argv) == 0 and out.read_text() != "old"
     else:
         assert main(argv) == 2 and out.read_text() == "old"  # no history: nothing to show
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_table_export_onto_its_database(tmp_path, capsys, pipe_dbs, fmt):
+    fit, _ = pipe_dbs
+    err = refused(capsys, ["db", "export", str(fit), "--format", fmt, "--table", "runs", "-o",
+                           str(fit)], fit)
+    assert err.startswith(f"mprof: cannot write table {fit}: ")
+
+
+def test_a_table_export_onto_its_model_file(tmp_path, capsys, pipe_dbs):
+    fit, _ = pipe_dbs
+    model = write_script(tmp_path, BASE_SCRIPT + "SaveModel m.json\n")
+    assert main(["fit", str(model)]) == 0
+    saved = tmp_path / "m.json"
+    refused(capsys, ["db", "export", str(fit), "--format", "csv", "--table", "fits", "--model",
+                     str(saved), "-o", str(saved)], saved)
+
+
+def test_tables_into_a_folder_holding_an_input_write_none(tmp_path, capsys, pipe_dbs):
+    """Every table's file is checked before any is written: one that is the database (by a
+    link) leaves the folder as it was."""
+    fit, _ = pipe_dbs
+    out = tmp_path / "tables"
+    out.mkdir()
+    (out / "statistics.csv").symlink_to(fit)
+    refused(capsys, ["db", "export", str(fit), "--format", "csv", "-o", str(out)], fit)
+    assert sorted(p.name for p in out.iterdir()) == ["statistics.csv"]
