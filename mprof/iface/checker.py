@@ -53,12 +53,16 @@ STD_MACROS = frozenset(
     stdin stdout stderr EXIT_SUCCESS EXIT_FAILURE RAND_MAX MB_CUR_MAX INFINITY NAN HUGE_VAL
     HUGE_VALF HUGE_VALL MATH_ERRNO MATH_ERREXCEPT math_errhandling errno assert
     MAXFLOAT HUGE WNOHANG WUNTRACED WSTOPPED WEXITED WCONTINUED WNOWAIT
+    LITTLE_ENDIAN BIG_ENDIAN PDP_ENDIAN BYTE_ORDER FD_SETSIZE NFDBITS
+    RENAME_EXCHANGE RENAME_NOREPLACE RENAME_WHITEOUT
     linux unix i386""".split()
 )
 _STD_MACRO_RE = re.compile(
-    r"^(U?INT(\d+|_LEAST\d+|_FAST\d+|MAX|PTR)|SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT)_(MAX|MIN|C)$"
-    r"|^FP_[A-Z_]+$"
-    r"|^M_[A-Z0-9_]+l?$"  # <math.h> constants in GNU mode: M_PI, M_SQRT2, M_PIl ...
+    r"^(U?INT(\d+|_LEAST\d+|_FAST\d+|MAX|PTR)|SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT)"
+    r"_(MAX|MIN|C|WIDTH)$"  # <stdint.h>; the widths are C23's
+    r"|^FP_[A-Z0-9_]+$"  # <math.h>: FP_NAN, FP_ILOGB0 ...
+    r"|^M_\w+$"  # <math.h> constants in GNU mode: M_PI, M_SQRT2, M_PIl, M_PIf128 ...
+    r"|^(HUGE_VAL|SNAN)\w*$"  # <math.h>: HUGE_VAL_F64, SNANF ...
 )
 # Macros every generated header defines, for its own module M (and another module's header
 # may be included next to it): `M_PERF_H`, `M_NSTATS`, `M_NTERMS`, `M_NACCESSES`.

@@ -101,10 +101,9 @@ def cmd_check(args) -> int:
 def cmd_compile(args) -> int:
     ifaces = [load_interface(path) for path in args.files]
     check_module_names(ifaces)
-    for iface in ifaces:
-        for path in write(iface, args.output):
-            if not args.quiet:
-                print(path)
+    for path in write(ifaces, args.output):
+        if not args.quiet:
+            print(path)
     for path in args.files:
         _remember(path)
     return 0

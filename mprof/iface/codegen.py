@@ -8,13 +8,13 @@ one C expression emitter (cexpr.py) that `mprof model export-c` uses too.
 from __future__ import annotations
 
 import os
-
+import re
 from pathlib import Path
 
 import jinja2
 
-from ..errors import MprofError
-from ..files import make_folder, write_file
+from ..errors import MprofError, SourceError
+from ..files import make_folder, write_files
 from .cexpr import term_expressions
 from .model import Interface
 
@@ -85,7 +85,10 @@ def render(iface: Interface) -> dict[str, str]:
 
 
 def check_module_names(ifaces: list[Interface]) -> None:
-    """Modules compiled together must not produce the same files or macro prefixes."""
+    """Modules compiled together must not produce the same files, macro prefixes or C names:
+    `a`'s term `b_stats_create` and module `a_term_b` would both declare `a_term_b_stats_create`
+    (and a program that includes both headers would not compile).  Every name a module's header
+    declares starts with the module's name (`a_`, `A_`), so those are compared."""
     seen: dict[str, Interface] = {}
     for iface in ifaces:
         key = iface.name.upper()
@@ -96,14 +99,52 @@ def check_module_names(ifaces: list[Interface]) -> None:
                 "would generate the same hook names"
             )
         seen[key] = iface
+    owners: dict[str, Interface] = {}
+    for iface in ifaces:
+        for name in sorted(_declared_names(iface)):
+            other = owners.setdefault(name, iface)
+            if other is not iface:
+                line, column, what = _origin(iface, name)
+                _, _, first = _origin(other, name)
+                raise SourceError(
+                    iface.path, line, column,
+                    f"{what} of interface '{iface.name}' generates the C name {name}, which "
+                    f"{first} of interface '{other.name}' ({other.path}) generates too: "
+                    "modules compiled together need distinct names (rename one)")
 
 
-def write(iface: Interface, outdir) -> list[Path]:
-    """Writes the generated files into outdir (created if needed); returns their paths.
+def _declared_names(iface: Interface) -> set[str]:
+    """The identifiers of the generated header that carry the module's prefix."""
+    header = render(iface)[f"{iface.name}_perf.h"]
+    header = re.sub(r"/\*.*?\*/|//[^\n]*", " ", header, flags=re.S)  # descriptions are no C
+    prefixes = (f"{iface.name}_", f"{iface.name.upper()}_")
+    return {w for w in re.findall(r"\b[A-Za-z_]\w*\b", header) if w.startswith(prefixes)}
 
-    Files are always rewritten (atomically) so build tools see them newer than the .perf."""
+
+def _origin(iface: Interface, name: str) -> tuple[int, int, str]:
+    """Where a generated name comes from: the declaration whose name ends it (the longest),
+    else the interface itself."""
+    best = None
+    for kind, decls in (("statistic", iface.statistics), ("term", iface.declared_terms),
+                        ("category", iface.categories), ("access", iface.accesses)):
+        for decl in decls:
+            if name.endswith("_" + decl.name) and (best is None or
+                                                   len(decl.name) > len(best[1].name)):
+                best = (kind, decl)
+    if best is None:
+        return iface.line, iface.column, "the hook API"
+    kind, decl = best
+    return decl.line, decl.column, f"{kind} '{decl.name}'"
+
+
+def write(ifaces: Interface | list[Interface], outdir) -> list[Path]:
+    """Writes the generated files of one or more interfaces into outdir (created if needed);
+    returns their paths.  Every file is checked before any is written (one that is an input of
+    the command leaves all unwritten), then each is rewritten atomically, so build tools see
+    them newer than the .perf."""
+    if isinstance(ifaces, Interface):
+        ifaces = [ifaces]
     outdir = make_folder(outdir)
-    written = []
-    for name, text in render(iface).items():
-        written.append(write_file(outdir / name, text))
-    return written
+    files = [(outdir / name, text) for iface in ifaces for name, text in render(iface).items()]
+    write_files(files)
+    return [path for path, _ in files]

@@ -10,6 +10,7 @@ import pytest
 from iface_helpers import CFLAGS, INTERFACES, RUNTIME_INCLUDE, compilers, run
 from tooling import require_tool
 
+from mprof.errors import MprofError
 from mprof.iface import load_interface, parse_interface
 from mprof.iface.codegen import write
 
@@ -259,3 +260,41 @@ def test_c_and_python_agree(tmp_path, cc, text):
             assert _same(want, got), (term.name, term.expr.to_text(), stats, want, got)
         for term, want in zip(iface.terms, expected):
             assert _same(term.evaluate(stats), want)
+
+
+# The headers the generated files include, and the language modes users compile them in.
+GENERATED_INCLUDES = ["math.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h"]
+MODES = {"c": ["-std=c11", "-std=gnu11", "-std=c2x", "-std=gnu2x"],
+         "c++": ["-std=c++17", "-std=gnu++17", "-std=c++20"]}
+
+
+def _object_macros(cc, lang, mode, tmp_path):
+    source = tmp_path / "includes.h"
+    source.write_text("".join(f"#include <{h}>\n" for h in GENERATED_INCLUDES))
+    driver = {"gcc": "g++", "clang": "clang++"}[cc] if lang == "c++" else cc
+    out = run([driver, mode, "-dM", "-E", "-x", lang, str(source)]).stdout
+    return {line.split()[1] for line in out.splitlines()
+            if line.startswith("#define ") and "(" not in line.split()[1]}
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_no_macro_of_the_generated_files_headers_is_a_name(tmp_path, cc):
+    """A statistic named like an object-like macro of a header the generated files include
+    (BIG_ENDIAN from <stdlib.h> in GNU mode, INT32_WIDTH in C23) would be expanded in
+    `s->NAME`: the checker refuses every such name the compilers define, in every mode."""
+    names = set()
+    for lang, modes in MODES.items():
+        for mode in modes:
+            names |= _object_macros(cc, lang, mode, tmp_path)
+    names = {n for n in names if not n.startswith("_")}  # refused as reserved already
+    assert "BIG_ENDIAN" in names and "EOF" in names  # the probe itself works
+    accepted = []
+    for name in sorted(names):
+        text = (f"interface zz -- z\nstatistics\n  A -- a\n  {name} -- x\ncategories\n"
+                "  C -- c\n    { A }\n")
+        try:
+            parse_interface(text, "zz.perf")
+        except MprofError:
+            continue
+        accepted.append(name)
+    assert not accepted, f"names the checker accepts that {cc} defines as macros: {accepted}"

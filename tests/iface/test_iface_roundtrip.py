@@ -3,6 +3,8 @@
 import json
 import re
 
+import pytest
+
 from iface_helpers import INTERFACES
 
 from mprof.cli import main
@@ -137,3 +139,49 @@ def test_hook_cost_benchmark_runs():
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["hook_instructions"] > 2000
     assert result["ratio"] <= 1.05
+
+
+def _perf(tmp_path, module, extra=""):
+    path = tmp_path / f"{module}.perf"
+    path.write_text(f"interface {module} -- m\nstatistics\n  S -- s\n{extra}")
+    return path
+
+
+@pytest.mark.parametrize("extra, second, line, fragment", [
+    # a's term b_stats_create: a_term_b_stats_create, which module a_term_b's API declares
+    ("terms\n  b_stats_create -- t\n    { b_stats_create = S * 2; }\ncategories\n  C -- c\n"
+     "    { b_stats_create }\n", "a_term_b", 5, "term 'b_stats_create' of interface 'a' "
+     "generates the C name a_term_b_stats_create"),
+    # a's access NSTATS: A_ACCESS_NSTATS, module a_access's statistic count macro
+    ("categories\n  C -- c\n    { S }\naccesses\n  NSTATS -- n\n", "a_access", 8,
+     "access 'NSTATS' of interface 'a' generates the C name A_ACCESS_NSTATS"),
+])
+def test_compile_rejects_modules_whose_c_names_collide(tmp_path, capsys, extra, second, line,
+                                                       fragment):
+    """Including both generated headers would not compile: refused before anything is
+    written, at the declaration that makes the name or at the other module (the later one)."""
+    first = _perf(tmp_path, "a", extra)
+    other = _perf(tmp_path, second, "categories\n  C -- c\n    { S }\n")
+    out = tmp_path / "out"
+    assert main(["iface", "compile", "-o", str(out), str(other), str(first)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mprof: {first}:{line}:3: {fragment}, which the hook API of "
+                          f"interface '{second}' ({other}) generates too"), err
+    assert main(["iface", "compile", "-o", str(out), str(first), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mprof: {other}:1:1: the hook API of interface '{second}' "), err
+    assert not out.exists() or not any(out.iterdir())
+    for each in (first, other):  # compiled apart, each is fine
+        assert main(["iface", "compile", "-q", "-o", str(out), str(each)]) == 0
+
+
+def test_compile_writes_nothing_when_one_output_is_an_input(tmp_path, capsys, monkeypatch):
+    """A generated file that would replace one of the interfaces compiled leaves every other
+    output unwritten too."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pipe.perf").write_text(INTERFACES["pipe"].read_text())
+    # an interface saved under the name of pipe's generated source
+    _perf(tmp_path, "q", "categories\n  C -- c\n    { S }\n").rename(tmp_path / "pipe_perf.c")
+    assert main(["iface", "compile", "pipe_perf.c", "pipe.perf"]) == 2
+    assert "cannot write pipe_perf.c: it is an input of this command" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.perf", "pipe_perf.c"]
