@@ -21,13 +21,22 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _num(x) -> str:
+    """A bound or a value as a message shows it: whole numbers in full (a limit of 1000000
+    and a value of 1000001 must not both read 1e+06), others to 10 digits."""
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e18):
+        return str(int(x))
+    return f"{x:.10g}"
+
+
 def _range_text(low, high, open_low, open_high) -> str:
     if low is not None and high is not None:
-        return f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+        return (f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}"
+                f"{')' if open_high else ']'}")
     if low is not None:
-        return f"{'>' if open_low else '>='} {low:g}"
+        return f"{'>' if open_low else '>='} {_num(low)}"
     if high is not None:
-        return f"{'<' if open_high else '<='} {high:g}"
+        return f"{'<' if open_high else '<='} {_num(high)}"
     return ""
 
 
@@ -52,7 +61,7 @@ def check_number(value, where: str, *, low: float | None = None, high: float | N
     bad = ((low is not None and (value <= low if open_low else value < low))
            or (high is not None and (value >= high if open_high else value > high)))
     if bad:
-        raise MprofError(f"{where}: expected {expected}, got {value:g}")
+        raise MprofError(f"{where}: expected {expected}, got {_num(value)}")
     return value
 
 

@@ -54,24 +54,34 @@ class ProbeSpec:
     patience_s: float = DEFAULT_PATIENCE_S
 
     @classmethod
-    def parse(cls, data, where: str) -> ProbeSpec:
+    def parse(cls, data, where) -> ProbeSpec:
         """The [probe] table; its command's placeholders are checked with the spec's
-        (mprof.bench.spec)."""
+        (mprof.bench.spec).  `where(key)` places a key of the spec ("spec.toml:9:1: probe")."""
         if not isinstance(data, dict):
-            raise MprofError(f"{where}: [probe] must be a table")
-        unknown = set(data) - {"command", "env", "tolerance", "patience_s"}
+            raise MprofError(f"{where('probe')}: [probe] must be a table")
+        unknown = [key for key in data if key not in ("command", "env", "tolerance",
+                                                      "patience_s")]
         if unknown:
-            raise MprofError(f"{where}: unknown key(s) in [probe]: {', '.join(sorted(unknown))}")
+            raise MprofError(f"{where('probe.' + unknown[0])}: unknown key in [probe] (it has "
+                             "command, env, tolerance and patience_s)")
         command = data.get("command")
+        if command is None:
+            raise MprofError(f"{where('probe')}: [probe] needs command = \"...\" (the probe's "
+                             "command line)")
         if not isinstance(command, str) or not command.strip():
-            raise MprofError(f"{where}: probe.command must be a non-empty string")
+            raise MprofError(f"{where('probe.command')}: expected a non-empty string (the "
+                             "probe's command line)")
         env = data.get("env", {})
-        if not isinstance(env, dict) or any(isinstance(v, (dict, list)) for v in env.values()):
-            raise MprofError(f"{where}: probe.env must be a table of strings")
+        if not isinstance(env, dict):
+            raise MprofError(f"{where('probe.env')}: expected a table of strings")
+        for key, value in env.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise MprofError(f"{where('probe.env.' + key)}: expected a string or a whole "
+                                 f"number, got {value!r}"[:200])
         numbers = {}
         for key, default in (("tolerance", DEFAULT_TOLERANCE),
                              ("patience_s", DEFAULT_PATIENCE_S)):
-            numbers[key] = check_number(data.get(key, default), f"{where}: probe.{key}",
+            numbers[key] = check_number(data.get(key, default), where(f"probe.{key}"),
                                         low=0.0, high=1e9)
         return cls(command, {k: str(v) for k, v in env.items()}, **numbers)
 

@@ -81,6 +81,7 @@ class SweepSpec:
     env: dict[str, list[str]] = field(default_factory=dict)
     probe: ProbeSpec | None = None
     database_where: str = ""  # "spec.toml:4:12: database", for messages about the database
+    probe_where: str = ""  # "spec.toml:9:11: probe.command", for messages about the probe
 
     @property
     def program_path(self) -> Path:
@@ -121,8 +122,13 @@ class _Places:
         self.path = path
         self.places: dict[str, tuple[int, int]] = {}
         table = ""
+        quote = None  # the delimiter of a multi-line string the scan is inside
         for number, line in enumerate(text.splitlines(), 1):
-            m = re.match(r"\s*\[\s*([^\]\[]+?)\s*\]\s*(#.*)?$", line)
+            if quote is not None:  # `npes = 1` inside a description is no key
+                if line.count(quote) % 2:
+                    quote = None
+                continue
+            m = re.match(r"\s*\[\[?\s*([^\]\[]+?)\s*\]\]?\s*(#.*)?$", line)  # [t], [[t]]
             if m:
                 table = m[1].replace('"', "").replace(" ", "") + "."
                 self.places.setdefault(table[:-1], (number, line.index("[") + 1))
@@ -131,6 +137,10 @@ class _Places:
             if m:
                 key = table + m[1].strip("\"'")
                 self.places.setdefault(key, (number, m.end() + 1))
+                rest = line[m.end():]
+                for delimiter in ('"""', "'''"):
+                    if rest.startswith(delimiter) and rest.count(delimiter) % 2:
+                        quote = delimiter
 
     def __call__(self, key: str) -> str:
         # a key of an inline table (`env = {A = "1"}`) is placed at its table
@@ -147,11 +157,18 @@ def _axis(value, where: str, *, strings: bool = False) -> list:
         raise MprofError(f"{where}: an axis needs at least one value")
     seen = set()
     for v in values:
-        if isinstance(v, (dict, list)) or (strings and isinstance(v, float)):
-            raise MprofError(f"{where}: values must be numbers or strings")
+        if isinstance(v, bool):  # True would reach the program as "True"
+            raise MprofError(f"{where}: {str(v).lower()} is not a value here: write it as a "
+                             f'string ("{str(v).lower()}") or a number (1, 0)')
+        if not isinstance(v, (int, float, str)) or (strings and isinstance(v, float)):
+            what = ("a date or time" if type(v).__module__ == "datetime" else
+                    "a table" if isinstance(v, dict) else "a list" if isinstance(v, list)
+                    else type(v).__name__)
+            raise MprofError(f"{where}: values must be {'whole numbers or ' if strings else ''}"
+                             f"{'' if strings else 'numbers or '}strings, not {what}")
         if isinstance(v, float):
             check_number(v, where)
-        key = str(v) if strings else (type(v) is str, v)
+        key = str(v)  # [0, "0"] would run the same command line twice
         if key in seen:
             raise MprofError(f"{where}: value {v!r} is repeated (each value is one "
                              "configuration; use repetitions to run it more than once)")
@@ -177,14 +194,17 @@ def load_spec(path: str | Path) -> SweepSpec:
     data = read_toml(path, "sweep spec")
     known = {"program", "command", "database", "root", "npes", "repetitions", "timeout_s",
              "params", "env", "description", "probe"}
-    unknown = set(data) - known
+    where = _Places(path, read_text(path, "sweep spec"))
+    unknown = [key for key in data if key not in known]
     if unknown:
-        raise MprofError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise MprofError(f"{where(unknown[0])}: unknown key{hint}; a sweep spec has "
+                         f"{', '.join(sorted(known))}")
     for key in ("program", "database", "npes"):
         if key not in data:
             raise MprofError(f"{path}: missing required key '{key}'")
-    where = _Places(path, read_text(path, "sweep spec"))
-    root = (path.resolve().parent / data.get("root", ".")).resolve()
+    root = (path.resolve().parent / _text(data.get("root", "."), where("root"))).resolve()
     npes = _axis(data["npes"], where("npes"))
     for p in npes:
         if isinstance(p, float) or not isinstance(p, int):
@@ -208,14 +228,15 @@ def load_spec(path: str | Path) -> SweepSpec:
     _check_grid_size(path, reps, npes, params, env)
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
     if not isinstance(command, str) or not command.strip():
-        raise MprofError(f"{path}: command must be a non-empty string")
+        raise MprofError(f"{where('command')}: expected a non-empty string, got "
+                         f"{_shown(command)}")
     program = _text(data["program"], where("program"))
     samples = _samples(_resolved(root, program), npes, params)
     check_template(command, samples, where("command"))
     database = Path(_text(data["database"], where("database")))
     probe = None
     if "probe" in data:
-        probe = ProbeSpec.parse(data["probe"], str(path))
+        probe = ProbeSpec.parse(data["probe"], where)
         probe_env = {k: [v] for k, v in probe.env.items()}
         _check_env(probe_env, where, "probe.env", ("MPROF_OUT",))
         check_template(probe.command, {k: samples[k] for k in PROBE_PLACEHOLDERS},
@@ -223,7 +244,13 @@ def load_spec(path: str | Path) -> SweepSpec:
     return SweepSpec(path=path, program=program, command=command,
                      database=database if database.is_absolute() else root / database,
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
-                     params=params, env=env, probe=probe, database_where=where("database"))
+                     params=params, env=env, probe=probe, database_where=where("database"),
+                     probe_where=where("probe.command") if probe else "")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _text(value, where: str) -> str:
@@ -240,6 +267,11 @@ def _check_params(params: dict, where) -> None:
     = [..] as a parameter made every point's PE count wrong), and text values become command
     words, which cannot hold NUL."""
     for name, values in params.items():
+        if not PARAM_NAME.fullmatch(name):
+            shown = name if name.isprintable() else ascii(name)
+            raise MprofError(f"{where('params.' + shown)}: '{shown}' cannot name a parameter: "
+                             "the command refers to it as {name}, so it is a letter or '_' "
+                             "followed by letters, digits, '_' or '-'")
         if name in PLACEHOLDERS:
             raise MprofError(f"{where('params.' + name)}: '{name}' is a built-in placeholder "
                              f"({', '.join('{' + k + '}' for k in PLACEHOLDERS)}); name the "
@@ -275,6 +307,9 @@ def _check_grid_size(path: Path, reps: int, npes: list, params: dict, env: dict)
 
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")
+# A parameter's name is a placeholder of the command: "0" would be a positional field, "a.b"
+# an attribute and "a[0]" an index of `a`.
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 PROBE_PLACEHOLDERS = ("program", "python")  # a probe is the same run for every point
 # Set by the runner for every point (mprof.bench.sweep.run_point, MachineProbe.measure): a
 # spec that sets them would fight the runner, so it is refused when read.

@@ -148,3 +148,53 @@ def test_gate_run_out_dir_that_cannot_be_created(tmp_path, capsys):
                  "--candidate-bin", "/bin/true", "--out-dir", "/proc/nonexist"]) == 2
     err = capsys.readouterr().err
     assert "--out-dir: cannot create /proc/nonexist/baseline.db" in err, err
+
+
+@pytest.mark.parametrize("params, top, message", [
+    # values the program would get as Python's text of them
+    ("when = [1979-05-27]\n", "", "sweep.toml:8:8: params.when: values must be numbers or "
+     "strings, not a date or time"),
+    ("at = [07:32:00]\n", "", "sweep.toml:8:6: params.at: values must be numbers or strings, "
+     "not a date or time"),
+    ("flag = [true, false]\n", "", "sweep.toml:8:8: params.flag: true is not a value here"),
+    ("self = [0, \"0\"]\n", "", "sweep.toml:8:8: params.self: value '0' is repeated"),
+    # names the command could not refer to as {name}
+    ('"0" = [1]\n', "", "sweep.toml:8:7: params.0: '0' cannot name a parameter"),
+    ('"" = [1]\n', "", "sweep.toml:8:6: params.: '' cannot name a parameter"),
+    ('"a.b" = [1]\n', "", "sweep.toml:8:9: params.a.b: 'a.b' cannot name a parameter"),
+    ('"a[0]" = [1]\n', "", "'a[0]' cannot name a parameter"),
+    ('"a!r" = [1]\n', "", "'a!r' cannot name a parameter"),
+    # keys of the spec itself
+    ("", "root = 5\n", "sweep.toml:6:8: root: expected a non-empty string, got 5"),
+    ("", 'root = "a\\u0000b"\n', "sweep.toml:6:8: root: the path holds a NUL character"),
+    ("", "colour = 1\n", "sweep.toml:6:10: colour: unknown key; a sweep spec has"),
+    ("", "repetition = 2\n", "sweep.toml:6:14: repetition: unknown key (did you mean "
+     "repetitions?)"),
+    ("", "repetitions = 1000001\n",
+     "sweep.toml:6:15: repetitions: expected a whole number in [1, 1000000], got 1000001"),
+])
+def test_bad_values_and_keys_are_refused_at_their_place(tmp_path, capsys, params, top,
+                                                         message):
+    spec = write(tmp_path, params=params, top=top)
+    assert message in refused(tmp_path, capsys, spec, dry_run=True)
+
+
+def test_a_key_inside_a_multiline_string_is_not_taken_for_one(tmp_path, capsys):
+    spec = write(tmp_path, top='description = """\nnpes = 1\n"""\n')
+    spec.write_text(spec.read_text().replace("npes = [1]", "npes = [0]"))
+    assert "sweep.toml:4:8: npes: expected a whole number in [1, 4096], got 0" in \
+        refused(tmp_path, capsys, spec, dry_run=True)
+
+
+def test_a_command_that_is_no_string_is_refused_at_its_place(tmp_path, capsys):
+    spec = write(tmp_path, command="[\"a\"]")
+    assert "sweep.toml:2:11: command: expected a non-empty string, got ['a']" in \
+        refused(tmp_path, capsys, spec, dry_run=True)
+
+
+def test_an_array_of_tables_for_params_is_refused_at_its_place(tmp_path, capsys):
+    spec = write(tmp_path)
+    spec.write_text(spec.read_text().replace("[params]\nwork = [10, 20]\n",
+                                             "[[params]]\nwork = [10, 20]\n"))
+    assert "sweep.toml:7:1: params: [params] must be a table" in \
+        refused(tmp_path, capsys, spec, dry_run=True)

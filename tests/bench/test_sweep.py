@@ -333,9 +333,14 @@ def test_a_machine_that_stays_slow_is_waited_for_no_longer_than_patience(tmp_pat
 
 
 @pytest.mark.parametrize("probe, message", [
-    ('command = "x"\ncolour = 1', "unknown key(s) in [probe]: colour"),
+    ('command = "x"\ncolour = 1', "sweep.toml:10:10: probe.colour: unknown key in [probe]"),
+    ('tolerance = 0.1', "sweep.toml:8:1: probe: [probe] needs command"),
+    ('command = 5', "sweep.toml:9:11: probe.command: expected a non-empty string"),
+    ('command = "x"\nenv = { A = 1979-05-27 }', "sweep.toml:10:7: probe.env.A: expected a "
+     "string or a whole number, got datetime.date(1979, 5, 27)"),
     ('command = "{program} {npes}"', "probe.command uses unknown placeholder 'npes'"),
-    ('command = "x"\ntolerance = -1', "probe.tolerance: expected a number in [0, 1e+09], got -1"),
+    ('command = "x"\ntolerance = -1',
+     "probe.tolerance: expected a number in [0, 1000000000], got -1"),
     ('command = "no-such-probe-program"', "command 'no-such-probe-program' not found"),
 ])
 def test_probe_spec_errors(tmp_path, capsys, probe, message):
