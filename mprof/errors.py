@@ -33,10 +33,10 @@ def line_column(text: str, offset: int) -> tuple[int, int]:
 MESSAGE_LIMIT = 4000
 
 
-def bounded_message(text: str) -> str:
+def bounded_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """A message stays readable when it quotes a huge input (a 10 MB name): its middle is
-    left out beyond MESSAGE_LIMIT characters."""
-    if len(text) <= MESSAGE_LIMIT:
+    left out beyond `limit` characters."""
+    if len(text) <= limit:
         return text
-    half = MESSAGE_LIMIT // 2
-    return f"{text[:half]}...[{len(text) - MESSAGE_LIMIT} characters left out]...{text[-half:]}"
+    half = limit // 2
+    return f"{text[:half]}...[{len(text) - limit} characters left out]...{text[-half:]}"

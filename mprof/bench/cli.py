@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -10,8 +11,8 @@ from pathlib import Path
 from ..console import message_console
 from ..db.store import ProfileDB
 from ..errors import MprofError
-from .spec import check_database, check_runnable, load_spec
 from .procs import Interrupted
+from .spec import check_database, check_runnable, load_spec
 from .sweep import build_command, run_sweeps
 
 
@@ -36,7 +37,8 @@ def cmd_bench(args):
     databases = [Path(args.db) if args.db else spec.database for spec in specs]
     for spec, database in zip(specs, databases):  # dry runs too: they promise a real run works
         check_database(database, "--db" if args.db else spec.database_where or str(spec.path))
-    if len(set(databases)) < len(databases):
+    # the same file however it is named (./x.db, an absolute path, a link)
+    if len({os.path.realpath(db) for db in databases}) < len(databases):
         raise MprofError("two of the specs record into the same database; a sweep's points "
                          "are told apart by program, parameters and repetition only")
     console = message_console()

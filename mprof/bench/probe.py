@@ -33,11 +33,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..db.validate import load_profile
 from ..errors import MprofError
 from ..numbers import check_number
-from .procs import run_group
 from ..profile import RunProfile
+from .procs import exit_text, read_run_profile, run_group, stderr_tail
 
 DEFAULT_TOLERANCE = 0.3
 DEFAULT_PATIENCE_S = 120.0
@@ -131,11 +130,14 @@ class MachineProbe:
             except OSError as exc:
                 raise MprofError(f"{self.where}: cannot run the probe {self.argv[0]}: "
                                  f"{exc.strerror}") from None
-            if proc.returncode != 0 or not out.exists():
-                tail = proc.stderr.strip().splitlines()[-1:] or ["no run profile written"]
-                raise MprofError(f"{self.where}: the probe failed (exit code "
-                                 f"{proc.returncode}: {tail[0]})")
-            value = busy_time(load_profile(out))
+            if proc.returncode != 0:
+                tail = stderr_tail(proc.stderr, 1)
+                raise MprofError(f"{self.where}: the probe failed ({exit_text(proc.returncode)}"
+                                 f"{': ' + tail[0] if tail else ''})")
+            try:
+                value = busy_time(read_run_profile(out))
+            except MprofError as exc:
+                raise MprofError(f"{self.where}: the probe's run: {exc}") from None
         self.values.append(value)
         return value
 

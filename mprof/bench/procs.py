@@ -14,6 +14,10 @@ import os
 import signal
 import subprocess
 import threading
+from pathlib import Path
+
+from ..db.validate import load_profile
+from ..errors import MprofError, bounded_message
 
 
 class Interrupted(BaseException):
@@ -59,10 +63,19 @@ def run_group(argv: list[str], *, cwd, env, timeout: float) -> subprocess.Comple
                                        "".join(chunks["err"]))
 
 
+# What of a program's output is kept: its last KEPT_CHARS characters per stream (the messages
+# quote the last lines of stderr), so that a program printing gigabytes does not fill memory.
+KEPT_CHARS = 1 << 20
+
+
 def _drain(stream, into: list[str]) -> None:
+    kept = 0
     with contextlib.suppress(OSError, ValueError):
         for block in iter(lambda: stream.read(65536), ""):
             into.append(block)
+            kept += len(block)
+            while kept - len(into[0]) >= KEPT_CHARS:
+                kept -= len(into.pop(0))
     with contextlib.suppress(OSError):
         stream.close()
 
@@ -85,3 +98,38 @@ def interruptible():
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+LINE_LIMIT = 500  # characters of one quoted line of a program's stderr
+
+
+def stderr_tail(text: str, lines: int) -> list[str]:
+    """The last `lines` lines of a program's stderr, each at most LINE_LIMIT characters."""
+    return [bounded_message(line, LINE_LIMIT) for line in text.rstrip().splitlines()[-lines:]]
+
+
+def read_run_profile(out: Path) -> dict:
+    """The profile a run wrote to MPROF_OUT (`out`, in a temporary folder); what is wrong with
+    it is an MprofError that names it by the variable, as the temporary file is gone by the
+    time the message is read."""
+    if not out.exists():
+        raise MprofError("the program wrote no run profile (is MPROF_OUT honoured?)")
+    if not out.is_file():  # a FIFO would block the read for ever
+        raise MprofError("the program left something other than a file at MPROF_OUT")
+    try:
+        return load_profile(out)
+    except MprofError as exc:
+        raise MprofError(f"bad run profile: {str(exc).replace(str(out), 'MPROF_OUT')}") from None
+
+
+def exit_text(code: int) -> str:
+    """How a program ended: `exit code 3`, or `killed by SIGSEGV (signal 11)`."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        else:
+            name = f"{name} (signal {-code})"
+        return f"killed by {name}"
+    return f"exit code {code}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,10 +23,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..console import message_console
 from ..db.store import ProfileDB
-from ..db.validate import load_profile
 from ..errors import MprofError
 from .probe import MachineProbe, probe_values
-from .procs import Interrupted, interruptible, run_group
+from .procs import Interrupted, exit_text, interruptible, read_run_profile, run_group, stderr_tail
 from .spec import Point, SweepSpec, make_database_folder
 
 STDERR_TAIL_LINES = 8
@@ -107,14 +105,12 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
         except OSError as exc:
             return f"cannot run {argv[0]}: {exc.strerror}"
         if proc.returncode != 0:
-            tail = "\n".join(proc.stderr.rstrip().splitlines()[-STDERR_TAIL_LINES:])
+            tail = "\n".join(stderr_tail(proc.stderr, STDERR_TAIL_LINES))
             return exit_text(proc.returncode) + (f"; stderr:\n{tail}" if tail else "")
-        if not out.exists():
-            return "the program wrote no run profile (is MPROF_OUT honoured?)"
         try:
-            doc = load_profile(out)
+            doc = read_run_profile(out)
         except MprofError as exc:
-            return f"bad run profile: {exc}"
+            return str(exc)
         if doc["npes"] != point.npes:
             return (f"the program ran on {doc['npes']} PE(s), but the point asks for "
                     f"npes={point.npes}: pass {{npes}} in the spec's command, or let the "
@@ -126,19 +122,6 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
             doc["bench"] = {"probe_s": [probe.values[-1], probe.measure()]}
         db.import_documents([(" ".join(argv), doc)], validate=False, point=point)
     return None
-
-
-def exit_text(code: int) -> str:
-    """How a program ended: `exit code 3`, or `killed by SIGSEGV (signal 11)`."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        else:
-            name = f"{name} (signal {-code})"
-        return f"killed by {name}"
-    return f"exit code {code}"
 
 
 def record_sweep_axes(doc: dict, point: Point) -> None:
@@ -192,6 +175,13 @@ def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
 
 
 def _run_all(specs, databases, console, summaries, todos, dbs) -> None:
+    probes = _probes(specs)
+    # Each probe runs once before any database is created: one that cannot run stops the
+    # sweeps with nothing made (its value counts, as the first point's probe before).
+    measured = None
+    for probe in dict.fromkeys(p for p in probes if p is not None):
+        probe.measure()
+        measured = probe
     with ExitStack() as stack:
         for spec, db_path in zip(specs, databases):
             points = spec.points()
@@ -207,7 +197,8 @@ def _run_all(specs, databases, console, summaries, todos, dbs) -> None:
             summaries.append(summary)
             todos.append(todo)
             dbs.append(db)
-        runner = _Runner(specs, dbs, summaries, console)
+        runner = _Runner(specs, dbs, summaries, console, probes)
+        runner.fresh = measured
         order = interleave(todos)
         # A live bar on a terminal; elsewhere one plain line per point.
         plain = not console.is_terminal
@@ -228,23 +219,16 @@ class _Runner:
     """Runs points of several sweeps: their probes (shared by sweeps that probe alike), what
     was measured last, and the report of each point."""
 
-    def __init__(self, specs, dbs, summaries, console):
+    def __init__(self, specs, dbs, summaries, console, probes):
         self.specs, self.dbs, self.summaries, self.console = specs, dbs, summaries, console
-        shared: dict[tuple, MachineProbe] = {}
-        self.probes: list[MachineProbe | None] = []
+        self.probes: list[MachineProbe | None] = probes
         # (sweep, run id) -> the probe values recorded with the run, read once (top_up)
         self.run_probes: dict[tuple[int, int], list[float]] = {}
-        for i, (spec, db) in enumerate(zip(specs, dbs)):
-            if spec.probe is None:
-                self.probes.append(None)
-                continue
-            probe = MachineProbe(spec.probe, spec.program_path, spec.root, str(spec.path))
-            probe = shared.setdefault((tuple(probe.argv), tuple(sorted(spec.probe.env.items())),
-                                       str(spec.root)), probe)
-            for run_id, bench in db.bench_metadata().items():
-                self.run_probes[i, run_id] = probe_values(bench)
-                probe.recorded.extend(self.run_probes[i, run_id])
-            self.probes.append(probe)
+        for i, (probe, db) in enumerate(zip(probes, dbs)):
+            if probe is not None:
+                for run_id, bench in db.bench_metadata().items():
+                    self.run_probes[i, run_id] = probe_values(bench)
+                    probe.recorded.extend(self.run_probes[i, run_id])
         self.fresh: MachineProbe | None = None  # the probe measured right before, if any
 
     def name(self, i: int, point: Point) -> str:
@@ -329,3 +313,22 @@ def top_up(runner: _Runner) -> None:
     for i in probed:
         runner.summaries[i].unsteady = unsteady(i)
         runner.summaries[i].probe_best = runner.probes[i].best
+
+
+def _probes(specs: list[SweepSpec]) -> list[MachineProbe | None]:
+    """Each sweep's probe (None: it has none), one object for the sweeps that probe alike."""
+    shared: dict[tuple, MachineProbe] = {}
+    probes: list[MachineProbe | None] = []
+    for spec in specs:
+        if spec.probe is None:
+            probes.append(None)
+            continue
+        probe = MachineProbe(spec.probe, spec.program_path, spec.root, _probe_where(spec))
+        probes.append(shared.setdefault((tuple(probe.argv),
+                                         tuple(sorted(spec.probe.env.items())),
+                                         str(spec.root)), probe))
+    return probes
+
+
+def _probe_where(spec: SweepSpec) -> str:
+    return spec.probe_where or f"{spec.path}: probe"

@@ -3,7 +3,8 @@
 usage: fake_program.py NPES WORK FAIL [COUNT_FILE]
 NPES "env" takes the PE count from MPROF_PES, as the runtime's mp_config_init does.
 FAIL=1 exits with status 3 after printing to stderr; FAIL=2 writes a truncated profile;
-FAIL=3 sleeps (for timeouts); FAIL=4 prints to stderr and dies of SIGSEGV.  COUNT_FILE gets
+FAIL=3 sleeps (for timeouts); FAIL=4 prints to stderr and dies of SIGSEGV; FAIL=5 leaves a FIFO
+at MPROF_OUT; FAIL=6 prints one line of 3 MB to stderr and exits with status 3.  COUNT_FILE gets
 one line per invocation.  With FAKE_NO_PARAMS=1 in the environment the profile records no
 params (a program that does not call mp_param).
 """
@@ -30,6 +31,12 @@ if fail == 4:
 
     print("fake_program: about to crash\nfake_program: last words", file=sys.stderr, flush=True)
     os.kill(os.getpid(), signal.SIGSEGV)
+if fail == 5:
+    os.mkfifo(os.environ["MPROF_OUT"])
+    sys.exit(0)
+if fail == 6:
+    print("x" * (3 << 20), file=sys.stderr)
+    sys.exit(3)
 agg = int(os.environ.get("MPROF_AGG_BYTES", "0"))
 objects = [[("rts", {"P": 1, "ThreadAlloc": work, "MsgSent": work // 2, "ByteSent": agg})]
            for _ in range(npes)]

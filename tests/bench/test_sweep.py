@@ -407,3 +407,56 @@ npes = [1]
     text = captured.out + captured.err
     assert "killed by SIGSEGV (signal 11)" in text, text
     assert "fake_program: last words" in text
+
+
+def test_one_database_by_a_link_is_the_same_database(tmp_path, capsys):
+    spec = write_spec(tmp_path)
+    other = tmp_path / "other.toml"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "link.db").symlink_to("sweep.db")
+    other.write_text(spec.read_text().replace('"out/sweep.db"', '"out/link.db"'))
+    assert main(["bench", str(spec), str(other)]) == 2
+    assert "same database" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["link.db"]
+
+
+@pytest.mark.parametrize("fail, reason", [
+    # a FIFO at MPROF_OUT would block the read of the profile for ever
+    (5, "the program left something other than a file at MPROF_OUT"),
+    # a truncated profile is named by the variable, not by a temporary file long gone
+    (2, "bad run profile: MPROF_OUT:1:"),
+])
+def test_what_a_point_left_at_mprof_out_is_reported(tmp_path, capsys, fail, reason):
+    spec = write_spec(tmp_path, fail=f"[{fail}]")
+    spec.write_text(spec.read_text().replace("repetitions = 2", "repetitions = 1")
+                    .replace("npes = [1, 2]", "npes = [1]"))
+    assert main(["bench", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert reason in err and "mprof-bench-" not in err, err
+
+
+def test_a_huge_stderr_line_is_quoted_shortened(tmp_path, capsys):
+    spec = write_spec(tmp_path, fail="[6]")
+    spec.write_text(spec.read_text().replace("repetitions = 2", "repetitions = 1"))
+    assert main(["bench", str(spec)]) == 1
+    captured = capsys.readouterr()
+    assert "characters left out" in captured.err
+    assert len(captured.out) + len(captured.err) < 20_000
+
+
+@pytest.mark.parametrize("probe, message", [
+    ("exit 3", "sweep.toml:9:11: probe.command: the probe failed (exit code 3: probe broke)"),
+    ("truncated", "sweep.toml:9:11: probe.command: the probe's run: bad run profile: "
+     "MPROF_OUT:1:"),
+])
+def test_a_probe_that_cannot_run_leaves_no_database(tmp_path, capsys, probe, message):
+    script = tmp_path / "probe.py"
+    script.write_text("import os, sys\n" + (
+        "print('probe broke', file=sys.stderr)\nsys.exit(3)\n" if probe == "exit 3" else
+        "open(os.environ['MPROF_OUT'], 'w').write('{\"npes\": 2,')\n"))
+    spec = write_spec(tmp_path, extra=f'[probe]\ncommand = "{{python}} {script}"\n')
+    spec.write_text(spec.read_text().replace('"out/sweep.db"', '"new/folder/sweep.db"'))
+    assert main(["bench", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "mprof-probe-" not in err, err
+    assert not (tmp_path / "new").exists() and invocations(tmp_path) == 0
