@@ -153,6 +153,10 @@ class Parser:
         return syntax
 
     def expect_description(self, name: Token, what: str) -> Token:
+        if self.tok.kind != DESC and self.tok.kind != EOF and self.tok.line == name.line:
+            # something else stands where the description belongs (`T : i64 : u64 -- ...`)
+            raise self.error(self.tok, f"expected a description ('-- text') after {what} "
+                             f"'{name.text}', found {self.tok.describe()}")
         if self.tok.kind != DESC:
             raise self.error(
                 name, f"{what} '{name.text}' needs a description: '{name.text} -- text'"

@@ -159,6 +159,8 @@ CASES = [
           + "; }", "categories", "  C -- c", "    { X }"), 7, 714,
      "nested too deeply (limit 100)"),
     # a statistic attribute
+    ("second-type", perf(HEAD, "statistics", "  A : i64 : u64 -- a", *CATS), 3, 11,
+     "expected a description ('-- text') after statistic 'A', found ':'"),
     ("unknown-attribute", perf(HEAD, "statistics", "  A : u64 timing -- a", *CATS), 3, 11,
      "unknown statistic attribute 'timing' (known: measured"),
     ("attribute-on-category", perf(HEAD, *STATS, "categories", "  C measured -- c", "    { A }"),
