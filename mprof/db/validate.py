@@ -151,6 +151,8 @@ def parse_profile(text: str, source: str, first_line: int = 1) -> dict:
         # A profile ends with its closing brace; without it the writer was cut short.
         truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}")
         hint = " (the file looks truncated)" if truncated else ""
+        if not text.lstrip().startswith("{"):  # binary or other text, not a cut-off profile
+            hint = " (a run profile is one JSON object, '{...}': is this one?)"
         raise ProfileError(source, "", f"not valid JSON: {exc.msg}{hint}",
                            place=_place(text, exc.pos, first_line)) from None
     except RecursionError:

@@ -349,3 +349,9 @@ def test_a_database_of_a_newer_mprof_is_named_and_left_alone(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"mprof: {db_path}: database schema version 999 is newer"), err
     assert stored(db_path) == before
+
+
+def test_a_file_that_is_no_json_object_is_not_called_truncated(tmp_path, capsys):
+    err = rejected_text(tmp_path, capsys, "\x00\x01\x02abc", "bin.json")
+    assert err.startswith(f"mprof: {tmp_path / 'bin.json'}:1:1: not valid JSON"), err
+    assert "truncated" not in err and "is one JSON object" in err
