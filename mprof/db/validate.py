@@ -22,6 +22,7 @@ import jsonschema
 
 from ..errors import MprofError, line_column
 from ..files import read_bytes
+from ..jsontext import DuplicateKey, duplicate_key, unique_keys
 from ..schema import inlined_schema
 
 SCHEMA = "mprof.run-profile"
@@ -82,54 +83,6 @@ def load_profile(path: str | Path) -> dict:
     return parse_profile(read_text(path), str(path))
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list) -> dict:
-    """json's object_pairs_hook: an object that names a key twice is an error (json keeps the
-    last value silently, so a profile could say two things and be read as one)."""
-    doc = dict(pairs)
-    if len(doc) != len(pairs):
-        raise _DuplicateKey()
-    return doc
-
-
-# The tokens of JSON text that give an object's keys: strings and the structural characters.
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
-
-
-def _duplicate_key(text: str) -> tuple[int, str] | None:
-    """The offset and name of the first key that its object names a second time, in JSON
-    text that parses but for that."""
-    stack: list[set | None] = []  # per open container: its keys so far (None: an array)
-    expect_key = False
-    for m in _JSON_TOKEN.finditer(text):
-        token = m.group()
-        if token == "{":
-            stack.append(set())
-            expect_key = True
-        elif token == "[":
-            stack.append(None)
-            expect_key = False
-        elif token in "]}":
-            if stack:
-                stack.pop()
-            expect_key = False
-        elif token == ",":
-            expect_key = bool(stack) and stack[-1] is not None
-        elif token == ":":
-            expect_key = False
-        else:
-            if expect_key:
-                key = json.loads(token)
-                if key in stack[-1]:
-                    return m.start(), key
-                stack[-1].add(key)
-            expect_key = False
-    return None
-
-
 def _place(text: str, offset: int, first_line: int) -> str:
     line, column = line_column(text, offset)
     return f":{first_line + line - 1}:{column}"
@@ -146,7 +99,7 @@ def parse_profile(text: str, source: str, first_line: int = 1) -> dict:
     if not text.strip():
         raise ProfileError(source, "", "file is empty (was the run interrupted?)")
     try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys)
+        doc = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         # A profile ends with its closing brace; without it the writer was cut short.
         truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}")
@@ -158,8 +111,8 @@ def parse_profile(text: str, source: str, first_line: int = 1) -> dict:
     except RecursionError:
         raise ProfileError(source, "", "not a run profile: JSON nested too deeply",
                            place=_line(first_line)) from None
-    except _DuplicateKey:
-        found = _duplicate_key(text)
+    except DuplicateKey:
+        found = duplicate_key(text)
         offset, key = found if found else (0, "?")
         raise ProfileError(source, "", f"key {json.dumps(key)} appears twice in one object "
                            "(each key once)", place=_place(text, offset, first_line)) from None

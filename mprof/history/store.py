@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import jsontext
 from ..errors import MprofError
 from ..files import note_input
 
@@ -177,7 +178,7 @@ def read_result(path: str | Path, name: str | None = None) -> tuple[str, list[Me
     except UnicodeDecodeError:
         raise MprofError(f"{path}: not a text file (a gate JSON or benchmark output)") from None
     try:
-        whole = json.loads(text)
+        whole = jsontext.loads(text, str(path))  # a key given twice is refused at its place
     except (ValueError, RecursionError):
         whole = None
     if _looks_like_gate(whole):
@@ -325,7 +326,11 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
         if not line.startswith("{"):
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=jsontext.unique_keys)
+        except jsontext.DuplicateKey:
+            offset, key = jsontext.duplicate_key(line) or (0, "?")
+            raise MprofError(f"{path}:{number}:{indent + offset + 1}: key {json.dumps(key)} "
+                             "appears twice in one object (each key once)") from None
         except (ValueError, RecursionError):
             continue
         if not isinstance(obj, dict):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import jsontext
 from ..errors import MprofError, SourceError, line_column
 from ..files import read_bytes, write_file
 from ..numbers import check_number
@@ -440,7 +441,8 @@ def load_model(path: str | Path) -> Model:
     text = None
     try:
         text = read_bytes(path, "model").decode("utf-8")
-        data = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
+        data = jsontext.loads(text, str(path), parse_float=_finite_float,
+                              parse_constant=_refuse_constant)
     except _NonFinite as exc:
         line, column = _locate(text, exc.token)
         raise MprofError(f"{path}:{line}:{column}: {exc.token} is not a finite number; a model "

@@ -98,3 +98,21 @@ def test_benchmark_names_with_a_lone_surrogate_are_errors(tmp_path, capsys):
     assert code != 0 and unchanged
     assert err == f"mprof: {tmp_path / 'g.json'}:2:15: k\\ud800: the name is not valid Unicode " \
                   "(a lone surrogate)"
+
+
+@pytest.mark.parametrize("text, place", [
+    # a gate result whose unit names its candidate twice: which would be the measurement?
+    (None, None),
+    # a benchmark's line of numbers, indented as the scripts print them
+    ('== t (benchmarks/x.py)\n  {"k": 1, "m": 2, "k": 3}\n', "2:20"),
+])
+def test_a_key_given_twice_is_an_error_at_its_place(tmp_path, capsys, text, place):
+    if text is None:
+        text = json.dumps(gate_result(), indent=2).replace('"candidate": 1.1',
+                                                           '"candidate": 1.1, "candidate": 9')
+        offset = text.index('"candidate": 9')
+        place = f"{text.count(chr(10), 0, offset) + 1}:{offset - text.rfind(chr(10), 0, offset)}"
+    code, err, unchanged = add(tmp_path, capsys, None, text)
+    assert code != 0 and unchanged
+    assert err.startswith(f"mprof: {tmp_path / 'g.json'}:{place}: key "), err
+    assert "appears twice in one object" in err

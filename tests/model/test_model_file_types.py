@@ -126,3 +126,16 @@ def test_null_quality_figures_are_shown_as_unknown(model_and_run, tmp_path, caps
     assert "Chi-square: n/a" in capsys.readouterr().out
     assert main(["report", "--model", str(bad), str(run)]) == 0
     assert main(["model", "export-c", "-o", str(tmp_path / "c"), str(bad)]) == 0
+
+
+def test_a_key_given_twice_is_an_error_at_its_place(model_and_run, tmp_path, capsys):
+    """json would keep the second value silently: which parameters did the fit save?"""
+    model, _ = model_and_run
+    text = model.read_text()
+    at = text.index('"parameters"')
+    bad = tmp_path / "twice.json"
+    bad.write_text(text[:at] + '"parameters": {},\n  ' + text[at:])
+    assert main(["model", "show", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    line = text.count("\n", 0, at) + 2
+    assert err.startswith(f"mprof: {bad}:{line}:3: key \"parameters\" appears twice"), err
