@@ -58,6 +58,16 @@ static mpr_pe *caller(const char *what, const void *dst, const void *src, size_t
                    !src ? "source" : "destination");
         return NULL;
     }
+    /* the limit holds for a PE's own memory too: a program tested on one PE must not fail
+     * only when the data lies elsewhere */
+    if (n > mp_max_message()) {
+        mpr_misuse(MP_ERR_TOO_LARGE, "%s of %zu bytes exceeds the %zu-byte limit", what, n,
+                   mp_max_message());
+        return NULL;
+    }
+    /* a freed counter, or another PE's, would be reported only when the transfer ends */
+    if (done && mpr_counter_check(pe, done) != MP_SUCCESS)
+        return NULL;
     return pe;
 }
 
@@ -79,12 +89,6 @@ mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_
         return MP_FAIL;
     if (pe_id == pe->id)
         return local_copy(pe, local_dst, remote_src, n, done);
-    if (n > mp_max_message()) {
-        /* the reply would be refused on the owner and the counter never incremented */
-        mpr_misuse(MP_ERR_TOO_LARGE, "bulk read of %zu bytes exceeds the %zu-byte limit", n,
-                   mp_max_message());
-        return MP_FAIL;
-    }
     read_req r = {remote_src, local_dst, n, done, pe->id};
     return mpr_send_record(pe, pe_id, serve_read, &r, sizeof r, MP_SCHED_URGENT, NULL, 0, NULL)
                ? MP_FAIL

@@ -85,11 +85,20 @@ void mpr_counters_free(mpr_pe *pe)
 
 uint64_t mp_counter_value(mp_counter_t c)
 {
-    if (c && MPR_UNLIKELY(!mpr_pe_self())) { /* its memory went with its PE */
+    if (MPR_UNLIKELY(!c)) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_counter_value of a NULL counter");
+        return 0;
+    }
+    if (MPR_UNLIKELY(!mpr_pe_self())) { /* its memory went with its PE */
         mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_value outside a running PE");
         return 0;
     }
-    return c ? c->value : 0;
+    if (MPR_UNLIKELY(c->pe == MPR_COUNTER_FREED)) { /* the value of a counter reused later */
+        mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_value of counter %p after mp_counter_free",
+                   (void *)c);
+        return 0;
+    }
+    return c->value;
 }
 
 static void wake_eligible(mpr_pe *pe, mpr_counter *c)
@@ -144,6 +153,11 @@ static MPR_NOIPA void counter_changed(mpr_pe *pe, mpr_counter *c)
         wake_eligible(pe, c);
     if (c == pe->blocked_on && c->value >= pe->blocked_value)
         mpr_interrupt_set(pe);
+}
+
+mp_err mpr_counter_check(mpr_pe *pe, mpr_counter *c)
+{
+    return MPR_LIKELY(c && pe && c->pe == pe->id) ? MP_SUCCESS : not_owned(pe, c);
 }
 
 static inline int owned(mpr_pe *pe, mpr_counter *c)

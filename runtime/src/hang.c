@@ -42,6 +42,11 @@ bool mpr_hang_report(FILE *out)
                     ", counter is %" PRIu64 "\n",
                     pe->id, (void *)pe->blocked_on, pe->blocked_value, pe->blocked_on->value);
         }
+        /* a barrier or reduction that not every PE called: its lines follow the header */
+        if (mpr_objs_report_unfinished(pe, NULL)) {
+            waiting = hang_header(out, waiting, where);
+            mpr_objs_report_unfinished(pe, out);
+        }
         for (int k = 0; k + MP_SCHED_PREEMPT + 1 < pe->nsched; k++)
             if (pe->custom[k].held) {
                 waiting = hang_header(out, waiting, where);

@@ -22,5 +22,8 @@ typedef struct {
 } mpr_bump_args;
 void mpr_counter_bump(void *args); /* fiber: adds n to a counter of this PE for a remote sender */
 void mpr_counters_free(mpr_pe *pe);
+/* MP_SUCCESS when `c` is a live counter of `pe`; else reports why (freed, another PE's, NULL)
+ * and returns the code that goes with the message. */
+mp_err mpr_counter_check(mpr_pe *pe, mpr_counter *c);
 
 #endif /* MPR_COUNTER_H */

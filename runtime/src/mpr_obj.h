@@ -7,6 +7,8 @@
 #include "mpr_base.h"
 #include "mpr_counter.h"
 
+#include <stdio.h>
+
 typedef struct {
     void *partition;
     /* global operation (barrier / reduction) in progress on this PE */
@@ -31,5 +33,9 @@ mpr_obj *mpr_obj_get(mpr_pe *pe, mp_obj_t id);
 /* The entry of an object created on this PE and not destroyed, else NULL (the table does not
  * grow; pe may be NULL). */
 mpr_obj *mpr_obj_find(mpr_pe *pe, mp_obj_t id);
+/* At the end of a run: whether a global operation on this PE's objects was started by some
+ * PEs and never called by others, with a line for each on `out` (the hang report; NULL: only
+ * whether). */
+bool mpr_objs_report_unfinished(mpr_pe *pe, FILE *out);
 
 #endif /* MPR_OBJ_H */

@@ -125,9 +125,30 @@ static mpr_obj *user_obj(mpr_pe *pe, mp_obj_t id, const char *what)
 
 typedef struct {
     mp_obj_t id;
-    int op;
+    int op; /* a reduction (mp_reduce_op), GOP_BARRIER or GOP_DESTROY */
     double value;
 } gop_msg;
+
+/* The kinds of global operation beside the reductions: they combine as sums of zeros.  Every
+ * contribution carries its kind, so that PEs that called different ones on one object (a
+ * barrier here, a destroy there; SUM here, MAX there) are told, not matched. */
+enum { GOP_BARRIER = 100, GOP_DESTROY };
+
+static const char *gop_name(int op)
+{
+    switch (op) {
+    case MP_REDUCE_SUM:
+        return "mp_obj_reduce(SUM)";
+    case MP_REDUCE_MIN:
+        return "mp_obj_reduce(MIN)";
+    case MP_REDUCE_MAX:
+        return "mp_obj_reduce(MAX)";
+    case GOP_BARRIER:
+        return "mp_obj_barrier";
+    default:
+        return "mp_obj_destroy";
+    }
+}
 
 static double combine(int op, double a, double b)
 {
@@ -198,6 +219,11 @@ static void gop_arrive(void *p);
 static void gop_contribute(mpr_pe *pe, mp_obj_t id, int op, double value)
 {
     mpr_obj *o = mpr_obj_get(pe, id);
+    if (o->gop_arrived && o->gop_op != op) /* the round's first contribution set its kind */
+        mpr_fatal("object %u: PEs called different global operations on it (%s and %s); every "
+                  "PE must call the same one",
+                  id, gop_name(o->gop_op), gop_name(op));
+    o->gop_op = op;
     o->gop_acc = o->gop_arrived ? combine(op, o->gop_acc, value) : value;
     int v = rel_rank(pe, id);
     if (++o->gop_arrived < 1 + tree_children(pe, v))
@@ -215,8 +241,8 @@ static void gop_arrive(void *p)
     gop_contribute(mpr_pe_self(), m->id, m->op, m->value);
 }
 
-static mp_status gop_start(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done,
-                           const char *what)
+static mp_status gop_start(mp_obj_t id, mp_reduce_op op, int kind, double in, double *out,
+                           mp_counter_t done, const char *what)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!pe) {
@@ -245,18 +271,36 @@ static mp_status gop_start(mp_obj_t id, mp_reduce_op op, double in, double *out,
     o->gop_busy = true;
     o->gop_done = done;
     o->gop_out = out;
-    gop_contribute(pe, id, (int)op, in);
+    gop_contribute(pe, id, kind, in);
     return MP_WAIT;
+}
+
+bool mpr_objs_report_unfinished(mpr_pe *pe, FILE *out)
+{
+    bool any = false;
+    for (uint32_t i = 0; i < pe->nobjs_cap; i++) {
+        mpr_obj *o = &pe->objs[i];
+        if (out && o->gop_busy)
+            fprintf(out, "  PE %d: %s on object %u did not complete: not every PE called it\n",
+                    pe->id, gop_name(o->gop_op), i);
+        else if (out && o->gop_arrived)
+            fprintf(out,
+                    "  PE %d: never called %s on object %u, which other PEs called (their "
+                    "contributions wait here)\n",
+                    pe->id, gop_name(o->gop_op), i);
+        any |= o->gop_busy || o->gop_arrived;
+    }
+    return any;
 }
 
 mp_status mp_obj_reduce(mp_obj_t id, mp_reduce_op op, double in, double *out, mp_counter_t done)
 {
-    return gop_start(id, op, in, out, done, "mp_obj_reduce");
+    return gop_start(id, op, (int)op, in, out, done, "mp_obj_reduce");
 }
 
 mp_status mp_obj_barrier(mp_obj_t id, mp_counter_t done)
 {
-    return gop_start(id, MP_REDUCE_SUM, 0.0, NULL, done, "mp_obj_barrier");
+    return gop_start(id, MP_REDUCE_SUM, GOP_BARRIER, 0.0, NULL, done, "mp_obj_barrier");
 }
 
 mp_status mp_obj_destroy(mp_obj_t id, mp_counter_t done)
@@ -271,9 +315,10 @@ mp_status mp_obj_destroy(mp_obj_t id, mp_counter_t done)
     if (!o)
         return MP_FAIL;
     if (o->destroyed || o->gop_busy)
-        return gop_start(id, MP_REDUCE_SUM, 0.0, NULL, done, "mp_obj_destroy"); /* reports */
-    o->destroying = true; /* read by gop_release */
-    mp_status s = gop_start(id, MP_REDUCE_SUM, 0.0, NULL, done, "mp_obj_destroy");
+        return gop_start(id, MP_REDUCE_SUM, GOP_DESTROY, 0.0, NULL, done,
+                         "mp_obj_destroy"); /* reports */
+    o->destroying = true;                   /* read by gop_release */
+    mp_status s = gop_start(id, MP_REDUCE_SUM, GOP_DESTROY, 0.0, NULL, done, "mp_obj_destroy");
     if (s == MP_FAIL)
         mpr_obj_get(pe, id)->destroying = false;
     return s;

@@ -139,6 +139,22 @@ static double sample_period_s(void)
     return us * 1e-6;
 }
 
+/* MPROF_IDLE_TIMEOUT: 0 (off) or at least IDLE_TIMEOUT_MIN_S.  Shorter, a machine idle only
+ * while a message is on its way (a worker descheduled for a moment) is declared hung. */
+#define IDLE_TIMEOUT_MIN_S 0.1
+static double idle_timeout_s(void)
+{
+    double s = env_double("MPROF_IDLE_TIMEOUT", 30, 0, SETTING_SECONDS_MAX);
+    if (s > 0 && s < IDLE_TIMEOUT_MIN_S) {
+        fprintf(stderr,
+                "mprof: ignoring MPROF_IDLE_TIMEOUT=%.15g (expected 0, off, or at least %g s), "
+                "using the default 30\n",
+                s, IDLE_TIMEOUT_MIN_S);
+        s = 30;
+    }
+    return s;
+}
+
 void mp_config_init(mp_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -152,7 +168,7 @@ void mp_config_init(mp_config *cfg)
     cfg->flush_delay_s =
         env_double("MPROF_FLUSH_DELAY_US", 1000, 0, SETTING_SECONDS_MAX * 1e6) * 1e-6;
     cfg->small_bytes = (size_t)env_whole("MPROF_SMALL_BYTES", 0, 0, SETTING_BYTES_MAX);
-    cfg->idle_timeout_s = env_double("MPROF_IDLE_TIMEOUT", 30, 0, SETTING_SECONDS_MAX);
+    cfg->idle_timeout_s = idle_timeout_s();
     cfg->spin = (unsigned)env_whole("MPROF_SPIN", 2000, 0, SETTING_COUNT_MAX);
     cfg->progress_timeout_s = env_double("MPROF_PROGRESS_TIMEOUT", 300, 0, SETTING_SECONDS_MAX);
     cfg->sample_s = sample_period_s();
@@ -279,15 +295,33 @@ static const char *config_problem(const mp_config *c)
     if (!seconds_ok(c->flush_delay_s) || !seconds_ok(c->idle_timeout_s) ||
         !seconds_ok(c->progress_timeout_s))
         return "flush_delay_s, idle_timeout_s or progress_timeout_s is not a time in [0, 10^9] s";
+    if (c->idle_timeout_s > 0 && c->idle_timeout_s < IDLE_TIMEOUT_MIN_S)
+        return "idle_timeout_s is neither 0 (off) nor at least 0.1 s";
     if (!seconds_ok(c->sample_s) || (c->sample_s > 0 && c->sample_s < SAMPLE_US_MIN * 1e-6))
         return "sample_s is neither 0 (off) nor a period of at least 100 us";
     return NULL;
 }
 
+static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv);
+
+/* The run's state is the process's (mpr_g): a second mp_main from another thread while one
+ * runs would share it, so it is refused rather than left to hang both. */
+static atomic_int main_running;
+
 int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
 {
     if (mpr_pe_self())
         return mpr_misuse(MP_ERR_IN_FIBER, "mp_main called from inside a running PE");
+    if (atomic_exchange(&main_running, 1))
+        return mpr_misuse(MP_ERR_BAD_STATE, "mp_main called while another thread's mp_main "
+                                            "runs (a process runs one machine at a time)");
+    int rc = run_main(cfg, pe_main, argc, argv);
+    atomic_store(&main_running, 0);
+    return rc;
+}
+
+static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv)
+{
     const char *bad = cfg ? config_problem(cfg) : NULL;
     if (bad)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main: the config's %s", bad);

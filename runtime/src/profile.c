@@ -8,6 +8,7 @@
 #include "papictr.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,17 @@ static void put_param(const char *name, double value, void *p)
     c->first = 0;
 }
 
+/* Why a statistic has no value in the profile, or NULL when it has one. */
+static const char *absent_why(const mp_stat_field *field, uint64_t slot)
+{
+    const char *why = mpr_papi_absent(field);
+    if (why || field->type != MP_STAT_F64)
+        return why;
+    double d;
+    memcpy(&d, &slot, sizeof d);
+    return isfinite(d) ? NULL : isnan(d) ? "the value was NaN" : "the value was infinite";
+}
+
 static void put_stat(FILE *f, const mp_stat_field *field, uint64_t slot)
 {
     json_string(f, field->name);
@@ -138,11 +150,17 @@ static void put_pe(FILE *f, mpr_pe *pe)
         fprintf(f, "%s\n       {\"id\": %" PRIu64 ", \"module\": ", first ? "" : ",", r->object_id);
         json_string(f, r->module->module);
         fprintf(f, ", \"stats\": {");
-        /* a statistic bound to a PAPI event that could not be counted is absent, not 0 */
+        /* a statistic bound to a PAPI event that could not be counted is absent, not 0, and
+         * so is a double that holds no number JSON can write (NaN, infinity) */
         int absent = 0, sep = 0;
         for (unsigned i = 0; i < r->module->nfields; i++) {
-            if (mpr_papi_absent(&r->module->fields[i])) {
+            if (absent_why(&r->module->fields[i], r->slots[i])) {
                 absent++;
+                if (!mpr_papi_absent(&r->module->fields[i]))
+                    fprintf(stderr,
+                            "mprof: warning: PE %d: statistic %s:%s of object %" PRIu64
+                            " is not a finite number; the run profile lists it as absent\n",
+                            pe->id, r->module->module, r->module->fields[i].name, r->object_id);
                 continue;
             }
             fprintf(f, "%s", sep++ ? ", " : "");
@@ -153,7 +171,7 @@ static void put_pe(FILE *f, mpr_pe *pe)
             fprintf(f, ", \"absent\": {");
             sep = 0;
             for (unsigned i = 0; i < r->module->nfields; i++) {
-                const char *why = mpr_papi_absent(&r->module->fields[i]);
+                const char *why = absent_why(&r->module->fields[i], r->slots[i]);
                 if (!why)
                     continue;
                 fprintf(f, "%s", sep++ ? ", " : "");

@@ -319,8 +319,17 @@ static mpr_fiber *select_round_robin(mpr_pe *pe)
             if (!s->held)
                 continue;
             f = s->ops.select(s->state);
-            if (f)
+            if (f) {
+                /* a fiber the scheduler was not given would run twice, or not at all */
+                if (MPR_UNLIKELY(f->tag.state != MPR_FIBER_ENABLED ||
+                                 f->tag.sched != (unsigned)(k + MP_SCHED_PREEMPT)))
+                    mpr_fatal("scheduler %s (id %d): select returned a fiber it was not given "
+                              "(state %d, scheduler %u): select returns a fiber deposit handed "
+                              "it, once",
+                              s->ops.name ? s->ops.name : "(unnamed)", k + MP_SCHED_PREEMPT,
+                              (int)f->tag.state, (unsigned)f->tag.sched);
                 s->held--;
+            }
         }
         if (f)
             return f;

@@ -11,6 +11,7 @@
  */
 #include "mpr.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -117,11 +118,22 @@ void mp_snapshot_execute(mp_snapshot_t h)
     s->started++;
 }
 
+/* A completion on the PE where its mutator executed: more completions than executions would
+ * let a freeze end while a mutator still runs, so the run ends instead. */
+static void count_completion(snapshot *s, mp_snapshot_t h)
+{
+    if (mp_counter_value(s->completed) >= s->started)
+        mpr_fatal("mp_snapshot_complete: snapshot %u: more mutators completed than executed on "
+                  "PE %d (%" PRIu64 "): each mp_snapshot_execute is followed by one completion",
+                  h, mpr_pe_self()->id, s->started);
+    mp_counter_add(s->completed, 1);
+}
+
 static void remote_complete(void *p)
 {
     mp_obj_t *id = p;
     mp_access_declare(mpr_cur_enabler(mpr_pe_self()));
-    mp_counter_add(local(*id, "mp_snapshot_complete")->completed, 1);
+    count_completion(local(*id, "mp_snapshot_complete"), *id);
 }
 
 void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
@@ -132,7 +144,7 @@ void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
         mpr_fatal("mp_snapshot_complete: snapshot %u: executing PE %d is not a PE (0..%d)", h,
                   executing_pe, pe->npes - 1);
     if (executing_pe == pe->id)
-        mp_counter_add(s->completed, 1);
+        count_completion(s, h);
     else
         mpr_send_record(pe, executing_pe, remote_complete, &h, sizeof h, MP_SCHED_URGENT, NULL, 0,
                         NULL);
@@ -143,6 +155,8 @@ mp_err mp_snapshot_suspend(mp_snapshot_t h, mp_fiber_t continuation)
     snapshot *s = checked(h, "mp_snapshot_suspend");
     if (!s)
         return MP_ERR_INVALID_ARG;
+    if (!continuation)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_snapshot_suspend needs a continuation fiber");
     return mp_counter_wait(s->thaw, mp_counter_value(s->thaw) + 1, continuation);
 }
 
@@ -190,6 +204,10 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
 void mp_snapshot_unfreeze(mp_snapshot_t h)
 {
     snapshot *s = local(h, "mp_snapshot_unfreeze");
+    if (!s->frozen) { /* a thaw now would release the mutators of the next freeze early */
+        mpr_misuse(MP_ERR_BAD_STATE, "snapshot %u: unfreeze while not frozen", h);
+        return;
+    }
     s->frozen = false;
     mp_counter_add(s->thaw, 1);
 }

@@ -8,6 +8,7 @@
 #include "observer.h"
 #include "sde.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,10 @@ void mp_access_declare(int id)
 {
     mpr_pe *pe = mpr_pe_self();
     if (MPR_UNLIKELY(!pe || id < 0 || id >= mpr_access_count())) {
-        mpr_misuse(MP_ERR_INVALID_ARG, "declaring unknown access category %d", id);
+        if (!pe)
+            mpr_misuse(MP_ERR_BAD_STATE, "mp_access_declare outside a running PE");
+        else
+            mpr_misuse(MP_ERR_INVALID_ARG, "declaring unknown access category %d", id);
         return;
     }
     mpr_access_set(pe, (unsigned)id);
@@ -87,8 +91,20 @@ int mpr_access_count(void) { return atomic_load_explicit(&naccess, memory_order_
 
 void mp_param(const char *name, double value)
 {
-    if (!name)
+    if (!name) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_param with a NULL name");
         return;
+    }
+    if (!isfinite(value)) { /* JSON has no NaN or infinity: the profile would not be read */
+        mpr_misuse(MP_ERR_INVALID_ARG,
+                   "mp_param(\"%.64s\", %s): a parameter is a finite "
+                   "number; not recorded",
+                   name,
+                   isnan(value) ? "NaN"
+                   : value > 0  ? "inf"
+                                : "-inf");
+        return;
+    }
     pthread_mutex_lock(&registry_lock);
     param *p;
     for (p = params; p; p = p->next)

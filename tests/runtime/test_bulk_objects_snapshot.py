@@ -93,6 +93,14 @@ def test_snapshot_calls_on_other_objects_are_refused_and_leave_the_partition_alo
     assert "misuse rc=0" in run.stdout
 
 
+def test_an_unfreeze_without_a_freeze_is_reported_and_releases_nothing(rt):
+    run = rt.run("snapshot", "fatal", "unfreeze_unfrozen", env={"MPROF_PES": 3},
+                 profile=False, timeout=30)
+    assert "snapshot 1025: unfreeze while not frozen (object in the wrong state for this call)" \
+        in run.stderr, run.describe()
+    assert "survived unfreeze_unfrozen" in run.stdout
+
+
 @pytest.mark.parametrize("call,message", [
     ("execute", f"mprof: fatal: PE 0: mp_snapshot_execute: {NOT_SNAPSHOT}"),
     ("complete", f"mprof: fatal: PE 0: mp_snapshot_complete: {NOT_SNAPSHOT}"),
@@ -104,6 +112,9 @@ def test_snapshot_calls_on_other_objects_are_refused_and_leave_the_partition_alo
     # dereferenced the missing PE (SIGSEGV)
     ("complete_before_main", ("mprof: fatal: mp_snapshot_complete: snapshot object 1 does not "
                               "exist: called outside a running PE")),
+    # the second completion let a freeze end while a mutator still executed
+    ("complete_extra", ("mprof: fatal: PE 0: mp_snapshot_complete: snapshot 1025: more mutators "
+                        "completed than executed on PE 0 (1)")),
 ])
 def test_snapshot_calls_that_return_nothing_end_the_run_on_misuse(rt, call, message):
     run = rt.run("snapshot", "fatal", call, env={"MPROF_PES": 3}, profile=False, expect_rc=3,
@@ -129,6 +140,24 @@ BULK_MISUSE = {
     "store_user_wraps": (2, "store arrival arguments of 18446744073709551592 user bytes"),
     "store_user_fits": (0, None),  # MP_OK
 }
+
+
+@pytest.mark.parametrize("case, rc, message", [
+    # a barrier matched with a destroy: the object was gone on one PE and alive on the other
+    ("barrier_destroy", 3, "mprof: fatal: PE 0: object 1024: PEs called different global "
+     "operations on it (mp_obj_barrier and mp_obj_destroy)"),
+    # PE 0's SUM and PE 1's MAX combined as a SUM, silently
+    ("sum_max", 3, "(mp_obj_reduce(SUM) and mp_obj_reduce(MAX)); every PE must call the same"),
+    # nobody waits on the counter: the run ended as if all was well
+    ("only_pe0", 2, "PE 0: mp_obj_barrier on object 1024 did not complete: not every PE "
+     "called it"),
+    ("only_pe1", 2, "PE 0: never called mp_obj_reduce(MAX) on object 1024, which other PEs "
+     "called"),
+])
+def test_global_operations_that_pes_do_not_all_call_alike_are_reported(rt, case, rc, message):
+    run = rt.run("objects", "mismatch", case, env={"MPROF_PES": 2}, profile=False,
+                 expect_rc=rc, timeout=30)
+    assert message in run.stderr, run.describe()
 
 
 def test_bulk_misuse_fails_with_a_message(rt):

@@ -1,5 +1,6 @@
 """Stress (10^6 remote invocations among 4 PEs), hang diagnosis and misuse reports."""
 
+import json
 import re
 import time
 
@@ -87,9 +88,9 @@ MISUSE = {
     "too_large_spawn": (3, None),
     "too_large_create": (3, None),
     "too_large_write": (2, "exceeds the 67108864-byte limit (message or arguments too large)"),
-    "too_large_write_huge": (2, "payload of 18446744073709551615 bytes exceeds"),
+    "too_large_write_huge": (2, "mp_bulk_write of 18446744073709551615 bytes exceeds"),
     "too_large_store_user": (2, "store arrival arguments of"),
-    "too_large_read_huge": (2, "bulk read of 18446744073709551600 bytes exceeds"),
+    "too_large_read_huge": (2, "mp_bulk_read of 18446744073709551600 bytes exceeds"),
     "gop_first": (1, None),  # MP_WAIT
     "gop_busy": (2, "already has a global operation in progress (object in the wrong state"),
     "enable_twice": (5, "enabling a fiber that is not in the created state"),
@@ -132,6 +133,15 @@ def test_handles_kept_past_mp_main_and_bad_descriptions_are_refused(rt):
         "stats_bad_type": (1, "mp_stats_new: a statistic of unknown type"),
         "access_word_unknown": (1, "mp_access_word of unknown access category 200"),
         "counter_value_after": (5, "mp_counter_value outside a running PE"),
+        "counter_value_freed": (5, "mp_counter_value of counter"),
+        "counter_value_null": (1, "mp_counter_value of a NULL counter"),
+        "bulk_write_self_huge": (2, "mp_bulk_write of 67108865 bytes exceeds the 67108864-byte "
+                                 "limit"),
+        "bulk_read_self_freed_counter": (2, "used after mp_counter_free"),
+        "param_nan": (1, 'mp_param("ratio", NaN): a parameter is a finite number; not '
+                         "recorded"),
+        "param_null": (1, "mp_param with a NULL name"),
+        "access_declare_outside": (5, "mp_access_declare outside a running PE"),
         "fiber_enable_after": (5, "mp_fiber_enable outside a running PE"),
     })
     assert "mp_counter_free outside a running PE" in run.stderr
@@ -143,9 +153,40 @@ def test_a_config_set_by_hand_gets_the_environments_limits(rt):
     codes = run.codes()
     for case, field in (("config_agg_bytes", "agg_bytes is over 1 GiB"),
                         ("config_sample_s", "sample_s is neither 0 (off) nor a period"),
-                        ("config_idle_timeout", "idle_timeout_s or progress_timeout_s")):
+                        ("config_idle_timeout", "idle_timeout_s or progress_timeout_s"),
+                        ("config_idle_timeout_tiny", "idle_timeout_s is neither 0 (off) nor "
+                         "at least 0.1 s")):
         assert codes.get(case) == "1", f"{case}\n{run.describe()}"
         assert "mp_main: the config's" in run.stderr and field in run.stderr, case
+
+
+def test_a_second_mp_main_while_one_runs_is_refused(rt):
+    """Two threads' runs would share the process's run state: the second call hung both."""
+    run = rt.run("misuse", "concurrent", profile=False, timeout=30)
+    run.check_cases({"main_concurrent": (5, "mp_main called while another thread's mp_main "
+                                            "runs")})
+    assert "first rc=0" in run.stdout
+
+
+def test_a_statistic_that_is_no_finite_number_is_listed_as_absent(rt):
+    """NaN or infinity written as such made the run profile JSON no reader accepts."""
+    from mprof.db.validate import parse_profile
+
+    run = rt.run("misuse", "nan_stat", env={"MPROF_PES": 2})
+    for pe, why in ((0, "the value was NaN"), (1, "the value was infinite")):
+        record = next(o for o in run.profile["pes"][pe]["objects"] if o["module"] == "nanmod")
+        assert record["stats"] == {"rate": 2.5, "count": 3}
+        assert record["absent"] == {"ratio": why}
+        assert (f"mprof: warning: PE {pe}: statistic nanmod:ratio of object 7 is not a finite "
+                "number; the run profile lists it as absent") in run.stderr
+    parse_profile(json.dumps(run.profile), "run.json")  # the database takes it
+
+
+def test_a_tiny_idle_timeout_is_ignored_with_a_warning(rt):
+    run = rt.run("objects", env={"MPROF_PES": 4, "MPROF_IDLE_TIMEOUT": "1e-6"})
+    assert "mprof: ignoring MPROF_IDLE_TIMEOUT=1e-06 (expected 0, off, or at least 0.1 s)" \
+        in run.stderr
+    assert "hang" not in run.stderr and "objects: OK" in run.stdout
 
 
 # --- code that never returns to the runtime (runtime/src/watchdog.c) --------------------

@@ -4,6 +4,8 @@
  * "<case> <code>" lines; pytest matches them with the stderr messages. */
 #include "check.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 static atomic_int after;
@@ -147,6 +149,14 @@ static void keep_main(int argc, char **argv)
     kept_fiber = mp_fiber_create(nop, NULL, 0, MP_SCHED_FIFO);
     mp_counter_t freed = mp_counter_new(0);
     mp_counter_free(freed);
+    /* its value is gone with it: a later counter may reuse the memory */
+    report("counter_value_freed", mp_counter_value(freed) == 0 ? MP_ERR_BAD_STATE : 0);
+    report("counter_value_null", mp_counter_value(NULL) == 0 ? MP_ERR_INVALID_ARG : 0);
+    /* a self transfer has the size limit and the counter checks of a remote one */
+    static char byte;
+    report("bulk_write_self_huge",
+           mp_bulk_write(0, &byte, &byte, mp_max_message() + 1, kept_counter));
+    report("bulk_read_self_freed_counter", mp_bulk_read(0, &byte, &byte, 1, freed));
     /* updates of a counter this PE cannot update: the code says so, not only the message */
     report("add_remote_freed", mp_counter_add_remote(0, freed, 1));
     report("add_remote_null", mp_counter_add_remote(mp_npes() - 1, NULL, 1));
@@ -173,6 +183,14 @@ static void after_main(int argc, char **argv)
     report("access_long", mp_access_register("m", name1) < 0 && mp_access_register("m", name2) < 0
                               ? MP_ERR_INVALID_ARG
                               : 0);
+    /* values JSON cannot hold, a NULL name: refused, not written into the profile */
+    mp_param("ratio", 0.0 / 0.0);
+    report("param_nan", 1);
+    mp_param(NULL, 1);
+    report("param_null", 1);
+    /* a registered category, outside any PE */
+    mp_access_declare(mp_access_register("m", "declared_outside"));
+    report("access_declare_outside", 5);
     int rc = tst_run(argc, argv, 2, keep_main);
     printf("rc=%d\n", rc);
     report("counter_value_after", mp_counter_value(kept_counter) == 0 ? MP_ERR_BAD_STATE : 0);
@@ -192,12 +210,69 @@ static void config_case(const char *what, void (*change)(mp_config *))
 static void huge_agg(mp_config *c) { c->agg_bytes = (size_t)-1; }
 static void fast_sampler(mp_config *c) { c->sample_s = 1e-6; }
 static void nan_timeout(mp_config *c) { c->idle_timeout_s = 0.0 / 0.0; }
+static void tiny_timeout(mp_config *c) { c->idle_timeout_s = 1e-6; }
+
+/* Scenario "nan_stat": a double statistic that holds no finite number is listed as absent in
+ * the run profile (JSON has no NaN), beside its module's other statistics. */
+static void nan_stat_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    static const mp_stat_field fields[] = {
+        {"ratio", MP_STAT_F64, NULL}, {"rate", MP_STAT_F64, NULL}, {"count", MP_STAT_U64, NULL}};
+    static const mp_stat_module module = {"nanmod", 3, fields, 0, NULL, NULL, NULL};
+    double *rec = mp_stats_new(&module, 7);
+    rec[0] = mp_mype() == 0 ? 0.0 / 0.0 : 1.0 / 0.0;
+    rec[1] = 2.5;
+    ((uint64_t *)rec)[2] = 3;
+}
+
+/* Scenario "concurrent": a second thread's mp_main while the first one runs is refused. */
+static atomic_int first_running, second_done;
+static void waiting_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    atomic_store(&first_running, 1);
+    while (!atomic_load(&second_done))
+        sched_yield();
+}
+
+static void *first_main(void *arg)
+{
+    (void)arg;
+    mp_config cfg;
+    mp_config_init(&cfg);
+    cfg.npes = 2;
+    printf("first rc=%d\n", mp_main(&cfg, waiting_main, 0, NULL));
+    return NULL;
+}
+
+static void concurrent(void)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, first_main, NULL) == 0);
+    while (!atomic_load(&first_running))
+        sched_yield();
+    mp_config cfg;
+    mp_config_init(&cfg);
+    cfg.npes = 2;
+    report("main_concurrent", mp_main(&cfg, keep_main, 0, NULL));
+    atomic_store(&second_done, 1);
+    CHECK(pthread_join(t, NULL) == 0);
+}
 
 int main(int argc, char **argv)
 {
     const char *scenario = tst_scenario(argc, argv, "default");
     if (strcmp(scenario, "foreign_sched") == 0)
         return tst_run(argc, argv, 2, foreign_sched_main);
+    if (strcmp(scenario, "nan_stat") == 0)
+        return tst_run(argc, argv, 2, nan_stat_main);
+    if (strcmp(scenario, "concurrent") == 0) {
+        concurrent();
+        return 0;
+    }
     if (strcmp(scenario, "after_main") == 0) {
         after_main(argc, argv);
         return 0;
@@ -206,6 +281,7 @@ int main(int argc, char **argv)
         config_case("config_agg_bytes", huge_agg);
         config_case("config_sample_s", fast_sampler);
         config_case("config_idle_timeout", nan_timeout);
+        config_case("config_idle_timeout_tiny", tiny_timeout);
         return 0;
     }
     int rc = tst_run(argc, argv, 2, pe_main);

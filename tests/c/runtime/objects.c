@@ -149,8 +149,35 @@ static void misuse_main(int argc, char **argv)
     mp_counter_free(c);
 }
 
+/* Scenario "mismatch <case>" on 2 PEs: PE 0 and PE 1 call different global operations on one
+ * object, or only one of them calls it (nobody waits for it). */
+static const char *mismatch;
+
+static void mismatch_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype();
+    mp_obj_t x;
+    CHECK_OK(mp_obj_create(NULL, &x));
+    mp_counter_t c = mp_counter_new(0);
+    double out;
+    if (strcmp(mismatch, "barrier_destroy") == 0)
+        (void)(me == 0 ? mp_obj_barrier(x, c) : mp_obj_destroy(x, c));
+    else if (strcmp(mismatch, "sum_max") == 0)
+        (void)mp_obj_reduce(x, me == 0 ? MP_REDUCE_SUM : MP_REDUCE_MAX, me + 1.0, &out, c);
+    else if (strcmp(mismatch, "only_pe0") == 0 && me == 0)
+        (void)mp_obj_barrier(x, c);
+    else if (strcmp(mismatch, "only_pe1") == 0 && me == 1)
+        (void)mp_obj_reduce(x, MP_REDUCE_MAX, 1.0, &out, c);
+    printf("PE %d survived %s\n", me, mismatch);
+}
+
 int main(int argc, char **argv)
 {
+    if (strcmp(tst_scenario(argc, argv, "default"), "mismatch") == 0 && argc > 2) {
+        mismatch = argv[2];
+        return tst_run(argc, argv, 2, mismatch_main);
+    }
     if (strcmp(tst_scenario(argc, argv, "default"), "misuse") == 0) {
         int rc = tst_run(argc, argv, 4, misuse_main);
         printf("misuse rc=%d\n", rc);

@@ -155,6 +155,13 @@ static void fatal_main(int argc, char **argv)
         mp_snapshot_complete(user_obj[me], mp_npes() - 1);
     else if (strcmp(fatal_call, "unfreeze") == 0)
         mp_snapshot_unfreeze(user_obj[me]);
+    else if (strcmp(fatal_call, "unfreeze_unfrozen") == 0) /* a message, and no thaw */
+        mp_snapshot_unfreeze(snap);
+    else if (strcmp(fatal_call, "complete_extra") == 0) { /* one mutator, two completions */
+        mp_snapshot_execute(snap);
+        mp_snapshot_complete(snap, 0);
+        mp_snapshot_complete(snap, 0);
+    }
     printf("survived %s\n", fatal_call);
 }
 
