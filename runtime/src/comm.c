@@ -826,9 +826,11 @@ void mpr_flow_wait(mpr_pe *pe)
 void mp_flush(void)
 {
     mpr_pe *pe = mpr_pe_self();
-    if (pe && pe->agg_grouped)
+    if (!pe)
+        mpr_misuse(MP_ERR_BAD_STATE, "mp_flush outside a running PE (there is nothing to send)");
+    else if (pe->agg_grouped)
         mpr_machine_group_flush(pe, MPR_AGG_DRAIN);
-    else if (pe)
+    else
         mpr_flush_all(pe);
 }
 
