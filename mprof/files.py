@@ -150,18 +150,18 @@ def make_folder(path: str | Path, *, what: str = "") -> Path:
     """The folder `path`, made with its parents where missing; an MprofError naming it (and
     the file in the way, where one is) when it cannot be."""
     path = Path(path)
-    label = f"{what} {path}" if what else str(path)
+    label = f"the {what} {path}" if what else f"the folder {path}"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise MprofError(f"cannot create the folder {label}: a file of that name is in the "
-                         "way (name a folder)") from None
+        raise MprofError(f"cannot create {label}: a file of that name is in the way (name a "
+                         "folder)") from None
     except NotADirectoryError:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        raise MprofError(f"cannot create the folder {label}: {blocker or 'a part of the path'} "
-                         "is a file, not a folder") from None
+        raise MprofError(f"cannot create {label}: {blocker or 'a part of the path'} is a file, "
+                         "not a folder") from None
     except OSError as exc:
-        raise MprofError(f"cannot create the folder {label}: {_reason(exc)}") from None
+        raise MprofError(f"cannot create {label}: {_reason(exc)}") from None
     return path
 
 

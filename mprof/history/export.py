@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import MprofError
+from ..files import make_folder, write_files
 from .store import History, Point
 
 ENV_NAME = "mprof"
@@ -53,46 +54,44 @@ def write_asv(history: History, out: Path, machine: str | None = None) -> list[P
         if other.m.series != p.m.series:
             raise MprofError(f"series '{p.m.series}' and '{other.m.series}' have the same asv "
                              f"name {asv_name(p.m.series)}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        benchmarks = {name: {"code": f"mprof history series {p.m.series}", "name": name,
-                             "pretty_name": p.m.series, "param_names": [], "params": [],
-                             "timeout": 60.0, "type": "time" if p.m.unit == "s" else "track",
-                             "unit": "seconds" if p.m.unit == "s" else (p.m.unit or "unit"),
-                             "version": "1"}
-                      for name, p in sorted(names.items())}
-        benchmarks["version"] = 2
-        (out / "benchmarks.json").write_text(json.dumps(benchmarks, indent=1) + "\n")
-        written = [out / "benchmarks.json"]
-        by_file: dict[tuple[str, str], list[Point]] = {}
-        for p in points:
-            by_file.setdefault((p.machine, p.commit), []).append(p)
-        for mach in sorted({m for m, _ in by_file}):
-            folder = out / _safe_machine(mach)
-            folder.mkdir(exist_ok=True)
-            (folder / "machine.json").write_text(json.dumps(
-                {"machine": mach, "os": "", "arch": "", "cpu": "", "num_cpu": "", "ram": "",
-                 "version": 1}, indent=1) + "\n")
-        for (mach, commit), pts in sorted(by_file.items()):
-            columns = ["result", "params", "version", "started_at", "duration",
-                       "stats_ci_99_a", "stats_ci_99_b"]
-            date = _epoch_ms(pts[0].date)
-            results = {}
-            for p in pts:
-                row = [[p.m.value], [], "1", date, 0.0]
-                if p.m.low is not None and p.m.high is not None:
-                    row += [[p.m.low], [p.m.high]]
-                results[asv_name(p.m.series)] = row
-            doc = {"commit_hash": commit, "env_name": ENV_NAME, "date": date,
-                   "params": {"machine": mach, "python": ""}, "python": "",
-                   "requirements": {}, "env_vars": {}, "result_columns": columns,
-                   "results": results, "durations": {}, "version": 2}
-            path = out / _safe_machine(mach) / f"{commit[:8]}-{ENV_NAME}.json"
-            path.write_text(json.dumps(doc) + "\n")
-            written.append(path)
-    except OSError as exc:
-        raise MprofError(f"{out}: cannot write: {exc.strerror or exc}") from None
-    return written
+    benchmarks = {name: {"code": f"mprof history series {p.m.series}", "name": name,
+                         "pretty_name": p.m.series, "param_names": [], "params": [],
+                         "timeout": 60.0, "type": "time" if p.m.unit == "s" else "track",
+                         "unit": "seconds" if p.m.unit == "s" else (p.m.unit or "unit"),
+                         "version": "1"}
+                  for name, p in sorted(names.items())}
+    benchmarks["version"] = 2
+    files = [(out / "benchmarks.json", json.dumps(benchmarks, indent=1) + "\n")]
+    by_file: dict[tuple[str, str], list[Point]] = {}
+    for p in points:
+        by_file.setdefault((p.machine, p.commit), []).append(p)
+    machines = sorted({m for m, _ in by_file})
+    for mach in machines:
+        files.append((out / _safe_machine(mach) / "machine.json", json.dumps(
+            {"machine": mach, "os": "", "arch": "", "cpu": "", "num_cpu": "", "ram": "",
+             "version": 1}, indent=1) + "\n"))
+    for (mach, commit), pts in sorted(by_file.items()):
+        columns = ["result", "params", "version", "started_at", "duration",
+                   "stats_ci_99_a", "stats_ci_99_b"]
+        date = _epoch_ms(pts[0].date)
+        results = {}
+        for p in pts:
+            row = [[p.m.value], [], "1", date, 0.0]
+            if p.m.low is not None and p.m.high is not None:
+                row += [[p.m.low], [p.m.high]]
+            results[asv_name(p.m.series)] = row
+        doc = {"commit_hash": commit, "env_name": ENV_NAME, "date": date,
+               "params": {"machine": mach, "python": ""}, "python": "",
+               "requirements": {}, "env_vars": {}, "result_columns": columns,
+               "results": results, "durations": {}, "version": 2}
+        files.append((out / _safe_machine(mach) / f"{commit[:8]}-{ENV_NAME}.json",
+                      json.dumps(doc) + "\n"))
+    # every file as mprof writes files (mprof.files): atomically, never over an input, and
+    # the folders first, each named when it cannot be made
+    for folder in [out, *(out / _safe_machine(m) for m in machines)]:
+        make_folder(folder, what="asv results folder")
+    write_files(files, what="asv results")
+    return [path for path, _ in files]
 
 
 def _safe_machine(name: str) -> str:

@@ -210,3 +210,14 @@ def test_reading_an_empty_file_leaves_it_empty(tmp_path, capsys, argv):
     err = capsys.readouterr().err
     assert "not an mprof history database (it has no tables" in err
     assert empty.read_bytes() == b""
+
+
+def test_asv_export_into_a_file_is_refused_and_writes_nothing(recorded, tmp_path, capsys):
+    history = recorded["db"]
+    blocker = tmp_path / "afile"
+    blocker.write_text("keep")
+    assert main(["history", "export", str(history), "--format", "asv", "-o", str(blocker)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"mprof: cannot create the asv results folder {blocker}: a file of that name "
+                   "is in the way (name a folder)"), err
+    assert blocker.read_text() == "keep"
