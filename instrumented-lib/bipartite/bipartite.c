@@ -248,11 +248,20 @@ const void *bg_read(bg_t g, bg_node_id id)
     return gi < 0 ? NULL : p->gstates + (size_t)gi * p->ss;
 }
 
-size_t bg_local_count(bg_t g, bg_color c) { return part_of(g)->ncolor[c & 1]; }
+size_t bg_local_count(bg_t g, bg_color c)
+{
+    bg_part *p = part_of(g);
+    if (c != BG_RED && c != BG_BLACK) /* masked, a bad colour counted the other one */
+        lib_die("bg_local_count: colour %d is neither BG_RED nor BG_BLACK", (int)c);
+    return p->ncolor[c];
+}
 size_t bg_ghost_count(bg_t g) { return part_of(g)->ng; }
 
 void bg_iter_init(bg_t g, bg_color c, bg_iter *it)
 {
+    if (!it || (c != BG_RED && c != BG_BLACK))
+        lib_die("bg_iter_init: %s",
+                it ? "a colour that is neither BG_RED nor BG_BLACK" : "NULL iterator");
     it->part_ = part_of(g);
     it->next_ = 0;
     it->color_ = c;
@@ -260,6 +269,9 @@ void bg_iter_init(bg_t g, bg_color c, bg_iter *it)
 
 bool bg_iter_next(bg_iter *it, bg_node *node)
 {
+    if (!it || !it->part_ || !node)
+        lib_die("bg_iter_next: %s", !it || !node ? "NULL iterator or node"
+                                                 : "the iterator was not set up by bg_iter_init");
     bg_part *p = it->part_;
     if (!p->finalized)
         return false;

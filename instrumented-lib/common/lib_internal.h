@@ -176,10 +176,17 @@ static __attribute__((unused)) mp_status lib_destroy(mp_obj_t id, mp_snapshot_t 
 {
     lib_destroy_args a = {free_part, part, mp_counter_new(0), done};
     uint64_t n = snap ? 2 : 1;
-    if (mp_obj_destroy(id, a.inner) == MP_FAIL ||
-        (snap && mp_obj_destroy(snap, a.inner) == MP_FAIL)) {
+    /* The snapshot first: a freeze or sync in progress keeps it busy, and its destroy is
+     * refused then before the structure's own object is touched, so that a refused call
+     * leaves the structure as it was. */
+    if (snap && mp_obj_destroy(snap, a.inner) == MP_FAIL) {
+        mp_counter_free(a.inner);
         return MP_FAIL;
     }
+    if (mp_obj_destroy(id, a.inner) == MP_FAIL)
+        lib_die("destroy: object %u refused its destroy after its snapshot's had begun (a "
+                "global operation of the structure was still in progress)",
+                id);
     mp_counter_wait(a.inner, n, mp_fiber_create(lib_destroyed, &a, sizeof a, MP_SCHED_FIFO));
     return MP_WAIT;
 }

@@ -114,6 +114,8 @@ static bool local_in_edge(const eg_graph *g, uint32_t edge)
 
 size_t eg_count(eg_graph *g, uint32_t edge)
 {
+    if (!g)
+        lib_die("eg_count: NULL graph");
     if (!local_in_edge(g, edge))
         return 0;
     GRAPH_INC(g->st, NOp, 1);

@@ -114,14 +114,28 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
     *out = NULL;
     if (me < 0)
         return MP_ERR_BAD_STATE;
-    if (cfg->nnodes == 0 || (cfg->nedges && !cfg->edges) || cfg->elt_size == 0 ||
-        cfg->elt_size > EG_ELT_MAX || cfg->capacity == 0 ||
-        (cfg->wake != EG_WAKE_EMPTY && cfg->wake != EG_WAKE_ANY) ||
-        (cfg->sched != EG_SCHED_FIFO && cfg->sched != EG_SCHED_PREEMPT))
+    /* each refusal told, as the other structures tell theirs (lib_misuse) */
+    const char *bad = cfg->nnodes == 0             ? "nnodes is 0"
+                      : cfg->nnodes == UINT32_MAX  ? "nnodes is over 2^32 - 2"
+                      : cfg->nedges && !cfg->edges ? "edges is NULL"
+                      : cfg->elt_size == 0         ? "elt_size is 0"
+                      : cfg->elt_size > EG_ELT_MAX ? "elt_size is over EG_ELT_MAX"
+                      : cfg->capacity == 0         ? "capacity is 0"
+                      : cfg->wake != EG_WAKE_EMPTY && cfg->wake != EG_WAKE_ANY ? "unknown wake"
+                      : cfg->sched != EG_SCHED_FIFO && cfg->sched != EG_SCHED_PREEMPT
+                          ? "unknown sched"
+                          : NULL;
+    if (bad) {
+        lib_misuse("eg_graph_create: %s", bad);
         return MP_ERR_INVALID_ARG;
+    }
     for (uint32_t i = 0; i < cfg->nedges; i++)
-        if (cfg->edges[i].src >= cfg->nnodes || cfg->edges[i].dst >= cfg->nnodes)
+        if (cfg->edges[i].src >= cfg->nnodes || cfg->edges[i].dst >= cfg->nnodes) {
+            lib_misuse("eg_graph_create: edge %u joins node %u to node %u, but there are %u "
+                       "nodes",
+                       i, cfg->edges[i].src, cfg->edges[i].dst, cfg->nnodes);
             return MP_ERR_INVALID_ARG;
+        }
     LIB_PERF_INIT(graph_perf_init);
 
     eg_graph *g = lib_calloc(1, sizeof *g);
@@ -254,6 +268,8 @@ mp_obj_t eg_graph_id(const eg_graph *g) { return g->id; }
 eg_graph *eg_graph_local(mp_obj_t id) { return mp_obj_local(id); }
 int eg_node_pe(const eg_graph *g, uint32_t node)
 {
+    if (!g)
+        lib_die("eg_node_pe: NULL graph");
     return node < g->nnodes ? g->node_pe[node] : -1;
 }
 size_t eg_elt_size(const eg_graph *g) { return g->E; }
@@ -267,6 +283,8 @@ eg_edge_def eg_edge(const eg_graph *g, uint32_t edge)
 }
 const uint32_t *eg_in_edges(const eg_graph *g, uint32_t node, uint32_t *n)
 {
+    if (!g || !n)
+        lib_die("eg_in_edges: NULL %s", g ? "count pointer" : "graph");
     if (node >= g->nnodes) {
         *n = 0;
         return NULL;
@@ -276,6 +294,8 @@ const uint32_t *eg_in_edges(const eg_graph *g, uint32_t node, uint32_t *n)
 }
 const uint32_t *eg_out_edges(const eg_graph *g, uint32_t node, uint32_t *n)
 {
+    if (!g || !n)
+        lib_die("eg_out_edges: NULL %s", g ? "count pointer" : "graph");
     if (node >= g->nnodes) {
         *n = 0;
         return NULL;

@@ -160,6 +160,13 @@ static mp_err check_options(const ht_options *o, const ht_t *out)
                    o->sched);
         return MP_ERR_INVALID_ARG;
     }
+    /* a shared snapshot must be one (mp_snapshot_query reports what else it is): the first
+     * insert would end the run otherwise */
+    if (o->snapshot && mp_snapshot_query(o->snapshot) == MP_FAIL) {
+        lib_misuse("ht_create: snapshot %u is not a snapshot of this PE (mp_snapshot_new)",
+                   o->snapshot);
+        return MP_ERR_INVALID_ARG;
+    }
     return MP_SUCCESS;
 }
 
@@ -256,6 +263,8 @@ static inline uint64_t bin_of(const ht_part *p, uint64_t hash) { return hash % p
 int ht_owner(ht_t h, const void *key)
 {
     ht_part *p = part_of(h);
+    if (!key)
+        lib_die("ht_owner: NULL key");
     return (int)(bin_of(p, p->o.hash(key, p->o.key_size)) % (uint64_t)mp_npes());
 }
 
@@ -530,17 +539,24 @@ mp_status ht_sync(ht_t h, mp_counter_t done)
         lib_misuse("ht_sync: NULL done counter");
         return MP_FAIL;
     }
-    HASHTABLE_INC(p->st, NSync, 1);
     sync_args a = {mp_counter_new(0), done};
-    mp_fiber_t f = mp_fiber_create(ht_synced, &a, sizeof a, MP_SCHED_FIFO);
-    if (!a.inner || !f || mp_counter_wait(a.inner, 1, f) != MP_SUCCESS)
+    if (!a.inner)
         return MP_FAIL;
     /* the snapshot's fibers inherit the category: the sync's idle time is charged to SYNC */
     int caller = mp_access_current();
     HASHTABLE_ACCESS(SYNC);
     mp_status s = mp_snapshot_sync(p->snap, a.inner);
     mp_access_declare(caller);
-    return s == MP_FAIL ? MP_FAIL : MP_WAIT;
+    if (s == MP_FAIL) { /* refused (a sync in progress): nothing may wait on its counter */
+        mp_counter_free(a.inner);
+        return MP_FAIL;
+    }
+    HASHTABLE_INC(p->st, NSync, 1);
+    /* the continuation waits after the start: a sync that completed at once enables it now */
+    mp_fiber_t f = mp_fiber_create(ht_synced, &a, sizeof a, MP_SCHED_FIFO);
+    if (!f || mp_counter_wait(a.inner, 1, f) != MP_SUCCESS)
+        lib_die("ht_sync: cannot wait for the sync's end");
+    return MP_WAIT;
 }
 
 size_t ht_local_count(ht_t h) { return part_of(h)->count; }
@@ -550,6 +566,8 @@ void ht_clear_local(ht_t h) { free_entries(part_of(h)); }
 void ht_iter_init(ht_t h, ht_iter *it)
 {
     ht_part *p = part_of(h);
+    if (!it)
+        lib_die("ht_iter_init: NULL iterator");
     it->part_ = p;
     it->bin_ = 0;
     it->entry_ = NULL;
@@ -558,6 +576,9 @@ void ht_iter_init(ht_t h, ht_iter *it)
 
 bool ht_iter_next(ht_iter *it, const void **key, void **value)
 {
+    if (!it || !it->part_)
+        lib_die("ht_iter_next: %s",
+                it ? "the iterator was not set up by ht_iter_init" : "NULL iterator");
     ht_part *p = it->part_;
     /* an entry freed since ht_iter_init may be the one the iterator holds: refuse before
      * following its link (a local delete or clear while iterating, which hashtable.h forbids) */

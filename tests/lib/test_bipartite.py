@@ -172,3 +172,11 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     _, out = _run(exe, ["n=100", "d=5", "span=2", "steps=2"], 4, tmp_path, timeout=300,
                   env_extra=env)
     assert "OK" in out
+
+
+def test_misuse_a_colour_that_is_neither_ends_the_run(bg_test, tmp_path):
+    """bg_local_count(g, 7) returned the black count (the colour was masked)."""
+    proc, msg = _misuse(bg_test, "colour", 1, tmp_path)
+    assert proc.returncode != 0 and "count " not in proc.stdout, msg
+    assert "bipartite (PE 0): bg_local_count: colour 7 is neither BG_RED nor BG_BLACK" \
+        in proc.stderr, msg

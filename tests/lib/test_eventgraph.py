@@ -244,3 +244,13 @@ def test_eventgraph_clean_under_sanitizers(cmake_build, variant):
         run_eg(bdir, variant, scenario, npes, *args, timeout=120)
     for scenario, npes in (("local", 2), ("remote", 2)):
         run_eg(bdir, variant, scenario, npes, "preempt", program="eg_sched", timeout=120)
+
+
+def test_create_refusals_are_told(eg):
+    proc, _ = run_eg(eg, None, "misuse", 2)
+    for case, why in (("huge_nodes", "nnodes is over 2^32 - 2"),
+                      ("bad_edge", "edge 0 joins node 0 to node 5, but there are 2 nodes"),
+                      ("null_edges", "edges is NULL"), ("zero_elt", "elt_size is 0")):
+        assert f"{case} 1\n" in proc.stdout, proc.stdout  # MP_ERR_INVALID_ARG
+        for pe in range(2):
+            assert f"eventgraph (PE {pe}): eg_graph_create: {why}" in proc.stderr, proc.stderr

@@ -218,3 +218,25 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     _, out = _run(exe, ["semantics", "n=120"], 4, tmp_path, timeout=300, env_extra=env)
     assert "OK" in out
     _run(exe, ["stats", "n=100", "bins=4"], 3, tmp_path, timeout=300, env_extra=env)
+
+
+def test_misuse_refusals_leave_the_table_as_it_was(ht_test, tmp_path):
+    """A destroy while a sync runs destroyed the table and then failed; a second sync while
+    one runs left a fiber waiting for ever (the run ended as a hang); a shared snapshot that is
+    no snapshot was accepted, and the first insert ended the run."""
+    proc, msg = _misuse(ht_test, "busy", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "hashtable misuse busy: OK" in proc.stdout and "hang" not in proc.stderr, msg
+    assert "ht_create: snapshot 777 is not a snapshot of this PE" in proc.stderr, msg
+    assert re.search(r"ht_create: snapshot \d+ is not a snapshot of this PE", proc.stderr), msg
+
+
+@pytest.mark.parametrize("case, message", [
+    ("null_key", "hashtable (PE 0): ht_owner: NULL key"),
+    ("null_iter", "hashtable (PE 0): ht_iter_next: the iterator was not set up by ht_iter_init"),
+])
+def test_misuse_null_arguments_end_the_run_with_a_message(ht_test, tmp_path, case, message):
+    """They dereferenced NULL (SIGSEGV)."""
+    proc, msg = _misuse(ht_test, case, 1, tmp_path)
+    assert proc.returncode != 0 and proc.returncode != -11, msg
+    assert message in proc.stderr and "survived" not in proc.stdout, msg

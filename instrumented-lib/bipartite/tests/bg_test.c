@@ -134,9 +134,20 @@ static void misuse_kind(void)
         bg_add_node(ids[0], BG_RED, NULL); /* ends the run */
 }
 
+/* A colour that is neither BG_RED nor BG_BLACK: bg_local_count masked it and counted the
+ * other colour; it now ends the run (the call has no error value). */
+static void misuse_colour(void)
+{
+    bg_t g;
+    CHECK_OK(bg_create(8, &g));
+    printf("count %zu\n", bg_local_count(g, (bg_color)7));
+}
+
 static void misuse(void)
 {
-    if (strcmp(misuse_case, "sizes") == 0)
+    if (strcmp(misuse_case, "colour") == 0)
+        misuse_colour();
+    else if (strcmp(misuse_case, "sizes") == 0)
         misuse_sizes();
     else if (strncmp(misuse_case, "kind", 4) == 0)
         misuse_kind();

@@ -368,8 +368,56 @@ static void misuse_iter_delete(void)
     printf("misuse iter: iteration went on (PE %d)\n", ME);
 }
 
+/* Refusals that leave the table as it was: a destroy while a sync runs (it destroyed the
+ * table and then failed), a second sync while one runs (its waiting fiber hung the run), a
+ * shared snapshot that is no snapshot (the first insert ended the run). */
+static void misuse_busy(void)
+{
+    ht_options o;
+    ht_t h, bad;
+    ht_options_init(&o, 8, 8);
+    CHECK_OK(ht_create(&o, &h));
+    mp_counter_t d = mp_counter_new(0);
+    CHECK_EQ(ht_sync(h, cnt[ME]), MP_WAIT);
+    CHECK_EQ(ht_sync(h, cnt[ME]), MP_FAIL);
+    CHECK_EQ(ht_destroy(h, d), MP_FAIL);
+    wait_more(1);
+    uint64_t k = (uint64_t)ME, v = 7, found_value = 0;
+    int existed = -1, found = 0;
+    CHECK(ht_insert(h, &k, &v, &existed, cnt[ME]) != MP_FAIL); /* the table still works */
+    wait_more(1);
+    CHECK(ht_lookup(h, &k, &found_value, &found, cnt[ME]) != MP_FAIL);
+    wait_more(1);
+    CHECK(existed == 0 && found == 1 && found_value == 7);
+    sync_all(h);
+    o.snapshot = 777; /* no object */
+    CHECK_EQ(ht_create(&o, &bad), MP_ERR_INVALID_ARG);
+    o.snapshot = h; /* an object, not a snapshot */
+    CHECK_EQ(ht_create(&o, &bad), MP_ERR_INVALID_ARG);
+    CHECK_EQ(ht_destroy(h, d), MP_WAIT);
+    CHECK_OK(mp_block_until(d, 1));
+    mp_counter_free(d);
+    printf("misuse busy: OK (PE %d)\n", ME);
+}
+
 static void misuse(void)
 {
+    if (strcmp(misuse_case, "busy") == 0) {
+        misuse_busy();
+        return;
+    }
+    if (strcmp(misuse_case, "null_key") == 0 || strcmp(misuse_case, "null_iter") == 0) {
+        ht_options o;
+        ht_t h;
+        ht_options_init(&o, 8, 8);
+        CHECK_OK(ht_create(&o, &h));
+        ht_iter zeroed = {0};
+        if (misuse_case[5] == 'k')
+            ht_owner(h, NULL); /* cannot return an error: ends the run */
+        else
+            ht_iter_next(&zeroed, NULL, NULL);
+        printf("misuse null: survived (PE %d)\n", ME);
+    }
     if (strcmp(misuse_case, "sizes") == 0)
         misuse_sizes();
     else if (strcmp(misuse_case, "sched") == 0)

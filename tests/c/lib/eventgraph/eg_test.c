@@ -423,6 +423,24 @@ static void pe_main(int argc, char **argv)
         else
             mp_counter_wait(S.all_sent, 1,
                             mp_fiber_create(freeze_sender_done, NULL, 0, MP_SCHED_FIFO));
+    } else if (!strcmp(scenario, "misuse")) {
+        /* each refusal is told on stderr ("eventgraph (PE n): ..."), not only returned; a
+         * node count of 2^32 - 1 wrapped the offset arrays' size to 0 (SIGSEGV) */
+        eg_edge_def bad_edge = {0, 5};
+        eg_graph *g = NULL;
+        eg_config c = cfg;
+        c.nnodes = UINT32_MAX;
+        printf("huge_nodes %d\n", eg_graph_create(&c, &g));
+        c.nnodes = 2;
+        c.nedges = 1;
+        c.edges = &bad_edge;
+        printf("bad_edge %d\n", eg_graph_create(&c, &g));
+        c.edges = NULL;
+        printf("null_edges %d\n", eg_graph_create(&c, &g));
+        c.nedges = 0;
+        c.elt_size = 0;
+        printf("zero_elt %d\n", eg_graph_create(&c, &g));
+        CHECK(g == NULL, "a refused create handed out a graph");
     } else {
         fprintf(stderr, "eg_test: unknown scenario %s\n", scenario);
         exit(2);
