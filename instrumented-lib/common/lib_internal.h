@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Reports an unrecoverable error ("<module> (PE n): ...") and aborts. */
 static _Noreturn __attribute__((format(printf, 1, 2), unused)) void lib_die(const char *fmt, ...)
@@ -62,14 +63,20 @@ static __attribute__((unused)) void *lib_realloc(void *p, size_t n)
     return q;
 }
 
+/* "a" or "an" before a structure's name ("an event graph"). */
+static __attribute__((unused)) const char *lib_article(const char *noun)
+{
+    return strchr("aeiou", noun[0]) ? "an" : "a";
+}
+
 /* This PE's partition of object `id`; aborts when the PE has none (a message for an object
  * this PE did not create, or one already destroyed). */
 static __attribute__((unused)) void *lib_part(mp_obj_t id)
 {
     void *p = mp_obj_local(id);
     if (!p)
-        lib_die("object %u is not a " LIB_MODULE " on this PE (not created here, or destroyed)",
-                id);
+        lib_die("object %u is not %s " LIB_MODULE " on this PE (not created here, or destroyed)",
+                id, lib_article(LIB_MODULE));
     return p;
 }
 
@@ -96,10 +103,10 @@ static __attribute__((unused)) void *lib_part_checked(mp_obj_t id, uint32_t magi
 {
     uint32_t *p = mp_obj_local(id);
     if (!p)
-        lib_misuse("%s: object %u is not a %s on this PE (not created here, or destroyed)", fn, id,
-                   kind);
+        lib_misuse("%s: object %u is not %s %s on this PE (not created here, or destroyed)", fn, id,
+                   lib_article(kind), kind);
     else if (*p != magic)
-        lib_misuse("%s: object %u is not a %s", fn, id, kind);
+        lib_misuse("%s: object %u is not %s %s", fn, id, lib_article(kind), kind);
     else
         return p;
     return NULL;
@@ -111,7 +118,7 @@ static __attribute__((unused)) void *lib_part_of_kind(mp_obj_t id, uint32_t magi
 {
     uint32_t *p = lib_part(id);
     if (*p != magic)
-        lib_die("object %u is not a %s", id, kind);
+        lib_die("object %u is not %s %s", id, lib_article(kind), kind);
     return p;
 }
 

@@ -50,7 +50,10 @@ typedef struct {   /* a node on this PE */
     mp_counter_t wake;
 } lnode_t;
 
+#define EG_MAGIC 0x45474752u /* "EGGR" */
+
 struct eg_graph {
+    uint32_t magic; /* EG_MAGIC while the partition lives (lib_part_checked) */
     mp_obj_t id;
     mp_snapshot_t snap;
     int me, npes;

@@ -84,6 +84,7 @@ static void graph_free(eg_graph *g)
     free(g->rcv);
     free(g->nodes);
     free(g->owed);
+    g->magic = 0;
     free(g);
 }
 
@@ -139,6 +140,7 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
     LIB_PERF_INIT(graph_perf_init);
 
     eg_graph *g = lib_calloc(1, sizeof *g);
+    g->magic = EG_MAGIC;
     g->me = me;
     g->npes = npes;
     g->nnodes = cfg->nnodes;
@@ -265,7 +267,12 @@ void eg_finalize(void)
 /* Accessors                                                                              */
 
 mp_obj_t eg_graph_id(const eg_graph *g) { return g->id; }
-eg_graph *eg_graph_local(mp_obj_t id) { return mp_obj_local(id); }
+/* Another structure's id (a hash table, a snapshot) is refused: its partition was read as a
+ * graph's. */
+eg_graph *eg_graph_local(mp_obj_t id)
+{
+    return lib_part_checked(id, EG_MAGIC, "event graph", "eg_graph_local");
+}
 int eg_node_pe(const eg_graph *g, uint32_t node)
 {
     if (!g)

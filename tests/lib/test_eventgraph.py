@@ -254,3 +254,6 @@ def test_create_refusals_are_told(eg):
         assert f"{case} 1\n" in proc.stdout, proc.stdout  # MP_ERR_INVALID_ARG
         for pe in range(2):
             assert f"eventgraph (PE {pe}): eg_graph_create: {why}" in proc.stderr, proc.stderr
+    assert "local_of_plain NULL" in proc.stdout
+    assert re.search(r"eventgraph \(PE 0\): eg_graph_local: object \d+ is not an event graph\n",
+                     proc.stderr), proc.stderr

@@ -441,6 +441,11 @@ static void pe_main(int argc, char **argv)
         c.elt_size = 0;
         printf("zero_elt %d\n", eg_graph_create(&c, &g));
         CHECK(g == NULL, "a refused create handed out a graph");
+        /* another object's id is no graph (its partition was read as one) */
+        mp_obj_t plain;
+        static int part;
+        CHECK(mp_obj_create(&part, &plain) == MP_SUCCESS, "mp_obj_create");
+        printf("local_of_plain %s\n", eg_graph_local(plain) ? "graph" : "NULL");
     } else {
         fprintf(stderr, "eg_test: unknown scenario %s\n", scenario);
         exit(2);
