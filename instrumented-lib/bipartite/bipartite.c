@@ -79,12 +79,19 @@ mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight)
     bg_part *p = graph_or_null(g, "bg_add_edge");
     if (!p)
         return MP_ERR_INVALID_ARG;
-    if (!p->building || BG_OWNER(dst) != p->me || BG_INDEX(dst) >= p->n || BG_OWNER(src) < 0 ||
-        BG_OWNER(src) >= p->npes)
+    const char *bad = !p->building             ? "the graph is finalized"
+                      : BG_OWNER(dst) != p->me ? "dst is not a node of this PE"
+                      : BG_INDEX(dst) >= p->n  ? "dst is no node of this PE"
+                      : BG_OWNER(src) < 0 || BG_OWNER(src) >= p->npes ? "src names no PE"
+                      : BG_OWNER(src) == p->me && BG_INDEX(src) >= p->n
+                          ? "src is no node of this PE"
+                      : BG_OWNER(src) == p->me && p->color[BG_INDEX(src)] == p->color[BG_INDEX(dst)]
+                          ? "src and dst have the same colour"
+                          : NULL;
+    if (bad) { /* told, not only returned */
+        lib_misuse("bg_add_edge: %s", bad);
         return MP_ERR_INVALID_ARG;
-    if (BG_OWNER(src) == p->me &&
-        (BG_INDEX(src) >= p->n || p->color[BG_INDEX(src)] == p->color[BG_INDEX(dst)]))
-        return MP_ERR_INVALID_ARG;
+    }
     if (p->npend == p->pcap) {
         p->pcap = p->pcap ? 2 * p->pcap : 1024;
         p->pend = lib_realloc(p->pend, p->pcap * sizeof *p->pend);

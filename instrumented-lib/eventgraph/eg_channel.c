@@ -174,11 +174,17 @@ static void deq_wake(void *p)
 
 mp_status eg_wait(eg_graph *g, uint32_t node, mp_counter_t done)
 {
-    if (!g || !local_node(g, node) || g->in_off[node + 1] == g->in_off[node])
+    if (!g || !local_node(g, node) || g->in_off[node + 1] == g->in_off[node]) {
+        lib_misuse("eg_wait: %s", !g                     ? "NULL graph"
+                                  : !local_node(g, node) ? "the node is not one of this PE's"
+                                                         : "the node has no input edge");
         return MP_FAIL;
+    }
     lnode_t *n = &g->nodes[node];
-    if (n->waiting)
+    if (n->waiting) {
+        lib_misuse("eg_wait: node %u already has a pending eg_wait", node);
         return MP_FAIL;
+    }
     node_args a = {g->id, node, done};
     mp_fiber_t f = mp_fiber_create(deq_wake, &a, sizeof a, g->sched);
     if (!f || mp_counter_wait(n->wake, mp_counter_value(n->wake) + 1, f) != MP_SUCCESS)
@@ -277,8 +283,12 @@ static void enq_fiber(void *p)
 
 mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done)
 {
-    if (!g || !elt || !local_node(g, node))
+    if (!g || !elt || !local_node(g, node)) {
+        lib_misuse("eg_send: %s", !g     ? "NULL graph"
+                                  : !elt ? "NULL element"
+                                         : "the node is not one of this PE's");
         return MP_FAIL;
+    }
     lnode_t *n = &g->nodes[node]; /* NOp: shipped or suspended below (eg_stats.c) */
     if (!n->ph && !is_frozen(g) && full_group(g, node) < 0) {
         ship(g, node, elt);
@@ -328,8 +338,12 @@ static void freeze_drained(void *p)
 
 mp_status eg_freeze(eg_graph *g, mp_counter_t done)
 {
-    if (!g || !done || is_frozen(g))
+    if (!g || !done || is_frozen(g)) {
+        lib_misuse("eg_freeze: %s", !g      ? "NULL graph"
+                                    : !done ? "NULL done counter"
+                                            : "the graph is frozen already");
         return MP_FAIL;
+    }
     /* report the completions this PE owes, then stop admitting mutators */
     for (int pe = 0; pe < g->npes; pe++)
         if (g->owed[pe] && pe != g->me) {

@@ -53,9 +53,17 @@ static void add_nbr(ts_part *p, int q)
 
 mp_err ts_create(const ts_options *o, ts_t *out)
 {
-    if (!o || !out || o->task_size == 0 || o->task_size > TS_MAX_TASK || o->steal_max == 0 ||
-        (unsigned)o->topology > TS_PUSH)
+    /* each refusal told, not only returned */
+    const char *bad = !o || !out                        ? "NULL options or handle"
+                      : o->task_size == 0               ? "task_size is 0"
+                      : o->task_size > TS_MAX_TASK      ? "task_size is over TS_MAX_TASK"
+                      : o->steal_max == 0               ? "steal_max is 0"
+                      : (unsigned)o->topology > TS_PUSH ? "unknown topology"
+                                                        : NULL;
+    if (bad) {
+        lib_misuse("ts_create: %s", bad);
         return MP_ERR_INVALID_ARG;
+    }
     LIB_PERF_INIT(taskstealer_perf_init);
     ts_part *p = calloc(1, sizeof *p);
     if (!p)
@@ -270,8 +278,12 @@ mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
 mp_status ts_remove(ts_t ts, void *task, ts_hints *hints, int *result, mp_counter_t done)
 {
     ts_part *p = stealer_or_null(ts, "ts_remove");
-    if (!p || !task || !result || !done)
+    if (!p)
         return MP_FAIL;
+    if (!task || !result || !done) {
+        lib_misuse("ts_remove: NULL %s", !task ? "task" : !result ? "result" : "done counter");
+        return MP_FAIL;
+    }
     if (p->terminated) {
         *result = TS_TERMINATED;
         mp_counter_add(done, 1);

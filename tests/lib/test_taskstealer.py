@@ -212,3 +212,13 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
                  ["spawn", "push", "depth=5", "us=0"]):
         _, out = _run(exe, args, 4, tmp_path, timeout=300, env_extra=env)
         assert "OK" in out
+
+
+def test_misuse_refused_options_are_told(ts_test, tmp_path):
+    """ts_create returned MP_ERR_INVALID_ARG with nothing on stderr."""
+    proc, msg = _misuse(ts_test, "options", 2, tmp_path)
+    assert proc.returncode == 0 and "taskstealer misuse options: OK" in proc.stdout, msg
+    for pe in range(2):
+        for why in ("task_size is 0", "task_size is over TS_MAX_TASK", "steal_max is 0",
+                    "unknown topology"):
+            assert f"taskstealer (PE {pe}): ts_create: {why}" in proc.stderr, msg

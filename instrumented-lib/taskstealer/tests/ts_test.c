@@ -175,9 +175,28 @@ static void misuse_kind(void)
         ts_local_count(ids[0]); /* ends the run */
 }
 
+/* Refused options are told on stderr, not only returned. */
+static void misuse_options(void)
+{
+    ts_options o;
+    ts_t ts;
+    ts_options_init(&o, 0);
+    CHECK_EQ(ts_create(&o, &ts), MP_ERR_INVALID_ARG);
+    ts_options_init(&o, TS_MAX_TASK + 1);
+    CHECK_EQ(ts_create(&o, &ts), MP_ERR_INVALID_ARG);
+    ts_options_init(&o, 8);
+    o.steal_max = 0;
+    CHECK_EQ(ts_create(&o, &ts), MP_ERR_INVALID_ARG);
+    ts_options_init(&o, 8);
+    o.topology = (ts_topology)7;
+    CHECK_EQ(ts_create(&o, &ts), MP_ERR_INVALID_ARG);
+}
+
 static void misuse(void)
 {
-    if (strcmp(misuse_case, "add_after_term") == 0)
+    if (strcmp(misuse_case, "options") == 0)
+        misuse_options();
+    else if (strcmp(misuse_case, "add_after_term") == 0)
         misuse_add_after_termination();
     else if (strncmp(misuse_case, "kind", 4) == 0)
         misuse_kind();
