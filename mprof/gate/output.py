@@ -23,7 +23,8 @@ def _pct(x) -> str:
         return "-"
     if math.isinf(x):
         return "+inf" if x > 0 else "-inf"
-    return f"{100 * x:+.1f}%"
+    text = f"{100 * x:+.1f}%"
+    return "+0.0%" if text == "-0.0%" else text  # no change shown with a sign it has not
 
 
 def _num(x) -> str:

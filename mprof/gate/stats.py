@@ -84,6 +84,30 @@ def moses_rank(n: int, m: int, alpha: float) -> int:
     return max(0, int(math.floor(mean - sstats.norm.ppf(1 - alpha) * sd)))
 
 
+def scale_is_relative(x) -> bool:
+    """Whether a change can be relative to the baseline: its median is not 0."""
+    return float(np.median(x)) != 0.0
+
+
+def _unbounded(d: float) -> float:
+    """A change from a baseline whose median is 0 (a category new in the candidate): no
+    relative change is finite, so an increase is +inf (and every increase the test finds is
+    more than any tolerance), never a small percentage of an arbitrary scale."""
+    return math.inf if d > 0 else -math.inf if d < 0 else 0.0
+
+
+def _additive(x, y):
+    """The scale of an additive comparison (the baseline median, 1 where that is 0) and the map
+    from a scaled shift to the relative change: at least -100 % where no value is negative
+    (times cannot fall below zero), unbounded from a zero median."""
+    scale = abs(float(np.median(x)))
+    if scale == 0.0:
+        return 1.0, _unbounded
+    if bool(np.all(np.asarray(x) >= 0) and np.all(np.asarray(y) >= 0)):
+        return scale, lambda d: max(float(d), -1.0)
+    return scale, lambda d: float(d)
+
+
 def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comparison:
     """Compare repeated measurements (e.g. times of runs) of one unit."""
     x = np.asarray(baseline, dtype=float)
@@ -100,10 +124,9 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
         shift_tol = math.log1p(tolerance)
         to_rel = np.expm1
     else:  # zeros or negatives: additive shift relative to the baseline median
-        scale = abs(float(np.median(x))) or 1.0
+        scale, to_rel = _additive(x, y)
         lx, ly = x / scale, y / scale
-        shift_tol = tolerance
-        to_rel = (lambda d: d)
+        shift_tol = tolerance if scale_is_relative(x) else 0.0
     if n < 2 or m < 2:
         est = float(to_rel(np.median(ly) - np.median(lx)))
         return Comparison("mann-whitney", n, m, _median(x), _median(y), est, -math.inf,
@@ -276,15 +299,16 @@ def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
         return compare_exact(1.0, 1.0, tolerance, nb, nc)
     positive = bool(np.all(allx > 0) and np.all(ally > 0))
     diffs_by = []
+    relative = positive or all(scale_is_relative(x) for x, _ in pairs)
     for x, y in pairs:
         if positive:
             lx, ly = np.log(x), np.log(y)
         else:
-            scale = abs(float(np.median(x))) or 1.0
+            scale = abs(float(np.median(x))) if relative else 1.0
             lx, ly = x / scale, y / scale
         diffs_by.append((ly[None, :] - lx[:, None]).ravel())
-    shift_tol = math.log1p(tolerance) if positive else tolerance
-    to_rel = np.expm1 if positive else (lambda d: d)
+    shift_tol = math.log1p(tolerance) if positive else tolerance if relative else 0.0
+    to_rel = np.expm1 if positive else _additive(allx, ally)[1] if relative else _unbounded
     sizes = [(len(x), len(y)) for x, y in pairs]
     pmf = _sum_pmf(sizes)
     diffs = np.sort(np.concatenate(diffs_by))

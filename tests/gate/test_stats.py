@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sstats
 
 from mprof.gate.stats import (_u_cdf, adjust, compare_estimates, compare_exact,
-                              compare_samples, moses_rank)
+                              compare_samples, compare_strata, moses_rank)
 
 
 def test_u_distribution_matches_scipy_exact():
@@ -100,3 +100,22 @@ def test_corrections():
     assert all(np.diff(np.array(adj)[order]) >= 0) and all(np.array(adj) >= raw)
     with pytest.raises(ValueError):
         adjust(p, "bonferroni-ish")
+
+
+@pytest.mark.parametrize("strata", [False, True])
+def test_growth_from_a_zero_baseline_is_unbounded(strata):
+    """A category new in the candidate (baseline all 0): the change was the difference in
+    seconds shown as a fraction, so 0.03 s of new work read +3 % and passed a 5 % tolerance."""
+    base, cand = [0.0] * 5, [0.030, 0.031, 0.032, 0.033, 0.034]
+    c = (compare_strata([(base, cand), (base, cand)], 0.05, 0.05) if strata
+         else compare_samples(base, cand, 0.05, 0.05))
+    assert c.change == math.inf and c.low == math.inf
+    assert c.p_regression < 0.05
+
+
+def test_a_drop_of_times_is_at_most_100_percent():
+    """With a zero among the times the comparison is additive; its bounds went below -100 %
+    (a negative time)."""
+    base, cand = [0.0, 0.010, 0.011, 0.012, 0.013], [0.0] * 5
+    c = compare_samples(base, cand, 0.05, 0.05)
+    assert -1.0 <= c.low <= c.change <= 0.0
