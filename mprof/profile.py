@@ -98,7 +98,9 @@ class PEProfile:
         if measure == "cpu":
             if self.cpu_s is None:
                 raise MprofError("the run has no CPU times (recorded from a run profile of "
-                                 "schema version 1); use `Measure elapsed` or record it again")
+                                 "schema version 1); measure elapsed time instead "
+                                 "(`--measure elapsed`, or `Measure elapsed` in a modeling "
+                                 "script) or record it again")
             return self.cpu_s
         raise MprofError(f"unknown measure '{measure}' (known: {', '.join(MEASURES)})")
 

@@ -69,7 +69,7 @@ def cmd_fit(args):
 
 def cmd_show(args):
     from ..report.jsonout import dumps
-    from .modelfile import load_model
+    from .modelfile import FIXED, load_model
 
     model = load_model(args.model)
     if args.json:
@@ -92,7 +92,8 @@ def cmd_show(args):
                 name = f"{module}:{term}"
                 if name in model.values:
                     half = model.halfwidths.get(name)
-                    tag = " (imported)" if name in model.imported else ""
+                    tag = ("" if name not in model.imported else " (fixed)"
+                           if model.imported[name] == FIXED else " (imported)")
                     hw = f" +- {half:g}" if half is not None else ""
                     parts.append(f"{term}={model.values[name]:g}{hw}{tag}")
                 else:

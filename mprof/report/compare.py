@@ -62,12 +62,14 @@ class Comparison:
         return self.runs[0]
 
     def speedup(self, run: ScaledRun) -> float:
-        return self.base.elapsed_s / run.elapsed_s if run.elapsed_s > 0 else math.nan
+        """NaN (shown n/a) where either run took no time: no ratio means anything then."""
+        ok = run.elapsed_s > 0 and self.base.elapsed_s > 0
+        return self.base.elapsed_s / run.elapsed_s if ok else math.nan
 
     def efficiency(self, run: ScaledRun) -> float:
         ideal = self.base.npes * self.base.elapsed_s
         actual = run.npes * run.elapsed_s
-        return ideal / actual if actual > 0 else math.nan
+        return ideal / actual if actual > 0 and ideal > 0 else math.nan
 
     def lost(self, run: ScaledRun) -> float:
         """PE-seconds beyond the smallest run's."""
@@ -159,6 +161,10 @@ def _pct(v: float) -> str:
     return "n/a" if not math.isfinite(v) else f"{100 * v:.1f} %"
 
 
+def speedup_text(v: float) -> str:
+    return "n/a" if not math.isfinite(v) else f"{v:.2f}"
+
+
 def format_compare(cmp: Comparison, digits: int | None = None) -> str:
     d = digits if digits is not None else cmp.decimals
     runs = cmp.runs
@@ -170,7 +176,7 @@ def format_compare(cmp: Comparison, digits: int | None = None) -> str:
     out.append(f"  {'P':>4} {'elapsed':>{w}} {'speed-up':>9} {'efficiency':>11} "
                f"{'PE-seconds':>{w + 2}} {'lost':>{w}}  run")
     for r in runs:
-        out.append(f"  {r.npes:>4} {r.elapsed_s:>{w}.{d}f} {cmp.speedup(r):>9.2f} "
+        out.append(f"  {r.npes:>4} {r.elapsed_s:>{w}.{d}f} {speedup_text(cmp.speedup(r)):>9} "
                    f"{_pct(cmp.efficiency(r)):>11} {r.pe_seconds:>{w + 2}.{d}f} "
                    f"{cmp.lost(r):>+{w}.{d}f}  {r.source}")
     out.append("*** Time per category across P (seconds summed over PEs: CPU time per category, "
@@ -200,8 +206,10 @@ def format_compare(cmp: Comparison, digits: int | None = None) -> str:
                       if rep.explained is False else "band unknown")
             hw = rep.band_halfwidth if rep.band_halfwidth is not None and \
                 math.isfinite(rep.band_halfwidth) else math.nan
+            err_text = f"{err:+.1f}%" if math.isfinite(err) else "n/a"
+            hw_text = f"{hw:.{d}f}" if math.isfinite(hw) else "n/a"
             out.append(f"  {r.npes:>4} {rep.measured_total:>{w}.{d}f} "
-                       f"{rep.model_total:>{w}.{d}f} {hw:>{w}.{d}f} {err:>+7.1f}%  {inside}")
+                       f"{rep.model_total:>{w}.{d}f} {hw_text:>{w}} {err_text:>8}  {inside}")
     for warning in cmp.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
@@ -213,7 +221,7 @@ def loss_sentence(cmp: Comparison, d: int) -> str:
         return "(one PE count: nothing to compare across P)"
     lost = cmp.lost(last)
     head = (f"From P={first.npes} to P={last.npes}: efficiency {_pct(cmp.efficiency(last))}, "
-            f"speed-up {cmp.speedup(last):.2f}")
+            f"speed-up {speedup_text(cmp.speedup(last))}")
     if lost <= 0:
         return head + f"; the PEs spent no more PE-seconds than at P={first.npes}."
     head += f"; the PEs spent {lost:.{d}f} s more than at P={first.npes} (summed over PEs)"

@@ -571,14 +571,15 @@ def scaling_chart(cmp, d: int) -> Figure:
 
 
 def render_compare_html(cmp, *, digits: int | None = None) -> str:
-    from .compare import _pct, format_compare, loss_sentence
+    from .compare import _pct, format_compare, loss_sentence, speedup_text
 
     d = digits if digits is not None else cmp.decimals
     env = _environment(d)
     css = (TEMPLATES / "report.css").read_text()
     return env.get_template("compare.html.j2").render(
         c=cmp, d=d, fig=scaling_chart(cmp, d), css=css, version=__version__,
-        lead=loss_sentence(cmp, d), pct=_pct, text=format_compare(cmp, digits))
+        lead=loss_sentence(cmp, d), pct=_pct, speedup_text=speedup_text,
+        text=format_compare(cmp, digits))
 
 
 def write_compare_html(cmp, path: str | Path, *, digits: int | None = None) -> Path:

@@ -87,7 +87,7 @@ def test_import_parameter_moves_terms_to_rhs(tmp_path, pipe_dbs):
     assert model.fitted == ["pipe:Comp"] and model.ignored == ["pipe:P"]
 
 
-def test_fix_parameter_takes_its_term_out_of_the_fit(tmp_path, pipe_dbs):
+def test_fix_parameter_takes_its_term_out_of_the_fit(tmp_path, pipe_dbs, capsys):
     # at the true value, the other parameters come out as before, and the model keeps the
     # fixed value with no uncertainty
     truth = TRUTH["graph:Data"]
@@ -100,6 +100,10 @@ def test_fix_parameter_takes_its_term_out_of_the_fit(tmp_path, pipe_dbs):
     assert model.values["graph:Data"] == truth and model.halfwidths["graph:Data"] == 0
     doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["parameters"]["graph:Data"]["source"] == "fixed"
+    # `mprof model show` says so (it called it imported)
+    assert main(["model", "show", str(tmp_path / "m.json")]) == 0
+    shown = capsys.readouterr().out
+    assert f"Data={truth:g} +- 0 (fixed)" in shown and "(imported)" not in shown, shown
     assert model.price({"graph:Data": 1000.0}).seconds == pytest.approx(1000 * truth)
     assert model.price({"graph:Data": 1000.0}).variance == 0
     # a session importing it gets the fixed value

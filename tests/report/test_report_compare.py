@@ -150,3 +150,15 @@ def test_cli_compares_several_runs(tmp_path, capsys):
         err.count("\n") == 1
     assert main(["report", *paths, "--per-pe"]) == 2
     assert "--per-pe applies to one run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("zero_at", [1, 2])
+def test_a_run_that_took_no_time_has_no_speedup(zero_at):
+    """A run of 0 s at either end: the speed-up was printed as nan (and efficiency n/a)."""
+    docs = [(f"r{p}.json", run_at(p)) for p in (1, 2)]
+    for pe in docs[zero_at - 1][1]["pes"]:
+        pe["elapsed_s"] = pe["idle_s"] = 0.0
+    c = compare(docs)
+    text = format_compare(c)
+    assert "nan" not in text.lower() and "speed-up n/a" in text, text
+    assert "nan" not in render_compare_html(c).lower()
