@@ -256,6 +256,11 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_schedule_loop(pe, NULL, 0);
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
+    /* A short idle period is timed by the wall clock (sched.c: reading the thread's CPU clock
+     * costs a system call), which counts a spin the OS preempted as CPU time: on a loaded
+     * machine the sum could pass the thread's whole CPU time, which it is a part of. */
+    if (pe->idle_cpu_ns > pe->cpu_end_ns - pe->cpu_start_ns)
+        pe->idle_cpu_ns = pe->cpu_end_ns - pe->cpu_start_ns;
     mpr_sample_stop(pe->sampler);
     pe->sampler = NULL;
     mpr_rts_fold(pe);
