@@ -301,7 +301,7 @@ def find_lone_surrogate(doc: Any) -> tuple[str, bool] | None:
 
 def _short_int(value: int) -> str:
     digits = len(str(abs(value)))
-    return str(value) if digits <= 30 else f"a number of {digits} digits"
+    return str(value) if digits <= 30 else f"of {digits} digits"
 
 
 
