@@ -299,9 +299,13 @@ def find_lone_surrogate(doc: Any) -> tuple[str, bool] | None:
     return None
 
 
-def _short_int(value: int) -> str:
+def _short_int(value: int, alone: bool = False) -> str:
+    """An integer as a message quotes it: "of N digits" past 30 digits (after "integer"), or
+    "a number of N digits" where it stands `alone` ("got ...")."""
     digits = len(str(abs(value)))
-    return str(value) if digits <= 30 else f"of {digits} digits"
+    if digits <= 30:
+        return str(value)
+    return f"{'a number ' if alone else ''}of {digits} digits"
 
 
 
@@ -380,7 +384,7 @@ def _schema_problem(error) -> tuple[str, str]:
         if schema.get("type") == "number":
             return where, (f"a time must be at most {error.validator_value:g} s, got {value:g} "
                            "(a writer's error: no run lasts that long)")
-        return where, f"must be <= {error.validator_value}, got {_short_int(value)}"
+        return where, f"must be <= {error.validator_value}, got {_short_int(value, alone=True)}"
     if keyword == "minLength":
         return where, "must not be empty"
     if keyword == "const":
@@ -491,7 +495,8 @@ def _check_statistics(obj: dict, where: str, iface, fail) -> None:
                  f"{iface.name}: a whole number, got {value!r}")
         if not bounds[0] <= value <= bounds[1]:
             fail(f"{where}.stats.{name}", f"statistic '{name}' is a {types[name]} in interface "
-                 f"{iface.name}: between {bounds[0]} and {bounds[1]}, got {_short_int(int(value))}")
+                 f"{iface.name}: between {bounds[0]} and {bounds[1]}, got "
+                 f"{_short_int(int(value), alone=True)}")
 
 
 # The categories' rows of the runtime's own time, which are no access category.
