@@ -16,7 +16,8 @@ import re
 from .errors import MprofError
 
 
-def _show(value) -> str:
+def shown(value) -> str:
+    """A value as a message quotes it: its repr, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -47,7 +48,7 @@ def check_number(value, where: str, *, low: float | None = None, high: float | N
     kind = what or ("a whole number" if integer else "a number")
     expected = " ".join(x for x in (kind, _range_text(low, high, open_low, open_high)) if x)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MprofError(f"{where}: expected {expected}, got {_show(value)}")
+        raise MprofError(f"{where}: expected {expected}, got {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise MprofError(f"{where}: expected {expected}, got {value!r} (only finite numbers "
                          "are accepted)")
@@ -74,7 +75,7 @@ def parse_number(text: str, where: str, **limits) -> float | int:
     text = str(text).strip()
     if not _NUMBER_TEXT.fullmatch(text):
         kind = "a whole number" if limits.get("integer") else "a number"
-        raise MprofError(f"{where}: expected {kind}, got {_show(text)}")
+        raise MprofError(f"{where}: expected {kind}, got {shown(text)}")
     if limits.get("integer") and re.fullmatch(r"[+-]?\d+", text):
         return check_number(int(text), where, **limits)
     return check_number(float(text), where, **limits)

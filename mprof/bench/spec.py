@@ -40,7 +40,7 @@ from pathlib import Path
 
 from ..db.validate import read_text
 from ..errors import MprofError
-from ..numbers import check_number
+from ..numbers import check_number, shown
 from .probe import ProbeSpec
 
 DEFAULT_TIMEOUT = 600.0
@@ -229,7 +229,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
     if not isinstance(command, str) or not command.strip():
         raise MprofError(f"{where('command')}: expected a non-empty string, got "
-                         f"{_shown(command)}")
+                         f"{shown(command)}")
     program = _text(data["program"], where("program"))
     samples = _samples(_resolved(root, program), npes, params)
     check_template(command, samples, where("command"))
@@ -246,11 +246,6 @@ def load_spec(path: str | Path) -> SweepSpec:
                      root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
                      params=params, env=env, probe=probe, database_where=where("database"),
                      probe_where=where("probe.command") if probe else "")
-
-
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _text(value, where: str) -> str:

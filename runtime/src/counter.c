@@ -245,8 +245,9 @@ mp_err mp_counter_add_remote(int pe_id, mp_counter_t c, uint64_t n)
     if (!c) /* refused here, where the caller learns it, not on the PE it was sent to */
         return mpr_misuse(MP_ERR_INVALID_ARG, "NULL counter");
     if (pe_id == pe->id) {
-        if (c->pe != pe->id) /* freed, or another PE's: the code, not only the message */
-            return not_owned(pe, c);
+        mp_err e = mpr_counter_check(pe, c); /* freed, or another PE's: the code too */
+        if (e != MP_SUCCESS)
+            return e;
         mp_counter_add(c, n);
         return MP_SUCCESS;
     }
