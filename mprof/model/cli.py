@@ -55,6 +55,7 @@ def register(subparsers):
 
 
 def cmd_fit(args):
+    from .isolate import run_isolated
     from .report import format_json, format_text
     from .script import ModelingScript
 
@@ -63,7 +64,10 @@ def cmd_fit(args):
                          else format_text(outcome, args.misses))
         sys.stdout.flush()
 
-    ModelingScript(args.script, on_fit=show, unsafe=args.unsafe_tcl).run()
+    def fit():  # in a child process: a script that kills Tcl is an error, not mprof's crash
+        ModelingScript(args.script, on_fit=show, unsafe=args.unsafe_tcl).run()
+
+    run_isolated(args.script, fit)
     return 0
 
 

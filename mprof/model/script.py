@@ -315,6 +315,12 @@ class ModelingScript:
             raise
         except KeyboardInterrupt:  # Ctrl-C outside the Tcl evaluation (e.g. in the last fit)
             raise ScriptInterrupted(f"{self.path}: interrupted") from None
+        finally:
+            # a last `puts -nonewline` waits in Tcl's buffer, which a child process ending
+            # with os._exit (mprof.model.isolate) would lose
+            for channel in ("stdout", "stderr"):
+                with contextlib.suppress(Exception):
+                    self.tcl.call("flush", channel)
 
     def _run(self) -> FitOutcome | None:
         import tkinter
@@ -605,6 +611,12 @@ def fit_script_on(path: str | Path, runs: RunSet, warn: Callable[[str], None] | 
     """Run a modeling script on `runs` instead of its fit databases: its interfaces, imports,
     ignores, settings and `Select` apply, its test databases and SaveModel do not.  The last
     fit counts (None: the script made none).  How the gate fits each side with the script
-    under test."""
-    session = FitSession(runs=runs)
-    return ModelingScript(path, warn=warn, session=session, unsafe=unsafe).run()
+    under test.  The script runs in a child process (mprof.model.isolate): a script that kills
+    its interpreter fails the fit instead of the gate."""
+    from .isolate import run_isolated
+
+    def fit():
+        session = FitSession(runs=runs)
+        return ModelingScript(path, warn=warn, session=session, unsafe=unsafe).run()
+
+    return run_isolated(str(path), fit)
