@@ -5,8 +5,9 @@
  * form one contiguous run whose ids are the subscription list sent to q.  Each PE p sends
  * every other PE q one subscription (count and addresses on p); q pulls the id list with a
  * bulk read, records which of its nodes p needs (by colour, in subscription order), and
- * answers with one bulk store of their colours and states.  Then the edges are laid out in
- * CSR with their source pointers resolved, and a barrier ends the finalize.
+ * answers with one bulk store of their colours and states.  Both transfers go in chunks where
+ * they exceed the largest message (bg_internal.h).  Then the edges are laid out in CSR with
+ * their source pointers resolved, and a barrier ends the finalize.
  */
 #include "bg_internal.h"
 
@@ -58,8 +59,24 @@ typedef struct {
 typedef struct {
     bg_t g;
     int from;
-    uint32_t count;
+    uint32_t first, count; /* this chunk: nodes first .. first + count - 1 of the answer */
 } answer_hdr;
+
+/* Where chunk k of an answer lands in the subscriber's landing buffer, and the buffer's size
+ * for an answer of n nodes. */
+static size_t answer_stride(const bg_part *p)
+{
+    size_t per = bgi_answer_per_chunk(p->ss);
+    return align16(per) + per * p->ss;
+}
+
+static size_t landing_size(const bg_part *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    size_t per = bgi_answer_per_chunk(p->ss), last = n - (bgi_chunks(n, per) - 1) * per;
+    return (bgi_chunks(n, per) - 1) * answer_stride(p) + align16(last) + last * p->ss;
+}
 
 static void finish_build(bg_part *p);
 
@@ -82,8 +99,6 @@ static void bg_sub_read(void *args)
     bg_part *p = part_of(m->g);
     BIPARTITE_ACCESS(VALIDATE);
     int q = m->from;
-    size_t abytes = align16(m->count) + (size_t)m->count * p->ss;
-    unsigned char *ans = lib_calloc(1, abytes);
     uint32_t black = 0; /* colour 1's list follows colour 0's */
     for (uint32_t i = 0; i < m->count; i++) {
         bg_node_id id = m->idbuf[i];
@@ -95,21 +110,33 @@ static void bg_sub_read(void *args)
     uint32_t next[2] = {0, m->count - black};
     for (uint32_t i = 0; i < m->count; i++) {
         uint32_t idx = BG_INDEX(m->idbuf[i]);
-        int c = p->color[idx];
-        list[next[c]++] = idx;
-        ans[i] = (uint8_t)c;
-        copy_state(ans + align16(m->count) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss,
-                   p->ss);
+        list[next[p->color[idx]]++] = idx;
     }
     p->sidx[q] = list;
     p->scnt[0][q] = m->count - black;
     p->scnt[1][q] = black;
+    p->raddr[q] = m->recvbuf;
+    /* the answer, in chunks (an empty answer is one empty chunk: the subscriber counts it) */
+    size_t per = bgi_answer_per_chunk(p->ss), stride = answer_stride(p);
+    uint32_t first = 0;
+    do {
+        uint32_t k = m->count - first < per ? m->count - first : (uint32_t)per;
+        size_t bytes = k ? align16(k) + (size_t)k * p->ss : 0;
+        unsigned char *ans = lib_calloc(1, bytes);
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t idx = BG_INDEX(m->idbuf[first + i]);
+            ans[i] = p->color[idx];
+            copy_state(ans + align16(k) + (size_t)i * p->ss, p->states + (size_t)idx * p->ss,
+                       p->ss);
+        }
+        answer_hdr h = {m->g, p->me, first, k};
+        store_and_free(p, q, (unsigned char *)m->landing + first / per * stride, ans, bytes,
+                       bg_answer_arrive, &h, sizeof h);
+        first += k;
+    } while (first < m->count);
     if (m->read_done)
         mp_counter_free(m->read_done);
     free(m->idbuf);
-    p->raddr[q] = m->recvbuf;
-    answer_hdr h = {m->g, p->me, m->count};
-    store_and_free(p, q, m->landing, ans, abytes, bg_answer_arrive, &h, sizeof h);
     fin_step(p);
 }
 
@@ -132,12 +159,16 @@ static void bg_sub_arrive(void *args)
     }
     m->idbuf = lib_calloc(m->count, sizeof *m->idbuf);
     m->read_done = mp_counter_new(0);
-    BIPARTITE_INC(p->st, NMsg, 1); /* the read request */
-    mp_status s =
-        mp_bulk_read(m->from, m->ids, m->idbuf, m->count * sizeof *m->idbuf, m->read_done);
-    if (s == MP_FAIL)
-        lib_die("bulk read failed");
-    mp_counter_wait(m->read_done, 1, mp_continue(bg_sub_read, MP_SCHED_FIFO));
+    size_t per = bgi_per_chunk(sizeof *m->idbuf);
+    for (size_t first = 0; first < m->count; first += per) {
+        size_t k = m->count - first < per ? m->count - first : per;
+        BIPARTITE_INC(p->st, NMsg, 1); /* a read request */
+        if (mp_bulk_read(m->from, m->ids + first, m->idbuf + first, k * sizeof *m->idbuf,
+                         m->read_done) == MP_FAIL)
+            lib_die("bulk read failed");
+    }
+    mp_counter_wait(m->read_done, bgi_chunks(m->count, per),
+                    mp_continue(bg_sub_read, MP_SCHED_FIFO));
 }
 
 /* On the subscriber: colours and states of my ghosts owned by `from`. */
@@ -149,15 +180,23 @@ static void bg_answer_arrive(void *args)
     bg_part *p = part_of(h.g);
     BIPARTITE_ACCESS(VALIDATE);
     int q = h.from;
-    size_t base = p->gbeg[q];
-    if (h.count != p->gbeg[q + 1] - base)
+    size_t base = p->gbeg[q], total = p->gbeg[q + 1] - base;
+    size_t per = bgi_answer_per_chunk(p->ss);
+    if (h.first > total || h.count > total - h.first || p->answers_due[q] == 0 ||
+        h.first % per != 0)
         lib_die("finalize answer of the wrong size");
-    const unsigned char *buf = p->landing[q];
+    const unsigned char *buf = p->landing[q] + h.first / per * answer_stride(p);
     for (uint32_t i = 0; i < h.count; i++) {
-        int c = buf[i];
-        p->gcolor[base + i] = (uint8_t)c;
-        copy_state(p->gstates + (base + i) * p->ss, buf + align16(h.count) + (size_t)i * p->ss,
-                   p->ss);
+        size_t at = base + h.first + i;
+        p->gcolor[at] = buf[i];
+        copy_state(p->gstates + at * p->ss, buf + align16(h.count) + (size_t)i * p->ss, p->ss);
+    }
+    if (--p->answers_due[q])
+        return;
+    /* the whole answer is in (chunks may come in any order): the receive lists, by colour in
+     * subscription order, as the owner made its send lists */
+    for (size_t i = 0; i < total; i++) {
+        int c = p->gcolor[base + i];
         p->ridx[c][p->roff[q] + p->rcnt[c][q]++] = (uint32_t)(base + i);
     }
     fin_step(p);
@@ -237,7 +276,8 @@ static void finish_build(bg_part *p)
         for (int c = 0; c < 2; c++)
             if (p->scnt[c][q] > maxsend)
                 maxsend = p->scnt[c][q];
-    p->packbuf = lib_calloc(maxsend, p->ss);
+    size_t per = bgi_per_chunk(p->ss); /* validate packs one chunk at a time */
+    p->packbuf = lib_calloc(maxsend < per ? maxsend : per, p->ss);
     p->finalized = true;
 }
 
@@ -279,11 +319,14 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
     p->raddr = lib_calloc((size_t)P, sizeof *p->raddr);
     p->recvbuf = lib_calloc((size_t)P, sizeof *p->recvbuf);
     p->landing = lib_calloc((size_t)P, sizeof *p->landing);
+    p->answers_due = lib_calloc((size_t)P, sizeof *p->answers_due);
+    size_t per = bgi_answer_per_chunk(p->ss);
     for (int q = 0; q < P; q++) {
         size_t cnt = p->gbeg[q + 1] - p->gbeg[q];
         p->roff[q] = p->gbeg[q];
         p->recvbuf[q] = lib_calloc(cnt, p->ss);
-        p->landing[q] = lib_calloc(1, align16(cnt) + cnt * p->ss);
+        p->landing[q] = lib_calloc(1, landing_size(p, cnt));
+        p->answers_due[q] = cnt ? (uint32_t)bgi_chunks(cnt, per) : 1;
     }
     /* finalize completes after P-1 subscriptions served and P-1 answers received */
     done_args d = {g, done};

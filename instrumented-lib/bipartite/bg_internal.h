@@ -54,6 +54,7 @@ typedef struct {
     void **raddr;            /* q's receive buffer for my states */
     unsigned char **recvbuf; /* my receive buffer for q's states */
     unsigned char **landing; /* finalize: q's answer lands here */
+    uint32_t *answers_due;   /* finalize: chunks of q's answer still to arrive */
     unsigned char *packbuf;
     /* progress */
     bool finalized, building;
@@ -78,6 +79,40 @@ static inline bg_part *graph_or_null(bg_t g, const char *fn)
 static inline bg_part *part_of(bg_t g) { return lib_part_of_kind(g, BG_MAGIC, "bipartite graph"); }
 
 static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Chunks.  A transfer between two PEs (a finalize answer, a validate of one colour) can exceed
+ * the largest message, mp_max_message(): it goes in chunks of whole states, each one bulk
+ * operation that says which part it carries.  Both ends compute the same chunking from the
+ * state size, so a receiver knows how many chunks to wait for.  bgi_chunk_limit below
+ * mp_max_message() (0: no limit of its own) makes the chunks smaller: the test program sets it
+ * to exercise chunking with small graphs. */
+extern size_t bgi_chunk_limit;
+
+static inline size_t bgi_chunk_bytes(void)
+{
+    size_t m = mp_max_message();
+    return bgi_chunk_limit && bgi_chunk_limit < m ? bgi_chunk_limit : m;
+}
+
+/* Items of `size` bytes per chunk: at least one (bg_create keeps one state, with its colour,
+ * within mp_max_message()). */
+static inline size_t bgi_per_chunk(size_t size)
+{
+    size_t c = bgi_chunk_bytes() / size;
+    return c ? c : 1;
+}
+
+/* Nodes per chunk of a finalize answer, whose chunk holds its nodes' colours (a byte each,
+ * padded to 16) and then their states. */
+static inline size_t bgi_answer_per_chunk(size_t ss)
+{
+    size_t b = bgi_chunk_bytes(), c = b / (ss + 1);
+    while (c > 1 && align16(c) + c * ss > b)
+        c--;
+    return c ? c : 1;
+}
+
+static inline size_t bgi_chunks(size_t n, size_t per) { return (n + per - 1) / per; }
 
 /* Copies one node state: states of a double (em3d) are copied inline and not by a call of
  * memcpy per ghost value, which cost more than the value's share of the message. */

@@ -6,9 +6,12 @@
  *
  * Validate is the executor: for colour c, p packs the states of the colour-c nodes that q
  * ghosts into one buffer and bulk-stores it into q's receive buffer for p; q's arrival fiber
- * unpacks it into the ghosts.  One message per communicating pair and colour; then a barrier.
+ * unpacks it into the ghosts.  One message per communicating pair and colour (more where the
+ * states exceed the largest message: chunks, bg_internal.h); then a barrier.
  */
 #include "bg_internal.h"
+
+size_t bgi_chunk_limit;
 
 mp_err bg_create(size_t state_size, bg_t *out)
 {
@@ -16,11 +19,13 @@ mp_err bg_create(size_t state_size, bg_t *out)
         lib_misuse("bg_create: %s", out ? "state_size is 0" : "NULL out");
         return MP_ERR_INVALID_ARG;
     }
-    /* a validate sends a node's state in one message at least (and the sizes computed from
-     * state_size cannot wrap below this bound) */
-    if (state_size > mp_max_message()) {
-        lib_misuse("bg_create: state_size %zu exceeds the largest message (%zu bytes)", state_size,
-                   mp_max_message());
+    /* a state travels whole, with its colour in a finalize answer (a 16-byte padded field):
+     * one such chunk must fit a message (and the sizes computed from state_size cannot wrap
+     * below this bound) */
+    if (state_size > mp_max_message() - 16) {
+        lib_misuse("bg_create: state_size %zu exceeds the largest state a message can carry "
+                   "(%zu bytes)",
+                   state_size, mp_max_message() - 16);
         return MP_ERR_TOO_LARGE;
     }
     LIB_PERF_INIT(bipartite_perf_init);
@@ -107,7 +112,7 @@ typedef struct {
     bg_t g;
     int from;
     int color;
-    uint32_t count;
+    uint32_t first, count; /* this chunk: states first .. first + count - 1 of the pair's */
 } val_hdr;
 
 static void bg_val_arrive(void *args)
@@ -118,11 +123,11 @@ static void bg_val_arrive(void *args)
     bg_part *p = part_of(h.g);
     BIPARTITE_ACCESS(VALIDATE);
     int q = h.from, c = h.color;
-    if (h.count != p->rcnt[c][q])
+    if (h.first > p->rcnt[c][q] || h.count > p->rcnt[c][q] - h.first)
         lib_die("validate message of the wrong size");
     const unsigned char *buf = p->recvbuf[q];
     const uint32_t *gi = p->ridx[c] + p->roff[q];
-    for (uint32_t i = 0; i < h.count; i++)
+    for (uint32_t i = h.first; i < h.first + h.count; i++)
         copy_state(p->gstates + (size_t)gi[i] * p->ss, buf + (size_t)i * p->ss, p->ss);
     BIPARTITE_INC(p->st, NRecv, 1);
     mp_counter_add(p->recv, 1);
@@ -155,25 +160,27 @@ mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done)
     if (!p || !done || !p->finalized || (c != BG_RED && c != BG_BLACK))
         return MP_FAIL;
     BIPARTITE_INC(p->st, NValidate, 1);
+    size_t per = bgi_per_chunk(p->ss);
     for (int q = 0; q < p->npes; q++) {
-        if (p->rcnt[c][q])
-            p->recv_target++;
+        p->recv_target += bgi_chunks(p->rcnt[c][q], per);
         uint32_t cnt = p->scnt[c][q];
-        if (!cnt)
-            continue;
-        const uint32_t *idx = send_list(p, (int)c, q);
-        for (uint32_t i = 0; i < cnt; i++)
-            copy_state(p->packbuf + (size_t)i * p->ss, p->states + (size_t)idx[i] * p->ss, p->ss);
-        val_hdr h = {g, p->me, (int)c, cnt};
-        BIPARTITE_INC(p->st, NMsg, 1);
-        BIPARTITE_INC(p->st, Bytes, (uint64_t)cnt * p->ss);
-        p->sent_target++;
-        if (mp_bulk_store(q, p->raddr[q], p->packbuf, (size_t)cnt * p->ss, p->sent, bg_val_arrive,
-                          &h, sizeof h) == MP_FAIL)
-            lib_die("bulk store failed");
-        /* the pack buffer is reused for the next peer: wait until the runtime let go */
-        if (mp_counter_value(p->sent) < p->sent_target)
-            lib_die("bulk store kept the source buffer (unsupported by this implementation)");
+        const uint32_t *idx = cnt ? send_list(p, (int)c, q) : NULL;
+        for (uint32_t first = 0; first < cnt; first += (uint32_t)per) {
+            uint32_t k = cnt - first < per ? cnt - first : (uint32_t)per;
+            for (uint32_t i = 0; i < k; i++)
+                copy_state(p->packbuf + (size_t)i * p->ss,
+                           p->states + (size_t)idx[first + i] * p->ss, p->ss);
+            val_hdr h = {g, p->me, (int)c, first, k};
+            BIPARTITE_INC(p->st, NMsg, 1);
+            BIPARTITE_INC(p->st, Bytes, (uint64_t)k * p->ss);
+            p->sent_target++;
+            if (mp_bulk_store(q, (unsigned char *)p->raddr[q] + (size_t)first * p->ss, p->packbuf,
+                              (size_t)k * p->ss, p->sent, bg_val_arrive, &h, sizeof h) == MP_FAIL)
+                lib_die("bulk store failed");
+            /* the pack buffer is reused for the next chunk: wait until the runtime let go */
+            if (mp_counter_value(p->sent) < p->sent_target)
+                lib_die("bulk store kept the source buffer (unsupported by this implementation)");
+        }
     }
     val_args a = {g, done};
     mp_counter_wait(p->recv, p->recv_target,
@@ -302,10 +309,10 @@ static void part_free(void *arg)
             free(p->landing[q]);
             free(p->sidx[q]);
         }
-    void *arrays[] = {p->color,   p->states,  p->ebeg,    p->edges,   p->pend,    p->gid,
-                      p->gcolor,  p->gstates, p->gbeg,    p->sidx,    p->scnt[0], p->scnt[1],
-                      p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1], p->roff,    p->raddr,
-                      p->recvbuf, p->landing, p->packbuf};
+    void *arrays[] = {p->color,   p->states,  p->ebeg,    p->edges,      p->pend,    p->gid,
+                      p->gcolor,  p->gstates, p->gbeg,    p->sidx,       p->scnt[0], p->scnt[1],
+                      p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1],    p->roff,    p->raddr,
+                      p->recvbuf, p->landing, p->packbuf, p->answers_due};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
     mp_counter_t counters[] = {p->started, p->fin, p->recv, p->sent, p->phase};

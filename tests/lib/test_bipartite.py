@@ -1,6 +1,7 @@
 """The bipartite graph (instrumented-lib/bipartite): validate makes every ghost equal its
-owner, exactly one message per communicating PE pair and colour per validate, iterators and
-update fibers; statistics predicted exactly by replaying the test graph's generator.
+owner, exactly one message per communicating PE pair and colour per validate (or one per chunk
+where the states exceed the chunk limit), iterators and update fibers; statistics predicted
+exactly by replaying the test graph's generator.
 
 The C program is instrumented-lib/bipartite/tests/bg_test.c: it checks every edge's source
 state during the updates and every ghost after each validate, and exits non-zero on a
@@ -17,6 +18,8 @@ TARGET = "mprof_bipartite_tests"
 PROGRAM = "bg_test"
 STATE = 16  # two doubles
 M64 = (1 << 64) - 1
+MAX_MESSAGE = 64 << 20  # mp_max_message()
+ID = 8  # bytes of a node id
 
 
 def _program(cmake_build, sanitize=None):
@@ -33,8 +36,30 @@ def mix64(x: int) -> int:
     return z ^ (z >> 31)
 
 
-def expected_stats(P: int, n: int, d: int, span: int, steps: int) -> list[dict]:
-    """Replays bg_test.c's generator; returns each PE's statistics."""
+def per_chunk(size: int, limit: int) -> int:
+    """Items of `size` bytes per chunk (bg_internal.h: bgi_per_chunk)."""
+    return max(limit // size, 1)
+
+
+def answer_per_chunk(state: int, limit: int) -> int:
+    """Nodes per chunk of a finalize answer: colours padded to 16 bytes, then states."""
+    c = limit // (state + 1)
+    while c > 1 and -(-c // 16) * 16 + c * state > limit:
+        c -= 1
+    return max(c, 1)
+
+
+def chunks(n: int, per: int) -> int:
+    return -(-n // per)
+
+
+def expected_stats(P: int, n: int, d: int, span: int, steps: int, state: int = STATE,
+                   chunk: int = 0) -> list[dict]:
+    """Replays bg_test.c's generator; returns each PE's statistics.  `chunk`: the chunk limit
+    bg_test set (0: none below mp_max_message())."""
+    limit = min(chunk, MAX_MESSAGE) if chunk else MAX_MESSAGE
+    per_state, per_id = per_chunk(state, limit), per_chunk(ID, limit)
+    per_answer = answer_per_chunk(state, limit)
     ghosts = [set() for _ in range(P)]  # (owner, index) of the remote sources of PE p
     remote = [0] * P
     for p in range(P):
@@ -49,30 +74,30 @@ def expected_stats(P: int, n: int, d: int, span: int, steps: int) -> list[dict]:
                     remote[p] += 1
     out = []
     for p in range(P):
-        # validate of colour c: p sends one message to every r that ghosts a colour-c node
-        # of p, carrying all of them; p receives one from every q it ghosts colour c of
-        sends = reads = 0
+        # validate of colour c: p sends one message (a chunk) to every r that ghosts a
+        # colour-c node of p, carrying all of them; p receives one from every q it ghosts
+        # colour c of.  Finalize: p answers every subscriber (an empty answer is one chunk)
+        sends = reads = answers = 0
         nbytes = 0
         for r in range(P):
             if r == p:
                 continue
             mine = [j for (q, j) in ghosts[r] if q == p]
-            if mine:
-                reads += 1
+            reads += chunks(len(mine), per_id)
+            answers += max(chunks(len(mine), per_answer), 1)
             for c in (0, 1):
                 k = sum(1 for j in mine if j & 1 == c)
-                if k:
-                    sends += 1
-                    nbytes += k * STATE
-        recvs = sum(1 for q in range(P) for c in (0, 1)
-                    if any(o == q and j & 1 == c for (o, j) in ghosts[p]))
+                sends += chunks(k, per_state)
+                nbytes += k * state
+        recvs = sum(chunks(sum(1 for (o, j) in ghosts[p] if o == q and j & 1 == c), per_state)
+                    for q in range(P) for c in (0, 1))
         out.append({
-            "P": 1, "StateSize": STATE, "Node": n, "Ghost": len(ghosts[p]), "Edge": n * d,
+            "P": 1, "StateSize": state, "Node": n, "Ghost": len(ghosts[p]), "Edge": n * d,
             "RemoteEdge": remote[p], "NValidate": 2 * steps, "NUpdate": n * steps,
             "NEdgeVisit": n * d * steps,
-            # finalize: a subscription to and an answer from every other PE, plus one bulk
-            # read per subscriber with a non-empty list; then the validates
-            "NMsg": 2 * (P - 1) + reads + steps * sends,
+            # finalize: a subscription to every other PE, the bulk reads of the subscribers'
+            # lists and the answers; then the validates
+            "NMsg": (P - 1) + reads + answers + steps * sends,
             "NRecv": steps * recvs,
             "Bytes": steps * nbytes,
         })
@@ -115,6 +140,42 @@ def test_validate_and_statistics(bg_test, tmp_path, pes, n, d, span, steps):
     assert sum(r["NRecv"] for r in got) == sum(r["NMsg"] for r in got) - finalize - reads
 
 
+@pytest.mark.parametrize("pes,n,d,span,size,chunk", [
+    (2, 200, 6, 1, 16, 100),   # 6 states a chunk; answers of 5 nodes
+    (4, 120, 8, 3, 48, 100),   # 2 states a chunk; answers of 1 node (16 + 48 x 2 > 100)
+    (3, 60, 4, 1, 24, 1),      # one state, one id, one node a chunk
+    (4, 200, 6, 2, 40, 4096),  # a few chunks per pair and colour
+])
+def test_transfers_in_chunks(bg_test, tmp_path, pes, n, d, span, size, chunk):
+    """Transfers larger than the chunk limit go in chunks of whole states (their order of
+    arrival is the runtime's): every ghost still equals its owner after each validate, state
+    bytes at both ends of a state included, and the messages are the chunks predicted."""
+    steps = 2
+    args = [f"n={n}", f"d={d}", f"span={span}", f"steps={steps}", f"size={size}",
+            f"chunk={chunk}"]
+    profile, out = _run(bg_test, args, pes, tmp_path)
+    assert "bipartite: OK" in out
+    got = _stats(profile)
+    want = expected_stats(pes, n, d, span, steps, size, chunk)
+    unchunked = expected_stats(pes, n, d, span, steps, size)
+    for p in range(pes):
+        assert got[p] == want[p], f"PE {p}"
+    assert sum(w["NMsg"] for w in want) > sum(w["NMsg"] for w in unchunked)
+
+
+def test_states_past_the_largest_message(bg_test, tmp_path):
+    """A finalize answer of about 100 states of 1 MiB (more than mp_max_message(), 64 MiB)
+    ended the run ("bulk store ... failed"): it goes in chunks now."""
+    size = 1 << 20
+    args = ["n=100", "d=6", "span=1", "steps=1", f"size={size}"]
+    profile, out = _run(bg_test, args, 2, tmp_path, timeout=300)
+    assert "bipartite: OK" in out
+    got = _stats(profile)
+    want = expected_stats(2, 100, 6, 1, 1, size)
+    assert got == want
+    assert max(g["Ghost"] for g in got) * size > MAX_MESSAGE
+
+
 def test_access_categories(bg_test, tmp_path):
     profile, _ = _run(bg_test, ["n=100", "d=4", "steps=2"], 4, tmp_path)
     assert {"bipartite:VALIDATE", "bipartite:UPDATE"} <= set(profile["accesses"])
@@ -137,9 +198,9 @@ def test_misuse_state_size_refused(bg_test, tmp_path):
     assert proc.returncode == 0, msg
     assert "bipartite misuse sizes: OK" in proc.stdout, msg
     for pe in range(2):
-        for size in ((1 << 56) + 1, (1 << 64) - 1):
+        for size in ((1 << 56) + 1, (1 << 64) - 1, MAX_MESSAGE + 1, MAX_MESSAGE - 15):
             assert (f"bipartite (PE {pe}): bg_create: state_size {size} exceeds the largest "
-                    "message") in proc.stderr, msg
+                    f"state a message can carry ({MAX_MESSAGE - 16} bytes)") in proc.stderr, msg
         assert f"bipartite (PE {pe}): bg_create: state_size is 0" in proc.stderr, msg
 
 
@@ -171,6 +232,10 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     env = {"TSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=1"}
     _, out = _run(exe, ["n=100", "d=5", "span=2", "steps=2"], 4, tmp_path, timeout=300,
                   env_extra=env)
+    assert "OK" in out
+    # chunked transfers (chunks may arrive in any order)
+    _, out = _run(exe, ["n=60", "d=5", "span=2", "steps=2", "size=40", "chunk=100"], 4,
+                  tmp_path, timeout=300, env_extra=env)
     assert "OK" in out
 
 

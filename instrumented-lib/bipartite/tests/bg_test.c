@@ -1,6 +1,7 @@
 /* bg_test.c -- the bipartite graph on P PEs with a deterministic EM3D-like graph.
  *
- *   bg_test [n=NODES_PER_PE] [d=DEGREE] [span=MAX_PE_DISTANCE] [steps=T]
+ *   bg_test [n=NODES_PER_PE] [d=DEGREE] [span=MAX_PE_DISTANCE] [steps=T] [size=STATE_BYTES]
+ *           [chunk=BYTES]
  *   bg_test misuse CASE      misuse is reported on stderr and refused (see misuse() below;
  *                            the cases that end the run say so)
  *
@@ -10,14 +11,18 @@
  * States are two doubles, f(id, s) = (id mod 1000003 + s / 2, s).  Step s updates the red
  * nodes to f(., s) (checking every black source reads f(., s - 1)), validates red, updates
  * black (checking red sources read f(., s)), validates black.  After every validate each
- * ghost of that colour must equal its owner's state. */
+ * ghost of that colour must equal its owner's state.  size= makes states larger (the pair is
+ * then at both ends of the state, and the bytes between are zero); chunk= sets the library's
+ * chunk limit (bg_internal.h), so that transfers go in chunks of a few states. */
 #include "bipartite.h"
 #include "bipartite_perf.h"
 #include "check.h"
 
 #include <stdint.h>
 
-static long NN = 200, DEG = 6, SPAN = 2, STEPS = 3;
+static long NN = 200, DEG = 6, SPAN = 2, STEPS = 3, SIZE = 16;
+/* the library's chunk limit, for tests (declared in its internal header) */
+extern size_t bgi_chunk_limit;
 static bg_t gs[MAXPE];
 static mp_counter_t cnt[MAXPE];
 static mp_obj_t barrier_obj[MAXPE];
@@ -41,6 +46,28 @@ static state f(bg_node_id id, int s)
     return (state){(double)(id % 1000003) + s * 0.5, (double)s};
 }
 
+/* A state of SIZE bytes holding s at its start and (when there is room) at its end. */
+static void put_state(void *dst, state s)
+{
+    memset(dst, 0, (size_t)SIZE);
+    memcpy(dst, &s, sizeof s);
+    if (SIZE >= 2 * (long)sizeof s)
+        memcpy((char *)dst + SIZE - sizeof s, &s, sizeof s);
+}
+
+static state get_state(const void *src)
+{
+    state s, end;
+    memcpy(&s, src, sizeof s);
+    if (SIZE >= 2 * (long)sizeof s) {
+        memcpy(&end, (const char *)src + SIZE - sizeof s, sizeof s);
+        CHECK(end.v == s.v && end.s == s.s);
+        for (long b = sizeof s; b < SIZE - (long)sizeof s; b++)
+            CHECK(((const char *)src)[b] == 0);
+    }
+    return s;
+}
+
 static void wait_more(uint64_t n)
 {
     int me = mp_mype();
@@ -59,14 +86,12 @@ static void update(bg_t g, bg_node *v, void *ctx)
     /* sources have the other colour: black sources were last set in step s-1, red in s */
     int expect = v->color == BG_RED ? s - 1 : s;
     for (size_t e = 0; e < v->nedges; e++) {
-        state got;
-        memcpy(&got, v->edges[e].src_state, sizeof got);
+        state got = get_state(v->edges[e].src_state);
         state want = f(v->edges[e].src, expect);
         CHECK(got.v == want.v && got.s == want.s);
         checked_edges[mp_mype()]++;
     }
-    state n = f(v->id, s);
-    memcpy(v->state, &n, sizeof n);
+    put_state(v->state, f(v->id, s));
 }
 
 /* Every ghost of colour c equals its owner's current state, which update() set to
@@ -82,8 +107,7 @@ static void check_ghosts(bg_t g, int c, int step)
             const void *gh = bg_read(g, id);
             if (!gh)
                 continue; /* not a ghost here */
-            state got, want = f(id, step);
-            memcpy(&got, gh, sizeof got);
+            state got = get_state(gh), want = f(id, step);
             if (!(got.v == want.v && got.s == want.s))
                 fprintf(stderr, "ghost %d:%ld colour %d step %d: (%g, %g) != (%g, %g)\n", q, i, c,
                         step, got.v, got.s, want.v, want.s);
@@ -106,6 +130,8 @@ static void misuse_sizes(void)
     CHECK_EQ(bg_create(((size_t)1 << 56) + 1, &g), MP_ERR_TOO_LARGE);
     CHECK_EQ(bg_create(SIZE_MAX, &g), MP_ERR_TOO_LARGE);
     CHECK_EQ(bg_create(mp_max_message() + 1, &g), MP_ERR_TOO_LARGE);
+    /* a state and its colour's padded field must fit one message */
+    CHECK_EQ(bg_create(mp_max_message() - 15, &g), MP_ERR_TOO_LARGE);
     CHECK_EQ(g, 12345); /* nothing written */
     CHECK_OK(bg_create(sizeof(state), &g));
     for (long i = 0; i < 300; i++) /* past the first growth of the node arrays */
@@ -166,13 +192,16 @@ static void pe_main(int argc, char **argv)
         return;
     }
     cnt[me] = mp_counter_new(0);
-    CHECK_EQ(bg_create(sizeof(state), &gs[me]), MP_SUCCESS);
+    CHECK_EQ(bg_create((size_t)SIZE, &gs[me]), MP_SUCCESS);
+    void *s0 = calloc(1, (size_t)SIZE);
+    CHECK(s0 != NULL);
     CHECK_EQ(mp_obj_create(NULL, &barrier_obj[me]), MP_SUCCESS);
     bg_t g = gs[me];
     for (long i = 0; i < NN; i++) {
-        state s0 = f(BG_ID(me, i), 0);
-        CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), &s0), BG_ID(me, i));
+        put_state(s0, f(BG_ID(me, i), 0));
+        CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), s0), BG_ID(me, i));
     }
+    free(s0);
     for (long i = 0; i < NN; i++) {
         for (long e = 0; e < DEG; e++) {
             uint64_t h = mix64(((uint64_t)me << 40) ^ ((uint64_t)i << 8) ^ (uint64_t)e);
@@ -233,8 +262,10 @@ int main(int argc, char **argv)
     DEG = tst_opt(argc, argv, "d", DEG);
     SPAN = tst_opt(argc, argv, "span", SPAN);
     STEPS = tst_opt(argc, argv, "steps", STEPS);
-    if (NN < 2 || NN % 2) {
-        fprintf(stderr, "n must be even and >= 2\n");
+    SIZE = tst_opt(argc, argv, "size", SIZE);
+    bgi_chunk_limit = (size_t)tst_opt(argc, argv, "chunk", 0);
+    if (NN < 2 || NN % 2 || SIZE < (long)sizeof(state)) {
+        fprintf(stderr, "n must be even and >= 2, size at least %zu\n", sizeof(state));
         return 2;
     }
     bipartite_perf_init();
