@@ -277,6 +277,7 @@ void bg_iter_init(bg_t g, bg_color c, bg_iter *it)
         lib_die("bg_iter_init: %s",
                 it ? "a colour that is neither BG_RED nor BG_BLACK" : "NULL iterator");
     it->part_ = part_of(g);
+    it->id_ = g;
     it->next_ = 0;
     it->color_ = c;
 }
@@ -286,7 +287,7 @@ bool bg_iter_next(bg_iter *it, bg_node *node)
     if (!it || !it->part_ || !node)
         lib_die("bg_iter_next: %s", !it || !node ? "NULL iterator or node"
                                                  : "the iterator was not set up by bg_iter_init");
-    bg_part *p = it->part_;
+    bg_part *p = lib_iter_part(it->id_, it->part_, BG_MAGIC, "bg_iter_next", "bipartite graph");
     if (!p->finalized)
         return false;
     while (it->next_ < p->n && p->color[it->next_] != it->color_)

@@ -94,6 +94,7 @@ size_t bg_ghost_count(bg_t g);
 
 typedef struct {
     void *part_;
+    bg_t id_;
     size_t next_;
     bg_color color_;
 } bg_iter;

@@ -122,6 +122,18 @@ static __attribute__((unused)) void *lib_part_of_kind(mp_obj_t id, uint32_t magi
     return p;
 }
 
+/* The partition an iterator walks, checked at each step: its handle must still name the
+ * partition it was set up with.  The iterator holds the partition's address for speed, and a
+ * destroy frees it: without the check the next step read freed memory.  Ends the run. */
+static __attribute__((unused)) void *lib_iter_part(mp_obj_t id, void *part, uint32_t magic,
+                                                   const char *fn, const char *kind)
+{
+    uint32_t *p = mp_obj_local(id);
+    if (p != part || *p != magic)
+        lib_die("%s: the %s was destroyed since the iterator was set up", fn, kind);
+    return p;
+}
+
 /* Registers the module's access categories once per process (thread-safe); the structures
  * call it from their create functions, in case the program did not. */
 #define LIB_PERF_INIT(init_fn)                                                                     \

@@ -569,6 +569,7 @@ void ht_iter_init(ht_t h, ht_iter *it)
     if (!it)
         lib_die("ht_iter_init: NULL iterator");
     it->part_ = p;
+    it->id_ = h;
     it->bin_ = 0;
     it->entry_ = NULL;
     it->removals_ = p->removals;
@@ -579,7 +580,7 @@ bool ht_iter_next(ht_iter *it, const void **key, void **value)
     if (!it || !it->part_)
         lib_die("ht_iter_next: %s",
                 it ? "the iterator was not set up by ht_iter_init" : "NULL iterator");
-    ht_part *p = it->part_;
+    ht_part *p = lib_iter_part(it->id_, it->part_, HT_MAGIC, "ht_iter_next", "hash table");
     /* an entry freed since ht_iter_init may be the one the iterator holds: refuse before
      * following its link (a local delete or clear while iterating, which hashtable.h forbids) */
     if (p->removals != it->removals_)

@@ -103,6 +103,7 @@ void ht_clear_local(ht_t h);
 
 typedef struct {
     void *part_;
+    ht_t id_;
     size_t bin_;
     void *entry_;
     uint64_t removals_;

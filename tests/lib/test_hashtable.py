@@ -198,15 +198,26 @@ def test_misuse_delete_while_iterating_ends_run(ht_test, tmp_path):
             "during the iteration") in proc.stderr, msg
 
 
+def test_misuse_iterating_a_destroyed_table_ends_run(ht_test, tmp_path):
+    """The iterator held the partition's address: after ht_destroy its next step read freed
+    memory; now it ends the run with a message."""
+    proc, msg = _misuse(ht_test, "iter_destroyed", 1, tmp_path)
+    assert proc.returncode != 0, msg
+    assert "iteration went on" not in proc.stdout, msg
+    assert ("hashtable (PE 0): ht_iter_next: the hash table was destroyed since the iterator "
+            "was set up") in proc.stderr, msg
+
+
 @pytest.mark.sanitizer
 def test_misuse_sanitized(cmake_build, tmp_path):
     """The refusals touch no memory they should not."""
     exe = _program(cmake_build, "address")
     env = {"ASAN_OPTIONS": "detect_leaks=0"}
-    for case, pes in (("sizes", 2), ("sched", 2), ("kind", 2), ("iter_delete", 1)):
+    for case, pes in (("sizes", 2), ("sched", 2), ("kind", 2), ("iter_delete", 1),
+                      ("iter_destroyed", 1)):
         proc, msg = _misuse(exe, case, pes, tmp_path, env_extra=env)
         assert "Sanitizer" not in proc.stderr, msg
-        assert (proc.returncode == 0) == (case != "iter_delete"), msg
+        assert (proc.returncode == 0) == (not case.startswith("iter_")), msg
 
 
 @pytest.mark.sanitizer

@@ -169,10 +169,33 @@ static void misuse_colour(void)
     printf("count %zu\n", bg_local_count(g, (bg_color)7));
 }
 
+/* An iterator of a graph destroyed since it was set up: its next step read the freed
+ * partition; now it ends the run. */
+static void misuse_iter_destroyed(void)
+{
+    bg_t g;
+    int me = mp_mype();
+    CHECK_OK(bg_create(8, &g));
+    for (int i = 0; i < 4; i++)
+        bg_add_node(g, (bg_color)(i & 1), NULL);
+    CHECK_EQ(bg_finalize(g, cnt[me]), MP_WAIT);
+    wait_more(1);
+    bg_iter it;
+    bg_node v;
+    bg_iter_init(g, BG_RED, &it);
+    CHECK(bg_iter_next(&it, &v));
+    CHECK_EQ(bg_destroy(g, cnt[me]), MP_WAIT);
+    wait_more(1);
+    bg_iter_next(&it, &v);
+    printf("misuse iter: iteration went on (PE %d)\n", me);
+}
+
 static void misuse(void)
 {
     if (strcmp(misuse_case, "colour") == 0)
         misuse_colour();
+    else if (strcmp(misuse_case, "iter_destroyed") == 0)
+        misuse_iter_destroyed();
     else if (strcmp(misuse_case, "sizes") == 0)
         misuse_sizes();
     else if (strncmp(misuse_case, "kind", 4) == 0)

@@ -368,6 +368,28 @@ static void misuse_iter_delete(void)
     printf("misuse iter: iteration went on (PE %d)\n", ME);
 }
 
+/* An iterator of a table destroyed since it was set up: its next step read the freed
+ * partition; now it ends the run. */
+static void misuse_iter_destroyed(void)
+{
+    ht_options o;
+    ht_t h;
+    ht_options_init(&o, 8, 8);
+    CHECK_OK(ht_create(&o, &h));
+    uint64_t k = (uint64_t)ME;
+    CHECK(ht_insert_unack(h, &k, &k) != MP_FAIL);
+    sync_all(h);
+    ht_iter it;
+    ht_iter_init(h, &it);
+    mp_counter_t d = mp_counter_new(0);
+    CHECK_EQ(ht_destroy(h, d), MP_WAIT);
+    CHECK_OK(mp_block_until(d, 1));
+    mp_counter_free(d);
+    const void *kp;
+    ht_iter_next(&it, &kp, NULL);
+    printf("misuse iter: iteration went on (PE %d)\n", ME);
+}
+
 /* Refusals that leave the table as it was: a destroy while a sync runs (it destroyed the
  * table and then failed), a second sync while one runs (its waiting fiber hung the run), a
  * shared snapshot that is no snapshot (the first insert ended the run). */
@@ -426,6 +448,8 @@ static void misuse(void)
         misuse_kind();
     else if (strcmp(misuse_case, "iter_delete") == 0)
         misuse_iter_delete();
+    else if (strcmp(misuse_case, "iter_destroyed") == 0)
+        misuse_iter_destroyed();
     else
         CHECK(!"unknown misuse case");
 }
