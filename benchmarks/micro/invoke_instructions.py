@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions per remote invocation, counted by callgrind.
 
-    invoke_instructions.py [--workload PATH] [--floor PATH] [--msgs M] [--top N]
+    invoke_instructions.py [--workload PATH] [--floor PATH] [--msgs M] [--top N] [--pes LIST]
 
 Runs `rt_workload 2 0 M 16 0` (two PEs, a thread each: MPROF_WORKERS=2; PE 0 sends M remote
 invocations of 16 bytes, PE 1 2M, 16 a step fiber of the workload) under callgrind for
@@ -24,6 +24,13 @@ a record appended to a block of an SPSC ring per pair and dispatched through a f
 pointer, no runtime; msg_floor.c) counted the same way, per record.  The last line is JSON:
   aggregated / unaggregated   {"instructions_per_op", "parts", "functions"}
   floor_instructions          per record of msg_floor
+  by_pes                      with --pes: {P: {"aggregated", "unaggregated"}} for each P
+
+--pes 2,4,8,16 counts the same at each P, a thread per PE (MPROF_WORKERS=P): whether the
+work of a remote operation grows with the number of PEs (a poll or a flush that visits every
+peer would).  Counts, not times, so the figure is the same on a 2-core machine as on 16 cores
+(what contention for cache lines costs there is not in it).  An unaggregated run's idle PEs
+poll while callgrind runs one thread at a time, which can swamp its difference at many PEs.
 """
 
 import argparse
@@ -129,16 +136,17 @@ def summarise(a, b, ops, top):
             "parts": {k: round(v, 1) for k, v in parts.items()}, "functions": fns}
 
 
-def workload(exe, msgs, agg_bytes, tmp, top):
+def workload(exe, msgs, agg_bytes, tmp, top, pes=2):
     runs = []
     for m in (msgs, 2 * msgs):
         profile = os.path.join(tmp, f"profile.{agg_bytes}.{m}.json")
         env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
         # no category sampler: its signals come per millisecond of CPU, which valgrind
         # stretches some 50-fold (overhead.py does the same)
-        env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS="2", MPROF_OUT=profile,
+        env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS=str(pes), MPROF_OUT=profile,
                    MPROF_SAMPLE_US="0")
-        total, fns = counted([exe, "2", "0", str(m), "16", "0"], env, tmp, f"{agg_bytes}.{m}")
+        total, fns = counted([exe, str(pes), "0", str(m), "16", "0"], env, tmp,
+                             f"{pes}.{agg_bytes}.{m}")
         runs.append(((total, fns), remote_ops(profile)))
     (a, ops_a), (b, ops_b) = runs
     if ops_b <= ops_a:
@@ -169,17 +177,36 @@ def main():
     ap.add_argument("--msgs", type=int, default=20000, help="M: runs of M and 2M (default 20000)")
     ap.add_argument("--top", type=float, default=1.0,
                     help="list functions of at least this many instructions per operation")
+    ap.add_argument("--pes", default="",
+                    help="comma-separated PE counts to count at as well, a thread per PE")
     a = ap.parse_args()
     if a.msgs < 1:
         fail(f"--msgs must be at least 1 (got {a.msgs})")
+    try:
+        pes = [int(p) for p in a.pes.split(",") if p.strip()]
+    except ValueError:
+        fail(f"--pes takes comma-separated PE counts (got {a.pes!r})")
+    if any(p < 2 or p > 1024 for p in pes):
+        fail(f"--pes: each count must be 2-1024 (got {a.pes})")
+    out = {}
     with tempfile.TemporaryDirectory(prefix="invoke_instructions.") as tmp:
         agg = workload(a.workload, a.msgs, 4096, tmp, a.top)
         unagg = workload(a.workload, a.msgs, 0, tmp, a.top)
         fl = floor(a.floor, 5 * a.msgs, tmp)
+        for p in pes:
+            out[str(p)] = {"aggregated": workload(a.workload, a.msgs, 4096, tmp, a.top, p),
+                           "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, p)}
     show("aggregated (MPROF_AGG_BYTES=4096)", agg)
     show("unaggregated (MPROF_AGG_BYTES=0)", unagg)
     print(f"floor (msg_floor): {fl:.1f} instructions per record")
-    print(json.dumps({"aggregated": agg, "unaggregated": unagg, "floor_instructions": fl}))
+    for p, r in out.items():
+        print(f"{p} PEs, a thread each: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
+              f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
+              "remote operation")
+    result = {"aggregated": agg, "unaggregated": unagg, "floor_instructions": fl}
+    if out:
+        result["by_pes"] = out
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

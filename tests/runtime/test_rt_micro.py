@@ -124,7 +124,7 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
     # how long an idle PE polls while callgrind runs the other thread moved the difference of
     # the two runs' receive part between 1 and 58 instructions per operation
     run = subprocess.run([sys.executable, str(script), "--workload", str(micro / "rt_workload"),
-                          "--floor", str(micro / "msg_floor"), "--msgs", "5000"],
+                          "--floor", str(micro / "msg_floor"), "--msgs", "5000", "--pes", "4"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     f = json.loads(run.stdout.strip().splitlines()[-1])
@@ -137,6 +137,10 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
         # every remote operation is one mp_invoke and one record polled on the receiver
         assert r["parts"]["invoke"] > 10 and r["parts"]["receive"] > 10, r
         assert "mp_invoke" in r["functions"] and "step" in r["functions"], r
+    # --pes: the same counts at 4 PEs, a thread each (four processes' worth of rt_workload)
+    four = f["by_pes"]["4"]
+    assert set(four) == {"aggregated", "unaggregated"}, f
+    assert f["floor_instructions"] < four["aggregated"]["instructions_per_op"] < 2000, f
 
 
 @pytest.mark.parametrize("args, message", [
