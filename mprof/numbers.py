@@ -5,6 +5,8 @@ A number is accepted when it is a real number (not a boolean, not text), finite,
 its range; anything else is an MprofError that says where the value came from (`where`:
 "spec.toml:7:13: timeout_s", "--alpha", "model.json: parameters.rts:Msg") and what was
 expected.  `option(...)` makes the same check an argparse type.
+
+`bounded` and `percent` print ratios and percentages for the outputs, bounded in length.
 """
 
 from __future__ import annotations
@@ -20,6 +22,30 @@ def shown(value) -> str:
     """A value as a message quotes it: its repr, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# Percentages and ratios past this magnitude print as a bound (">99999 %").
+BOUND = 99999
+
+
+def bounded(value, spec: str = ".2f", unit: str = "") -> str:
+    """A ratio as outputs print it, by the format `spec`, `unit` after it: "n/a" where it is
+    undefined (None, nan), and past +-BOUND (infinity included) a bound, ">99999" or
+    "<-99999".  A ratio over a denominator that rounds to zero (times of 1e-300 s beside a
+    model's milliseconds) is true but would print hundreds of digits; the bound says as
+    much as those digits do."""
+    if value is None or value != value:
+        return "n/a"
+    if value > BOUND:
+        return f">{BOUND}{unit}"
+    if value < -BOUND:
+        return f"<-{BOUND}{unit}"
+    return f"{value:{spec}}{unit}"
+
+
+def percent(value, spec: str = ".1f", unit: str = " %") -> str:
+    """A percentage (`value` already in percent) as outputs print it: see bounded."""
+    return bounded(value, spec, unit)
 
 
 def _num(x) -> str:

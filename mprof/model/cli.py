@@ -38,8 +38,9 @@ def register(subparsers):
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     p = sub.add_parser("show", help="print a model file",
                        description="Print a model file: fit quality, settings, and per module "
-                       "and category each parameter with its 90 % half width (imported "
-                       "parameters marked).")
+                       "and category each parameter with its 90 % half width and the notes "
+                       "the fit printed (imported, fixed, interval contains 0, not determined: "
+                       "rank deficient).")
     p.add_argument("model", help="model file (JSON, written by SaveModel)")
     p.add_argument("--json", action="store_true", help="print the model file's JSON")
     p.set_defaults(func=cmd_show)
@@ -74,6 +75,7 @@ def cmd_fit(args):
 def cmd_show(args):
     from ..report.jsonout import dumps
     from .modelfile import FIXED, load_model
+    from .report import fixed_text, mre_text, parameter_notes
 
     model = load_model(args.model)
     if args.json:
@@ -82,12 +84,15 @@ def cmd_show(args):
     q = model.quality
     print(f"Model {args.model} (created {model.created_at})")
     chi = q.get("chi_square")  # null in a file when the fit had none
-    print(f"Chi-square: {'n/a' if chi is None else f'{chi:f}'}   dof: {q.get('dof')}   "
+    print(f"Chi-square: {'n/a' if chi is None else fixed_text(chi)}   dof: {q.get('dof')}   "
           f"rank: {q.get('rank')}/{q.get('n_parameters')}")
-    print(f"Sample MRE: {_pct(q.get('sample_mre_percent'))}   "
-          f"Test MRE: {_pct(q.get('test_mre_percent'))}")
+    print(f"Sample MRE: {mre_text(q.get('sample_mre_percent'))}   "
+          f"Test MRE: {mre_text(q.get('test_mre_percent'))}")
     print("Settings: " + ", ".join(f"{k}={v}" for k, v in model.settings.items()
                                    if k in ("granularity", "normalize", "cutoff")))
+    # the fit's warning, from the file: which terms the data could not tell apart
+    for group in model.flags.get("rank_deficient_terms", []):
+        print("Not determined (rank deficient), linearly dependent: " + ", ".join(group))
     for module, info in model.interfaces.items():
         print(f"\n{module}  ({info.path})")
         for cat, terms in info.categories.items():
@@ -98,16 +103,15 @@ def cmd_show(args):
                     half = model.halfwidths.get(name)
                     tag = ("" if name not in model.imported else " (fixed)"
                            if model.imported[name] == FIXED else " (imported)")
-                    hw = f" +- {half:g}" if half is not None else ""
-                    parts.append(f"{term}={model.values[name]:g}{hw}{tag}")
+                    # a halfwidth the file records as null is read as nan: none to show
+                    hw = f" +- {half:g}" if half is not None and half == half else ""
+                    notes = parameter_notes(model, name, source=False)
+                    parts.append(f"{term}={model.values[name]:g}{hw}{tag}"
+                                 + (f" [{'; '.join(notes)}]" if notes else ""))
                 else:
                     parts.append(f"{term}=ignored")
             print(f"  {cat:<12} " + ", ".join(parts))
     return 0
-
-
-def _pct(value):
-    return "n/a" if value is None else f"{value:f}%"
 
 
 def cmd_export_c(args):

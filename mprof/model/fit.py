@@ -175,9 +175,15 @@ def mre(model: np.ndarray, measured: np.ndarray) -> float:
     """Mean relative error in percent: geometric mean of 1 + |model - t| / t, minus one."""
     if len(measured) == 0:
         return float("nan")
-    # times of 1e308 s overflow the ratio: the MRE is then inf (shown as such, null in files)
-    with np.errstate(over="ignore", invalid="ignore"):
-        ratio = np.abs(model - measured) / measured
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        miss = np.abs(model - measured)
+        if not np.isfinite(miss).all():
+            # predictions or times of 1e308 s overflow: the MRE is unknown (nan; null in
+            # files, "n/a (overflows)" in print)
+            return float("nan")
+        # measured times that round to zero beside the predictions (1e-300 s) make it inf: a
+        # model off by more than any number (null in files, a bound in print)
+        ratio = miss / measured
         return float(np.expm1(np.mean(np.log1p(ratio))) * 100.0)
 
 
@@ -208,6 +214,19 @@ def check_design(design: Design, what: str = "fit") -> None:
         raise MprofError(f"{what}: imported parameters give a non-finite contribution")
 
 
+def check_normalized(design: Design, A: np.ndarray, B: np.ndarray) -> None:
+    """`Normalize on` divides each sample's terms by its time: a time that rounds to zero
+    beside its terms (1e-300 s against a count of 1e6) overflows to inf, which the SVD cannot
+    take; the sample and term are named instead."""
+    for scaled, raw, names in ((A, design.A, design.names), (B, design.B, design.imported)):
+        rows, cols = np.nonzero(~np.isfinite(scaled))
+        if len(rows):
+            i, j = rows[0], cols[0]
+            raise MprofError(f"fit: {design.labels[i]}: with Normalize on, term {names[j]} "
+                             f"({raw[i, j]:g}) divided by the measured time {design.t[i]:g} s "
+                             "overflows (are the times in seconds?)")
+
+
 def solve(design: Design, options: FitOptions | None = None,
           test: Design | None = None) -> FitResult:
     # Times of 1e308 s overflow the fit's arithmetic: its figures become inf or nan, which the
@@ -234,6 +253,7 @@ def _solve(design: Design, options: FitOptions | None, test: Design | None) -> F
         A = A / design.t[:, None]
         y = y / design.t
         B = B / design.t[:, None]
+        check_normalized(design, A, B)
     scale = column_norms(A)
     U, w, Vt = linalg.svd(A / scale, full_matrices=False, lapack_driver="gesdd")
     if w[0] == 0:

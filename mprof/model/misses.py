@@ -11,8 +11,10 @@ siblings, the sample taken from it).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
+from ..numbers import percent
 from .fit import Design, FitResult
 
 
@@ -33,7 +35,9 @@ class Miss:
     def to_json(self) -> dict:
         return {"set": self.which, "sample": self.label, "config": self.config,
                 "predicted_s": self.predicted, "measured_s": self.measured,
-                "error_pct": 100 * self.error,
+                # null where the measured time rounds to zero beside the prediction (1e-300
+                # s): the error is then past any number JSON holds
+                "error_pct": 100 * self.error if math.isfinite(self.error) else None,
                 "runs": None if self.runs is None else
                 {"min_s": self.runs[0], "max_s": self.runs[1], "count": self.runs[2]}}
 
@@ -109,7 +113,8 @@ def format_lines(misses: list[Miss], n: int) -> list[str]:
         for m in worst:
             runs = (f"runs {m.runs[0]:.4g}-{m.runs[1]:.4g} ({m.runs[2]})"
                     if m.runs and m.runs[2] > 1 else "one run")
-            lines.append(f"  {100 * m.error:+7.1f} %  {m.predicted:.4g} / {m.measured:.4g}  "
+            lines.append(f"  {percent(100 * m.error, '+.1f'):>9}  {m.predicted:.4g} / "
+                         f"{m.measured:.4g}  "
                          f"{runs}  {m.label}  {m.config}")
     return lines
 

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import MprofError
+from ..numbers import bounded, percent
 from ..profile import IDLE, RunProfile
 from .build import Report, build_report, decimals_for
 from .measured import NO_CATEGORIES
@@ -158,11 +159,11 @@ def _busy_idle(run: ScaledRun) -> ScaledRun:
 # -- renderings -----------------------------------------------------------------------------
 
 def _pct(v: float) -> str:
-    return "n/a" if not math.isfinite(v) else f"{100 * v:.1f} %"
+    return percent(100 * v)
 
 
 def speedup_text(v: float) -> str:
-    return "n/a" if not math.isfinite(v) else f"{v:.2f}"
+    return bounded(v)
 
 
 def format_compare(cmp: Comparison, digits: int | None = None) -> str:
@@ -191,7 +192,7 @@ def format_compare(cmp: Comparison, digits: int | None = None) -> str:
         cells = " ".join(f"{f'{v:.{d}f} ({v / r.npes:.{d}f})':>{cell}}"
                          for v, r in zip(vals, runs))
         growth = vals[-1] - vals[0]
-        ratio = f"{vals[-1] / vals[0]:.2f}" if vals[0] > 0 else "-"
+        ratio = bounded(vals[-1] / vals[0]) if vals[0] > 0 else "-"
         out.append(f"  {row:<{width}} {cells} {growth:>+{w + 2}.{d}f} {ratio:>6}")
     if any(r.model_s is not None for r in runs):
         unit = "CPU seconds" if cmp.measure == "cpu" else "seconds"
@@ -206,7 +207,7 @@ def format_compare(cmp: Comparison, digits: int | None = None) -> str:
                       if rep.explained is False else "band unknown")
             hw = rep.band_halfwidth if rep.band_halfwidth is not None and \
                 math.isfinite(rep.band_halfwidth) else math.nan
-            err_text = f"{err:+.1f}%" if math.isfinite(err) else "n/a"
+            err_text = percent(err, "+.1f", "%")
             hw_text = f"{hw:.{d}f}" if math.isfinite(hw) else "n/a"
             out.append(f"  {r.npes:>4} {rep.measured_total:>{w}.{d}f} "
                        f"{rep.model_total:>{w}.{d}f} {hw_text:>{w}} {err_text:>8}  {inside}")

@@ -13,6 +13,7 @@ import jinja2
 
 from .. import __version__
 from ..files import write_file
+from ..numbers import percent
 from .build import Report
 from .measured import NO_CATEGORIES
 from .text import format_text, idle_lines, imbalance_sentence, lead_rows, message_lines, \
@@ -323,7 +324,7 @@ def model_vs_measured(report: Report, d: int) -> Figure:
         fig.text(xm + bar, y1 + 15, f"PE{pc.pe}", anchor="middle", size=10)
         err = pc.error_percent
         if err is not None:
-            fig.text(xm + bar, y1 + 30, f"{err:+.1f}%", anchor="middle", size=10,
+            fig.text(xm + bar, y1 + 30, percent(err, "+.1f", "%"), anchor="middle", size=10,
                      fill="#b00" if abs(err) > 10 else "#222")
     for j, (label, color) in enumerate((("model", PALETTE[0]), ("measured", PALETTE[1]))):
         fig.rect(x1 + 16, y0 + 16 * j, 12, 12, color)
@@ -496,10 +497,15 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     return env.get_template("report.html.j2").render(
         r=report, d=d, figures={f.kind: f for f in figures}, css=css, version=__version__,
         text=format_text(report, per_pe=False, digits=digits), names=report.names,
-        share=share_text, no_categories=NO_CATEGORIES,
+        share=share_text, relative=_relative, no_categories=NO_CATEGORIES,
         imbalance=imbalance_sentence(report, d) if report.imbalance else None,
         wait=wait_sentence(report, d) if report.lead_access else None,
         idle=idle_lines(report, d)[1:], messages=message_lines(report)[1:], stat=_stat_text)
+
+
+def _relative(change: float, now: float) -> str:
+    """A change relative to what it changes, signed and bounded (numbers.percent)."""
+    return percent(100 * change / now, "+.1f") if now else "n/a"
 
 
 def _stat_text(v) -> str:

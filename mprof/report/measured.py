@@ -106,7 +106,9 @@ class Imbalance:
 
     @property
     def idle_share(self) -> float:
-        """The share of the PEs' idle time the imbalance accounts for (at most 1)."""
+        """The share of the PEs' wall-clock idle time that waiting for the busiest PE can
+        account for: caused_s over idle_s, at most 1 (caused_s is busy time, not idle time: a
+        gap larger than the idle time was partly spent off a CPU)."""
         return min(self.caused_s / self.idle_s, 1.0) if self.idle_s > 0 else math.nan
 
 

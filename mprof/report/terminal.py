@@ -10,9 +10,10 @@ import math
 from rich.console import Console
 from rich.table import Table
 
+from ..numbers import percent
 from .build import Report
 from .measured import NO_CATEGORIES
-from .text import idle_lines, imbalance_sentence, message_lines, wait_sentence
+from .text import idle_lines, imbalance_sentence, message_lines, share_text, wait_sentence
 
 
 def _s(value, d):
@@ -21,8 +22,7 @@ def _s(value, d):
     return f"{value:.{d}f}" if abs(value) >= 10 ** -d or value == 0 else f"{value:.2g}"
 
 
-def _share(share: float) -> str:
-    return "n/a" if not math.isfinite(share) else f"{100 * share:.1f} %"
+_share = share_text
 
 
 def _bar(share: float, width: int = 20) -> str:
@@ -73,7 +73,7 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
         share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0
         console.print(f"Why the PEs waited: [bold]{last}[/bold] waited "
                       f"{_s(report.lead_access_latency, d)} s; {_s(chain.latency, d)} s "
-                      f"({100 * share:.1f} %) along [bold]{chain.name(names)}[/bold]",
+                      f"({_share(share)}) along [bold]{chain.name(names)}[/bold]",
                       highlight=False)
     _rest(console, report, d, per_pe, pct)
 
@@ -154,7 +154,7 @@ def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
                 t.add_row(str(pc.pe), _s(pc.model_s, d), _s(pc.halfwidth, d),
                           _s(pc.measured_s, d),
                           _s(pc.measured_idle_s, d) if pc.measured_idle_s is not None else "n/a",
-                          f"{err:+.1f}%" if err is not None else "")
+                          percent(err, "+.1f", "%") if err is not None else "")
             console.print(t)
     else:
         t = Table(title="Statistics (summed over PEs)")
@@ -242,13 +242,12 @@ def _what_if_table(console, report: Report, d: int, pct: int) -> None:
         t.add_column(col, justify=just)
     for c in w.categories:
         t.add_row(c.name, _s(c.now_s, d), _s(c.new_s, d), f"{c.change_s:+.{d}f}",
-                  _s(c.halfwidth, d), f"{100 * c.relative:+.1f} %"
-                  if math.isfinite(c.relative) else "n/a")
+                  _s(c.halfwidth, d), percent(100 * c.relative, "+.1f"))
     t.add_section()
     rel = w.change_s / w.now_s if w.now_s else math.nan
     t.add_row("[bold]total (model)[/bold]", _s(w.now_s, d), _s(w.new_s, d),
               f"{w.change_s:+.{d}f}", _s(w.change_halfwidth, d),
-              f"{100 * rel:+.1f} %" if math.isfinite(rel) else "n/a")
+              percent(100 * rel, "+.1f"))
     console.print(t)
     console.print(f"Predicted time {_s(w.new_s, d)} s ± {_s(w.new_halfwidth, d)} ({pct} % "
                   f"prediction band); measured now {_s(w.measured_s, d)} s", highlight=False)

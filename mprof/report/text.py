@@ -24,6 +24,7 @@ import math
 
 from ..latency import access_latency_json, chain_json
 from ..latency.text import chains_section, latency_section
+from ..numbers import percent
 from .build import AGG_WHY, CostRow, Report, decimals_for
 from .measured import NO_CATEGORIES
 
@@ -37,7 +38,9 @@ def _num(value: float, d: int) -> str:
 
 
 def share_text(share: float) -> str:
-    return "n/a" if not math.isfinite(share) else f"{100 * share:.1f} %"
+    """A fraction as a percentage, bounded (numbers.percent): the share of a total that rounds
+    to zero (times of 1e-300 s) would otherwise run to hundreds of digits."""
+    return percent(100 * share)
 
 
 def lead_rows(report: Report, limit: int = LEAD_ROWS) -> tuple[list[CostRow], CostRow | None]:
@@ -97,15 +100,40 @@ def imbalance_sentence(report: Report, d: int) -> str:
     """The load-imbalance finding in one paragraph (wall-clock seconds)."""
     im = report.imbalance
     out = (f"{_pes(im.busiest)} {'was' if len(im.busiest) == 1 else 'were'} busy the most: "
-           f"{im.busiest_s:.{d}f} s, {100 * im.excess:.0f} % above the mean of "
+           f"{im.busiest_s:.{d}f} s, {percent(100 * im.excess, '.0f')} above the mean of "
            f"{im.mean_s:.{d}f} s ("
            + ("busy: CPU time outside the idle loop)" if im.measure == "cpu"
               else "wall-clock busy time: elapsed minus idle)"))
     if im.idlest:
         out += f"; {_pes(im.idlest)} under half the mean"
-    out += (f". Waiting for the busiest PE accounts for {im.caused_s:.{d}f} s, "
-            f"{share_text(im.idle_share)} of the PEs' {im.idle_s:.{d}f} s of wall-clock idle "
-            "time.")
+    return out + ". " + _gap_sentence(im, d) + _statistic_sentence(report)
+
+
+def _gap_sentence(im, d: int) -> str:
+    """What the PEs' busy time short of the busiest PE's (the gap, summed over PEs) is beside
+    their wall-clock idle time.  Waiting for the busiest PE is idle time only as far as there
+    is idle time: the rest of the gap the PEs were neither busy nor idle (off a CPU outside
+    the idle loop, preempted or blocked, or not running: a shorter elapsed time), so it is
+    stated apart and never as a share of the idle time over 100 %."""
+    gap, idle = im.caused_s, im.idle_s
+    if gap <= idle and idle > 0:
+        return (f"Waiting for the busiest PE accounts for {gap:.{d}f} s, "
+                f"{share_text(im.idle_share)} of the PEs' {idle:.{d}f} s of wall-clock idle "
+                "time (the PEs' busy time short of the busiest's, summed over PEs).")
+    elsewhere = ("off a CPU outside the idle loop or not running" if im.measure == "cpu"
+                 else "not running: their elapsed times differ")
+    if idle <= 0:
+        return (f"The PEs were busy {gap:.{d}f} s less than the busiest PE (summed over PEs) "
+                f"and had no wall-clock idle time: they were {elsewhere} for that time.")
+    return (f"The PEs were busy {gap:.{d}f} s less than the busiest PE (summed over PEs), more "
+            f"than their {idle:.{d}f} s of wall-clock idle time: waiting for it can account "
+            f"for all of that idle time; for the other {gap - idle:.{d}f} s they were "
+            f"{elsewhere}.")
+
+
+def _statistic_sentence(report: Report) -> str:
+    im = report.imbalance
+    out = ""
     if im.statistic:
         values = im.stat_values
         top = max(range(len(values)), key=lambda i: (values[i], -i))
@@ -222,7 +250,7 @@ def chain_sentence(report: Report, d: int) -> str:
     last = report.names.get(chain.nodes[-1], chain.nodes[-1])
     share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0.0
     return (f"{last} waited {report.lead_access_latency:.{d}f} s; {chain.latency:.{d}f} s "
-            f"({100 * share:.1f} %) along {chain.name(report.names)}")
+            f"({share_text(share)}) along {chain.name(report.names)}")
 
 
 def wait_sentence(report: Report, d: int) -> str:
@@ -329,7 +357,8 @@ def format_text(report: Report, *, per_pe: bool = False, digits: int | None = No
                 out.append(f"PE{pc.pe}: Model={_num(pc.model_s, d)} +-{_hw(pc.halfwidth, d)}, "
                            f"Total={_num(pc.measured_s, d)}, Idle="
                            + (_num(idle, d) if idle is not None else "n/a")
-                           + (f", error {err:+.1f}%" if err is not None else ""))
+                           + (f", error {percent(err, '+.1f', '%')}" if err is not None
+                              else ""))
     else:
         out += raw_lines(report)
     if per_pe:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import MprofError
+from ..numbers import percent
 from ..profile import ObjectRecord, RunProfile, fallback_measure
 
 _CHANGE = re.compile(r"^\s*([^=\s]+)\s*=\s*([^=\s]+?)\s*$")
@@ -232,7 +233,7 @@ def _sum_terms(dicts) -> dict[str, float]:
 
 
 def _pct(v: float) -> str:
-    return "n/a" if not math.isfinite(v) else f"{100 * v:+.1f} %"
+    return percent(100 * v, "+.1f")
 
 
 def _hw(v: float, d: int) -> str:

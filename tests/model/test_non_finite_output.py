@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import sys
 import warnings
@@ -85,6 +86,17 @@ def test_fit_of_overflowing_times_saves_nothing_and_says_why(tmp_path, huge_db, 
     captured = capsys.readouterr()
     assert "Infinity" not in captured.out and "NaN" not in captured.out
     assert "not a finite number" in captured.err
+
+
+def test_fit_printed_before_the_save_is_refused_shows_no_inf(tmp_path, huge_db, capsys):
+    """`Fit` prints the fit, then `SaveModel` refuses it: the printed figures that overflowed
+    say so, in words, instead of inf or nan."""
+    script = write_script(tmp_path, SCRIPT.replace("SaveModel", "Fit\nSaveModel"))
+    assert main(["fit", str(script)]) == 2
+    captured = capsys.readouterr()
+    assert "the model was not saved" in captured.err, captured.err
+    assert "Chi-square: n/a (overflows)" in captured.out, captured.out
+    assert not re.search(r"\b(inf|nan)\b", captured.out, re.I), captured.out
 
 
 @pytest.mark.parametrize("change", ["rts:Msg=1e308x", "rts.MsgSent=1e308x"])

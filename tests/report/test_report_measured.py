@@ -269,9 +269,9 @@ def test_load_imbalance_leads_and_names_pes_idle_share_and_statistic():
         f"PE 0 was busy the most: 8.000 s, {100 * (8 / mean - 1):.0f} % above the mean of "
         f"{mean:.3f} s (busy: CPU time outside the idle loop); PEs 9, 10, 11, 12, 13, 14, "
         f"15 under half the mean. Waiting for the busiest PE accounts for {im.caused_s:.3f} s, "
-        f"{100 * im.idle_share:.1f} % of the PEs' {im.idle_s:.3f} s of wall-clock idle time. The "
-        "statistic that differs most between PEs: eigenvalue:Bisect (PE 0: 800, mean 100, "
-        "min 0; 7 PEs 0).")
+        f"{100 * im.idle_share:.1f} % of the PEs' {im.idle_s:.3f} s of wall-clock idle time (the "
+        "PEs' busy time short of the busiest's, summed over PEs). The statistic that differs "
+        "most between PEs: eigenvalue:Bisect (PE 0: 800, mean 100, min 0; 7 PEs 0).")
     assert lines[4].startswith("*** Where the time went (measured")
     html = render_html(report)
     assert html.index('id="imbalance"') < html.index('id="where"')
@@ -308,6 +308,48 @@ def test_imbalance_by_cpu_time_is_not_fooled_by_preemption():
     im = build_report(doc).imbalance
     assert im is not None and im.measure == "wall" and im.busiest == [0]
     assert "(wall-clock busy time: elapsed minus idle)" in format_text(build_report(doc))
+
+
+def _percentages(text):
+    return [float(x) for x in re.findall(r"(-?\d+(?:\.\d+)?) %", text)]
+
+
+def test_imbalance_gap_larger_than_the_idle_time_is_not_called_all_of_it():
+    """PE 1 was busy 0.05 s of CPU time less than PE 0 but idle only 0.02 s of wall-clock
+    time: it was off a CPU the rest.  The gap (CPU busy time) is not 100 % of the idle time
+    (wall-clock): the sentence says how far waiting can account for the idle time and where
+    the rest of the gap went."""
+    doc = eigenvalue_like(npes=2, busy=(0.06, 0.01, 0.01), seconds=0.07, idle_loop=0.0)
+    doc["pes"][0]["idle_s"] = 0.0
+    doc["pes"][1]["idle_s"] = 0.02
+    report = build_report(doc)
+    im = report.imbalance
+    assert im.measure == "cpu" and im.caused_s == pytest.approx(0.05)
+    assert im.idle_s == pytest.approx(0.02)
+    sentence = format_text(report, digits=3).splitlines()[3]
+    assert "accounts for 0.050 s" not in sentence, sentence
+    assert all(p <= 100 for p in _percentages(sentence.split("above the mean")[1])), sentence
+    assert ("The PEs were busy 0.050 s less than the busiest PE (summed over PEs), more than "
+            "their 0.020 s of wall-clock idle time: waiting for it can account for all of that "
+            "idle time; for the other 0.030 s they were off a CPU outside the idle loop or not "
+            "running.") in sentence, sentence
+    assert "0.0300 s they were off a CPU" in report_json(report)["imbalance"]["sentence"]
+    # without CPU times: busy is elapsed minus idle, and the gap past the idle time is time a
+    # PE was not running (it ended before the busiest PE's busy time)
+    for pe in doc["pes"]:
+        del pe["cpu_s"], pe["idle_cpu_s"], pe["categories"]
+    doc["schema_version"] = 1
+    doc["pes"][0]["elapsed_s"] = 0.06
+    doc["pes"][1]["elapsed_s"] = 0.015
+    doc["pes"][1]["idle_s"] = 0.005
+    sentence = format_text(build_report(doc), digits=3).splitlines()[3]
+    assert ("busy 0.050 s less than the busiest PE (summed over PEs), more than their 0.005 s "
+            "of wall-clock idle time: waiting for it can account for all of that idle time; for "
+            "the other 0.045 s they were not running: their elapsed times differ.") in sentence
+    doc["pes"][1]["idle_s"] = 0.0
+    sentence = format_text(build_report(doc), digits=3).splitlines()[3]
+    assert "n/a" not in sentence and ("busy 0.045 s less than the busiest PE (summed over PEs) "
+                                      "and had no wall-clock idle time") in sentence, sentence
 
 
 def test_balanced_run_has_no_imbalance_lead():
