@@ -32,10 +32,16 @@ typedef struct {
     double t_start;
     char started_at[32];
     int pinned_workers; /* worker threads the backend bound to a unit of their own (profile) */
-    bool carriers;      /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
+    int workers;   /* worker threads the PEs run on; 0: a thread (process) per PE (mpr_workers) */
+    int shm_ring;  /* slots of a message channel's ring; 0 where the backend has no rings */
+    bool carriers; /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
 } mpr_run;
 
 extern mpr_run mpr_g;
+
+/* The worker threads the run's PEs ran on (the profile's and the trace's `workers`): a backend
+ * without workers of its own (MPI) runs each PE on a thread, in a process, of its own. */
+static inline int mpr_workers(void) { return mpr_g.workers ? mpr_g.workers : mpr_g.npes; }
 
 /* pe.c: ends the run for the reason given unless it has ended already; returns whether this
  * call ended it.  The caller wakes the PEs (machine layer). */

@@ -61,7 +61,7 @@
 #define MAX_MODULES 64
 #define SETTINGS_METRIC ((OTF2_MetricRef)0)
 #define MODULE_METRIC(m) ((OTF2_MetricRef)(m) + 1) /* metric class of module m */
-#define NSETTINGS 7
+#define NSETTINGS 11
 
 static bool on; /* this run is traced (set before the PEs start) */
 
@@ -232,7 +232,8 @@ static unsigned trace_start(void)
 static const char *const setting_names[NSETTINGS] = {
     "setting::npes",           "setting::agg_bytes",   "setting::flush_fibers",
     "setting::flush_delay_us", "setting::small_bytes", "setting::spin",
-    "setting::pinned_workers"};
+    "setting::pinned_workers", "setting::carriers",    "setting::sample_us",
+    "setting::workers",        "setting::shm_ring"};
 
 static void trace_pe_begin(mpr_pe *pe)
 {
@@ -243,15 +244,25 @@ static void trace_pe_begin(mpr_pe *pe)
     const mp_config *cfg = &mpr_g.cfg;
     OTF2_Type types[NSETTINGS];
     OTF2_MetricValue values[NSETTINGS];
-    uint64_t u[NSETTINGS] = {
-        (uint64_t)mpr_g.npes,       (uint64_t)cfg->agg_bytes, (uint64_t)cfg->flush_fibers,   0,
-        (uint64_t)cfg->small_bytes, (uint64_t)cfg->spin,      (uint64_t)mpr_g.pinned_workers};
+    uint64_t u[NSETTINGS] = {(uint64_t)mpr_g.npes,
+                             (uint64_t)cfg->agg_bytes,
+                             (uint64_t)cfg->flush_fibers,
+                             0,
+                             (uint64_t)cfg->small_bytes,
+                             (uint64_t)cfg->spin,
+                             (uint64_t)mpr_g.pinned_workers,
+                             (uint64_t)mpr_g.carriers,
+                             0,
+                             (uint64_t)mpr_workers(),
+                             (uint64_t)mpr_g.shm_ring};
     for (int i = 0; i < NSETTINGS; i++) {
         types[i] = OTF2_TYPE_UINT64;
         values[i].unsigned_int = u[i];
     }
-    types[3] = OTF2_TYPE_DOUBLE;
+    /* the two settings in microseconds, as the profile has them */
+    types[3] = types[8] = OTF2_TYPE_DOUBLE;
     values[3].floating_point = cfg->flush_delay_s * 1e6;
+    values[8].floating_point = cfg->sample_s * 1e6;
     OTF2_EvtWriter_Metric(tp->w, NULL, t, SETTINGS_METRIC, NSETTINGS, types, values);
     tp->next_sample = sample_ns ? t + sample_ns : UINT64_MAX;
 }
@@ -499,7 +510,7 @@ static void write_global_definitions(const pe_summary *pes)
     for (int i = 0; i < NSETTINGS; i++) {
         OTF2_GlobalDefWriter_WriteMetricMember(
             w, member, string(&s, setting_names[i]), setting_desc, OTF2_METRIC_TYPE_USER,
-            OTF2_METRIC_ABSOLUTE_POINT, i == 3 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64,
+            OTF2_METRIC_ABSOLUTE_POINT, i == 3 || i == 8 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64,
             OTF2_BASE_DECIMAL, 0, empty);
         setting_refs[i] = member++;
     }

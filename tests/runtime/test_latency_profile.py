@@ -52,6 +52,21 @@ def test_a_remote_fiber_is_enabled_by_the_senders_category(rt, agg):
     assert run.latency(1, "lat:remote", "unclassified") is None
 
 
+def test_every_setting_that_changes_costs_is_recorded(rt):
+    """MPROF_CARRIERS, MPROF_WORKERS, MPROF_SAMPLE_US and MPROF_SHM_RING were in force but not
+    in `settings`: runs that differed only in them were one configuration in a database (mprof
+    bench leaves MPROF_* axes to the runtime's record), and fits and gates took them for
+    repetitions."""
+    env = {"MPROF_PES": 3, "MPROF_CARRIERS": 0, "MPROF_WORKERS": 1, "MPROF_SAMPLE_US": 0,
+           "MPROF_SHM_RING": 8, "MPROF_PIN": 0}
+    s = rt.run("objects", env=env).profile["settings"]
+    assert (s["carriers"], s["workers"], s["sample_us"], s["shm_ring"], s["pinned_workers"]) \
+        == (0, 1, 0, 8, 0), s
+    s = rt.run("objects", env={"MPROF_PES": 3, "MPROF_WORKERS": 3}).profile["settings"]
+    assert (s["carriers"], s["workers"], s["sample_us"]) == (1, 3, 1000), s
+    assert s["shm_ring"] >= 4 and s["shm_ring"] & (s["shm_ring"] - 1) == 0, s
+
+
 def test_run_profile_follows_the_documented_schema(rt):
     run = rt.run("objects", env={"MPROF_PES": 3, "MPROF_AGG_BYTES": 2048})
     p = run.profile

@@ -716,6 +716,7 @@ static int shm_run(void)
     memset(mpr_shm.pes, 0, sizeof *mpr_shm.pes * (size_t)npes);
     memset(mpr_shm.workers, 0, sizeof *mpr_shm.workers * (size_t)nw);
     mpr_shm.nworkers = nw;
+    mpr_g.workers = nw;
     mpr_shm.tls_memsz = 0;
     /* Slots per channel: 64 while the workers are few (a burst of unaggregated sends fits),
      * fewer as W * P channels may exist (4 at W >= 1024: 192 bytes a channel); a full ring
@@ -733,6 +734,7 @@ static int shm_run(void)
         ring = ring_default;
     }
     N.ring = (uint64_t)ring;
+    mpr_g.shm_ring = ring;
     if (net_init(&N.msg, npes, nw, true) != 0 || net_init(&N.ret, npes, nw, false) != 0)
         return -1;
     if (nw < npes)
