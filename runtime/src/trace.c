@@ -159,6 +159,30 @@ static int64_t clock_offset(uint64_t *at)
     return (int64_t)root - (int64_t)*at;
 }
 
+/* mkdir -p: the folder and any of its parents that are missing (MPI ranks may race to make
+ * them: EEXIST is success).  0, or -1 with errno set. */
+static int make_folders(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
 static unsigned trace_start(void)
 {
     const char *dir = getenv("MPROF_TRACE");
@@ -179,7 +203,7 @@ static unsigned trace_start(void)
                     path);
         return 0;
     }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (make_folders(dir) != 0) {
         fprintf(stderr, "mprof: MPROF_TRACE: cannot create %s: %s. This run is not traced.\n", dir,
                 strerror(errno));
         return 0;

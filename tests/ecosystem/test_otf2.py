@@ -164,3 +164,22 @@ def test_existing_trace_is_not_overwritten(build_dir, tmp_path):
     assert proc.returncode == 0
     assert "already exists" in proc.stderr and "not traced" in proc.stderr
     assert sorted(p.name for p in (tmp_path / "trace" / "traces").iterdir()) == before
+
+
+def test_missing_folders_of_the_trace_are_created(build_dir, tmp_path):
+    """`MPROF_TRACE=traces/pipe` in a folder without `traces/` made only the last folder: the
+    run said `cannot create traces/pipe` and was not traced (docs/tracing.md's first example)."""
+    exe = build_dir / "benchmarks/pipe/pipe"
+    env = dict(os.environ, MPROF_TRACE="traces/pipe")
+    proc = subprocess.run([str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0 and "not traced" not in proc.stderr, proc.stderr
+    assert (tmp_path / "traces/pipe/traces.otf2").is_file()
+    # a file in the way is still a clear refusal
+    (tmp_path / "file").write_text("")
+    env["MPROF_TRACE"] = "file/x/y"
+    proc = subprocess.run([str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "mprof: MPROF_TRACE: cannot create file/x/y: Not a directory. This run is not " \
+        "traced." in proc.stderr, proc.stderr
