@@ -391,11 +391,12 @@ static void pe_main(int argc, char **argv)
         if (mp_block_until(S.collected, prm.n) != MP_SUCCESS)
             exit(1);
         mp_param("solve_s", solve_s);
-        printf("eigenvalue: P=%d N=%llu seed=%llu balance=%s tasks=%s: eigenvalues %.12g .. "
+        printf("eigenvalue: P=%d N=%llu seed=%llu balance=%s%s%s tasks=%s: eigenvalues %.12g .. "
                "%.12g, %.6f s\n",
                npes, (unsigned long long)prm.n, (unsigned long long)prm.seed,
-               prm.push ? "push" : ts_topology_name(prm.topology), prm.fetch ? "fetch" : "send",
-               S.eig[0], S.eig[prm.n - 1], solve_s);
+               prm.push ? "push" : "steal",
+               prm.push ? "" : " topology=", prm.push ? "" : ts_topology_name(prm.topology),
+               prm.fetch ? "fetch" : "send", S.eig[0], S.eig[prm.n - 1], solve_s);
         if (prm.dump)
             dump(prm.dump);
         if (prm.check) {

@@ -273,12 +273,13 @@ static void pe_main(int argc, char **argv)
         mp_param("fetches", tot[2]);
         mp_param("combine_recv", tot[3]);
         mp_param("combines", (double)S.done_rounds);
-        printf("phylogeny: P=%d species=%llu chars=%llu noise=%g seed=%llu balance=%s: %zu "
+        printf("phylogeny: P=%d species=%llu chars=%llu noise=%g seed=%llu balance=%s%s%s: %zu "
                "maximal compatible subsets (largest %zu characters), %zu compatible subsets "
                "explored, %.0f tasks, %.0f tests, %.0f fetches, %u combinations, %.6f s\n",
                npes, (unsigned long long)prm.species, (unsigned long long)prm.chars, prm.noise,
-               (unsigned long long)prm.seed, prm.push ? "push" : ts_topology_name(prm.topology),
-               got.n, largest, (size_t)explored, tot[0], tot[1], tot[2], S.done_rounds, solve_s);
+               (unsigned long long)prm.seed, prm.push ? "push" : "steal",
+               prm.push ? "" : " topology=", prm.push ? "" : ts_topology_name(prm.topology), got.n,
+               largest, (size_t)explored, tot[0], tot[1], tot[2], S.done_rounds, solve_s);
         if (prm.verbose)
             for (size_t i = 0; i < got.n; i++)
                 print_subset(got.v[i]);

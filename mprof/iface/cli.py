@@ -22,7 +22,8 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="iface_command", metavar="ACTION")
     parser.set_defaults(func=lambda args: _usage(parser))
 
-    p = sub.add_parser("check", help="check interfaces and report every file's problems")
+    p = sub.add_parser("check", help="check every interface file and report each file's first "
+                       "problem (exit 2 if any file has one)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_check)
 

@@ -2,7 +2,7 @@
  * shm/machine.c -- the shared-memory backend: PEs multiplexed over worker threads in one
  * process.
  *
- * Workers.  P PEs run on W = min(P, online cores) worker threads (MPROF_WORKERS overrides W),
+ * Workers.  P PEs run on W = min(P, usable CPUs) worker threads (MPROF_WORKERS overrides W),
  * each worker hosting a contiguous block of PEs, so that neighbours in a pipeline or a grid
  * mostly share a worker.  A worker with one PE runs it on its own stack, exactly as a thread
  * per PE did.  A worker with several multiplexes them (mux.h, mux.c: a context per PE, run
