@@ -6,7 +6,8 @@ in a conftest.py).  A test declares a performance expectation against a baseline
     def test_lookup_speed(perf_gate):
         perf_gate.expect(program="gate_ops", params={"na": 20000, "nb": 20000},
                          category="time", tolerance=0.10,
-                         run=["build/gate_ops", "1", "20000", "20000"], repetitions=8)
+                         run=["build/benchmarks/gate/gate_ops", "1", "20000", "20000"],
+                         repetitions=8)
 
 `run` (argv list or command string) runs the candidate now, `repetitions` times, with
 MPROF_OUT set, into a temporary database; without it, candidate runs are read from

@@ -84,3 +84,35 @@ def test_slowed_operation_flagged_in_its_category_only(gate_ops_builds, tmp_path
                             candidate_bin=str(gate_ops_builds["slow"]), out_dir=out,
                             fit_script=f"{REPO_SPEC_DIR}/gate_ops.tcl")
     assert log.runs == 0
+
+
+def test_the_shipped_example_runs_as_documented(cmake_build, tmp_path):
+    """docs/gate.md's example ran binaries no build made (build/gate/...): `make build` now
+    makes both builds where benchmarks/gate/sweep.toml and the documented command name them,
+    and the command flags the slow one."""
+    from pathlib import Path
+
+    from mprof.bench.spec import load_spec
+
+    root = Path(__file__).resolve().parents[2]
+    bdir = cmake_build("build", targets=["gate_ops", "gate_ops_slow"])
+    spec_path = root / REPO_SPEC_DIR / "sweep.toml"
+    spec = load_spec(spec_path)
+    assert spec.program_path == bdir / "benchmarks/gate/gate_ops"
+    doc = (root / "docs/gate.md").read_text()
+    for name in ("gate_ops", "gate_ops_slow"):
+        assert f"--{'baseline' if name == 'gate_ops' else 'candidate'}-bin " \
+               f"build/benchmarks/gate/{name} " in doc
+    # the documented command, with the database in tmp_path (points already recorded are
+    # skipped: a database left in build/ would make the runs of a second test run vanish)
+    text = spec_path.read_text().replace('database = "build/benchmarks/gate/gate_ops.db"',
+                                         f'database = "{tmp_path / "gate_ops.db"}"')
+    text = text.replace('root = "../.."', f'root = "{root}"')
+    spec_copy = tmp_path / "sweep.toml"
+    spec_copy.write_text(text)
+    code = main(["gate", "run", "--spec", str(spec_copy),
+                 "--baseline-bin", str(bdir / "benchmarks/gate/gate_ops"),
+                 "--candidate-bin", str(bdir / "benchmarks/gate/gate_ops_slow"),
+                 "--fit", str(root / REPO_SPEC_DIR / "gate_ops.tcl"), "--tolerance", "0.25",
+                 "--budget", "8", "--json", str(tmp_path / "gate.json")])
+    assert code == 1
