@@ -430,3 +430,107 @@ def test_category_times_on_mpi(mpi_build):
         assert {"cat:main", "cat:light", "cat:heavy"} <= set(cats), res.describe()
         assert sum(cats.values()) == pytest.approx(pe["cpu_s"], rel=1e-6)
         assert cats["cat:heavy"] > cats["cat:light"]
+
+
+# ---------------------------------------------------------------------------------------
+# misuse across ranks (tests/mpi/c/ranks.c): each rank of an MPMD launch gets its own
+# settings and arguments
+
+def run_ranks(mpi_build, *ranks, transport="sm", timeout=20, **settings) -> Result:
+    """One rank per entry of `ranks`: (its settings, its arguments); a setting None unsets
+    it on that rank.  `settings` apply to every rank (MPROF_OUT: the run profile's path)."""
+    exe = mpi_build / "tests" / "mpi" / "mpi_ranks"
+    with tempfile.TemporaryDirectory(prefix="mprof-mpi-") as tmp:
+        out = Path(tmp) / "profile.json"
+        env = _env(MPROF_OUT=out, **settings)
+        cmd = [MPIRUN, "--oversubscribe", *TRANSPORTS[transport]]
+        for i, (own, args) in enumerate(ranks):
+            sets = [f"{k}={v}" for k, v in own.items() if v is not None]
+            unsets = [a for k, v in own.items() if v is None for a in ("-u", k)]
+            cmd += [*([":"] if i else []), "-np", "1", "env", *unsets, *sets, str(exe),
+                    *map(str, args)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        profile = json.loads(out.read_text()) if out.exists() else None
+    return Result(proc, profile)
+
+
+def _streamed(res, np=2, runs=1):
+    return res.lines() == sorted(f"RESULT stream pe={pe} run={r} got=2000"
+                                 for pe in range(np) for r in range(runs))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_ranks_with_different_aggregation_sizes_exchange_messages(mpi_build, transport):
+    """MPROF_AGG_BYTES sizes a rank's posted receives, and a sender classed its messages by
+    its own size: 64 KiB buffers overflowed the 4 KiB receives of a rank without the setting
+    (forwarded to other hosts only with -x), and MPI crashed.  The ranks agree on the size."""
+    res = run_ranks(mpi_build, ({"MPROF_AGG_BYTES": 65536}, ["stream"]),
+                    ({"MPROF_AGG_BYTES": 4096}, ["stream"]), transport=transport)
+    assert res.rc == 0 and _streamed(res), res.describe()
+
+
+def test_ranks_with_different_credit_windows_finish(mpi_build):
+    """A sender with 4 credits and a receiver that returns them per 32 processed messages
+    (window 64) waited for each other for ever, and the idle timeout never fired (the sender,
+    holding a backlog, joined no termination wave).  The ranks use the smallest window."""
+    res = run_ranks(mpi_build, ({"MPROF_MPI_WINDOW": 4}, ["stream"]),
+                    ({"MPROF_MPI_WINDOW": 64}, ["stream"]), MPROF_IDLE_TIMEOUT=2)
+    assert res.rc == 0 and _streamed(res), res.describe()
+    assert "MPROF_MPI_WINDOW differs between the ranks (4 to 64); every rank uses 4" in res.stderr
+
+
+def test_run_profile_when_only_rank_0_has_mprof_out(mpi_build):
+    """Rank 0 writes the profile; the other ranks must take part in gathering it even without
+    MPROF_OUT of their own (a rank on another host without -x): rank 0 waited in the gather
+    for ever."""
+    res = run_ranks(mpi_build, ({}, ["stream"]), ({"MPROF_OUT": None}, ["stream"]))
+    assert res.rc == 0 and _streamed(res), res.describe()
+    assert res.profile["npes"] == 2 and [p["pe"] for p in res.profile["pes"]] == [0, 1]
+
+
+def test_mprof_out_on_another_rank_than_0_is_an_error_not_a_hang(mpi_build, tmp_path):
+    """MPROF_OUT on rank 1 only: rank 1 gathered alone, matched rank 0's next collective (the
+    Cost Profile's) and said that MPROF_MODEL was set, then both waited for ever."""
+    path = tmp_path / "p.json"
+    res = run_ranks(mpi_build, ({"MPROF_OUT": None}, ["stream"]),
+                    ({"MPROF_OUT": path}, ["stream"]))
+    assert res.rc == 0 and _streamed(res), res.describe()
+    assert (f"rank 1 of 2: MPROF_OUT={path} is set here but not on rank 0, which writes the "
+            "run profile: no run profile is written") in res.stderr
+    assert "MPROF_MODEL" not in res.stderr and not path.exists()
+
+
+def test_rank_calling_mp_main_fewer_times_ends_the_job_with_a_message(mpi_build):
+    """Rank 1 ends the program after one run while rank 0 starts a second: rank 0 waited in
+    its run for ever (the idle timeout needs every rank).  Now both say so and the job ends;
+    rank 0's mp_main fails."""
+    res = run_ranks(mpi_build, ({}, ["stream", "runs=2"]), ({}, ["stream", "runs=1"]),
+                    MPROF_IDLE_TIMEOUT=2)
+    assert res.rc != 0 and _streamed(res), res.describe()
+    assert ("rank 0 of 2 starts another run of mp_main, but rank 1 ended the program instead: "
+            "every rank must call mp_main as often") in res.stderr
+    assert ("rank 1 of 2 ends the program while rank 0 starts another run of mp_main"
+            in res.stderr)
+    assert res.stdout.count("mp_main returned 0") == 2, res.describe()
+    assert f"mp_main returned {10}" in res.stdout  # MP_ERR_BACKEND
+
+
+def test_rank_starting_a_run_late_is_noted_and_the_run_completes(mpi_build):
+    """Rank 1 pauses 3 s before its second run: rank 0, waiting for it far past the idle
+    timeout (0.5 s), says what keeps it (a rank that never comes would keep it for ever)."""
+    res = run_ranks(mpi_build, ({}, ["stream", "runs=2"]),
+                    ({}, ["stream", "runs=2", "pause_ms=3000"]), MPROF_IDLE_TIMEOUT=0.5)
+    assert res.rc == 0 and _streamed(res, runs=2), res.describe()
+    assert ("mprof: note: rank 0 of 2 has waited 0.5 s (MPROF_IDLE_TIMEOUT) for the other "
+            "ranks to start this run of mp_main") in res.stderr
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_rank_exiting_inside_a_run_says_so(mpi_build, np):
+    """exit() in a fiber of rank 1: the job is aborted (the other ranks cannot end the run),
+    and the rank says why instead of Open MPI's bare "MPI_ABORT was invoked"."""
+    exe = mpi_build / "tests" / "mpi" / "mpi_ranks"
+    res = run(exe, "exit", np=np, timeout=20)
+    assert res.rc != 0
+    assert (f"mprof: error: rank 1 of {np} exits inside mp_main (a fatal error, or exit() "
+            "called in the program); aborting the MPI job") in res.stderr, res.describe()

@@ -50,6 +50,7 @@ typedef struct mpr_mpi_state {
     int rank, size;
     bool we_initialized; /* MPI_Init was ours: finalize at exit */
     bool in_run;         /* between init and fini: exiting now aborts the job */
+    bool disagreed;      /* a rank ended the program as this one started a run (setup.c) */
     mpr_pe *pe;
     /* point to point */
     op_array sends;    /* outstanding MPI_Isend, oldest first */
@@ -112,7 +113,8 @@ void mpr_mpi_check(int err, const char *what);
 /* setup.c */
 int mpr_mpi_init(int *npes, int *first, int *count);
 void mpr_mpi_fini(void);
-void mpr_mpi_run_state_init(mpr_pe *pe);
+/* -1 (message printed) when the ranks disagree on starting the run */
+int mpr_mpi_run_state_init(mpr_pe *pe);
 void mpr_mpi_withdraw_receives(void);
 mpr_msgbuf *mpr_mpi_rbuf_get(void);
 void mpr_mpi_rbuf_put(mpr_msgbuf *b);

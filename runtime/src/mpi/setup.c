@@ -1,12 +1,57 @@
 /*
  * mpi/setup.c -- the MPI backend's start-up and shut-down: MPI itself, the runtime's
- * communicators, the run's state and the receives that wait posted (see machine.c).
+ * communicators, what the ranks agree on when a run starts and when the program ends, the
+ * run's state and the receives that wait posted (see machine.c).
  */
 #define _GNU_SOURCE
 #include "mpi_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* What the ranks agree on (agree below) when a run starts and when the program ends, each an
+ * MPI_MAX over the ranks' entries. */
+enum {
+    A_STARTER, /* P - rank of a rank starting a run (0: none): the lowest such rank */
+    A_LEAVER,  /* P - rank of a rank ending the program instead (0: none) */
+    A_POST_CAP,
+    A_WINDOW_MAX,
+    A_WINDOW_NEG, /* -MPROF_MPI_WINDOW: the smallest window */
+    A_PROFILE,    /* rank 0 writes a run profile (MPROF_OUT): the others take part */
+    A_N
+};
+
+/* One collective over the ranks' entries.  While it waits (the other ranks have not reached
+ * mp_main yet, or have gone), the rank says so once after MPROF_IDLE_TIMEOUT seconds: a
+ * blocking MPI_Allreduce waited there for ever without a word. */
+static void agree(int64_t mine[A_N], int64_t all[A_N], double timeout_s)
+{
+    MPI_Request req;
+    mpr_mpi_check(MPI_Iallreduce(mine, all, A_N, MPI_INT64_T, MPI_MAX, mpr_mpi.comm, &req),
+                  "MPI_Iallreduce");
+    double t0 = mp_wtime(), sleep_s = BACKOFF_MIN_S;
+    bool told = false;
+    for (;;) {
+        int flag = 0;
+        mpr_mpi_check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        if (flag)
+            return;
+        if (!told && timeout_s > 0 && mp_wtime() - t0 > timeout_s) {
+            told = true;
+            fprintf(stderr,
+                    "mprof: note: rank %d of %d has waited %g s (MPROF_IDLE_TIMEOUT) for the "
+                    "other ranks to %s; a rank that ended without calling mp_main as often as "
+                    "this one, or that finalized MPI itself, keeps it waiting for ever\n",
+                    mpr_mpi.rank, mpr_mpi.size, timeout_s,
+                    mine[A_LEAVER] ? "end the program" : "start this run of mp_main");
+        }
+        struct timespec ts = {0, (long)(sleep_s * 1e9)};
+        nanosleep(&ts, NULL);
+        if (sleep_s < BACKOFF_MAX_S)
+            sleep_s *= 2;
+    }
+}
 
 static void at_exit(void)
 {
@@ -15,10 +60,29 @@ static void at_exit(void)
     if (fin)
         return;
     if (mpr_mpi.in_run) {
-        /* a fatal error inside a run: the other ranks cannot finish without this one */
+        /* a fatal error inside a run, or exit() called in it: the other ranks cannot finish
+         * without this one (without a word here the job only said that MPI_Abort was called) */
+        fprintf(stderr,
+                "mprof: error: rank %d of %d exits inside mp_main (a fatal error, or exit() "
+                "called in the program); aborting the MPI job, whose other ranks cannot end "
+                "the run without it\n",
+                mpr_mpi.rank, mpr_mpi.size);
         MPI_Abort(MPI_COMM_WORLD, 3);
     } else if (mpr_mpi.we_initialized) {
         if (mpr_mpi.comm != MPI_COMM_NULL) {
+            /* A rank still to start a run (its program calls mp_main more often) waits in
+             * that run's agreement: this one matches it and tells it that the program ended
+             * here, instead of leaving it waiting for ever. */
+            if (!mpr_mpi.disagreed) {
+                int64_t mine[A_N] = {0}, all[A_N];
+                mine[A_LEAVER] = mpr_mpi.size - mpr_mpi.rank;
+                agree(mine, all, 0);
+                if (all[A_STARTER])
+                    fprintf(stderr,
+                            "mprof: error: rank %d of %d ends the program while rank %d starts "
+                            "another run of mp_main: every rank must call mp_main as often\n",
+                            mpr_mpi.rank, mpr_mpi.size, mpr_mpi.size - (int)all[A_STARTER]);
+            }
             MPI_Comm_free(&mpr_mpi.comm);
             MPI_Comm_free(&mpr_mpi.comm_large);
         }
@@ -131,10 +195,61 @@ static void rbuf_free_list(mpr_msgbuf *b)
     }
 }
 
-void mpr_mpi_run_state_init(mpr_pe *pe)
+/* The settings the ranks' transports must share, agreed when a run starts: MPROF_AGG_BYTES
+ * sizes the posted receives, and a sender classes a message by its own receive size (a rank
+ * with larger buffers sent messages that overflowed its peer's receives, and MPI crashed in
+ * MPI_Test); a sender with a smaller MPROF_MPI_WINDOW than half its receiver's waited for
+ * credits the receiver never owed.  And who takes part in the run profile: rank 0 writes it
+ * (MPROF_OUT there), every rank must take part in gathering it, whatever its own MPROF_OUT
+ * (forwarded to the ranks of other hosts only with mpirun -x).  Returns -1, with a message,
+ * when another rank ended the program instead of starting this run. */
+static int agree_on_run(int *window, size_t *post_cap)
 {
+    int64_t mine[A_N] = {0}, all[A_N];
+    mine[A_STARTER] = mpr_mpi.size - mpr_mpi.rank;
+    mine[A_POST_CAP] = (int64_t)*post_cap;
+    mine[A_WINDOW_MAX] = *window;
+    mine[A_WINDOW_NEG] = -*window;
+    mine[A_PROFILE] = mpr_mpi.rank == 0 && mpr_g.cfg.profile_path;
+    agree(mine, all, mpr_g.cfg.idle_timeout_s);
+    if (all[A_LEAVER]) {
+        fprintf(stderr,
+                "mprof: error: rank %d of %d starts another run of mp_main, but rank %d ended "
+                "the program instead: every rank must call mp_main as often\n",
+                mpr_mpi.rank, mpr_mpi.size, mpr_mpi.size - (int)all[A_LEAVER]);
+        mpr_mpi.disagreed = true; /* the other rank's exit has been matched: none at ours */
+        return -1;
+    }
+    *post_cap = (size_t)all[A_POST_CAP];
+    *window = (int)-all[A_WINDOW_NEG];
+    if (all[A_WINDOW_MAX] != *window && mpr_mpi.rank == 0)
+        fprintf(stderr,
+                "mprof: warning: MPROF_MPI_WINDOW differs between the ranks (%d to %lld); "
+                "every rank uses %d\n",
+                *window, (long long)all[A_WINDOW_MAX], *window);
+    if (all[A_PROFILE] && !mpr_g.cfg.profile_path) {
+        mpr_g.cfg.profile_path = "(rank 0's MPROF_OUT)"; /* takes part, writes nothing */
+    } else if (!all[A_PROFILE] && mpr_g.cfg.profile_path) {
+        fprintf(stderr,
+                "mprof: error: rank %d of %d: MPROF_OUT=%s is set here but not on rank 0, "
+                "which writes the run profile: no run profile is written (pass it to every "
+                "rank, with mpirun -x MPROF_OUT across hosts)\n",
+                mpr_mpi.rank, mpr_mpi.size, mpr_g.cfg.profile_path);
+        mpr_g.cfg.profile_path = NULL;
+    }
+    return 0;
+}
+
+int mpr_mpi_run_state_init(mpr_pe *pe)
+{
+    int window = (int)mpr_env_number("MPROF_MPI_WINDOW", 64, 2, 1 << 16, 1, 0);
+    size_t cap = mpr_g.cfg.agg_bytes;
+    cap = cap < POST_MIN ? POST_MIN : cap > POST_MAX ? POST_MAX : cap;
+    cap = (cap + 15) & ~(size_t)15; /* the request after the data stays aligned */
+    if (agree_on_run(&window, &cap) != 0)
+        return -1;
     mpr_mpi.pe = pe;
-    mpr_mpi.window = (int)mpr_env_number("MPROF_MPI_WINDOW", 64, 2, 1 << 16, 1, 0);
+    mpr_mpi.window = window;
     mpr_mpi.batch = mpr_mpi.window / 2;
     mpr_mpi.credits = malloc((size_t)mpr_mpi.size * sizeof *mpr_mpi.credits);
     mpr_mpi.owed = calloc((size_t)mpr_mpi.size, sizeof *mpr_mpi.owed);
@@ -155,9 +270,7 @@ void mpr_mpi_run_state_init(mpr_pe *pe)
     mpr_mpi.ready_n = 0;
     /* Receives wait posted, so that an arriving message lands in its buffer without a probe,
      * enough for a window from one sender and its credits; more arrivals wait in MPI. */
-    size_t cap = mpr_g.cfg.agg_bytes;
-    cap = cap < POST_MIN ? POST_MIN : cap > POST_MAX ? POST_MAX : cap;
-    mpr_mpi.post_cap = (cap + 15) & ~(size_t)15; /* the request after the data stays aligned */
+    mpr_mpi.post_cap = cap;
     mpr_mpi.npost = mpr_mpi.size < 2       ? 0
                     : mpr_mpi.window < 200 ? mpr_mpi.window + mpr_mpi.window / 4
                                            : 256;
@@ -170,6 +283,7 @@ void mpr_mpi_run_state_init(mpr_pe *pe)
         mpr_mpi.post[i] = mpr_mpi_rbuf_get();
         mpr_mpi_post(mpr_mpi.post[i]);
     }
+    return 0;
 }
 
 /* The PE has finished: its posted receives are withdrawn.  This happens before the next
