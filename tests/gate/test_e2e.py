@@ -114,5 +114,6 @@ def test_the_shipped_example_runs_as_documented(cmake_build, tmp_path):
                  "--baseline-bin", str(bdir / "benchmarks/gate/gate_ops"),
                  "--candidate-bin", str(bdir / "benchmarks/gate/gate_ops_slow"),
                  "--fit", str(root / REPO_SPEC_DIR / "gate_ops.tcl"), "--tolerance", "0.25",
-                 "--budget", "8", "--json", str(tmp_path / "gate.json")])
+                 "--budget", "8", "--json", str(tmp_path / "gate.json"),
+                 "--out-dir", str(tmp_path / "gate-out")])
     assert code == 1
