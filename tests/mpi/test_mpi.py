@@ -236,6 +236,14 @@ def rt(mpi_build, name):
     return mpi_build / "tests" / "c" / f"rt_{name}"
 
 
+def test_bulk_transfers_of_the_largest_size(mpi_build):
+    """A read, a write and a store of exactly mp_max_message() bytes between ranks (the
+    header once counted against the limit: the read's reply could not be sent)."""
+    res = run(rt(mpi_build, "bulk"), "max", np=2, timeout=120)
+    assert res.rc == 0 and "max: OK" in res.stdout, res.describe()
+    assert "exceeds" not in res.stderr, res.describe()
+
+
 @pytest.mark.parametrize("np", NPS)
 def test_carriers_run_records_from_the_receive_buffers(mpi_build, np):
     """Arrived records run from the MPI backend's receive buffers (docs/runtime.md,

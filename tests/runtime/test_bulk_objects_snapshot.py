@@ -14,6 +14,15 @@ def test_bulk_transfers_remote_and_local(rt):
     assert run.pe_stats(1)["ByteSent"] >= 64 + 3000 + (1 << 20)  # read replies
 
 
+def test_bulk_transfers_of_the_largest_size(rt):
+    """A read, a write and a store of exactly mp_max_message() bytes: the record's header
+    counted against the limit, so the write was refused and the read's reply could not be
+    sent (its reader then waited for ever)."""
+    run = rt.run("bulk", "max", env={"MPROF_PES": 2}, timeout=120)
+    assert "max: OK" in run.stdout, run.stderr
+    assert "exceeds" not in run.stderr, run.stderr
+
+
 @pytest.mark.parametrize("npes", [1, 3, 4, 8])
 def test_objects_ids_barrier_and_reductions(rt, npes):
     run = rt.run("objects", env={"MPROF_PES": npes})

@@ -2,7 +2,9 @@
  * verification.  Prints the bytes PE 0 copied locally (ByteCopy in the profile).
  * Scenario "misuse": NULL counters, buffers and functions, and user bytes beyond the limit
  * (SIZE_MAX must not wrap around it) are refused with MP_FAIL and a message on stderr
- * ("<case> <code>" lines, as misuse.c prints). */
+ * ("<case> <code>" lines, as misuse.c prints).  Scenario "max": a read, a write and a store of
+ * exactly mp_max_message() bytes, the largest a bulk operation accepts (the record's header
+ * once counted against it: the write was refused, and the read's reply could not be sent). */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -106,6 +108,66 @@ static void pe_main(int argc, char **argv)
     mp_counter_free(c);
 }
 
+static unsigned char *max_buf[2]; /* mp_max_message() bytes per PE */
+static mp_counter_t max_arrived[2];
+static unsigned char *max_remote; /* on PE 0: PE 1's buffer, as PE 1 sent its address */
+
+static void max_address(void *p)
+{
+    memcpy(&max_remote, p, sizeof max_remote);
+    mp_counter_add(max_arrived[mp_mype()], 1);
+}
+
+static void max_verify(void *p)
+{
+    (void)p;
+    size_t n = mp_max_message();
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ(max_buf[1][i], pat(0, i));
+}
+
+static void max_on_store(void *p)
+{
+    mp_store_arrival *a = p;
+    CHECK_EQ(a->n, mp_max_message());
+    max_verify(NULL);
+    mp_counter_add(max_arrived[mp_mype()], 1);
+}
+
+static void max_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype();
+    size_t n = mp_max_message();
+    CHECK((max_buf[me] = malloc(n)) != NULL);
+    for (size_t i = 0; i < n; i++)
+        max_buf[me][i] = pat(me, i);
+    mp_counter_t c = mp_counter_new(0);
+    max_arrived[me] = mp_counter_new(0);
+    if (me == 1) /* its buffer is set: PE 0 may read it (on MPI, PE 0 learns where it is) */
+        CHECK_OK(mp_invoke(0, max_address, &max_buf[1], sizeof max_buf[1], MP_SCHED_FIFO));
+    if (me == 0) {
+        CHECK_OK(mp_block_until(max_arrived[0], 1));
+        unsigned char *dst = malloc(n);
+        CHECK(dst != NULL);
+        CHECK_EQ(mp_bulk_read(1, max_remote, dst, n, c), MP_WAIT);
+        CHECK_OK(mp_block_until(c, 1));
+        for (size_t i = 0; i < n; i++)
+            CHECK_EQ(dst[i], pat(1, i));
+        free(dst);
+        CHECK_EQ(mp_bulk_write(1, max_remote, max_buf[0], n, c), MP_WAIT);
+        CHECK_OK(mp_block_until(c, 2));
+        CHECK_OK(mp_invoke(1, max_verify, NULL, 0, MP_SCHED_FIFO));
+        CHECK_EQ(mp_bulk_store(1, max_remote, max_buf[0], n, NULL, max_on_store, NULL, 0), MP_OK);
+    } else if (me == 1) {
+        CHECK_OK(mp_block_until(max_arrived[me], 1));
+        puts("max: OK");
+    }
+    mp_counter_free(c);
+    mp_counter_free(max_arrived[me]);
+    free(max_buf[me]);
+}
+
 static void report(const char *what, int code)
 {
     printf("%s %d\n", what, code);
@@ -144,6 +206,9 @@ static void misuse_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    if (strcmp(tst_scenario(argc, argv, "default"), "max") == 0) {
+        return tst_run(argc, argv, 2, max_main);
+    }
     if (strcmp(tst_scenario(argc, argv, "default"), "misuse") == 0) {
         int rc = tst_run(argc, argv, 2, misuse_main);
         printf("misuse rc=%d\n", rc);
