@@ -183,12 +183,45 @@ static int make_folders(const char *dir)
     return 0;
 }
 
+/* The least of the ranks' values (MPI; v elsewhere). */
+static double min_all(double v) { return is_mpi ? -mpr_machine_max_all(-v) : v; }
+
+/* Whether this rank can write a trace in `dir` (made if missing); if not, `why` says so. */
+static bool folder_usable(const char *dir, char *why, size_t n)
+{
+    struct stat st;
+    if (make_folders(dir) != 0) {
+        snprintf(why, n, "mprof: MPROF_TRACE: cannot create %s: %s. This run is not traced.\n", dir,
+                 strerror(errno));
+        return false;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
+        int e = errno && !(stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) ? errno : ENOTDIR;
+        snprintf(why, n,
+                 "mprof: MPROF_TRACE: cannot write a trace in %s: %s. This run is not "
+                 "traced.\n",
+                 dir, strerror(e));
+        return false;
+    }
+    return true;
+}
+
 static unsigned trace_start(void)
 {
     const char *dir = getenv("MPROF_TRACE");
-    if (!dir || !*dir)
-        return 0;
+    bool want = dir && *dir;
     is_mpi = strcmp(mpr_m->name, "mpi") == 0;
+    /* The archive's set-up is collective on MPI: every rank must take each decision the same
+     * way (a rank without MPROF_TRACE, or one whose folder failed, left the others waiting in
+     * the archive's first collective for ever). */
+    if (is_mpi && mpr_machine_max_all(want) > 0 && min_all(want) == 0) {
+        if (mpr_g.local_first == 0)
+            fprintf(stderr, "mprof: MPROF_TRACE is set on some ranks only (pass it to every "
+                            "rank: mpirun -x MPROF_TRACE). This run is not traced.\n");
+        return 0;
+    }
+    if (!want)
+        return 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/traces", dir);
     struct stat st;
@@ -203,18 +236,21 @@ static unsigned trace_start(void)
                     path);
         return 0;
     }
-    if (make_folders(dir) != 0) {
-        fprintf(stderr, "mprof: MPROF_TRACE: cannot create %s: %s. This run is not traced.\n", dir,
-                strerror(errno));
+    char why[4200];
+    bool usable = folder_usable(dir, why, sizeof why);
+    if (!is_mpi && !usable) {
+        fputs(why, stderr);
         return 0;
     }
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
-        int e = errno && !(stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) ? errno : ENOTDIR;
-        if (mpr_g.local_first == 0)
-            fprintf(stderr,
-                    "mprof: MPROF_TRACE: cannot write a trace in %s: %s. This run is not "
-                    "traced.\n",
-                    dir, strerror(e));
+    if (is_mpi && min_all(usable) == 0) {
+        /* every rank failed alike (one folder, one host): rank 0 says why; else each rank
+         * that failed says why, and rank 0 that the others cannot trace without it */
+        bool all_failed = mpr_machine_max_all(usable) == 0;
+        if (!usable && (!all_failed || mpr_g.local_first == 0))
+            fputs(why, stderr);
+        if (usable && mpr_g.local_first == 0)
+            fprintf(stderr, "mprof: MPROF_TRACE: another rank cannot write its trace (its line "
+                            "above). This run is not traced.\n");
         return 0;
     }
     snprintf(trace_dir, sizeof trace_dir, "%s", dir);

@@ -183,3 +183,35 @@ def test_missing_folders_of_the_trace_are_created(build_dir, tmp_path):
     assert proc.returncode == 0
     assert "mprof: MPROF_TRACE: cannot create file/x/y: Not a directory. This run is not " \
         "traced." in proc.stderr, proc.stderr
+
+
+def _two_ranks(exe, tmp_path, trace0, trace1):
+    """mpirun with MPROF_TRACE=trace0 on rank 0 and trace1 on rank 1 (None: unset)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMIX_")) and k != "MPROF_TRACE"}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [MPIRUN, "--oversubscribe"]
+    for i, trace in enumerate((trace0, trace1)):
+        cmd += [":"] if i else []
+        cmd += ["-np", "1", "env", *([f"MPROF_TRACE={trace}"] if trace else []), str(exe),
+                *PIPE_ARGS]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+
+
+def test_mpi_ranks_decide_together_whether_to_trace(build_dir, tmp_path):
+    """The archive's set-up is collective: MPROF_TRACE on one rank only, or a folder one rank
+    cannot make, left the other ranks waiting in its first collective for ever."""
+    require_tool("mpirun")
+    exe = build_dir / "benchmarks/pipe/pipe"
+    proc = _two_ranks(exe, tmp_path, tmp_path / "t0", None)
+    assert proc.returncode == 0, proc.stderr
+    assert ("mprof: MPROF_TRACE is set on some ranks only (pass it to every rank: mpirun -x "
+            "MPROF_TRACE). This run is not traced.") in proc.stderr
+    assert not (tmp_path / "t0").exists()
+    (tmp_path / "file").write_text("")
+    proc = _two_ranks(exe, tmp_path, tmp_path / "t1", tmp_path / "file" / "x")
+    assert proc.returncode == 0, proc.stderr
+    assert f"cannot create {tmp_path / 'file' / 'x'}: Not a directory" in proc.stderr
+    assert "another rank cannot write its trace" in proc.stderr
+    assert not (tmp_path / "t1" / "traces.otf2").exists()
