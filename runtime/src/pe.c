@@ -44,6 +44,15 @@ static int mpi_requested(void)
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL;
 }
 
+/* Whether this process may write the run profile: on MPI only the rank hosting PE 0 does
+ * (the others send it their PEs), so only it checks MPROF_OUT before the run.  The rank is
+ * known only after MPI starts; Open MPI names it in the environment before. */
+static bool may_write_profile(void)
+{
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    return mpi_requested() != 1 || !rank || strcmp(rank, "0") == 0;
+}
+
 const char *mpr_machine_missing(const mpr_machine *m)
 {
     /* the entries machine.h does not mark optional */
@@ -333,9 +342,12 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
     if (!cfg || !pe_main || cfg->npes < 1 || cfg->npes > 4096)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main needs a config with 1..4096 PEs and an "
                                               "entry function");
-    /* A profile that cannot be written is found now, not after the run (MPROF_OUT) */
+    /* A profile that cannot be written is found now, not after the run (MPROF_OUT); on MPI
+     * by the rank that writes it: another rank's host may lack the folder (a rank that
+     * returned here left the others waiting in MPI_Init) */
     char why[512];
-    if (cfg->profile_path && mpr_profile_check(cfg->profile_path, why, sizeof why) != 0)
+    if (cfg->profile_path && may_write_profile() &&
+        mpr_profile_check(cfg->profile_path, why, sizeof why) != 0)
         return mpr_misuse(MP_ERR_INVALID_ARG, "cannot write the run profile to %s: %s",
                           cfg->profile_path, why);
     const mpr_machine *m = mpr_machine_select();

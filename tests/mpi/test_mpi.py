@@ -496,6 +496,17 @@ def test_run_profile_when_only_rank_0_has_mprof_out(mpi_build):
     assert res.profile["npes"] == 2 and [p["pe"] for p in res.profile["pes"]] == [0, 1]
 
 
+def test_mprof_out_is_checked_by_the_rank_that_writes_it(mpi_build):
+    """MPROF_OUT whose folder exists only on rank 0's host: every rank checked the path before
+    the run, and rank 1's mp_main returned at once while rank 0 waited for it.  Only rank 0
+    writes the profile, so only rank 0 checks; the run and its profile are complete."""
+    res = run_ranks(mpi_build, ({}, ["stream"]),
+                    ({"MPROF_OUT": "/nonexistent-folder/p.json"}, ["stream"]))
+    assert res.rc == 0 and _streamed(res), res.describe()
+    assert "cannot write the run profile" not in res.stderr, res.describe()
+    assert res.profile["npes"] == 2
+
+
 def test_mprof_out_on_another_rank_than_0_is_an_error_not_a_hang(mpi_build, tmp_path):
     """MPROF_OUT on rank 1 only: rank 1 gathered alone, matched rank 0's next collective (the
     Cost Profile's) and said that MPROF_MODEL was set, then both waited for ever."""
