@@ -26,8 +26,10 @@ static void serve_read(void *p)
     mpr_pe *pe = mpr_pe_self();
     mp_access_declare(mpr_cur_enabler(pe));
     mpr_bump_args b = {r->done, 1};
+    mpr_transfer = (mpr_transfer_note){"read from", r->requester, r->src, r->n};
     mpr_send_record(pe, r->requester, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, r->src, r->n,
                     r->dst);
+    mpr_transfer.what = NULL;
 }
 
 static void ack_write(void *p)

@@ -974,7 +974,10 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
             if (MPR_UNLIKELY(r->sched & MPR_RECORD_PAYLOAD)) {
                 const mpr_record_payload *h = (const mpr_record_payload *)p;
                 p += sizeof *h;
+                mpr_transfer =
+                    (mpr_transfer_note){"write or store to", src_of(r->fn_src), h->dst, h->size};
                 memcpy(h->dst, p + align16(r->args_size), h->size);
+                mpr_transfer.what = NULL;
             }
             MPR_OBSERVE_HOT(recv, pe, src_of(r->fn_src), r->total);
             if (MPR_UNLIKELY(sched == MP_SCHED_PREEMPT) && mpr_direct_ok(pe)) {

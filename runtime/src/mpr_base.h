@@ -67,6 +67,18 @@ void mpr_fatal(const char *fmt, ...) MPR_COLD __attribute__((noreturn));
  * an alternate signal stack for the calling thread). */
 void mpr_overflow_guard(void);
 
+/* overflow.c: the copy of a bulk transfer in progress on this thread whose address another PE
+ * named (the source a reader asked for, the destination a writer or store named): a fault in
+ * it is reported as that transfer's, not as a bare SIGSEGV.  Set around the copy (cold: only
+ * records with a payload), what = NULL otherwise. */
+typedef struct {
+    const char *what; /* "read from", "write or store to" */
+    int peer;         /* the PE that named the address */
+    const void *addr;
+    size_t n;
+} mpr_transfer_note;
+extern __thread mpr_transfer_note mpr_transfer;
+
 /* error.c: the one parser of numeric settings (MPROF_X environment variables).  An unset or
  * empty variable gives `dflt`; a value that is not a finite number in [min, max] (an integer
  * when `integer`) gives `dflt` too, after "mprof: ignoring NAME=VALUE (expected ...), using

@@ -9,7 +9,10 @@
  * other fault gets the default action: the handler restores it and returns, and the faulting
  * instruction faults again.
  *
- * Where another handler (a sanitizer's) is installed already, it is left alone.
+ * A fault in the copy of a bulk transfer whose address another PE named (mpr_transfer) is
+ * reported as that transfer's -- the PE, the peer, the address range -- before the default
+ * action.  Where another handler is installed already (a sanitizer's; Open MPI's under
+ * mpirun, which prints a backtrace), it is left alone and neither report is made.
  */
 #define _GNU_SOURCE
 #include "mpr.h"
@@ -27,6 +30,8 @@
  * larger than the guard page can step past it. */
 #define OVERFLOW_REACH ((uintptr_t)1 << 20)
 #define ALTSTACK_SIZE ((size_t)64 * 1024)
+
+__thread mpr_transfer_note mpr_transfer;
 
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static pthread_key_t altstack_key;
@@ -70,6 +75,19 @@ static void on_fault(int sig, siginfo_t *si, void *ctx)
             (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line);
         signal(SIGABRT, SIG_DFL);
         abort();
+    }
+    if (mpr_transfer.what) {
+        const char *a = mpr_transfer.addr;
+        char line[512];
+        int n = snprintf(line, sizeof line,
+                         "mprof: PE %d: the address PE %d named for a bulk %s it, %zu bytes at "
+                         "%p..%p, is not memory of this PE (%s at %p)\n",
+                         pe ? pe->id : -1, mpr_transfer.peer, mpr_transfer.what, mpr_transfer.n,
+                         (const void *)a, (const void *)(a + mpr_transfer.n),
+                         sig == SIGBUS ? "SIGBUS" : "SIGSEGV", (void *)addr);
+        if (n > 0)
+            (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line);
+        mpr_transfer.what = NULL;
     }
     sigaction(sig, sig == SIGBUS ? &old_bus : &old_segv, NULL); /* fault again, as before */
 }

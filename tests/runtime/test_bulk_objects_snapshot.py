@@ -23,6 +23,17 @@ def test_bulk_transfers_of_the_largest_size(rt):
     assert "exceeds" not in run.stderr, run.stderr
 
 
+@pytest.mark.parametrize("scenario, what", [("bad_read", "read from"),
+                                            ("bad_write", "write or store to")])
+def test_an_address_the_other_pe_cannot_use_is_named_in_the_fault(rt, scenario, what):
+    """A bulk read or write naming an address that is no memory of the owner crashed it with a
+    bare SIGSEGV in the runtime's copy; the fault now says which transfer it was."""
+    run = rt.run("bulk", scenario, env={"MPROF_PES": 2}, profile=False, expect_rc=None)
+    assert run.returncode == -11 and "bad: survived" not in run.stdout, run.describe()
+    assert (f"mprof: PE 1: the address PE 0 named for a bulk {what} it, 64 bytes at "
+            "0x10..0x50, is not memory of this PE (SIGSEGV at 0x10)") in run.stderr, run.stderr
+
+
 @pytest.mark.parametrize("npes", [1, 3, 4, 8])
 def test_objects_ids_barrier_and_reductions(rt, npes):
     run = rt.run("objects", env={"MPROF_PES": npes})

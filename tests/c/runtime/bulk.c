@@ -168,6 +168,23 @@ static void max_main(int argc, char **argv)
     free(max_buf[me]);
 }
 
+/* Scenarios "bad_read" and "bad_write": PE 0 names an address that is no memory of PE 1's
+ * process; PE 1 faults in the copy and says which transfer it was. */
+static void bad_main(int argc, char **argv)
+{
+    if (mp_mype() != 0)
+        return;
+    static unsigned char buf[64];
+    void *bad = (void *)(uintptr_t)0x10;
+    mp_counter_t c = mp_counter_new(0);
+    if (strcmp(tst_scenario(argc, argv, "default"), "bad_read") == 0)
+        CHECK_EQ(mp_bulk_read(1, bad, buf, sizeof buf, c), MP_WAIT);
+    else
+        CHECK_EQ(mp_bulk_write(1, bad, buf, sizeof buf, c), MP_WAIT);
+    mp_block_until(c, 1);
+    puts("bad: survived");
+}
+
 static void report(const char *what, int code)
 {
     printf("%s %d\n", what, code);
@@ -206,6 +223,8 @@ static void misuse_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    if (strncmp(tst_scenario(argc, argv, "default"), "bad_", 4) == 0)
+        return tst_run(argc, argv, 2, bad_main);
     if (strcmp(tst_scenario(argc, argv, "default"), "max") == 0) {
         return tst_run(argc, argv, 2, max_main);
     }
