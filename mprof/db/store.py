@@ -664,7 +664,9 @@ class ProfileDB:
 
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
         """run id -> pe -> [(object id, module, {stat: value})] (long format regrouped), the
-        objects in the order of the profile (their rows were inserted in that order)."""
+        objects in the order of the profile (their rows were inserted in that order).  Values
+        are what the profile wrote: whole numbers are ints (`_whole`), exact over the whole
+        u64 and i64 ranges (value_exact), others floats."""
         out: dict[int, dict[int, dict]] = {}
         first: dict[tuple[int, int, int], int] = {}  # the object's first rowid
         # value_exact: migration 4 (a database opened read-only may be older)
@@ -678,7 +680,9 @@ class ProfileDB:
             ):
                 if exact is not None:
                     value = self._exact(run_id, exact)
-                elif value.__class__ not in (int, float):  # the common case tested cheaply
+                elif value.__class__ is float:  # the common case tested cheaply
+                    value = _whole(value)
+                elif value.__class__ is not int:
                     raise self._damaged(run_id, "object_stats", "value")
                 oid = self._u64(run_id, "object_stats", "object_id", oid)
                 objects = out.setdefault(run_id, {}).setdefault(pe, {})
@@ -783,21 +787,22 @@ def stored_document(profile: RunProfile, category_rows: dict[int, list[dict]]) -
     """The run profile document of a run read from the tables, as it was imported, so that an
     exported run imported again is recognised as the same run (document_sha256):
     `to_document`, with each PE's category rows in their stored order (`category_rows`,
-    ProfileDB.category_rows) and the statistics that are whole numbers written as JSON
-    integers.  object_stats.value is REAL, which does not keep whether the profile wrote 5 or
-    5.0; the runtime writes every whole number without a fraction (%.17g,
-    runtime/src/profile.c), so this gives back its text."""
+    ProfileDB.category_rows); its statistics that are whole numbers are JSON integers, as
+    `object_stats` reads them (`_whole`)."""
     doc = profile.to_document()
     for pe in doc["pes"]:
         if "categories" in pe:
             pe["categories"] = category_rows.get(pe["pe"], [])
-        for obj in pe["objects"]:
-            obj["stats"] = {k: _whole(v) for k, v in obj["stats"].items()}
     return doc
 
 
-def _whole(value):
-    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_REAL:
+def _whole(value: float) -> int | float:
+    """A statistic read from object_stats.value, a REAL, which does not keep whether the
+    profile wrote 5 or 5.0: the runtime writes every whole number without a fraction (%.17g,
+    runtime/src/profile.c), so a whole value is the integer it wrote.  Reading it as such keeps
+    a run the same from its file and from a database (document identity, exports: a column of
+    integer statistics is an integer column, exact to the last digit of a u64)."""
+    if value.is_integer() and abs(value) <= _EXACT_REAL:
         return int(value)
     return value
 

@@ -6,14 +6,15 @@ steal time, cache traffic of a neighbour) only ever adds time to a run, and it c
 most repetitions of a configuration agree to 1-2 %, a few are 10-30 % slower.  A least-squares
 fit weighs those few heavily and its coefficients scatter by several per cent, far more than
 a tolerance of a few per cent allows (docs/measurements/gate-rates.md).  So before fitting,
-each side's runs of every configuration with at least 3 runs are compared with the configuration's lower
-median (the middle run of the faster half, which interference cannot move while fewer than
-half the runs are disturbed), and a run slower than that by more than `limit` is left out of
-the fit; the gate says which runs and why.  The rank tests of the `::time` units see every run.
-Off by default (`disturbed = 0` in the gate config): measured with benchmarks/gate/gate_bench.py
-it narrowed the scatter of the estimates but also the standard errors, and one A/A trial in 100
-became a REGRESSION; fitting each configuration's fastest runs instead caught more of the
-interference and kept the standard errors true to the scatter (docs/gate.md).
+each side's runs of every configuration with at least 3 runs are compared with the
+configuration's lower median (the middle run of the faster half, which interference cannot move
+while fewer than half the runs are disturbed), and a run slower than that by more than `limit`
+is left out of the fit; the gate says which runs and why.  The rank tests of the `::time` units
+see every run.  Off by default (`disturbed = 0` in the gate config): measured with
+benchmarks/gate/gate_bench.py it narrowed the scatter of the estimates but also the standard
+errors, and one A/A trial in 100 became a REGRESSION; fitting each configuration's fastest runs
+instead caught more of the interference and kept the standard errors true to the scatter
+(docs/gate.md).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ from ..profile import fallback_measure
 from .config import GateConfig
 from .data import (BUSY, RunData, Side, StatProperties, busy_time, config_labels,
                    statistic_properties)
-from .stats import Comparison, adjust, compare_estimates, compare_samples, compare_strata
+from .stats import (Comparison, adjust, compare_estimates, compare_samples, compare_strata,
+                    untested)
 
 REGRESSION = "REGRESSION"
 BEHAVIOUR = "BEHAVIOUR CHANGE"
@@ -103,12 +104,15 @@ class Unit:
                "tolerance": self.tolerance, "alpha": self.alpha,
                "p_adjusted": _finite(self.p_adjusted)}
         if c is not None:
+            # an untested comparison has no p-values and no bounds: null, as in the table's "-"
             out.update({"method": c.method, "n_baseline": c.n_baseline,
                         "n_candidate": c.n_candidate, "baseline": _finite(c.baseline),
                         "candidate": _finite(c.candidate), "change": _finite(c.change),
-                        "change_low": _finite(c.low), "change_high": _finite(c.high),
-                        "p_regression": _finite(c.p_regression),
-                        "p_change": _finite(c.p_change)})
+                        "tested": c.tested, "bounded": c.bounded,
+                        "change_low": _finite(c.low) if c.bounded else None,
+                        "change_high": _finite(c.high) if c.bounded else None,
+                        "p_regression": _finite(c.p_regression) if c.tested else None,
+                        "p_change": _finite(c.p_change) if c.tested else None})
         else:
             out.update({"baseline": self.baseline_text, "candidate": self.candidate_text})
         return out
@@ -256,10 +260,8 @@ def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
 
 
 def _undetermined(names, fits) -> Comparison:
-    return Comparison("coefficient", fits[0].dof, fits[1].dof, math.nan, math.nan, math.nan,
-                      -math.inf, math.inf, 1.0, 1.0,
-                      note="not determined by the data (rank deficient fit): "
-                           + ", ".join(sorted(names)))
+    return untested("coefficient", fits[0].dof, fits[1].dof, math.nan, math.nan, math.nan,
+                    "not determined by the data (rank deficient fit): " + ", ".join(sorted(names)))
 
 
 def _fitted_names(fits, module: str, category: str) -> tuple[list[str], list[str]]:
@@ -682,16 +684,21 @@ def decide(report: GateReport) -> None:
     and the cross-machine rule.  The correction runs within the focus (every unit without
     one); the units outside it are corrected among themselves and reported as INFO when they
     would not pass.  Informational units (model costs of counts) never gate."""
-    tested = [u for u in report.units if u.comparison is not None]
+    # a comparison without a test (too few runs, no error estimate) is no hypothesis tested:
+    # it is INCONCLUSIVE and the correction does not count it
+    compared = [u for u in report.units if u.comparison is not None]
+    tested = [u for u in compared if u.comparison.tested]
     for family in ([u for u in tested if u.in_focus and not u.informational],
                    [u for u in tested if not u.in_focus or u.informational]):
         _correct(family, report.config.correction)
-    for u in tested:
+    for u in compared:
         c = u.comparison
         notes = [c.note] if c.note else []
-        if u.p_adjusted < u.alpha:
+        if not c.tested:
+            u.verdict = INCONCLUSIVE
+        elif u.p_adjusted < u.alpha:
             u.verdict = REGRESSION
-        elif c.high <= u.tolerance:
+        elif c.bounded and c.high <= u.tolerance:
             u.verdict = PASS
         else:
             u.verdict = INCONCLUSIVE

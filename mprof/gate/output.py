@@ -46,9 +46,17 @@ def cells(u: Unit) -> dict[str, str]:
                 "change": "-", "interval": "-", "p": "-", "n": "-"}
     n = f"{c.n_baseline}/{c.n_candidate}" if c.method != "coefficient" else (
         f"dof {c.n_baseline}/{c.n_candidate}")
+    # no bounds (too few runs) and no test are "-", never a [-inf, +inf] they did not give
     return {"baseline": _num(c.baseline), "candidate": _num(c.candidate),
-            "change": _pct(c.change), "interval": f"[{_pct(c.low)}, {_pct(c.high)}]",
-            "p": _p(u.p_adjusted), "n": n}
+            "change": _pct(c.change),
+            "interval": f"[{_pct(c.low)}, {_pct(c.high)}]" if c.bounded else "-",
+            "p": _p(u.p_adjusted) if c.tested else "-", "n": n}
+
+
+def change_text(u: Unit) -> str:
+    """The change and its bounds in a sentence (JUnit messages, pytest failures)."""
+    c = cells(u)
+    return f"{c['change']} {c['interval'] if u.comparison.bounded else '(no bounds)'}"
 
 
 # Column headers and what they mean (terminal caption, Markdown footnotes, docs/gate.md).
@@ -64,9 +72,11 @@ def legend(report: GateReport) -> list[str]:
         "estimate (median of all pairwise log-ratios), which need not equal the ratio of the "
         "two medians; for exact and fitted values, their ratio.",
         f"³ one-sided {conf} bounds of the change (at the default alpha): REGRESSION needs the "
-        "change shown above tol, PASS needs the upper bound at most tol.",
-        "⁴ p-value of \"change > tol\", corrected for the number of units; n: runs per side "
-        "(dof of the fits).",
+        "change shown above tol, PASS needs the upper bound at most tol; - where the runs give "
+        "none.",
+        "⁴ p-value of \"change > tol\", corrected for the number of units; - where no test "
+        "was made (fewer than 2 runs on a side): INCONCLUSIVE; n: runs per side (dof of the "
+        "fits).",
     ]
 
 
@@ -178,8 +188,8 @@ def junit(report: GateReport) -> str:
         c = cells(u)
         message = f"{u.verdict}: {u.id}: baseline {c['baseline']}, candidate {c['candidate']}"
         if u.comparison is not None:
-            message += (f", change {c['change']} {c['interval']}, tolerance "
-                        f"{100 * u.tolerance:g}%, p adj {c['p']}")
+            message += (f", change {change_text(u)}, tolerance {100 * u.tolerance:g}%, "
+                        f"p adj {c['p']}")
         message += f"; {u.note}" if u.note else ""
         if u.verdict == REGRESSION or (u.verdict == BEHAVIOUR and fail_behaviour):
             el = ET.SubElement(case, "failure", message=message, type=u.verdict)

@@ -37,7 +37,7 @@ from ..errors import MprofError
 from .config import GateConfig, UnitRule, load_config
 from .data import load_side
 from .evaluate import BEHAVIOUR, INCONCLUSIVE, REGRESSION, Unit, evaluate
-from .output import cells
+from .output import cells, change_text
 
 
 def pytest_addoption(parser):
@@ -150,7 +150,7 @@ def _describe(u: Unit) -> str:
     c = cells(u)
     text = f"  {u.verdict}: {u.id}: baseline {c['baseline']}, candidate {c['candidate']}"
     if u.comparison is not None:
-        text += (f", change {c['change']} {c['interval']} (tolerance {100 * u.tolerance:g}%, "
+        text += (f", change {change_text(u)} (tolerance {100 * u.tolerance:g}%, "
                  f"p adj {c['p']})")
     return text + (f"; {u.note}" if u.note else "")
 

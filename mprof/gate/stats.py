@@ -45,6 +45,26 @@ class Comparison:
     p_regression: float  # H0: change <= tolerance
     p_change: float  # H0: change <= 0 (for information)
     note: str = ""
+    # False: no test could be made (fewer than 2 runs on a side, no error estimate): the
+    # p-values are placeholders (1), the unit is INCONCLUSIVE and not counted by the correction
+    tested: bool = True
+    # False: the data give no (1 - alpha) bounds (untested, or too few runs for the exact
+    # bound): low and high are -inf and +inf placeholders, shown as "-", never as a bound
+    bounded: bool = True
+
+
+def untested(method: str, n: int, m: int, baseline: float, candidate: float, change: float,
+             note: str) -> Comparison:
+    """A comparison without a test: its estimates where there are any, no p-value, no bounds."""
+    return Comparison(method, n, m, baseline, candidate, change, -math.inf, math.inf, 1.0, 1.0,
+                      note=note, tested=False, bounded=False)
+
+
+def too_few_runs(n: int, m: int) -> str:
+    """Why runs of n baseline and m candidate repetitions give no test."""
+    sides = [f"{k} {side} run{'s' if k != 1 else ''}"
+             for k, side in ((n, "baseline"), (m, "candidate")) if k < 2]
+    return f"{' and '.join(sides)}: too few for a test or bounds (need 2 runs per side)"
 
 
 # -- Mann-Whitney / Hodges-Lehmann -------------------------------------------------------------
@@ -114,8 +134,8 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
     y = np.asarray(candidate, dtype=float)
     n, m = len(x), len(y)
     if n == 0 or m == 0:
-        return Comparison("mann-whitney", n, m, _median(x), _median(y), math.nan, -math.inf,
-                          math.inf, 1.0, 1.0, note="no runs on one side")
+        return untested("mann-whitney", n, m, _median(x), _median(y), math.nan,
+                        "no runs on one side")
     if n >= 2 and np.all(x == x[0]) and np.all(y == y[0]):
         return compare_exact(float(x[0]), float(y[0]), tolerance, n, m)
     positive = bool(np.all(x > 0) and np.all(y > 0))
@@ -129,8 +149,7 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
         shift_tol = tolerance if scale_is_relative(x) else 0.0
     if n < 2 or m < 2:
         est = float(to_rel(np.median(ly) - np.median(lx)))
-        return Comparison("mann-whitney", n, m, _median(x), _median(y), est, -math.inf,
-                          math.inf, 1.0, 1.0, note="too few runs to test (need 2 per side)")
+        return untested("mann-whitney", n, m, _median(x), _median(y), est, too_few_runs(n, m))
     p_reg = float(sstats.mannwhitneyu(ly - shift_tol, lx, alternative="greater").pvalue)
     p_any = float(sstats.mannwhitneyu(ly, lx, alternative="greater").pvalue)
     diffs = np.sort((ly[None, :] - lx[:, None]).ravel())
@@ -142,7 +161,7 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
     return Comparison("mann-whitney", n, m, _median(x), _median(y), float(to_rel(est)),
                       float(to_rel(low)) if math.isfinite(low) else -math.inf,
                       float(to_rel(high)) if math.isfinite(high) else math.inf,
-                      p_reg, p_any, note=note)
+                      p_reg, p_any, note=note, bounded=k >= 1)
 
 
 def compare_exact(base: float, cand: float, tolerance: float, n: int = 1,
@@ -172,14 +191,13 @@ def compare_estimates(base: float, se_base: float, dof_base: float, cand: float,
     """Compare two independent estimates (fitted coefficients, or linear combinations of
     them such as a category's cost) with standard errors and degrees of freedom."""
     if not (se_base >= 0 and se_cand >= 0) or dof_base <= 0 or dof_cand <= 0:
-        return Comparison("coefficient", 0, 0, base, cand, math.nan, -math.inf, math.inf,
-                          1.0, 1.0, note="no error estimate")
+        return untested("coefficient", _count(dof_base), _count(dof_cand), base, cand,
+                        math.nan, "no error estimate")
     t_base = sstats.t.ppf(1 - alpha, dof_base)
     if base <= 0 or base - t_base * se_base <= 0:
-        return Comparison("coefficient", int(dof_base), int(dof_cand), base, cand,
-                          cand / base - 1 if base > 0 else math.nan, -math.inf, math.inf,
-                          1.0, 1.0, note="baseline value not significantly positive; "
-                                         "relative change undefined")
+        return untested("coefficient", int(dof_base), int(dof_cand), base, cand,
+                        cand / base - 1 if base > 0 else math.nan,
+                        "baseline value not significantly positive; relative change undefined")
     k = 1 + tolerance
     a, b = se_cand ** 2, (k * se_base) ** 2
     df = _welch_df(a, dof_cand, b, dof_base)
@@ -195,6 +213,10 @@ def compare_estimates(base: float, se_base: float, dof_base: float, cand: float,
     q = float(sstats.t.ppf(1 - alpha, df))
     return Comparison("coefficient", int(dof_base), int(dof_cand), base, cand, ratio - 1,
                       ratio - 1 - q * se_ratio, ratio - 1 + q * se_ratio, p_reg, p_any)
+
+
+def _count(dof: float) -> int:
+    return int(dof) if math.isfinite(dof) and dof > 0 else 0
 
 
 def _welch_df(a: float, df_a: float, b: float, df_b: float) -> float:
@@ -274,29 +296,14 @@ def _critical_count(pmf, sizes, alpha: float) -> int:
     return int(math.ceil(mean + 0.5 + sstats.norm.isf(alpha) * sd))
 
 
-def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
-    """Compare repeated measurements of one quantity over several configurations (strata), e.g.
-    the CPU time of one access category in every configuration of a sweep: a relative change
-    common to all of them, tested with the sum of the configurations' Mann-Whitney U statistics
-    (a stratified rank test; exact null distribution by convolution), estimated by the median
-    of all within-configuration pairwise log differences, with the exact bounds of that test
-    inverted (the c-th largest and smallest pairwise difference).  Each stratum is (baseline
-    values, candidate values); strata with fewer than 2 values on a side are left out.  Zeros:
-    differences of the values divided by their configuration's baseline median."""
-    pairs = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in strata]
-    pairs = [(x, y) for x, y in pairs if len(x) >= 2 and len(y) >= 2]
-    nb = sum(len(x) for x, _ in pairs)
-    nc = sum(len(y) for _, y in pairs)
-    if not pairs:
-        return Comparison("stratified", nb, nc, math.nan, math.nan, math.nan, -math.inf,
-                          math.inf, 1.0, 1.0, note="too few runs to test (need 2 per side)")
-    if len(pairs) == 1:
-        c = compare_samples(pairs[0][0], pairs[0][1], tolerance, alpha)
-        return c
+def _pooled_diffs(pairs, tolerance: float):
+    """The within-configuration pairwise differences of strata (each (baseline, candidate),
+    both non-empty) on the scale they are compared on: log values where every value is
+    positive, else values divided by their configuration's baseline median (or unscaled where
+    a median is 0).  Returns (differences per stratum, the tolerance as a difference, the map
+    from a difference to a relative change)."""
     allx = np.concatenate([x for x, _ in pairs])
     ally = np.concatenate([y for _, y in pairs])
-    if all(np.all(x == x[0]) and np.all(y == x[0]) for x, y in pairs):
-        return compare_exact(1.0, 1.0, tolerance, nb, nc)
     positive = bool(np.all(allx > 0) and np.all(ally > 0))
     diffs_by = []
     relative = positive or all(scale_is_relative(x) for x, _ in pairs)
@@ -309,6 +316,55 @@ def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
         diffs_by.append((ly[None, :] - lx[:, None]).ravel())
     shift_tol = math.log1p(tolerance) if positive else tolerance if relative else 0.0
     to_rel = np.expm1 if positive else _additive(allx, ally)[1] if relative else _unbounded
+    return diffs_by, shift_tol, to_rel
+
+
+def _medians(pairs) -> tuple[float, float]:
+    """The typical baseline and candidate values: the median of the strata's medians."""
+    return (float(np.median([np.median(x) for x, _ in pairs])),
+            float(np.median([np.median(y) for _, y in pairs])))
+
+
+def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
+    """Compare repeated measurements of one quantity over several configurations (strata), e.g.
+    the CPU time of one access category in every configuration of a sweep: a relative change
+    common to all of them, tested with the sum of the configurations' Mann-Whitney U statistics
+    (a stratified rank test; exact null distribution by convolution), estimated by the median
+    of all within-configuration pairwise log differences, with the exact bounds of that test
+    inverted (the c-th largest and smallest pairwise difference).  Each stratum is (baseline
+    values, candidate values); strata with fewer than 2 values on a side are left out of the
+    test (the note says so).  When none is left, the comparison is untested: its estimate
+    comes from every stratum with values on both sides and n counts all their values.  Zeros:
+    differences of the values divided by their configuration's baseline median."""
+    given = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in strata]
+    pairs = [(x, y) for x, y in given if len(x) >= 2 and len(y) >= 2]
+    if not pairs:
+        usable = [(x, y) for x, y in given if len(x) and len(y)]
+        nb, nc = sum(len(x) for x, _ in given), sum(len(y) for _, y in given)
+        if len(usable) == 1:
+            return compare_samples(*usable[0], tolerance, alpha)
+        if not usable:
+            return untested("stratified", nb, nc, math.nan, math.nan, math.nan,
+                            "no runs on one side")
+        diffs_by, _, to_rel = _pooled_diffs(usable, tolerance)
+        est = float(to_rel(float(np.median(np.concatenate(diffs_by)))))
+        return untested("stratified", nb, nc, *_medians(usable), est,
+                        "fewer than 2 runs on a side in every configuration: too few for a "
+                        "test or bounds")
+    left_out = len(given) - len(pairs)
+    why = (f"left out: {left_out} configuration{'s' if left_out > 1 else ''} with fewer than "
+           "2 runs on a side" if left_out else "")
+    if len(pairs) == 1:
+        c = compare_samples(pairs[0][0], pairs[0][1], tolerance, alpha)
+        c.note = "; ".join(filter(None, [c.note, why]))
+        return c
+    nb = sum(len(x) for x, _ in pairs)
+    nc = sum(len(y) for _, y in pairs)
+    if all(np.all(x == x[0]) and np.all(y == x[0]) for x, y in pairs):
+        c = compare_exact(1.0, 1.0, tolerance, nb, nc)
+        c.note = "; ".join(filter(None, [c.note, why]))
+        return c
+    diffs_by, shift_tol, to_rel = _pooled_diffs(pairs, tolerance)
     sizes = [(len(x), len(y)) for x, y in pairs]
     pmf = _sum_pmf(sizes)
     diffs = np.sort(np.concatenate(diffs_by))
@@ -320,18 +376,18 @@ def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
     p_any = _sum_sf(pmf, sizes, count_above(0.0))
     est = float(np.median(diffs))
     c = _critical_count(pmf, sizes, alpha)
-    if 1 <= c <= len(diffs):
+    bounded = 1 <= c <= len(diffs)
+    if bounded:
         low, high = float(diffs[len(diffs) - c]), float(diffs[c - 1])
         note = ""
     else:
         low, high = -math.inf, math.inf
         note = f"too few runs for a {100 * (1 - alpha):g} % bound"
-    base = float(np.median([np.median(x) for x, _ in pairs]))
-    cand = float(np.median([np.median(y) for _, y in pairs]))
-    return Comparison("stratified", nb, nc, base, cand, float(to_rel(est)),
+    return Comparison("stratified", nb, nc, *_medians(pairs), float(to_rel(est)),
                       float(to_rel(low)) if math.isfinite(low) else -math.inf,
                       float(to_rel(high)) if math.isfinite(high) else math.inf,
-                      p_reg, p_any, note=note)
+                      p_reg, p_any, note="; ".join(filter(None, [note, why])),
+                      bounded=bounded)
 
 
 # -- power: the smallest change a rank comparison can flag --------------------------------------

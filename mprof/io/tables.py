@@ -53,10 +53,29 @@ def write_tables(runs: Sequence[RunProfile], target: Path | None, options: Write
                 data = tables[name].to_csv(index=False)
             else:
                 buffer = io.BytesIO()
-                tables[name].to_parquet(buffer, index=False)
+                _exact_integers(tables[name]).to_parquet(buffer, index=False)
                 data = buffer.getvalue()
         except (ValueError, TypeError, OverflowError) as exc:  # pyarrow: a value it cannot type
             raise MprofError(f"{path}: cannot write table {name} as {ext}: {exc}") from None
         files.append((path, data))
     write_files(files, what="table")
     return f"exported {len(runs)} run(s): {', '.join(paths)} as {ext} to {target}"
+
+
+def _exact_integers(frame):
+    """The frame with each column of integers that no one integer type holds (statistics of
+    -1 and 2^64-1: pandas keeps them as Python ints, dtype object, which pyarrow cannot write)
+    as decimals, which Parquet keeps exact (decimal128(20, 0)).  Integer columns that fit
+    int64 or uint64 are typed so by pandas already and written as they are."""
+    from decimal import Decimal
+
+    out = frame
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object or not len(values):
+            continue
+        if all(v.__class__ is int for v in values):
+            if out is frame:
+                out = frame.copy()
+            out[column] = [Decimal(v) for v in values]
+    return out

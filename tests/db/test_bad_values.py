@@ -115,6 +115,10 @@ BAD_VALUES = [
         {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
         {"access": "lib:GONE", "cpu_s": 0.3, "samples": 3}]),
      "pes[0].categories[1].access: 'lib:GONE' is not an access category of this run"),
+    # a PE's CPU time with no category rows: the runtime leaves the key out where it took no
+    # sample, and writes a row for what each sample charged
+    (lambda d: d["pes"][1].update(cpu_s=0.4, idle_cpu_s=0.0, categories=[]),
+     "pes[1].categories: no category rows, but the PE's cpu_s is 0.4 s"),
 ]
 
 
@@ -146,6 +150,8 @@ GOOD_VALUES = [
         {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
         {"access": "(idle)", "cpu_s": 0.1, "samples": 1},
         {"access": "unclassified", "cpu_s": 0.2, "samples": 2}]),
+    # sampled on a PE that used no CPU time: nothing to share out
+    lambda d: d["pes"][1].update(cpu_s=0.0, idle_cpu_s=0.0, categories=[]),
 ]
 
 

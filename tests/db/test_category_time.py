@@ -56,10 +56,29 @@ def test_a_profile_without_categories_reads_as_not_measured():
     run = RunProfile.from_document(doc)
     assert not run.has_categories and run.pes[0].categories is None
     assert run.category_totals() == {}
-    doc = profile([[], []])  # measured, but no samples fell on the PEs: an empty array
-    doc["pes"][0]["cpu_s"] = doc["pes"][1]["cpu_s"] = 0.001
+    doc = profile([[], []])  # measured, on PEs that used no CPU time: an empty array
+    assert doc["pes"][0]["cpu_s"] == 0
     validate_profile(doc, "run.json")
     assert RunProfile.from_document(doc).has_categories
+
+
+def test_no_category_rows_on_a_pe_that_used_cpu_time_are_refused(tmp_path, capsys):
+    """The runtime writes `categories` only on a PE that took a sample, with a row for what
+    each sample charged: an empty list beside CPU time would be reported as no CPU time."""
+    doc = profile([[], []])
+    doc["pes"][1]["cpu_s"] = 0.25
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc, indent=1))
+    db_path = tmp_path / "p.db"
+    assert main(["db", "import", str(db_path), str(path)]) == 2
+    err = capsys.readouterr().err
+    line, column = locate(path.read_text(), "pes[1].categories")
+    assert err.strip() == (f"mprof: {path}:{line}:{column}: pes[1].categories: no category "
+                           "rows, but the PE's cpu_s is 0.25 s (a PE that took no sample has "
+                           "no categories key)")
+    assert not db_path.exists() or not load_profiles(db_path)
+    doc["pes"][1]["cpu_s"] = 1e-10  # within rounding of no time at all
+    validate_profile(doc, "run.json")
 
 
 BAD = [

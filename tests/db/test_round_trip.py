@@ -38,7 +38,7 @@ def full() -> dict:
     pe0.update(cpu_s=1.75, idle_cpu_s=0.5,  # the runtime lists them by category, not size
                categories=[{"access": IDLE, "cpu_s": 0.5, "samples": 50},
                            {"access": "graph:ENQ", "cpu_s": 1.25, "samples": 125}])
-    pe1.update(cpu_s=2.0, idle_cpu_s=0.0, categories=[])
+    pe1.update(cpu_s=0.0, idle_cpu_s=0.0, categories=[])  # no CPU time: no rows
     pe0["objects"].reverse()  # the runtime lists objects newest first
     pe0["objects"][0]["id"] = 2**64 - 2  # object ids are u64
     pe0["objects"][1]["absent"] = {"L1Miss": "PAPI_L1_DCM: no such event"}

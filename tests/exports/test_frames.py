@@ -125,6 +125,58 @@ def test_db_export_csv_and_parquet(pipe_db, tmp_path, capsys):
     assert lines[0].startswith("run_id,program,backend,npes") and len(lines) == 3
 
 
+def _db_of(tmp_path, name, stats_of_pe):
+    """A database of one 2-PE run whose rts object has the statistics stats_of_pe(pe) too."""
+    doc = make_run(npes=2)
+    for pe in doc["pes"]:
+        pe["objects"][0]["stats"].update(stats_of_pe(pe["pe"]))
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    assert main(["db", "import", str(tmp_path / f"{name}.db"), str(path)]) == 0
+    return tmp_path / f"{name}.db"
+
+
+def test_u64_statistics_are_exported_exactly(tmp_path, capsys):
+    """A u64 counter taken below zero (2^64 - 1) stays exact in CSV and Parquet: the column
+    of integer statistics is an integer column (uint64), not doubles that round the last
+    digits (1.8446744073709552e+19) and write every 5 as 5.0."""
+    db = _db_of(tmp_path, "u64", lambda pe: {"Sched": 2**64 - 1 if pe == 0 else 5})
+    capsys.readouterr()
+    assert main(["db", "export", str(db), "--format", "csv", "--table", "statistics"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "1,0,0,rts,Sched,18446744073709551615" in lines
+    assert "1,1,0,rts,Sched,5" in lines
+    assert not any(line.endswith(".0") for line in lines[1:])
+    out = tmp_path / "s.parquet"
+    assert main(["db", "export", str(db), "--format", "parquet", "--table", "statistics",
+                 "-o", str(out)]) == 0
+    table = pq.read_table(out)
+    assert str(table.schema.field("value").type) == "uint64"
+    frame = table.to_pandas()
+    sched = frame[frame["statistic"] == "Sched"].set_index("pe")["value"]
+    assert [int(sched[0]), int(sched[1])] == [2**64 - 1, 5]
+    assert mf.statistics(db)["value"].dtype == "uint64"
+
+
+def test_signed_and_u64_statistics_in_one_column_are_exported_exactly(tmp_path, capsys):
+    """-1 and 2^64 - 1 fit no one integer type: CSV keeps their digits, Parquet writes them as
+    decimals (pyarrow cannot write the Python ints pandas keeps for them)."""
+    db = _db_of(tmp_path, "mixed",
+                lambda pe: {"Sched": 2**64 - 1} if pe == 0 else {"Offset": -1})
+    capsys.readouterr()
+    assert main(["db", "export", str(db), "--format", "csv", "--table", "statistics"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "1,0,0,rts,Sched,18446744073709551615" in lines and "1,1,0,rts,Offset,-1" in lines
+    out = tmp_path / "s.parquet"
+    assert main(["db", "export", str(db), "--format", "parquet", "--table", "statistics",
+                 "-o", str(out)]) == 0
+    frame = pq.read_table(out).to_pandas()
+    values = {(pe, stat): value for pe, stat, value in
+              zip(frame["pe"], frame["statistic"], frame["value"])}
+    assert int(values[0, "Sched"]) == 2**64 - 1 and int(values[1, "Offset"]) == -1
+    assert int(values[0, "ThreadAlloc"]) == 1000
+
+
 def test_db_export_tables_with_a_model(pipe_db, tmp_path):
     model_path = tmp_path / "model.json"
     make_model().save(model_path)

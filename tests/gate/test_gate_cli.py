@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from mprof.cli import main
+from mprof.db.store import ProfileDB
 from mprof.errors import MprofError
 from mprof.gate.config import config_from_dict
 from mprof.gate.data import load_side
@@ -195,6 +196,54 @@ def test_terminal_table_lists_regressions_first(dbs, capsys):
     out = capsys.readouterr().out
     assert out.index("REGRESSION") < out.index("PASS")
     assert "mprof gate: FAIL" in out
+
+
+def test_one_run_on_a_side_shows_no_interval_in_any_format(dbs, tmp_path, capsys):
+    """A configuration with one candidate run has no test and no bounds: every output shows
+    the real run counts and "-", never [-inf, +inf] or a p-value of 1, and the unit is
+    INCONCLUSIVE."""
+    one = write_db(tmp_path / "one.db", np.random.default_rng(3), reps=1)
+    md, xml, js = tmp_path / "o.md", tmp_path / "o.xml", tmp_path / "o.json"
+    code = main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(one),
+                 "--markdown", str(md), "--junit", str(xml), "--json", str(js)])
+    assert code == 3
+    terminal = capsys.readouterr().out
+    units = {u["id"]: u for u in json.loads(js.read_text())["units"]}
+    for label in ("synth(npes=2,n=1000)", "synth(npes=2,n=4000)"):
+        u = units[f"{label}::time"]
+        assert u["verdict"] == INCONCLUSIVE
+        assert (u["n_baseline"], u["n_candidate"]) == (8, 1)
+        assert u["tested"] is False and u["bounded"] is False
+        assert u["p_adjusted"] is None and u["p_regression"] is None
+        assert u["change_low"] is None and u["change_high"] is None
+        assert u["change"] is not None and "1 candidate run" in u["note"]
+        row = next(line for line in md.read_text().splitlines() if f"`{label}::time`" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[5:9] == ["-", "5%", "-", "8/1"]  # bounds, tol, p adj, n
+        assert re.search(rf"{re.escape(label)}::time .* - .* - .* 8/1", terminal)
+    for text in (terminal, md.read_text(), xml.read_text()):
+        assert "inf" not in text
+    assert "(no bounds)" in xml.read_text()
+
+
+def test_a_configuration_without_a_test_is_not_counted_by_the_correction(dbs, tmp_path):
+    """Holm multiplies a p-value by the number of tests: a configuration with one candidate
+    run makes none, so the slowed configuration's p-value is corrected for one test."""
+    rng = np.random.default_rng(11)
+    slow = write_db(tmp_path / "slow4000.db", rng, configs=((4000, 2),), factor=1.3)
+    one = write_db(tmp_path / "one1000.db", rng, configs=((1000, 2),), reps=1)
+    with ProfileDB(one) as db:
+        docs = [(f"one{i}", doc) for i, doc in db.documents()]
+    with ProfileDB(slow) as db:
+        db.import_documents(docs)
+    report = evaluate(load_side("baseline", dbs["base"]), load_side("candidate", slow),
+                      config_from_dict({}))
+    units = {u.id: u for u in report.units}
+    single, slowed = units["synth(npes=2,n=1000)::time"], units["synth(npes=2,n=4000)::time"]
+    assert single.verdict == INCONCLUSIVE and not single.comparison.tested
+    assert single.p_adjusted is None
+    assert slowed.verdict == REGRESSION
+    assert slowed.p_adjusted == slowed.comparison.p_regression
 
 
 # -- nothing to compare is an input error (exit 2), saying what did not match ---------------

@@ -5,6 +5,7 @@ about (--focus)."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from mprof.cli import main
 from mprof.gate.config import config_from_dict
 from mprof.gate.data import load_side
-from mprof.gate.evaluate import BEHAVIOUR, INFO, PASS, REGRESSION, evaluate
+from mprof.gate.evaluate import BEHAVIOUR, INCONCLUSIVE, INFO, PASS, REGRESSION, evaluate
 from mprof.gate.stats import compare_strata
 
 from gate_synth import write_category_db, write_dca_model
@@ -182,6 +183,32 @@ def test_stratified_comparison_basics():
     tiny = [([1.0, 1.01], [2.0, 2.01])] * 3
     c = compare_strata(tiny, 0.0, 0.05)
     assert c.p_regression == pytest.approx((1 / 6) ** 3)
+
+
+def test_category_units_with_one_candidate_run_per_configuration_count_the_runs(tmp_path):
+    """No configuration has 2 candidate runs: the category units have no test, but say how
+    many runs they rest on (3 configurations x 6 and x 1) and estimate the change, instead of
+    n 0/0, no values and bounds of -inf and +inf."""
+    rng = np.random.default_rng(5)
+    base = write_category_db(tmp_path / "b.db", rng, reps=6)
+    cand = write_category_db(tmp_path / "c.db", rng, reps=1, slow={"dca:UPDATE": 1.5})
+    units = {u.id: u for u in _report(base, cand).units}
+    for name in ("cat:dca:UPDATE", "cat:dca:LOOKUP", "cat:(scheduler)", "cat:(idle)"):
+        c = units[name].comparison
+        assert (c.n_baseline, c.n_candidate) == (18, 3)
+        assert not c.tested and not c.bounded
+        assert units[name].verdict == INCONCLUSIVE and units[name].p_adjusted is None
+        assert math.isfinite(c.baseline) and math.isfinite(c.candidate)
+    assert 0.3 < units["cat:dca:UPDATE"].comparison.change < 0.7
+    assert abs(units["cat:dca:LOOKUP"].comparison.change) < 0.1
+
+
+def test_stratified_comparison_says_which_configurations_it_left_out():
+    rng = np.random.default_rng(13)
+    strata = [(rng.lognormal(0.0, 0.02, 6), rng.lognormal(0.0, 0.02, 6)) for _ in range(2)]
+    c = compare_strata(strata + [([1.0] * 6, [1.0])], 0.05, 0.05)
+    assert c.tested and c.bounded and (c.n_baseline, c.n_candidate) == (12, 12)
+    assert "left out: 1 configuration with fewer than 2 runs on a side" in c.note
 
 
 def test_category_times_of_runs_imported_before_the_table_are_read_after_migration(
