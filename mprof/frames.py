@@ -120,8 +120,11 @@ def pe_times(source, where: Sequence = ()):
 
 
 def statistics(source, where: Sequence = ()):
-    """One row per (run, PE, object, statistic): STAT_COLUMNS.  Values keep their type;
-    integer counters beyond 2^53 stay exact (the column is then of dtype object)."""
+    """One row per (run, PE, object, statistic): STAT_COLUMNS.  Values keep their type: a
+    column of whole counters is an integer column (uint64 where one exceeds 2^63 - 1), exact
+    to the last digit; negative values beside ones beyond 2^63 - 1 make it dtype object, still
+    exact.  With fractions among the values it is float64, where counters beyond 2^53 lose
+    digits: select one statistic's rows for those."""
     pd = _pandas()
     rows = [(run.id, pe.pe, obj.id, obj.module, stat, value)
             for run in load_runs(source, where=where) for pe in run.pes
