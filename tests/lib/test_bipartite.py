@@ -239,16 +239,6 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     assert "OK" in out
 
 
-def test_misuse_iterating_a_destroyed_graph_ends_the_run(bg_test, tmp_path):
-    """The iterator held the partition's address: after bg_destroy its next step read freed
-    memory; now it ends the run with a message."""
-    proc, msg = _misuse(bg_test, "iter_destroyed", 1, tmp_path)
-    assert proc.returncode != 0, msg
-    assert "iteration went on" not in proc.stdout, msg
-    assert ("bipartite (PE 0): bg_iter_next: the bipartite graph was destroyed since the "
-            "iterator was set up") in proc.stderr, msg
-
-
 def test_misuse_a_colour_that_is_neither_ends_the_run(bg_test, tmp_path):
     """bg_local_count(g, 7) returned the black count (the colour was masked)."""
     proc, msg = _misuse(bg_test, "colour", 1, tmp_path)

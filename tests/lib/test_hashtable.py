@@ -198,16 +198,6 @@ def test_misuse_delete_while_iterating_ends_run(ht_test, tmp_path):
             "during the iteration") in proc.stderr, msg
 
 
-def test_misuse_iterating_a_destroyed_table_ends_run(ht_test, tmp_path):
-    """The iterator held the partition's address: after ht_destroy its next step read freed
-    memory; now it ends the run with a message."""
-    proc, msg = _misuse(ht_test, "iter_destroyed", 1, tmp_path)
-    assert proc.returncode != 0, msg
-    assert "iteration went on" not in proc.stdout, msg
-    assert ("hashtable (PE 0): ht_iter_next: the hash table was destroyed since the iterator "
-            "was set up") in proc.stderr, msg
-
-
 @pytest.mark.sanitizer
 def test_misuse_sanitized(cmake_build, tmp_path):
     """The refusals touch no memory they should not."""
