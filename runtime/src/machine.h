@@ -26,6 +26,11 @@ typedef struct mpr_machine {
     int (*init)(int *npes, int *first, int *count);
     /* Starts every local PE; each runs mpr_pe_run().  Returns when they have all finished. */
     int (*run)(void);
+    /* Optional (default: 0).  Once the run's settings are known (mpr_g.cfg) and before the
+     * observers start: the processes agree on what they must share for this run (MPI: buffer
+     * sizes, credits, who writes the profile, whether every process traces).  Returns 0, or
+     * -1 (message printed): there is no run. */
+    int (*agree)(void);
     /* Hands a filled buffer to PE dst.  Ownership moves to the backend. */
     void (*send)(struct mpr_pe *from, int dst, struct mpr_msgbuf *buf);
     /* All buffers that arrived at pe, oldest first (per sender), or NULL. */
@@ -154,6 +159,7 @@ static inline uint32_t mpr_machine_peer_idle_epoch(int pe)
 {
     return mpr_m->peer_idle_epoch ? mpr_m->peer_idle_epoch(pe) : 0;
 }
+static inline int mpr_machine_agree(void) { return mpr_m->agree ? mpr_m->agree() : 0; }
 static inline double mpr_machine_max_all(double v)
 {
     return mpr_m->max_all ? mpr_m->max_all(v) : v;

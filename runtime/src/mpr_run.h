@@ -32,9 +32,10 @@ typedef struct {
     double t_start;
     char started_at[32];
     int pinned_workers; /* worker threads the backend bound to a unit of their own (profile) */
-    int workers;   /* worker threads the PEs run on; 0: a thread (process) per PE (mpr_workers) */
-    int shm_ring;  /* slots of a message channel's ring; 0 where the backend has no rings */
-    bool carriers; /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
+    int workers;  /* worker threads the PEs run on; 0: a thread (process) per PE (mpr_workers) */
+    int shm_ring; /* slots of a message channel's ring; 0 where the backend has no rings */
+    bool trace_partial; /* MPROF_TRACE is set in some processes only (the backend's agree) */
+    bool carriers;      /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
 } mpr_run;
 
 extern mpr_run mpr_g;

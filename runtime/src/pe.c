@@ -387,6 +387,12 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
         mpr_fatal("out of memory");
     for (int i = first; i < first + count; i++)
         mpr_g.pes[i] = pe_new(i, npes);
+    /* before the observers: a trace's set-up is collective where the processes agree on it */
+    if (mpr_machine_agree() != 0)
+        return mpr_misuse(MP_ERR_BACKEND,
+                          "the %s backend's processes did not start the run "
+                          "together",
+                          m->name);
     MPR_OBSERVERS_START(); /* e.g. opens the trace archive when MPROF_TRACE is set */
     mpr_sample_setup();
 

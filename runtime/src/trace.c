@@ -212,11 +212,15 @@ static unsigned trace_start(void)
     bool want = dir && *dir;
     is_mpi = strcmp(mpr_m->name, "mpi") == 0;
     /* The archive's set-up is collective on MPI: every rank must take each decision below
-     * the same way (a rank whose folder failed left the others waiting in the archive's first
-     * collective for ever).  Whether MPROF_TRACE is set is not agreed: that would be a
-     * collective in every run, before the backend's own agreement at a run's start (which
-     * notes a late rank and finds one that ended the program): it must be set on every rank
-     * (mpirun -x MPROF_TRACE across hosts). */
+     * the same way (MPROF_TRACE on some ranks only, or a folder one rank could not use, left
+     * the others waiting in the archive's first collective for ever).  Whether every rank
+     * traces is agreed at the run's start, before the observers (the backend's agree). */
+    if (mpr_g.trace_partial) {
+        if (mpr_g.local_first == 0)
+            fprintf(stderr, "mprof: MPROF_TRACE is set on some ranks only (pass it to every "
+                            "rank: mpirun -x MPROF_TRACE). This run is not traced.\n");
+        return 0;
+    }
     if (!want)
         return 0;
     char path[4096];

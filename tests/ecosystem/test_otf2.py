@@ -200,10 +200,16 @@ def _two_ranks(exe, tmp_path, trace0, trace1):
 
 
 def test_mpi_ranks_decide_together_whether_to_trace(build_dir, tmp_path):
-    """The archive's set-up is collective: a folder one rank cannot make left the other ranks
+    """The archive's set-up is collective: MPROF_TRACE on one rank only (mpirun forwards it
+    to other hosts only with -x), or a folder one rank cannot make, left the other ranks
     waiting in its first collective for ever."""
     require_tool("mpirun")
     exe = build_dir / "benchmarks/pipe/pipe"
+    proc = _two_ranks(exe, tmp_path, tmp_path / "t0", None)
+    assert proc.returncode == 0, proc.stderr
+    assert ("mprof: MPROF_TRACE is set on some ranks only (pass it to every rank: mpirun -x "
+            "MPROF_TRACE). This run is not traced.") in proc.stderr
+    assert not (tmp_path / "t0").exists()
     (tmp_path / "file").write_text("")
     proc = _two_ranks(exe, tmp_path, tmp_path / "t1", tmp_path / "file" / "x")
     assert proc.returncode == 0, proc.stderr

@@ -144,7 +144,6 @@ static int mpi_run(void)
 {
     mpr_pe *pe = mpr_g.pes[mpr_mpi.rank];
     if (mpr_mpi_run_state_init(pe) != 0) {
-        /* another rank has ended the program: no run, and at exit only MPI_Finalize */
         mpr_mpi.in_run = false;
         return -1;
     }
@@ -201,6 +200,7 @@ const mpr_machine mpr_machine_mpi = {
     .name = "mpi",
     .init = mpr_mpi_init,
     .run = mpi_run,
+    .agree = mpr_mpi_agree,
     .send = mpi_send,
     .take = mpi_take,
     .processed = mpi_processed,

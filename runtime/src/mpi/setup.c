@@ -19,6 +19,8 @@ enum {
     A_WINDOW_MAX,
     A_WINDOW_NEG, /* -MPROF_MPI_WINDOW: the smallest window */
     A_PROFILE,    /* rank 0 writes a run profile (MPROF_OUT): the others take part */
+    A_TRACE,      /* MPROF_TRACE is set here */
+    A_TRACE_NEG,  /* -(MPROF_TRACE is set here): 0 where some rank has it not */
     A_N
 };
 
@@ -201,11 +203,16 @@ static void rbuf_free_list(mpr_msgbuf *b)
  * MPI_Test); a sender with a smaller MPROF_MPI_WINDOW than half its receiver's waited for
  * credits the receiver never owed.  And who takes part in the run profile: rank 0 writes it
  * (MPROF_OUT there), every rank must take part in gathering it, whatever its own MPROF_OUT
- * (forwarded to the ranks of other hosts only with mpirun -x).  Returns -1, with a message,
- * when another rank ended the program instead of starting this run. */
+ * (forwarded to the ranks of other hosts only with mpirun -x), and whether every rank traces
+ * (the trace's set-up is collective: MPROF_TRACE on some ranks only left them waiting for the
+ * others for ever).  Returns -1, with a message, when another rank ended the program instead
+ * of starting this run. */
 static int agree_on_run(int *window, size_t *post_cap)
 {
     int64_t mine[A_N] = {0}, all[A_N];
+    const char *trace = getenv("MPROF_TRACE");
+    mine[A_TRACE] = trace && *trace;
+    mine[A_TRACE_NEG] = -mine[A_TRACE];
     mine[A_STARTER] = mpr_mpi.size - mpr_mpi.rank;
     mine[A_POST_CAP] = (int64_t)*post_cap;
     mine[A_WINDOW_MAX] = *window;
@@ -222,6 +229,7 @@ static int agree_on_run(int *window, size_t *post_cap)
     }
     *post_cap = (size_t)all[A_POST_CAP];
     *window = (int)-all[A_WINDOW_NEG];
+    mpr_g.trace_partial = all[A_TRACE] && !-all[A_TRACE_NEG];
     if (all[A_WINDOW_MAX] != *window && mpr_mpi.rank == 0)
         fprintf(stderr,
                 "mprof: warning: MPROF_MPI_WINDOW differs between the ranks (%d to %lld); "
@@ -240,16 +248,25 @@ static int agree_on_run(int *window, size_t *post_cap)
     return 0;
 }
 
-int mpr_mpi_run_state_init(mpr_pe *pe)
+/* The machine table's agree: before the observers start (a trace's set-up is collective). */
+int mpr_mpi_agree(void)
 {
     int window = (int)mpr_env_number("MPROF_MPI_WINDOW", 64, 2, 1 << 16, 1, 0);
     size_t cap = mpr_g.cfg.agg_bytes;
     cap = cap < POST_MIN ? POST_MIN : cap > POST_MAX ? POST_MAX : cap;
     cap = (cap + 15) & ~(size_t)15; /* the request after the data stays aligned */
-    if (agree_on_run(&window, &cap) != 0)
+    if (agree_on_run(&window, &cap) != 0) {
+        mpr_mpi.in_run = false; /* no run: at exit only MPI_Finalize */
         return -1;
-    mpr_mpi.pe = pe;
+    }
     mpr_mpi.window = window;
+    mpr_mpi.post_cap = cap;
+    return 0;
+}
+
+int mpr_mpi_run_state_init(mpr_pe *pe)
+{
+    mpr_mpi.pe = pe;
     mpr_mpi.batch = mpr_mpi.window / 2;
     mpr_mpi.credits = malloc((size_t)mpr_mpi.size * sizeof *mpr_mpi.credits);
     mpr_mpi.owed = calloc((size_t)mpr_mpi.size, sizeof *mpr_mpi.owed);
@@ -270,7 +287,6 @@ int mpr_mpi_run_state_init(mpr_pe *pe)
     mpr_mpi.ready_n = 0;
     /* Receives wait posted, so that an arriving message lands in its buffer without a probe,
      * enough for a window from one sender and its credits; more arrivals wait in MPI. */
-    mpr_mpi.post_cap = cap;
     mpr_mpi.npost = mpr_mpi.size < 2       ? 0
                     : mpr_mpi.window < 200 ? mpr_mpi.window + mpr_mpi.window / 4
                                            : 256;
