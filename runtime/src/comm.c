@@ -78,14 +78,6 @@ static inline size_t record_size(size_t args_size, size_t payload_size)
            (payload_size ? sizeof(mpr_record_payload) + align16(payload_size) : 0);
 }
 
-/* The largest record: the largest payload with the largest arguments and their headers.  The
- * limit a caller sees is on the payload (mp_max_message); a bulk operation of exactly that
- * many bytes carries its own arguments and headers beside it (counted against the limit, a
- * write of mp_max_message() bytes was refused, and a read's reply could not be sent). */
-#define MAX_RECORD                                                                                 \
-    (sizeof(mpr_record) + ((MP_FIBER_ARGS_MAX + 15) & ~(size_t)15) + sizeof(mpr_record_payload) +  \
-     MAX_MESSAGE)
-
 /* small_bytes = 0 turns fast messages off (rather than making zero-byte invocations fast):
  * pe->small_below is small_bytes + 1, or 0 when they are off. */
 static inline bool is_small(const mpr_pe *pe, size_t args_size, size_t payload_size)
@@ -531,10 +523,10 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     if (MPR_UNLIKELY(payload_size > MAX_MESSAGE))
         return mpr_misuse(MP_ERR_TOO_LARGE, "payload of %zu bytes exceeds the %zu-byte limit",
                           payload_size, (size_t)MAX_MESSAGE);
+    /* The limits are on the arguments and the payload, not on the record: a bulk operation
+     * of exactly mp_max_message() bytes carries its headers and arguments beside them (counted
+     * against the limit, such a write was refused and a read's reply could not be sent). */
     size_t total = record_size(args_size, payload_size);
-    if (MPR_UNLIKELY(total > MAX_RECORD)) /* cannot happen after the checks above */
-        return mpr_misuse(MP_ERR_TOO_LARGE, "message of %zu bytes exceeds the %zu-byte limit",
-                          total, (size_t)MAX_RECORD);
     if (dst == pe->id) {
         deliver_local(pe, fn, args, args_size, sched, payload, payload_size, payload_dst);
         return MP_SUCCESS;

@@ -183,8 +183,8 @@ static int make_folders(const char *dir)
     return 0;
 }
 
-/* The least of the ranks' values (MPI; v elsewhere). */
-static double min_all(double v) { return is_mpi ? -mpr_machine_max_all(-v) : v; }
+/* The least of the processes' values (v where the backend has one process). */
+static double min_all(double v) { return -mpr_machine_max_all(-v); }
 
 /* Whether this rank can write a trace in `dir` (made if missing); if not, `why` says so. */
 static bool folder_usable(const char *dir, char *why, size_t n)
@@ -239,13 +239,10 @@ static unsigned trace_start(void)
     }
     char why[4200];
     bool usable = folder_usable(dir, why, sizeof why);
-    if (!is_mpi && !usable) {
-        fputs(why, stderr);
-        return 0;
-    }
-    if (is_mpi && min_all(usable) == 0) {
-        /* every rank failed alike (one folder, one host): rank 0 says why; else each rank
-         * that failed says why, and rank 0 that the others cannot trace without it */
+    if (min_all(usable) == 0) {
+        /* every rank failed alike (one folder, one host; shm: the one process): rank 0 says
+         * why; else each rank that failed says why, and rank 0 that the others cannot trace
+         * without it */
         bool all_failed = mpr_machine_max_all(usable) == 0;
         if (!usable && (!all_failed || mpr_g.local_first == 0))
             fputs(why, stderr);
@@ -296,6 +293,13 @@ static const char *const setting_names[NSETTINGS] = {
     "setting::pinned_workers", "setting::carriers",    "setting::sample_us",
     "setting::workers",        "setting::shm_ring"};
 
+/* The settings given in microseconds (flush_delay_us, sample_us) are doubles, the others
+ * counts. */
+static OTF2_Type setting_type(int i)
+{
+    return i == 3 || i == 8 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64;
+}
+
 static void trace_pe_begin(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
@@ -317,11 +321,9 @@ static void trace_pe_begin(mpr_pe *pe)
                              (uint64_t)mpr_workers(),
                              (uint64_t)mpr_g.shm_ring};
     for (int i = 0; i < NSETTINGS; i++) {
-        types[i] = OTF2_TYPE_UINT64;
+        types[i] = setting_type(i);
         values[i].unsigned_int = u[i];
     }
-    /* the two settings in microseconds, as the profile has them */
-    types[3] = types[8] = OTF2_TYPE_DOUBLE;
     values[3].floating_point = cfg->flush_delay_s * 1e6;
     values[8].floating_point = cfg->sample_s * 1e6;
     OTF2_EvtWriter_Metric(tp->w, NULL, t, SETTINGS_METRIC, NSETTINGS, types, values);
@@ -571,8 +573,7 @@ static void write_global_definitions(const pe_summary *pes)
     for (int i = 0; i < NSETTINGS; i++) {
         OTF2_GlobalDefWriter_WriteMetricMember(
             w, member, string(&s, setting_names[i]), setting_desc, OTF2_METRIC_TYPE_USER,
-            OTF2_METRIC_ABSOLUTE_POINT, i == 3 || i == 8 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64,
-            OTF2_BASE_DECIMAL, 0, empty);
+            OTF2_METRIC_ABSOLUTE_POINT, setting_type(i), OTF2_BASE_DECIMAL, 0, empty);
         setting_refs[i] = member++;
     }
     OTF2_GlobalDefWriter_WriteMetricClass(w, SETTINGS_METRIC, NSETTINGS, setting_refs,

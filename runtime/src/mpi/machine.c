@@ -143,10 +143,7 @@ static void mpi_wake_all(void) {}
 static int mpi_run(void)
 {
     mpr_pe *pe = mpr_g.pes[mpr_mpi.rank];
-    if (mpr_mpi_run_state_init(pe) != 0) {
-        mpr_mpi.in_run = false;
-        return -1;
-    }
+    mpr_mpi_run_state_init(pe);
     mpr_pe_run(pe);
     mpr_mpi_withdraw_receives();
     mpr_pe_bind(NULL); /* the PE ran on this thread: outside mp_main there is no PE */

@@ -115,7 +115,7 @@ int mpr_mpi_init(int *npes, int *first, int *count);
 void mpr_mpi_fini(void);
 /* -1 (message printed) when the ranks disagree on starting the run */
 int mpr_mpi_agree(void);
-int mpr_mpi_run_state_init(mpr_pe *pe);
+void mpr_mpi_run_state_init(mpr_pe *pe);
 void mpr_mpi_withdraw_receives(void);
 mpr_msgbuf *mpr_mpi_rbuf_get(void);
 void mpr_mpi_rbuf_put(mpr_msgbuf *b);

@@ -264,7 +264,7 @@ int mpr_mpi_agree(void)
     return 0;
 }
 
-int mpr_mpi_run_state_init(mpr_pe *pe)
+void mpr_mpi_run_state_init(mpr_pe *pe)
 {
     mpr_mpi.pe = pe;
     mpr_mpi.batch = mpr_mpi.window / 2;
@@ -299,7 +299,6 @@ int mpr_mpi_run_state_init(mpr_pe *pe)
         mpr_mpi.post[i] = mpr_mpi_rbuf_get();
         mpr_mpi_post(mpr_mpi.post[i]);
     }
-    return 0;
 }
 
 /* The PE has finished: its posted receives are withdrawn.  This happens before the next
