@@ -48,6 +48,12 @@ def percent(value, spec: str = ".1f", unit: str = " %") -> str:
     return bounded(value, spec, unit)
 
 
+def percent_of(fraction: float, spec: str = ".1f", unit: str = " %") -> str:
+    """A fraction (0.25, a share, an efficiency, a relative change) as a percentage ("25.0 %"),
+    bounded: see bounded."""
+    return percent(100 * fraction, spec, unit)
+
+
 def _num(x) -> str:
     """A bound or a value as a message shows it: whole numbers in full (a limit of 1000000
     and a value of 1000001 must not both read 1e+06), others to 10 digits."""

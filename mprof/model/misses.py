@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from ..numbers import percent
+from ..numbers import percent_of
 from .fit import Design, FitResult
 
 
@@ -113,7 +113,7 @@ def format_lines(misses: list[Miss], n: int) -> list[str]:
         for m in worst:
             runs = (f"runs {m.runs[0]:.4g}-{m.runs[1]:.4g} ({m.runs[2]})"
                     if m.runs and m.runs[2] > 1 else "one run")
-            lines.append(f"  {percent(100 * m.error, '+.1f'):>9}  {m.predicted:.4g} / "
+            lines.append(f"  {percent_of(m.error, '+.1f'):>9}  {m.predicted:.4g} / "
                          f"{m.measured:.4g}  "
                          f"{runs}  {m.label}  {m.config}")
     return lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..numbers import percent
+from ..numbers import percent, percent_of
 from ..report.jsonout import dumps
 from .misses import format_lines as format_misses
 from .misses import worst_per_set
@@ -39,7 +39,7 @@ def _g(value: float, unit: str = "") -> str:
 
 def _residual_line(r) -> str:
     unit = "relative" if r.options.normalize else "seconds"
-    se = (percent(100 * r.residual_se, ".3g", "%") if r.options.normalize
+    se = (percent_of(r.residual_se, ".3g", "%") if r.options.normalize
           else _g(r.residual_se, " s"))
     return (f"Residual standard error: {se} ({unit}, {r.dof} degrees of freedom); "
             f"t(0.95; {r.dof}) = {r.t_quantile:.4f}")
@@ -59,7 +59,7 @@ def _noise_lines(r) -> list[str]:
                 "model error)"]
     lines = [f"Replicate noise floor (MRE of each sample against its replicates' mean): "
              f"{mre_text(r.noise_mre)}",
-             f"Pure error: {percent(100 * lof.noise_share, '.1f', '%')} of the residual sum of "
+             f"Pure error: {percent_of(lof.noise_share, '.1f', '%')} of the residual sum of "
              "squares "
              f"({lof.groups} configurations, {lof.pure_error_dof} replicate degrees of freedom)"]
     if lof.p_value == lof.p_value:

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import MprofError
-from ..numbers import bounded, percent
+from ..numbers import bounded, percent, percent_of
 from ..profile import IDLE, RunProfile
 from .build import Report, build_report, decimals_for
 from .measured import NO_CATEGORIES
@@ -158,10 +158,6 @@ def _busy_idle(run: ScaledRun) -> ScaledRun:
 
 # -- renderings -----------------------------------------------------------------------------
 
-def _pct(v: float) -> str:
-    return percent(100 * v)
-
-
 def speedup_text(v: float) -> str:
     return bounded(v)
 
@@ -178,7 +174,7 @@ def format_compare(cmp: Comparison, digits: int | None = None) -> str:
                f"{'PE-seconds':>{w + 2}} {'lost':>{w}}  run")
     for r in runs:
         out.append(f"  {r.npes:>4} {r.elapsed_s:>{w}.{d}f} {speedup_text(cmp.speedup(r)):>9} "
-                   f"{_pct(cmp.efficiency(r)):>11} {r.pe_seconds:>{w + 2}.{d}f} "
+                   f"{percent_of(cmp.efficiency(r)):>11} {r.pe_seconds:>{w + 2}.{d}f} "
                    f"{cmp.lost(r):>+{w}.{d}f}  {r.source}")
     out.append("*** Time per category across P (seconds summed over PEs: CPU time per category, "
                "and the wall-clock time not on a CPU; per PE in brackets) ***")
@@ -221,7 +217,7 @@ def loss_sentence(cmp: Comparison, d: int) -> str:
     if len(cmp.runs) < 2 or first.npes == last.npes:
         return "(one PE count: nothing to compare across P)"
     lost = cmp.lost(last)
-    head = (f"From P={first.npes} to P={last.npes}: efficiency {_pct(cmp.efficiency(last))}, "
+    head = (f"From P={first.npes} to P={last.npes}: efficiency {percent_of(cmp.efficiency(last))}, "
             f"speed-up {speedup_text(cmp.speedup(last))}")
     if lost <= 0:
         return head + f"; the PEs spent no more PE-seconds than at P={first.npes}."
@@ -229,7 +225,7 @@ def loss_sentence(cmp: Comparison, d: int) -> str:
     grew = cmp.loss_by_category(last)
     if not grew:
         return head + "."
-    parts = [f"{name} grew {g:+.{d}f} s ({_pct(share)} of it)" for name, g, share in grew[:3]]
+    parts = [f"{name} grew {g:+.{d}f} s ({percent_of(share)} of it)" for name, g, share in grew[:3]]
     return head + ": " + ", then ".join(parts) + "."
 
 

@@ -13,11 +13,11 @@ import jinja2
 
 from .. import __version__
 from ..files import write_file
-from ..numbers import percent
+from ..numbers import percent, percent_of
 from .build import Report
 from .measured import NO_CATEGORIES
 from .text import format_text, idle_lines, imbalance_sentence, lead_rows, message_lines, \
-    share_text, wait_sentence
+    wait_sentence
 
 TEMPLATES = Path(__file__).with_name("templates")
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -125,10 +125,10 @@ def where_bars(report: Report, d: int) -> Figure:
         fig.text(x0 - 8, y + 14, label, anchor="end", size=12, bold=i == 0)
         fig.rect(x(0), y + 2, x(r.seconds) - x(0), 18, "#c44e52" if neg else
                  (PALETTE[0] if r.module else "#bab0ac"),
-                 tip=f"{label}: {_fmt(r.seconds, d)} s, {share_text(r.share)}", cls="where",
+                 tip=f"{label}: {_fmt(r.seconds, d)} s, {percent_of(r.share)}", cls="where",
                  stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
         fig.text(max(x(r.seconds), x(0)) + 6, y + 15,
-                 f"{_fmt(r.seconds, d)} s  ·  {share_text(r.share)}", size=11, bold=i == 0)
+                 f"{_fmt(r.seconds, d)} s  ·  {percent_of(r.share)}", size=11, bold=i == 0)
     return fig
 
 
@@ -172,10 +172,10 @@ def measured_bars(report: Report, d: int) -> Figure:
                 "#2f5d8a" if r.kind == "subtotal" else PALETTE[0])
             fig.rect(x(0), y + 2, x(r.cpu_s) - x(0), 18, "#c44e52" if neg else color,
                      tip=f"{r.label}: measured {_fmt(r.cpu_s, d)} CPU s, "
-                     f"{share_text(r.share)}", cls="measured",
+                     f"{percent_of(r.share)}", cls="measured",
                      stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
             fig.text(max(x(r.cpu_s), x(0)) + 6, y + 15,
-                     f"{_fmt(r.cpu_s, d)} s  ·  {share_text(r.share)}", size=11)
+                     f"{_fmt(r.cpu_s, d)} s  ·  {percent_of(r.share)}", size=11)
         if beside and r.model_s is not None:
             fig.rect(x(0), y + 22, x(r.model_s) - x(0), 8, PALETTE[1],
                      tip=f"{r.label}: model {_fmt(r.model_s, d)} CPU s "
@@ -497,7 +497,7 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     return env.get_template("report.html.j2").render(
         r=report, d=d, figures={f.kind: f for f in figures}, css=css, version=__version__,
         text=format_text(report, per_pe=False, digits=digits), names=report.names,
-        share=share_text, relative=_relative, no_categories=NO_CATEGORIES,
+        share=percent_of, relative=_relative, no_categories=NO_CATEGORIES,
         imbalance=imbalance_sentence(report, d) if report.imbalance else None,
         wait=wait_sentence(report, d) if report.lead_access else None,
         idle=idle_lines(report, d)[1:], messages=message_lines(report)[1:], stat=_stat_text)
@@ -505,7 +505,7 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
 
 def _relative(change: float, now: float) -> str:
     """A change relative to what it changes, signed and bounded (numbers.percent)."""
-    return percent(100 * change / now, "+.1f") if now else "n/a"
+    return percent_of(change / now, "+.1f") if now else "n/a"
 
 
 def _stat_text(v) -> str:
@@ -524,7 +524,6 @@ def scaling_chart(cmp, d: int) -> Figure:
     """Runs at several PE counts: each run's PE-seconds stacked by category (the smallest run's
     total as the dashed line of perfect scaling), its efficiency above the bar, and the
     model's prediction as a marker."""
-    from .compare import _pct
 
     runs = cmp.runs
     series = {c: [cmp.total(r, c) for r in runs] for c in cmp.rows}
@@ -552,7 +551,7 @@ def scaling_chart(cmp, d: int) -> Figure:
         xb = x0 + slot * i + (slot - bar) / 2
         up = _stack(fig, xb, bar, zero, scale, series, colors, i,
                     lambda c, v: f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)")
-        fig.text(xb + bar / 2, up - 6, _pct(cmp.efficiency(r)), anchor="middle", size=10,
+        fig.text(xb + bar / 2, up - 6, percent_of(cmp.efficiency(r)), anchor="middle", size=10,
                  bold=True, cls="efficiency")
         fig.text(xb + bar / 2, y1 + 16, f"P={r.npes}", anchor="middle", size=11)
         if r.model_s is not None:
@@ -577,14 +576,14 @@ def scaling_chart(cmp, d: int) -> Figure:
 
 
 def render_compare_html(cmp, *, digits: int | None = None) -> str:
-    from .compare import _pct, format_compare, loss_sentence, speedup_text
+    from .compare import format_compare, loss_sentence, speedup_text
 
     d = digits if digits is not None else cmp.decimals
     env = _environment(d)
     css = (TEMPLATES / "report.css").read_text()
     return env.get_template("compare.html.j2").render(
         c=cmp, d=d, fig=scaling_chart(cmp, d), css=css, version=__version__,
-        lead=loss_sentence(cmp, d), pct=_pct, speedup_text=speedup_text,
+        lead=loss_sentence(cmp, d), pct=percent_of, speedup_text=speedup_text,
         text=format_compare(cmp, digits))
 
 

@@ -10,10 +10,10 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from ..numbers import percent
+from ..numbers import percent, percent_of
 from .build import Report
 from .measured import NO_CATEGORIES
-from .text import idle_lines, imbalance_sentence, message_lines, share_text, wait_sentence
+from .text import idle_lines, imbalance_sentence, message_lines, wait_sentence
 
 
 def _s(value, d):
@@ -22,7 +22,7 @@ def _s(value, d):
     return f"{value:.{d}f}" if abs(value) >= 10 ** -d or value == 0 else f"{value:.2g}"
 
 
-_share = share_text
+_share = percent_of
 
 
 def _bar(share: float, width: int = 20) -> str:
@@ -242,12 +242,12 @@ def _what_if_table(console, report: Report, d: int, pct: int) -> None:
         t.add_column(col, justify=just)
     for c in w.categories:
         t.add_row(c.name, _s(c.now_s, d), _s(c.new_s, d), f"{c.change_s:+.{d}f}",
-                  _s(c.halfwidth, d), percent(100 * c.relative, "+.1f"))
+                  _s(c.halfwidth, d), percent_of(c.relative, "+.1f"))
     t.add_section()
     rel = w.change_s / w.now_s if w.now_s else math.nan
     t.add_row("[bold]total (model)[/bold]", _s(w.now_s, d), _s(w.new_s, d),
               f"{w.change_s:+.{d}f}", _s(w.change_halfwidth, d),
-              percent(100 * rel, "+.1f"))
+              percent_of(rel, "+.1f"))
     console.print(t)
     console.print(f"Predicted time {_s(w.new_s, d)} s ± {_s(w.new_halfwidth, d)} ({pct} % "
                   f"prediction band); measured now {_s(w.measured_s, d)} s", highlight=False)

@@ -24,23 +24,17 @@ import math
 
 from ..latency import access_latency_json, chain_json
 from ..latency.text import chains_section, latency_section
-from ..numbers import percent
+from ..numbers import percent, percent_of
 from .build import AGG_WHY, CostRow, Report, decimals_for
 from .measured import NO_CATEGORIES
 
-__all__ = ["decimals_for", "format_text", "report_json", "share_text"]
+__all__ = ["decimals_for", "format_text", "report_json"]
 
 LEAD_ROWS = 5  # categories listed by name in the lead; the rest are summed as "N more"
 
 
 def _num(value: float, d: int) -> str:
     return f"{value:{d + 4}.{d}f}"
-
-
-def share_text(share: float) -> str:
-    """A fraction as a percentage, bounded (numbers.percent): the share of a total that rounds
-    to zero (times of 1e-300 s) would otherwise run to hundreds of digits."""
-    return percent(100 * share)
 
 
 def lead_rows(report: Report, limit: int = LEAD_ROWS) -> tuple[list[CostRow], CostRow | None]:
@@ -100,7 +94,7 @@ def imbalance_sentence(report: Report, d: int) -> str:
     """The load-imbalance finding in one paragraph (wall-clock seconds)."""
     im = report.imbalance
     out = (f"{_pes(im.busiest)} {'was' if len(im.busiest) == 1 else 'were'} busy the most: "
-           f"{im.busiest_s:.{d}f} s, {percent(100 * im.excess, '.0f')} above the mean of "
+           f"{im.busiest_s:.{d}f} s, {percent_of(im.excess, '.0f')} above the mean of "
            f"{im.mean_s:.{d}f} s ("
            + ("busy: CPU time outside the idle loop)" if im.measure == "cpu"
               else "wall-clock busy time: elapsed minus idle)"))
@@ -118,7 +112,7 @@ def _gap_sentence(im, d: int) -> str:
     gap, idle = im.caused_s, im.idle_s
     if gap <= idle and idle > 0:
         return (f"Waiting for the busiest PE accounts for {gap:.{d}f} s, "
-                f"{share_text(im.idle_share)} of the PEs' {idle:.{d}f} s of wall-clock idle "
+                f"{percent_of(im.idle_share)} of the PEs' {idle:.{d}f} s of wall-clock idle "
                 "time (the PEs' busy time short of the busiest's, summed over PEs).")
     elsewhere = ("off a CPU outside the idle loop or not running" if im.measure == "cpu"
                  else "not running: their elapsed times differ")
@@ -159,13 +153,13 @@ def measured_lines(report: Report, d: int) -> list[str]:
     for r in rows:
         line = f"  {r.label:<{width}} " + (f"{_num(r.cpu_s, d)} s" if r.cpu_s is not None
                                           else f"{'-':>{d + 6}}") \
-            + f" {share_text(r.share) if r.cpu_s is not None else '':>8}"
+            + f" {percent_of(r.share) if r.cpu_s is not None else '':>8}"
         if report.model_beside and r.model_s is not None:
             line += "   " + _model_cell(r, d)
         elif report.model_beside and r.kind == "category" and _alone(report, r):
             line += "   -"  # nothing in the model prices this category
         out.append(line.rstrip())
-    total = f"  {'total':<{width}} {_num(report.measured_cpu_total, d)} s {share_text(1.0):>8}"
+    total = f"  {'total':<{width}} {_num(report.measured_cpu_total, d)} s {percent_of(1.0):>8}"
     if report.model_beside:
         total += f"   {report.model_total:.{d}f} s (model)"
     out.append(total)
@@ -189,7 +183,7 @@ def idle_lines(report: Report, d: int) -> list[str]:
     out = ["*** Idle (wall-clock seconds summed over PEs) ***"]
     wall, elapsed = report.idle_total, report.elapsed_total
     line = (f"  idle {wall:.{d}f} s of {elapsed:.{d}f} s elapsed "
-            f"({share_text(wall / elapsed if elapsed > 0 else math.nan)})")
+            f"({percent_of(wall / elapsed if elapsed > 0 else math.nan)})")
     if report.cpu_idle is not None:
         line += f"; the idle loops took {report.cpu_idle:.{d}f} CPU s of it"
     else:
@@ -232,7 +226,7 @@ def model_where_lines(report: Report, d: int) -> list[str]:
     width = max([len(r.name) for r in rows] + [len(rest.category) if rest else 0] + [8])
     for r in rows + ([rest] if rest else []):
         label = r.name if r.module else r.category
-        out.append(f"  {label:<{width}} {_num(r.seconds, d)} s {share_text(r.share):>8}")
+        out.append(f"  {label:<{width}} {_num(r.seconds, d)} s {percent_of(r.share):>8}")
     if report.model_total is not None:
         out.append(f"  {'total':<{width}} {_num(report.where_total, d)} s (model); measured "
                    f"{report.measured_total:.{d}f} s")
@@ -250,7 +244,7 @@ def chain_sentence(report: Report, d: int) -> str:
     last = report.names.get(chain.nodes[-1], chain.nodes[-1])
     share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0.0
     return (f"{last} waited {report.lead_access_latency:.{d}f} s; {chain.latency:.{d}f} s "
-            f"({share_text(share)}) along {chain.name(report.names)}")
+            f"({percent_of(share)}) along {chain.name(report.names)}")
 
 
 def wait_sentence(report: Report, d: int) -> str:

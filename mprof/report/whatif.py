@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import MprofError
-from ..numbers import percent
+from ..numbers import percent_of
 from ..profile import ObjectRecord, RunProfile, fallback_measure
 
 _CHANGE = re.compile(r"^\s*([^=\s]+)\s*=\s*([^=\s]+?)\s*$")
@@ -232,10 +232,6 @@ def _sum_terms(dicts) -> dict[str, float]:
     return out
 
 
-def _pct(v: float) -> str:
-    return percent(100 * v, "+.1f")
-
-
 def _hw(v: float, d: int) -> str:
     if not math.isfinite(v):
         return "n/a"
@@ -254,11 +250,12 @@ def what_if_lines(w: WhatIf, d: int) -> list[str]:
                f"change ({pct} % band)")
     for c in w.categories:
         out.append(f"  {c.name:<{width}} {c.now_s:>{cw - 2}.{d}f} s {c.new_s:>{cw - 2}.{d}f} s"
-                   f"   {c.change_s:+.{d}f} s +-{_hw(c.halfwidth, d)} ({_pct(c.relative)})")
+                   f"   {c.change_s:+.{d}f} s +-{_hw(c.halfwidth, d)} "
+                   f"({percent_of(c.relative, '+.1f')})")
     rel = w.change_s / w.now_s if w.now_s else math.nan
     out.append(f"  {'total (model)':<{width}} {w.now_s:>{cw - 2}.{d}f} s "
                f"{w.new_s:>{cw - 2}.{d}f} s   {w.change_s:+.{d}f} s "
-               f"+-{_hw(w.change_halfwidth, d)} ({_pct(rel)})")
+               f"+-{_hw(w.change_halfwidth, d)} ({percent_of(rel, '+.1f')})")
     out.append(f"  predicted time {w.new_s:.{d}f} s +-{_hw(w.new_halfwidth, d)} ({pct} % "
                f"prediction band); measured now {w.measured_s:.{d}f} s")
     return out
