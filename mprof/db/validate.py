@@ -541,6 +541,14 @@ def _check_latency(pe: dict, where: str, accesses: set[str] | None, fail) -> Non
             fail(f"{rwhere}.critical_s",
                  f"critical latency {row['critical_s']} s is more than the observed "
                  f"{row['observed_s']} s (it is a part of it)")
+    # each idle period is charged as critical latency once, to the fiber it held up first
+    # (sched.c, critical_of): the PE's critical latencies together are a part of its idle time
+    critical = math.fsum(row["critical_s"] for row in pe.get("latency", []))
+    idle = pe["idle_s"]
+    if critical > idle * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
+        fail(f"{where}.latency", f"the critical latencies add up to {critical:.9g} s, more than "
+             f"the PE's idle_s {idle} s (each idle period is charged once: they are a part of "
+             "it)")
 
 
 # idle_s sums the idle periods in nanoseconds, elapsed_s is the difference of two readings of

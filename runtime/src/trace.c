@@ -73,6 +73,7 @@ typedef struct {
     bool pending;         /* the innermost fiber's Enter is not written yet */
     uint64_t started;     /* ... and happened at this time */
     uint64_t next_sample; /* the statistics are written again from this time on */
+    uint64_t ended;       /* when the PE's run ended (0: not yet): trace_finish closes it */
 } trace_pe;
 
 typedef struct {
@@ -304,8 +305,20 @@ static void trace_pe_begin(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
     tp->w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
-    uint64_t t = now();
-    OTF2_EvtWriter_Enter(tp->w, NULL, t, ROOT_REGION);
+    uint64_t t = now(), waited = 0;
+    if (pe->shared_thread) {
+        /* A PE that shares its worker thread began at the run's start and waited for its
+         * first slice, which the profile counts as idle time (pe.c): so does the trace. */
+        double since = (mp_wtime() - mpr_g.t_start) * 1e9;
+        waited = since > 0 ? (uint64_t)since : 0;
+        if (waited > t - t_begin)
+            waited = t - t_begin;
+    }
+    OTF2_EvtWriter_Enter(tp->w, NULL, t - waited, ROOT_REGION);
+    if (waited) {
+        OTF2_EvtWriter_Enter(tp->w, NULL, t - waited, IDLE_REGION);
+        OTF2_EvtWriter_Leave(tp->w, NULL, t, IDLE_REGION);
+    }
     const mp_config *cfg = &mpr_g.cfg;
     OTF2_Type types[NSETTINGS];
     OTF2_MetricValue values[NSETTINGS];
@@ -388,11 +401,19 @@ static inline void maybe_sample(mpr_pe *pe, trace_pe *tp, uint64_t t)
     }
 }
 
-static void trace_pe_end(mpr_pe *pe)
+/* The PE's run has ended: its last statistics and the root region's end are written by
+ * trace_finish, with this time.  The backend may still change a statistic after the PE's end
+ * (the shared-memory backend divides a shared worker thread's CPU time among its PEs, and
+ * scales their IdleCpuNs with it, once all of them are done): the trace's last values are the
+ * profile's. */
+static void trace_pe_end(mpr_pe *pe) { tpes[pe->id].ended = now(); }
+
+/* What trace_pe_end left to do, after the backend's last word on the statistics. */
+static void close_pe(mpr_pe *pe, trace_pe *tp)
 {
-    trace_pe *tp = &tpes[pe->id];
-    uint64_t t = now();
-    write_metrics(pe, tp->w, t);
+    uint64_t t = tp->ended ? tp->ended : now();
+    if (pe)
+        write_metrics(pe, tp->w, t);
     OTF2_EvtWriter_Leave(tp->w, NULL, t, ROOT_REGION);
 }
 
@@ -617,6 +638,7 @@ static void trace_finish(void)
         memset(&local[i], 0, sizeof local[i]);
         memcpy(local[i].host, host, sizeof host);
         if (tp->w) {
+            close_pe(mpr_g.pes ? mpr_g.pes[mpr_g.local_first + i] : NULL, tp);
             OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i].events);
             OTF2_Archive_CloseEvtWriter(archive, tp->w);
         }

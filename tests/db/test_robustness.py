@@ -46,6 +46,7 @@ def test_u64_statistics_and_object_ids_are_stored_exactly(tmp_path):
     doc["accesses"] = ["unclassified", "a", "b"]
     doc["pes"][0]["latency"] = [{"access": "a", "enabler": "b", "count": U64_MAX,
                                  "observed_s": 0.1, "critical_s": 0.1}]
+    doc["pes"][0]["idle_s"] = 0.1  # critical latency is a part of the idle time
     db_path = tmp_path / "p.db"
     assert main(["db", "import", str(db_path), str(write(tmp_path / "a.json", doc))]) == 0
     with ProfileDB(db_path) as db:

@@ -56,6 +56,19 @@ def test_import_stores_every_table(tmp_path):
         assert stats[1][1][0] == (0, "rts", {"P": 1.0, "MsgSent": 11.0})
 
 
+def two_waits(doc, critical_s):
+    """PE 0 with two latency rows, each critical for `critical_s` of its observed time."""
+    doc["pes"][0]["latency"] = [
+        {"access": a, "enabler": e, "count": 1, "observed_s": 0.5, "critical_s": critical_s}
+        for a, e in (("graph:DEQ", "graph:ENQ"), ("graph:ENQ", "graph:DEQ"))]
+
+
+def test_critical_latencies_within_the_idle_time_are_accepted():
+    doc = profile()
+    two_waits(doc, 0.05)  # together the PE's idle_s, 0.1 s
+    validate_profile(doc, "run.json")
+
+
 BAD = [
     (lambda d: d.pop("pes"), "missing required field 'pes'"),
     (lambda d: d.update(npes=3), "npes is 3 but the profile lists 2 PEs"),
@@ -73,6 +86,8 @@ BAD = [
     (lambda d: d["pes"][0]["objects"][0].update(extra=1), "objects[0].extra: unknown field"),
     (lambda d: d["pes"][0]["latency"][0].update(critical_s=1e3),
      "latency[0].critical_s: critical latency 1000.0 s is more than the observed"),
+    (lambda d: two_waits(d, 0.06), "pes[0].latency: the critical latencies add up to 0.12 s, "
+     "more than the PE's idle_s 0.1 s"),
     (lambda d: d.update(schema_version=2), "pes[0]: missing required field 'cpu_s'"),
     (lambda d: d.update(npes=True), "npes: expected an integer"),
 ]

@@ -20,10 +20,12 @@ PIPE_ARGS = ["2", "300", "5", "20", "15", "64", "1000"]  # PES M N T F ELTSIZE A
 MPIRUN = shutil.which("mpirun")
 
 
-def traced_run(exe: Path, tmp: Path, np: int | None = None):
+def traced_run(exe: Path, tmp: Path, np: int | None = None, workers: int | None = None):
     trace, out = tmp / "trace", tmp / "run.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
     env.update(MPROF_TRACE=str(trace), MPROF_OUT=str(out))
+    if workers:
+        env["MPROF_WORKERS"] = str(workers)
     cmd = [str(exe), *PIPE_ARGS]
     if np:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -109,8 +111,13 @@ def check_hosts(archive: Path, profile: dict, processes: int):
         assert node.parent.class_name == "machine"
 
 
-def test_pipe_trace_agrees_with_the_profile(build_dir, tmp_path):
-    archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path)
+@pytest.mark.parametrize("workers", [2, 1])
+def test_pipe_trace_agrees_with_the_profile(build_dir, tmp_path, workers):
+    """Also where the PEs share one worker thread: each begins at the run's start, waiting for
+    its first slice, and the backend divides the thread's CPU time among them at the end
+    (IdleCpuNs), after the PEs' own end."""
+    archive, profile = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path, workers=workers)
+    assert profile["settings"]["workers"] == workers
     check_against_profile(archive, profile)
     check_hosts(archive, profile, 1)
     with otf2.reader.open(str(archive)) as trace:

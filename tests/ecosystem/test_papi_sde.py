@@ -17,7 +17,8 @@ import pytest
 def test_sde_values_are_the_profile_sums(build_dir, tmp_path, npes):
     out = tmp_path / "run.json"
     proc = subprocess.run([str(build_dir / "tests/c/rt_sde_reader"), "500"],
-                          env=dict(os.environ, MPROF_PES=str(npes), MPROF_OUT=str(out)),
+                          env=dict(os.environ, MPROF_PES=str(npes), MPROF_OUT=str(out),
+                                   MPROF_WORKERS=str(npes)),  # PE 0 spins for the others
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     lines = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()}

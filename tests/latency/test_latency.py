@@ -115,13 +115,13 @@ def test_empty_graph():
 
 def profile_doc():
     pes = []
-    for pe in range(3):
-        pes.append({"pe": pe, "elapsed_s": 1.0, "idle_s": 0.1, "objects": [], "latency": [
+    for pe in range(3):  # Fig 4.15's run idled for minutes, and critical latency is idle time
+        pes.append({"pe": pe, "elapsed_s": 100.0, "idle_s": 50.0, "objects": [], "latency": [
             {"access": a, "enabler": e, "count": 2, "observed_s": o / 3, "critical_s": c / 3}
             for a, e, o, c in FIG_4_15]})
     return {"schema": "mprof.run-profile", "schema_version": 1, "program": "pipe",
             "argv": ["pipe"], "backend": "shm", "npes": 3, "started_at": "2026-01-01T00:00:00Z",
-            "elapsed_s": 1.0, "machine": {"hostname": "h", "cpu": "c", "cores": 2,
+            "elapsed_s": 100.0, "machine": {"hostname": "h", "cpu": "c", "cores": 2,
                                           "fingerprint": "0" * 64},
             "settings": {}, "params": {}, "accesses": DECLARED, "pes": pes}
 

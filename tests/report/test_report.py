@@ -6,7 +6,8 @@ import math
 import re
 
 import pytest
-from report_helpers import (FIG_4_15, HALF, PARAMS, T_Q, expected_costs, make_model, make_run)
+from report_helpers import (FIG_4_15, HALF, PARAMS, T_Q, expected_costs, lat, lat_text, make_model,
+                            make_run)
 from rich.console import Console
 
 from mprof.cli import main
@@ -97,19 +98,21 @@ def test_text_report_shape(report):
     total = sum(want.values())
     assert lines[i + 4] == f"Time: Model={total:7.3f}, Total={total:7.3f}"
     assert lines[i + 5] == "Unmodelled: Id 2 (hashtable)"
-    assert "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s" in lines
+    assert (f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: "
+            f"{lat_text(41.363)} s") in lines
     assert "*** Observed Latency ***" in lines and "*** Critical Latency ***" in lines
     crit = lines[lines.index("*** Critical Latency ***") + 1:]
-    assert crit[:2] == ["ENQ = 47.337 s -- DEQ: 47.337 s", "DEQ = 92.700 s -- ENQ: 92.700 s"]
-    assert "1. ENQ -> DEQ -> consume = 92.700 s" in text
-    assert "2. DEQ -> ENQ -> produce -> consume = 41.363 s" in text
+    assert crit[:2] == [f"ENQ = {lat_text(47.337)} s -- DEQ: {lat_text(47.337)} s",
+                        f"DEQ = {lat_text(92.7)} s -- ENQ: {lat_text(92.7)} s"]
+    assert f"1. ENQ -> DEQ -> consume = {lat_text(92.7)} s" in text
+    assert f"2. DEQ -> ENQ -> produce -> consume = {lat_text(41.363)} s" in text
 
 
 def test_per_pe_text(report):
     text = format_text(report, per_pe=True)
-    share = 134.063 / (NPES - 1)
-    assert (f"PE1: consume = {share:.3f} s -- DEQ: {92.7 / 3:.3f} s produce: "
-            f"{41.363 / 3:.3f} s") in text
+    share = lat(134.063) / (NPES - 1)
+    assert (f"PE1: consume = {share:.3f} s -- DEQ: {lat(92.7) / 3:.3f} s produce: "
+            f"{lat(41.363) / 3:.3f} s") in text
     assert "PE0: consume" not in text  # PE 0 has no latency rows
     assert re.search(r"PE3: Model= *[\d.]+ \+-[\d.]+, Total= *[\d.]+, Idle= *0\.040", text)
 
@@ -117,12 +120,12 @@ def test_per_pe_text(report):
 def test_latency_sums(report):
     consume = report.latency[-1]
     assert consume.access == "pipe:consume"
-    assert consume.observed_s == pytest.approx(134.063)
+    assert consume.observed_s == pytest.approx(lat(134.063))
     assert consume.critical_s == 0
     assert sum(a.observed_s for a in report.latency) == pytest.approx(
-        sum(o for _, _, o, _ in FIG_4_15))
+        sum(lat(o) for _, _, o, _ in FIG_4_15))
     assert sum(a.critical_s for a in report.latency_per_pe[2]) == pytest.approx(
-        (47.337 + 92.7) / 3)
+        lat(47.337 + 92.7) / 3)
 
 
 def test_json_document(report):
@@ -143,7 +146,7 @@ def test_rich_tables(report):
     print_rich(report, per_pe=True, console=Console(file=buf, width=160, color_system=None))
     out = buf.getvalue()
     assert "Cost Profile" in out and "COMM_ALPHA" in out and "Time per PE" in out
-    assert "ENQ -> DEQ -> consume" in out and "134.063" in out
+    assert "ENQ -> DEQ -> consume" in out and lat_text(134.063) in out
 
 
 def test_report_without_model_shows_statistics_and_latency():
@@ -151,7 +154,8 @@ def test_report_without_model_shows_statistics_and_latency():
     text = format_text(report)
     assert "*** Cost Profile ***" not in text
     assert "Id 1 (graph): P=4 EltSize=400 EdgeCap=60" in text
-    assert "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s" in text
+    assert (f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: "
+            f"{lat_text(41.363)} s") in text
     assert report.verdict() is None and report_json(report)["model_total_s"] is None
 
 

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from report_helpers import expected_costs, make_model, make_run
+from report_helpers import expected_costs, lat, lat_text, make_model, make_run
 from rich.console import Console
 
 from mprof.report.build import build_report
@@ -82,8 +82,8 @@ def test_text_leads_with_the_finding_then_keeps_the_paper_block(report):
     assert len(rows) == 6 and re.fullmatch(rf"  {len(want) - 5} more +[\d.]+ s +[\d.]+ %", rows[-1])
     assert " s (model); measured " in lines[end]
     assert lines[end + 1] == "  (no measured category times in this profile)"
-    assert lines[why + 1] == ("consume waited 134.063 s; 92.700 s (69.1 %) along "
-                              "ENQ -> DEQ -> consume")
+    assert lines[why + 1] == (f"consume waited {lat_text(134.063)} s; {lat_text(92.7)} s (69.1 %) "
+                              "along ENQ -> DEQ -> consume")
     assert lines[quality + 1] == report.verdict()
     # the paper's block is unchanged and still parseable
     assert re.fullmatch(r"Id 0: THREAD= *[\d.]+ IDLE= *[\d.]+ COMM_ALPHA= *[\d.]+ "
@@ -94,10 +94,12 @@ def test_text_leads_with_the_finding_then_keeps_the_paper_block(report):
 def test_every_latency_value_has_its_unit(report):
     lines = format_text(report).splitlines()
     obs = lines.index("*** Observed Latency ***")
-    assert "consume = 134.063 s -- DEQ: 92.700 s produce: 41.363 s" in lines
+    assert (f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: "
+            f"{lat_text(41.363)} s") in lines
     for line in lines[obs + 1:lines.index("*** Critical Latency ***")]:
         assert re.fullmatch(r"\S+ = [\d.]+ s -- (\S+: [\d.]+ s ?)+", line), line
-    assert "1. ENQ -> DEQ -> consume = 92.700 s  (edges: 92.700 92.700 s;" in "\n".join(lines)
+    assert (f"1. ENQ -> DEQ -> consume = {lat_text(92.7)} s  (edges: {lat_text(92.7)} "
+            f"{lat_text(92.7)} s;") in "\n".join(lines)
 
 
 def test_json_carries_the_lead(report):
@@ -107,7 +109,7 @@ def test_json_carries_the_lead(report):
         (w["seconds"] for w in doc["where"]), reverse=True)
     assert sum(shares) == pytest.approx(1.0)
     assert doc["lead_chain"]["chain"] == "ENQ -> DEQ -> consume"
-    assert doc["lead_chain"]["access_latency_s"] == pytest.approx(134.063)
+    assert doc["lead_chain"]["access_latency_s"] == pytest.approx(lat(134.063))
 
 
 def test_rich_leads_with_the_finding_and_sorts_by_cost(report):

@@ -85,9 +85,18 @@ def rt_workload_rts(cmake_build, out: Path, args: list, **env) -> list[dict]:
     return per_pe
 
 
+# The worker threads a test's run gets unless it sets MPROF_WORKERS: the runtime's default is
+# the CPUs the process may use, so counts that depend on which PEs share a worker (aggregation
+# groups, flushes) would depend on the machine running the tests.  Two, as on the development
+# machine; the runtime never runs more workers than PEs.
+TEST_WORKERS = "2"
+
+
 def clean_env(**overrides: str) -> dict[str, str]:
-    """The process environment without MPROF_* settings, plus `overrides`."""
+    """The process environment without MPROF_* settings, plus `overrides` (and MPROF_WORKERS
+    set to TEST_WORKERS where `overrides` do not set it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
+    env["MPROF_WORKERS"] = TEST_WORKERS
     env.update({k: str(v) for k, v in overrides.items()})
     return env
 
