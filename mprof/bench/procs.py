@@ -117,7 +117,7 @@ def read_run_profile(out: Path) -> dict:
     if not out.is_file():  # a FIFO would block the read for ever
         raise MprofError("the program left something other than a file at MPROF_OUT")
     try:
-        return load_profile(out)
+        return load_profile(out, schema_optional=True)
     except MprofError as exc:
         raise MprofError(f"bad run profile: {str(exc).replace(str(out), 'MPROF_OUT')}") from None
 

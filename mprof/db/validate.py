@@ -18,8 +18,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from ..errors import MprofError, line_column
 from ..files import read_bytes
 from ..jsontext import DuplicateKey, duplicate_key, unique_keys
@@ -78,9 +76,9 @@ def read_text(path: str | Path, what: str = "run profile") -> str:
                          f"column counted in bytes); is it a {what}?") from None
 
 
-def load_profile(path: str | Path) -> dict:
-    """Read and validate one run profile file."""
-    return parse_profile(read_text(path), str(path))
+def load_profile(path: str | Path, *, schema_optional: bool = False) -> dict:
+    """Read and validate one run profile file (`schema_optional`: see validate_profile)."""
+    return parse_profile(read_text(path), str(path), schema_optional=schema_optional)
 
 
 def _place(text: str, offset: int, first_line: int) -> str:
@@ -93,7 +91,8 @@ def _line(first_line: int) -> str:
     return f":{first_line}" if first_line > 1 else ""
 
 
-def parse_profile(text: str, source: str, first_line: int = 1) -> dict:
+def parse_profile(text: str, source: str, first_line: int = 1, *,
+                  schema_optional: bool = False) -> dict:
     """The run profile in `text`, validated; `first_line` is the line of the file `source` on
     which `text` begins (a line of a JSON-lines export), so that places are the file's."""
     if not text.strip():
@@ -125,7 +124,7 @@ def parse_profile(text: str, source: str, first_line: int = 1) -> dict:
                            "does not fit 64 bits (-2^63 .. 2^64-1)",
                            place=_place(text, digits.start(), first_line)) from None
     try:
-        validate_profile(doc, source)
+        validate_profile(doc, source, schema_optional=schema_optional)
     except ProfileError as exc:
         line_col = locate(text, exc.where)
         if line_col is None:
@@ -323,6 +322,11 @@ def _is_integer(_checker, value) -> bool:
 
 @cache
 def _validator():
+    """The schema's validator, or None where the jsonschema package is not installed."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
     return jsonschema.validators.extend(base, type_checker=checker)(inlined_schema())
@@ -394,12 +398,35 @@ def _schema_problem(error) -> tuple[str, str]:
     return where, error.message
 
 
-def validate_profile(doc: Any, source: str = "<profile>") -> None:
+NO_SCHEMA = ("validating a run profile needs the jsonschema package, which is not installed "
+             "(`make` installs it into .venv; or: pip install jsonschema)")
+
+
+def validate_profile(doc: Any, source: str = "<profile>", *,
+                     schema_optional: bool = False) -> None:
     """Raise ProfileError unless `doc` is a complete, well-typed run profile: the values
-    anywhere in it (finite, 64 bits), the schema, then what the schema cannot say."""
+    anywhere in it (finite, 64 bits), the schema, then what the schema cannot say.
+
+    Without the jsonschema package this is an MprofError, except with `schema_optional`: a
+    program's own profile that `mprof bench` reads back is then checked without the schema
+    (the 16-core measuring machine has numpy, scipy, jinja2 and rich, not jsonschema; the
+    runtime's output is checked against the schema by the tests)."""
     if isinstance(doc, (dict, list)):
         _check_values(doc, source)
-    errors = list(_validator().iter_errors(doc))
+    validator = _validator()
+    if validator is None:
+        if not schema_optional:
+            raise MprofError(f"{source}: {NO_SCHEMA}")
+        if not isinstance(doc, dict):
+            raise ProfileError(source, "", "not a run profile (a JSON object)")
+        try:
+            _check_semantics(doc, source)
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+            raise ProfileError(source, "", f"not a complete run profile ({type(exc).__name__}: "
+                               f"{exc}; checked without the schema, as jsonschema is not "
+                               "installed)") from None
+        return
+    errors = list(validator.iter_errors(doc))
     if errors:
         raise ProfileError(source, *_schema_problem(
             min(errors, key=lambda e: _document_order(doc, e))))
