@@ -5,6 +5,8 @@
 #                                 device has no Tcl to fit one)
 #               the device setup's packing step (it copies the libraries the programs link,
 #               the measuring suite suite.sh and the floor program shm_floor into .device/)
+#               benchmarks/device/wheels.sh  (jsonschema's wheels for the device's Python 3.12,
+#                                 which the studies' reports need: .device/whl)
 # Then the device tool, once: carry ["build", ".device"], timeout_s 600, command
 #               bash benchmarks/device/run.sh [--budget SECONDS] [PART ...]
 #
@@ -67,6 +69,13 @@ OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
 export OUT
 PY=${PYTHON:-python3}
+# The device's Python lacks jsonschema, which `mprof report` needs (the studies); the wheels
+# come in .device/whl (benchmarks/device/wheels.sh).
+if ! "$PY" -c 'import jsonschema' 2>/dev/null && compgen -G '.device/whl/*.whl' >/dev/null; then
+  site=$(mktemp -d)
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
+    .device/whl/*.whl && export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+fi
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start))); }
 
