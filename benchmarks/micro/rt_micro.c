@@ -188,9 +188,13 @@ static mp_counter_t acked; /* on PE 0: arrivals PE 1 has acknowledged */
 static long received;      /* on PE 1 */
 static double recv_t0;
 
+/* The arguments of an invocation, as large as the largest one run_remote sends (512 bytes): a
+ * smaller struct made mp_invoke copy past it, off the top of the sender's stack, which
+ * faults where a PE shares its worker (its stack is a mapping of its own). */
+#define REMOTE_MAX_SIZE 512
 typedef struct {
     double t0;
-    unsigned char pad[48];
+    unsigned char pad[REMOTE_MAX_SIZE - sizeof(double)];
 } msg_args;
 
 static void arrive(void *p)
@@ -245,6 +249,10 @@ static double run_remote(long n, size_t size, size_t agg)
     cfg.npes = 2;
     cfg.agg_bytes = agg;
     cfg.profile_path = NULL;
+    if (size > sizeof(msg_args)) {
+        fprintf(stderr, "rt_micro: %zu-byte arguments, more than msg_args holds\n", size);
+        exit(1);
+    }
     remote_n = n;
     remote_size = size;
     double best = 1e30;

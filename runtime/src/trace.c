@@ -36,6 +36,7 @@
 #include "observer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <otf2/OTF2_Pthread_Locks.h>
 #include <otf2/otf2.h>
 #include <pthread.h>
@@ -131,6 +132,10 @@ static inline uint64_t now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* A time of mp_wtime (the same clock, in seconds) as now() gives it: the profile's times of
+ * a PE's start and end become the root region's, so the two agree to the nanosecond. */
+static inline uint64_t wtime_ns(double s) { return (uint64_t)llround(s * 1e9); }
 
 static OTF2_FlushType pre_flush(void *u, OTF2_FileType t, OTF2_LocationRef l, void *c, bool f)
 {
@@ -283,6 +288,10 @@ static unsigned trace_start(void)
     OTF2_Pthread_Archive_SetLockingCallbacks(archive, NULL);
     OTF2_Archive_OpenEvtFiles(archive);
     offset_begin = clock_offset(&t_begin);
+    /* One process: the trace begins with the run, where a PE that shares its worker thread
+     * begins too (pe.c); under MPI each rank's PE begins after the ranks' common start. */
+    if (!is_mpi && wtime_ns(mpr_g.t_start) < t_begin)
+        t_begin = wtime_ns(mpr_g.t_start);
     on = true;
     return MPR_OBS_ON | MPR_OBS_EVERY_FIBER | MPR_OBS_HOT;
 }
@@ -305,20 +314,11 @@ static void trace_pe_begin(mpr_pe *pe)
 {
     trace_pe *tp = &tpes[pe->id];
     tp->w = OTF2_Archive_GetEvtWriter(archive, (OTF2_LocationRef)pe->id);
-    uint64_t t = now(), waited = 0;
-    if (pe->shared_thread) {
-        /* A PE that shares its worker thread began at the run's start and waited for its
-         * first slice, which the profile counts as idle time (pe.c): so does the trace. */
-        double since = (mp_wtime() - mpr_g.t_start) * 1e9;
-        waited = since > 0 ? (uint64_t)since : 0;
-        if (waited > t - t_begin)
-            waited = t - t_begin;
-    }
-    OTF2_EvtWriter_Enter(tp->w, NULL, t - waited, ROOT_REGION);
-    if (waited) {
-        OTF2_EvtWriter_Enter(tp->w, NULL, t - waited, IDLE_REGION);
-        OTF2_EvtWriter_Leave(tp->w, NULL, t, IDLE_REGION);
-    }
+    /* The root region spans the profile's elapsed time.  A PE that shares its worker thread
+     * began at the run's start and waited for its first slice, the only idle time it has had
+     * yet, which the profile counts as idle (pe.c): so does the trace. */
+    uint64_t t = wtime_ns(pe->t_start);
+    OTF2_EvtWriter_Enter(tp->w, NULL, t, ROOT_REGION);
     const mp_config *cfg = &mpr_g.cfg;
     OTF2_Type types[NSETTINGS];
     OTF2_MetricValue values[NSETTINGS];
@@ -340,7 +340,11 @@ static void trace_pe_begin(mpr_pe *pe)
     values[3].floating_point = cfg->flush_delay_s * 1e6;
     values[8].floating_point = cfg->sample_s * 1e6;
     OTF2_EvtWriter_Metric(tp->w, NULL, t, SETTINGS_METRIC, NSETTINGS, types, values);
-    tp->next_sample = sample_ns ? t + sample_ns : UINT64_MAX;
+    if (pe->c_total) {
+        OTF2_EvtWriter_Enter(tp->w, NULL, t, IDLE_REGION);
+        OTF2_EvtWriter_Leave(tp->w, NULL, t + pe->c_total, IDLE_REGION);
+    }
+    tp->next_sample = sample_ns ? now() + sample_ns : UINT64_MAX;
 }
 
 static int module_id(const mp_stat_module *desc)
@@ -406,7 +410,7 @@ static inline void maybe_sample(mpr_pe *pe, trace_pe *tp, uint64_t t)
  * (the shared-memory backend divides a shared worker thread's CPU time among its PEs, and
  * scales their IdleCpuNs with it, once all of them are done): the trace's last values are the
  * profile's. */
-static void trace_pe_end(mpr_pe *pe) { tpes[pe->id].ended = now(); }
+static void trace_pe_end(mpr_pe *pe) { tpes[pe->id].ended = wtime_ns(pe->t_end); }
 
 /* What trace_pe_end left to do, after the backend's last word on the statistics. */
 static void close_pe(mpr_pe *pe, trace_pe *tp)

@@ -9,6 +9,7 @@ dispatches fibers)."""
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -155,3 +156,15 @@ def test_bad_arguments_are_a_usage_error(cmake_build, args, message):
     exe = cmake_build("build", targets=["rt_micro"]) / "benchmarks" / "micro" / "rt_micro"
     run = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=20)
     assert run.returncode == 2 and message in run.stderr and not run.stdout
+
+
+def test_runs_where_the_pes_share_a_worker(cmake_build):
+    """Its two-PE runs on one worker thread (a one-CPU machine's default): each PE then runs on
+    a stack of its own mapping, and 512-byte arguments copied from a smaller struct read off
+    its top."""
+    bdir = cmake_build("build", targets=["rt_micro"])
+    run = subprocess.run([str(bdir / "benchmarks" / "micro" / "rt_micro"), "16"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MPROF_WORKERS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.strip().splitlines()[-1])["aggregated_bytes_per_s"] > 0
