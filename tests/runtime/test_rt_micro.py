@@ -168,3 +168,18 @@ def test_runs_where_the_pes_share_a_worker(cmake_build):
                          env={**os.environ, "MPROF_WORKERS": "1"})
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout.strip().splitlines()[-1])["aggregated_bytes_per_s"] > 0
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_micro_benchmarks_are_clean_under_asan(cmake_build, workers):
+    """rt_micro and rt_workload under AddressSanitizer and UBSan, on a thread per PE and on one
+    shared worker: their own code reads and writes only what it owns."""
+    bdir = cmake_build(sanitize="address", targets=["rt_micro", "rt_workload"])
+    env = {**os.environ, "MPROF_WORKERS": workers, "ASAN_OPTIONS": "detect_leaks=1",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+    micro = bdir / "benchmarks" / "micro"
+    for cmd in ([micro / "rt_micro", "2"], [micro / "rt_workload", "2", "20000", "2000", "16", "0"],
+                [micro / "rt_workload", "3", "20000", "2000", "512", "1000"]):
+        run = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300,
+                             env=env)
+        assert run.returncode == 0 and "Sanitizer" not in run.stderr, run.stderr[-2000:]
