@@ -51,6 +51,19 @@ static void add_nbr(ts_part *p, int q)
     p->nbrs[p->nnbrs++] = q;
 }
 
+/* The PE is out of work with the stealer still alive (mp_at_pe_end): tasks left in its pool
+ * will never run, because the program stopped removing them before termination.  Said, as a
+ * run that silently skips work would otherwise look finished. */
+static void ts_at_pe_end(void *arg)
+{
+    ts_part *p = mp_obj_local((mp_obj_t)(uintptr_t)arg); /* NULL once destroyed */
+    if (p && p->magic == TS_MAGIC && p->n > 0)
+        lib_misuse("task stealer %u: the run ended with %zu task(s) in this PE's pool that no "
+                   "ts_remove took (a task runs only once removed: remove until ts_remove "
+                   "answers TS_TERMINATED, or use ts_run)",
+                   p->id, p->n);
+}
+
 mp_err ts_create(const ts_options *o, ts_t *out)
 {
     /* each refusal told, not only returned */
@@ -99,6 +112,8 @@ mp_err ts_create(const ts_options *o, ts_t *out)
         return e;
     p->st = taskstealer_stats_create(p->id);
     TASKSTEALER_SET(p->st, P, 1);
+    if ((e = mp_at_pe_end(ts_at_pe_end, (void *)(uintptr_t)p->id)) != MP_SUCCESS)
+        return e;
     *out = p->id;
     return MP_SUCCESS;
 }

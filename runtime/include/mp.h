@@ -219,6 +219,14 @@ mp_err mp_obj_create(void *local_partition, mp_obj_t *id);
 mp_err mp_obj_create_named(mp_obj_t id, void *local_partition);
 void *mp_obj_local(mp_obj_t id);
 
+/* Calls fn(arg) on this PE once it has run out of work for good: after its last fiber, before
+ * its statistics go into the run profile.  For a library to say what the program left undone
+ * (a task stealer that still holds tasks nobody removed) or to settle a statistic.  fn runs
+ * outside any fiber and must neither wait nor communicate (nothing runs after it); hooks run
+ * last registered first.  MP_ERR_BAD_STATE outside a running PE, MP_ERR_INVALID_ARG for a NULL
+ * fn, MP_ERR_NO_MEMORY. */
+mp_err mp_at_pe_end(void (*fn)(void *arg), void *arg);
+
 /* Collective and split-phase like mp_obj_barrier: ends the object.  Every PE calls it once
  * the object is quiescent here (no operation of it in flight to or from this PE, no global
  * operation of it in progress).  `done` is incremented once every PE has called it; from

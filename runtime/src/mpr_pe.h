@@ -135,6 +135,13 @@ typedef struct mpr_pe {
     uint64_t sample_ns[MPR_SAMPLE_SLOTS];
     mpr_sampler *sampler; /* the PE's own thread's (NULL: none, or a multiplexing worker's) */
 
+    /* mp_at_pe_end's hooks, run last registered first when the PE is out of work (pe.c) */
+    struct mpr_end_hook {
+        void (*fn)(void *arg);
+        void *arg;
+    } * end_hooks;
+    int n_end_hooks, cap_end_hooks;
+
     /* Counts the PE's entries into and exits from its idle loop (sched.c), so it is odd while
      * the PE waits for work.  Read by the PEs that hold aggregation records for it, at their
      * communication periods: each sends such a PE what it holds once per idle period

@@ -263,6 +263,10 @@ void mpr_pe_run(mpr_pe *pe)
     MPR_OBSERVE(pe_begin, pe);
     mpr_g.pe_main(mpr_g.argc, mpr_g.argv);
     mpr_schedule_loop(pe, NULL, 0);
+    while (pe->n_end_hooks > 0) { /* a hook may register another: it runs too */
+        struct mpr_end_hook h = pe->end_hooks[--pe->n_end_hooks];
+        h.fn(h.arg);
+    }
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
     /* A short idle period is timed by the wall clock (sched.c: reading the thread's CPU clock
@@ -278,8 +282,28 @@ void mpr_pe_run(mpr_pe *pe)
     pe->where = MPR_PE_FINISHED;
 }
 
+mp_err mp_at_pe_end(void (*fn)(void *arg), void *arg)
+{
+    mpr_pe *pe = mpr_pe_self();
+    if (!pe)
+        return mpr_misuse(MP_ERR_BAD_STATE, "mp_at_pe_end outside a running PE");
+    if (!fn)
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_at_pe_end: NULL function");
+    if (pe->n_end_hooks == pe->cap_end_hooks) {
+        int cap = pe->cap_end_hooks ? 2 * pe->cap_end_hooks : 8;
+        struct mpr_end_hook *h = realloc(pe->end_hooks, (size_t)cap * sizeof *h);
+        if (!h)
+            return MP_ERR_NO_MEMORY;
+        pe->end_hooks = h;
+        pe->cap_end_hooks = cap;
+    }
+    pe->end_hooks[pe->n_end_hooks++] = (struct mpr_end_hook){fn, arg};
+    return MP_SUCCESS;
+}
+
 static void pe_free(mpr_pe *pe)
 {
+    free(pe->end_hooks);
     mpr_comm_fini(pe);
     mpr_objs_fini(pe);
     mpr_fiber_slabs_free(pe);

@@ -179,6 +179,23 @@ def test_misuse_add_after_termination(ts_test, tmp_path, pes):
     for pe in range(pes):
         assert (f"taskstealer (PE {pe}): ts_add (destination -1): the stealer has terminated: "
                 "the task could never run") in proc.stderr, msg
+    assert "no ts_remove took" not in proc.stderr, msg  # the pools were empty at the end
+
+
+@pytest.mark.parametrize("pes", [1, 3])
+def test_tasks_no_remove_took_are_reported_at_the_end(ts_test, tmp_path, pes):
+    """PE 0 adds three tasks and no PE removes any: the run ends, as nothing waits, and the
+    tasks never ran.  The PE that holds them says so once the run is over; the others say
+    nothing."""
+    proc, msg = _misuse(ts_test, "never_removed", pes, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "taskstealer misuse never_removed: OK" in proc.stdout, msg
+    lines = [line for line in proc.stderr.splitlines() if "no ts_remove took" in line]
+    assert len(lines) == 1, msg
+    assert re.fullmatch(r"taskstealer \(PE 0\): task stealer \d+: the run ended with 3 task\(s\) "
+                        r"in this PE's pool that no ts_remove took \(a task runs only once "
+                        r"removed: remove until ts_remove answers TS_TERMINATED, or use ts_run\)",
+                        lines[0]), msg
 
 
 def test_misuse_wrong_kind_of_object(ts_test, tmp_path):

@@ -192,10 +192,27 @@ static void misuse_options(void)
     CHECK_EQ(ts_create(&o, &ts), MP_ERR_INVALID_ARG);
 }
 
+/* Tasks added that no remove takes: PE 0 adds three, nobody removes, the PEs run out of work.
+ * The tasks never run (no PE counts one) and the end of the run says so on PE 0. */
+static void misuse_never_removed(void)
+{
+    ts_options o;
+    ts_t ts;
+    ts_options_init(&o, sizeof(task));
+    CHECK_EQ(ts_create(&o, &ts), MP_SUCCESS);
+    if (mp_mype() == 0)
+        for (uint32_t i = 0; i < 3; i++) {
+            task t = {i, 0, 0, 0};
+            CHECK_EQ(ts_add(ts, 0, &t, NULL), MP_OK);
+        }
+}
+
 static void misuse(void)
 {
     if (strcmp(misuse_case, "options") == 0)
         misuse_options();
+    else if (strcmp(misuse_case, "never_removed") == 0)
+        misuse_never_removed();
     else if (strcmp(misuse_case, "add_after_term") == 0)
         misuse_add_after_termination();
     else if (strncmp(misuse_case, "kind", 4) == 0)

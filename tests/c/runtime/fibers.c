@@ -155,12 +155,30 @@ static void final_check(void *p)
     CHECK_EQ(sized_ran, 2 * CLASS_ROUNDS * CLASS_SIZES);
 }
 
+/* mp_at_pe_end: hooks run once the PE is out of work (every fiber above has run), last
+ * registered first, and one registered by a hook runs too.  `ends` records their order. */
+static char ends[8];
+static int nends;
+
+static void end_hook(void *arg)
+{
+    CHECK(mp_self() == NULL);
+    CHECK(chain_done && gated_ran); /* after the last fibers */
+    CHECK(nends < (int)sizeof ends - 1);
+    ends[nends++] = *(const char *)arg;
+    if (*(const char *)arg == 'b')
+        CHECK_OK(mp_at_pe_end(end_hook, "c"));
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
     CHECK(mp_self() == NULL);
     CHECK_EQ(mp_mype(), 0);
+    CHECK_OK(mp_at_pe_end(end_hook, "a"));
+    CHECK_OK(mp_at_pe_end(end_hook, "b"));
+    CHECK_EQ(mp_at_pe_end(NULL, NULL), MP_ERR_INVALID_ARG);
 
     payload a = {7, "created"};
     created_handle = mp_fiber_create(created_fn, &a, sizeof a, MP_SCHED_FIFO);
@@ -198,9 +216,11 @@ static void pe_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    CHECK_EQ(mp_at_pe_end(end_hook, "x"), MP_ERR_BAD_STATE); /* no PE runs yet */
     int rc = tst_run(argc, argv, 1, pe_main);
     if (rc != 0)
         return rc;
+    CHECK(strcmp(ends, "bca") == 0);
     /* After the run (all PEs joined): every fiber ran. */
     final_check(NULL);
     printf("allocs=%d disps=%d sized_bytes=%llu\n", allocs, disps, (unsigned long long)sized_bytes);
