@@ -44,6 +44,21 @@ extern mpr_run mpr_g;
  * without workers of its own (MPI) runs each PE on a thread, in a process, of its own. */
 static inline int mpr_workers(void) { return mpr_g.workers ? mpr_g.workers : mpr_g.npes; }
 
+/* The settings in force that change what a run costs, in one list for the run profile's
+ * `settings` (profile.c) and the trace's "settings" metric class (trace.c), so that a setting
+ * recorded by one is recorded by the other.  Those given in microseconds are doubles, the
+ * others counts. */
+enum { MPR_NSETTINGS = 10 };
+typedef struct {
+    const char *name;
+    bool is_double;
+    union {
+        double d;
+        uint64_t u;
+    } value;
+} mpr_setting;
+void mpr_settings(mpr_setting out[MPR_NSETTINGS]); /* pe.c */
+
 /* pe.c: ends the run for the reason given unless it has ended already; returns whether this
  * call ended it.  The caller wakes the PEs (machine layer). */
 bool mpr_run_end(mpr_run_state why);

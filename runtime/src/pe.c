@@ -278,8 +278,27 @@ void mpr_pe_run(mpr_pe *pe)
     pe->sampler = NULL;
     mpr_rts_fold(pe);
     mpr_stats_settle(pe);
-    MPR_OBSERVE(pe_end, pe); /* PAPI-bound statistics get their counts, then the trace */
+    MPR_OBSERVE(pe_end, pe); /* PAPI-bound statistics get their counts (the trace closes the PE
+                              * at the run's end, trace.c) */
     pe->where = MPR_PE_FINISHED;
+}
+
+void mpr_settings(mpr_setting out[MPR_NSETTINGS])
+{
+    const mp_config *cfg = &mpr_g.cfg;
+    const mpr_setting s[MPR_NSETTINGS] = {
+        {"agg_bytes", false, {.u = cfg->agg_bytes}},
+        {"flush_fibers", false, {.u = cfg->flush_fibers}},
+        {"flush_delay_us", true, {.d = cfg->flush_delay_s * 1e6}},
+        {"small_bytes", false, {.u = cfg->small_bytes}},
+        {"spin", false, {.u = cfg->spin}},
+        {"pinned_workers", false, {.u = (uint64_t)mpr_g.pinned_workers}},
+        {"carriers", false, {.u = mpr_g.carriers}},
+        {"sample_us", true, {.d = cfg->sample_s * 1e6}},
+        {"workers", false, {.u = (uint64_t)mpr_workers()}},
+        {"shm_ring", false, {.u = (uint64_t)mpr_g.shm_ring}},
+    };
+    memcpy(out, s, sizeof s);
 }
 
 mp_err mp_at_pe_end(void (*fn)(void *arg), void *arg)

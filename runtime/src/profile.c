@@ -428,13 +428,17 @@ int mpr_profile_write(const char *path)
     fprintf(f, ", \"cores\": %ld, \"fingerprint\": \"%016" PRIx64 "\"},\n", cores, fp);
     /* every setting that changes what a run costs, so that runs made with different ones are
      * different configurations in a database (mprof bench leaves MPROF_* to this record) */
-    fprintf(f,
-            "  \"settings\": {\"agg_bytes\": %zu, \"flush_fibers\": %u, \"flush_delay_us\": %g, "
-            "\"small_bytes\": %zu, \"spin\": %u, \"pinned_workers\": %d, \"carriers\": %d, "
-            "\"sample_us\": %g, \"workers\": %d, \"shm_ring\": %d},\n",
-            cfg->agg_bytes, cfg->flush_fibers, cfg->flush_delay_s * 1e6, cfg->small_bytes,
-            cfg->spin, mpr_g.pinned_workers, (int)mpr_g.carriers, cfg->sample_s * 1e6,
-            mpr_workers(), mpr_g.shm_ring);
+    mpr_setting settings[MPR_NSETTINGS];
+    mpr_settings(settings);
+    fprintf(f, "  \"settings\": {");
+    for (int i = 0; i < MPR_NSETTINGS; i++) {
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", settings[i].name);
+        if (settings[i].is_double)
+            fprintf(f, "%g", settings[i].value.d);
+        else
+            fprintf(f, "%" PRIu64, settings[i].value.u);
+    }
+    fprintf(f, "},\n");
     fprintf(f, "  \"params\": {");
     param_ctx pc = {f, 1};
     mpr_params_for_each(put_param, &pc);

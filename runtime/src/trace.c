@@ -22,8 +22,8 @@
  *     module's metric class (mode ACCUMULATED_START: the count since the PE started) every
  *     MPROF_TRACE_SAMPLE_MS milliseconds of the PE's time (default 10; 0: only at the end),
  *     checked when a fiber or an idle period ends, and at the PE's end;
- *   - the run's settings (PE count, aggregation threshold, flush period and delay, small
- *     message size, spin count, workers bound to a unit) as one Metric event of the class
+ *   - the run's settings (its PE count and the run profile's settings, mpr_settings) as
+ *     one Metric event of the class
  * "settings" (mode ABSOLUTE_POINT) at the PE's start. Each PE writes its own event writer, so the
  * archive uses OTF2's pthread locking callbacks; on the MPI backend the archive is opened
  * collectively over MPI_COMM_WORLD and rank 0 writes the global definitions.  The system tree has a
@@ -62,7 +62,7 @@
 #define MAX_MODULES 64
 #define SETTINGS_METRIC ((OTF2_MetricRef)0)
 #define MODULE_METRIC(m) ((OTF2_MetricRef)(m) + 1) /* metric class of module m */
-#define NSETTINGS 11
+#define NSETTINGS (1 + MPR_NSETTINGS)              /* the PE count, then mpr_settings */
 
 static bool on; /* this run is traced (set before the PEs start) */
 
@@ -74,7 +74,6 @@ typedef struct {
     bool pending;         /* the innermost fiber's Enter is not written yet */
     uint64_t started;     /* ... and happened at this time */
     uint64_t next_sample; /* the statistics are written again from this time on */
-    uint64_t ended;       /* when the PE's run ended (0: not yet): trace_finish closes it */
 } trace_pe;
 
 typedef struct {
@@ -296,18 +295,24 @@ static unsigned trace_start(void)
     return MPR_OBS_ON | MPR_OBS_EVERY_FIBER | MPR_OBS_HOT;
 }
 
-/* The run's settings, in the order of the "settings" metric class's members. */
-static const char *const setting_names[NSETTINGS] = {
-    "setting::npes",           "setting::agg_bytes",   "setting::flush_fibers",
-    "setting::flush_delay_us", "setting::small_bytes", "setting::spin",
-    "setting::pinned_workers", "setting::carriers",    "setting::sample_us",
-    "setting::workers",        "setting::shm_ring"};
-
-/* The settings given in microseconds (flush_delay_us, sample_us) are doubles, the others
- * counts. */
-static OTF2_Type setting_type(int i)
+/* The "settings" metric class's members in order: the PE count, then the run profile's
+ * settings (mpr_settings). */
+static void settings_metric(OTF2_Type types[NSETTINGS], OTF2_MetricValue values[NSETTINGS],
+                            const char *names[NSETTINGS])
 {
-    return i == 3 || i == 8 ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64;
+    mpr_setting s[MPR_NSETTINGS];
+    mpr_settings(s);
+    types[0] = OTF2_TYPE_UINT64;
+    names[0] = "npes";
+    values[0].unsigned_int = (uint64_t)mpr_g.npes;
+    for (int i = 0; i < MPR_NSETTINGS; i++) {
+        types[i + 1] = s[i].is_double ? OTF2_TYPE_DOUBLE : OTF2_TYPE_UINT64;
+        names[i + 1] = s[i].name;
+        if (s[i].is_double)
+            values[i + 1].floating_point = s[i].value.d;
+        else
+            values[i + 1].unsigned_int = s[i].value.u;
+    }
 }
 
 static void trace_pe_begin(mpr_pe *pe)
@@ -319,26 +324,10 @@ static void trace_pe_begin(mpr_pe *pe)
      * yet, which the profile counts as idle (pe.c): so does the trace. */
     uint64_t t = wtime_ns(pe->t_start);
     OTF2_EvtWriter_Enter(tp->w, NULL, t, ROOT_REGION);
-    const mp_config *cfg = &mpr_g.cfg;
     OTF2_Type types[NSETTINGS];
     OTF2_MetricValue values[NSETTINGS];
-    uint64_t u[NSETTINGS] = {(uint64_t)mpr_g.npes,
-                             (uint64_t)cfg->agg_bytes,
-                             (uint64_t)cfg->flush_fibers,
-                             0,
-                             (uint64_t)cfg->small_bytes,
-                             (uint64_t)cfg->spin,
-                             (uint64_t)mpr_g.pinned_workers,
-                             (uint64_t)mpr_g.carriers,
-                             0,
-                             (uint64_t)mpr_workers(),
-                             (uint64_t)mpr_g.shm_ring};
-    for (int i = 0; i < NSETTINGS; i++) {
-        types[i] = setting_type(i);
-        values[i].unsigned_int = u[i];
-    }
-    values[3].floating_point = cfg->flush_delay_s * 1e6;
-    values[8].floating_point = cfg->sample_s * 1e6;
+    const char *names[NSETTINGS];
+    settings_metric(types, values, names);
     OTF2_EvtWriter_Metric(tp->w, NULL, t, SETTINGS_METRIC, NSETTINGS, types, values);
     if (pe->c_total) {
         OTF2_EvtWriter_Enter(tp->w, NULL, t, IDLE_REGION);
@@ -405,19 +394,15 @@ static inline void maybe_sample(mpr_pe *pe, trace_pe *tp, uint64_t t)
     }
 }
 
-/* The PE's run has ended: its last statistics and the root region's end are written by
- * trace_finish, with this time.  The backend may still change a statistic after the PE's end
- * (the shared-memory backend divides a shared worker thread's CPU time among its PEs, and
- * scales their IdleCpuNs with it, once all of them are done): the trace's last values are the
- * profile's. */
-static void trace_pe_end(mpr_pe *pe) { tpes[pe->id].ended = wtime_ns(pe->t_end); }
-
-/* What trace_pe_end left to do, after the backend's last word on the statistics. */
+/* A PE's last statistics and the root region's end, at the profile's end of the PE (now, if
+ * the PE never finished), written when the archive is closed rather than at the PE's end: the
+ * backend may still change a statistic then (the shared-memory backend divides a shared worker
+ * thread's CPU time among its PEs, and scales their IdleCpuNs with it, once all of them are
+ * done), and the trace's last values are the profile's. */
 static void close_pe(mpr_pe *pe, trace_pe *tp)
 {
-    uint64_t t = tp->ended ? tp->ended : now();
-    if (pe)
-        write_metrics(pe, tp->w, t);
+    uint64_t t = pe->where == MPR_PE_FINISHED ? wtime_ns(pe->t_end) : now();
+    write_metrics(pe, tp->w, t);
     OTF2_EvtWriter_Leave(tp->w, NULL, t, ROOT_REGION);
 }
 
@@ -594,11 +579,17 @@ static void write_global_definitions(const pe_summary *pes)
     uint32_t member = 0;
     /* settings: values, not counts (ABSOLUTE_POINT), written once at each PE's start */
     OTF2_MetricMemberRef setting_refs[NSETTINGS];
+    OTF2_Type setting_types[NSETTINGS];
+    OTF2_MetricValue setting_values[NSETTINGS]; /* the events' part */
+    const char *setting_names[NSETTINGS];
+    settings_metric(setting_types, setting_values, setting_names);
     uint32_t setting_desc = string(&s, "mprof runtime setting (docs/runtime.md)");
     for (int i = 0; i < NSETTINGS; i++) {
-        OTF2_GlobalDefWriter_WriteMetricMember(
-            w, member, string(&s, setting_names[i]), setting_desc, OTF2_METRIC_TYPE_USER,
-            OTF2_METRIC_ABSOLUTE_POINT, setting_type(i), OTF2_BASE_DECIMAL, 0, empty);
+        char name[64];
+        snprintf(name, sizeof name, "setting::%s", setting_names[i]);
+        OTF2_GlobalDefWriter_WriteMetricMember(w, member, string(&s, name), setting_desc,
+                                               OTF2_METRIC_TYPE_USER, OTF2_METRIC_ABSOLUTE_POINT,
+                                               setting_types[i], OTF2_BASE_DECIMAL, 0, empty);
         setting_refs[i] = member++;
     }
     OTF2_GlobalDefWriter_WriteMetricClass(w, SETTINGS_METRIC, NSETTINGS, setting_refs,
@@ -642,7 +633,7 @@ static void trace_finish(void)
         memset(&local[i], 0, sizeof local[i]);
         memcpy(local[i].host, host, sizeof host);
         if (tp->w) {
-            close_pe(mpr_g.pes ? mpr_g.pes[mpr_g.local_first + i] : NULL, tp);
+            close_pe(mpr_g.pes[mpr_g.local_first + i], tp); /* it began: it exists */
             OTF2_EvtWriter_GetNumberOfEvents(tp->w, &local[i].events);
             OTF2_Archive_CloseEvtWriter(archive, tp->w);
         }
@@ -678,7 +669,6 @@ const mpr_observer mpr_observer_trace = {
     .start = trace_start,
     .finish = trace_finish,
     .pe_begin = trace_pe_begin,
-    .pe_end = trace_pe_end,
     .fiber_begin = trace_fiber_begin,
     .fiber_end = trace_fiber_end,
     .access = trace_access,
