@@ -11,6 +11,10 @@ little there; records per message and fresh buffers are counts.  --delay-us sets
 MPROF_FLUSH_DELAY_US (0 is the dissertation's policy: every buffer every K fibers).  One JSON
 line per PE count, then a summary line:
   ops_per_msg       remote operations per message sent (all PEs)
+  records_per_msg   records per message on either hop: remote operations and records
+                    forwarded (past 65 PEs records travel in two hops: docs/runtime.md,
+                    "Routing"), per message sent
+  forwarded         records forwarded (rts RecordFwd)
   msg_alloc         fresh message buffers (pool empty)
   busy_cpu_s        CPU time outside the idle loop and flow-control waits, all PEs
   why               messages by why they were sent: full, half (full at a period), aged
@@ -63,7 +67,10 @@ def run_once(workload, pes, env):
         with open(out) as f:
             profile = json.load(f)
     t = rts_totals(profile)
-    return {"ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]), "msg_alloc": t["MsgAlloc"],
+    fwd = t.get("RecordFwd", 0)
+    return {"ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]),
+            "records_per_msg": (t["RemoteOp"] + fwd) / max(1, t["MsgSent"]), "forwarded": fwd,
+            "msg_alloc": t["MsgAlloc"],
             "flow_waits": t.get("FlowWait", 0), "wakes": t.get("Wakes", 0),
             "idle_polls": t.get("IdleCycle", 0),
             "bursts": t.get("ChanNotify", 0) + t.get("ChanDrain", 0),

@@ -43,6 +43,23 @@
  * flush policy above, since URGENT also carries frequent bookkeeping that must merely run first (a
  * snapshot's completions: sent at once, they made a message of every one or two of Tripuzzle's
  * records).
+ * Routing.  A PE with a thread of its own keeps at most MPR_AGG_OPEN_MAX (64) buffers open, so
+ * that its aggregation memory is bounded; past 65 such PEs a PE that talks to all the others
+ * round-robin would evict every buffer after a record (1.0 records per message at 96 and 128
+ * PEs).  There, as in Conveyors' two-hop routing, the PEs form a grid of about sqrt(P) columns
+ * and a record for a PE in another row and column goes first to the PE in the sender's row and
+ * the destination's column, which forwards it down its column: a PE then sends to the PEs of
+ * its row and of its column only, about 2 sqrt(P) of them, and every buffer fills.  A PE of
+ * the last, short row whose destination's column has no PE in its row goes through the row
+ * above.  All of one sender's records to one destination take the same path, whatever their
+ * class, and a forwarder sends them on in the order they came, so invocations still arrive in
+ * the order they were made.  A record on its first hop carries its destination in a 16-byte
+ * route header (mpr_record_route); the forwarder writes it on as its sender would have, with
+ * the sender's id and category, from its poll, without a fiber (RecordFwd counts them).  An
+ * urgent record for a PE that waits makes its first hop go when the writing fiber ends, as
+ * one sent straight would.  PEs that share a worker (shm) aggregate per worker and destination
+ * without a bound on open buffers, and do not route.
+ *
  * Buffers are pooled per PE (small, aggregation-sized, and large ones by power-of-two class up
  * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
  * records have become fibers or run from it (carriers: mpr_carrier.h; a flow-control
@@ -67,8 +84,9 @@ static inline size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 _Static_assert(sizeof(mpr_record) == 16 && sizeof(mpr_record_payload) == 16,
                "records keep arguments and payloads 16-byte aligned");
+_Static_assert(sizeof(mpr_record_route) == 16, "a route keeps the record's body 16-byte aligned");
 _Static_assert(MP_FIBER_ARGS_MAX <= UINT16_MAX && MPR_MAX_ACCESS <= 256 &&
-                   MP_SCHED_PREEMPT + 1 + MPR_MAX_SCHED <= MPR_RECORD_PAYLOAD,
+                   MP_SCHED_PREEMPT + 1 + MPR_MAX_SCHED <= MPR_RECORD_ROUTE,
                "record fields are wide enough");
 
 /* The caller has checked payload_size <= MAX_MESSAGE, so this cannot wrap. */
@@ -139,6 +157,11 @@ void mpr_comm_init(mpr_pe *pe)
     }
     pe->agg_nopen = 0;
     pe->urgent_out = false;
+    /* two hops when a PE of its own would talk to more PEs than it keeps buffers open for */
+    pe->route_cols = 0;
+    if (!shared && mpr_g.cfg.agg_bytes && pe->npes - 1 > MPR_AGG_OPEN_MAX)
+        while (pe->route_cols * pe->route_cols < pe->npes)
+            pe->route_cols++;
     pe->bytes_out = 0;
     /* Room for 16 aggregation buffers in flight to each of up to 64 destinations, as a ring
      * per pair would hold, and at least as much as a PE keeps of large buffers: what
@@ -314,6 +337,7 @@ static inline void agg_sent(mpr_agg *a, int dst)
 {
     if (MPR_UNLIKELY(a->urgent)) {
         a->urgent = false;
+        a->urgent_on = false;
         notify(dst);
     }
 }
@@ -366,7 +390,7 @@ static inline bool starving(mpr_agg *a, int dst, uint64_t now)
 }
 
 /* Starts a record of `total` bytes at the end of `b`; returns where its body goes. */
-static inline unsigned char *put_header(mpr_msgbuf *b, int src, mp_fiber_fn fn, size_t args_size,
+static inline unsigned char *put_header(mpr_msgbuf *b, uint64_t fn_src, size_t args_size,
                                         unsigned sched, unsigned access, size_t total)
 {
     mpr_record *r = (mpr_record *)(b->data + b->len);
@@ -374,17 +398,24 @@ static inline unsigned char *put_header(mpr_msgbuf *b, int src, mp_fiber_fn fn, 
     r->args_size = (uint16_t)args_size;
     r->sched = (uint8_t)sched;
     r->access = (uint8_t)access;
-    r->fn_src = fn_src_make(fn, src);
+    r->fn_src = fn_src;
     b->len += total;
     return (unsigned char *)(r + 1);
 }
 
-static void put_record(mpr_msgbuf *b, int src, mp_fiber_fn fn, const void *args, size_t args_size,
-                       mp_sched_t sched, uint16_t access, const void *payload, size_t payload_size,
+/* Writes a record of `total` bytes (its route header included when `to` >= 0: the record's
+ * destination, which the buffer's forwards it to). */
+static void put_record(mpr_msgbuf *b, uint64_t fn_src, int to, const void *args, size_t args_size,
+                       mp_sched_t sched, unsigned access, const void *payload, size_t payload_size,
                        void *payload_dst, size_t total)
 {
-    unsigned flags = payload_size ? MPR_RECORD_PAYLOAD : 0;
-    unsigned char *p = put_header(b, src, fn, args_size, (unsigned)sched | flags, access, total);
+    unsigned flags = (payload_size ? MPR_RECORD_PAYLOAD : 0) | (to >= 0 ? MPR_RECORD_ROUTE : 0);
+    unsigned char *p = put_header(b, fn_src, args_size, (unsigned)sched | flags, access, total);
+    if (to >= 0) {
+        mpr_record_route *h = (mpr_record_route *)p;
+        *h = (mpr_record_route){.dst = to};
+        p += sizeof *h;
+    }
     if (payload_size) {
         mpr_record_payload *h = (mpr_record_payload *)p;
         h->size = payload_size;
@@ -506,6 +537,72 @@ static MPR_COLD mpr_msgbuf *agg_open(mpr_pe *pe, int dst)
     return pe->agg[dst].buf = buf_get(pe, pe->agg_cap);
 }
 
+/* The PE that a record for dst goes to first (see "Routing"): the one in this PE's row and
+ * dst's column (the row above when this, the last row, is too short), or dst itself. */
+static inline int route_via(const mpr_pe *pe, int dst)
+{
+    int cols = pe->route_cols;
+    if (MPR_LIKELY(!cols))
+        return dst;
+    int via = pe->id - pe->id % cols + dst % cols;
+    if (via >= pe->npes)
+        via -= cols;
+    return via == pe->id ? dst : via;
+}
+
+/* Sends a record of `total` bytes to PE dst by its class (see the top of this file): the
+ * sender's own, or one this PE forwards (fn_src and access are its sender's).  `to` >= 0: the
+ * record is on its first hop and dst forwards it to PE `to`. */
+static mp_err send_to(mpr_pe *pe, int dst, int to, uint64_t fn_src, unsigned access,
+                      mp_sched_t sched, const void *args, size_t args_size, const void *payload,
+                      size_t payload_size, void *payload_dst, size_t total)
+{
+    if (is_small(pe, args_size, payload_size)) {
+        /* small: a fast message of its own */
+        agg_send_pending(pe, dst, MPR_AGG_ORDER);
+        mpr_msgbuf *b = buf_get(pe, total);
+        put_record(b, fn_src, to, args, args_size, sched, access, NULL, 0, NULL, total);
+        RTS_INC(&pe->rts, FastMsgSent, 1);
+        send_buf(pe, dst, b);
+        if (sched == MP_SCHED_URGENT)
+            notify(dst);
+        return MP_SUCCESS;
+    }
+    if (total <= pe->agg_cap) {
+        /* medium: aggregate per destination */
+        mpr_agg *a = &pe->agg[dst];
+        if (a->buf && a->buf->len + total > pe->agg_cap)
+            agg_send_pending(pe, dst, MPR_AGG_FULL);
+        if (!a->buf)
+            agg_open(pe, dst);
+        put_record(a->buf, fn_src, to, args, args_size, sched, access, payload, payload_size,
+                   payload_dst, total);
+        if (sched == MP_SCHED_URGENT) {
+            a->urgent = true; /* its arrival interrupts dst */
+            if (waiting(to >= 0 ? to : dst)) {
+                a->urgent_on |= to >= 0; /* dst may be busy: mpr_flush_urgent sends it anyway */
+                if (!pe->urgent_out) {
+                    pe->urgent_out = true; /* it goes when the writing fiber ends */
+                    mpr_interrupt_set(pe);
+                }
+            }
+        }
+        if (a->buf->len >= pe->agg_cap)
+            agg_send_pending(pe, dst, MPR_AGG_FULL);
+        return MP_SUCCESS;
+    }
+    /* large (or aggregation disabled): at once */
+    agg_send_pending(pe, dst, MPR_AGG_ORDER);
+    mpr_msgbuf *b = buf_get(pe, total);
+    put_record(b, fn_src, to, args, args_size, sched, access, payload, payload_size, payload_dst,
+               total);
+    RTS_INC(&pe->rts, MsgSent, 1);
+    send_buf(pe, dst, b);
+    if (sched == MP_SCHED_URGENT)
+        notify(dst);
+    return MP_SUCCESS;
+}
+
 mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
                        mp_sched_t sched, const void *payload, size_t payload_size,
                        void *payload_dst)
@@ -534,49 +631,36 @@ mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, si
     RTS_INC(&pe->rts, RemoteOp, 1);
     RTS_INC(&pe->rts, ByteSent, total);
     MPR_OBSERVE_HOT(send, pe, dst, total);
-    uint16_t access = mpr_cur_access(pe);
-
-    if (is_small(pe, args_size, payload_size)) {
-        /* small: a fast message of its own */
-        agg_send_pending(pe, dst, MPR_AGG_ORDER);
-        mpr_msgbuf *b = buf_get(pe, total);
-        put_record(b, pe->id, fn, args, args_size, sched, access, NULL, 0, NULL, total);
-        RTS_INC(&pe->rts, FastMsgSent, 1);
-        send_buf(pe, dst, b);
-        if (sched == MP_SCHED_URGENT)
-            notify(dst);
-        return MP_SUCCESS;
-    }
-    if (total <= pe->agg_cap) {
-        /* medium: aggregate per destination */
-        mpr_agg *a = &pe->agg[dst];
-        if (a->buf && a->buf->len + total > pe->agg_cap)
-            agg_send_pending(pe, dst, MPR_AGG_FULL);
-        if (!a->buf)
-            agg_open(pe, dst);
-        put_record(a->buf, pe->id, fn, args, args_size, sched, access, payload, payload_size,
+    uint64_t fn_src = fn_src_make(fn, pe->id);
+    unsigned access = mpr_cur_access(pe);
+    int via = route_via(pe, dst);
+    if (MPR_UNLIKELY(via != dst))
+        return send_to(pe, via, dst, fn_src, access, sched, args, args_size, payload, payload_size,
+                       payload_dst, total + sizeof(mpr_record_route));
+    return send_to(pe, dst, -1, fn_src, access, sched, args, args_size, payload, payload_size,
                    payload_dst, total);
-        if (sched == MP_SCHED_URGENT) {
-            a->urgent = true; /* its arrival interrupts dst */
-            if (!pe->urgent_out && waiting(dst)) {
-                pe->urgent_out = true; /* dst waits: it goes when the writing fiber ends */
-                mpr_interrupt_set(pe);
-            }
-        }
-        if (a->buf->len >= pe->agg_cap)
-            agg_send_pending(pe, dst, MPR_AGG_FULL);
-        return MP_SUCCESS;
+}
+
+/* A record on its first hop, in a message from PE src to this one: it goes on to its
+ * destination as its sender wrote it, less the route (see "Routing"). */
+static MPR_COLD void forward(mpr_pe *pe, const mpr_record *r)
+{
+    const mpr_record_route *h = (const mpr_record_route *)(r + 1);
+    const unsigned char *p = (const unsigned char *)(h + 1);
+    const void *payload = NULL;
+    size_t payload_size = 0;
+    void *payload_dst = NULL;
+    if (r->sched & MPR_RECORD_PAYLOAD) {
+        const mpr_record_payload *ph = (const mpr_record_payload *)p;
+        payload_size = ph->size;
+        payload_dst = ph->dst;
+        p += sizeof *ph;
+        payload = p + align16(r->args_size);
     }
-    /* large (or aggregation disabled): at once */
-    agg_send_pending(pe, dst, MPR_AGG_ORDER);
-    mpr_msgbuf *b = buf_get(pe, total);
-    put_record(b, pe->id, fn, args, args_size, sched, access, payload, payload_size, payload_dst,
-               total);
-    RTS_INC(&pe->rts, MsgSent, 1);
-    send_buf(pe, dst, b);
-    if (sched == MP_SCHED_URGENT)
-        notify(dst);
-    return MP_SUCCESS;
+    unsigned sched = r->sched & ~(MPR_RECORD_ROUTE | MPR_RECORD_PAYLOAD);
+    RTS_INC(&pe->rts, RecordFwd, 1);
+    send_to(pe, h->dst, -1, r->fn_src, r->access, (mp_sched_t)sched, p, r->args_size, payload,
+            payload_size, payload_dst, r->total - sizeof *h);
 }
 
 /* Everything but mp_invoke's fast path, reached by a tail call so the fast path needs no
@@ -768,7 +852,8 @@ void mpr_flush_urgent(mpr_pe *pe)
     }
     for (int i = 0; i < pe->agg_nopen; i++) {
         int dst = pe->agg_open[i];
-        if (pe->agg[dst].urgent && waiting(dst))
+        mpr_agg *a = &pe->agg[dst];
+        if (a->urgent && (a->urgent_on || waiting(dst)))
             agg_flush(pe, dst, MPR_AGG_FED);
     }
 }
@@ -919,6 +1004,7 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
         off = 0;
     }
     unsigned made = 0, direct = 0; /* records taken; of them, run from the buffer */
+    unsigned fwd = 0;              /* of them, forwarded to their destination */
     unsigned carried = 0;          /* of them, in carriers */
     uint64_t context = 0;          /* argument bytes of the FIFO records of the fast path */
     const unsigned fast = MPR_OBS_HOT_ON() ? 256u : MP_SCHED_FIFO; /* 256: no record's */
@@ -961,6 +1047,11 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
             made++;
             *tailp = NULL; /* the chain so far is the queue's */
             fifo->tailp = tailp;
+            if (MPR_UNLIKELY(r->sched & MPR_RECORD_ROUTE)) {
+                forward(pe, r);
+                fwd++;
+                continue;
+            }
             const unsigned char *p = (const unsigned char *)(r + 1);
             unsigned sched = r->sched & ~MPR_RECORD_PAYLOAD;
             if (MPR_UNLIKELY(r->sched & MPR_RECORD_PAYLOAD)) {
@@ -997,7 +1088,7 @@ out:
         run->end = (uint32_t)off;
     *tailp = NULL;
     fifo->tailp = tailp;
-    RTS_INC(&pe->rts, ThreadArrived, made - direct); /* once per poll, not per record */
+    RTS_INC(&pe->rts, ThreadArrived, made - direct - fwd); /* once per poll, not per record */
     RTS_INC(&pe->rts, ThreadContext, context);
     if (carry)
         RTS_INC(&pe->rts, ThreadCarried, carried);

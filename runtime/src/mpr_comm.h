@@ -26,6 +26,14 @@ typedef struct {
 } mpr_record;
 
 #define MPR_RECORD_PAYLOAD 0x80u /* in mpr_record.sched: the poll's common case tests one byte */
+/* In mpr_record.sched: the record is on the first of two hops (comm.c, "Routing"); a
+ * mpr_record_route follows the header, then the record's body as it will travel on. */
+#define MPR_RECORD_ROUTE 0x40u
+
+typedef struct {
+    int32_t dst; /* the record's destination, which the PE it was sent to forwards it to */
+    uint32_t pad[3];
+} mpr_record_route;
 
 typedef struct {
     uint64_t size;
@@ -62,13 +70,18 @@ typedef struct mpr_msgbuf {
  * (comm.c, mpr_flush_due).  A PE keeps at most MPR_AGG_OPEN_MAX buffers open at once, so the
  * buffers a PE holds do not grow with the number of PEs it talks to; 64 lets a PE with a
  * thread of its own keep a buffer filling for every other PE up to 65 PEs (at 4 KiB, 256 KiB
- * per PE), where a smaller bound made round-robin traffic evict every buffer after a record. */
+ * per PE), where a smaller bound made round-robin traffic evict every buffer after a record.
+ * Beyond 65 such PEs, records travel in two hops (comm.c, "Routing"), and a PE sends to about
+ * 2 sqrt(P) others. */
 typedef struct mpr_agg {
     mpr_msgbuf *buf;
     uint64_t since_ns;  /* when the buffer opened (monotonic ns; 0 with no delay set) */
     uint32_t fed_epoch; /* the destination's idle period last sent to (mpr_flush_due) */
     uint64_t fed_ns;    /* when it was last sent to because it waited (0: never) */
     bool urgent;        /* holds an urgent record: goes when the fiber that wrote it ends */
+    /* ... even though this destination is busy: the urgent record is for a PE that waits, to
+     * which this destination forwards it (comm.c, "Routing") */
+    bool urgent_on;
 } mpr_agg;
 #define MPR_AGG_OPEN_MAX 64
 

@@ -84,6 +84,9 @@ typedef struct mpr_pe {
     int *agg_open; /* destinations that may have an open buffer (MPR_AGG_OPEN_MAX) */
     int agg_nopen;
     bool urgent_out; /* an open buffer holds an urgent record (mpr_flush_urgent) */
+    /* Two-hop routing (comm.c, "Routing"): the PEs as a grid of route_cols columns, or 0 when
+     * every record goes straight to its destination */
+    int route_cols;
     /* agg is an aggregation group's, shared with the other PEs of the thread (machine.h
      * group_agg): the backend sends and frees its buffers */
     bool agg_grouped;

@@ -34,7 +34,7 @@
 
 #define CHECK_OK(call) CHECK_EQ((call), MP_SUCCESS)
 
-#define MAXPE 64 /* programs keep per-PE arrays of this size */
+#define MAXPE 136 /* programs keep per-PE arrays of this size (two-hop routing starts at 66) */
 
 /* Runs pe_main on `default_pes` PEs unless MPROF_PES says otherwise. */
 static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn pe_main)

@@ -34,12 +34,13 @@ def test_reference_models():
         "ByteCopy", "IdleNs", "ThreadArrived", "MsgAlloc", "ByteRecv", "Wakes", "IdleCpuNs",
         "LocalOp", "ByteAlloc", "FlowWait", "ThreadDirect", "AggFull", "AggHalf", "AggAged",
         "AggFed", "AggDrain", "AggOrder", "AggTaken", "ChanNotify", "ChanDrain", "ThreadCarried",
+        "RecordFwd",
     ]  # fmt: skip
     assert {c.name: c.terms for c in rts.categories} == {
         "STARTUP": ["P"],
         "THREAD": ["Thread", "RemoteThread", "DirectThread", "ThreadContext"],
         "IDLE": ["Idle", "IdleCpu"],
-        "COMM_ALPHA": ["RemoteOp", "Msg", "Wake", "Burst"],
+        "COMM_ALPHA": ["RemoteOp", "Msg", "Wake", "Burst", "Forward"],
         "COMM_BETA": ["ByteSent", "ByteRecv", "ByteAlloc"],
         "COMM_LOCAL": ["LocalOp", "ByteCopy"],
     }

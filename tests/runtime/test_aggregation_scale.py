@@ -25,6 +25,19 @@ def test_records_per_message_hold_with_many_destinations(cmake_build, tmp_path, 
     assert t["RemoteOp"] / t["MsgSent"] >= 16, t["MsgSent"]
 
 
+@pytest.mark.parametrize("pes", [97, 128])
+def test_records_per_message_hold_past_65_pes(cmake_build, tmp_path, pes):
+    """A PE of its own keeps at most 64 buffers open; sending round-robin to 96 or 127 others
+    evicted every buffer after one record (1.0 records per message).  Past 65 PEs records
+    travel in two hops over a grid of PEs (runtime/src/comm.c, "Routing"), so a PE sends to
+    about 2 sqrt(P) others and its buffers fill: 10-20 records per message on either hop
+    measured on 2 cores, where most of the 97-128 threads wait for a core at any time."""
+    t = _workload(cmake_build, tmp_path, pes)
+    assert t["RemoteOp"] == sum(60000 if pe % 2 == 0 else 120000 for pe in range(pes))
+    assert t["RecordFwd"] > 0
+    assert (t["RemoteOp"] + t["RecordFwd"]) / t["MsgSent"] >= 6, t["MsgSent"]
+
+
 def test_zero_delay_is_the_per_period_policy(cmake_build, tmp_path):
     t = _workload(cmake_build, tmp_path, 16, MPROF_FLUSH_DELAY_US=0)
     assert t["RemoteOp"] / t["MsgSent"] < 4, t["MsgSent"]
@@ -45,7 +58,7 @@ def test_records_per_message_hold_with_two_pes_per_worker(cmake_build, tmp_path,
 _WHY = list(AGG_WHY)
 
 
-@pytest.mark.parametrize("pes,workers", [(2, 2), (16, 16), (16, 2)])
+@pytest.mark.parametrize("pes,workers", [(2, 2), (16, 16), (16, 2), (97, 97)])
 def test_every_aggregated_message_has_one_reason(cmake_build, tmp_path, pes, workers):
     """The rts record counts why each aggregation buffer went (AggFull .. AggTaken): with
     records that all aggregate, the reasons add up to the messages sent, on PEs with a thread

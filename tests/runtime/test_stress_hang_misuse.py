@@ -9,9 +9,9 @@ import pytest
 STRESS_ENV = {"MPROF_PES": 4, "MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024}
 
 
-def check_stress_table(run, total):
+def check_stress_table(run, total, pes=4):
     rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", run.stdout, re.M)
-    assert len(rows) == 16, run.stdout
+    assert len(rows) == pes * pes, run.stdout[-3000:]
     sent = 0
     for src, dst, n_sent, n_recv, b_sent, b_recv in rows:
         assert n_sent == n_recv, f"{src}->{dst}: sent {n_sent}, received {n_recv}"
@@ -23,10 +23,10 @@ def check_stress_table(run, total):
         sent += int(n_sent)
     assert sent == total
     assert f"total={total} out_of_order=0" in run.stdout
-    remote = sum(run.pe_stats(pe)["RemoteOp"] for pe in range(4))
+    remote = sum(run.pe_stats(pe)["RemoteOp"] for pe in range(pes))
     assert remote >= total
-    fast = sum(run.pe_stats(pe)["FastMsgSent"] for pe in range(4))
-    msgs = sum(run.pe_stats(pe)["MsgSent"] for pe in range(4))
+    fast = sum(run.pe_stats(pe)["FastMsgSent"] for pe in range(pes))
+    msgs = sum(run.pe_stats(pe)["MsgSent"] for pe in range(pes))
     assert fast > total // 3 and msgs > 0  # all three classes travelled
 
 
@@ -36,6 +36,28 @@ def test_stress_million_invocations_all_to_all(rt):
     print(run.stdout)
     check_stress_table(run, 1000000)
     assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("pes", [97, 130])
+def test_stress_through_two_hops(rt, pes):
+    """Past 65 PEs with a thread each, records for PEs outside the sender's row and column of
+    the PE grid go through a forwarding PE (runtime/src/comm.c, "Routing").  Every class of
+    record (fast, aggregated, at once, bulk stores) between every pair must still arrive once,
+    intact and in order, and the forwarders must have forwarded; 97 PEs leave the grid's last
+    row short (ten columns, seven PEs), whose PEs route through the row above."""
+    run = rt.run("stress", 200000, timeout=180,
+                 env={**STRESS_ENV, "MPROF_PES": pes, "MPROF_WORKERS": pes})
+    check_stress_table(run, 200000, pes)
+    forwarded = [run.pe_stats(pe)["RecordFwd"] for pe in range(pes)]
+    assert sum(forwarded) > 0 and min(forwarded) >= 0
+
+
+def test_stress_goes_straight_up_to_65_pes(rt):
+    """A PE of its own keeps a buffer open for each of 64 others: nothing is forwarded."""
+    run = rt.run("stress", 50000, timeout=120, env={**STRESS_ENV, "MPROF_PES": 65,
+                                                   "MPROF_WORKERS": 65})
+    check_stress_table(run, 50000, 65)
+    assert sum(run.pe_stats(pe)["RecordFwd"] for pe in range(65)) == 0
 
 
 def hang(rt, scenario, **env):

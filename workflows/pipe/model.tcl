@@ -47,6 +47,8 @@ IgnoreTerm:      Rts Wake ByteCopy ByteAlloc
 IgnoreTerm:      Rts Burst
 # PIPE's fibers are FIFO: no preemptive thread runs from a message (DirectThread).
 IgnoreTerm:      Rts DirectThread
+# Records travel in two hops only past 65 PEs with a thread each (Forward is zero at 2 PEs).
+IgnoreTerm:      Rts Forward
 # The bytes an edge carries cost the runtime's ByteSent and ByteRecv (imported); what the
 # graph adds per byte, a copy into the edge's queue (a few hundredths of a nanosecond), is far
 # below the runs' scatter: fitted, graph:Data came out -4e-11 +- 8e-11 s per byte.

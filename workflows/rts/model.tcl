@@ -43,6 +43,9 @@ IgnoreTerm:    rts Wake
 # Preemptive threads run straight from a message (DirectThread) do not occur in rt_workload,
 # whose fibers are all FIFO: nothing here can price them.
 IgnoreTerm:    rts DirectThread
+# Records travel in two hops, through a forwarding PE, only past 65 PEs with a thread each
+# (docs/runtime.md, "Routing"): the sweeps, at 2 and 8 PEs, forward none.
+IgnoreTerm:    rts Forward
 # Local copies cost a few hundredths of a nanosecond per byte and fresh message buffers are
 # rare once the pools are warm: both are far below the runs' scatter on a quiet machine, and
 # fitted they took either sign (ByteCopy -1.3e-11 +- 2e-11 s/B, ByteAlloc -2.7e-9 .. 9e-9 s/B in

@@ -19,6 +19,8 @@ IgnoreTerm:      Rts ByteCopy FastMsgSent ThreadContext
 IgnoreTerm:      Rts Burst
 # PIPE runs no preemptive thread from a message (DirectThread is zero)
 IgnoreTerm:      Rts DirectThread
+# nor forwards records (two hops only past 65 PEs with a thread each)
+IgnoreTerm:      Rts Forward
 # P = 1 for every module on every PE: the start-up terms are collinear; keep graph's.
 IgnoreTerm:      Rts P
 IgnoreTerm:      pipe P
