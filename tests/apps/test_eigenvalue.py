@@ -75,6 +75,18 @@ def test_eigenvalues_and_statistics(eigen, one_pe, tmp_path, pes, balance, tasks
         assert sum(s["NSteal"] for s in ts) == 0
 
 
+@pytest.mark.parametrize("balance,tasks", [("steal", "fetch"), ("push", "send")])
+def test_two_hop_routing_at_97_pes(eigen, one_pe, balance, tasks):
+    """97 PEs with a thread each: most records, steal requests and fetches among them, travel
+    through a forwarding PE (runtime/src/comm.c, "Routing").  The same eigenvalues and
+    bisection, and the run ends (termination sees records in a forwarder's buffers)."""
+    r = run(eigen, "--check", f"--n={N}", f"--balance={balance}", f"--tasks={tasks}", pes=97,
+            MPROF_WORKERS=97, timeout=180)
+    assert f"OK (0 of {N} differ" in r.stdout
+    assert {k: r.total("eigenvalue", k) for k in BISECTION} == one_pe
+    assert r.total("rts", "RecordFwd") > 0
+
+
 def test_seeded_input_is_reproducible(eigen, tmp_path):
     a, b, c = (tmp_path / f"{x}.json" for x in "abc")
     run(eigen, "--n=50", f"--dump={a}", pes=2)

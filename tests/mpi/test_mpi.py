@@ -462,6 +462,21 @@ def run_ranks(mpi_build, *ranks, transport="sm", timeout=20, **settings) -> Resu
     return Result(proc, profile)
 
 
+def test_records_travel_in_two_hops_past_65_ranks(mpi_build):
+    """A rank keeps at most 64 aggregation buffers open; past 65 ranks records for a rank
+    outside the sender's row and column of the grid go through a forwarding rank
+    (runtime/src/comm.c, "Routing").  Every class of record still arrives once, intact and in
+    order, and the same records are forwarded as between 70 PEs with a thread each."""
+    exe = mpi_build / "tests" / "mpi" / "mpi_portable"
+    np = 70
+    shm, mpi = _same_results(exe, ["comm", 20], np, "sm", MPROF_SMALL_BYTES=16,
+                             MPROF_WORKERS=np)
+    _check_profile(shm, mpi, np)
+    forwarded = [mpi.rts(pe)["RecordFwd"] for pe in range(np)]
+    assert sum(forwarded) > 0
+    assert forwarded == [shm.rts(pe)["RecordFwd"] for pe in range(np)]
+
+
 def _streamed(res, np=2, runs=1):
     return res.lines() == sorted(f"RESULT stream pe={pe} run={r} got=2000"
                                  for pe in range(np) for r in range(runs))
