@@ -38,15 +38,17 @@ def test_stress_million_invocations_all_to_all(rt):
     assert time.monotonic() - t0 < 30
 
 
-@pytest.mark.parametrize("pes", [97, 130])
-def test_stress_through_two_hops(rt, pes):
+@pytest.mark.parametrize("pes,workers", [(97, 97), (130, 130), (100, 60)])
+def test_stress_through_two_hops(rt, pes, workers):
     """Past 65 PEs with a thread each, records for PEs outside the sender's row and column of
     the PE grid go through a forwarding PE (runtime/src/comm.c, "Routing").  Every class of
     record (fast, aggregated, at once, bulk stores) between every pair must still arrive once,
     intact and in order, and the forwarders must have forwarded; 97 PEs leave the grid's last
-    row short (ten columns, seven PEs), whose PEs route through the row above."""
+    row short (ten columns, seven PEs), whose PEs route through the row above.  With 100 PEs
+    on 60 workers, the PEs with a worker of their own route, while those that share one
+    aggregate per worker and forward what reaches them."""
     run = rt.run("stress", 200000, timeout=180,
-                 env={**STRESS_ENV, "MPROF_PES": pes, "MPROF_WORKERS": pes})
+                 env={**STRESS_ENV, "MPROF_PES": pes, "MPROF_WORKERS": workers})
     check_stress_table(run, 200000, pes)
     forwarded = [run.pe_stats(pe)["RecordFwd"] for pe in range(pes)]
     assert sum(forwarded) > 0 and min(forwarded) >= 0
