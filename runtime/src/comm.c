@@ -404,7 +404,7 @@ static inline unsigned char *put_header(mpr_msgbuf *b, uint64_t fn_src, size_t a
 }
 
 /* Writes a record of `total` bytes (its route header included when `to` >= 0: the record's
- * destination, which the buffer's forwards it to). */
+ * destination, to which the buffer's destination forwards it). */
 static void put_record(mpr_msgbuf *b, uint64_t fn_src, int to, const void *args, size_t args_size,
                        mp_sched_t sched, unsigned access, const void *payload, size_t payload_size,
                        void *payload_dst, size_t total)
