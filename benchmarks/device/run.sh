@@ -23,7 +23,8 @@
 #   startup   an empty run (rt_workload P 0 0 16 0) at 2, 8 and 16 PEs, bound and unbound,
 #             best of 5: how much of the weak-scaling time at 16 PEs is start and end
 #   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:
-#             why the buffers went, wakes, fresh buffers against the PE count
+#             why the buffers went, wakes, fresh buffers against the PE count; bound also at
+#             64 and 128 PEs (a thread each: 128 routes records in two hops)
 #   sweeps    the runtime model's sweeps (fit, test, and the 8-PE test set sweep-test8.toml)
 #             and PIPE's, into build/workflows/*.db, returned as dbs.tgz
 #   spread    benchmarks/micro/replicate_spread.py --groups 2, and the sweeps' own spread
@@ -128,7 +129,7 @@ carriers() {
 }
 
 agg() {
-  "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16 --reps 3 --pin 1 &&
+  "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16,64,128 --reps 3 --pin 1 &&
     "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16 --reps 3 --pin 0
 }
 
