@@ -157,11 +157,6 @@ void mpr_comm_init(mpr_pe *pe)
     }
     pe->agg_nopen = 0;
     pe->urgent_out = false;
-    /* two hops when a PE of its own would talk to more PEs than it keeps buffers open for */
-    pe->route_cols = 0;
-    if (!shared && mpr_g.cfg.agg_bytes && pe->npes - 1 > MPR_AGG_OPEN_MAX)
-        while (pe->route_cols * pe->route_cols < pe->npes)
-            pe->route_cols++;
     pe->bytes_out = 0;
     /* Room for 16 aggregation buffers in flight to each of up to 64 destinations, as a ring
      * per pair would hold, and at least as much as a PE keeps of large buffers: what
@@ -175,6 +170,11 @@ void mpr_comm_init(mpr_pe *pe)
     pe->small_below = mpr_g.cfg.small_bytes ? mpr_g.cfg.small_bytes + 1 : 0;
     /* without aggregation a message holds one record, which a carrier would not save a fiber */
     pe->carriers = mpr_g.carriers && pe->agg_cap > 0;
+    /* two hops when a PE of its own would talk to more PEs than it keeps buffers open for */
+    pe->route_cols = 0;
+    if (!pe->agg_grouped && pe->agg_cap > 0 && pe->npes - 1 > MPR_AGG_OPEN_MAX)
+        while (pe->route_cols * pe->route_cols < pe->npes)
+            pe->route_cols++;
     atomic_init(&pe->returned, NULL);
 }
 
