@@ -40,6 +40,12 @@ for db in "$BUILD/workflows/rts-fit.db" "$BUILD/workflows/rts-test.db"; do
 done
 python benchmarks/micro/replicate_spread.py --build "$BUILD" ${db_args[@]+--db "${db_args[@]}"}
 
+echo "== the machine's own weak scaling up to its cores (benchmarks/micro/machine_scaling.py)"
+cores=$(nproc)
+pes=1; p=2
+while [ "$p" -le "$cores" ]; do pes="$pes,$p"; p=$((p * 2)); done
+python benchmarks/micro/machine_scaling.py --build "$BUILD" --pes "$pes"
+
 echo "== more PEs than cores: PIPE at 2/4/8 PEs, local fibers, 64/1024 PEs start-up (benchmarks/oversub/oversub.py)"
 python benchmarks/oversub/oversub.py --pipe "$BUILD/benchmarks/pipe/pipe" \
   --workload "$BUILD/benchmarks/micro/rt_workload"

@@ -15,6 +15,10 @@
 # that whatever finished comes back.  A part that does not fit is skipped and says so.
 #   runtime   the suite's micro, msg and weak parts (rt_micro; messaging beside shm_floor;
 #             weak scaling at 1-64 PEs, aggregated and not)
+#   machine   benchmarks/micro/machine_scaling.py at 1-16 PEs: how far the machine itself lets
+#             fixed work per thread scale (copies of noise_floor at once, no runtime) and the
+#             weak-scaling command's local fibers alone (no messages), beside the runtime's
+#             weak scaling
 #   carriers  the same binary with arrived records run from their buffers (MPROF_CARRIERS=1,
 #             the default) and as fibers (0), interleaved, 3 runs each: messaging
 #             (rt_workload P 0 1000000 16 0) and the weak-scaling command, aggregated (without
@@ -44,8 +48,8 @@ set -u
 cd "$(dirname "$0")/../.."
 self=benchmarks/device/run.sh
 # The parts in their order, and the least time worth starting each with.
-all=(runtime carriers startup agg sweeps spread apps studies)
-declare -A need=([runtime]=60 [carriers]=20 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40
+all=(runtime machine carriers startup agg sweeps spread apps studies)
+declare -A need=([runtime]=60 [machine]=15 [carriers]=20 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40
   [apps]=60 [studies]=100)
 budget=540
 parts=()
@@ -127,6 +131,8 @@ carriers() {
   done
   return $rc
 }
+
+machine() { "$PY" benchmarks/micro/machine_scaling.py --pes 1,2,4,8,16 --reps 3; }
 
 agg() {
   "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16,64,128 --reps 3 --pin 1 &&

@@ -5,10 +5,11 @@
 
 Reads what `benchmarks/device/run.sh` (or the device suite it calls, .device/suite.sh)
 printed: weak-scaling lines (`"weak"`), messaging lines (`"msg"`) beside the floor program's
-(`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`), carriers
-on and off (`"carriers"`: interleave.py's lines).  Lines that
-carry a `"pin"` setting (runs with worker binding on and off) are kept apart by it.  Prints
-one JSON line per figure, each with its target where the runtime's messaging work sets one:
+(`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`), the
+machine's own scaling (`"machine"`: machine_scaling.py's lines), carriers on and off
+(`"carriers"`: interleave.py's lines).  Lines that carry a `"pin"` setting (runs with worker
+binding on and off) are kept apart by it.  Prints one JSON line per figure, each with its
+target where the runtime's messaging work sets one:
 
   weak_efficiency      T(2) / T(16), best times of rt_workload P 3000000 300000 16 0,
                        aggregated (4096) and not (0): at least 0.7
@@ -17,6 +18,12 @@ one JSON line per figure, each with its target where the runtime's messaging wor
                        remote operations per second (aggregated) at 2, 8 and 16 PEs: at most 3
   app_speedup          an application's T(1) / T(16)
   startup_s            an empty run's best time (rt_workload P 0 0 16 0)
+  machine_efficiency   the machine's own weak scaling beside weak_efficiency (no target):
+                       T(2) / T(P) of P copies of noise_floor at once (what=copies; parts:
+                       each part's mean CPU at 2 over at P) and of the weak-scaling command's
+                       local fibers alone (what=local), from benchmarks/micro/machine_scaling.py;
+                       and shm_floor's rate per PE at P over its rate per PE at 2
+                       (what=shm_floor), at P = 8 and 16
   carriers_busy_gain   busy CPU with every arrived record a fiber (MPROF_CARRIERS=0) over
                        busy CPU with carriers, medians of the interleaved runs of the
                        `carriers` part, per command (msg, weak), PE count and aggregation;
@@ -61,10 +68,14 @@ def best(table, key, value, better=min):
 
 
 def collect(lines):
-    weak, rate, floor, apps, startup, carriers = {}, {}, {}, {}, {}, {}
+    weak, rate, floor, apps, startup, carriers, machine = {}, {}, {}, {}, {}, {}, {}
     for d in lines:
         pin = str(d.get("pin", "-"))
-        if "carriers" in d and "before" in d and "after" in d:
+        if "machine" in d and "best_s" in d:
+            key = (d["machine"], int(d["pes"]))
+            if key not in machine or d["best_s"] < machine[key]["best_s"]:
+                machine[key] = d
+        elif "carriers" in d and "before" in d and "after" in d:
             carriers[(d["carriers"], int(d["pes"]), str(d["agg"]))] = d
         elif "weak" in d and "best_s" in d:
             best(weak, (pin, str(d["agg"]), d["pes"]), d["best_s"])
@@ -80,7 +91,7 @@ def collect(lines):
             best(apps, (pin, d["app"], d.get("args", ""), d["pes"]), d["best_s"])
         elif "startup" in d:
             best(startup, (pin, d["pes"]), d["best_s"])
-    return weak, rate, floor, apps, startup, carriers
+    return weak, rate, floor, apps, startup, carriers, machine
 
 
 def judged(value, at_least=None, at_most=None):
@@ -90,7 +101,29 @@ def judged(value, at_least=None, at_most=None):
     return {"target": f"<= {at_most}", "met": value <= at_most}
 
 
-def figures(weak, rate, floor, apps, startup, carriers):
+def machine_figures(floor, machine):
+    """How far the machine lets fixed work per thread scale, at 8 and 16 PEs against 2."""
+    out = []
+    for p in (8, 16):
+        for what in ("copies", "local"):
+            two, at = machine.get((what, 2)), machine.get((what, p))
+            if not (two and at and at["best_s"] > 0):
+                continue
+            row = {"figure": "machine_efficiency", "what": what, "pes": p,
+                   "value": round(two["best_s"] / at["best_s"], 3),
+                   "runs_s": [two["best_s"], at["best_s"]]}
+            if what == "copies":
+                row["parts"] = {k: round(v / at["cpu_mean_s"][k], 3)
+                                for k, v in two["cpu_mean_s"].items()
+                                if at["cpu_mean_s"].get(k)}
+            out.append(row)
+        if 2 in floor and p in floor:
+            out.append({"figure": "machine_efficiency", "what": "shm_floor", "pes": p,
+                        "value": round(floor[p] / p / (floor[2] / 2), 3)})
+    return out
+
+
+def figures(weak, rate, floor, apps, startup, carriers, machine):
     out = []
     pins = sorted({k[0] for k in weak} | {k[0] for k in rate} | {k[0] for k in apps})
     for pin in pins:
@@ -116,6 +149,7 @@ def figures(weak, rate, floor, apps, startup, carriers):
             if 1 in t and 16 in t:
                 out.append({"figure": "app_speedup", "pin": pin, "app": app, "args": args,
                             "value": round(t[1] / t[16], 2), "runs_s": [t[1], t[16]]})
+    out += machine_figures(floor, machine)
     for (pin, p), v in sorted(startup.items()):
         out.append({"figure": "startup_s", "pin": pin, "pes": p, "value": v})
     for (what, p, agg), d in sorted(carriers.items()):
@@ -145,7 +179,7 @@ def main():
     args = ap.parse_args()
     rows = figures(*collect(read_lines(args.runs)))
     if not rows:
-        fail("no weak-scaling, messaging, application, start-up or carriers lines in "
+        fail("no weak-scaling, messaging, application, start-up, machine or carriers lines in "
              + ", ".join(args.runs))
     for r in rows:
         print(json.dumps(r))

@@ -113,3 +113,49 @@ def test_carriers_lines_give_the_busy_cpu_gain(tmp_path):
     assert rows[("msg", 8)]["value"] == 1.25 and rows[("msg", 8)]["rate_ratio"] == 1.25
     assert rows[("weak", 16)]["value"] == 0.8
     assert "| carriers_busy_gain | what weak, agg 4096, pes 16 | 0.8 |  |" in run.stdout
+
+
+def test_machine_lines_give_the_machines_own_weak_scaling(tmp_path):
+    """machine_scaling.py's lines (copies of noise_floor, local fibers alone) and the floor
+    program's rates per PE become T(2)/T(P) figures beside the runtime's weak scaling; the
+    best of repeated lines is kept."""
+    parts = {"alu": 0.1, "ilp": 0.1, "mem": 0.2, "ring": 0.1}
+    lines = [{"machine": "copies", "pes": 2, "best_s": 0.5, "cpu_mean_s": parts},
+             {"machine": "copies", "pes": 16, "best_s": 0.9,
+              "cpu_mean_s": {**parts, "ilp": 0.2}},
+             {"machine": "copies", "pes": 16, "best_s": 0.625,
+              "cpu_mean_s": {**parts, "ilp": 0.16}},
+             {"machine": "local", "pes": 2, "best_s": 0.02, "busy_mean_s": 0.015},
+             {"machine": "local", "pes": 16, "best_s": 0.04, "busy_mean_s": 0.02},
+             {"bench": "shm_floor", "check": "ok", "pes": 2, "records_per_s_total": 200},
+             {"bench": "shm_floor", "check": "ok", "pes": 16, "records_per_s_total": 1200}]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    run = _targets(path, "--markdown")
+    assert run.returncode == 0, run.stderr
+    rows = {(r["what"], r["pes"]): r
+            for r in (json.loads(x) for x in run.stdout.splitlines() if x.startswith("{"))
+            if r["figure"] == "machine_efficiency"}
+    assert set(rows) == {("copies", 16), ("local", 16), ("shm_floor", 16)}
+    assert rows[("copies", 16)]["value"] == 0.8 and rows[("copies", 16)]["parts"]["ilp"] == 0.625
+    assert rows[("local", 16)]["value"] == 0.5
+    assert rows[("shm_floor", 16)]["value"] == 0.75  # 75 per PE at 16 against 100 at 2
+    assert "| machine_efficiency | what copies, pes 16 | 0.8 |  |" in run.stdout
+
+
+def test_machine_scaling_runs_copies_and_local_fibers(cmake_build):
+    cmake_build("build", targets=["rt_workload", "noise_floor"])
+    script = ROOT / "benchmarks" / "micro" / "machine_scaling.py"
+    run = subprocess.run([sys.executable, str(script), "--pes", "1,2", "--reps", "1",
+                          "--scale", "0.05"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in run.stdout.splitlines()]
+    assert [(x["machine"], x["pes"]) for x in lines] == [
+        ("copies", 1), ("copies", 2), ("local", 1), ("local", 2)]
+    assert all(x["best_s"] > 0 for x in lines)
+    assert set(lines[1]["cpu_mean_s"]) == {"alu", "ilp", "mem", "ring"}
+    assert all(x["busy_mean_s"] > 0 for x in lines[2:])
+    bad = subprocess.run([sys.executable, str(script), "--pes", "0,2"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "between 1 and 1024" in bad.stderr
+    assert "Traceback" not in bad.stderr
