@@ -28,7 +28,9 @@
 #             best of 5: how much of the weak-scaling time at 16 PEs is start and end
 #   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:
 #             why the buffers went, wakes, fresh buffers against the PE count; bound also at
-#             64 and 128 PEs (a thread each: 128 routes records in two hops)
+#             64 and 128 PEs (a thread each: 128 routes records in two hops); at 8 and 16
+#             PEs also a busy sender feeding a waiting PE at most every 20, 200 and 1000 us
+#             (MPROF_FEED_US), interleaved: fed messages against records per message and time
 #   sweeps    the runtime model's sweeps (fit, test, and the 8-PE test set sweep-test8.toml)
 #             and PIPE's, into build/workflows/*.db, returned as dbs.tgz
 #   spread    benchmarks/micro/replicate_spread.py --groups 2, and the sweeps' own spread
@@ -136,7 +138,8 @@ machine() { "$PY" benchmarks/micro/machine_scaling.py --pes 1,2,4,8,16 --reps 3;
 
 agg() {
   "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16,64,128 --reps 3 --pin 1 &&
-    "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16 --reps 3 --pin 0
+    "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16 --reps 3 --pin 0 &&
+    "$PY" benchmarks/micro/aggregation_scale.py --pes 8,16 --reps 3 --pin 1 --feed-us 20,200,1000
 }
 
 sweeps() {

@@ -4,12 +4,16 @@ busy CPU of `rt_workload P 3000000 300000 16 0` (the same work per PE at every P
 per PE (MPROF_WORKERS=P), aggregated (MPROF_AGG_BYTES=4096).
 
     aggregation_scale.py [--workload PATH] [--pes 2,16,64] [--reps 3] [--delay-us D] [--pin 0|1]
+                         [--feed-us F1,F2,...]
 
 Each PE count runs --reps times; the figures are the median run's (by records per message)
 and the range.  With more PEs than cores the threads time-share the cores, so wall times say
 little there; records per message and fresh buffers are counts.  --delay-us sets
-MPROF_FLUSH_DELAY_US (0 is the dissertation's policy: every buffer every K fibers).  One JSON
-line per PE count, then a summary line:
+MPROF_FLUSH_DELAY_US (0 is the dissertation's policy: every buffer every K fibers).
+--feed-us runs each PE count with each MPROF_FEED_US given (how often a busy sender may feed a
+PE that waits), interleaved within every repetition: the trade between fed messages, records
+per message and busy CPU.  One JSON line per PE count (and feed setting; the settings given
+are in the line), then a summary line:
   ops_per_msg       remote operations per message sent (all PEs)
   records_per_msg   records per message on either hop: remote operations and records
                     forwarded (past 65 PEs records travel in two hops: docs/runtime.md,
@@ -24,7 +28,10 @@ line per PE count, then a summary line:
   idle_polls        polls of the idle loops (rts IdleCycle)
   bursts            the channels' notifications and drains (rts ChanNotify + ChanDrain, the
                     runtime model's Burst): each moves a channel's lines between two cores
-  wall_s            the process's wall time, start-up included
+  settings          the run profile's record of feed_us, flush_delay_us, pinned_workers and
+                    workers (of the median run)
+  wall_s            the process's wall time, start-up included (wall_median_s: the median
+                    over the repetitions)
 --pin 0 runs the workers unbound (MPROF_PIN=0).  On machines where system calls and page
 faults are dear (a gVisor sandbox), wakes and fresh buffers are what to compare across P.
 """
@@ -41,6 +48,10 @@ import time
 
 # Why the aggregation buffers went (rts statistics; docs/runtime.md, "The flush policy").
 WHY = ("AggFull", "AggHalf", "AggAged", "AggFed", "AggDrain", "AggOrder", "AggTaken")
+
+
+# the run profile's record of the settings this script varies, in each line
+SETTINGS = ("feed_us", "flush_delay_us", "pinned_workers", "workers")
 
 
 def rts_totals(profile):
@@ -76,7 +87,8 @@ def run_once(workload, pes, env):
             "bursts": t.get("ChanNotify", 0) + t.get("ChanDrain", 0),
             "elapsed_s": profile["elapsed_s"], "wall_s": wall,
             "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"]),
-            "why": {k[3:].lower(): t[k] for k in WHY if k in t}}
+            "why": {k[3:].lower(): t[k] for k in WHY if k in t},
+            "settings": {k: profile["settings"][k] for k in SETTINGS if k in profile["settings"]}}
 
 
 def main():
@@ -85,22 +97,45 @@ def main():
     ap.add_argument("--pes", default="2,16,64")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--delay-us", type=float, default=None)
+    ap.add_argument("--feed-us", default=None,
+                    help="MPROF_FEED_US values, comma-separated, run interleaved")
     ap.add_argument("--pin", choices=("0", "1"), default=None)
     args = ap.parse_args()
-    env = {} if args.delay_us is None else {"MPROF_FLUSH_DELAY_US": str(args.delay_us)}
+    env, tags = {}, {}
+    if args.delay_us is not None:
+        env["MPROF_FLUSH_DELAY_US"] = str(args.delay_us)
+        tags["delay_us"] = args.delay_us
     if args.pin is not None:
         env["MPROF_PIN"] = args.pin
+        tags["pin"] = args.pin
+    feeds = [None]
+    if args.feed_us is not None:
+        try:
+            feeds = [float(x) for x in args.feed_us.split(",")]
+        except ValueError:
+            sys.exit(f"aggregation_scale: --feed-us takes microseconds, not '{args.feed_us}'")
     summary = {}
     for pes in (int(p) for p in args.pes.split(",")):
-        runs = sorted((run_once(args.workload, pes, env) for _ in range(args.reps)),
-                      key=lambda r: r["ops_per_msg"])
-        med = runs[len(runs) // 2]
-        line = {"pes": pes, **{k: v if k == "why" else round(v, 3) for k, v in med.items()},
-                "ops_per_msg_range": [round(runs[0]["ops_per_msg"], 1),
-                                      round(runs[-1]["ops_per_msg"], 1)],
-                "busy_cpu_median_s": round(statistics.median(r["busy_cpu_s"] for r in runs), 3)}
-        print(json.dumps(line), flush=True)
-        summary[f"ops_per_msg_p{pes}"] = round(med["ops_per_msg"], 1)
+        # the settings interleaved within each repetition, so that they see the same machine
+        runs = {f: [] for f in feeds}
+        for _ in range(args.reps):
+            for f in feeds:
+                extra = {} if f is None else {"MPROF_FEED_US": f"{f:g}"}
+                runs[f].append(run_once(args.workload, pes, {**env, **extra}))
+        for f in feeds:
+            rs = sorted(runs[f], key=lambda r: r["ops_per_msg"])
+            med = rs[len(rs) // 2]
+            line = {"pes": pes, **tags, **({} if f is None else {"feed_us": f}),
+                    **{k: v if k in ("why", "settings") else round(v, 3)
+                       for k, v in med.items()},
+                    "ops_per_msg_range": [round(rs[0]["ops_per_msg"], 1),
+                                          round(rs[-1]["ops_per_msg"], 1)],
+                    "busy_cpu_median_s": round(statistics.median(r["busy_cpu_s"] for r in rs),
+                                               3),
+                    "wall_median_s": round(statistics.median(r["wall_s"] for r in rs), 4)}
+            print(json.dumps(line), flush=True)
+            key = f"ops_per_msg_p{pes}" + ("" if f is None else f"_feed{f:g}")
+            summary[key] = round(med["ops_per_msg"], 1)
     print(json.dumps(summary))
 
 

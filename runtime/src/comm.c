@@ -13,7 +13,7 @@
  *   - when the PE runs out of work, and on mp_flush();
  *   - at a communication period (every K = MPROF_FLUSH_FIBERS fibers) when it is at least half
  *     full, when its destination is idle (it waits for work: pe->idle_epoch) and was last fed
- *     by this PE MPR_FEED_NS ago or more, or when the buffer has been open for
+ *     by this PE MPROF_FEED_US ago or more, or when the buffer has been open for
  *     MPROF_FLUSH_DELAY_US (mpr_flush_due);
  *   - when the fiber that wrote an urgent record into it ends, if the record's destination is
  *     idle (mpr_flush_urgent).
@@ -26,7 +26,8 @@
  * within a factor of two, and its receiver may be waiting on the records without being idle
  * yet (requests whose replies it needs; holding them back until the buffer filled or the
  * receiver went idle made Tripuzzle's two PEs take turns idling, twice as slow).  Records for
- * a PE that waits go within a period (20 us after the last records sent to it for that reason);
+ * a PE that waits go within a period (MPROF_FEED_US, 20 us, after the last records sent to it for
+ * that reason);
  * a buffer that fills slowly waits for the delay.  On MPI
  * the other ranks' PEs are not in this process: a PE that has waited for a moment tells the
  * ranks it exchanged messages with since it last told them (mpi/notice.c), and they treat it
@@ -342,11 +343,6 @@ static inline void agg_sent(mpr_agg *a, int dst)
     }
 }
 
-/* A sender feeds a PE that waits at most once this often (see starving()): a few periods of
- * short fibers, and far below the flush delay's default (1 ms), which a program that raises it
- * for throughput does not also impose on its idle PEs. */
-#define MPR_FEED_NS 20000u
-
 /* dst's idle epoch (odd while it waits for work).  A PE of another process (MPI) is not in
  * mpr_g.pes: its epoch is what it last told this process, odd until something is sent to it
  * (machine.h, peer_idle_epoch). */
@@ -361,7 +357,7 @@ static inline uint32_t idle_epoch_of(const mpr_pe *d, int dst)
 static inline bool waiting(int dst) { return idle_epoch_of(mpr_g.pes[dst], dst) & 1; }
 
 /* Does dst wait for work (its idle loop), has it not been sent this sender's records since it
- * started waiting, and was it last fed by this sender MPR_FEED_NS ago or more?  One message per
+ * started waiting, and was it last fed by this sender MPROF_FEED_US ago or more?  One message per
  * sender and idle period: a PE that waits gets what every sender holds for it within a period,
  * while one that stays idle for long (asleep, or not given a core) does not draw a message of
  * a record or two from every sender every period.  The time bound is for a PE that runs what
@@ -379,7 +375,7 @@ static inline bool starving(mpr_agg *a, int dst, uint64_t now)
     mpr_pe *d = mpr_g.pes[dst];
     if (MPR_UNLIKELY(!d) && a->urgent)
         return true;
-    if (now - a->fed_ns < MPR_FEED_NS && a->fed_ns)
+    if (now - a->fed_ns < mpr_g.feed_ns && a->fed_ns)
         return false;
     uint32_t e = idle_epoch_of(d, dst);
     if (!(e & 1) || e == a->fed_epoch)

@@ -36,6 +36,7 @@ typedef struct {
     int shm_ring; /* slots of a message channel's ring; 0 where the backend has no rings */
     bool trace_partial; /* MPROF_TRACE is set in some processes only (the backend's agree) */
     bool carriers;      /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
+    uint64_t feed_ns;   /* MPROF_FEED_US: the least time between two feeds of a waiting PE */
 } mpr_run;
 
 extern mpr_run mpr_g;
@@ -48,7 +49,7 @@ static inline int mpr_workers(void) { return mpr_g.workers ? mpr_g.workers : mpr
  * `settings` (profile.c) and the trace's "settings" metric class (trace.c), so that a setting
  * recorded by one is recorded by the other.  Those given in microseconds are doubles, the
  * others counts. */
-enum { MPR_NSETTINGS = 10 };
+enum { MPR_NSETTINGS = 11 };
 typedef struct {
     const char *name;
     bool is_double;

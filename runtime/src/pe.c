@@ -290,6 +290,7 @@ void mpr_settings(mpr_setting out[MPR_NSETTINGS])
         {"agg_bytes", false, {.u = cfg->agg_bytes}},
         {"flush_fibers", false, {.u = cfg->flush_fibers}},
         {"flush_delay_us", true, {.d = cfg->flush_delay_s * 1e6}},
+        {"feed_us", true, {.d = (double)mpr_g.feed_ns * 1e-3}},
         {"small_bytes", false, {.u = cfg->small_bytes}},
         {"spin", false, {.u = cfg->spin}},
         {"pinned_workers", false, {.u = (uint64_t)mpr_g.pinned_workers}},
@@ -415,6 +416,9 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
         mpr_g.cfg.flush_fibers = 1;
     /* a measuring switch (the same binary with and without, interleaved): not in mp_config */
     mpr_g.carriers = mpr_env_number("MPROF_CARRIERS", 1, 0, 1, 1, 0) != 0;
+    /* likewise: how often a busy sender feeds a PE that waits (comm.c, starving) */
+    mpr_g.feed_ns =
+        (uint64_t)(mpr_env_number("MPROF_FEED_US", 20, 0, SETTING_SECONDS_MAX * 1e6, 0, 0) * 1e3);
     mpr_g.npes = npes;
     mpr_g.pe_main = pe_main;
     mpr_g.argc = argc;

@@ -159,3 +159,23 @@ def test_machine_scaling_runs_copies_and_local_fibers(cmake_build):
                          text=True, timeout=60)
     assert bad.returncode == 2 and "between 1 and 1024" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_aggregation_scale_interleaves_feed_settings(cmake_build):
+    """The `agg` part's feed comparison: one line per PE count and MPROF_FEED_US, each with the
+    setting the run profile recorded (so the setting reached the runs)."""
+    cmake_build("build", targets=["rt_workload"])
+    script = ROOT / "benchmarks" / "micro" / "aggregation_scale.py"
+    run = subprocess.run([sys.executable, str(script), "--workload",
+                          str(ROOT / "build" / "benchmarks" / "micro" / "rt_workload"),
+                          "--pes", "2", "--reps", "1", "--feed-us", "0,1000", "--pin", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    *lines, summary = [json.loads(x) for x in run.stdout.splitlines()]
+    assert [(x["pes"], x["feed_us"], x["pin"]) for x in lines] == [(2, 0, "1"), (2, 1000, "1")]
+    assert [x["settings"]["feed_us"] for x in lines] == [0, 1000]
+    assert all(x["ops_per_msg"] > 1 and x["why"]["half"] > 0 for x in lines)
+    assert set(summary) == {"ops_per_msg_p2_feed0", "ops_per_msg_p2_feed1000"}
+    bad = subprocess.run([sys.executable, str(script), "--feed-us", "soon"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode != 0 and "--feed-us takes microseconds" in bad.stderr

@@ -215,6 +215,8 @@ SETTINGS = [  # (variable, bad value, key in the profile's settings, its default
     ("MPROF_FLUSH_FIBERS", "4294967297", "flush_fibers", 64),
     ("MPROF_FLUSH_FIBERS", "2.5", "flush_fibers", 64),
     ("MPROF_FLUSH_DELAY_US", "inf", "flush_delay_us", 1000),
+    ("MPROF_FEED_US", "nan", "feed_us", 20),
+    ("MPROF_FEED_US", "-5", "feed_us", 20),
     ("MPROF_SMALL_BYTES", "nan", "small_bytes", 0),
     ("MPROF_SPIN", "1e300", "spin", 2000),
     ("MPROF_PROGRESS_TIMEOUT", "nan", None, 300),

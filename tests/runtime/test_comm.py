@@ -89,18 +89,33 @@ def test_flush_after_k_fibers_without_delay(rt):
     assert s["MsgSent"] == 10
 
 
-def test_a_waiting_pe_is_fed_at_most_every_20_us(rt):
+@pytest.mark.parametrize("feed_us", [None, 200])
+def test_a_waiting_pe_is_fed_at_most_every_feed_us(rt, feed_us):
     """PE 1 waits for work (spinning: MPROF_SPIN) while PE 0 runs 200 000 short fibers, each
     invoking one fiber on PE 1, with a communication period every 8 fibers (a microsecond or
-    two).  A sender feeds a PE that waits at most once per 20 us (comm.c, starving), so PE 0
-    sends PE 1 at most one such message per 20 us of its run.  Before, PE 1 drew one every
-    period in which it had gone back to waiting: 2 000-2 700 in runs of 28-32 ms."""
+    two).  A sender feeds a PE that waits at most once per MPROF_FEED_US (default 20 us;
+    comm.c, starving), so PE 0 sends PE 1 at most one such message per that much of its run.
+    Before the bound, PE 1 drew one every period in which it had gone back to waiting:
+    2 000-2 700 in runs of 28-32 ms."""
+    env = {} if feed_us is None else {"MPROF_FEED_US": feed_us}
+    bound_s = (feed_us or 20) * 1e-6
     for _ in range(3):
         run, s = comm(rt, "flush", 200_000, 32, MPROF_SPIN=100_000_000, MPROF_AGG_BYTES=65536,
-                      MPROF_FLUSH_FIBERS=8)
+                      MPROF_FLUSH_FIBERS=8, **env)
         assert s["RemoteOp"] == 200_000
+        assert run.profile["settings"]["feed_us"] == (feed_us or 20)
         elapsed = run.profile["pes"][0]["elapsed_s"]
-        assert s["AggFed"] <= elapsed / 20e-6 + 1, (s["AggFed"], elapsed)
+        assert s["AggFed"] <= elapsed / bound_s + 1, (s["AggFed"], elapsed)
+
+
+def test_without_the_feed_bound_a_waiting_pe_is_fed_every_period(rt):
+    """MPROF_FEED_US=0: once per idle period of the receiver, so far more often than a bound
+    of 200 us would allow (the setting is read, not only recorded)."""
+    run, s = comm(rt, "flush", 200_000, 32, MPROF_SPIN=100_000_000, MPROF_AGG_BYTES=65536,
+                  MPROF_FLUSH_FIBERS=8, MPROF_FEED_US=0)
+    assert run.profile["settings"]["feed_us"] == 0
+    elapsed = run.profile["pes"][0]["elapsed_s"]
+    assert s["AggFed"] > 2 * (elapsed / 200e-6 + 1), (s["AggFed"], elapsed)
 
 
 @pytest.mark.parametrize("delay, messages", [(10_000_000, 1), (0, 10)])
