@@ -165,15 +165,13 @@ static void update(bg_t g, bg_node *node, void *ctx)
     (void)ctx;
     field *f = node->state;
     double acc = 0.5 * f->v;
-    uint64_t remote = 0;
-    for (size_t e = 0; e < node->nedges; e++) {
+    /* weights and source pointers only: the sources' ids stay out of the stream */
+    for (size_t e = 0; e < node->nedges; e++)
         acc += node->edges[e].weight * ((const field *)node->edges[e].src_state)->v;
-        remote += BG_OWNER(node->edges[e].src) != S.me;
-    }
     f->v = acc + S.source[BG_INDEX(node->id)];
     EM3D_INC(S.st, NodeUpdate, 1);
     EM3D_INC(S.st, EdgeRead, node->nedges);
-    EM3D_INC(S.st, RemoteRead, remote);
+    EM3D_INC(S.st, RemoteRead, node->nremote);
 }
 
 static void build(int me, int npes)

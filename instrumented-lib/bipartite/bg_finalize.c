@@ -244,6 +244,8 @@ static void finish_build(bg_part *p)
     size_t *fill = lib_calloc(p->n + 1, sizeof *fill);
     memcpy(fill, p->ebeg, (p->n + 1) * sizeof *fill);
     p->edges = lib_calloc(p->npend, sizeof *p->edges);
+    p->esrc = lib_calloc(p->npend, sizeof *p->esrc);
+    p->nremote = lib_calloc(p->n, sizeof *p->nremote);
     size_t remote = 0;
     for (size_t e = 0; e < p->npend; e++) {
         pending_edge *pe = &p->pend[e];
@@ -259,10 +261,13 @@ static void finish_build(bg_part *p)
             src = p->gstates + (size_t)gi * p->ss;
             scolor = p->gcolor[gi];
             remote++;
+            p->nremote[pe->dst_index]++;
         }
         if (scolor == p->color[pe->dst_index])
             lib_die("an edge joins two nodes of the same colour");
-        p->edges[fill[pe->dst_index]++] = (bg_edge){pe->src, pe->weight, src};
+        size_t k = fill[pe->dst_index]++;
+        p->edges[k] = (bg_edge){pe->weight, src};
+        p->esrc[k] = pe->src;
     }
     free(fill);
     free(p->pend);

@@ -36,6 +36,8 @@ typedef struct {
     unsigned char *states;
     size_t *ebeg; /* CSR: edges of node i are edges[ebeg[i] .. ebeg[i+1]) */
     bg_edge *edges;
+    bg_node_id *esrc;  /* esrc[k]: the source of edges[k], apart so that updates stream less */
+    uint32_t *nremote; /* nremote[i]: node i's edges from other PEs' nodes */
     size_t ncolor[2];
     pending_edge *pend;
     size_t npend, pcap;

@@ -41,8 +41,9 @@ typedef enum { BG_RED = 0, BG_BLACK = 1 } bg_color;
 #define BG_OWNER(id) ((int)((id) >> 32))
 #define BG_INDEX(id) ((uint32_t)(id))
 
+/* An edge as an update reads it: 16 bytes, what a kernel streams per edge and iteration (the
+ * source's id, which an update does not need, is in bg_node.srcs). */
 typedef struct {
-    bg_node_id src;
     double weight;
     const void *src_state; /* the source's state: a local node or a ghost */
 } bg_edge;
@@ -52,7 +53,9 @@ typedef struct {
     bg_color color;
     void *state;
     size_t nedges;
-    const bg_edge *edges; /* edges into this node */
+    const bg_edge *edges;   /* edges into this node */
+    const bg_node_id *srcs; /* srcs[e]: the source of edges[e] */
+    size_t nremote;         /* of the edges, those whose source is another PE's node */
 } bg_node;
 
 /* Collective: a graph whose nodes carry `state_size` bytes of state.  MP_ERR_INVALID_ARG: NULL

@@ -85,12 +85,15 @@ static void update(bg_t g, bg_node *v, void *ctx)
     int s = ((upd_ctx *)ctx)->step;
     /* sources have the other colour: black sources were last set in step s-1, red in s */
     int expect = v->color == BG_RED ? s - 1 : s;
+    size_t remote = 0;
     for (size_t e = 0; e < v->nedges; e++) {
         state got = get_state(v->edges[e].src_state);
-        state want = f(v->edges[e].src, expect);
+        state want = f(v->srcs[e], expect);
         CHECK(got.v == want.v && got.s == want.s);
+        remote += BG_OWNER(v->srcs[e]) != mp_mype();
         checked_edges[mp_mype()]++;
     }
+    CHECK_EQ(v->nremote, remote);
     put_state(v->state, f(v->id, s));
 }
 
