@@ -42,10 +42,10 @@
 # each), <part>.log (what each printed besides), dbs.tgz, studies.tgz, and targets.txt (the
 # runtime's 16-core targets computed from run.jsonl by benchmarks/device/targets.py).
 #
-# Back here:  tar xzf dbs.tgz  (into the repository: build/workflows/*.db), then
-#   mprof fit workflows/rts/model.tcl
-#   MPROF_RTS_TEST=rts-test8.db mprof fit --misses 8 workflows/rts/model.tcl
-#   tar xzf studies.tgz -C /tmp/studies, and each study's `run.py --render --out DIR`.
+# Back here:  benchmarks/device/collect.sh FILES_AT  (the folder the tool put $OUT's files in):
+#   the targets table, the runtime model fitted on the returned sweeps and tested on the 8-PE
+#   sweep, PIPE's model, and each returned study's summary, into
+#   docs/measurements/sixteen-cores/run-DATE/ (this machine's own sweeps are put back).
 set -u
 cd "$(dirname "$0")/../.."
 self=benchmarks/device/run.sh

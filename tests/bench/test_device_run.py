@@ -179,3 +179,62 @@ def test_aggregation_scale_interleaves_feed_settings(cmake_build):
     bad = subprocess.run([sys.executable, str(script), "--feed-us", "soon"], capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode != 0 and "--feed-us takes microseconds" in bad.stderr
+
+
+COLLECT = ROOT / "benchmarks" / "device" / "collect.sh"
+
+
+def _collect(src, dest):
+    env = {**os.environ, "PYTHON": sys.executable}
+    return subprocess.run(["bash", str(COLLECT), str(src), str(dest)], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def test_collect_renders_what_came_back_and_says_what_did_not(tmp_path):
+    """collect.sh on a device run's files: the targets from run.jsonl, each returned study's
+    summary rendered from its summary.json; a study cut off before its summary.json, or an
+    archive that is none, is named, and the exit status says a step failed."""
+    src = tmp_path / "files"
+    (src / "st" / "studies").mkdir(parents=True)
+    (src / "run.jsonl").write_text(RUN1.read_text())
+    results = ROOT / "benchmarks" / "em3d" / "experiments" / "results"
+    em3d = src / "st" / "studies" / "em3d"
+    em3d.mkdir()
+    (em3d / "summary.json").write_text((results / "summary.json").read_text())
+    (src / "st" / "studies" / "tripuzzle").mkdir()  # cut off: no summary.json
+    subprocess.run(["tar", "czf", str(src / "studies.tgz"), "-C", str(src / "st"), "studies"],
+                   check=True)
+    dest = tmp_path / "dest"
+    run = _collect(src, dest)
+    assert run.returncode == 1, run.stderr
+    assert "tripuzzle: no summary.json" in run.stderr and "Traceback" not in run.stderr
+    assert "| weak_efficiency | agg 4096 | 0.424 | >= 0.7 (not met) |" in \
+        (dest / "targets.md").read_text()
+    study = (dest / "em3d-study.md").read_text()
+    assert study.startswith("# EM3D") and "## 2 PEs" in study
+    assert (dest / "run.jsonl").read_text() == RUN1.read_text()
+
+
+def test_collect_puts_this_machines_sweeps_back(tmp_path):
+    """The returned sweeps are fitted in build/workflows in place of this machine's, which are
+    put back afterwards, also when the archive is unreadable."""
+    work = ROOT / "build" / "workflows"
+    work.mkdir(parents=True, exist_ok=True)
+    mine = work / "rts-fit.db"
+    had = mine.read_bytes() if mine.exists() else None
+    if had is None:
+        mine.write_bytes(b"this machine's sweep")
+    try:
+        before = mine.read_bytes()
+        src = tmp_path / "files"
+        src.mkdir()
+        (src / "run.jsonl").write_text(RUN1.read_text())
+        (src / "dbs.tgz").write_bytes(b"not a tar archive")
+        run = _collect(src, tmp_path / "dest")
+        assert run.returncode == 1 and "dbs.tgz is no tar archive" in run.stderr
+        assert mine.read_bytes() == before
+    finally:
+        if had is None:
+            mine.unlink()
+    bad = _collect(tmp_path / "missing", tmp_path / "dest2")
+    assert bad.returncode == 2 and "no such folder" in bad.stderr
