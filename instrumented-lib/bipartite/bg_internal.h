@@ -46,7 +46,8 @@ typedef struct {
     bg_node_id *gid;
     uint8_t *gcolor;
     unsigned char *gstates;
-    size_t *gbeg; /* ghosts of owner q: [gbeg[q], gbeg[q+1]) */
+    size_t *gbeg;  /* ghosts of owner q: [gbeg[q], gbeg[q+1]) */
+    uint32_t *gix; /* finalize: the ghost of the r-th remote pending edge (bg_finalize.c) */
     /* schedule, per peer q */
     /* send: my node indices q ghosts, per peer q, colour 0's then colour 1's (sized by q's
      * subscription, so a PE's lists hold its ghosted nodes and not P x its node count) */

@@ -312,10 +312,11 @@ static void part_free(void *arg)
             free(p->landing[q]);
             free(p->sidx[q]);
         }
-    void *arrays[] = {p->color,   p->states,  p->ebeg,    p->edges,   p->esrc,    p->nremote,
-                      p->pend,    p->gid,     p->gcolor,  p->gstates, p->gbeg,    p->sidx,
-                      p->scnt[0], p->scnt[1], p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1],
-                      p->roff,    p->raddr,   p->recvbuf, p->landing, p->packbuf, p->answers_due};
+    void *arrays[] = {p->color,   p->states,  p->ebeg,    p->edges,   p->esrc,
+                      p->nremote, p->gix,     p->pend,    p->gid,     p->gcolor,
+                      p->gstates, p->gbeg,    p->sidx,    p->scnt[0], p->scnt[1],
+                      p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1], p->roff,
+                      p->raddr,   p->recvbuf, p->landing, p->packbuf, p->answers_due};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
     mp_counter_t counters[] = {p->started, p->fin, p->recv, p->sent, p->phase};
