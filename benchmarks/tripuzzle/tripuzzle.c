@@ -32,7 +32,10 @@
  *
  * Options: --sched=preempt makes the table apply the inserts with the preemptive scheduler
  * (Wen 1995, section 5.1.2; default fifo); aggregation is the runtime's MPROF_AGG_BYTES;
- * --bins sets the bins per PE of each table; --verbose prints the boards of every level.
+ * --bins sets the bins per PE of each table (default: 2^18 bins a table over all PEs, at least
+ * 1024 per PE, so that the same problem has the same table at every PE count: a fixed 2^18
+ * per PE gave 16 PEs 16 times the bins of one, and their page faults and zeroed memory cost
+ * more than the search at 16 PEs); --verbose prints the boards of every level.
  *
  * --check: counts the solutions again sequentially (plain arrays, no symmetry pruning, no
  * runtime) and compares; the exit status is 1 when they differ.  With --check and no other
@@ -45,14 +48,16 @@
 
 #include <stdatomic.h>
 
-#define MAX_ROWS 10 /* 55 holes: a board fits in 64 bits */
-#define CHUNK 64    /* boards expanded per fiber before it yields */
+#define MAX_ROWS 10           /* 55 holes: a board fits in 64 bits */
+#define CHUNK 64              /* boards expanded per fiber before it yields */
+#define TABLE_BINS (1u << 18) /* a table's bins over all PEs, unless --bins says otherwise */
+#define MIN_BINS 1024u        /* ... and at least this many per PE */
 
 static struct {
     uint64_t rows, hole_r, hole_c, bins;
     mp_sched_t sched;
     bool check, fault, verbose;
-} prm = {7, 0, 0, 1 << 18, MP_SCHED_FIFO, false, false, false};
+} prm = {7, 0, 0, 0, MP_SCHED_FIFO, false, false, false}; /* bins 0: TABLE_BINS over P */
 
 /* ------------------------------------------------------------------------------------ */
 /* 128-bit path counts                                                                    */
@@ -463,6 +468,10 @@ int main(int argc, char **argv)
 
     mp_config cfg;
     bu_config(&cfg);
+    if (!prm.bins) /* the PE count of the run: MPROF_PES, or the ranks under mpirun */
+        prm.bins = cfg.npes > 0 && TABLE_BINS / (unsigned)cfg.npes > MIN_BINS
+                       ? TABLE_BINS / (unsigned)cfg.npes
+                       : MIN_BINS;
     tripuzzle_perf_init();
     mp_param("rows", (double)prm.rows);
     mp_param("hole_r", (double)prm.hole_r);
