@@ -10,12 +10,12 @@ cores share each core's throughput, and copies of one loop share the caches and 
 bus.  This script measures how far the machine itself lets fixed work per thread scale, with
 two workloads, at each PE count P:
 
-  copies  P copies of noise_floor at once, each bound to CPU i mod ncpu as the runtime binds
-          its workers: no runtime at all.  best_s is the wall time until the last copy ended
-          (best of the repetitions); cpu_mean_s each part's thread CPU time averaged over the
-          copies of that repetition (alu: a dependent chain; ilp: eight independent chains,
-          the core's throughput, which SMT siblings share; mem: a walk through 16 MiB; ring:
-          the scheduler loop's shape in L1).
+  copies  P copies of noise_floor at once, copy i bound to the i-th usable CPU (mod their
+          count) as the runtime binds its workers: no runtime at all.  best_s is the wall
+          time until the last copy ended (best of the repetitions); cpu_mean_s each part's
+          thread CPU time averaged over the copies of that repetition (alu: a dependent
+          chain; ilp: eight independent chains, the core's throughput, which SMT siblings
+          share; mem: a walk through 16 MiB; ring: the scheduler loop's shape in L1).
   local   rt_workload P 3000000 0 16 0: the weak-scaling command's local fibers alone, no
           messages, so nothing passes between the PEs but the start and the end; best_s its
           wall time, busy_mean_s the PEs' busy CPU averaged.
@@ -58,10 +58,11 @@ def pe_list(text):
 
 def copies_once(floor, p, scale):
     """P copies at once; the wall time until the last ended and each copy's parts."""
-    ncpu = os.cpu_count() or 1
+    cpus = sorted(os.sched_getaffinity(0))  # the CPUs this process may use, as the runtime
     t0 = time.perf_counter()
     procs = [subprocess.Popen([str(floor), str(scale)], stdout=subprocess.PIPE, text=True,
-                              preexec_fn=(lambda c=i % ncpu: os.sched_setaffinity(0, {c})))
+                              preexec_fn=(lambda c=cpus[i % len(cpus)]:
+                                          os.sched_setaffinity(0, {c})))
              for i in range(p)]
     outs = [proc.communicate(timeout=600)[0] for proc in procs]
     wall = time.perf_counter() - t0
