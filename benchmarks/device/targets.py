@@ -71,7 +71,7 @@ def collect(lines):
     weak, rate, floor, apps, startup, carriers, machine = {}, {}, {}, {}, {}, {}, {}
     for d in lines:
         pin = str(d.get("pin", "-"))
-        if "machine" in d and "best_s" in d:
+        if "machine" in d and isinstance(d.get("best_s"), (int, float)) and "pes" in d:
             key = (d["machine"], int(d["pes"]))
             if key not in machine or d["best_s"] < machine[key]["best_s"]:
                 machine[key] = d
@@ -112,10 +112,11 @@ def machine_figures(floor, machine):
             row = {"figure": "machine_efficiency", "what": what, "pes": p,
                    "value": round(two["best_s"] / at["best_s"], 3),
                    "runs_s": [two["best_s"], at["best_s"]]}
-            if what == "copies":
-                row["parts"] = {k: round(v / at["cpu_mean_s"][k], 3)
-                                for k, v in two["cpu_mean_s"].items()
-                                if at["cpu_mean_s"].get(k)}
+            a, b = two.get("cpu_mean_s"), at.get("cpu_mean_s")
+            if what == "copies" and isinstance(a, dict) and isinstance(b, dict):
+                num = (int, float)
+                row["parts"] = {k: round(v / b[k], 3) for k, v in a.items()
+                                if isinstance(v, num) and isinstance(b.get(k), num) and b[k] > 0}
             out.append(row)
         if 2 in floor and p in floor:
             out.append({"figure": "machine_efficiency", "what": "shm_floor", "pes": p,
