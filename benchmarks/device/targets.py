@@ -57,7 +57,7 @@ def read_lines(paths):
             if not line.startswith("{"):
                 continue
             try:
-                yield json.loads(line)
+                yield f"{path}:{n}", json.loads(line)
             except json.JSONDecodeError as e:
                 fail(f"{path}:{n}:{e.colno}: {e.msg}")
 
@@ -68,8 +68,19 @@ def best(table, key, value, better=min):
 
 
 def collect(lines):
-    weak, rate, floor, apps, startup, carriers, machine = {}, {}, {}, {}, {}, {}, {}
-    for d in lines:
+    tables = {}, {}, {}, {}, {}, {}, {}
+    for where, d in lines:
+        try:
+            take(d, *tables)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # a line cut short or of another shape: its figure is left out, and said so
+            print(f"targets: {where}: skipped, {type(e).__name__}: {e}", file=sys.stderr)
+    return tables
+
+
+def take(d, weak, rate, floor, apps, startup, carriers, machine):
+    """Files one JSON line into the table of its kind."""
+    if isinstance(d, dict):
         pin = str(d.get("pin", "-"))
         if "machine" in d and isinstance(d.get("best_s"), (int, float)) and "pes" in d:
             key = (d["machine"], int(d["pes"]))
@@ -91,7 +102,6 @@ def collect(lines):
             best(apps, (pin, d["app"], d.get("args", ""), d["pes"]), d["best_s"])
         elif "startup" in d:
             best(startup, (pin, d["pes"]), d["best_s"])
-    return weak, rate, floor, apps, startup, carriers, machine
 
 
 def judged(value, at_least=None, at_most=None):

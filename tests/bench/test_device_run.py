@@ -238,3 +238,18 @@ def test_collect_puts_this_machines_sweeps_back(tmp_path):
             mine.unlink()
     bad = _collect(tmp_path / "missing", tmp_path / "dest2")
     assert bad.returncode == 2 and "no such folder" in bad.stderr
+
+
+def test_targets_skip_lines_of_another_shape_and_say_so(tmp_path):
+    """A line cut short (a part killed mid-print) or of an unknown shape leaves its figure out
+    with a note naming the line, and the other figures still come."""
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"weak": "w", "best_s": 1, "pes": 2}\n{"startup": 1}\n'
+                    '{"bench": "shm_floor", "check": "ok", "pes": 2, "records_per_s_total": 2}\n'
+                    '{"bench": "shm_floor", "check": "ok", "pes": 16, "records_per_s_total": 12}\n')
+    run = _targets(path)
+    assert run.returncode == 0, run.stderr
+    assert f"{path}:1: skipped, KeyError: 'agg'" in run.stderr
+    assert f"{path}:2: skipped" in run.stderr and "Traceback" not in run.stderr
+    (row,) = map(json.loads, run.stdout.splitlines())
+    assert row["figure"] == "machine_efficiency" and row["value"] == 0.75
