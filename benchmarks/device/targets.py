@@ -31,7 +31,8 @@ target where the runtime's messaging work sets one:
 
 and with --markdown a table of them for docs/measurements/sixteen-cores.md.  Where a run
 repeats a measurement (the floor program twice, say) the best is taken, as the suite does
-within each.  A figure whose runs are missing is left out, not guessed."""
+within each.  A figure whose runs are missing is left out, not guessed; a line of another
+shape (a part cut off as it printed) is skipped with a note on stderr naming its place."""
 
 import argparse
 import json
