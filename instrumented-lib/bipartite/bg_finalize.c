@@ -244,50 +244,69 @@ static void bg_fin_done(void *args)
     bgi_barrier_then_signal(p, a->done);
 }
 
-/* Edges into CSR, with their source pointers resolved; statistics. */
+/* Edges into CSR, with their source pointers resolved; statistics.  Edges added in the order
+ * of their destinations (a node's edges after the previous node's, as EM3D adds them) are in
+ * CSR already and are resolved where they lie: the graph then never holds a second copy of its
+ * edges.  Others are laid out by destination afterwards, stably, so that a node's edges keep
+ * the order they were added in. */
 static void finish_build(bg_part *p)
 {
+    size_t ne = p->ne;
     p->ebeg = lib_calloc(p->n + 1, sizeof *p->ebeg);
-    for (size_t e = 0; e < p->npend; e++)
-        p->ebeg[p->pend[e].dst_index + 1]++;
+    for (size_t e = 0; e < ne; e++)
+        p->ebeg[p->edst[e] + 1]++;
     for (size_t i = 0; i < p->n; i++)
         p->ebeg[i + 1] += p->ebeg[i];
-    size_t *fill = lib_calloc(p->n + 1, sizeof *fill);
-    memcpy(fill, p->ebeg, (p->n + 1) * sizeof *fill);
-    p->edges = lib_calloc(p->npend, sizeof *p->edges);
-    p->esrc = lib_calloc(p->npend, sizeof *p->esrc);
     p->nremote = lib_calloc(p->n, sizeof *p->nremote);
     size_t remote = 0; /* also the place of the next remote edge among them (gix) */
-    for (size_t e = 0; e < p->npend; e++) {
-        pending_edge *pe = &p->pend[e];
+    for (size_t e = 0; e < ne; e++) {
+        bg_node_id s = p->esrc[e];
+        uint32_t d = p->edst[e];
         const void *src;
         int scolor;
-        if (BG_OWNER(pe->src) == p->me) {
-            src = p->states + (size_t)BG_INDEX(pe->src) * p->ss;
-            scolor = p->color[BG_INDEX(pe->src)];
+        if (BG_OWNER(s) == p->me) {
+            src = p->states + (size_t)BG_INDEX(s) * p->ss;
+            scolor = p->color[BG_INDEX(s)];
         } else {
             size_t gi = p->gix[remote];
-            if (gi >= p->ng || p->gid[gi] != pe->src)
+            if (gi >= p->ng || p->gid[gi] != s)
                 lib_die("lost a ghost");
             src = p->gstates + gi * p->ss;
             scolor = p->gcolor[gi];
             remote++;
-            p->nremote[pe->dst_index]++;
+            p->nremote[d]++;
         }
-        if (scolor == p->color[pe->dst_index])
+        if (scolor == p->color[d])
             lib_die("an edge joins two nodes of the same colour");
-        size_t k = fill[pe->dst_index]++;
-        p->edges[k] = (bg_edge){pe->weight, src};
-        p->esrc[k] = pe->src;
+        p->edges[e].src_state = src;
     }
-    free(fill);
-    free(p->pend);
-    p->pend = NULL;
+    if (ne && !p->edst_sorted) {
+        size_t *fill = lib_calloc(p->n + 1, sizeof *fill);
+        memcpy(fill, p->ebeg, (p->n + 1) * sizeof *fill);
+        bg_edge *edges = lib_calloc(ne, sizeof *edges);
+        bg_node_id *esrc = lib_calloc(ne, sizeof *esrc);
+        for (size_t e = 0; e < ne; e++) {
+            size_t k = fill[p->edst[e]]++;
+            edges[k] = p->edges[e];
+            esrc[k] = p->esrc[e];
+        }
+        free(fill);
+        free(p->edges);
+        free(p->esrc);
+        p->edges = edges;
+        p->esrc = esrc;
+    }
+    if (!ne) { /* a node view points into them (bg_node.edges, .srcs) */
+        p->edges = lib_calloc(1, sizeof *p->edges);
+        p->esrc = lib_calloc(1, sizeof *p->esrc);
+    }
+    free(p->edst);
+    p->edst = NULL;
     free(p->gix);
     p->gix = NULL;
     BIPARTITE_SET(p->st, Node, p->n);
     BIPARTITE_SET(p->st, Ghost, p->ng);
-    BIPARTITE_SET(p->st, Edge, p->npend);
+    BIPARTITE_SET(p->st, Edge, ne);
     BIPARTITE_SET(p->st, RemoteEdge, remote);
     size_t maxsend = 0;
     for (int q = 0; q < p->npes; q++)
@@ -309,14 +328,14 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
     /* ghosts: the distinct remote sources, sorted (hence grouped by owner); each remote edge's
      * ghost, by the edge's place among the remote edges, for finish_build */
     size_t k = 0;
-    for (size_t e = 0; e < p->npend; e++)
-        k += BG_OWNER(p->pend[e].src) != p->me;
+    for (size_t e = 0; e < p->ne; e++)
+        k += BG_OWNER(p->esrc[e]) != p->me;
     if (k > UINT32_MAX)
         lib_die("bg_finalize: %zu remote edges on one PE, more than 2^32", k);
     src_ref *refs = lib_calloc(k ? k : 1, sizeof *refs);
-    for (size_t e = 0, r = 0; e < p->npend; e++)
-        if (BG_OWNER(p->pend[e].src) != p->me) {
-            refs[r].id = p->pend[e].src;
+    for (size_t e = 0, r = 0; e < p->ne; e++)
+        if (BG_OWNER(p->esrc[e]) != p->me) {
+            refs[r].id = p->esrc[e];
             refs[r].ord = r;
             r++;
         }

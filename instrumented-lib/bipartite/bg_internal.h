@@ -20,12 +20,6 @@
 #define BG_MAGIC 0x42475250u /* "BGRP" */
 
 typedef struct {
-    bg_node_id dst_index;
-    bg_node_id src;
-    double weight;
-} pending_edge;
-
-typedef struct {
     uint32_t magic; /* BG_MAGIC while the partition lives */
     mp_obj_t id;
     int me, npes;
@@ -38,16 +32,20 @@ typedef struct {
     bg_edge *edges;
     bg_node_id *esrc;  /* esrc[k]: the source of edges[k], apart so that updates stream less */
     uint32_t *nremote; /* nremote[i]: node i's edges from other PEs' nodes */
+    /* building: edges, esrc and edst hold the ne edges as added (weights and sources; no
+     * source states yet), edst their destinations; finalize lays them out by destination,
+     * in place where they came in that order (edst_sorted), and frees edst */
+    uint32_t *edst;
+    size_t ne, ecap;
+    bool edst_sorted;
     size_t ncolor[2];
-    pending_edge *pend;
-    size_t npend, pcap;
     /* ghosts, sorted by id */
     size_t ng;
     bg_node_id *gid;
     uint8_t *gcolor;
     unsigned char *gstates;
     size_t *gbeg;  /* ghosts of owner q: [gbeg[q], gbeg[q+1]) */
-    uint32_t *gix; /* finalize: the ghost of the r-th remote pending edge (bg_finalize.c) */
+    uint32_t *gix; /* finalize: the ghost of the r-th remote edge as added (bg_finalize.c) */
     /* schedule, per peer q */
     /* send: my node indices q ghosts, per peer q, colour 0's then colour 1's (sized by q's
      * subscription, so a PE's lists hold its ghosted nodes and not P x its node count) */

@@ -97,11 +97,19 @@ mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight)
         lib_misuse("bg_add_edge: %s", bad);
         return MP_ERR_INVALID_ARG;
     }
-    if (p->npend == p->pcap) {
-        p->pcap = p->pcap ? 2 * p->pcap : 1024;
-        p->pend = lib_realloc(p->pend, p->pcap * sizeof *p->pend);
+    if (p->ne == p->ecap) {
+        p->ecap = p->ecap ? 2 * p->ecap : 1024;
+        p->edges = lib_realloc(p->edges, p->ecap * sizeof *p->edges);
+        p->esrc = lib_realloc(p->esrc, p->ecap * sizeof *p->esrc);
+        p->edst = lib_realloc(p->edst, p->ecap * sizeof *p->edst);
     }
-    p->pend[p->npend++] = (pending_edge){BG_INDEX(dst), src, weight};
+    if (p->ne == 0)
+        p->edst_sorted = true;
+    else if (BG_INDEX(dst) < p->edst[p->ne - 1])
+        p->edst_sorted = false;
+    p->edges[p->ne] = (bg_edge){weight, NULL};
+    p->esrc[p->ne] = src;
+    p->edst[p->ne++] = BG_INDEX(dst);
     return MP_SUCCESS;
 }
 
@@ -313,7 +321,7 @@ static void part_free(void *arg)
             free(p->sidx[q]);
         }
     void *arrays[] = {p->color,   p->states,  p->ebeg,    p->edges,   p->esrc,
-                      p->nremote, p->gix,     p->pend,    p->gid,     p->gcolor,
+                      p->nremote, p->gix,     p->edst,    p->gid,     p->gcolor,
                       p->gstates, p->gbeg,    p->sidx,    p->scnt[0], p->scnt[1],
                       p->ridx[0], p->ridx[1], p->rcnt[0], p->rcnt[1], p->roff,
                       p->raddr,   p->recvbuf, p->landing, p->packbuf, p->answers_due};

@@ -237,6 +237,24 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     _, out = _run(exe, ["n=60", "d=5", "span=2", "steps=2", "size=40", "chunk=100"], 4,
                   tmp_path, timeout=300, env_extra=env)
     assert "OK" in out
+    # edges added out of their destinations' order: laid out by finalize
+    _, out = _run(exe, ["n=60", "d=5", "span=2", "steps=2", "order=1"], 4, tmp_path,
+                  timeout=300, env_extra=env)
+    assert "OK" in out
+
+
+@pytest.mark.parametrize("pes,n,d,span", [(1, 100, 4, 2), (3, 150, 5, 3), (4, 64, 7, 1)])
+def test_edges_added_in_any_order(bg_test, tmp_path, pes, n, d, span):
+    """Edges added node by node (order=0) lie in CSR as they came and are resolved in place;
+    edges added edge-major (order=1: every node's first edge, then every second ...) are laid
+    out by destination.  Either way every node's edges come in the order they were added, with
+    their weights and sources (bg_test checks each), and the statistics are the same."""
+    want = expected_stats(pes, n, d, span, 2)
+    for order in (0, 1):
+        args = [f"n={n}", f"d={d}", f"span={span}", "steps=2", f"order={order}"]
+        profile, out = _run(bg_test, args, pes, tmp_path)
+        assert "bipartite: OK" in out, order
+        assert _stats(profile) == want, order
 
 
 def test_misuse_a_colour_that_is_neither_ends_the_run(bg_test, tmp_path):

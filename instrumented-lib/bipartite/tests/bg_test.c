@@ -21,6 +21,9 @@
 #include <stdint.h>
 
 static long NN = 200, DEG = 6, SPAN = 2, STEPS = 3, SIZE = 16;
+/* order=1 adds the edges edge-major (every node's first edge, then every node's second ...),
+ * not node by node: finalize must then lay them out by destination */
+static long ORDER = 0;
 /* the library's chunk limit, for tests (declared in its internal header) */
 extern size_t bgi_chunk_limit;
 static bg_t gs[MAXPE];
@@ -207,6 +210,17 @@ static void misuse(void)
         CHECK(!"unknown misuse case");
 }
 
+/* Edge e into node i of PE me: its weight, and its source in *src. */
+static double gen_edge(int me, int P, long i, long e, bg_node_id *src)
+{
+    uint64_t h = mix64(((uint64_t)me << 40) ^ ((uint64_t)i << 8) ^ (uint64_t)e);
+    long dq = (long)(h % (uint64_t)(2 * SPAN + 1)) - SPAN;
+    int q = (int)(((me + dq) % P + P) % P);
+    long j = 2 * (long)((h >> 20) % (uint64_t)(NN / 2)) + (1 - (i & 1));
+    *src = BG_ID(q, j);
+    return (double)((h >> 40) % 1000) / 1000.0;
+}
+
 static void pe_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -228,15 +242,11 @@ static void pe_main(int argc, char **argv)
         CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), s0), BG_ID(me, i));
     }
     free(s0);
-    for (long i = 0; i < NN; i++) {
-        for (long e = 0; e < DEG; e++) {
-            uint64_t h = mix64(((uint64_t)me << 40) ^ ((uint64_t)i << 8) ^ (uint64_t)e);
-            long dq = (long)(h % (uint64_t)(2 * SPAN + 1)) - SPAN;
-            int q = (int)(((me + dq) % P + P) % P);
-            long j = 2 * (long)((h >> 20) % (uint64_t)(NN / 2)) + (1 - (i & 1));
-            double w = (double)((h >> 40) % 1000) / 1000.0;
-            CHECK_EQ(bg_add_edge(g, BG_ID(me, i), BG_ID(q, j), w), MP_SUCCESS);
-        }
+    for (long a = 0; a < NN * DEG; a++) {
+        long i = ORDER ? a % NN : a / DEG, e = ORDER ? a / NN : a % DEG;
+        bg_node_id src;
+        double w = gen_edge(me, P, i, e, &src);
+        CHECK_EQ(bg_add_edge(g, BG_ID(me, i), src, w), MP_SUCCESS);
     }
     /* an edge between two nodes of one colour is refused */
     if (NN >= 3)
@@ -259,6 +269,13 @@ static void pe_main(int argc, char **argv)
             CHECK_EQ(v.id, BG_ID(me, 2 * k + c));
             CHECK_EQ(v.color, c);
             CHECK_EQ(v.nedges, (size_t)DEG);
+            /* a node's edges in the order they were added, each with its weight */
+            for (long e = 0; e < DEG; e++) {
+                bg_node_id src;
+                double w = gen_edge(me, P, 2 * k + c, e, &src);
+                CHECK_EQ(v.srcs[e], src);
+                CHECK(v.edges[e].weight == w);
+            }
             k++;
         }
         CHECK_EQ(k, (long)bg_local_count(g, (bg_color)c));
@@ -288,6 +305,7 @@ int main(int argc, char **argv)
     DEG = tst_opt(argc, argv, "d", DEG);
     SPAN = tst_opt(argc, argv, "span", SPAN);
     STEPS = tst_opt(argc, argv, "steps", STEPS);
+    ORDER = tst_opt(argc, argv, "order", ORDER);
     SIZE = tst_opt(argc, argv, "size", SIZE);
     bgi_chunk_limit = (size_t)tst_opt(argc, argv, "chunk", 0);
     if (NN < 2 || NN % 2 || SIZE < (long)sizeof(state)) {
