@@ -50,6 +50,20 @@ static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn 
     return mp_main(&cfg, pe_main, argc, argv);
 }
 
+/* tst_run for a program written for exactly `pes` PEs (its arrays and partners are PE 0 and
+ * PE 1): another MPROF_PES is refused with a line, not run into a crash. */
+static inline int tst_run_exactly(int argc, char **argv, int pes, mp_pe_main_fn pe_main)
+{
+    mp_config cfg;
+    mp_config_init(&cfg);
+    if (getenv("MPROF_PES") && cfg.npes != pes) {
+        fprintf(stderr, "%s: written for %d PEs, not MPROF_PES=%d\n", argc > 0 ? argv[0] : "test",
+                pes, cfg.npes);
+        return 2;
+    }
+    return tst_run(argc, argv, pes, pe_main);
+}
+
 /* tst_run_fiber's fiber and the PE count of its run, for main to read after it. */
 static mp_fiber_fn tst_every_pe_fn;
 static int tst_npes;

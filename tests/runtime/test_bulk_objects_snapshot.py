@@ -186,3 +186,12 @@ def test_bulk_misuse_fails_with_a_message(rt):
     assert "counter=0" in run.stdout
     assert "misuse rc=0" in run.stdout
     assert all(line.startswith("mprof: error: PE 0: ") for line in run.stderr.splitlines())
+
+
+@pytest.mark.parametrize("program", ["bulk", "counters"])
+@pytest.mark.parametrize("npes", [1, 3])
+def test_two_pe_programs_refuse_other_pe_counts(rt, program, npes):
+    """rt_bulk and rt_counters are written for PEs 0 and 1 (arrays of two, PE 1 as partner):
+    at 3 PEs rt_bulk wrote past its array and crashed; now both say so and exit 2."""
+    run = rt.run(program, env={"MPROF_PES": npes}, profile=False, expect_rc=2)
+    assert f"rt_{program}: written for 2 PEs, not MPROF_PES={npes}" in run.stderr

@@ -224,18 +224,18 @@ static void misuse_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (strncmp(tst_scenario(argc, argv, "default"), "bad_", 4) == 0)
-        return tst_run(argc, argv, 2, bad_main);
+        return tst_run_exactly(argc, argv, 2, bad_main);
     if (strcmp(tst_scenario(argc, argv, "default"), "max") == 0) {
-        return tst_run(argc, argv, 2, max_main);
+        return tst_run_exactly(argc, argv, 2, max_main);
     }
     if (strcmp(tst_scenario(argc, argv, "default"), "misuse") == 0) {
-        int rc = tst_run(argc, argv, 2, misuse_main);
+        int rc = tst_run_exactly(argc, argv, 2, misuse_main);
         printf("misuse rc=%d\n", rc);
         return rc;
     }
     for (int i = 0; i < 2; i++)
         CHECK((mem[i] = calloc(3, LARGE)) != NULL);
-    int rc = tst_run(argc, argv, 2, pe_main);
+    int rc = tst_run_exactly(argc, argv, 2, pe_main);
     if (rc)
         return rc;
     CHECK_EQ(atomic_load(&stores_arrived),

@@ -139,7 +139,7 @@ static void pe_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int rc = tst_run(argc, argv, 2, pe_main);
+    int rc = tst_run_exactly(argc, argv, 2, pe_main);
     if (rc)
         return rc;
     CHECK_EQ(ran_a, 1);
