@@ -4,12 +4,14 @@ compatibility tests NTest) over the mean, every PE works, and termination costs 
 global rounds (the task stealer's NProbe).
 
 The counts depend on how the operating system shares the cores among the 16 threads, so one
-run says little: each case runs seven times, every run must have no idle PE and at most 3
-rounds, and the median of the seven ratios must stay at most 1.4, a margin under the target
+run says little: each case runs eleven times, every run must have no idle PE and at most 3
+rounds, and the median of the eleven ratios must stay at most 1.4, a margin under the target
 of 1.5.  Phylogeny as it was (stealing only when a pool was about to run dry, PE 0 adding
 every first task) gave medians of 1.43-1.50 over 10-12 runs, about two runs in three above
-1.4: this fails for it nearly always.  Now about one run in ten is above 1.4 (median about
-1.25, see docs/measurements/chapter5-notes.md), a machine loaded by other work makes more.
+1.4: this fails for it nearly always.  Now one run in ten to one in five is above 1.4 (median
+1.25-1.33, see docs/measurements/chapter5-notes.md), more on a busy machine: of seven runs,
+four were above 1.4 in two of about a dozen suites run in one day on the 2-core development
+VM, hence eleven (six must then be above 1.4 to fail).
 Stealing from ring neighbours with a global round after every two refusals (the stealer
 before randomized stealing) gives 4-8x, 6-7 idle PEs and 8-140 rounds on every run."""
 
@@ -21,7 +23,7 @@ import pytest
 from apps import build, run
 
 PES = 16
-RUNS = 7
+RUNS = 11
 MEDIAN_BOUND = 1.4
 CASES = {
     "eigenvalue": (["--n=3000"], "NBisect"),
