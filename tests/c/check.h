@@ -6,6 +6,7 @@
 #include "mp.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,21 @@
 
 #define MAXPE 136 /* programs keep per-PE arrays of this size (two-hop routing starts at 66) */
 
-/* Runs pe_main on `default_pes` PEs unless MPROF_PES says otherwise. */
-static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn pe_main)
+/* Runs pe_main on `default_pes` PEs unless MPROF_PES says otherwise; with `exact`, the
+ * program is written for exactly default_pes PEs (its arrays and partners are PE 0 and PE 1),
+ * and another MPROF_PES is refused with a line, not run into a crash. */
+static inline int tst_run_pes(int argc, char **argv, int default_pes, bool exact,
+                              mp_pe_main_fn pe_main)
 {
     mp_config cfg;
     mp_config_init(&cfg);
     if (!getenv("MPROF_PES"))
         cfg.npes = default_pes;
+    if (exact && cfg.npes != default_pes) {
+        fprintf(stderr, "%s: written for %d PEs, not MPROF_PES=%d\n", argc > 0 ? argv[0] : "test",
+                default_pes, cfg.npes);
+        return 2;
+    }
     if (cfg.npes > MAXPE) {
         fprintf(stderr, "at most %d PEs\n", MAXPE);
         return 1;
@@ -50,18 +59,14 @@ static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn 
     return mp_main(&cfg, pe_main, argc, argv);
 }
 
-/* tst_run for a program written for exactly `pes` PEs (its arrays and partners are PE 0 and
- * PE 1): another MPROF_PES is refused with a line, not run into a crash. */
+static inline int tst_run(int argc, char **argv, int default_pes, mp_pe_main_fn pe_main)
+{
+    return tst_run_pes(argc, argv, default_pes, false, pe_main);
+}
+
 static inline int tst_run_exactly(int argc, char **argv, int pes, mp_pe_main_fn pe_main)
 {
-    mp_config cfg;
-    mp_config_init(&cfg);
-    if (getenv("MPROF_PES") && cfg.npes != pes) {
-        fprintf(stderr, "%s: written for %d PEs, not MPROF_PES=%d\n", argc > 0 ? argv[0] : "test",
-                pes, cfg.npes);
-        return 2;
-    }
-    return tst_run(argc, argv, pes, pe_main);
+    return tst_run_pes(argc, argv, pes, true, pe_main);
 }
 
 /* tst_run_fiber's fiber and the PE count of its run, for main to read after it. */
