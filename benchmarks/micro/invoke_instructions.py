@@ -2,6 +2,7 @@
 """Instructions per remote invocation, counted by callgrind.
 
     invoke_instructions.py [--workload PATH] [--floor PATH] [--msgs M] [--top N] [--pes LIST]
+                           [--bytes LIST]
 
 Runs `rt_workload 2 0 M 16 0` (two PEs, a thread each: MPROF_WORKERS=2; PE 0 sends M remote
 invocations of 16 bytes, PE 1 2M, 16 a step fiber of the workload) under callgrind for
@@ -25,12 +26,18 @@ pointer, no runtime; msg_floor.c) counted the same way, per record.  The last li
   aggregated / unaggregated   {"instructions_per_op", "parts", "functions"}
   floor_instructions          per record of msg_floor
   by_pes                      with --pes: {P: {"aggregated", "unaggregated"}} for each P
+  by_bytes                    with --bytes: {B: {"aggregated", "unaggregated"}} for each B
 
 --pes 2,4,8,16 counts the same at each P, a thread per PE (MPROF_WORKERS=P): whether the
 work of a remote operation grows with the number of PEs (a poll or a flush that visits every
 peer would).  Counts, not times, so the figure is the same on a 2-core machine as on 16 cores
 (what contention for cache lines costs there is not in it).  An unaggregated run's idle PEs
 poll while callgrind runs one thread at a time, which can swamp its difference at many PEs.
+
+--bytes 16,64,65,240,241,512 counts the same at 2 PEs with invocations of B bytes of
+arguments: whether an argument byte costs the same at every size (a linear cost model prices
+bytes at one rate), or a size takes another path (more than 64 bytes did: about 100
+instructions more per operation at 65 than at 64).
 """
 
 import argparse
@@ -45,8 +52,8 @@ PARTS = {
     "workload": {"step", "due", "local_work", "remote_work", "mp_mype", "mp_npes"},
     "spawn": {"mp_spawn", "spawn_other", "spawn_general", "spawn_ready", "mpr_slot_refill"},
     "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "invoke_at_once",
-               "mpr_send_record", "agg_open", "agg_flush", "agg_send_pending", "buf_get",
-               "buf_new", "reclaim", "send_buf",
+               "mpr_send_record", "send_to", "put_record", "put_header", "agg_open",
+               "agg_flush", "agg_send_pending", "buf_get", "buf_new", "reclaim", "send_buf",
                "shm_send", "mpr_flush_due", "mpr_agg_sweep", "flush_one", "mpr_flush_all",
                "mpr_flush_urgent", "shm_returned", "group_send", "chan_push", "chan_publish"},
     "receive": {"mpr_poll", "shm_take", "net_take", "shm_processed", "chan_release",
@@ -136,7 +143,7 @@ def summarise(a, b, ops, top):
             "parts": {k: round(v, 1) for k, v in parts.items()}, "functions": fns}
 
 
-def workload(exe, msgs, agg_bytes, tmp, top, pes=2):
+def workload(exe, msgs, agg_bytes, tmp, top, pes=2, nbytes=16):
     runs = []
     for m in (msgs, 2 * msgs):
         profile = os.path.join(tmp, f"profile.{agg_bytes}.{m}.json")
@@ -145,8 +152,8 @@ def workload(exe, msgs, agg_bytes, tmp, top, pes=2):
         # stretches some 50-fold (overhead.py does the same)
         env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS=str(pes), MPROF_OUT=profile,
                    MPROF_SAMPLE_US="0")
-        total, fns = counted([exe, str(pes), "0", str(m), "16", "0"], env, tmp,
-                             f"{pes}.{agg_bytes}.{m}")
+        total, fns = counted([exe, str(pes), "0", str(m), str(nbytes), "0"], env, tmp,
+                             f"{pes}.{agg_bytes}.{m}.{nbytes}")
         runs.append(((total, fns), remote_ops(profile)))
     (a, ops_a), (b, ops_b) = runs
     if ops_b <= ops_a:
@@ -179,6 +186,8 @@ def main():
                     help="list functions of at least this many instructions per operation")
     ap.add_argument("--pes", default="",
                     help="comma-separated PE counts to count at as well, a thread per PE")
+    ap.add_argument("--bytes", default="",
+                    help="comma-separated argument sizes to count at as well, at 2 PEs")
     a = ap.parse_args()
     if a.msgs < 1:
         fail(f"--msgs must be at least 1 (got {a.msgs})")
@@ -188,7 +197,13 @@ def main():
         fail(f"--pes takes comma-separated PE counts (got {a.pes!r})")
     if any(p < 2 or p > 1024 for p in pes):
         fail(f"--pes: each count must be 2-1024 (got {a.pes})")
-    out = {}
+    try:
+        sizes = [int(b) for b in a.bytes.split(",") if b.strip()]
+    except ValueError:
+        fail(f"--bytes takes comma-separated argument sizes (got {a.bytes!r})")
+    if any(b < 0 or b > 1024 for b in sizes):
+        fail(f"--bytes: each size must be 0-1024, MP_FIBER_ARGS_MAX (got {a.bytes})")
+    out, by_bytes = {}, {}
     with tempfile.TemporaryDirectory(prefix="invoke_instructions.") as tmp:
         agg = workload(a.workload, a.msgs, 4096, tmp, a.top)
         unagg = workload(a.workload, a.msgs, 0, tmp, a.top)
@@ -196,6 +211,10 @@ def main():
         for p in pes:
             out[str(p)] = {"aggregated": workload(a.workload, a.msgs, 4096, tmp, a.top, p),
                            "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, p)}
+        for b in sizes:
+            by_bytes[str(b)] = {
+                "aggregated": workload(a.workload, a.msgs, 4096, tmp, a.top, nbytes=b),
+                "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, nbytes=b)}
     show("aggregated (MPROF_AGG_BYTES=4096)", agg)
     show("unaggregated (MPROF_AGG_BYTES=0)", unagg)
     print(f"floor (msg_floor): {fl:.1f} instructions per record")
@@ -203,9 +222,15 @@ def main():
         print(f"{p} PEs, a thread each: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
               f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
               "remote operation")
+    for b, r in by_bytes.items():
+        print(f"{b} bytes of arguments: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
+              f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
+              "remote operation")
     result = {"aggregated": agg, "unaggregated": unagg, "floor_instructions": fl}
     if out:
         result["by_pes"] = out
+    if by_bytes:
+        result["by_bytes"] = by_bytes
     print(json.dumps(result))
 
 

@@ -104,9 +104,11 @@ static inline bool is_small(const mpr_pe *pe, size_t args_size, size_t payload_s
     return !payload_size && args_size < pe->small_below;
 }
 
-/* Copies n <= 64 bytes with a few fixed-size moves (overlapping at the end) instead of a
- * memcpy call: the aggregated invocation's fast path is a few dozen instructions. */
-static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
+/* Copies the n <= MP_FIBER_ARGS_MAX bytes of an invocation's arguments with fixed-size moves
+ * (the last one overlapping) instead of a memcpy call: the fast paths stay a few dozen
+ * instructions for a few words, and cost the same per 16 bytes at any size, where a library
+ * copy's cost steps at its own size thresholds. */
+static inline void copy_args(unsigned char *dst, const unsigned char *src, size_t n)
 {
     if (n >= 16 && n <= 32) { /* the common sizes: two moves, no loop */
         __builtin_memcpy(dst, src, 16);
@@ -689,43 +691,40 @@ static inline uint64_t record_word(size_t total, size_t args_size, unsigned sche
 }
 
 /* buf_get for an empty pool of small buffers (it refills the pool from the buffers given
- * back), out of line: called directly, it made invoke_at_once save five registers on every
- * send for it (63 instructions of its own against 56). */
-static MPR_COLD mpr_msgbuf *small_refill(mpr_pe *pe) { return buf_get(pe, SMALL_CAP); }
+ * back) or a record too big for one, out of line: called directly, it made invoke_at_once
+ * save five registers on every send for it (63 instructions of its own against 56). */
+static MPR_COLD mpr_msgbuf *at_once_buf(mpr_pe *pe, size_t total) { return buf_get(pe, total); }
 
-/* A record of a few words of arguments, as mp_invoke's fast paths write it: the first word
- * (size, argument size, scheduler, sender's category) with one store, the arguments in
- * fixed-size moves. */
-static inline void put_small(mpr_record *r, mpr_pe *pe, mp_fiber_fn fn, const void *args,
-                             size_t size, mp_sched_t sched, size_t total)
+/* A record as mp_invoke's fast paths write it: the first word (size, argument size,
+ * scheduler, sender's category) with one store, the arguments in fixed-size moves. */
+static inline void put_fast(mpr_record *r, mpr_pe *pe, mp_fiber_fn fn, const void *args,
+                            size_t size, mp_sched_t sched, size_t total)
 {
     uint64_t word = record_word(total, size, (unsigned)sched, mpr_cur_access(pe));
     __builtin_memcpy(r, &word, sizeof word);
     r->fn_src = fn_src_make(fn, pe->id);
-    copy_small((unsigned char *)(r + 1), args, size);
+    copy_args((unsigned char *)(r + 1), args, size);
 }
 
 /* mp_invoke's second fast path: aggregation is off (MPROF_AGG_BYTES=0), so the record goes at
- * once in a pooled small buffer.  mpr_send_record's way for it, less what mp_invoke has
- * checked already and what cannot apply: no aggregation buffer can be open to keep the order
- * with, no payload, no fast-message setting, no send hook, no urgent record.  An empty pool is
- * buf_get's to refill from the buffers given back: where the receiver keeps up, one or two
- * buffers circulate and the pool is empty at most sends. */
-_Static_assert(sizeof(mpr_record) + MPR_FIBER_SMALL_ARGS <= SMALL_CAP,
-               "invoke_at_once's record fits a small pooled buffer");
+ * once in a pooled buffer, a small one up to SMALL_CAP bytes.  mpr_send_record's way for it,
+ * less what mp_invoke has checked already and what cannot apply: no aggregation buffer can be
+ * open to keep the order with, no payload, no fast-message setting, no send hook, no urgent
+ * record.  An empty pool is buf_get's to refill from the buffers given back: where the
+ * receiver keeps up, one or two buffers circulate and the pool is empty at most sends. */
 static __attribute__((noinline)) mp_err
 invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t size, mp_sched_t sched)
 {
     /* not passed: a seventh argument goes on the stack, and mp_invoke could not tail-call */
     size_t total = record_size(size, 0);
     mpr_msgbuf *b = pe->free_small;
-    if (MPR_LIKELY(b != NULL)) {
+    if (MPR_LIKELY(b != NULL && total <= SMALL_CAP)) {
         pe->free_small = b->next;
         pe->bytes_out += SMALL_CAP; /* back in reclaim(), as buf_get's */
     } else {
-        b = small_refill(pe);
+        b = at_once_buf(pe, total);
     }
-    put_small((mpr_record *)b->data, pe, fn, args, size, sched, total);
+    put_fast((mpr_record *)b->data, pe, fn, args, size, sched, total);
     b->len = total;
     b->src = pe->id;
     b->counted = 0;
@@ -736,9 +735,12 @@ invoke_at_once(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t siz
     return MP_SUCCESS;
 }
 
-/* Fast path of the common case: an invocation with a few words of arguments that fits the
- * destination's open aggregation buffer, on a scheduler other than URGENT (whose records have
- * a send to arrange: mpr_send_record); with aggregation off, invoke_at_once.
+/* Fast path of the common case: an invocation that fits the destination's open aggregation
+ * buffer, on a scheduler other than URGENT (whose records have a send to arrange:
+ * mpr_send_record); with aggregation off, invoke_at_once.  Arguments of any size take it:
+ * when only a few words did, an invocation of 65 bytes cost about 100 instructions more than
+ * one of 64 (the general path and a memcpy call), a step in the cost of a byte that a linear
+ * cost model cannot follow (docs/measurements/runtime-messaging.md, "Arguments of any size").
  * `sched - 1 < nsched - 1` tests both in one compare.  The destination must be another PE even
  * where a buffer is open for this one: a PE of the same worker opens the group's
  * (shm/group.c), and the own PE's invocations are local. */
@@ -752,7 +754,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
     size_t total = record_size(size, 0);
     mpr_msgbuf *b;
     if (MPR_UNLIKELY(!pe || (unsigned)pe_id >= (unsigned)pe->npes || pe_id == pe->id || !fn ||
-                     size > MPR_FIBER_SMALL_ARGS || is_small(pe, size, 0) ||
+                     size > MP_FIBER_ARGS_MAX || is_small(pe, size, 0) ||
                      (unsigned)sched - 1u >= (unsigned)pe->nsched - 1u))
         return invoke_general(pe_id, fn, args, size, sched);
     if (MPR_UNLIKELY(!args) && size) /* a test apart: folded in, it was five instructions */
@@ -763,7 +765,7 @@ mp_err mp_invoke(int pe_id, mp_fiber_fn fn, const void *args, size_t size, mp_sc
         return invoke_general(pe_id, fn, args, size, sched);
     }
     size_t len = b->len; /* read once: the stores below might alias it */
-    put_small((mpr_record *)(b->data + len), pe, fn, args, size, sched, total);
+    put_fast((mpr_record *)(b->data + len), pe, fn, args, size, sched, total);
     len += total;
     b->len = len;
     RTS_INC(&pe->rts, RemoteOp, 1);

@@ -14,9 +14,6 @@
 
 #define SLAB_SLOTS 256
 
-static const size_t slot_args[MPR_SLOT_CLASSES] = {MPR_FIBER_TINY_ARGS, MPR_FIBER_SMALL_ARGS,
-                                                   MP_FIBER_ARGS_MAX};
-
 typedef struct slab {
     struct slab *next;
     _Alignas(64) unsigned char mem[];
@@ -26,7 +23,7 @@ typedef struct slab {
  * and the slot class in the tag. */
 mpr_fiber *mpr_slot_refill(mpr_pe *pe, mpr_slot_class cls)
 {
-    size_t slot = sizeof(mpr_fiber) + slot_args[cls];
+    size_t slot = sizeof(mpr_fiber) + mpr_slot_args(cls);
     slab *s = aligned_alloc(64, sizeof(slab) + SLAB_SLOTS * slot + 64);
     if (!s)
         mpr_fatal("out of memory allocating fiber storage");

@@ -20,6 +20,13 @@ static inline mpr_slot_class mpr_slot_class_of(size_t args_size)
            : args_size > MPR_FIBER_TINY_ARGS ? MPR_SLOT_SMALL
                                              : MPR_SLOT_TINY;
 }
+/* The bytes of arguments a slot of class cls holds. */
+static inline size_t mpr_slot_args(mpr_slot_class cls)
+{
+    return cls == MPR_SLOT_TINY    ? MPR_FIBER_TINY_ARGS
+           : cls == MPR_SLOT_SMALL ? MPR_FIBER_SMALL_ARGS
+                                   : MP_FIBER_ARGS_MAX;
+}
 static inline mpr_fiber *mpr_slot_get(mpr_pe *pe, mpr_slot_class cls)
 {
     mpr_fiber *f = pe->free_slots[cls];

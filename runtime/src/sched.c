@@ -409,19 +409,21 @@ static MPR_NOIPA unsigned run_carrier(mpr_pe *pe, mpr_fiber *c, unsigned left)
     mpr_carrier_args *ca = (mpr_carrier_args *)c->args;
     const unsigned char *p = ca->buf->data + ca->off, *end = ca->buf->data + ca->end;
     mpr_fiber *frame = NULL;
+    size_t room = 0; /* 1 + the argument bytes the frame holds; 0: no frame (one compare) */
     while (p < end) {
         const mpr_record *r = (const mpr_record *)p;
         p += r->total;
         size_t size = r->args_size;
         const unsigned char *args = (const unsigned char *)(r + 1);
-        if (MPR_LIKELY(frame && size <= MPR_FIBER_TINY_ARGS)) {
-            if (size) /* padded to 16 bytes in the record, and every slot has 16 */
-                __builtin_memcpy(frame->args, args, 16);
-        } else {
+        /* a frame of another class only when a record needs more room: arguments of every
+         * size cost a 16-byte move per 16 bytes here, not a call to carrier_frame per record */
+        if (MPR_UNLIKELY(size >= room)) {
             frame = carrier_frame(pe, c, frame, size);
-            for (size_t i = 0; i < size; i += 16)
-                __builtin_memcpy(frame->args + i, args + i, 16);
+            room = 1 + mpr_slot_args((mpr_slot_class)frame->tag.slot);
         }
+        /* padded to 16 bytes in the record, and every slot holds a multiple of 16 */
+        for (size_t i = 0; i < size; i += 16)
+            __builtin_memcpy(frame->args + i, args + i, 16);
         unsigned access = r->access;
         frame->fn = mpr_record_fn(r->fn_src);
         frame->tag.enabler = (uint8_t)access; /* the sender's category is both */
@@ -433,6 +435,7 @@ static MPR_NOIPA unsigned run_carrier(mpr_pe *pe, mpr_fiber *c, unsigned left)
         if (MPR_UNLIKELY(frame->tag.reused)) { /* the continuation owns the frame now */
             frame->tag.reused = 0;
             frame = NULL;
+            room = 0;
         }
         if (MPR_UNLIKELY(--left == 0)) {
             ca->off = (uint32_t)(p - ca->buf->data);

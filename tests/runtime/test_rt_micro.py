@@ -125,7 +125,8 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
     # how long an idle PE polls while callgrind runs the other thread moved the difference of
     # the two runs' receive part between 1 and 58 instructions per operation
     run = subprocess.run([sys.executable, str(script), "--workload", str(micro / "rt_workload"),
-                          "--floor", str(micro / "msg_floor"), "--msgs", "5000", "--pes", "4"],
+                          "--floor", str(micro / "msg_floor"), "--msgs", "5000", "--pes", "4",
+                          "--bytes", "64,65"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     f = json.loads(run.stdout.strip().splitlines()[-1])
@@ -142,6 +143,13 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
     four = f["by_pes"]["4"]
     assert set(four) == {"aggregated", "unaggregated"}, f
     assert f["floor_instructions"] < four["aggregated"]["instructions_per_op"] < 2000, f
+    # --bytes: 65 bytes of arguments cost the sender about one more 16-byte move than 64 (a
+    # handful of instructions), not another path: when only a few words took the fast path, the
+    # general one and a memcpy call cost about 100 more (the idle PE's polling, in "other"
+    # without aggregation, is too irregular for a bound here)
+    sent = {b: f["by_bytes"][b]["aggregated"]["parts"] for b in ("64", "65")}
+    step = sum(sent["65"][k] - sent["64"][k] for k in ("invoke", "other"))
+    assert 0 < step < 40, f["by_bytes"]
 
 
 @pytest.mark.parametrize("args, message", [
