@@ -76,6 +76,9 @@ def test_comm_under_sanitizer(rt_san):
     rt_san.run("comm", "flush", 200, 32, env={"MPROF_FLUSH_FIBERS": 7}, timeout=120)
     rt_san.run("comm", "order", 2000, env={"MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024},
                timeout=120)
+    # every record at once, each size (12-1024 bytes) on the unaggregated fast path, in small
+    # and large pooled buffers
+    rt_san.run("comm", "order", 2000, env={"MPROF_AGG_BYTES": 0}, timeout=120)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
