@@ -241,7 +241,7 @@ static void reclaim(mpr_pe *pe)
                         : atomic_exchange_explicit(&pe->returned, NULL, memory_order_acquire);
     while (b) {
         mpr_msgbuf *n = b->next;
-        int large = large_class(b->cap);
+        int large;
         pe->bytes_out -= b->cap;
         if (b->cap == SMALL_CAP) {
             b->next = pe->free_small;
@@ -249,7 +249,8 @@ static void reclaim(mpr_pe *pe)
         } else if (b->cap == pe->agg_cap) {
             b->next = pe->free_agg;
             pe->free_agg = b;
-        } else if (large >= 0 && pe->large_cached + b->cap <= MPR_LARGE_CACHE_BYTES) {
+        } else if ((large = large_class(b->cap)) >= 0 &&
+                   pe->large_cached + b->cap <= MPR_LARGE_CACHE_BYTES) {
             b->next = pe->free_large[large];
             pe->free_large[large] = b;
             pe->large_cached += b->cap;
