@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     parser.add_argument("dirs", nargs="+", type=Path, help="folders with rts-fit.db, rts-test.db")
     parser.add_argument("--script", type=Path, default=ROOT / "workflows/rts/model.tcl")
     parser.add_argument("--ignore", metavar="TERM",
-                        help="also fit each rule without this term (module and term: rts Burst)")
+                        help="also fit each rule without this term (module and term: rts Notify)")
     args = parser.parse_args(argv)
     script = args.script.read_text()
     if not re.search(r"(?m)^Replicates\s", script):

@@ -14,15 +14,15 @@ SCRIPT = ROOT / "benchmarks" / "fit" / "replicates_rule.py"
 def test_variant_rewrites_databases_rule_and_ignores_before_the_fit(tmp_path):
     mod = load_script(SCRIPT)
     script = (ROOT / "workflows" / "rts" / "model.tcl").read_text()
-    text = mod.variant(script, tmp_path, "min", "rts Burst")
+    text = mod.variant(script, tmp_path, "min", "rts Notify")
     assert f"FitDatabase: {tmp_path / 'rts-fit.db'}" in text
     assert f"TestDatabase: {tmp_path / 'rts-test.db'}" in text
     assert "\nReplicates min\n" in text and "Replicates median" not in text
     assert "SaveModel" not in text and "../../" not in text
     # an IgnoreTerm after Fit would not change that fit
-    assert text.index("IgnoreTerm: rts Burst") < text.index("\nFit\n")
+    assert text.index("IgnoreTerm: rts Notify") < text.index("\nFit\n")
     plain = mod.variant(script, tmp_path, "median", None)
-    assert "\nReplicates median\n" in plain and "IgnoreTerm: rts Burst" not in plain
+    assert "\nReplicates median\n" in plain and "IgnoreTerm: rts Notify" not in plain
 
 
 def test_refuses_a_folder_without_databases_and_a_script_without_replicates(tmp_path):

@@ -40,7 +40,7 @@ def test_reference_models():
         "STARTUP": ["P"],
         "THREAD": ["Thread", "RemoteThread", "DirectThread", "ThreadContext"],
         "IDLE": ["Idle", "IdleCpu"],
-        "COMM_ALPHA": ["RemoteOp", "Msg", "Wake", "Burst", "Forward"],
+        "COMM_ALPHA": ["RemoteOp", "Msg", "Wake", "Notify", "Drain", "Forward"],
         "COMM_BETA": ["ByteSent", "ByteRecv", "ByteAlloc"],
         "COMM_LOCAL": ["LocalOp", "ByteCopy"],
     }

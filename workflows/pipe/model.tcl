@@ -37,14 +37,16 @@ IgnoreTerm:      graph P
 # Wake-ups, local bytes and fresh buffers are left out of the runtime session
 # (workflows/rts/model.tcl says why).
 IgnoreTerm:      Rts Wake ByteCopy ByteAlloc
-# The runtime session prices channel bursts (Burst) at 0.05-0.38 us, from the difference
+# The runtime session prices channel bursts (Notify) at 0.05-0.38 us, from the difference
 # between its aggregated messages (a burst each) and those sent at once (one per 5-10).
 # Imported here, where every 1000-byte message is about a burst, that price took graph:Op's
 # share: in four sweeps it fell from 63-99 ns to -5..37 ns, its interval containing 0 in
 # three, with the test MRE 0.2-0.3 points lower.  The price does not carry over to PIPE's
 # messages, so it is left out and graph:Op stays what the event graph's operations cost
 # (docs/fitting.md, "The runtime model").
-IgnoreTerm:      Rts Burst
+IgnoreTerm:      Rts Notify
+# A burst's drain is left out of the runtime session too (workflows/rts/model.tcl).
+IgnoreTerm:      Rts Drain
 # PIPE's fibers are FIFO: no preemptive thread runs from a message (DirectThread).
 IgnoreTerm:      Rts DirectThread
 # Records travel in two hops only past 65 PEs with a thread each (Forward is zero at 2 PEs).

@@ -16,7 +16,7 @@ Interface:       rts graph pipe
 ImportParameter: Rts $runtime  Thread RemoteOp Msg ByteSent
 IgnoreTerm:      Rts ByteCopy FastMsgSent ThreadContext
 # channel bursts: left out, as in workflows/pipe/model.tcl (which says why)
-IgnoreTerm:      Rts Burst
+IgnoreTerm:      Rts Notify Drain
 # PIPE runs no preemptive thread from a message (DirectThread is zero)
 IgnoreTerm:      Rts DirectThread
 # nor forwards records (two hops only past 65 PEs with a thread each)
