@@ -41,8 +41,8 @@ IgnoreTerm:    rts Wake
 # without the term, Msg priced both at an average (docs/fitting.md).  The receiver's drain
 # of the burst is left out: fitted beside Notify it came out 0.04, 0.02 and -0.002 us +- 0.04-
 # 0.07 in three make demo runs, what it costs is in Msg and RemoteThread already, and with it
-# priced as one term with the notification (their sum), the test MRE was 0.4-0.7 points higher
-# and RemoteThread's interval contained zero (docs/measurements/demo-fits.md).
+# priced as one term with the notification (their sum), the test MRE was 0.3-0.7 points higher
+# and RemoteThread's interval contained zero in two of five (docs/measurements/demo-fits.md).
 IgnoreTerm:    rts Drain
 # Preemptive threads run straight from a message (DirectThread) do not occur in rt_workload,
 # whose fibers are all FIFO: nothing here can price them.
