@@ -27,7 +27,8 @@ are in the line), then a summary line:
   wakes             sleeping PEs woken by messages, a futex call each (rts Wakes)
   idle_polls        polls of the idle loops (rts IdleCycle)
   bursts            the channels' notifications and drains (rts ChanNotify + ChanDrain, the
-                    runtime model's Notify and Drain): each moves a channel's lines between two cores
+                    runtime model's Notify and Drain): each moves a channel's lines between
+                    two cores
   settings          the run profile's record of feed_us, flush_delay_us, pinned_workers and
                     workers (of the median run)
   wall_s            the process's wall time, start-up included (wall_median_s: the median

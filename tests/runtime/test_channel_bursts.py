@@ -1,5 +1,5 @@
-"""The shared-memory channels' bursts (rts ChanNotify and ChanDrain, priced by the runtime
-model's Notify and Drain terms): a producer notifies a consumer that found its channel empty (it sets the
+"""The shared-memory channels' bursts (rts ChanNotify and ChanDrain, the runtime model's Notify
+and Drain terms): a producer notifies a consumer that found its channel empty (it sets the
 channel's ready bit), and the consumer drains every channel whose bit it takes, or re-sets
 itself.  So every notification is followed by a drain, except those still pending when the run
 ended (at most one per channel: the next needs a drain first), and a drain takes at least one
