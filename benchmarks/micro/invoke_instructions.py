@@ -167,6 +167,17 @@ def floor(exe, records, tmp):
     return round((b[0] - a[0]) / (2 * records), 1)
 
 
+def int_list(option, text, what, lo, hi):
+    """The comma-separated integers of an option, each in [lo, hi]."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        fail(f"{option} takes comma-separated {what} (got {text!r})")
+    if any(v < lo or v > hi for v in values):
+        fail(f"{option}: each must be {lo}-{hi} (got {text})")
+    return values
+
+
 def show(name, r):
     parts = ", ".join(f"{k} {v:.1f}" for k, v in r["parts"].items())
     print(f"{name}: {r['instructions_per_op']:.1f} instructions per remote operation ({parts})")
@@ -191,18 +202,8 @@ def main():
     a = ap.parse_args()
     if a.msgs < 1:
         fail(f"--msgs must be at least 1 (got {a.msgs})")
-    try:
-        pes = [int(p) for p in a.pes.split(",") if p.strip()]
-    except ValueError:
-        fail(f"--pes takes comma-separated PE counts (got {a.pes!r})")
-    if any(p < 2 or p > 1024 for p in pes):
-        fail(f"--pes: each count must be 2-1024 (got {a.pes})")
-    try:
-        sizes = [int(b) for b in a.bytes.split(",") if b.strip()]
-    except ValueError:
-        fail(f"--bytes takes comma-separated argument sizes (got {a.bytes!r})")
-    if any(b < 0 or b > 1024 for b in sizes):
-        fail(f"--bytes: each size must be 0-1024, MP_FIBER_ARGS_MAX (got {a.bytes})")
+    pes = int_list("--pes", a.pes, "PE counts", 2, 1024)
+    sizes = int_list("--bytes", a.bytes, "argument sizes", 0, 1024)  # MP_FIBER_ARGS_MAX
     out, by_bytes = {}, {}
     with tempfile.TemporaryDirectory(prefix="invoke_instructions.") as tmp:
         agg = workload(a.workload, a.msgs, 4096, tmp, a.top)
