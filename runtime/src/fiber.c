@@ -100,8 +100,12 @@ mp_fiber_t mp_fiber_create(mp_fiber_fn fn, const void *args, size_t size, mp_sch
                           MPR_FIBER_CREATED, false);
 }
 
-static MPR_COLD mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t size,
-                                     mp_sched_t sched)
+/* Every fiber the fast paths do not take: more than a small slot's arguments, another
+ * scheduler, an empty free list.  Not cold: compiled for size, as cold code is, its argument
+ * copy was a `rep movsb`, which made a FIFO spawn of 512 bytes (or an invocation on the PE
+ * itself) cost about twice the same spawn through the C library's memcpy. */
+static MPR_NOIPA mp_err spawn_general(mp_fiber_fn fn, const void *args, size_t size,
+                                      mp_sched_t sched)
 {
     mpr_pe *pe = mpr_pe_self();
     if (!create_ok(pe, fn, args, size, sched))

@@ -2,6 +2,7 @@
 messages, flushing after K fibers / when out of fibers / explicitly, per-sender order."""
 
 import pytest
+from rt_helpers import rt_workload_rts
 
 
 def comm(rt, *args, **env):
@@ -220,3 +221,16 @@ def _alltoall(rt, workers):
     assert total["FlowMsgSent"] == total["MsgSent"] + total["FastMsgSent"]
     assert total["ByteRecv"] == total["ByteSent"]
     return total
+
+
+@pytest.mark.parametrize("size", [0, 16, 64, 65, 512])
+@pytest.mark.parametrize("npes", [1, 2])
+def test_invocations_on_the_own_pe_count_as_local_operations(cmake_build, tmp_path, size, npes):
+    """mp_invoke to the PE itself takes mp_spawn's way (comm.c, invoke_general) and still
+    counts a local operation and its bytes, at every size and whether other PEs exist."""
+    pes = rt_workload_rts(cmake_build, tmp_path / "run.json", [npes, 0, 0, size, 3000],
+                          MPROF_WORKERS=npes)
+    for rts in pes:
+        assert rts["LocalOp"] == 3000 and rts["ByteCopy"] == 3000 * size, rts
+        assert rts["ThreadDisp"] >= 3000 and rts["ThreadContext"] >= 3000 * size, rts
+        assert rts["RemoteOp"] == 0 and rts["MsgSent"] == 0, rts
