@@ -681,7 +681,7 @@ static __attribute__((noinline)) mp_err invoke_general(int pe_id, mp_fiber_fn fn
     /* An invocation on the PE itself is a spawn that also counts as a local operation
      * (deliver_local): mp_spawn's fast path takes it, not mpr_send_record's way to
      * deliver_local and the general spawn (175 instructions a FIFO invocation of 16 bytes, with
-     * its dispatch, against 105).  Misuse still goes that way, for its messages. */
+     * its dispatch, against 138).  Misuse still goes that way, for its messages. */
     if (pe_id == pe->id && fn && (args || !size) && size <= MP_FIBER_ARGS_MAX && sched >= 0 &&
         sched < pe->nsched) {
         RTS_INC(&pe->rts, LocalOp, 1);
@@ -711,8 +711,9 @@ static inline uint64_t record_word(size_t total, size_t args_size, unsigned sche
 
 /* buf_get for an empty pool of small buffers (it refills the pool from the buffers given
  * back) or a record too big for one, out of line: called directly, it made invoke_at_once
- * save five registers on every send for it (63 instructions of its own against 56). */
-static MPR_COLD mpr_msgbuf *at_once_buf(mpr_pe *pe, size_t total) { return buf_get(pe, total); }
+ * save five registers on every send for it (63 instructions of its own against 56).  Not
+ * cold: every unaggregated record of more than 240 bytes takes its buffer here. */
+static MPR_NOIPA mpr_msgbuf *at_once_buf(mpr_pe *pe, size_t total) { return buf_get(pe, total); }
 
 /* A record as mp_invoke's fast paths write it: the first word (size, argument size,
  * scheduler, sender's category) with one store, the arguments in fixed-size moves. */
