@@ -1040,20 +1040,33 @@ static inline __attribute__((always_inline)) bool poll_records(mpr_pe *pe, const
                 goto out;
             const mpr_record *r = (const mpr_record *)(b->data + off);
             if (MPR_LIKELY(r->sched == fast)) {
-                if (run) {
-                    carried++;
-                } else if (!carry || lone) {
-                    /* the first of a run, perhaps the only one: a fiber (every record
-                     * without carriers) */
-                    lone = false;
-                    tailp = arrive_fifo(pe, r, tailp);
-                } else {
+                if (!run) {
+                    if (!carry || lone) {
+                        /* the first of a run, perhaps the only one: a fiber (every record
+                         * without carriers) */
+                        lone = false;
+                        tailp = arrive_fifo(pe, r, tailp);
+                        off += r->total;
+                        made++;
+                        context += r->args_size;
+                        continue;
+                    }
                     run = carrier_open(pe, b, off, &tailp);
-                    carried++;
                 }
-                off += r->total;
-                made++;
-                context += r->args_size;
+                /* The rest of the run, which its carrier runs: only the headers read here,
+                 * in a loop of its own that counts `carried` from `made` once.  Taken one at
+                 * a time by the record loop, with its tests for the other cases, a carried
+                 * record cost 18 instructions; here 10. */
+                unsigned from = made;
+                do {
+                    off += r->total;
+                    context += r->args_size;
+                    made++;
+                    if (off >= b->len || made == MPR_POLL_BUDGET)
+                        break;
+                    r = (const mpr_record *)(b->data + off);
+                } while (r->sched == fast);
+                carried += made - from;
                 continue;
             }
             lone = true;

@@ -12,6 +12,7 @@ import re
 import pytest
 
 N = 3000
+SIZES = (8, 40, 120)  # the records' argument sizes in turn (carriers.c sizes[])
 
 
 def results(run):
@@ -55,6 +56,10 @@ def test_carried_records_keep_order_arguments_and_continuations(rt, npes, worker
         assert s["ThreadArrived"] == records            # a record counts as a thread
         # most records ran from their buffer: all but the first of each run a poll took
         assert (s["ThreadCarried"] > records / 2) if carriers else s["ThreadCarried"] == 0
+        # every arrived record's argument bytes, counted by the poll whether a carrier or a
+        # fiber takes the record, and the urgent fibers' (a long each)
+        assert s["ThreadContext"] == (npes - 1) * sum(SIZES[i % 3] for i in range(N)) + \
+            8 * urgents, s
         # the sender, the records, the continuations and the urgent fibers
         assert s["ThreadDisp"] == s["ThreadAlloc"] == s["ThreadEnable"] == \
             1 + records + conts + urgents
