@@ -946,8 +946,7 @@ static inline mpr_fiber **arrive_fifo(mpr_pe *pe, const mpr_record *r, mpr_fiber
     mpr_slot_class cls = mpr_slot_class_of(size);
     mpr_fiber *f = mpr_slot_get(pe, cls);
     const unsigned char *p = (const unsigned char *)(r + 1);
-    for (size_t i = 0; i < size; i += 16)
-        __builtin_memcpy(f->args + i, p + i, 16);
+    mpr_args_copy_padded(f->args, p, size);
     /* the sender's category is both creator and enabler (mpr_tag_make's bytes 1 and 2) */
     uint64_t tag = mpr_tag_make(pe, MP_SCHED_FIFO, 0, 0, MPR_FIBER_ENABLED, cls) |
                    (uint64_t)r->access * 0x10100u;

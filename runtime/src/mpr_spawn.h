@@ -27,6 +27,14 @@ static inline size_t mpr_slot_args(mpr_slot_class cls)
            : cls == MPR_SLOT_SMALL ? MPR_FIBER_SMALL_ARGS
                                    : MP_FIBER_ARGS_MAX;
 }
+/* Copies the arguments of a record (padded to 16 bytes in the record) into a slot (every slot
+ * holds a multiple of 16 bytes) in 16-byte moves: no memcpy call, and the same cost per 16
+ * bytes at every size. */
+static inline void mpr_args_copy_padded(unsigned char *dst, const unsigned char *src, size_t size)
+{
+    for (size_t i = 0; i < size; i += 16)
+        __builtin_memcpy(dst + i, src + i, 16);
+}
 static inline mpr_fiber *mpr_slot_get(mpr_pe *pe, mpr_slot_class cls)
 {
     mpr_fiber *f = pe->free_slots[cls];
@@ -74,8 +82,7 @@ static inline mpr_fiber *mpr_fiber_make(mpr_pe *pe, mp_fiber_fn fn, const void *
     if (size) {
         RTS_INC(&pe->rts, ThreadContext, size); /* first: size need not survive a memcpy call */
         if (padded)
-            for (size_t i = 0; i < size; i += 16)
-                __builtin_memcpy(f->args + i, (const unsigned char *)args + i, 16);
+            mpr_args_copy_padded(f->args, args, size);
         else
             __builtin_memcpy(f->args, args, size);
     }

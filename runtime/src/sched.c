@@ -421,9 +421,7 @@ static MPR_NOIPA unsigned run_carrier(mpr_pe *pe, mpr_fiber *c, unsigned left)
             frame = carrier_frame(pe, c, frame, size);
             room = 1 + mpr_slot_args((mpr_slot_class)frame->tag.slot);
         }
-        /* padded to 16 bytes in the record, and every slot holds a multiple of 16 */
-        for (size_t i = 0; i < size; i += 16)
-            __builtin_memcpy(frame->args + i, args + i, 16);
+        mpr_args_copy_padded(frame->args, args, size);
         unsigned access = r->access;
         frame->fn = mpr_record_fn(r->fn_src);
         frame->tag.enabler = (uint8_t)access; /* the sender's category is both */
