@@ -8,7 +8,7 @@
  *
  * Inserts and deletes are the mutators of the table's snapshot object: the issuing PE
  * queries and executes before the operation leaves, and the operation completes where it
- * took effect (unacknowledged: at the owner, reported to the issuer by the runtime;
+ * took effect (unacknowledged: at the owner, where the runtime counts it without a message;
  * acknowledged: when the reply arrives).  A query answered WAIT (a sync is freezing the
  * table) parks the operation in a fiber suspended on the snapshot, which re-issues it after
  * the unfreeze.  ht_sync is the snapshot's sync.
@@ -379,8 +379,7 @@ static void ht_serve(void *args)
         HASHTABLE_INC(p->st, Bytes, r->nval);
         mp_invoke(q->from, ht_reply_fiber, r, sizeof *r + r->nval, p->o.sched);
     } else if (mutator) {
-        HASHTABLE_INC(p->st, NMsg, 1); /* the runtime's completion message */
-        mp_snapshot_complete(p->snap, q->from);
+        mp_snapshot_complete(p->snap, q->from); /* counted here: no message */
     }
 }
 

@@ -263,8 +263,9 @@ mp_status mp_snapshot_query(mp_snapshot_t s);
 void mp_snapshot_execute(mp_snapshot_t s);
 void mp_snapshot_complete(mp_snapshot_t s, int executing_pe);
 mp_err mp_snapshot_suspend(mp_snapshot_t s, mp_fiber_t continuation);
-/* Client side: freeze (split-phase, collective), read the state, unfreeze.  sync is
- * freeze + barrier + unfreeze: it waits for every mutator started before it. */
+/* Client side: freeze (split-phase, collective; done when every mutator executed on any PE
+ * before it has completed), read the state, unfreeze.  sync is freeze + unfreeze: it waits for
+ * every mutator started before it. */
 mp_status mp_snapshot_freeze(mp_snapshot_t s, mp_counter_t done);
 void mp_snapshot_unfreeze(mp_snapshot_t s);
 mp_status mp_snapshot_sync(mp_snapshot_t s, mp_counter_t done);

@@ -1,13 +1,31 @@
 /*
  * snapshot.c -- the snapshot data structure (Wen 1995, section 3.4.2).
  *
- * Each PE's partition counts the mutators that executed on it and, through a counter, those
- * that completed (a completion is reported to the PE where the mutator executed, so every PE
- * can wait for its own share).  Freezing is collective: every PE stops admitting mutators,
- * a barrier makes sure all have stopped, then each waits until its started mutators have
- * completed.  Suspended mutators wait on the `thaw` counter, which unfreeze increments.
- * The fibers of a freeze or sync declare the access category of the code that started it,
- * so the idle time they wait through is charged to that access (not to "unclassified").
+ * Each PE's partition counts the mutators that executed on it (`started`) and the completions
+ * reported on it (`completed`), whichever PE executed their mutators: a completion is a local
+ * add where it happens, not a message to the executing PE.  The sum over the PEs of
+ * started - completed is then the number of mutators in progress, and a freeze waits for it to
+ * reach zero by rounds of a global sum reduction on the snapshot object:
+ *   - freezing, every PE stops admitting mutators and contributes its difference to the first
+ *     round, which thus also serves as the barrier after which no PE executes a mutator (every
+ *     PE's `started` is final by the time it contributes);
+ *   - a PE's `completed` only grows, and no completion is counted without its execution, so a
+ *     round's sum is at least the number of mutators still in progress, and a sum of zero means
+ *     every one has completed; every PE gets the same sum, so all end the freeze in the same
+ *     round;
+ *   - otherwise each PE contributes to the next round from a FIFO fiber, which runs behind what
+ *     its queue holds (the arrived mutators among it): rounds follow the PEs' progress through
+ *     their work rather than spinning at message latency.
+ * So a freeze whose mutators have all completed takes one global operation, as the barrier did
+ * before, and a mutator costs a count where it executes and one where it completes: where every
+ * remote completion was a message back, Tripuzzle sent one per remote insert, half of its
+ * remote operations.  Sync is freeze and unfreeze: the round that finds the sum zero already
+ * tells every PE that all mutators have completed, so it needs no barrier after the freeze.
+ * More completions than executions would let a freeze end while a mutator runs: a completion
+ * on the executing PE is checked at once, and a round whose sum is negative ends the run.
+ * Suspended mutators wait on the `thaw` counter, which unfreeze increments.  The fibers of a
+ * freeze or sync declare the access category of the code that started it, so the idle time they
+ * wait through is charged to that access (not to "unclassified").
  */
 #include "mpr.h"
 
@@ -18,25 +36,26 @@
 typedef struct {
     mp_obj_t id;
     bool frozen;
-    uint64_t started;
-    mpr_counter *completed;
+    uint64_t started;       /* mutators executed on this PE */
+    uint64_t completed;     /* completions reported on this PE, of any PE's mutators */
+    uint64_t own_completed; /* those of mutators executed here (the misuse check) */
     mpr_counter *thaw;
-    mpr_counter *phase; /* internal: barriers of freeze and sync */
+    mpr_counter *phase; /* internal: the rounds of freeze and sync */
     uint64_t phase_target;
+    double in_progress; /* the last round's sum: mutators that may still be in progress */
 } snapshot;
 
 typedef struct {
     mp_obj_t id;
     mpr_counter *done;
-    mpr_counter *scratch; /* sync: the counter of its freeze phase, freed when passed */
-    int access;           /* the category of the code that started the freeze or sync */
+    bool sync;  /* a sync: unfreezes when the mutators have completed */
+    int access; /* the category of the code that started the freeze or sync */
 } step_args;
 
 /* mp_obj_destroy of a snapshot (quiescent: no fiber waits on its counters). */
 static void snapshot_free(void *p)
 {
     snapshot *s = p;
-    mp_counter_free(s->completed);
     mp_counter_free(s->thaw);
     mp_counter_free(s->phase);
     free(s);
@@ -87,7 +106,6 @@ mp_err mp_snapshot_new(mp_snapshot_t *out)
     snapshot *s = calloc(1, sizeof *s);
     if (!s)
         return MP_ERR_NO_MEMORY;
-    s->completed = mp_counter_new(0);
     s->thaw = mp_counter_new(0);
     s->phase = mp_counter_new(0);
     mp_err e = mp_obj_create(s, &s->id);
@@ -118,36 +136,20 @@ void mp_snapshot_execute(mp_snapshot_t h)
     s->started++;
 }
 
-/* A completion on the PE where its mutator executed: more completions than executions would
- * let a freeze end while a mutator still runs, so the run ends instead. */
-static void count_completion(snapshot *s, mp_snapshot_t h)
-{
-    if (mp_counter_value(s->completed) >= s->started)
-        mpr_fatal("mp_snapshot_complete: snapshot %u: more mutators completed than executed on "
-                  "PE %d (%" PRIu64 "): each mp_snapshot_execute is followed by one completion",
-                  h, mpr_pe_self()->id, s->started);
-    mp_counter_add(s->completed, 1);
-}
-
-static void remote_complete(void *p)
-{
-    mp_obj_t *id = p;
-    mp_access_declare(mpr_cur_enabler(mpr_pe_self()));
-    count_completion(local(*id, "mp_snapshot_complete"), *id);
-}
-
 void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
 {
     snapshot *s = local(h, "mp_snapshot_complete");
     mpr_pe *pe = mpr_pe_self();
-    if (executing_pe < 0 || executing_pe >= pe->npes) /* the completion would be lost */
+    if (executing_pe < 0 || executing_pe >= pe->npes) /* a completion of no mutator */
         mpr_fatal("mp_snapshot_complete: snapshot %u: executing PE %d is not a PE (0..%d)", h,
                   executing_pe, pe->npes - 1);
-    if (executing_pe == pe->id)
-        count_completion(s, h);
-    else
-        mpr_send_record(pe, executing_pe, remote_complete, &h, sizeof h, MP_SCHED_URGENT, NULL, 0,
-                        NULL);
+    /* more completions than executions would let a freeze end while a mutator still runs:
+     * checked here for this PE's own mutators, and by the freeze's rounds for all */
+    if (executing_pe == pe->id && s->own_completed++ >= s->started)
+        mpr_fatal("mp_snapshot_complete: snapshot %u: more mutators completed than executed on "
+                  "PE %d (%" PRIu64 "): each mp_snapshot_execute is followed by one completion",
+                  h, pe->id, s->started);
+    s->completed++;
 }
 
 mp_err mp_snapshot_suspend(mp_snapshot_t h, mp_fiber_t continuation)
@@ -160,30 +162,43 @@ mp_err mp_snapshot_suspend(mp_snapshot_t h, mp_fiber_t continuation)
     return mp_counter_wait(s->thaw, mp_counter_value(s->thaw) + 1, continuation);
 }
 
-/* Runs `fn(args)` once the phase counter reaches its next target (after a barrier). */
-static void after_barrier(snapshot *s, mp_fiber_fn fn, step_args a)
+static void round_done(void *p);
+
+/* This PE's contribution to a round of the freeze (see the top of the file); round_done runs
+ * when every PE's is in. */
+static void round_start(snapshot *s, step_args a)
 {
     s->phase_target++;
-    mp_fiber_t f = mp_fiber_create(fn, &a, sizeof a, MP_SCHED_URGENT);
+    mp_fiber_t f = mp_fiber_create(round_done, &a, sizeof a, MP_SCHED_URGENT);
     mp_counter_wait(s->phase, s->phase_target, f);
-    mp_obj_barrier(s->id, s->phase);
+    double diff = (double)(int64_t)(s->started - s->completed); /* exact below 2^53 */
+    mp_obj_reduce(s->id, MP_REDUCE_SUM, diff, &s->in_progress, s->phase);
 }
 
-static void freeze_drained(void *p)
+/* The next round, behind the fibers this PE has queued meanwhile. */
+static void round_again(void *p)
 {
     step_args *a = p;
     mp_access_declare(a->access);
-    mp_counter_add(a->done, 1);
+    round_start(local(a->id, "mp_snapshot_freeze"), *a);
 }
 
-static void freeze_all_frozen(void *p)
+static void round_done(void *p)
 {
     step_args *a = p;
     mp_access_declare(a->access);
     snapshot *s = local(a->id, "mp_snapshot_freeze");
-    /* No PE admits mutators any more, so `started` is final: wait for our completions. */
-    mp_fiber_t f = mp_fiber_create(freeze_drained, a, sizeof *a, MP_SCHED_URGENT);
-    mp_counter_wait(s->completed, s->started, f);
+    if (s->in_progress < 0)
+        mpr_fatal("snapshot %u: more mutators completed than executed (%.0f more over all PEs): "
+                  "each mp_snapshot_execute is followed by one completion",
+                  a->id, -s->in_progress);
+    if (s->in_progress > 0) {
+        mp_spawn(round_again, a, sizeof *a, MP_SCHED_FIFO);
+        return;
+    }
+    if (a->sync)
+        mp_snapshot_unfreeze(a->id);
+    mp_counter_add(a->done, 1);
 }
 
 mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
@@ -197,7 +212,7 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
         return MP_FAIL;
     }
     s->frozen = true;
-    after_barrier(s, freeze_all_frozen, (step_args){h, done, NULL, mp_access_current()});
+    round_start(s, (step_args){h, done, false, mp_access_current()});
     return MP_WAIT;
 }
 
@@ -212,37 +227,6 @@ void mp_snapshot_unfreeze(mp_snapshot_t h)
     mp_counter_add(s->thaw, 1);
 }
 
-static void sync_done(void *p)
-{
-    step_args *a = p;
-    mp_access_declare(a->access);
-    mp_snapshot_unfreeze(a->id);
-    mp_counter_add(a->done, 1);
-}
-
-static void sync_frozen(void *p)
-{
-    step_args *a = p;
-    mp_access_declare(a->access);
-    mp_counter_free(a->scratch);
-    /* Every PE must have drained its share before anyone unfreezes. */
-    after_barrier(local(a->id, "mp_snapshot_sync"), sync_done,
-                  (step_args){a->id, a->done, NULL, a->access});
-}
-
-static void sync_start(void *p)
-{
-    step_args *a = p;
-    mp_access_declare(a->access);
-    snapshot *s = local(a->id, "mp_snapshot_sync");
-    mpr_counter *mine = mp_counter_new(0);
-    step_args next = {a->id, a->done, mine, a->access};
-    mp_fiber_t f = mp_fiber_create(sync_frozen, &next, sizeof next, MP_SCHED_URGENT);
-    mp_counter_wait(mine, 1, f);
-    s->frozen = true;
-    after_barrier(s, freeze_all_frozen, (step_args){a->id, mine, NULL, a->access});
-}
-
 mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
 {
     snapshot *s = checked(h, "mp_snapshot_sync");
@@ -253,7 +237,7 @@ mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
                    done ? "while frozen" : "without a counter");
         return MP_FAIL;
     }
-    step_args a = {h, done, NULL, mp_access_current()};
-    sync_start(&a);
+    s->frozen = true;
+    round_start(s, (step_args){h, done, true, mp_access_current()});
     return MP_WAIT;
 }

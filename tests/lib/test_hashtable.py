@@ -93,8 +93,9 @@ def expected_stats(n: int, bins: int, P: int) -> list[dict]:
             st[me]["NRemote"] += 1
             st[me]["NMsg"] += 1
             st[me]["Bytes"] += req_bytes
-            st[o]["NMsg"] += 1  # the reply, or the completion of an unacknowledged op
-            st[o]["Bytes"] += reply_bytes if acked else 0
+            if acked:  # the reply; an unacknowledged op completes at the owner, unsent
+                st[o]["NMsg"] += 1
+                st[o]["Bytes"] += reply_bytes
 
     for me in range(P):
         for k in range(me, n, P):

@@ -49,6 +49,21 @@ def test_snapshot_freeze_suspend_unfreeze_sync(rt, npes):
         assert f"PE {pe}: executed=400 completed=400" in run.stdout
 
 
+@pytest.mark.parametrize("npes", [4, 8])
+def test_a_remote_completion_sends_no_message(rt, npes):
+    """Each PE's 400 mutators go to the PEs after it in turn, and complete there.  The
+    completions are counted where they happen, so the remote operations are the mutators'
+    invocations and the freeze rounds' reduction records (2 (P - 1) a round), nothing per
+    completion: when every remote completion was a record back to the executing PE, they
+    doubled the count."""
+    run = rt.run("snapshot", env={"MPROF_PES": npes})
+    assert "snapshot: OK" in run.stdout
+    remote = npes * sum(1 for n in range(400) if (1 + n) % npes)  # the others' mutators
+    rounds, rest = divmod(sum(run.pe_stats(pe)["RemoteOp"] for pe in range(npes)) - remote,
+                          2 * (npes - 1))
+    assert rest == 0 and 3 <= rounds < remote // (8 * (npes - 1)), (rounds, rest, remote)
+
+
 def test_sleeping_pes_wake_at_once_for_messages(rt):
     # MPROF_SPIN=0: an idle PE sleeps at once, so every barrier round trip goes through the
     # futex wake-up.  A lost wake-up costs the 50 ms sleep timeout each time (60 operations).
@@ -135,6 +150,9 @@ def test_an_unfreeze_without_a_freeze_is_reported_and_releases_nothing(rt):
     # the second completion let a freeze end while a mutator still executed
     ("complete_extra", ("mprof: fatal: PE 0: mp_snapshot_complete: snapshot 1025: more mutators "
                         "completed than executed on PE 0 (1)")),
+    # the same, completed on another PE: the freeze's round finds the sum negative
+    ("complete_extra_remote", ("mprof: fatal: PE 0: snapshot 1025: more mutators completed than "
+                               "executed (1 more over all PEs)")),
 ])
 def test_snapshot_calls_that_return_nothing_end_the_run_on_misuse(rt, call, message):
     run = rt.run("snapshot", "fatal", call, env={"MPROF_PES": 3}, profile=False, expect_rc=3,
