@@ -8,26 +8,9 @@
 /* ------------------------------------------------------------------------------------ */
 /* Snapshot bookkeeping                                                                   */
 
-static void take_owed(eg_graph *g, uint64_t owed)
-{
-    for (uint64_t i = 0; i < owed; i++)
-        mp_snapshot_complete(g->snap, g->me);
-}
-
-/* A mutator shipped by PE `from` has arrived here. */
-static void arrived(eg_graph *g, int from)
-{
-    if (is_frozen(g))
-        mp_snapshot_complete(g->snap, from);
-    else
-        g->owed[from]++;
-}
-
-static void owed_arrive(void *p)
-{
-    const msg_hdr *m = p;
-    take_owed(lookup(m->gid), m->owed);
-}
+/* A mutator shipped by PE `from` has arrived here: it completes where it arrived (the
+ * runtime counts the completion; nothing goes back to the sender). */
+static void arrived(eg_graph *g, int from) { mp_snapshot_complete(g->snap, from); }
 
 /* ------------------------------------------------------------------------------------ */
 /* Receiver side                                                                          */
@@ -66,7 +49,6 @@ static void item_arrive(void *p)
     GRAPH_ACCESS(ENQ);
     const msg_hdr *m = p;
     eg_graph *g = lookup(m->gid);
-    take_owed(g, m->owed);
     arrived(g, m->from);
     deliver(g, m->group, m->seq, (const unsigned char *)p + sizeof *m);
 }
@@ -76,7 +58,6 @@ static void release_arrive(void *p)
     GRAPH_ACCESS(DEQ);
     const msg_hdr *m = p;
     eg_graph *g = lookup(m->gid);
-    take_owed(g, m->owed);
     arrived(g, m->from);
     mp_counter_add(g->snd[m->group].released, m->seq); /* may enable a waiting ENQ fiber */
 }
@@ -85,8 +66,7 @@ static void send_release(eg_graph *g, uint32_t j, uint64_t count)
 {
     int src_pe = g->node_pe[g->groups[j].src];
     mp_snapshot_execute(g->snap);
-    msg_hdr m = {g->id, j, g->me, 0, g->owed[src_pe], count};
-    g->owed[src_pe] = 0;
+    msg_hdr m = {g->id, j, g->me, 0, count};
     GRAPH_INC(g->st, NMsg, 1);
     mp_invoke(src_pe, release_arrive, &m, sizeof m, g->sched);
 }
@@ -229,8 +209,7 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
             memcpy(buf + sizeof *m, elt, g->E);
             built = true;
         }
-        *m = (msg_hdr){g->id, j, g->me, 0, g->owed[gr->dst_pe], seq};
-        g->owed[gr->dst_pe] = 0;
+        *m = (msg_hdr){g->id, j, g->me, 0, seq};
         mp_snapshot_execute(g->snap);
         mp_invoke(gr->dst_pe, item_arrive, buf, sizeof *m + g->E, g->sched);
     } while (++j < g->grp_off[node + 1]);
@@ -320,20 +299,12 @@ mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done
 /* ------------------------------------------------------------------------------------ */
 /* Freeze / unfreeze                                                                      */
 
+/* The snapshot's freeze is done: on every PE, every element and release shipped before it
+ * has arrived. */
 static void freeze_done(void *p)
 {
     freeze_args *a = p;
     mp_counter_add(a->done, 1);
-}
-
-static void freeze_drained(void *p)
-{
-    freeze_args *a = p;
-    eg_graph *g = lookup(a->gid);
-    /* every PE has drained its own mutators; one more barrier makes that true for all */
-    g->fz_target++;
-    mp_counter_wait(g->fz, g->fz_target, mp_continue(freeze_done, MP_SCHED_URGENT));
-    mp_obj_barrier(g->id, g->fz);
 }
 
 mp_status eg_freeze(eg_graph *g, mp_counter_t done)
@@ -344,19 +315,9 @@ mp_status eg_freeze(eg_graph *g, mp_counter_t done)
                                             : "the graph is frozen already");
         return MP_FAIL;
     }
-    /* report the completions this PE owes, then stop admitting mutators */
-    for (int pe = 0; pe < g->npes; pe++)
-        if (g->owed[pe] && pe != g->me) {
-            msg_hdr m = {g->id, 0, g->me, 0, g->owed[pe], 0};
-            g->owed[pe] = 0;
-            GRAPH_INC(g->st, NMsg, 1);
-            mp_invoke(pe, owed_arrive, &m, sizeof m, MP_SCHED_URGENT);
-        }
-    take_owed(g, g->owed[g->me]);
-    g->owed[g->me] = 0;
     g->fz_target++;
     freeze_args a = {g->id, done};
-    mp_fiber_t f = mp_fiber_create(freeze_drained, &a, sizeof a, MP_SCHED_URGENT);
+    mp_fiber_t f = mp_fiber_create(freeze_done, &a, sizeof a, MP_SCHED_URGENT);
     if (!f)
         return MP_FAIL;
     mp_counter_wait(g->fz, g->fz_target, f);

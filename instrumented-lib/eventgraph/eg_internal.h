@@ -75,7 +75,6 @@ struct eg_graph {
     snd_t *snd;
     rcv_t *rcv;
     lnode_t *nodes;
-    uint64_t *owed;  /* completions owed to each PE */
     mp_counter_t fz; /* steps of freeze */
     uint64_t fz_target;
     graph_stats_t *st;
@@ -88,7 +87,6 @@ typedef struct {
     uint32_t group;
     int32_t from;
     uint32_t pad_;
-    uint64_t owed;
     uint64_t seq; /* element: seq; release: count of freed slots */
 } msg_hdr;
 _Static_assert(sizeof(msg_hdr) <= MP_FIBER_ARGS_MAX - EG_ELT_MAX, "header too large");

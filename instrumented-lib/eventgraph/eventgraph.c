@@ -30,11 +30,9 @@
  * the state consistent.  The freeze's own fibers stay urgent.
  *
  * Freeze uses the runtime's snapshot object.  Shipping an element or a release message is a
- * mutator: it is executed on the sending PE and completed when it arrives.  Completions are
- * not reported one message each: the receiver owes them to the sender and piggybacks the
- * count on its next graph message to that PE; a freeze flushes what is owed, and while a PE
- * is frozen arrivals complete at once.  Hence after a freeze nothing of the graph is in
- * flight.
+ * mutator: it is executed on the sending PE and completed when it arrives, where the runtime
+ * counts the completion (no message goes back).  The snapshot's freeze ends on every PE once
+ * all of them have arrived, so after a freeze nothing of the graph is in flight.
  */
 #define _GNU_SOURCE
 #include "eg_internal.h"
@@ -83,7 +81,6 @@ static void graph_free(eg_graph *g)
     free(g->snd);
     free(g->rcv);
     free(g->nodes);
-    free(g->owed);
     g->magic = 0;
     free(g);
 }
@@ -207,7 +204,6 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
     g->snd = lib_calloc(ng, sizeof *g->snd);
     g->rcv = lib_calloc(ng, sizeof *g->rcv);
     g->nodes = lib_calloc(g->nnodes, sizeof *g->nodes);
-    g->owed = lib_calloc((size_t)npes, sizeof *g->owed);
     uint64_t nnode_local = 0, nedge_local = 0;
     for (uint32_t j = 0; j < ng; j++) {
         if (g->node_pe[g->groups[j].src] == me)
