@@ -15,7 +15,14 @@
  *     round;
  *   - otherwise each PE contributes to the next round from a FIFO fiber, which runs behind what
  *     its queue holds (the arrived mutators among it): rounds follow the PEs' progress through
- *     their work rather than spinning at message latency.
+ *     their work rather than spinning at message latency;
+ *   - a round whose sum is that of the round before saw no completion between them (`started`
+ *     is fixed while frozen): the rounds stall, and the next starts only on progress, a
+ *     completion on some PE.  That PE tells the others (a wake naming the round), and a PE
+ *     that counted a completion after its last contribution starts it itself.  So a mutator
+ *     that never completes leaves the machine quiescent, with each PE's freeze waiting on its
+ *     `progress` counter, which the hang report names, rather than circling in rounds; and a
+ *     record that sits in an aggregation buffer for a while costs a pause, not a hang.
  * So a freeze whose mutators have all completed takes one global operation, as the barrier did
  * before, and a mutator costs a count where it executes and one where it completes: where every
  * remote completion was a message back, Tripuzzle sent one per remote insert, half of its
@@ -43,6 +50,13 @@ typedef struct {
     mpr_counter *phase; /* internal: the rounds of freeze and sync */
     uint64_t phase_target;
     double in_progress; /* the last round's sum: mutators that may still be in progress */
+    /* The rounds of the freeze in progress (see the top of the file). */
+    double last_sum;             /* the round before's sum; -1 at a freeze's first round */
+    uint64_t completed_at_round; /* `completed` when this PE contributed to the last round */
+    bool stalled;                /* waiting for progress after round `phase_target` */
+    uint64_t woken_round;        /* the latest round another PE reported progress after */
+    mpr_counter *progress;       /* a stalled freeze's next round waits on it */
+    uint64_t progress_target;
 } snapshot;
 
 typedef struct {
@@ -58,6 +72,7 @@ static void snapshot_free(void *p)
     snapshot *s = p;
     mp_counter_free(s->thaw);
     mp_counter_free(s->phase);
+    mp_counter_free(s->progress);
     free(s);
 }
 
@@ -108,6 +123,7 @@ mp_err mp_snapshot_new(mp_snapshot_t *out)
         return MP_ERR_NO_MEMORY;
     s->thaw = mp_counter_new(0);
     s->phase = mp_counter_new(0);
+    s->progress = mp_counter_new(0);
     mp_err e = mp_obj_create(s, &s->id);
     if (e) {
         snapshot_free(s);
@@ -136,6 +152,39 @@ void mp_snapshot_execute(mp_snapshot_t h)
     s->started++;
 }
 
+typedef struct {
+    mp_obj_t id;
+    uint64_t round;
+} wake_args;
+
+/* Another PE counted a completion after round `round` found no progress. */
+static void wake_arrive(void *p)
+{
+    const wake_args *w = p;
+    snapshot *s = local(w->id, "mp_snapshot_freeze");
+    if (w->round > s->woken_round)
+        s->woken_round = w->round; /* for a PE that has not seen the round's sum yet */
+    if (s->stalled && s->phase_target == w->round) {
+        s->stalled = false;
+        mp_counter_add(s->progress, 1);
+    }
+}
+
+/* This PE made progress while the rounds stall: the next round starts, here at once and on
+ * the others when the wake arrives. */
+static void progress(snapshot *s)
+{
+    mpr_pe *pe = mpr_pe_self();
+    wake_args w = {s->id, s->phase_target};
+    for (int k = 1; k < pe->npes; k++)
+        mpr_send_record(pe, (pe->id + k) % pe->npes, wake_arrive, &w, sizeof w, MP_SCHED_URGENT,
+                        NULL, 0, NULL);
+    if (s->stalled) {
+        s->stalled = false;
+        mp_counter_add(s->progress, 1);
+    }
+}
+
 void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
 {
     snapshot *s = local(h, "mp_snapshot_complete");
@@ -150,6 +199,8 @@ void mp_snapshot_complete(mp_snapshot_t h, int executing_pe)
                   "PE %d (%" PRIu64 "): each mp_snapshot_execute is followed by one completion",
                   h, pe->id, s->started);
     s->completed++;
+    if (MPR_UNLIKELY(s->stalled))
+        progress(s);
 }
 
 mp_err mp_snapshot_suspend(mp_snapshot_t h, mp_fiber_t continuation)
@@ -171,6 +222,7 @@ static void round_start(snapshot *s, step_args a)
     s->phase_target++;
     mp_fiber_t f = mp_fiber_create(round_done, &a, sizeof a, MP_SCHED_URGENT);
     mp_counter_wait(s->phase, s->phase_target, f);
+    s->completed_at_round = s->completed;
     double diff = (double)(int64_t)(s->started - s->completed); /* exact below 2^53 */
     mp_obj_reduce(s->id, MP_REDUCE_SUM, diff, &s->in_progress, s->phase);
 }
@@ -183,6 +235,10 @@ static void round_again(void *p)
     round_start(local(a->id, "mp_snapshot_freeze"), *a);
 }
 
+/* round_again for a stalled freeze: the name the hang report gives a freeze that waits for a
+ * mutator that never completes. */
+static void snapshot_mutators_in_progress(void *p) { round_again(p); }
+
 static void round_done(void *p)
 {
     step_args *a = p;
@@ -193,9 +249,20 @@ static void round_done(void *p)
                   "each mp_snapshot_execute is followed by one completion",
                   a->id, -s->in_progress);
     if (s->in_progress > 0) {
-        mp_spawn(round_again, a, sizeof *a, MP_SCHED_FIFO);
+        bool same = s->in_progress == s->last_sum;
+        s->last_sum = s->in_progress;
+        if (!same || s->completed != s->completed_at_round || s->woken_round == s->phase_target) {
+            if (same && s->completed != s->completed_at_round)
+                progress(s); /* counted since the round: the others wait to hear it */
+            mp_spawn(round_again, a, sizeof *a, MP_SCHED_FIFO);
+            return;
+        }
+        s->stalled = true; /* nothing completed between two rounds: wait for progress */
+        mp_fiber_t f = mp_fiber_create(snapshot_mutators_in_progress, a, sizeof *a, MP_SCHED_FIFO);
+        mp_counter_wait(s->progress, ++s->progress_target, f);
         return;
     }
+    s->last_sum = -1;
     if (a->sync)
         mp_snapshot_unfreeze(a->id);
     mp_counter_add(a->done, 1);
@@ -212,6 +279,7 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
         return MP_FAIL;
     }
     s->frozen = true;
+    s->last_sum = -1;
     round_start(s, (step_args){h, done, false, mp_access_current()});
     return MP_WAIT;
 }
@@ -238,6 +306,7 @@ mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
         return MP_FAIL;
     }
     s->frozen = true;
+    s->last_sum = -1;
     round_start(s, (step_args){h, done, true, mp_access_current()});
     return MP_WAIT;
 }

@@ -64,6 +64,26 @@ def test_a_remote_completion_sends_no_message(rt, npes):
     assert rest == 0 and 3 <= rounds < remote // (8 * (npes - 1)), (rounds, rest, remote)
 
 
+def test_a_freeze_whose_rounds_stall_resumes_on_the_completion(rt):
+    """PE 0's one mutator completes on PE 1 only after 100 ms of short fibers: two rounds find
+    the same sum and the rounds stall until PE 1's completion wakes them.  The remote
+    operations are the mutator, the start's barrier, the rounds (4 each at 3 PEs) and PE 1's
+    two wakes: three rounds, the third after the wake."""
+    run = rt.run("snapshot", "slow", env={"MPROF_PES": 3}, timeout=30)
+    assert "slow rc=0" in run.stdout, run.describe()
+    ops = [run.pe_stats(pe)["RemoteOp"] for pe in range(3)]
+    assert sum(ops) == 1 + 4 + 3 * 4 + 2, ops
+
+
+def test_a_mutator_that_never_completes_is_a_hang_not_endless_rounds(rt):
+    """Rounds that keep finding the same sum wait for progress, so the machine goes quiescent
+    and the hang report comes at once (not after MPROF_IDLE_TIMEOUT, and not never)."""
+    run = rt.run("snapshot", "lost", env={"MPROF_PES": 3, "MPROF_IDLE_TIMEOUT": 60},
+                 profile=False, expect_rc=2, timeout=30)
+    assert "mprof: hang: no PE can make progress" in run.stderr, run.describe()
+    assert run.stderr.count("waits on counter") >= 3  # each PE's sync, waiting for progress
+
+
 def test_sleeping_pes_wake_at_once_for_messages(rt):
     # MPROF_SPIN=0: an idle PE sleeps at once, so every barrier round trip goes through the
     # futex wake-up.  A lost wake-up costs the 50 ms sleep timeout each time (60 operations).
@@ -150,9 +170,9 @@ def test_an_unfreeze_without_a_freeze_is_reported_and_releases_nothing(rt):
     # the second completion let a freeze end while a mutator still executed
     ("complete_extra", ("mprof: fatal: PE 0: mp_snapshot_complete: snapshot 1025: more mutators "
                         "completed than executed on PE 0 (1)")),
-    # the same, completed on another PE: the freeze's round finds the sum negative
-    ("complete_extra_remote", ("mprof: fatal: PE 0: snapshot 1025: more mutators completed than "
-                               "executed (1 more over all PEs)")),
+    # the same, completed on another PE: the freeze's round finds the sum negative on every PE
+    ("complete_extra_remote", ("snapshot 1025: more mutators completed than executed (1 more over "
+                               "all PEs)")),
 ])
 def test_snapshot_calls_that_return_nothing_end_the_run_on_misuse(rt, call, message):
     run = rt.run("snapshot", "fatal", call, env={"MPROF_PES": 3}, profile=False, expect_rc=3,

@@ -40,6 +40,13 @@ def test_object_snapshot_bulk_misuse_under_sanitizer(rt_san, args):
     assert "misuse rc=0" in run.stdout
 
 
+@pytest.mark.parametrize("npes", [3, 8])
+def test_snapshot_rounds_that_stall_and_resume_under_sanitizer(rt_san, npes):
+    """A freeze's rounds stall, and one PE's completion wakes the others (snapshot.c)."""
+    run = rt_san.run("snapshot", "slow", env={"MPROF_PES": npes}, timeout=120)
+    assert "slow rc=0" in run.stdout
+
+
 def test_snapshot_complete_before_mp_main_under_sanitizer(rt_san):
     """(A fatal misuse inside a run exits with the PEs' memory held: LeakSanitizer reports it,
     so only the call made before mp_main runs here.)"""

@@ -9,9 +9,11 @@
  * run with a message (exit 3): execute / complete / unfreeze on a user object, complete
  * before mp_main, more completions than executions (on the executing PE at once, on another
  * PE at the next freeze). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "check.h"
 
 #include <stdatomic.h>
+#include <time.h>
 
 #define M 400
 
@@ -178,6 +180,58 @@ static void fatal_main(int argc, char **argv)
     printf("survived %s\n", fatal_call);
 }
 
+/* Scenario "slow": PE 0's one mutator completes on PE 1 after a chain of short fibers that
+ * lasts 100 ms, while every PE keeps serving messages, so the freeze's rounds find no progress
+ * for a while and stall; the completion must start them again.  Scenario "lost": the mutator
+ * never completes, and the run must end with a hang report, not circle in rounds. */
+static mp_counter_t slow_done[MAXPE];
+static int slow_synced[MAXPE];
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void slow_apply(void *p)
+{
+    double until = *(double *)p;
+    if (now_s() < until) { /* a short fiber, then the next behind whatever has queued */
+        CHECK_OK(mp_spawn(slow_apply, &until, sizeof until, MP_SCHED_FIFO));
+        return;
+    }
+    mp_snapshot_complete(snap, 0);
+}
+
+static void slow_synced_fn(void *p)
+{
+    (void)p;
+    slow_synced[mp_mype()]++;
+}
+
+static void slow_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype();
+    CHECK_OK(mp_snapshot_new(&snap));
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_EQ(mp_obj_barrier(snap, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, 1));
+    mp_counter_free(c);
+    if (me == 0) {
+        CHECK_EQ(mp_snapshot_query(snap), MP_OK);
+        mp_snapshot_execute(snap);
+        double until = now_s() + 0.1;
+        if (strcmp(tst_scenario(argc, argv, ""), "slow") == 0)
+            CHECK_OK(mp_invoke(1, slow_apply, &until, sizeof until, MP_SCHED_FIFO));
+    }
+    slow_done[me] = mp_counter_new(0);
+    CHECK_OK(
+        mp_counter_wait(slow_done[me], 1, mp_fiber_create(slow_synced_fn, NULL, 0, MP_SCHED_FIFO)));
+    CHECK_EQ(mp_snapshot_sync(snap, slow_done[me]), MP_WAIT);
+}
+
 int main(int argc, char **argv)
 {
     const char *scenario = tst_scenario(argc, argv, "default");
@@ -187,6 +241,13 @@ int main(int argc, char **argv)
         report("freeze_before_main", mp_snapshot_freeze(1, NULL));
         int rc = tst_run(argc, argv, 3, misuse_main);
         printf("misuse rc=%d\n", rc);
+        return rc;
+    }
+    if (strcmp(scenario, "slow") == 0 || strcmp(scenario, "lost") == 0) {
+        int rc = tst_run(argc, argv, 3, slow_main);
+        for (int i = 0; rc == 0 && i < mp_npes(); i++)
+            CHECK_EQ(slow_synced[i], 1);
+        printf("%s rc=%d\n", scenario, rc);
         return rc;
     }
     if (strcmp(scenario, "fatal") == 0 && argc > 2) {
