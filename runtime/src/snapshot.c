@@ -21,7 +21,7 @@
  *     completion on some PE.  That PE tells the others (a wake naming the round), and a PE
  *     that counted a completion after its last contribution starts it itself.  So a mutator
  *     that never completes leaves the machine quiescent, with each PE's freeze waiting on its
- *     `progress` counter, which the hang report names, rather than circling in rounds; and a
+ *     `progress` counter, which the hang report lists, rather than circling in rounds; and a
  *     record that sits in an aggregation buffer for a while costs a pause, not a hang.
  * So a freeze whose mutators have all completed takes one global operation, as the barrier did
  * before, and a mutator costs a count where it executes and one where it completes: where every
@@ -161,6 +161,8 @@ typedef struct {
 static void wake_arrive(void *p)
 {
     const wake_args *w = p;
+    /* the completing fiber's category, as the enabler of the freeze's next round (latency) */
+    mp_access_declare(mpr_cur_enabler(mpr_pe_self()));
     snapshot *s = local(w->id, "mp_snapshot_freeze");
     if (w->round > s->woken_round)
         s->woken_round = w->round; /* for a PE that has not seen the round's sum yet */
