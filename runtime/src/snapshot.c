@@ -163,7 +163,10 @@ static void wake_arrive(void *p)
     const wake_args *w = p;
     /* the completing fiber's category, as the enabler of the freeze's next round (latency) */
     mp_access_declare(mpr_cur_enabler(mpr_pe_self()));
-    snapshot *s = local(w->id, "mp_snapshot_freeze");
+    char why[160];
+    snapshot *s = find(w->id, why, sizeof why);
+    if (!s) /* destroyed since: the freeze it was sent in has ended on every PE */
+        return;
     if (w->round > s->woken_round)
         s->woken_round = w->round; /* for a PE that has not seen the round's sum yet */
     if (s->stalled && s->phase_target == w->round) {

@@ -208,6 +208,8 @@ static void slow_synced_fn(void *p)
 {
     (void)p;
     slow_synced[mp_mype()]++;
+    /* at once: a wake still on its way must find the snapshot gone and do nothing */
+    CHECK_EQ(mp_obj_destroy(snap, slow_done[mp_mype()]), MP_WAIT);
 }
 
 static void slow_main(int argc, char **argv)
