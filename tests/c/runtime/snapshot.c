@@ -8,7 +8,8 @@
  * partition is left alone.  Scenario "fatal <call>": the calls that return nothing end the
  * run with a message (exit 3): execute / complete / unfreeze on a user object, complete
  * before mp_main, more completions than executions (on the executing PE at once, on another
- * PE at the next freeze). */
+ * PE at the next freeze).  Scenarios "slow" and "lost": a freeze's rounds that stall (see
+ * slow_main). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "check.h"
 
