@@ -240,9 +240,10 @@ static void round_again(void *p)
     round_start(local(a->id, "mp_snapshot_freeze"), *a);
 }
 
-/* round_again for a stalled freeze: the name the hang report gives a freeze that waits for a
- * mutator that never completes. */
-static void snapshot_mutators_in_progress(void *p) { round_again(p); }
+/* round_again for a stalled freeze, under the name the hang report gives a freeze that waits
+ * for a mutator that never completes: not static, so that the dynamic symbol table has it. */
+void mpr_snapshot_waits_for_mutators(void *p);
+void mpr_snapshot_waits_for_mutators(void *p) { round_again(p); }
 
 static void round_done(void *p)
 {
@@ -263,7 +264,8 @@ static void round_done(void *p)
             return;
         }
         s->stalled = true; /* nothing completed between two rounds: wait for progress */
-        mp_fiber_t f = mp_fiber_create(snapshot_mutators_in_progress, a, sizeof *a, MP_SCHED_FIFO);
+        mp_fiber_t f =
+            mp_fiber_create(mpr_snapshot_waits_for_mutators, a, sizeof *a, MP_SCHED_FIFO);
         mp_counter_wait(s->progress, ++s->progress_target, f);
         return;
     }

@@ -81,7 +81,9 @@ def test_a_mutator_that_never_completes_is_a_hang_not_endless_rounds(rt):
     run = rt.run("snapshot", "lost", env={"MPROF_PES": 3, "MPROF_IDLE_TIMEOUT": 60},
                  profile=False, expect_rc=2, timeout=30)
     assert "mprof: hang: no PE can make progress" in run.stderr, run.describe()
-    assert run.stderr.count("waits on counter") >= 3  # each PE's sync, waiting for progress
+    for pe in range(3):  # each PE's sync, its rounds stalled
+        assert f"PE {pe}: fiber mpr_snapshot_waits_for_mutators (created by unclassified) " \
+               "waits on counter" in run.stderr, run.stderr
 
 
 def test_sleeping_pes_wake_at_once_for_messages(rt):
