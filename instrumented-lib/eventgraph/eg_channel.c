@@ -303,8 +303,8 @@ mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done
  * has arrived. */
 static void freeze_done(void *p)
 {
-    freeze_args *a = p;
-    mp_counter_add(a->done, 1);
+    mp_counter_t *done = p; /* the caller's counter */
+    mp_counter_add(*done, 1);
 }
 
 mp_status eg_freeze(eg_graph *g, mp_counter_t done)
@@ -316,8 +316,7 @@ mp_status eg_freeze(eg_graph *g, mp_counter_t done)
         return MP_FAIL;
     }
     g->fz_target++;
-    freeze_args a = {g->id, done};
-    mp_fiber_t f = mp_fiber_create(freeze_done, &a, sizeof a, MP_SCHED_URGENT);
+    mp_fiber_t f = mp_fiber_create(freeze_done, &done, sizeof done, MP_SCHED_URGENT);
     if (!f)
         return MP_FAIL;
     mp_counter_wait(g->fz, g->fz_target, f);

@@ -97,11 +97,6 @@ typedef struct {
     mp_counter_t done;
 } node_args;
 
-typedef struct {
-    mp_obj_t gid;
-    mp_counter_t done;
-} freeze_args;
-
 /* This PE's partition of graph `id` (a message for a graph the PE has not created aborts:
  * create graphs on every PE before sending). */
 static inline eg_graph *lookup(mp_obj_t id) { return lib_part(id); }
