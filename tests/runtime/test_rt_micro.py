@@ -136,8 +136,11 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
     assert agg["instructions_per_op"] < unagg["instructions_per_op"], f
     for r in (agg, unagg):
         assert sum(r["parts"].values()) == pytest.approx(r["instructions_per_op"], abs=5), r
-        # every remote operation is one mp_invoke and one record polled on the receiver
-        assert r["parts"]["invoke"] > 10 and r["parts"]["receive"] > 10, r
+        # every remote operation is one mp_invoke and one record taken by the receiver's poll.
+        # Not the receive part as a whole: it also holds the waiting PE's idle polling, which
+        # callgrind's serialised threads make irregular (once -1.3 instructions per operation
+        # in all, with mpr_poll's own 14.5 as usual)
+        assert r["parts"]["invoke"] > 10 and r["functions"].get("mpr_poll", 0) > 5, r
         assert "mp_invoke" in r["functions"] and "step" in r["functions"], r
     # --pes: the same counts at 4 PEs, a thread each (four processes' worth of rt_workload)
     four = f["by_pes"]["4"]
