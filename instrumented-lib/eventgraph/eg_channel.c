@@ -299,14 +299,6 @@ mp_status eg_send(eg_graph *g, uint32_t node, const void *elt, mp_counter_t done
 /* ------------------------------------------------------------------------------------ */
 /* Freeze / unfreeze                                                                      */
 
-/* The snapshot's freeze is done: on every PE, every element and release shipped before it
- * has arrived. */
-static void freeze_done(void *p)
-{
-    mp_counter_t *done = p; /* the caller's counter */
-    mp_counter_add(*done, 1);
-}
-
 mp_status eg_freeze(eg_graph *g, mp_counter_t done)
 {
     if (!g || !done || is_frozen(g)) {
@@ -315,13 +307,9 @@ mp_status eg_freeze(eg_graph *g, mp_counter_t done)
                                             : "the graph is frozen already");
         return MP_FAIL;
     }
-    g->fz_target++;
-    mp_fiber_t f = mp_fiber_create(freeze_done, &done, sizeof done, MP_SCHED_URGENT);
-    if (!f)
-        return MP_FAIL;
-    mp_counter_wait(g->fz, g->fz_target, f);
-    mp_snapshot_freeze(g->snap, g->fz);
-    return MP_WAIT;
+    /* the snapshot's freeze increments `done` on every PE once every element and release
+     * shipped before it has arrived */
+    return mp_snapshot_freeze(g->snap, done);
 }
 
 void eg_unfreeze(eg_graph *g)

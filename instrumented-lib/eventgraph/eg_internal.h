@@ -75,8 +75,6 @@ struct eg_graph {
     snd_t *snd;
     rcv_t *rcv;
     lnode_t *nodes;
-    mp_counter_t fz; /* steps of freeze */
-    uint64_t fz_target;
     graph_stats_t *st;
     struct eg_graph *reg_next, *reg_prev; /* partitions of the process, for eg_finalize */
 };

@@ -219,7 +219,6 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
             nedge_local += g->in_off[u + 1] - g->in_off[u];
             g->nodes[u].wake = mp_counter_new(0);
         }
-    g->fz = mp_counter_new(0);
 
     mp_err e = mp_obj_create(g, &g->id);
     if (e == MP_SUCCESS)
@@ -335,7 +334,6 @@ static void destroyed(void *part)
     for (uint32_t u = 0; u < g->nnodes; u++)
         if (g->nodes[u].wake)
             mp_counter_free(g->nodes[u].wake);
-    mp_counter_free(g->fz);
     eg_stats_stop(g);
     graph_free(g);
 }

@@ -256,10 +256,11 @@ static void round_done(void *p)
                   a->id, -s->in_progress);
     if (s->in_progress > 0) {
         bool same = s->in_progress == s->last_sum;
+        bool counted = s->completed != s->completed_at_round; /* since this PE's contribution */
         s->last_sum = s->in_progress;
-        if (!same || s->completed != s->completed_at_round || s->woken_round == s->phase_target) {
-            if (same && s->completed != s->completed_at_round)
-                progress(s); /* counted since the round: the others wait to hear it */
+        if (same && counted)
+            progress(s); /* the others wait to hear of it */
+        if (!same || counted || s->woken_round == s->phase_target) {
             mp_spawn(round_again, a, sizeof *a, MP_SCHED_FIFO);
             return;
         }
@@ -269,10 +270,18 @@ static void round_done(void *p)
         mp_counter_wait(s->progress, ++s->progress_target, f);
         return;
     }
-    s->last_sum = -1;
     if (a->sync)
         mp_snapshot_unfreeze(a->id);
     mp_counter_add(a->done, 1);
+}
+
+/* Freeze and sync: stop admitting mutators, then the first round. */
+static mp_status freeze_start(snapshot *s, step_args a)
+{
+    s->frozen = true;
+    s->last_sum = -1;
+    round_start(s, a);
+    return MP_WAIT;
 }
 
 mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
@@ -285,10 +294,7 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
                    done ? "while already frozen" : "without a counter");
         return MP_FAIL;
     }
-    s->frozen = true;
-    s->last_sum = -1;
-    round_start(s, (step_args){h, done, false, mp_access_current()});
-    return MP_WAIT;
+    return freeze_start(s, (step_args){h, done, false, mp_access_current()});
 }
 
 void mp_snapshot_unfreeze(mp_snapshot_t h)
@@ -312,8 +318,5 @@ mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
                    done ? "while frozen" : "without a counter");
         return MP_FAIL;
     }
-    s->frozen = true;
-    s->last_sum = -1;
-    round_start(s, (step_args){h, done, true, mp_access_current()});
-    return MP_WAIT;
+    return freeze_start(s, (step_args){h, done, true, mp_access_current()});
 }
