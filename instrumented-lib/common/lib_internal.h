@@ -55,6 +55,22 @@ static __attribute__((unused)) void *lib_calloc(size_t n, size_t size)
     return q;
 }
 
+/* Zeroed memory that is written now, by the calling PE, or NULL.  For a table that the hot
+ * path reads before it writes (a hash table's bins): calloc leaves fresh pages to the kernel,
+ * which maps its shared zero page at the first read, and the first write then replaces it and
+ * must flush the old translation from every CPU that runs the program, an interprocessor
+ * interrupt per page to all of them.  Writing the pages here takes one fault per page on this
+ * PE's own CPU, with nothing to flush, and places them near it on a multi-socket machine. */
+static __attribute__((unused)) void *lib_zeroed(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *q = malloc(n * size ? n * size : 1);
+    if (q)
+        memset(q, 0, n * size);
+    return q;
+}
+
 static __attribute__((unused)) void *lib_realloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);

@@ -185,8 +185,8 @@ mp_err ht_create(const ht_options *o, ht_t *out)
         p->o.hash = fnv1a;
     p->nbins = o->bins_per_pe;
     p->total_bins = (uint64_t)o->bins_per_pe * (uint64_t)mp_npes();
-    p->bins = calloc(p->nbins, sizeof *p->bins);
-    p->occupied = calloc(occupied_words(p->nbins), sizeof *p->occupied);
+    p->bins = lib_zeroed(p->nbins, sizeof *p->bins);
+    p->occupied = lib_zeroed(occupied_words(p->nbins), sizeof *p->occupied);
     if (!p->bins || !p->occupied) {
         free(p->bins);
         free(p->occupied);

@@ -8,14 +8,21 @@
  *                             predicts exactly from the hash function
  *   ht_test misuse CASE       misuse is reported on stderr and refused (see misuse() below;
  *                             the cases that end the run say so)
+ *   ht_test faults [n=N] [bins=B]
+ *                             inserts N keys into a table of B bins per PE and prints the
+ *                             page faults the inserts took on each PE's thread beside the
+ *                             pages of its bins (a table whose bins were left to calloc faults
+ *                             twice on each of them: the zero page, then its replacement)
  *
  * Every PE runs the phases in pe_main, waiting with mp_block_until. */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "check.h"
 #include "hashtable.h"
 #include "hashtable_perf.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 static long N = 400;
 static long BINS = 8;
@@ -255,6 +262,37 @@ static void stats(void)
     destroy(&T, 1);
 }
 
+/* The minor page faults this thread took so far. */
+static long thread_faults(void)
+{
+    struct rusage ru;
+    CHECK_EQ(getrusage(RUSAGE_THREAD, &ru), 0);
+    return ru.ru_minflt;
+}
+
+static void faults(void)
+{
+    int me = ME, P = mp_npes();
+    ht_options o;
+    ht_options_init(&o, sizeof(uint64_t), sizeof(uint64_t));
+    o.bins_per_pe = (unsigned)BINS;
+    CHECK_EQ(ht_create(&o, &tab[me]), MP_SUCCESS);
+    ht_t T = tab[me];
+    /* only keys this PE owns: every fault below is this thread's */
+    long before = thread_faults(), n = 0;
+    for (uint64_t k = 0; k < (uint64_t)N * (uint64_t)P; k++)
+        if (ht_owner(T, &k) == me) {
+            CHECK_EQ(ht_insert(T, &k, &k, NULL, cnt[me]), MP_OK);
+            n++;
+        }
+    long taken = thread_faults() - before;
+    printf("PE %d: %ld inserts, %ld page faults, %ld pages of bins\n", me, n, taken,
+           (long)((size_t)BINS * sizeof(void *) / 4096));
+    wait_more((uint64_t)n);
+    sync_all(T);
+    destroy(&T, 1);
+}
+
 /* ---- misuse ------------------------------------------------------------------------ */
 
 static const char *misuse_case = "";
@@ -462,6 +500,8 @@ static void pe_main(int argc, char **argv)
         stats();
     else if (strcmp(scenario, "misuse") == 0)
         misuse();
+    else if (strcmp(scenario, "faults") == 0)
+        faults();
     else
         semantics();
     mp_counter_free(cnt[ME]);
@@ -500,6 +540,8 @@ int main(int argc, char **argv)
         printf("hashtable semantics: OK (P=%d N=%ld)\n", P, N);
     } else if (strcmp(scenario, "misuse") == 0) {
         printf("hashtable misuse %s: OK (P=%d)\n", misuse_case, P);
+    } else if (strcmp(scenario, "faults") == 0) {
+        printf("hashtable faults: OK (P=%d N=%ld)\n", P, N);
     } else {
         printf("hashtable stats: OK (P=%d N=%ld)\n", P, N);
     }
