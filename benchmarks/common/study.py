@@ -155,6 +155,13 @@ def settings(ap: argparse.ArgumentParser, argv=None):
     return args
 
 
+def size_label(args) -> str:
+    """The size's label ("5 rows, 3 runs") with the runs (or rounds) that --reps asked for."""
+    size = args.sizes[args.size]
+    return re.sub(rf"\b{size['reps']} (runs|rounds)\b", rf"{args.reps} \1", size["label"],
+                  count=1)
+
+
 SAVED = ("size", "pes", "flush", "reps")
 
 

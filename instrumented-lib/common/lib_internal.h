@@ -65,9 +65,10 @@ static __attribute__((unused)) void *lib_zeroed(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *q = malloc(n * size ? n * size : 1);
+    size_t bytes = n * size;
+    void *q = malloc(bytes ? bytes : 1);
     if (q)
-        memset(q, 0, n * size);
+        memset(q, 0, bytes);
     return q;
 }
 

@@ -35,6 +35,22 @@ typedef struct ht_entry {
     _Alignas(16) unsigned char data[]; /* key, then value */
 } ht_entry;
 
+/* Entries come from chunks of the partition's own: an entry has the table's fixed size, and a
+ * Tripuzzle level inserts millions of them and clears them all.  Taken one by one from malloc,
+ * every page of entries grew a thread's heap by a system call of its own (glibc grows a
+ * thread's arena a page at a time) under the lock that the other PEs' page faults take, and a
+ * cleared level gave its pages back to be faulted in again by the next. */
+typedef struct ht_chunk {
+    struct ht_chunk *next;
+    size_t cap, used; /* entries */
+    _Alignas(16) unsigned char mem[];
+} ht_chunk;
+
+enum {
+    CHUNK_FIRST = 32,         /* entries in a partition's first chunk */
+    CHUNK_MAX_BYTES = 1 << 18 /* each further chunk doubles up to this */
+};
+
 typedef struct {
     uint32_t magic; /* HT_MAGIC while the partition lives */
     mp_obj_t id;
@@ -49,6 +65,9 @@ typedef struct {
      * so a scan of every bin would cost each PE as much at 16 PEs as at 1 */
     uint64_t *occupied;
     size_t count;
+    size_t entry_size;      /* an entry with its key and value, a multiple of 16 bytes */
+    ht_chunk *chunks, *cur; /* cur: the chunk being filled; the ones after it are empty */
+    ht_entry *spare;        /* deleted entries, linked by next, taken before the chunks */
     /* entries freed so far: an iterator that sees it move may hold a freed entry (see
      * ht_iter_next) */
     uint64_t removals;
@@ -106,6 +125,56 @@ static size_t next_occupied(const ht_part *p, size_t b)
         bits = p->occupied[w];
     }
     return w * 64 + (size_t)__builtin_ctzll(bits);
+}
+
+/* A new entry's storage: a deleted entry's, or the next of the chunks. */
+static ht_entry *entry_new(ht_part *p)
+{
+    ht_entry *e = p->spare;
+    if (e) {
+        p->spare = e->next;
+        return e;
+    }
+    ht_chunk *c = p->cur;
+    if (!c || c->used == c->cap) {
+        if (c && c->next) {
+            c = c->next;
+        } else {
+            size_t cap = c ? 2 * c->cap : CHUNK_FIRST;
+            if (c && cap * p->entry_size > CHUNK_MAX_BYTES)
+                cap = c->cap; /* (the first chunk is at most 25 KB: entries are small) */
+            ht_chunk *n = lib_malloc(sizeof *n + cap * p->entry_size);
+            n->next = NULL;
+            n->cap = cap;
+            n->used = 0;
+            if (c)
+                c->next = n;
+            else
+                p->chunks = n;
+            c = n;
+        }
+        p->cur = c;
+    }
+    return (ht_entry *)(c->mem + c->used++ * p->entry_size);
+}
+
+/* Every entry's storage is free again; the chunks stay for the next entries. */
+static void entries_reset(ht_part *p)
+{
+    for (ht_chunk *c = p->chunks; c; c = c->next)
+        c->used = 0;
+    p->cur = p->chunks;
+    p->spare = NULL;
+}
+
+static void chunks_free(ht_part *p)
+{
+    for (ht_chunk *c = p->chunks, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    p->chunks = p->cur = NULL;
+    p->spare = NULL;
 }
 
 static uint64_t fnv1a(const void *key, size_t n)
@@ -184,6 +253,7 @@ mp_err ht_create(const ht_options *o, ht_t *out)
     if (!p->o.hash)
         p->o.hash = fnv1a;
     p->nbins = o->bins_per_pe;
+    p->entry_size = (sizeof(ht_entry) + o->key_size + o->value_size + 15) & ~(size_t)15;
     p->total_bins = (uint64_t)o->bins_per_pe * (uint64_t)mp_npes();
     p->bins = lib_zeroed(p->nbins, sizeof *p->bins);
     p->occupied = lib_zeroed(occupied_words(p->nbins), sizeof *p->occupied);
@@ -218,13 +288,9 @@ mp_err ht_create(const ht_options *o, ht_t *out)
 
 static void drop_entries(ht_part *p)
 {
-    for (size_t b = next_occupied(p, 0); b < p->nbins; b = next_occupied(p, b + 1)) {
-        for (ht_entry *e = p->bins[b], *n; e; e = n) {
-            n = e->next;
-            free(e);
-        }
+    for (size_t b = next_occupied(p, 0); b < p->nbins; b = next_occupied(p, b + 1))
         p->bins[b] = NULL;
-    }
+    entries_reset(p);
     p->removals += p->count;
     memset(p->occupied, 0, occupied_words(p->nbins) * sizeof *p->occupied);
     p->count = 0;
@@ -240,6 +306,7 @@ static void part_free(void *arg)
 {
     ht_part *p = arg;
     drop_entries(p); /* (Entry keeps the count at destruction) */
+    chunks_free(p);
     free(p->bins);
     free(p->occupied);
     p->magic = 0;
@@ -291,7 +358,7 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
         }
         if (*head)
             HASHTABLE_INC(p->st, Collisions, 1);
-        e = lib_malloc(sizeof *e + ks + vs);
+        e = entry_new(p);
         e->hash = hash;
         memcpy(e->data, key, ks);
         if (vs)
@@ -308,7 +375,8 @@ static int apply(ht_part *p, int op, uint64_t hash, const unsigned char *key,
         if (value_out && vs)
             memcpy(value_out, e->data + ks, vs);
         *link = e->next;
-        free(e);
+        e->next = p->spare;
+        p->spare = e;
         p->removals++;
         if (!*head)
             p->occupied[b / 64] &= ~(1ull << (b % 64));

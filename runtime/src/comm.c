@@ -65,8 +65,10 @@
  * to MPR_LARGE_MAX_LOG2); the receiver gives a pooled buffer back to its sender once its
  * records have become fibers or run from it (carriers: mpr_carrier.h; a flow-control
  * message).  Only messages bigger than the
- * largest class get a buffer of their own, which the receiver frees.
+ * largest class get a buffer of their own, which the receiver frees.  Small and aggregation
+ * buffers, the ones a busy PE runs out of, are cut from slabs of their own (buf_carve).
  */
+#define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include "mpr.h"
 #include "observer.h"
 
@@ -74,6 +76,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define SMALL_CAP 256
 #ifndef MPR_POLL_BUDGET
@@ -185,16 +188,41 @@ void mpr_msgbuf_free_list(mpr_msgbuf *b)
 {
     while (b) {
         mpr_msgbuf *n = b->next;
-        free(b);
+        mpr_msgbuf_free(b);
         b = n;
     }
+}
+
+/* A slab of pooled buffers: this header, then the buffers, each on cache lines of its own (a
+ * sender fills one while a receiver reads the next). */
+typedef struct mpr_buf_slab {
+    struct mpr_buf_slab *next;
+    size_t bytes;
+} mpr_buf_slab;
+
+#define SLAB_HEAD 64                   /* the header's cache line */
+#define SLAB_BYTES ((size_t)256 << 10) /* a slab, unless a buffer needs more */
+
+/* The slabs of the PEs freed so far: buffers carved from them may still sit in other PEs'
+ * lists and in the machine's channels, which are freed after the PEs (mpr_comm_slabs_free).
+ * Touched only by the thread that ends the run. */
+static mpr_buf_slab *retired_slabs;
+
+void mpr_comm_slabs_free(void)
+{
+    for (mpr_buf_slab *s = retired_slabs, *n; s; s = n) {
+        n = s->next;
+        munmap(s, s->bytes);
+    }
+    retired_slabs = NULL;
 }
 
 void mpr_comm_fini(mpr_pe *pe)
 {
     if (!pe->agg_grouped && pe->agg) { /* a group's buffers are the backend's */
         for (int i = 0; i < pe->npes; i++)
-            free(pe->agg[i].buf);
+            if (pe->agg[i].buf)
+                mpr_msgbuf_free(pe->agg[i].buf);
         free(pe->agg);
     }
     free(pe->agg_open);
@@ -213,6 +241,13 @@ void mpr_comm_fini(mpr_pe *pe)
     mpr_msgbuf_free_list(pe->rx_pending); /* only after an abnormal end (hang, timeout) */
     pe->rx_pending = NULL;
     pe->free_small = pe->free_agg = NULL;
+    while (pe->buf_slabs) {
+        mpr_buf_slab *s = pe->buf_slabs;
+        pe->buf_slabs = s->next;
+        s->next = retired_slabs;
+        retired_slabs = s;
+    }
+    pe->carve_next[0] = pe->carve_next[1] = pe->carve_end[0] = pe->carve_end[1] = 0;
 }
 
 /* The class of a large buffer of `cap` bytes, or -1 when cap is not a class's capacity. */
@@ -255,7 +290,7 @@ static void reclaim(mpr_pe *pe)
             pe->free_large[large] = b;
             pe->large_cached += b->cap;
         } else {
-            free(b);
+            mpr_msgbuf_free(b); /* (a carved buffer is of the first two classes) */
         }
         b = n;
     }
@@ -273,7 +308,43 @@ static mpr_msgbuf *buf_new(mpr_pe *pe, size_t cap, uint32_t kind)
     if (!b)
         mpr_fatal("out of memory allocating a %zu-byte message", cap);
     b->cap = cap;
-    b->kind = kind;
+    b->kind = (uint16_t)kind;
+    b->carved = 0;
+    return b;
+}
+
+/* A fresh small or aggregation buffer, cut from the PE's current slab of its class (a new slab
+ * when that one is used up).  A busy PE runs out of these while its receivers lag, thousands
+ * of times in a run with many PEs.  One malloc each grew the worker thread's heap by a system
+ * call per page or two (glibc grows a thread's arena a page at a time), under the lock that
+ * the other PEs' page faults take: a cost that varied with the run's timing.  A slab is one
+ * mapping of SLAB_BYTES (or the least power of two that holds a buffer), whose pages are
+ * touched, and so faulted in, only as buffers are cut from it: a PE that sends little keeps
+ * little.  Counted: MsgAlloc once a slab, ByteAlloc the capacity of every buffer cut. */
+static MPR_COLD mpr_msgbuf *buf_carve(mpr_pe *pe, size_t cap, int cls)
+{
+    size_t stride = (sizeof(mpr_msgbuf) + cap + 63) & ~(size_t)63;
+    if (pe->carve_end[cls] - pe->carve_next[cls] < stride) {
+        size_t bytes = SLAB_BYTES;
+        while (bytes < SLAB_HEAD + stride)
+            bytes *= 2;
+        void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            mpr_fatal("out of memory allocating %zu bytes of message buffers", bytes);
+        mpr_buf_slab *s = mem;
+        s->next = pe->buf_slabs;
+        s->bytes = bytes;
+        pe->buf_slabs = s;
+        pe->carve_next[cls] = (uintptr_t)mem + SLAB_HEAD;
+        pe->carve_end[cls] = (uintptr_t)mem + bytes;
+        RTS_INC(&pe->rts, MsgAlloc, 1);
+    }
+    mpr_msgbuf *b = (mpr_msgbuf *)pe->carve_next[cls];
+    pe->carve_next[cls] += stride;
+    RTS_INC(&pe->rts, ByteAlloc, cap);
+    b->cap = cap;
+    b->kind = MPR_BUF_POOLED;
+    b->carved = 1;
     return b;
 }
 
@@ -303,6 +374,8 @@ static mpr_msgbuf *buf_get(mpr_pe *pe, size_t need)
             *list = b->next;
             if (large)
                 pe->large_cached -= cap;
+        } else if (!large) {
+            b = buf_carve(pe, cap, list == &pe->free_agg);
         } else {
             b = buf_new(pe, cap, MPR_BUF_POOLED);
         }

@@ -8,6 +8,8 @@
 
 #include "mpr_base.h"
 
+#include <stdlib.h>
+
 /* Messages: a physical message carries records, each a fiber to create on arrival and
  * optionally a payload copied to a destination address first (bulk transfers).  A record is
  * a 16-byte header, then (bulk only) a 16-byte payload header, then the arguments and the
@@ -55,7 +57,8 @@ typedef struct mpr_msgbuf {
     struct mpr_msgbuf *next; /* inbox / free list link */
     int src;                 /* the PE whose pool it came from (and returns to) */
     int dst;
-    uint32_t kind;
+    uint16_t kind;    /* mpr_buf_kind */
+    uint16_t carved;  /* made in one of its PE's slabs (comm.c buf_carve): never freed alone */
     uint32_t counted; /* already counted in flight when opened (a group buffer: machine.h) */
     size_t len;
     size_t cap;
@@ -90,6 +93,14 @@ void mpr_comm_init(mpr_pe *pe);
 void mpr_comm_fini(mpr_pe *pe);
 /* Frees every buffer of a list linked through `next` (at the end of a run). */
 void mpr_msgbuf_free_list(mpr_msgbuf *b);
+/* Frees a buffer unless it was carved from a slab (those go with their slabs at the end). */
+static inline void mpr_msgbuf_free(mpr_msgbuf *b)
+{
+    if (!b->carved)
+        free(b);
+}
+/* Unmaps the slabs of every PE freed so far (after the machine has let go of its buffers). */
+void mpr_comm_slabs_free(void);
 mp_err mpr_send_record(mpr_pe *pe, int dst, mp_fiber_fn fn, const void *args, size_t args_size,
                        mp_sched_t sched, const void *payload, size_t payload_size,
                        void *payload_dst);

@@ -97,6 +97,8 @@ typedef struct mpr_pe {
     uint8_t *agg_listed;     /* per destination: in agg_open */
     mpr_msgbuf *free_small;  /* pooled buffers of MPR_SMALL_CAP */
     mpr_msgbuf *free_agg;    /* pooled buffers of the aggregation capacity */
+    struct mpr_buf_slab *buf_slabs;        /* where the small and aggregation buffers were cut */
+    uintptr_t carve_next[2], carve_end[2]; /* the rest of the current slab, small and agg */
     mpr_msgbuf *free_large[MPR_LARGE_CLASSES]; /* pooled large buffers, by power of two */
     size_t large_cached;                       /* bytes held in free_large */
     size_t agg_cap;

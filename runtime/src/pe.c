@@ -483,5 +483,6 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
     free(mpr_g.pes);
     mpr_g.pes = NULL;
     mpr_machine_fini();
+    mpr_comm_slabs_free(); /* the machine's channels held buffers of the PEs' slabs */
     return rc;
 }

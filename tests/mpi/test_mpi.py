@@ -117,14 +117,14 @@ def _same_results(exe, args, np, transport, **settings):
     return shm, mpi
 
 
-def _check_profile(shm, mpi, np):
+def _check_profile(shm, mpi, np, keys=DETERMINISTIC_RTS):
     doc = mpi.profile
     assert doc is not None, "rank 0 wrote no run profile\n" + mpi.describe()
     assert doc["backend"] == "mpi" and shm.profile["backend"] == "shm"
     assert doc["npes"] == np and [p["pe"] for p in doc["pes"]] == list(range(np))
     for pe in range(np):
         a, b = shm.rts(pe), mpi.rts(pe)
-        for k in DETERMINISTIC_RTS:
+        for k in keys:
             assert a[k] == b[k], f"PE {pe} {k}: shm {a[k]} mpi {b[k]}"
 
 
@@ -140,7 +140,10 @@ PORTABLE = [("comm", 200), ("bulk",), ("objects",), ("snapshot",), ("stress", 20
 def test_portable_results_equal_shared_memory(mpi_build, args, np, transport):
     exe = mpi_build / "tests" / "mpi" / "mpi_portable"
     shm, mpi = _same_results(exe, args, np, transport, MPROF_SMALL_BYTES=16)
-    _check_profile(shm, mpi, np)
+    # a freeze sums the mutators in flight in as many rounds of a global reduction as their
+    # completions take to arrive, so the snapshot case's messages and fibers vary with timing
+    keys = ["P", "Sched"] if args[0] == "snapshot" else DETERMINISTIC_RTS
+    _check_profile(shm, mpi, np, keys)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

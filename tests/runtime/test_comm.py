@@ -46,7 +46,8 @@ def test_aggregation_packs_invocations_and_byte_counts_agree(rt):
 def test_buffers_come_back_to_their_sender_and_are_reused(rt, size, agg):
     """Small, aggregation-sized and large (power-of-two class) buffers are all pooled: in a
     ping-pong every buffer is back before its sender needs the next, so each PE allocates
-    one buffer however many messages it sends (MsgAlloc counts fresh buffers)."""
+    one buffer however many messages it sends (ByteAlloc; MsgAlloc counts the slab it was cut
+    from, or the large buffer)."""
     run = rt.run("comm", "pingpong", 200, size, env={"MPROF_AGG_BYTES": agg})
     for pe in (0, 1):
         s = run.pe_stats(pe)
@@ -62,6 +63,21 @@ def test_buffers_come_back_to_their_sender_and_are_reused(rt, size, agg):
         else:
             cap = max(512, 1 << (record - 1).bit_length())
         assert s["ByteAlloc"] == cap, (pe, s["ByteAlloc"], cap)
+
+
+def test_fresh_small_and_aggregation_buffers_come_a_slab_at_a_time(rt):
+    """A sender that outruns its receiver takes fresh buffers (ByteAlloc / capacity of them);
+    small and aggregation buffers are cut from slabs of 256 KiB, a new one when the last is
+    used up (MsgAlloc counts them): a buffer (48-byte header and capacity) on whole cache
+    lines after the slab's 64-byte header. Large buffers still come one at a time."""
+    for agg, size, cap in ((1024, 32, 1024), (0, 32, 256)):
+        run, s = comm(rt, "count", 20000, size, MPROF_AGG_BYTES=agg)
+        made = s["ByteAlloc"] // cap
+        per_slab = (256 * 1024 - 64) // ((48 + cap + 63) // 64 * 64)
+        assert s["ByteAlloc"] == made * cap and made >= 1, (agg, s)
+        assert s["MsgAlloc"] == -(-made // per_slab), (agg, s["MsgAlloc"], made)
+    _, large = comm(rt, "count", 100, 512, MPROF_AGG_BYTES=0)
+    assert large["ByteAlloc"] == 1024 * large["MsgAlloc"]
 
 
 def test_fresh_buffers_are_counted_once_each(rt):

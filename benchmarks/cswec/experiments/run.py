@@ -302,7 +302,7 @@ def readme(rows, args) -> str:
     sp = {c: study.speedup(view[f"{c}-sequential"], view[f"{c}-initial"], "sim_s")
           for c in CIRCUITS}
     return study.in_short(
-        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs, with "
+        f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs, with "
         f"{(args.subs or {}).get('c2670', '?')} subcircuits on C2670 (the paper: 2033), the "
         "ratio of computation to runtime overhead is "
         f"{study.fmt(view['c2670-initial'].get('ratio'), 1)} on C2670 and "

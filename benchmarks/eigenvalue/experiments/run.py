@@ -115,7 +115,7 @@ def readme(rows, args) -> str:
 
     sp = {n: study.speedup(view["sequential"], view[n], "solve_s") for n in ("steal", "push")}
     return study.in_short(
-        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
         f"computation to runtime overhead is {study.fmt(view['steal'].get('ratio'), 0)} with "
         "stealing (the paper omits the runtime's costs as insignificant); speedups over 1 PE: "
         f"stealing {study.fmt(sp['steal'], 2)}, pushing {study.fmt(sp['push'], 2)} (paper: "

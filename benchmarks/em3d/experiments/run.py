@@ -169,7 +169,7 @@ def readme(rows, args) -> str:
     loss = [f"{100 * (it[r] / it[0] - 1):+.0f} % at {r} %" for r in (10, 20)]
     grows = all(b is not None for b in beta) and beta[0] < beta[1] < beta[2]
     return study.in_short(
-        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
         f"computation to runtime overhead is {study.fmt(view['remote10'].get('ratio'), 1)} at "
         f"10 % remote edges (the paper's: {ratio_text()}); the data transfer cost "
         f"{'grows' if grows else 'does not grow'} with the remote edges and the idle time is "

@@ -115,7 +115,7 @@ def readme(rows, args) -> str:
         return "n/a" if r[0] is None else f"{r[0]:.2f} (range {r[1]:.2f}-{r[2]:.2f})"
 
     return study.in_short(
-        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
         f"computation to runtime overhead is {study.fmt(view['steal'].get('ratio'), 0)} with "
         f"stealing (the paper's: {ratio_text()}); stealing's speedup over 1 PE is "
         f"{study.fmt(sp, 2)} (paper: 7.9 on the 32-PE CM5, 3.4 and 6.1 on the 8-PE Paragon "

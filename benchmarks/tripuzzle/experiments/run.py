@@ -115,7 +115,7 @@ def readme(rows, args) -> str:
         return f"{100 * (t[b] - t[a]) / t[a]:+.0f} %" if t[a] and t[b] else "n/a"
 
     return study.in_short(
-        f"at the {args.size} size ({SIZES[args.size]['label']}) on {pes} PEs the ratio of "
+        f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
         f"computation to runtime overhead is {study.fmt(view['fifo-1k'].get('ratio'), 1)} "
         f"(the paper's: {ratio_text()}) and the initial version's speedup over 1 PE "
         f"{study.fmt(study.speedup(view['sequential'], view['fifo-1k'], 'search_s'), 2)} "

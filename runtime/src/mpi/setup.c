@@ -169,6 +169,7 @@ mpr_msgbuf *mpr_mpi_rbuf_get(void)
         mpr_fatal("out of memory");
     b->cap = mpr_mpi.post_cap;
     b->kind = MPR_BUF_POOLED;
+    b->carved = 0;
     mpr_mpi_check(MPI_Recv_init(b->data, (int)mpr_mpi.post_cap, MPI_BYTE, MPI_ANY_SOURCE,
                                 MPI_ANY_TAG, mpr_mpi.comm, mpr_mpi_rbuf_req(b)),
                   "MPI_Recv_init");

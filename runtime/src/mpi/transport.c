@@ -36,6 +36,7 @@ void mpr_mpi_send_control(int dst, int tag, const void *data, size_t len)
     if (!b)
         mpr_fatal("out of memory");
     b->kind = MPR_BUF_OWNED;
+    b->carved = 0;
     b->cap = b->len = len;
     memcpy(b->data, data, len);
     isend_bytes(dst, b, b->data, len, tag, mpr_mpi.comm);
@@ -83,7 +84,7 @@ static void recycle_sent(mpr_pe *pe, mpr_msgbuf *b)
         b->next = head;
         atomic_store_explicit(&pe->returned, b, memory_order_relaxed);
     } else {
-        free(b);
+        mpr_msgbuf_free(b);
     }
 }
 
@@ -182,6 +183,7 @@ void mpr_mpi_recv_progress(int max)
             if (!big)
                 mpr_fatal("out of memory receiving a %llu-byte message", (unsigned long long)n);
             big->kind = MPR_BUF_OWNED;
+            big->carved = 0;
             big->cap = big->len = (size_t)n;
             mpr_mpi.large.buf = big;
             mpr_mpi_check(MPI_Irecv(big->data, (int)n, MPI_BYTE, st.MPI_SOURCE, 0,

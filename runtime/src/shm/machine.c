@@ -578,7 +578,7 @@ static void shm_processed(mpr_pe *pe, mpr_msgbuf *b)
         chan_put(&N.ret, w->out_ret, w, b->src, b);
         RTS_INC(&pe->rts, FlowMsgSent, 1);
     } else {
-        free(b);
+        mpr_msgbuf_free(b);
     }
     /* Taken off the in-flight count when the PE goes idle, not one by one: the count cannot
      * reach zero while this PE is active anyway, and every atomic on `activity` moves its
