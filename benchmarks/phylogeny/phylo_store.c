@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void *store_grow(void *p, size_t *cap, size_t elt)
 {
@@ -150,11 +151,16 @@ void maskset_init(maskset *s, size_t cap)
 {
     s->cap = cap;
     s->n = 0;
-    s->slot = calloc(cap, sizeof *s->slot);
+    /* written here, not left to calloc: the probes read a slot before they write it, and a
+     * page read first is the kernel's zero page, whose replacement at the write interrupts
+     * every CPU of the program to flush it (docs/datastructures.md, the hash table's memory) */
+    s->slot = malloc(cap * sizeof *s->slot);
     if (!s->slot) {
         fprintf(stderr, "phylogeny: out of memory\n");
         exit(1);
     }
+    __asm__ volatile("" : : "r"(s->slot) : "memory"); /* (or the compiler makes it a calloc) */
+    memset(s->slot, 0, cap * sizeof *s->slot);
 }
 
 static void maskset_grow(maskset *s)

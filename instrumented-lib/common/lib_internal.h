@@ -67,8 +67,12 @@ static __attribute__((unused)) void *lib_zeroed(size_t n, size_t size)
         return NULL;
     size_t bytes = n * size;
     void *q = malloc(bytes ? bytes : 1);
-    if (q)
+    if (q) {
+        /* (the compiler may turn malloc and a memset of zeros into calloc: it must not know
+         * the memory's contents when the memset runs) */
+        __asm__ volatile("" : : "r"(q) : "memory");
         memset(q, 0, bytes);
+    }
     return q;
 }
 
