@@ -41,7 +41,7 @@ PAPER_RATIO = {m: study.paper_ratio(t, i, th, ca, cb)
                for m, (_, t, i, th, ca, cb, *_) in PAPER_52.items()}
 PAPER_SPEEDUP = "16, 3.8 and 4.2 (initial; best 22, 4.7, 5.1) on the CM5 (32), Paragon and SP1 (8)"
 SIZES = {
-    "small": {"rows": 5, "reps": 3, "label": "5 rows, 3 runs"},
+    "small": {"rows": 6, "reps": 3, "label": "6 rows, 3 runs"},
     "paper": {"rows": 7, "reps": 3, "label": "7 rows (the paper's board), 3 runs"},
 }
 CANDIDATES = [5, 6, 7]  # rows, for --calibrate
@@ -62,19 +62,22 @@ def main(argv=None):
                          for r in CANDIDATES], args.work)
         return 0
     board = [f"--rows={args.rows}"]
-    rows = {"_study": study.study_row(args, ("rows",)),
-            "sequential": study.measure(TAG, "sequential", exe, board + ["--sched=fifo"],
-                                        {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 1, model,
-                                        args.work, args.out)}
+    rows = {"_study": study.study_row(args, ("rows",))}
+    # in rounds, every configuration once a round (the sequential run with the first PE
+    # count's): a slow spell of the machine falls on all of them, and the comparisons below
+    # are of runs in the same round
     for pes in args.pes:
+        group = {"sequential": (board + ["--sched=fifo"],
+                                {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024})} if pes == args.pes[0] \
+            else {}
         configs = [(name, sched, agg, {}) for name, sched, agg, _ in CONFIGS]
         configs += [(f"fifo-1k{study.flush_name(spec)}", "fifo", 1024, study.flush_env(spec))
                     for spec in args.flush[1:]]
-        for name, sched, agg, env in configs:
-            rows[f"{name}@{pes}"] = study.measure(
-                TAG, f"{name}@{pes}", exe, board + [f"--sched={sched}"],
-                {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env}, args.reps, model, args.work,
-                args.out)
+        group.update({f"{name}@{pes}": (board + [f"--sched={sched}"],
+                                        {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
+                      for name, sched, agg, env in configs})
+        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
+                                              args.out))
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -108,11 +111,10 @@ def table(rows, args, pes) -> list[str]:
 def readme(rows, args) -> str:
     pes = args.pes[0]
     view = study.at(rows, pes)
-    t = {n: study.param_stat(view[n], "search_s")[0] for n in ("sequential", "fifo-1k",
-                                                                "preempt-1k", "preempt-4k")}
 
     def pct(a, b):
-        return f"{100 * (t[b] - t[a]) / t[a]:+.0f} %" if t[a] and t[b] else "n/a"
+        m = same_round(view, b, a)[0]
+        return "n/a" if m is None else f"{100 * (m - 1):+.0f} %"
 
     return study.in_short(
         f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
@@ -121,7 +123,8 @@ def readme(rows, args) -> str:
         f"{study.fmt(study.speedup(view['sequential'], view['fifo-1k'], 'search_s'), 2)} "
         f"(paper: {PAPER_SPEEDUP}); preemptive inserts changed the search time by "
         f"{pct('fifo-1k', 'preempt-1k')} (paper: -10 to -15 %), and 4 KiB aggregation by "
-        f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %).  "
+        f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %), "
+        "medians over rounds of the same-round ratio.  "
         f"{solutions_text(view)}")
 
 
@@ -147,7 +150,8 @@ def render(rows, args) -> str:
         f"`benchmarks/tripuzzle/experiments/run.py --size {args.size}`: {args.rows} rows, hole "
         f"in the middle of the 5th row; PE counts {', '.join(map(str, args.pes))} on shared "
         f"memory (the machine has {rows['_study']['cores']} cores), {args.reps} runs per "
-        "configuration, one sequential run (1 PE).  Medians over the runs, seconds "
+        "configuration and of the sequential run (1 PE), in rounds (every configuration once "
+        "a round).  Medians over the runs, seconds "
         "averaged over the PEs; costs from the runtime's fitted model.  `search` is the "
         f"program's own time of the search.  {solutions_text(study.at(rows, args.pes[0]))}  "
         "The paper's board (7 rows) has no one-peg solution: a run at the paper size counts 0 "
@@ -192,14 +196,21 @@ def alpha_text(rows) -> str:
             "what aggregation can save is bounded by it.")
 
 
+def same_round(rows, a, b):
+    """a's search time over b's in the same round: (median, min, max) over the rounds."""
+    return study.round_ratio(rows[a], rows[b], "search_s")
+
+
 def findings(rows, args) -> list[str]:
-    t = {n: study.param_stat(r, "search_s") for n, r in rows.items() if "cmd" in r}
-
-    def faster(a, b):  # a's slowest run beats b's fastest
-        return t[a][2] is not None and t[b][1] is not None and t[a][2] < t[b][1]
-
     def pct(a, b):
-        return f"{100 * (t[b][0] - t[a][0]) / t[a][0]:+.1f} %" if t[a][0] and t[b][0] else "n/a"
+        """b against a in the same round: the median change, its range, and the verdict."""
+        m, lo, hi = same_round(rows, b, a)
+        if m is None:
+            return "n/a"
+        verdict = ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
+                   else "within the spread (the rounds disagree)")
+        return (f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
+                f"{verdict}")
 
     base = rows["fifo-1k"]
     idle, sync = base.get("Idle"), base.get("obs:" + SYNC)
@@ -215,10 +226,8 @@ def findings(rows, args) -> list[str]:
         "boards evenly, so idle time is a small part of the run here (the paper's 32 CM5 "
         "nodes idled 27 % of the time).",
         f"- Preemptive inserts (paper: -10 % to -15 %): search {pct('fifo-1k', 'preempt-1k')}"
-        f".  Faster beyond the spread: {'yes' if faster('preempt-1k', 'fifo-1k') else 'no'}; "
-        f"slower beyond it: {'yes' if faster('fifo-1k', 'preempt-1k') else 'no'}.  As in the "
-        "paper (section 3.2.4), a preemptive insert runs straight from the message buffer in "
-        "the receiving PE's poll, with no fiber made: "
+        ".  As in the paper (section 3.2.4), a preemptive insert runs straight from the "
+        "message buffer in the receiving PE's poll, with no fiber made: "
         f"{study.fmt(rows['preempt-1k'].get('ThreadDirect'), 0)} of "
         f"{study.fmt(rows['preempt-1k'].get('RemoteOp'), 0)} remote invocations per PE "
         "(rts ThreadDirect; the others are the program's FIFO fibers).  The model's THREAD "
@@ -226,9 +235,8 @@ def findings(rows, args) -> list[str]:
         f"{study.fmt(rows['preempt-1k'].get('THREAD'), 3)} s.  The thread costs it saves are a "
         "small part of this run, whose time goes into the table (below).",
         f"- 4 KiB instead of 1 KiB aggregation (paper: a further -10 % to -15 %): search "
-        f"{pct('preempt-1k', 'preempt-4k')}; faster beyond the spread: "
-        f"{'yes' if faster('preempt-4k', 'preempt-1k') else 'no'}.  Against the initial "
-        f"FIFO/1 KiB version: {pct('fifo-1k', 'preempt-4k')}.  {alpha_text(rows)}",
+        f"{pct('preempt-1k', 'preempt-4k')}.  Against the initial FIFO/1 KiB version: "
+        f"{pct('fifo-1k', 'preempt-4k')}.  {alpha_text(rows)}",
         "- Where the time goes instead: applying the inserts.  On the paper's board a table "
         "holds up to 1.3 million boards per PE, far beyond the caches, so each insert waits on "
         "memory (perf on one PE: 83 % of the cycles in the table's apply).  The runtime's "
@@ -237,7 +245,7 @@ def findings(rows, args) -> list[str]:
     ]
     for spec in args.flush[1:]:
         name = f"fifo-1k{study.flush_name(spec)}"
-        if name in t:
+        if name in rows:
             out.append(f"- Message service, {study.flush_label(spec)} (the modern counterpart "
                        f"of lower aggregation): search {pct('fifo-1k', name)} against the "
                        "default flush.")
