@@ -67,20 +67,21 @@ def main(argv=None):
                         [(f"N = {n}", [f"--n={n}", "--balance=steal", "--tasks=fetch"],
                           {"MPROF_AGG_BYTES": 1024}) for n in CANDIDATES], args.work)
         return 0
-    rows = {"_study": study.study_row(args, ("n",)),
-            "sequential": study.measure(TAG, "sequential", exe, [f"--n={args.n}"],
-                                        {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3, model,
-                                        args.work, args.out)}
+    rows = {"_study": study.study_row(args, ("n",))}
+    # in rounds, every configuration once a round (the sequential run with the first PE
+    # count's), so that the comparisons below are of runs in the same round
     for pes in args.pes:
+        group = {"sequential": ([f"--n={args.n}"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024})} \
+            if pes == args.pes[0] else {}
         configs = [(name, balance, tasks, agg, {}) for name, balance, tasks, agg, _ in CONFIGS]
         configs += [(f"steal{study.flush_name(spec)}", "steal", "fetch", 1024,
                      study.flush_env(spec)) for spec in args.flush[1:]]
-        for name, balance, tasks, agg, env in configs:
-            rows[f"{name}@{pes}"] = study.measure(
-                TAG, f"{name}@{pes}", exe,
-                [f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
-                {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env}, args.reps, model,
-                args.work, args.out)
+        group.update({f"{name}@{pes}": (
+            [f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
+            {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
+            for name, balance, tasks, agg, env in configs})
+        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
+                                              args.out))
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -107,11 +108,11 @@ def table(rows, args, pes) -> list[str]:
 def readme(rows, args) -> str:
     pes = args.pes[0]
     view = study.at(rows, pes)
-    t = {n: study.param_stat(view[n], "solve_s")[0] for n, *_ in CONFIGS}
     fe = "eigenvalue:FETCH"
 
     def pct(a, b):
-        return f"{100 * (t[b] - t[a]) / t[a]:+.0f} %" if t[a] and t[b] else "n/a"
+        m = study.round_ratio(view[b], view[a], "solve_s")[0]
+        return "n/a" if m is None else f"{100 * (m - 1):+.0f} %"
 
     sp = {n: study.speedup(view["sequential"], view[n], "solve_s") for n in ("steal", "push")}
     return study.in_short(
@@ -124,7 +125,8 @@ def readme(rows, args) -> str:
         f"with stealing and {study.fmt(view['push'].get('obs:' + fe) or 0, 3)} s with "
         f"pushing; no aggregation changes stealing by {pct('steal', 'steal-noagg')} and "
         f"sending the intervals with the tasks changes pushing by {pct('push', 'push-send-noagg')}"
-        " (paper, Paragon and SP1: -42 to -44 % and -27 to -35 %).")
+        " (paper, Paragon and SP1: -42 to -44 % and -27 to -35 %; ours: medians over rounds of "
+        "the same-round ratio).")
 
 
 def render(rows, args) -> str:
@@ -135,8 +137,9 @@ def render(rows, args) -> str:
         "",
         f"`benchmarks/eigenvalue/experiments/run.py --size {args.size}`: N = {args.n}, PE counts "
         f"{', '.join(map(str, args.pes))} on shared memory (the machine has "
-        f"{rows['_study']['cores']} cores), {args.reps} runs per configuration, 3 sequential "
-        "runs (1 PE).  Medians over the runs, seconds averaged over the PEs.  `solve` is the "
+        f"{rows['_study']['cores']} cores), {args.reps} runs per configuration and of the "
+        "sequential run (1 PE), in rounds (every configuration once a round).  Medians over "
+        "the runs, seconds averaged over the PEs.  `solve` is the "
         "program's time from the first task to termination; latency columns are observed / "
         "critical.  Rows `-flushK.D`: initial stealing with MPROF_FLUSH_FIBERS=K, "
         "MPROF_FLUSH_DELAY_US=D.  " + study.pending_note(args, "eigenvalue"),
@@ -184,11 +187,15 @@ def dominant_text(steal: str, push: str) -> str:
 def findings(rows, args, pes) -> list[str]:
     t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
 
-    def faster(a, b):
-        return t[a][2] is not None and t[b][1] is not None and t[a][2] < t[b][1]
-
     def pct(a, b):
-        return f"{100 * (t[b][0] - t[a][0]) / t[a][0]:+.1f} %" if t[a][0] and t[b][0] else "n/a"
+        """b against a in the same round: the median change, its range, and the verdict."""
+        m, lo, hi = study.round_ratio(rows[b], rows[a], "solve_s")
+        if m is None:
+            return "n/a"
+        verdict = ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
+                   else "within the spread (the rounds disagree)")
+        return (f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
+                f"{verdict}")
 
     def lat(name, access, kind="obs"):
         return rows[name].get(f"{kind}:{access}")
@@ -216,13 +223,12 @@ def findings(rows, args, pes) -> list[str]:
         f"{study.fmt(lat('steal', EVENTS[0][1]), 3)} / "
         f"{study.fmt(lat('steal', EVENTS[0][1], 'crit'), 3)} s.",
         f"- Stealing without aggregation (paper: 0 % on the CM5, -44 % Paragon, -42 % SP1): "
-        f"{pct('steal', 'steal-noagg')}; faster beyond the spread: "
-        f"{'yes' if faster('steal-noagg', 'steal') else 'no'}.",
+        f"{pct('steal', 'steal-noagg')}.",
         f"- Pushing with the intervals sent in the tasks and no aggregation (paper: -1 % CM5, "
         f"-35 % Paragon, -27 % SP1): {pct('push', 'push-send-noagg')}; fetch latency "
-        f"{study.fmt(lat('push', fe) or 0, 3)} -> {study.fmt(lat('push-send-noagg', fe) or 0, 3)} s "
-        f"(no fetches at all); faster beyond the spread: "
-        f"{'yes' if faster('push-send-noagg', 'push') else 'no'}.",
+        f"{study.fmt(lat('push', fe) or 0, 3)} -> "
+        f"{study.fmt(lat('push-send-noagg', fe) or 0, 3)} s "
+        "(no fetches at all).",
         f"- Stealing vs pushing, initial implementations (paper: stealing faster on the CM5, "
         f"slower on Paragon and SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing "
         f"{study.fmt(t['push'][0], 3)} s."
