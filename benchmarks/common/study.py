@@ -340,6 +340,22 @@ def round_ratio(row: dict, base: dict, key: str):
     return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
 
 
+def round_verdict(lo: float, hi: float) -> str:
+    """What the range over the rounds of a same-round ratio says."""
+    return ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
+            else "within the spread (the rounds disagree)")
+
+
+def round_change(row: dict, base: dict, key: str) -> str:
+    """row's `key` against base's in the same round, as a change: the median over the rounds,
+    its range and the verdict ("+4.2 % (-3 to +9 %), within the spread ...")."""
+    m, lo, hi = round_ratio(row, base, key)
+    if m is None:
+        return "n/a"
+    return (f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
+            f"{round_verdict(lo, hi)}")
+
+
 def machine_load(row: dict | None = None) -> dict:
     """The machine's load averages (1, 5, 15 min) and cores: a new row at the start of a
     study, completed with the figures at its end when given that row."""

@@ -511,13 +511,7 @@ def findings(rows, args, pes) -> list[str]:
 
 def verdict(r) -> str:
     """Whether every round agrees on the direction of a same-round ratio."""
-    if r[0] is None:
-        return "not measured"
-    if r[2] < 1:
-        return "faster in every round"
-    if r[1] > 1:
-        return "slower in every round"
-    return "within the spread (the rounds disagree)"
+    return "not measured" if r[0] is None else study.round_verdict(r[1], r[2])
 
 
 if __name__ == "__main__":

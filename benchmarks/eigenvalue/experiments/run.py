@@ -187,15 +187,8 @@ def dominant_text(steal: str, push: str) -> str:
 def findings(rows, args, pes) -> list[str]:
     t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
 
-    def pct(a, b):
-        """b against a in the same round: the median change, its range, and the verdict."""
-        m, lo, hi = study.round_ratio(rows[b], rows[a], "solve_s")
-        if m is None:
-            return "n/a"
-        verdict = ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
-                   else "within the spread (the rounds disagree)")
-        return (f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
-                f"{verdict}")
+    def pct(a, b):  # b against a in the same round
+        return study.round_change(rows[b], rows[a], "solve_s")
 
     def lat(name, access, kind="obs"):
         return rows[name].get(f"{kind}:{access}")

@@ -188,15 +188,8 @@ def findings(it_rows, pes, args) -> list[str]:
     it = {r: study.param_stat(row, "iter_s") for r, row in rows.items()}
     out = []
 
-    def rr(a, b):
-        """a's iteration time over b's in the same round: median change, range, verdict."""
-        m, lo, hi = study.round_ratio(rows[a], rows[b], "iter_s")
-        if m is None:
-            return "n/a"
-        verdict = ("slower in every round" if lo > 1 else "faster in every round" if hi < 1
-                   else "within the spread (the rounds disagree)")
-        return (f"{100 * (m - 1):+.0f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
-                f"{verdict}")
+    def rr(a, b):  # a's iteration time against b's in the same round
+        return study.round_change(rows[a], rows[b], "iter_s")
 
     out.append(
         f"- Remote edges cost time (paper: efficiency loss 25-88 % at 10 %, 37-174 % at 20 %): "

@@ -213,9 +213,7 @@ def findings(rows, args, pes) -> list[str]:
         m, lo, hi = study.round_ratio(rows[a], rows[b], "solve_s")
         if m is None:
             return "n/a", "not measured"
-        verdict = ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
-                   else "within the spread (the rounds disagree)")
-        return f"{m:.2f} ({lo:.2f}-{hi:.2f})", verdict
+        return f"{m:.2f} ({lo:.2f}-{hi:.2f})", study.round_verdict(lo, hi)
 
     def lat(name, access, kind="obs"):
         return rows[name].get(f"{kind}:{access}")

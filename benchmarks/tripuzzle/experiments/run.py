@@ -113,7 +113,7 @@ def readme(rows, args) -> str:
     view = study.at(rows, pes)
 
     def pct(a, b):
-        m = same_round(view, b, a)[0]
+        m = study.round_ratio(view[b], view[a], "search_s")[0]
         return "n/a" if m is None else f"{100 * (m - 1):+.0f} %"
 
     return study.in_short(
@@ -196,21 +196,9 @@ def alpha_text(rows) -> str:
             "what aggregation can save is bounded by it.")
 
 
-def same_round(rows, a, b):
-    """a's search time over b's in the same round: (median, min, max) over the rounds."""
-    return study.round_ratio(rows[a], rows[b], "search_s")
-
-
 def findings(rows, args) -> list[str]:
-    def pct(a, b):
-        """b against a in the same round: the median change, its range, and the verdict."""
-        m, lo, hi = same_round(rows, b, a)
-        if m is None:
-            return "n/a"
-        verdict = ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
-                   else "within the spread (the rounds disagree)")
-        return (f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
-                f"{verdict}")
+    def pct(a, b):  # b against a in the same round
+        return study.round_change(rows[b], rows[a], "search_s")
 
     base = rows["fifo-1k"]
     idle, sync = base.get("Idle"), base.get("obs:" + SYNC)

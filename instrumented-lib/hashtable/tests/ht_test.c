@@ -228,14 +228,20 @@ static void semantics(void)
 }
 
 /* The workload whose statistics the Python test predicts (see test_hashtable.py). */
-static void stats(void)
+/* Collective: a table of 8-byte keys and values with BINS bins per PE, this PE's tab[]. */
+static ht_t table_of_bins(void)
 {
-    int me = ME, P = mp_npes();
     ht_options o;
     ht_options_init(&o, sizeof(uint64_t), sizeof(uint64_t));
     o.bins_per_pe = (unsigned)BINS;
-    CHECK_EQ(ht_create(&o, &tab[me]), MP_SUCCESS);
-    ht_t T = tab[me];
+    CHECK_EQ(ht_create(&o, &tab[ME]), MP_SUCCESS);
+    return tab[ME];
+}
+
+static void stats(void)
+{
+    int me = ME, P = mp_npes();
+    ht_t T = table_of_bins();
     int *flag = calloc((size_t)N, sizeof *flag);
     uint64_t *val = calloc((size_t)N, sizeof *val);
     uint64_t n = 0;
@@ -273,11 +279,7 @@ static long thread_faults(void)
 static void faults(void)
 {
     int me = ME, P = mp_npes();
-    ht_options o;
-    ht_options_init(&o, sizeof(uint64_t), sizeof(uint64_t));
-    o.bins_per_pe = (unsigned)BINS;
-    CHECK_EQ(ht_create(&o, &tab[me]), MP_SUCCESS);
-    ht_t T = tab[me];
+    ht_t T = table_of_bins();
     /* only keys this PE owns: every fault below is this thread's */
     long before = thread_faults(), n = 0;
     for (uint64_t k = 0; k < (uint64_t)N * (uint64_t)P; k++)
