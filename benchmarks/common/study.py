@@ -158,7 +158,8 @@ def settings(ap: argparse.ArgumentParser, argv=None):
 def size_label(args) -> str:
     """The size's label ("5 rows, 3 runs") with the runs (or rounds) that --reps asked for."""
     size = args.sizes[args.size]
-    return re.sub(rf"\b{size['reps']} (runs|rounds)\b", rf"{args.reps} \1", size["label"],
+    return re.sub(rf"\b{size['reps']} (run|round)s\b",
+                  lambda m: f"{args.reps} {m[1]}{'s' if args.reps != 1 else ''}", size["label"],
                   count=1)
 
 
