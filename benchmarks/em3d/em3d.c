@@ -180,6 +180,12 @@ static void build(int me, int npes)
         fprintf(stderr, "em3d: cannot create the bipartite graph\n");
         exit(1);
     }
+    /* every node and edge of this PE known in advance: the graph's arrays are made once */
+    if (bg_reserve(S.g, prm.nodes, prm.nodes * prm.degree) != MP_SUCCESS) {
+        fprintf(stderr, "em3d: cannot make room for %llu nodes and their edges\n",
+                (unsigned long long)prm.nodes);
+        exit(1);
+    }
     S.source = malloc(prm.nodes * sizeof *S.source);
     if (!S.source) {
         fprintf(stderr, "em3d: out of memory\n");

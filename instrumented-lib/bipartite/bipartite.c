@@ -50,6 +50,41 @@ mp_err bg_create(size_t state_size, bg_t *out)
     return MP_SUCCESS;
 }
 
+/* Room for `ncap` local nodes: false, with the capacity as it was, when the memory is not
+ * there.  The caller has checked that ncap * state_size does not wrap. */
+static bool nodes_room(bg_part *p, size_t ncap)
+{
+    uint8_t *color = realloc(p->color, ncap);
+    if (!color)
+        return false;
+    p->color = color;
+    unsigned char *states = realloc(p->states, ncap * p->ss);
+    if (!states)
+        return false;
+    p->states = states;
+    p->ncap = ncap;
+    return true;
+}
+
+/* Room for `ecap` edges, as nodes_room; the caller has checked that the sizes do not wrap. */
+static bool edges_room(bg_part *p, size_t ecap)
+{
+    bg_edge *edges = realloc(p->edges, ecap * sizeof *p->edges);
+    if (!edges)
+        return false;
+    p->edges = edges;
+    bg_node_id *esrc = realloc(p->esrc, ecap * sizeof *p->esrc);
+    if (!esrc)
+        return false;
+    p->esrc = esrc;
+    uint32_t *edst = realloc(p->edst, ecap * sizeof *p->edst);
+    if (!edst)
+        return false;
+    p->edst = edst;
+    p->ecap = ecap;
+    return true;
+}
+
 /* Room for one more local node (node ids hold a 32-bit local index). */
 static void grow_nodes(bg_part *p)
 {
@@ -58,9 +93,33 @@ static void grow_nodes(bg_part *p)
     size_t ncap = p->ncap ? 2 * p->ncap : 256, bytes;
     if (__builtin_mul_overflow(ncap, p->ss, &bytes))
         lib_die("bg_add_node: %zu nodes of %zu bytes exceed the address space", ncap, p->ss);
-    p->color = lib_realloc(p->color, ncap);
-    p->states = lib_realloc(p->states, bytes);
-    p->ncap = ncap;
+    if (!nodes_room(p, ncap))
+        lib_die("out of memory (%zu nodes)", ncap);
+}
+
+/* The largest edge count whose arrays' sizes do not wrap. */
+#define EDGES_MAX (SIZE_MAX / sizeof(bg_edge))
+
+mp_err bg_reserve(bg_t g, size_t nodes, size_t edges)
+{
+    bg_part *p = graph_or_null(g, "bg_reserve");
+    if (!p)
+        return MP_ERR_INVALID_ARG;
+    if (!p->building) {
+        lib_misuse("bg_reserve: the graph is finalized");
+        return MP_ERR_INVALID_ARG;
+    }
+    size_t bytes;
+    if (nodes > (size_t)UINT32_MAX + 1 || __builtin_mul_overflow(nodes, p->ss, &bytes) ||
+        edges > EDGES_MAX) {
+        lib_misuse("bg_reserve: %zu nodes of %zu bytes and %zu edges exceed what one PE can "
+                   "hold (2^32 nodes, and arrays within the address space)",
+                   nodes, p->ss, edges);
+        return MP_ERR_TOO_LARGE;
+    }
+    if ((nodes > p->ncap && !nodes_room(p, nodes)) || (edges > p->ecap && !edges_room(p, edges)))
+        return MP_ERR_NO_MEMORY;
+    return MP_SUCCESS;
 }
 
 bg_node_id bg_add_node(bg_t g, bg_color color, const void *state)
@@ -98,10 +157,9 @@ mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight)
         return MP_ERR_INVALID_ARG;
     }
     if (p->ne == p->ecap) {
-        p->ecap = p->ecap ? 2 * p->ecap : 1024;
-        p->edges = lib_realloc(p->edges, p->ecap * sizeof *p->edges);
-        p->esrc = lib_realloc(p->esrc, p->ecap * sizeof *p->esrc);
-        p->edst = lib_realloc(p->edst, p->ecap * sizeof *p->edst);
+        size_t ecap = p->ecap ? 2 * p->ecap : 1024;
+        if (ecap > EDGES_MAX || !edges_room(p, ecap))
+            lib_die("bg_add_edge: out of memory (%zu edges)", ecap);
     }
     if (p->ne == 0)
         p->edst_sorted = true;

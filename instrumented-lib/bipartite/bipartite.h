@@ -72,6 +72,14 @@ mp_err bg_create(size_t state_size, bg_t *out);
 bg_node_id bg_add_node(bg_t g, bg_color color, const void *state);
 mp_err bg_add_edge(bg_t g, bg_node_id dst, bg_node_id src, double weight);
 
+/* Building, optional: room for `nodes` local nodes and `edges` edges into them in all, so
+ * that adding up to that many allocates nothing more.  Without it the arrays double as they
+ * fill, and each growth of a large one moves it, which flushes its old pages from every CPU
+ * that runs the program.  Never shrinks.  MP_ERR_INVALID_ARG: no live graph on this PE, or
+ * finalized; MP_ERR_TOO_LARGE: beyond 2^32 nodes or the address space (both reported on
+ * stderr); MP_ERR_NO_MEMORY: the memory is not there.  The graph is unchanged on an error. */
+mp_err bg_reserve(bg_t g, size_t nodes, size_t edges);
+
 /* Collective, split-phase (MP_WAIT): creates the ghosts, agrees on the message schedule,
  * fills the ghosts with their owners' current states and ends with a barrier. */
 mp_status bg_finalize(bg_t g, mp_counter_t done);

@@ -202,6 +202,9 @@ def test_misuse_state_size_refused(bg_test, tmp_path):
             assert (f"bipartite (PE {pe}): bg_create: state_size {size} exceeds the largest "
                     f"state a message can carry ({MAX_MESSAGE - 16} bytes)") in proc.stderr, msg
         assert f"bipartite (PE {pe}): bg_create: state_size is 0" in proc.stderr, msg
+        assert (f"bipartite (PE {pe}): bg_reserve: 4294967297 nodes of 16 bytes and 0 edges "
+                "exceed what one PE can hold") in proc.stderr, msg
+        assert f"bipartite (PE {pe}): bg_reserve: the graph is finalized" in proc.stderr, msg
 
 
 def test_misuse_wrong_kind_of_object(bg_test, tmp_path):
@@ -210,7 +213,8 @@ def test_misuse_wrong_kind_of_object(bg_test, tmp_path):
     proc, msg = _misuse(bg_test, "kind", 2, tmp_path)
     assert proc.returncode == 0, msg
     assert "bipartite misuse kind: OK" in proc.stdout, msg
-    for fn in ("bg_add_edge", "bg_finalize", "bg_validate", "bg_update", "bg_destroy"):
+    for fn in ("bg_add_edge", "bg_reserve", "bg_finalize", "bg_validate", "bg_update",
+               "bg_destroy"):
         assert len(re.findall(rf"\): {fn}: object \d+ is not a bipartite graph\n",
                               proc.stderr)) == 4, (fn, msg)
         assert f"{fn}: object 77777 is not a bipartite graph on this PE" in proc.stderr, msg
@@ -248,13 +252,15 @@ def test_edges_added_in_any_order(bg_test, tmp_path, pes, n, d, span):
     """Edges added node by node (order=0) lie in CSR as they came and are resolved in place;
     edges added edge-major (order=1: every node's first edge, then every second ...) are laid
     out by destination.  Either way every node's edges come in the order they were added, with
-    their weights and sources (bg_test checks each), and the statistics are the same."""
+    their weights and sources (bg_test checks each), and the statistics are the same; so
+    with the arrays reserved at their final size first (bg_reserve)."""
     want = expected_stats(pes, n, d, span, 2)
-    for order in (0, 1):
-        args = [f"n={n}", f"d={d}", f"span={span}", "steps=2", f"order={order}"]
+    for order, reserve in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        args = [f"n={n}", f"d={d}", f"span={span}", "steps=2", f"order={order}",
+                f"reserve={reserve}"]
         profile, out = _run(bg_test, args, pes, tmp_path)
-        assert "bipartite: OK" in out, order
-        assert _stats(profile) == want, order
+        assert "bipartite: OK" in out, (order, reserve)
+        assert _stats(profile) == want, (order, reserve)
 
 
 def test_misuse_a_colour_that_is_neither_ends_the_run(bg_test, tmp_path):

@@ -1,7 +1,7 @@
 /* bg_test.c -- the bipartite graph on P PEs with a deterministic EM3D-like graph.
  *
  *   bg_test [n=NODES_PER_PE] [d=DEGREE] [span=MAX_PE_DISTANCE] [steps=T] [size=STATE_BYTES]
- *           [chunk=BYTES]
+ *           [chunk=BYTES] [order=0|1] [reserve=0|1]
  *   bg_test misuse CASE      misuse is reported on stderr and refused (see misuse() below;
  *                            the cases that end the run say so)
  *
@@ -24,6 +24,8 @@ static long NN = 200, DEG = 6, SPAN = 2, STEPS = 3, SIZE = 16;
 /* order=1 adds the edges edge-major (every node's first edge, then every node's second ...),
  * not node by node: finalize must then lay them out by destination */
 static long ORDER = 0;
+/* reserve=1 makes room for every node and edge before adding them (bg_reserve) */
+static long RESERVE = 0;
 /* the library's chunk limit, for tests (declared in its internal header) */
 extern size_t bgi_chunk_limit;
 static bg_t gs[MAXPE];
@@ -142,6 +144,17 @@ static void misuse_sizes(void)
     CHECK_OK(bg_create(sizeof(state), &g));
     for (long i = 0; i < 300; i++) /* past the first growth of the node arrays */
         CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), NULL), BG_ID(mp_mype(), i));
+    /* reservations beyond a PE's node ids or the address space are refused, others kept */
+    CHECK_EQ(bg_reserve(g, (size_t)UINT32_MAX + 2, 0), MP_ERR_TOO_LARGE);
+    CHECK_EQ(bg_reserve(g, 0, SIZE_MAX / 8), MP_ERR_TOO_LARGE);
+    CHECK_OK(bg_reserve(g, 1000, 4000));
+    CHECK_OK(bg_reserve(g, 10, 10)); /* never shrinks */
+    for (long i = 300; i < 1000; i++)
+        CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), NULL), BG_ID(mp_mype(), i));
+    CHECK_EQ(bg_finalize(g, cnt[mp_mype()]), MP_WAIT);
+    wait_more(1);
+    CHECK_EQ(bg_local_count(g, BG_RED) + bg_local_count(g, BG_BLACK), 1000u);
+    CHECK_EQ(bg_reserve(g, 2000, 0), MP_ERR_INVALID_ARG); /* finalized */
     CHECK_EQ(bg_destroy(g, cnt[mp_mype()]), MP_WAIT);
     wait_more(1);
 }
@@ -155,6 +168,7 @@ static void misuse_kind(void)
     mp_counter_t c = cnt[mp_mype()];
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(bg_add_edge(ids[i], BG_ID(0, 0), BG_ID(0, 1), 1.0), MP_ERR_INVALID_ARG);
+        CHECK_EQ(bg_reserve(ids[i], 1, 1), MP_ERR_INVALID_ARG);
         CHECK_EQ(bg_finalize(ids[i], c), MP_FAIL);
         CHECK_EQ(bg_validate(ids[i], BG_RED, c), MP_FAIL);
         CHECK_EQ(bg_update(ids[i], BG_RED, update, NULL, c), MP_FAIL);
@@ -237,6 +251,8 @@ static void pe_main(int argc, char **argv)
     CHECK(s0 != NULL);
     CHECK_EQ(mp_obj_create(NULL, &barrier_obj[me]), MP_SUCCESS);
     bg_t g = gs[me];
+    if (RESERVE) /* the arrays made once, at their final size */
+        CHECK_OK(bg_reserve(g, (size_t)NN, (size_t)(NN * DEG)));
     for (long i = 0; i < NN; i++) {
         put_state(s0, f(BG_ID(me, i), 0));
         CHECK_EQ(bg_add_node(g, (bg_color)(i & 1), s0), BG_ID(me, i));
@@ -306,6 +322,7 @@ int main(int argc, char **argv)
     SPAN = tst_opt(argc, argv, "span", SPAN);
     STEPS = tst_opt(argc, argv, "steps", STEPS);
     ORDER = tst_opt(argc, argv, "order", ORDER);
+    RESERVE = tst_opt(argc, argv, "reserve", RESERVE);
     SIZE = tst_opt(argc, argv, "size", SIZE);
     bgi_chunk_limit = (size_t)tst_opt(argc, argv, "chunk", 0);
     if (NN < 2 || NN % 2 || SIZE < (long)sizeof(state)) {
