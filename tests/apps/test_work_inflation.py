@@ -84,14 +84,19 @@ def test_tripuzzle_does_not_scan_every_bin_of_every_pe(cmake_build):
 def test_em3d_ghost_copies_and_send_lists_cost_per_ghost(cmake_build):
     # before: qsort of the remote source ids (its comparisons and copies), a memcpy call per
     # 8-byte ghost value and send lists of P x nodes per colour made this 8-PE run execute
-    # 1.157x 8 times the 1-PE run's instructions and libc's copies 3.8x per PE (now 1.044x and
-    # 2.2x)
+    # 1.157x 8 times the 1-PE run's instructions, and libc's copies 3.8x the 1-PE run's per PE
+    # (now 1.044x and 2.2x).  Since EM3D reserves its graph's arrays, the 1-PE run copies a
+    # third of what it did (no reallocations), so the ratio is no yardstick: the copies the
+    # 8-PE run adds per PE, for each ghost and validation, are about 28 instructions; 3.8x of
+    # the old 1-PE copies would be about 66
     exe = build(cmake_build, "em3d")
     out = inflation("--weak", "--pes", "1,8", "--", str(exe), "--nodes=4000", "--iters=2",
                     build_dir=exe.parents[2])
     check_parts(out)
     copies = [out["runs"][p]["groups"]["libc.memcpy"] / int(p) for p in ("1", "8")]
-    assert copies[1] < 3 * copies[0], copies
+    graph = out["runs"]["8"]["stats"]["bipartite"]
+    per_ghost = (copies[1] - copies[0]) / (graph["Ghost"] / 8 * graph["NValidate"] / 8)
+    assert 0 < per_ghost < 45, (copies, graph)
     assert out["runs"]["8"]["inflation"] < 1.1, out["runs"]["8"]
 
 
