@@ -14,7 +14,8 @@ without aggregation, and stealing and pushing again with every one-character sup
 generated (`--generate=all`, the paper's "adding one character"), whose task counts show the
 paper's locality effect (section 5.1.4: pushing generates 50-100 % more tasks).  Every run is
 reported with the runtime's fitted cost model (`mprof report RUN --model M`, default
-build/workflows/rts.model.json from `make demo`).  Writes benchmarks/phylogeny/experiments/results/<config>.txt and
+build/workflows/rts.model.json from `make demo`).  Writes
+benchmarks/phylogeny/experiments/results/<config>.txt and
 benchmarks/phylogeny/experiments/results/summary.md.
 """
 
