@@ -341,6 +341,27 @@ def round_ratio(row: dict, base: dict, key: str):
     return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
 
 
+def measure_rounds(tag, exe, args, model, sequential, configs) -> dict:
+    """Every PE count's configurations in rounds (measure_interleaved), the sequential run
+    `sequential` = (args, env_extra) among the first PE count's: a slow spell of the machine
+    falls on all of them alike, and the findings compare runs of the same round.
+    `configs(pes)` gives a PE count's configurations {name: (args, env_extra)}; their rows are
+    named "<name>@<pes>"."""
+    rows = {}
+    for pes in args.pes:
+        group = {"sequential": sequential} if pes == args.pes[0] else {}
+        group.update({f"{name}@{pes}": c for name, c in configs(pes).items()})
+        rows.update(measure_interleaved(tag, group, exe, args.reps, model, args.work, args.out))
+    return rows
+
+
+def round_pct(row: dict, base: dict, key: str) -> str:
+    """row's `key` against base's in the same round, the median change over the rounds
+    ("+4 %"), for a summary's short paragraph."""
+    m = round_ratio(row, base, key)[0]
+    return "n/a" if m is None else f"{100 * (m - 1):+.0f} %"
+
+
 def round_verdict(lo: float, hi: float) -> str:
     """What the range over the rounds of a same-round ratio says."""
     return ("faster in every round" if hi < 1 else "slower in every round" if lo > 1

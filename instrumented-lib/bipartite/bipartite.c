@@ -94,7 +94,7 @@ static void grow_nodes(bg_part *p)
     if (__builtin_mul_overflow(ncap, p->ss, &bytes))
         lib_die("bg_add_node: %zu nodes of %zu bytes exceed the address space", ncap, p->ss);
     if (!nodes_room(p, ncap))
-        lib_die("out of memory (%zu nodes)", ncap);
+        lib_die("bg_add_node: out of memory (%zu nodes)", ncap);
 }
 
 /* The largest edge count whose arrays' sizes do not wrap. */

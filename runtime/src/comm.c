@@ -221,8 +221,7 @@ void mpr_comm_fini(mpr_pe *pe)
 {
     if (!pe->agg_grouped && pe->agg) { /* a group's buffers are the backend's */
         for (int i = 0; i < pe->npes; i++)
-            if (pe->agg[i].buf)
-                mpr_msgbuf_free(pe->agg[i].buf);
+            mpr_msgbuf_free(pe->agg[i].buf);
         free(pe->agg);
     }
     free(pe->agg_open);

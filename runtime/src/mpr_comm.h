@@ -93,10 +93,11 @@ void mpr_comm_init(mpr_pe *pe);
 void mpr_comm_fini(mpr_pe *pe);
 /* Frees every buffer of a list linked through `next` (at the end of a run). */
 void mpr_msgbuf_free_list(mpr_msgbuf *b);
-/* Frees a buffer unless it was carved from a slab (those go with their slabs at the end). */
+/* Frees a buffer (NULL: nothing, as free) unless it was carved from a slab (those go with
+ * their slabs at the end). */
 static inline void mpr_msgbuf_free(mpr_msgbuf *b)
 {
-    if (!b->carved)
+    if (b && !b->carved)
         free(b);
 }
 /* Unmaps the slabs of every PE freed so far (after the machine has let go of its buffers). */

@@ -67,21 +67,15 @@ def main(argv=None):
                         [(f"N = {n}", [f"--n={n}", "--balance=steal", "--tasks=fetch"],
                           {"MPROF_AGG_BYTES": 1024}) for n in CANDIDATES], args.work)
         return 0
+    configs = [(name, balance, tasks, agg, {}) for name, balance, tasks, agg, _ in CONFIGS]
+    configs += [(f"steal{study.flush_name(spec)}", "steal", "fetch", 1024,
+                 study.flush_env(spec)) for spec in args.flush[1:]]
     rows = {"_study": study.study_row(args, ("n",))}
-    # in rounds, every configuration once a round (the sequential run with the first PE
-    # count's), so that the comparisons below are of runs in the same round
-    for pes in args.pes:
-        group = {"sequential": ([f"--n={args.n}"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024})} \
-            if pes == args.pes[0] else {}
-        configs = [(name, balance, tasks, agg, {}) for name, balance, tasks, agg, _ in CONFIGS]
-        configs += [(f"steal{study.flush_name(spec)}", "steal", "fetch", 1024,
-                     study.flush_env(spec)) for spec in args.flush[1:]]
-        group.update({f"{name}@{pes}": (
-            [f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
-            {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
-            for name, balance, tasks, agg, env in configs})
-        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
-                                              args.out))
+    rows.update(study.measure_rounds(
+        TAG, exe, args, model, ([f"--n={args.n}"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}),
+        lambda pes: {name: ([f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
+                            {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
+                     for name, balance, tasks, agg, env in configs}))
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -111,8 +105,7 @@ def readme(rows, args) -> str:
     fe = "eigenvalue:FETCH"
 
     def pct(a, b):
-        m = study.round_ratio(view[b], view[a], "solve_s")[0]
-        return "n/a" if m is None else f"{100 * (m - 1):+.0f} %"
+        return study.round_pct(view[b], view[a], "solve_s")
 
     sp = {n: study.speedup(view["sequential"], view[n], "solve_s") for n in ("steal", "push")}
     return study.in_short(

@@ -72,19 +72,17 @@ def main(argv=None):
         study.calibrate(TAG, exe, model, args,
                         [(f"{n} nodes", command(args, 10, n), {}) for n in CANDIDATES], args.work)
         return 0
-    rows = {"_study": study.study_row(args, ("nodes", "iters"))}
-    # in rounds, every configuration once a round (the sequential run with the first PE
-    # count's), so that the comparisons below are of runs in the same round
-    for pes in args.pes:
-        group = {"sequential": (command(args, 0), {"MPROF_PES": 1})} if pes == args.pes[0] \
-            else {}
-        group.update({f"remote{remote}@{pes}": (command(args, remote), {"MPROF_PES": pes})
-                      for remote in REMOTE})
-        group.update({f"remote10{study.flush_name(spec)}@{pes}": (
+    def configs(pes):
+        group = {f"remote{remote}": (command(args, remote), {"MPROF_PES": pes})
+                 for remote in REMOTE}
+        group.update({f"remote10{study.flush_name(spec)}": (
             command(args, 10), {"MPROF_PES": pes, **study.flush_env(spec)})
             for spec in args.flush[1:]})
-        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
-                                              args.out))
+        return group
+
+    rows = {"_study": study.study_row(args, ("nodes", "iters"))}
+    rows.update(study.measure_rounds(TAG, exe, args, model, (command(args, 0), {"MPROF_PES": 1}),
+                                     configs))
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -166,10 +164,8 @@ def readme(rows, args) -> str:
     pes = args.pes[0]
     view = study.at(rows, pes)
     beta = [view[f"remote{r}"].get("COMM_BETA") for r in REMOTE]
-    loss = []
-    for r in (10, 20):
-        m = study.round_ratio(view[f"remote{r}"], view["remote0"], "iter_s")[0]
-        loss.append(f"{'n/a' if m is None else f'{100 * (m - 1):+.0f} %'} at {r} %")
+    loss = [f"{study.round_pct(view[f'remote{r}'], view['remote0'], 'iter_s')} at {r} %"
+            for r in (10, 20)]
     grows = all(b is not None for b in beta) and beta[0] < beta[1] < beta[2]
     return study.in_short(
         f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "

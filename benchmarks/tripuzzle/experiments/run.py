@@ -62,22 +62,16 @@ def main(argv=None):
                          for r in CANDIDATES], args.work)
         return 0
     board = [f"--rows={args.rows}"]
+    configs = [(name, sched, agg, {}) for name, sched, agg, _ in CONFIGS]
+    configs += [(f"fifo-1k{study.flush_name(spec)}", "fifo", 1024, study.flush_env(spec))
+                for spec in args.flush[1:]]
     rows = {"_study": study.study_row(args, ("rows",))}
-    # in rounds, every configuration once a round (the sequential run with the first PE
-    # count's): a slow spell of the machine falls on all of them, and the comparisons below
-    # are of runs in the same round
-    for pes in args.pes:
-        group = {"sequential": (board + ["--sched=fifo"],
-                                {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024})} if pes == args.pes[0] \
-            else {}
-        configs = [(name, sched, agg, {}) for name, sched, agg, _ in CONFIGS]
-        configs += [(f"fifo-1k{study.flush_name(spec)}", "fifo", 1024, study.flush_env(spec))
-                    for spec in args.flush[1:]]
-        group.update({f"{name}@{pes}": (board + [f"--sched={sched}"],
-                                        {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
-                      for name, sched, agg, env in configs})
-        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
-                                              args.out))
+    sequential = (board + ["--sched=fifo"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024})
+    rows.update(study.measure_rounds(
+        TAG, exe, args, model, sequential,
+        lambda pes: {name: (board + [f"--sched={sched}"],
+                            {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
+                     for name, sched, agg, env in configs}))
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -113,8 +107,7 @@ def readme(rows, args) -> str:
     view = study.at(rows, pes)
 
     def pct(a, b):
-        m = study.round_ratio(view[b], view[a], "search_s")[0]
-        return "n/a" if m is None else f"{100 * (m - 1):+.0f} %"
+        return study.round_pct(view[b], view[a], "search_s")
 
     return study.in_short(
         f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "

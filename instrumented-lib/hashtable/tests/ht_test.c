@@ -227,7 +227,6 @@ static void semantics(void)
     destroy((ht_t[]){T, D, U}, 3);
 }
 
-/* The workload whose statistics the Python test predicts (see test_hashtable.py). */
 /* Collective: a table of 8-byte keys and values with BINS bins per PE, this PE's tab[]. */
 static ht_t table_of_bins(void)
 {
@@ -238,6 +237,7 @@ static ht_t table_of_bins(void)
     return tab[ME];
 }
 
+/* The workload whose statistics the Python test predicts (see test_hashtable.py). */
 static void stats(void)
 {
     int me = ME, P = mp_npes();

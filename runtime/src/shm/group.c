@@ -30,8 +30,7 @@ void mpr_shm_group_free(shm_group *g)
         return;
     if (g->agg)
         for (int i = 0; i < g->npes; i++)
-            if (g->agg[i].buf)
-                mpr_msgbuf_free(g->agg[i].buf);
+            mpr_msgbuf_free(g->agg[i].buf);
     free(g->agg);
     free(g->xopen);
     free(g->xlisted);
