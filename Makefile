@@ -34,7 +34,7 @@ studies: build
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
-	@$(VENV)/bin/python -m ruff format mprof tests 2>/dev/null || true
+	@$(VENV)/bin/ruff format $$(git ls-files '*.py')
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-nostats build-overhead-stats build-overhead-latency build-notrace

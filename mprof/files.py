@@ -49,8 +49,10 @@ def _refuse_input(st: os.stat_result, path: Path, label: str) -> None:
     source = _inputs.get((st.st_dev, st.st_ino))
     if source is not None:
         named = "" if source == str(path) else f", read as {source}"
-        raise MprofError(f"cannot write {label}: it is an input of this command{named}; "
-                         "nothing was written (name another output file)")
+        raise MprofError(
+            f"cannot write {label}: it is an input of this command{named}; "
+            "nothing was written (name another output file)"
+        )
 
 
 def _reason(exc: OSError) -> str:
@@ -63,8 +65,9 @@ def _umask() -> int:
     return mask
 
 
-def write_file(path: str | Path, data: str | bytes, *, what: str = "",
-               make_parents: bool = True) -> Path:
+def write_file(
+    path: str | Path, data: str | bytes, *, what: str = "", make_parents: bool = True
+) -> Path:
     """Write `data` (text is UTF-8) to `path` atomically; returns the path.  `what` names the
     file in error messages ("model", "report", ...)."""
     path = Path(path)
@@ -85,7 +88,7 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "",
         try:
             view = memoryview(payload)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -139,7 +142,7 @@ def _write_in_place(path: Path, payload: bytes, label: str) -> None:
     try:
         view = memoryview(payload)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     except OSError as exc:
         raise MprofError(f"cannot write {label}: {_reason(exc)}") from None
     finally:
@@ -154,20 +157,32 @@ def make_folder(path: str | Path, *, what: str = "") -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise MprofError(f"cannot create {label}: a file of that name is in the way (name a "
-                         "folder)") from None
+        raise MprofError(
+            f"cannot create {label}: a file of that name is in the way (name a folder)"
+        ) from None
     except NotADirectoryError:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        raise MprofError(f"cannot create {label}: {blocker or 'a part of the path'} is a file, "
-                         "not a folder") from None
+        raise MprofError(
+            f"cannot create {label}: {blocker or 'a part of the path'} is a file, not a folder"
+        ) from None
     except OSError as exc:
         raise MprofError(f"cannot create {label}: {_reason(exc)}") from None
     return path
 
 
 # Errors that writing standard output can meet; anything else is a bug and keeps its traceback.
-WRITE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EBADF,
-                errno.EINVAL, errno.EACCES, errno.EPERM, errno.ENXIO}
+WRITE_ERRNOS = {
+    errno.ENOSPC,
+    errno.EIO,
+    errno.EDQUOT,
+    errno.EFBIG,
+    errno.EROFS,
+    errno.EBADF,
+    errno.EINVAL,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENXIO,
+}
 
 
 def stdout_error(exc: OSError) -> str | None:
@@ -198,8 +213,7 @@ def max_input_bytes() -> int:
     """The largest input file mprof reads: MPROF_MAX_INPUT_MB (default 512) mebibytes."""
     from .numbers import env_number
 
-    mb = env_number("MPROF_MAX_INPUT_MB", DEFAULT_MAX_INPUT_MB, low=0, open_low=True,
-                    high=2**30)
+    mb = env_number("MPROF_MAX_INPUT_MB", DEFAULT_MAX_INPUT_MB, low=0, open_low=True, high=2**30)
     return int(mb * 2**20)
 
 
@@ -220,6 +234,8 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
     except OSError as exc:
         raise MprofError(f"{path}: cannot read {what}: {_reason(exc)}") from None
     if size > limit:
-        raise MprofError(f"{path}: {what} is larger than {limit / 2**20:g} MiB "
-                         "(set MPROF_MAX_INPUT_MB to read larger files)")
+        raise MprofError(
+            f"{path}: {what} is larger than {limit / 2**20:g} MiB "
+            "(set MPROF_MAX_INPUT_MB to read larger files)"
+        )
     return b"".join(chunks)

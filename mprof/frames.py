@@ -25,8 +25,17 @@ from pathlib import Path
 from .errors import MprofError
 from .profile import DEFAULT_MEASURE, MEASURES, RunProfile, load_profiles
 
-RUN_COLUMNS = ["run_id", "program", "backend", "npes", "started_at", "elapsed_s", "hostname",
-               "machine_fingerprint", "source"]
+RUN_COLUMNS = [
+    "run_id",
+    "program",
+    "backend",
+    "npes",
+    "started_at",
+    "elapsed_s",
+    "hostname",
+    "machine_fingerprint",
+    "source",
+]
 PE_COLUMNS = ["run_id", "pe", "elapsed_s", "idle_s", "cpu_s", "idle_cpu_s"]
 STAT_COLUMNS = ["run_id", "pe", "object_id", "module", "statistic", "value"]
 LATENCY_COLUMNS = ["run_id", "pe", "access", "enabler", "count", "observed_s", "critical_s"]
@@ -42,8 +51,10 @@ def _pandas():
     try:
         import pandas
     except ImportError:
-        raise MprofError("pandas is not installed: pip install pandas "
-                         "(scripts/bootstrap.sh installs it into .venv)") from None
+        raise MprofError(
+            "pandas is not installed: pip install pandas "
+            "(scripts/bootstrap.sh installs it into .venv)"
+        ) from None
     return pandas
 
 
@@ -83,8 +94,9 @@ def load_runs(source, run_id: int | None = None, where: Sequence = ()) -> list[R
         with ProfileDB(path, create=False) as db:
             if run_id not in {r.id for r in db.runs()}:
                 raise MprofError(f"{path}: no run with id {run_id}")
-    out = load_profiles(path, () if run_id is not None else where,
-                        None if run_id is None else [run_id])
+    out = load_profiles(
+        path, () if run_id is not None else where, None if run_id is None else [run_id]
+    )
     for run in out:
         run.source = f"{path}: run {run.id}"
     return out
@@ -96,26 +108,43 @@ def runs(source, where: Sequence = ()):
     pd = _pandas()
     rows = []
     for run in load_runs(source, where=where):
-        row = {"run_id": run.id, "program": run.program, "backend": run.backend,
-               "npes": run.npes, "started_at": run.started_at,
-               "elapsed_s": run.elapsed_s, "hostname": run.machine.get("hostname"),
-               "machine_fingerprint": run.fingerprint, "source": run.source}
+        row = {
+            "run_id": run.id,
+            "program": run.program,
+            "backend": run.backend,
+            "npes": run.npes,
+            "started_at": run.started_at,
+            "elapsed_s": run.elapsed_s,
+            "hostname": run.machine.get("hostname"),
+            "machine_fingerprint": run.fingerprint,
+            "source": run.source,
+        }
         row.update({f"param.{k}": v for k, v in run.params.items()})
         row.update({f"setting.{k}": v for k, v in run.settings.items()})
         rows.append(row)
     frame = pd.DataFrame(rows)
     extra = sorted(c for c in frame.columns if c not in RUN_COLUMNS)
-    extra = [c for c in extra if c.startswith("param.")] + \
-            [c for c in extra if c.startswith("setting.")]
+    extra = [c for c in extra if c.startswith("param.")] + [
+        c for c in extra if c.startswith("setting.")
+    ]
     return frame.reindex(columns=RUN_COLUMNS + extra)
 
 
 def pe_times(source, where: Sequence = ()):
     """One row per (run, PE): PE_COLUMNS (CPU times missing for schema version 1 runs)."""
     pd = _pandas()
-    rows = [{"run_id": run.id, "pe": pe.pe, "elapsed_s": pe.elapsed_s, "idle_s": pe.idle_s,
-             "cpu_s": pe.cpu_s, "idle_cpu_s": pe.idle_cpu_s}
-            for run in load_runs(source, where=where) for pe in run.pes]
+    rows = [
+        {
+            "run_id": run.id,
+            "pe": pe.pe,
+            "elapsed_s": pe.elapsed_s,
+            "idle_s": pe.idle_s,
+            "cpu_s": pe.cpu_s,
+            "idle_cpu_s": pe.idle_cpu_s,
+        }
+        for run in load_runs(source, where=where)
+        for pe in run.pes
+    ]
     return pd.DataFrame(rows, columns=PE_COLUMNS)
 
 
@@ -126,9 +155,13 @@ def statistics(source, where: Sequence = ()):
     exact.  With fractions among the values it is float64, where counters beyond 2^53 lose
     digits: select one statistic's rows for those."""
     pd = _pandas()
-    rows = [(run.id, pe.pe, obj.id, obj.module, stat, value)
-            for run in load_runs(source, where=where) for pe in run.pes
-            for obj in pe.objects for stat, value in obj.stats.items()]
+    rows = [
+        (run.id, pe.pe, obj.id, obj.module, stat, value)
+        for run in load_runs(source, where=where)
+        for pe in run.pes
+        for obj in pe.objects
+        for stat, value in obj.stats.items()
+    ]
     return pd.DataFrame(rows, columns=STAT_COLUMNS)
 
 
@@ -138,8 +171,7 @@ def latency(source, where: Sequence = ()):
     rows = []
     for run in load_runs(source, where=where):
         for e in run.latency:
-            rows.append((run.id, e.pe, e.access, e.enabler, e.count, e.observed_s,
-                         e.critical_s))
+            rows.append((run.id, e.pe, e.access, e.enabler, e.count, e.observed_s, e.critical_s))
     return pd.DataFrame(rows, columns=LATENCY_COLUMNS)
 
 
@@ -181,8 +213,9 @@ def cost_categories(source, model, where: Sequence = (), confidence: float = 0.9
                     terms[name] = terms.get(name, 0.0) + value
             for module in sorted(by_module):
                 for cat, est in model.price_categories(module, by_module[module]).items():
-                    rows.append((run.id, pe.pe, module, cat, est.seconds, est.sd,
-                                 est.halfwidth(quantile)))
+                    rows.append(
+                        (run.id, pe.pe, module, cat, est.seconds, est.sd, est.halfwidth(quantile))
+                    )
     return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
@@ -213,15 +246,30 @@ def fits(model, confidence: float = 0.90):
             origin = "fixed"
         else:
             origin = model.imported.get(name, "")
-        rows.append((name, module, term, model.values.get(name, math.nan), halfwidth, sd,
-                     origin, name in model.ignored))
+        rows.append(
+            (
+                name,
+                module,
+                term,
+                model.values.get(name, math.nan),
+                halfwidth,
+                sd,
+                origin,
+                name in model.ignored,
+            )
+        )
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
 
 
 def table(name: str, source, where: Sequence = ()):
     """One of TABLES by name (what `mprof db export --format csv|parquet` writes)."""
-    readers = {"runs": runs, "pe_times": pe_times, "statistics": statistics, "latency": latency,
-               "category_times": category_times}
+    readers = {
+        "runs": runs,
+        "pe_times": pe_times,
+        "statistics": statistics,
+        "latency": latency,
+        "category_times": category_times,
+    }
     if name not in readers:
         raise MprofError(f"unknown table '{name}' (known: {', '.join(TABLES)})")
     return readers[name](source, where)
@@ -247,8 +295,10 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
         from hatchet.graph import Graph
         from hatchet.node import Node
     except ImportError:
-        raise MprofError("Hatchet is not installed: pip install llnl-hatchet "
-                         "(scripts/bootstrap.sh installs it into .venv)") from None
+        raise MprofError(
+            "Hatchet is not installed: pip install llnl-hatchet "
+            "(scripts/bootstrap.sh installs it into .venv)"
+        ) from None
     from .exports.calltree import exclusive_values, run_tree
 
     if measure not in MEASURES:
@@ -265,8 +315,9 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
     rows, roots = [], []
 
     def visit(cnode, parent, depth):
-        hnode = Node(Frame({"name": cnode.name, "type": cnode.kind}), parent, hnid=len(rows),
-                     depth=depth)
+        hnode = Node(
+            Frame({"name": cnode.name, "type": cnode.kind}), parent, hnid=len(rows), depth=depth
+        )
         if parent is None:
             roots.append(hnode)
         else:
@@ -274,11 +325,19 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
         inclusive = _inclusive_time(cnode, values)
         own = values[id(cnode)]
         for i, pe in enumerate(run.pes):
-            rows.append({"node": hnode, "rank": pe.pe, "name": cnode.name, "type": cnode.kind,
-                         "time": own["time"][i], "time (inc)": inclusive[i],
-                         "fibers": own["fibers"][i],
-                         "latency_observed": own["latency_observed"][i],
-                         "latency_critical": own["latency_critical"][i]})
+            rows.append(
+                {
+                    "node": hnode,
+                    "rank": pe.pe,
+                    "name": cnode.name,
+                    "type": cnode.kind,
+                    "time": own["time"][i],
+                    "time (inc)": inclusive[i],
+                    "fibers": own["fibers"][i],
+                    "latency_observed": own["latency_observed"][i],
+                    "latency_critical": own["latency_critical"][i],
+                }
+            )
         for child in cnode.children:
             visit(child, hnode, depth + 1)
 
@@ -286,8 +345,14 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
     graph = Graph(roots)
     graph.enumerate_traverse()
     frame = pd.DataFrame(rows).set_index(["node", "rank"]).sort_index()
-    return hatchet.GraphFrame(graph, frame, exc_metrics=["time"], inc_metrics=["time (inc)"],
-                              default_metric="time", metadata=_metadata(run, measure))
+    return hatchet.GraphFrame(
+        graph,
+        frame,
+        exc_metrics=["time"],
+        inc_metrics=["time (inc)"],
+        default_metric="time",
+        metadata=_metadata(run, measure),
+    )
 
 
 def _inclusive_time(cnode, values) -> list[float]:
@@ -299,17 +364,24 @@ def _inclusive_time(cnode, values) -> list[float]:
 
 
 def _metadata(run: RunProfile, measure: str) -> dict:
-    meta = {"run_id": run.id, "program": run.program, "backend": run.backend,
-            "npes": run.npes, "started_at": run.started_at, "elapsed_s": run.elapsed_s,
-            "hostname": run.machine.get("hostname"),
-            "machine_fingerprint": run.fingerprint, "source": run.source, "measure": measure}
+    meta = {
+        "run_id": run.id,
+        "program": run.program,
+        "backend": run.backend,
+        "npes": run.npes,
+        "started_at": run.started_at,
+        "elapsed_s": run.elapsed_s,
+        "hostname": run.machine.get("hostname"),
+        "machine_fingerprint": run.fingerprint,
+        "source": run.source,
+        "measure": measure,
+    }
     meta.update({f"param.{k}": v for k, v in run.params.items()})
     meta.update({f"setting.{k}": v for k, v in run.settings.items()})
     return meta
 
 
-def thicket(source, where: Sequence = (), measure: str = DEFAULT_MEASURE,
-            per_pe: bool = False):
+def thicket(source, where: Sequence = (), measure: str = DEFAULT_MEASURE, per_pe: bool = False):
     """Every run of a source (selected by `where`, mprof.db.store.Condition) as one Thicket
     (PyPI `llnl-thicket`), its metadata table the runs' configurations (the columns of
     `runs()`, indexed by Thicket's profile hash).  Thicket indexes performance data by
@@ -319,8 +391,10 @@ def thicket(source, where: Sequence = (), measure: str = DEFAULT_MEASURE,
     try:
         from thicket import Thicket
     except ImportError:
-        raise MprofError("Thicket is not installed: pip install llnl-thicket "
-                         "(scripts/bootstrap.sh installs it into .venv)") from None
+        raise MprofError(
+            "Thicket is not installed: pip install llnl-thicket "
+            "(scripts/bootstrap.sh installs it into .venv)"
+        ) from None
     import warnings
 
     selected = load_runs(source, where=where)

@@ -58,15 +58,26 @@ def literal(run: RunProfile, measure: str = DEFAULT_MEASURE) -> list[dict]:
         busy_t, idle_t = tree.values["time"][i], idle.values["time"][i]
         children = [_leaf("busy", "busy", busy_t), _leaf("idle", "idle", idle_t)]
         children += [_access(c, i) for c in tree.children if c.kind == "access"]
-        pes.append({"frame": {"name": f"PE {pe.pe}", "type": "pe"},
-                    "metrics": _metrics(0.0, busy_t + idle_t), "children": children})
+        pes.append(
+            {
+                "frame": {"name": f"PE {pe.pe}", "type": "pe"},
+                "metrics": _metrics(0.0, busy_t + idle_t),
+                "children": children,
+            }
+        )
     total = sum(p["metrics"]["time (inc)"] for p in pes)
-    return [{"frame": {"name": tree.name, "type": "program"}, "metrics": _metrics(0.0, total),
-             "children": pes}]
+    return [
+        {
+            "frame": {"name": tree.name, "type": "program"},
+            "metrics": _metrics(0.0, total),
+            "children": pes,
+        }
+    ]
 
 
-def graphframe(source: str | Path | RunProfile, run_id: int | None = None,
-               measure: str = DEFAULT_MEASURE):
+def graphframe(
+    source: str | Path | RunProfile, run_id: int | None = None, measure: str = DEFAULT_MEASURE
+):
     """A Hatchet GraphFrame of one run, indexed by (node, rank): mprof.frames.graphframe."""
     from .frames import graphframe as indexed
 
@@ -85,8 +96,10 @@ def _leaf(name: str, kind: str, t: float) -> dict:
 
 
 def _access(node: Node, pe: int) -> dict:
-    out = {"frame": {"name": node.name, "type": node.kind},
-           "metrics": _metrics(0.0, 0.0, **{m: node.values[m][pe] for m in _LATENCY})}
+    out = {
+        "frame": {"name": node.name, "type": node.kind},
+        "metrics": _metrics(0.0, 0.0, **{m: node.values[m][pe] for m in _LATENCY}),
+    }
     if node.children:
         out["children"] = [_access(c, pe) for c in node.children]
     return out

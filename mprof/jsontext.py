@@ -70,5 +70,7 @@ def loads(text: str, source: str, **kwargs):
     except DuplicateKey:
         offset, key = duplicate_key(text) or (0, "?")
         line, column = line_column(text, offset)
-        raise MprofError(f"{source}:{line}:{column}: key {json.dumps(key)} appears twice in "
-                         "one object (each key once)") from None
+        raise MprofError(
+            f"{source}:{line}:{column}: key {json.dumps(key)} appears twice in "
+            "one object (each key once)"
+        ) from None

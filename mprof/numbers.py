@@ -64,8 +64,7 @@ def _num(x) -> str:
 
 def _range_text(low, high, open_low, open_high) -> str:
     if low is not None and high is not None:
-        return (f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}"
-                f"{')' if open_high else ']'}")
+        return f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}{')' if open_high else ']'}"
     if low is not None:
         return f"{'>' if open_low else '>='} {_num(low)}"
     if high is not None:
@@ -73,17 +72,26 @@ def _range_text(low, high, open_low, open_high) -> str:
     return ""
 
 
-def check_number(value, where: str, *, low: float | None = None, high: float | None = None,
-                 open_low: bool = False, open_high: bool = False, integer: bool = False,
-                 what: str | None = None) -> float | int:
+def check_number(
+    value,
+    where: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+    integer: bool = False,
+    what: str | None = None,
+) -> float | int:
     """`value` as a float (or an int with `integer`), finite and in range; else MprofError."""
     kind = what or ("a whole number" if integer else "a number")
     expected = " ".join(x for x in (kind, _range_text(low, high, open_low, open_high)) if x)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise MprofError(f"{where}: expected {expected}, got {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise MprofError(f"{where}: expected {expected}, got {value!r} (only finite numbers "
-                         "are accepted)")
+        raise MprofError(
+            f"{where}: expected {expected}, got {value!r} (only finite numbers are accepted)"
+        )
     if integer:
         if isinstance(value, float):
             if not value.is_integer():
@@ -91,8 +99,9 @@ def check_number(value, where: str, *, low: float | None = None, high: float | N
             value = int(value)
     else:
         value = float(value)
-    bad = ((low is not None and (value <= low if open_low else value < low))
-           or (high is not None and (value >= high if open_high else value > high)))
+    bad = (low is not None and (value <= low if open_low else value < low)) or (
+        high is not None and (value >= high if open_high else value > high)
+    )
     if bad:
         raise MprofError(f"{where}: expected {expected}, got {_num(value)}")
     return value
@@ -154,6 +163,8 @@ def env_number(name: str, default: float, **limits) -> float | int:
     except MprofError as exc:
         shown = text if len(text) <= 64 else text[:64] + "..."
         why = str(exc).split(": ", 1)[1].rsplit(", got", 1)[0]
-        print(f"mprof: ignoring {name}={shown} ({why}), using the default {default:g}",
-              file=sys.stderr)
+        print(
+            f"mprof: ignoring {name}={shown} ({why}), using the default {default:g}",
+            file=sys.stderr,
+        )
         return default

@@ -97,10 +97,12 @@ class PEProfile:
             return self.elapsed_s
         if measure == "cpu":
             if self.cpu_s is None:
-                raise MprofError("the run has no CPU times (recorded from a run profile of "
-                                 "schema version 1); measure elapsed time instead "
-                                 "(`--measure elapsed`, or `Measure elapsed` in a modeling "
-                                 "script) or record it again")
+                raise MprofError(
+                    "the run has no CPU times (recorded from a run profile of "
+                    "schema version 1); measure elapsed time instead "
+                    "(`--measure elapsed`, or `Measure elapsed` in a modeling "
+                    "script) or record it again"
+                )
             return self.cpu_s
         raise MprofError(f"unknown measure '{measure}' (known: {', '.join(MEASURES)})")
 
@@ -206,8 +208,16 @@ class RunProfile:
     @property
     def config_key(self) -> str:
         """The benchmark configuration: runs with equal keys are repetitions of each other."""
-        return json.dumps({"program": self.program, "npes": self.npes, "params": self.params,
-                           "settings": self.settings}, sort_keys=True, separators=(",", ":"))
+        return json.dumps(
+            {
+                "program": self.program,
+                "npes": self.npes,
+                "params": self.params,
+                "settings": self.settings,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_document(cls, doc: Mapping, source: str = "<run>") -> RunProfile:
@@ -215,35 +225,65 @@ class RunProfile:
         pes = []
         for p in sorted(doc["pes"], key=lambda p: p["pe"]):
             pe = int(p["pe"])
-            pes.append(PEProfile(
-                pe, float(p["elapsed_s"]), float(p.get("idle_s", 0.0)),
-                _opt_float(p.get("cpu_s")), _opt_float(p.get("idle_cpu_s")),
-                [ObjectRecord(int(o["id"]), str(o["module"]), dict(o.get("stats", {})),
-                              dict(o.get("absent", {})))
-                 for o in p.get("objects", [])],
-                _categories(p.get("categories")),
-                [LatencyRow(str(r["access"]), str(r["enabler"]), int(r.get("count", 0)),
-                            float(r.get("observed_s", 0.0)), float(r.get("critical_s", 0.0)),
-                            pe) for r in p.get("latency", [])]))
+            pes.append(
+                PEProfile(
+                    pe,
+                    float(p["elapsed_s"]),
+                    float(p.get("idle_s", 0.0)),
+                    _opt_float(p.get("cpu_s")),
+                    _opt_float(p.get("idle_cpu_s")),
+                    [
+                        ObjectRecord(
+                            int(o["id"]),
+                            str(o["module"]),
+                            dict(o.get("stats", {})),
+                            dict(o.get("absent", {})),
+                        )
+                        for o in p.get("objects", [])
+                    ],
+                    _categories(p.get("categories")),
+                    [
+                        LatencyRow(
+                            str(r["access"]),
+                            str(r["enabler"]),
+                            int(r.get("count", 0)),
+                            float(r.get("observed_s", 0.0)),
+                            float(r.get("critical_s", 0.0)),
+                            pe,
+                        )
+                        for r in p.get("latency", [])
+                    ],
+                )
+            )
         machine = dict(doc.get("machine", {}))
-        return cls(program=str(doc.get("program", "")), npes=int(doc.get("npes", len(pes))),
-                   params=dict(doc.get("params", {})), settings=dict(doc.get("settings", {})),
-                   pes=pes, fingerprint=str(machine.get("fingerprint", "")),
-                   elapsed_s=_opt_float(doc.get("elapsed_s")), source=source,
-                   argv=list(doc.get("argv", [])),
-                   interfaces={str(i["name"]): str(i["digest"])
-                               for i in doc.get("interfaces", [])},
-                   accesses=list(doc.get("accesses", [])), backend=doc.get("backend"),
-                   started_at=doc.get("started_at"), machine=machine,
-                   bench=dict(doc.get("bench", {})),
-                   schema_version=int(doc.get("schema_version", 2)))
+        return cls(
+            program=str(doc.get("program", "")),
+            npes=int(doc.get("npes", len(pes))),
+            params=dict(doc.get("params", {})),
+            settings=dict(doc.get("settings", {})),
+            pes=pes,
+            fingerprint=str(machine.get("fingerprint", "")),
+            elapsed_s=_opt_float(doc.get("elapsed_s")),
+            source=source,
+            argv=list(doc.get("argv", [])),
+            interfaces={str(i["name"]): str(i["digest"]) for i in doc.get("interfaces", [])},
+            accesses=list(doc.get("accesses", [])),
+            backend=doc.get("backend"),
+            started_at=doc.get("started_at"),
+            machine=machine,
+            bench=dict(doc.get("bench", {})),
+            schema_version=int(doc.get("schema_version", 2)),
+        )
 
     def to_document(self) -> dict:
         """The run profile document of the run (docs/run-profile.md): what `from_document`
         reads, so that a run read from a database can be exported again.  Optional fields
         the run does not have are left out; category rows in the order stored."""
-        doc: dict = {"schema": "mprof.run-profile", "schema_version": self.schema_version,
-                     "program": self.program}
+        doc: dict = {
+            "schema": "mprof.run-profile",
+            "schema_version": self.schema_version,
+            "program": self.program,
+        }
         if self.argv:
             doc["argv"] = list(self.argv)
         if self.backend is not None:
@@ -279,12 +319,20 @@ def _pe_document(pe: PEProfile) -> dict:
         if obj.absent:
             record["absent"] = dict(obj.absent)
         out["objects"].append(record)
-    out["latency"] = [{"access": r.access, "enabler": r.enabler, "count": r.count,
-                       "observed_s": r.observed_s, "critical_s": r.critical_s}
-                      for r in pe.latency]
+    out["latency"] = [
+        {
+            "access": r.access,
+            "enabler": r.enabler,
+            "count": r.count,
+            "observed_s": r.observed_s,
+            "critical_s": r.critical_s,
+        }
+        for r in pe.latency
+    ]
     if pe.categories is not None:
-        out["categories"] = [{"access": c.access, "cpu_s": c.cpu_s, "samples": c.samples}
-                             for c in pe.categories]
+        out["categories"] = [
+            {"access": c.access, "cpu_s": c.cpu_s, "samples": c.samples} for c in pe.categories
+        ]
     return out
 
 
@@ -299,8 +347,9 @@ def _categories(rows) -> list[CategoryTime] | None:
     return sorted(out, key=lambda r: (-r.cpu_s, r.access))
 
 
-def load_profiles(database: str | Path, where: Sequence = (),
-                  run_ids: Sequence[int] | None = None) -> list[RunProfile]:
+def load_profiles(
+    database: str | Path, where: Sequence = (), run_ids: Sequence[int] | None = None
+) -> list[RunProfile]:
     """Every run of a profile database matching the conditions (mprof.db.store.Condition), or
     the runs `run_ids`, read from the database's tables (mprof.db.store.ProfileDB.profiles):
     everything their profiles held, so that `to_document` gives back the imported document."""

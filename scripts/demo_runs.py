@@ -19,9 +19,12 @@ def main(model_path: str, runs: list[str]) -> None:
         doc = load_profile(path)
         report = build_report(doc, model, source=path, model_path=model_path)
         measured[path] = report.measured_total
-        print(f"{path}: model {report.model_total:.4f} s, measured {report.measured_total:.4f} s"
-              f" ({report.measure}), model / measured = "
-              f"{report.model_total / report.measured_total:.3f}", file=sys.stderr)
+        print(
+            f"{path}: model {report.model_total:.4f} s, measured {report.measured_total:.4f} s"
+            f" ({report.measure}), model / measured = "
+            f"{report.model_total / report.measured_total:.3f}",
+            file=sys.stderr,
+        )
     print(min(runs, key=measured.get))
 
 

@@ -39,7 +39,6 @@ class BuildError(RuntimeError):
     pass
 
 
-
 def _run(cmd: list[str], cwd: Path) -> None:
     proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
@@ -91,13 +90,24 @@ def _cmake_build(name, sanitize, targets, source) -> Path:
     with open(bdir / ".pytest-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cache = bdir / "CMakeCache.txt"
-        if (not cache.exists() or _cached_sanitize(cache) != sanitize
-                or not (bdir / "build.ninja").exists()):
+        if (
+            not cache.exists()
+            or _cached_sanitize(cache) != sanitize
+            or not (bdir / "build.ninja").exists()
+        ):
             _run(
-                ["cmake", "-S", str(source), "-B", str(bdir), "-G", "Ninja",
-                 f"-DMPROF_SANITIZE={sanitize or ''}",
-                 # code generators (mprof iface compile) run with this interpreter
-                 f"-DPython3_EXECUTABLE={sys.executable}"],
+                [
+                    "cmake",
+                    "-S",
+                    str(source),
+                    "-B",
+                    str(bdir),
+                    "-G",
+                    "Ninja",
+                    f"-DMPROF_SANITIZE={sanitize or ''}",
+                    # code generators (mprof iface compile) run with this interpreter
+                    f"-DPython3_EXECUTABLE={sys.executable}",
+                ],
                 REPO_ROOT,
             )
         if targets is None:
@@ -146,7 +156,6 @@ def build_asan_dir() -> Path:
 @pytest.fixture(scope="session")
 def build_tsan_dir() -> Path:
     return cmake_build(sanitize="thread", targets=[])
-
 
 
 @pytest.fixture(autouse=True)

@@ -22,18 +22,22 @@ def imported_privates(path: Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not isinstance(node, ast.ImportFrom):
             continue
-        base = here[:len(here) - node.level + 1] if node.level else []
+        base = here[: len(here) - node.level + 1] if node.level else []
         source = ".".join([*base, *(node.module or "").split(".")]).strip(".")
         for alias in node.names:
-            if alias.name.startswith("_") and not alias.name.startswith("__") \
-                    and package_of(source) != package_of(module):
+            if (
+                alias.name.startswith("_")
+                and not alias.name.startswith("__")
+                and package_of(source) != package_of(module)
+            ):
                 out.append(f"{relative}:{node.lineno}: {alias.name} from {source}")
     return out
 
 
 def test_no_module_imports_another_packages_private_names():
-    found = [hit for path in sorted((ROOT / "mprof").rglob("*.py"))
-             for hit in imported_privates(path)]
+    found = [
+        hit for path in sorted((ROOT / "mprof").rglob("*.py")) for hit in imported_privates(path)
+    ]
     assert not found, "\n".join(found)
 
 
@@ -41,5 +45,4 @@ def test_the_check_sees_a_private_import_across_packages(tmp_path, monkeypatch):
     fake = ROOT / "mprof" / "gate" / "x.py"
     source = "from ..model.session import _match_module\nfrom .stats import _u_cdf\n"
     monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: source)
-    assert imported_privates(fake) == [
-        "mprof/gate/x:1: _match_module from mprof.model.session"]
+    assert imported_privates(fake) == ["mprof/gate/x:1: _match_module from mprof.model.session"]

@@ -62,10 +62,16 @@ def test_builds_do_not_fall_back_to_other_projects_or_stale_artifacts():
         text = path.read_text()
         for call in re.findall(r"cmake_build\([^)]*source=[^)]*\)", text):
             assert '"mpi"' in call, (path, call)
-        assert not re.search(r"except[^\n]*(BuildError|RuntimeError|Exception)[^\n]*:\n"
-                             r"(?:[^\n]*\n){0,3}[^\n]*(warn|skip|exists\(\))", text), path
-    projects = [p.relative_to(TESTS).as_posix() for p in TESTS.rglob("CMakeLists.txt")
-                if re.search(r"^\s*project\(", p.read_text(), re.M)]
+        assert not re.search(
+            r"except[^\n]*(BuildError|RuntimeError|Exception)[^\n]*:\n"
+            r"(?:[^\n]*\n){0,3}[^\n]*(warn|skip|exists\(\))",
+            text,
+        ), path
+    projects = [
+        p.relative_to(TESTS).as_posix()
+        for p in TESTS.rglob("CMakeLists.txt")
+        if re.search(r"^\s*project\(", p.read_text(), re.M)
+    ]
     assert projects == ["mpi/CMakeLists.txt"], projects
 
 
@@ -75,13 +81,18 @@ def test_sources_cite_what_a_reader_has():
     import subprocess
 
     root = TESTS.parent
-    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
-                           check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert (root / "docs" / "architecture.md").is_file()
     for name in files:
         path = root / name
-        if path.suffix in (".py", ".md", ".perf", ".c", ".h", ".tcl", ".toml", ".sh", ".txt",
-                           ".j2", ".sql") and path.is_file() and path.name != Path(__file__).name:
+        if (
+            path.suffix
+            in (".py", ".md", ".perf", ".c", ".h", ".tcl", ".toml", ".sh", ".txt", ".j2", ".sql")
+            and path.is_file()
+            and path.name != Path(__file__).name
+        ):
             text = path.read_text(errors="replace")
             assert not re.search(r"DESIGN\.md|seeds?[ /]0\d\d", text), name
             # nor the tracker's numbers: a reader has the repository, not the issues
@@ -95,6 +106,8 @@ def test_package_metadata_uses_current_setuptools_fields():
 
     data = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())
     assert isinstance(data["project"]["license"], str)
-    assert any(r.replace(" ", "").startswith("setuptools>=") and
-               tuple(map(int, r.split(">=")[1].split("."))) >= (77,)
-               for r in data["build-system"]["requires"])
+    assert any(
+        r.replace(" ", "").startswith("setuptools>=")
+        and tuple(map(int, r.split(">=")[1].split("."))) >= (77,)
+        for r in data["build-system"]["requires"]
+    )

@@ -20,8 +20,9 @@ def require_tool(*names: str) -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail(f"{' or '.join(names)} not found: run scripts/bootstrap.sh (make test does)",
-                pytrace=False)
+    pytest.fail(
+        f"{' or '.join(names)} not found: run scripts/bootstrap.sh (make test does)", pytrace=False
+    )
 
 
 def load_script(path: Path, name: str | None = None) -> ModuleType:

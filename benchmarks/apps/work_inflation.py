@@ -50,25 +50,44 @@ from invoke_instructions import PARTS, annotate, base_name, callgrind  # noqa: E
 
 # name: (executable under the build, callgrind arguments, weak scaling, larger native arguments)
 APPS = {
-    "em3d": ("benchmarks/em3d/em3d", ["--nodes=20000", "--iters=5"], True,
-             ["--nodes=100000", "--iters=20"]),
+    "em3d": (
+        "benchmarks/em3d/em3d",
+        ["--nodes=20000", "--iters=5"],
+        True,
+        ["--nodes=100000", "--iters=20"],
+    ),
     "tripuzzle": ("benchmarks/tripuzzle/tripuzzle", ["--rows=5"], False, ["--rows=6"]),
     "eigenvalue": ("benchmarks/eigenvalue/eigenvalue", ["--n=1000"], False, ["--n=3000"]),
     "phylogeny": ("benchmarks/phylogeny/phylogeny", ["--chars=30"], False, []),
 }
 
 # runtime functions by name first (the parts of invoke_instructions.py), then by source file
-RUNTIME_NAMES = {"spawn": PARTS["spawn"], "comm": PARTS["invoke"], "poll": PARTS["receive"],
-                 "sched": PARTS["dispatch"]}
+RUNTIME_NAMES = {
+    "spawn": PARTS["spawn"],
+    "comm": PARTS["invoke"],
+    "poll": PARTS["receive"],
+    "sched": PARTS["dispatch"],
+}
 RUNTIME_FILES = {
     "comm": ("comm.c", "bulk.c", "shm/", "mpi/"),
     "sched": ("sched.c", "fiber.c", "counter.c"),
     "object": ("object.c", "snapshot.c"),
-    "stats": ("stats.c", "profile.c", "sample.c", "observer.c", "trace.c", "json.c", "papi.c",
-              "sde.c", "perf/"),
+    "stats": (
+        "stats.c",
+        "profile.c",
+        "sample.c",
+        "observer.c",
+        "trace.c",
+        "json.c",
+        "papi.c",
+        "sde.c",
+        "perf/",
+    ),
 }
-MALLOC = re.compile(r"^(__libc_)?(malloc|free|calloc|realloc|cfree)$|^_int_|^malloc_|^sysmalloc|"
-                    r"^tcache|^unlink_chunk|^arena_|^__default_morecore|^alloc_perturb")
+MALLOC = re.compile(
+    r"^(__libc_)?(malloc|free|calloc|realloc|cfree)$|^_int_|^malloc_|^sysmalloc|"
+    r"^tcache|^unlink_chunk|^arena_|^__default_morecore|^alloc_perturb"
+)
 MEMCPY = re.compile(r"^_?_?(memcpy|memmove|mempcpy|memset|memcmp|bcmp)")
 SORT = re.compile(r"^(msort|qsort)")
 
@@ -178,22 +197,32 @@ def counted(cmd, pes, workers, tmp, files):
         groups[g] = groups.get(g, 0) + n
         by_fn[fn] = by_fn.get(fn, 0) + n
     groups["unattributed"] = total - sum(groups.values())
-    return {"total": total, "groups": dict(sorted(groups.items())), "functions": by_fn,
-            "stats": profile_stats(profile), "stdout": r.stdout}
+    return {
+        "total": total,
+        "groups": dict(sorted(groups.items())),
+        "functions": by_fn,
+        "stats": profile_stats(profile),
+        "stdout": r.stdout,
+    }
 
 
 def native(cmd, pes):
     """A normal run (default workers): getrusage of the child."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         env=env_for(pes))
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env_for(pes)
+    )
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         fail(f"{' '.join(cmd)} failed at P={pes}:\n{err[-2000:]}")
-    return {"user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
-            "minor_faults": ru.ru_minflt, "major_faults": ru.ru_majflt,
-            "max_rss_kb": ru.ru_maxrss}
+    return {
+        "user_s": round(ru.ru_utime, 3),
+        "sys_s": round(ru.ru_stime, 3),
+        "minor_faults": ru.ru_minflt,
+        "major_faults": ru.ru_majflt,
+        "max_rss_kb": ru.ru_maxrss,
+    }
 
 
 def table(res, pes, weak, top):
@@ -203,14 +232,17 @@ def table(res, pes, weak, top):
     for p in pes:
         r = res[p]
         expect = base * p if weak else base * pes[0]
-        rows[p] = {"total": r["total"], "per_pe": round(r["total"] / p),
-                   "inflation": round(r["total"] / expect, 4),
-                   "groups": r["groups"], "stats": r["stats"]}
+        rows[p] = {
+            "total": r["total"],
+            "per_pe": round(r["total"] / p),
+            "inflation": round(r["total"] / expect, 4),
+            "groups": r["groups"],
+            "stats": r["stats"],
+        }
     first, last = res[pes[0]]["functions"], res[pes[-1]]["functions"]
     scale = (pes[-1] / pes[0]) if weak else 1.0
     growth = {fn: last.get(fn, 0) - scale * first.get(fn, 0) for fn in set(first) | set(last)}
-    grown = {fn: round(v) for fn, v in sorted(growth.items(), key=lambda kv: -kv[1])[:top]
-             if v > 0}
+    grown = {fn: round(v) for fn, v in sorted(growth.items(), key=lambda kv: -kv[1])[:top] if v > 0}
     return rows, grown
 
 
@@ -218,14 +250,18 @@ def show(rows, grown, pes, weak):
     kind = "weak scaling: over P x the 1-PE count" if weak else "strong scaling: over P=1"
     print(f"inflation ({kind})")
     groups = sorted({g for r in rows.values() for g in r["groups"]})
-    print(f"{'P':>3} {'total':>14} {'per PE':>13} {'inflation':>9}  "
-          + " ".join(f"{g[:12]:>12}" for g in groups))
+    print(
+        f"{'P':>3} {'total':>14} {'per PE':>13} {'inflation':>9}  "
+        + " ".join(f"{g[:12]:>12}" for g in groups)
+    )
     for p in pes:
         r = rows[p]
         per = " ".join(f"{r['groups'].get(g, 0) / p:12.0f}" for g in groups)
         print(f"{p:>3} {r['total']:>14,} {r['per_pe']:>13,} {r['inflation']:>9.3f}  {per}")
-    print(f"functions that grow most from P={pes[0]} to P={pes[-1]} (instructions in all, over "
-          f"{'P x ' if weak else ''}the P={pes[0]} count):")
+    print(
+        f"functions that grow most from P={pes[0]} to P={pes[-1]} (instructions in all, over "
+        f"{'P x ' if weak else ''}the P={pes[0]} count):"
+    )
     for fn, v in grown.items():
         print(f"    {v:>14,}  {fn}")
 
@@ -244,11 +280,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--app", choices=sorted(APPS))
-    ap.add_argument("--weak", action="store_true",
-                    help="weak scaling: COMMAND's problem grows with P (compare with P x P=1)")
+    ap.add_argument(
+        "--weak",
+        action="store_true",
+        help="weak scaling: COMMAND's problem grows with P (compare with P x P=1)",
+    )
     ap.add_argument("--pes", default="1,2,4,8,16")
-    ap.add_argument("--workers-check", type=int, default=0, metavar="P",
-                    help="also count P (one of --pes) with MPROF_WORKERS=P")
+    ap.add_argument(
+        "--workers-check",
+        type=int,
+        default=0,
+        metavar="P",
+        help="also count P (one of --pes) with MPROF_WORKERS=P",
+    )
     ap.add_argument("--native", action="store_true", help="normal runs too (default with --app)")
     ap.add_argument("--top", type=int, default=12, help="functions listed by growth")
     ap.add_argument("command", nargs="*", help="the command (after --), without --app")
@@ -275,26 +319,36 @@ def main():
         if a.workers_check:
             w = counted(cmd, a.workers_check, a.workers_check, tmp, files)
             one = res[a.workers_check]
-            check = {"pes": a.workers_check, "total": w["total"], "groups": w["groups"],
-                     "over_one_worker": round(w["total"] / one["total"], 4)}
+            check = {
+                "pes": a.workers_check,
+                "total": w["total"],
+                "groups": w["groups"],
+                "over_one_worker": round(w["total"] / one["total"], 4),
+            }
     rows, grown = table(res, pes, a.weak, a.top)
     show(rows, grown, pes, a.weak)
     out = {"command": cmd, "weak": a.weak, "pes": pes, "runs": rows, "grown": grown}
     if check:
         out["workers_check"] = check
-        print(f"P={check['pes']} with a thread per PE: {check['total']:,} instructions, "
-              f"{check['over_one_worker']:.3f} x the one-thread count")
+        print(
+            f"P={check['pes']} with a thread per PE: {check['total']:,} instructions, "
+            f"{check['over_one_worker']:.3f} x the one-thread count"
+        )
     if a.native:
         out["native"] = {p: native(cmd, p) for p in pes}
         for p, n in out["native"].items():
-            print(f"native P={p}: user {n['user_s']:.3f} s, sys {n['sys_s']:.3f} s, "
-                  f"{n['minor_faults']} minor faults, RSS {n['max_rss_kb']} KB")
+            print(
+                f"native P={p}: user {n['user_s']:.3f} s, sys {n['sys_s']:.3f} s, "
+                f"{n['minor_faults']} minor faults, RSS {n['max_rss_kb']} KB"
+            )
         if large:
             out["native_large"] = {"command": large, **{p: native(large, p) for p in (1, 2)}}
             for p in (1, 2):
                 n = out["native_large"][p]
-                print(f"native {' '.join(large_args)} P={p}: user {n['user_s']:.3f} s, sys "
-                      f"{n['sys_s']:.3f} s, {n['minor_faults']} minor faults")
+                print(
+                    f"native {' '.join(large_args)} P={p}: user {n['user_s']:.3f} s, sys "
+                    f"{n['sys_s']:.3f} s, {n['minor_faults']} minor faults"
+                )
     print(json.dumps(out))
 
 

@@ -47,8 +47,10 @@ def differences(text: str) -> list[str]:
             out.append(f"{README}:1:1: no block <!-- study:{app} --> ... <!-- /study:{app} -->")
         elif m.group(2) != in_short(app):
             line = text.count("\n", 0, m.start(2)) + 1
-            out.append(f"{README}:{line}:1: the {app} paragraph differs from "
-                       f"{summary_path(app).relative_to(ROOT)} (run benchmarks/common/readme.py)")
+            out.append(
+                f"{README}:{line}:1: the {app} paragraph differs from "
+                f"{summary_path(app).relative_to(ROOT)} (run benchmarks/common/readme.py)"
+            )
     return out
 
 

@@ -36,14 +36,16 @@ RATIO_NOTE = (
     "costs (threads and communication, priced by the runtime's fitted model: THREAD + "
     "COMM_ALPHA + COMM_BETA + COMM_LOCAL).  The paper's ratio is derived from its figures the "
     "same way: (total - idle - threads - communication) / (threads + communication).  Both "
-    "leave the idle time out: it depends on the machine's load here and on the PE count.")
+    "leave the idle time out: it depends on the machine's load here and on the PE count."
+)
 
 
 EXPLAINED_NOTE = (
     "`explained`: runs whose measured total lies inside the runtime model's 90 % prediction "
     "band.  That model prices only the runtime (threads, messages, idle time); the program's "
     "own computation is not in it, so a run dominated by computation is not explained, and "
-    "the column says how far the runtime alone accounts for the run.")
+    "the column says how far the runtime alone accounts for the run."
+)
 
 
 def log(tag: str, msg: str) -> None:
@@ -57,8 +59,8 @@ def in_repo(arg) -> str:
     root = str(ROOT) + os.sep
     opt, eq, value = s.partition("=")  # --netlist=PATH
     if eq and opt.startswith("-") and value.startswith(root):
-        return f"{opt}={value[len(root):]}"
-    return s[len(root):] if s.startswith(root) else s
+        return f"{opt}={value[len(root) :]}"
+    return s[len(root) :] if s.startswith(root) else s
 
 
 def run(tag, cmd, env=None, **kw):
@@ -92,7 +94,8 @@ def flush_list(text: str) -> list[str]:
         m = FLUSH.match(x)
         if x != "default" and not (m and int(m.group(1)) >= 1):
             raise argparse.ArgumentTypeError(
-                f"a flush setting is 'default' or FIBERS:DELAY_US with FIBERS >= 1: '{x}'")
+                f"a flush setting is 'default' or FIBERS:DELAY_US with FIBERS >= 1: '{x}'"
+            )
     if "default" not in specs:
         specs.insert(0, "default")
     return list(dict.fromkeys(specs))
@@ -122,26 +125,46 @@ def parser(doc: str, program: str, sizes: dict) -> argparse.ArgumentParser:
     """The options every study takes; the study adds its own.  `sizes` maps each --size to its
     settings (`reps` among them), which become the defaults of the options of the same name."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--size", choices=list(sizes), default="small",
-                    help="problem size: small (tests, smoke runs; the default) or paper (the "
-                    "dissertation's ratio of computation to runtime overhead)")
-    ap.add_argument("--pes", type=pe_list, default=[2],
-                    help="PE counts of the parallel runs, comma separated (default 2; 8,16 on "
-                    "a 16-core machine)")
-    ap.add_argument("--flush", type=flush_list, default=flush_list(FLUSH_DEFAULT),
-                    help="message-service settings for the initial configuration: 'default' "
-                    f"or FIBERS:DELAY_US, comma separated (default {FLUSH_DEFAULT})")
-    ap.add_argument("--reps", type=int, default=None,
-                    help="runs per configuration (default: the size's)")
-    ap.add_argument("--calibrate", action="store_true",
-                    help="only measure the ratio of computation to runtime overhead at the "
-                    "candidate sizes (results/calibration.json), to choose the paper size")
+    ap.add_argument(
+        "--size",
+        choices=list(sizes),
+        default="small",
+        help="problem size: small (tests, smoke runs; the default) or paper (the "
+        "dissertation's ratio of computation to runtime overhead)",
+    )
+    ap.add_argument(
+        "--pes",
+        type=pe_list,
+        default=[2],
+        help="PE counts of the parallel runs, comma separated (default 2; 8,16 on "
+        "a 16-core machine)",
+    )
+    ap.add_argument(
+        "--flush",
+        type=flush_list,
+        default=flush_list(FLUSH_DEFAULT),
+        help="message-service settings for the initial configuration: 'default' "
+        f"or FIBERS:DELAY_US, comma separated (default {FLUSH_DEFAULT})",
+    )
+    ap.add_argument(
+        "--reps", type=int, default=None, help="runs per configuration (default: the size's)"
+    )
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="only measure the ratio of computation to runtime overhead at the "
+        "candidate sizes (results/calibration.json), to choose the paper size",
+    )
     ap.add_argument("--model", type=Path, default=RTS_MODEL, help="the runtime's cost model")
     ap.add_argument("--work", type=Path, default=ROOT / "build/experiments" / program)
-    ap.add_argument("--out", type=Path,
-                    default=ROOT / "benchmarks" / program / "experiments" / "results")
-    ap.add_argument("--render", action="store_true",
-                    help="only write summary.md again from the runs' summary.json")
+    ap.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / program / "experiments" / "results"
+    )
+    ap.add_argument(
+        "--render",
+        action="store_true",
+        help="only write summary.md again from the runs' summary.json",
+    )
     ap.set_defaults(sizes=sizes)
     return ap
 
@@ -158,9 +181,12 @@ def settings(ap: argparse.ArgumentParser, argv=None):
 def size_label(args) -> str:
     """The size's label ("5 rows, 3 runs") with the runs (or rounds) that --reps asked for."""
     size = args.sizes[args.size]
-    return re.sub(rf"\b{size['reps']} (run|round)s\b",
-                  lambda m: f"{args.reps} {m[1]}{'s' if args.reps != 1 else ''}", size["label"],
-                  count=1)
+    return re.sub(
+        rf"\b{size['reps']} (run|round)s\b",
+        lambda m: f"{args.reps} {m[1]}{'s' if args.reps != 1 else ''}",
+        size["label"],
+        count=1,
+    )
 
 
 SAVED = ("size", "pes", "flush", "reps")
@@ -168,8 +194,11 @@ SAVED = ("size", "pes", "flush", "reps")
 
 def study_row(args, extra=()) -> dict:
     """The settings of this study, kept in summary.json so that --render reproduces it."""
-    return {"name": "_study", "cores": os.cpu_count(),
-            **{k: getattr(args, k) for k in (*SAVED, *extra)}}
+    return {
+        "name": "_study",
+        "cores": os.cpu_count(),
+        **{k: getattr(args, k) for k in (*SAVED, *extra)},
+    }
 
 
 def saved(args) -> dict | None:
@@ -236,9 +265,13 @@ def figures(doc: dict) -> dict:
     """The numbers of one report, per PE on average: measured total and idle time, the
     runtime model's cost categories, observed and critical latency per access category."""
     P = doc["npes"]
-    out = {"Total": doc["measured_total_s"] / P, "Idle": doc["idle_total_s"] / P,
-           "Model": doc["model_total_s"] / P if doc.get("model_total_s") is not None else None,
-           "explained": bool(doc.get("explained")), "params": doc.get("params", {})}
+    out = {
+        "Total": doc["measured_total_s"] / P,
+        "Idle": doc["idle_total_s"] / P,
+        "Model": doc["model_total_s"] / P if doc.get("model_total_s") is not None else None,
+        "explained": bool(doc.get("explained")),
+        "params": doc.get("params", {}),
+    }
     for obj in doc["objects"]:
         if obj["module"] == "rts":
             for cat, v in obj.get("categories", {}).items():
@@ -260,8 +293,7 @@ def overhead_ratio(fig: dict) -> dict:
     modelled costs other than IDLE, and the busy CPU time beyond them."""
     runtime = sum(fig.get(c) or 0.0 for c in ("THREAD", "COMM_ALPHA", "COMM_BETA", "COMM_LOCAL"))
     comp = fig["Total"] - (fig.get("IDLE") or 0.0) - runtime
-    return {"Runtime": runtime, "Comp": comp,
-            "ratio": comp / runtime if runtime > 0 else None}
+    return {"Runtime": runtime, "Comp": comp, "ratio": comp / runtime if runtime > 0 else None}
 
 
 def paper_ratio(total, idle, threads, alpha, beta) -> float:
@@ -285,8 +317,12 @@ def _one_run(tag, name, rep, exe, args, env_extra, model, work: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
     env.update({k: str(v) for k, v in env_extra.items()}, MPROF_OUT=str(prof))
     stdout = run(tag, [exe, *args], env=env, capture_output=True, text=True).stdout
-    rep_json = run(tag, [sys.executable, "-m", "mprof", "report", prof, "--model", model,
-                         "--json"], capture_output=True, text=True).stdout
+    rep_json = run(
+        tag,
+        [sys.executable, "-m", "mprof", "report", prof, "--model", model, "--json"],
+        capture_output=True,
+        text=True,
+    ).stdout
     return prof, figures(json.loads(rep_json)), stdout
 
 
@@ -298,14 +334,39 @@ def _reduce(tag, name, exe, args, env_extra, runs, model, work: Path, out: Path)
     rep_params = [f["params"] for _, f, _ in runs]
     runs = sorted(runs, key=lambda r: r[1]["Total"])
     median_prof, _, median_stdout = runs[len(runs) // 2]
-    text = run(tag, [sys.executable, "-m", "mprof", "report", median_prof, "--model", model,
-                     "--format", "text"], capture_output=True, text=True).stdout
+    text = run(
+        tag,
+        [
+            sys.executable,
+            "-m",
+            "mprof",
+            "report",
+            median_prof,
+            "--model",
+            model,
+            "--format",
+            "text",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout
     (out / f"{name}.txt").write_text(median_stdout + "\n" + text)
     keys = {k for _, f, _ in runs for k in f if k not in ("explained", "params")}
-    row = {"name": name, "cmd": shown(" ".join(["env"] + [f"{k}={v}" for k, v in env_extra.items()]
-                                                + [Path(exe).name, *map(str, args)]), work),
-           "runs": len(runs), "explained": sum(f["explained"] for _, f, _ in runs),
-           "params": [f["params"] for _, f, _ in runs], "rep_params": rep_params}
+    row = {
+        "name": name,
+        "cmd": shown(
+            " ".join(
+                ["env"]
+                + [f"{k}={v}" for k, v in env_extra.items()]
+                + [Path(exe).name, *map(str, args)]
+            ),
+            work,
+        ),
+        "runs": len(runs),
+        "explained": sum(f["explained"] for _, f, _ in runs),
+        "params": [f["params"] for _, f, _ in runs],
+        "rep_params": rep_params,
+    }
     for k in sorted(keys):
         vals = [f[k] for _, f, _ in runs if f.get(k) is not None]
         if vals:
@@ -329,15 +390,20 @@ def measure_interleaved(tag, configs, exe, reps, model, work: Path, out: Path) -
     for rep in range(reps):
         for name, (args, env_extra) in configs.items():
             runs[name].append(_one_run(tag, name, rep, exe, args, env_extra, model, work))
-    return {name: _reduce(tag, name, exe, args, env_extra, runs[name], model, work, out)
-            for name, (args, env_extra) in configs.items()}
+    return {
+        name: _reduce(tag, name, exe, args, env_extra, runs[name], model, work, out)
+        for name, (args, env_extra) in configs.items()
+    }
 
 
 def round_ratio(row: dict, base: dict, key: str):
     """Median and range over the rounds of row's mp_param `key` divided by base's in the same
     round (rows of one measure_interleaved call)."""
-    vals = [a[key] / b[key] for a, b in zip(row.get("rep_params", []), base.get("rep_params", []))
-            if key in a and b.get(key)]
+    vals = [
+        a[key] / b[key]
+        for a, b in zip(row.get("rep_params", []), base.get("rep_params", []))
+        if key in a and b.get(key)
+    ]
     return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
 
 
@@ -364,8 +430,13 @@ def round_pct(row: dict, base: dict, key: str) -> str:
 
 def round_verdict(lo: float, hi: float) -> str:
     """What the range over the rounds of a same-round ratio says."""
-    return ("faster in every round" if hi < 1 else "slower in every round" if lo > 1
-            else "within the spread (the rounds disagree)")
+    return (
+        "faster in every round"
+        if hi < 1
+        else "slower in every round"
+        if lo > 1
+        else "within the spread (the rounds disagree)"
+    )
 
 
 def round_change(row: dict, base: dict, key: str) -> str:
@@ -374,8 +445,10 @@ def round_change(row: dict, base: dict, key: str) -> str:
     m, lo, hi = round_ratio(row, base, key)
     if m is None:
         return "n/a"
-    return (f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
-            f"{round_verdict(lo, hi)}")
+    return (
+        f"{100 * (m - 1):+.1f} % ({100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %), "
+        f"{round_verdict(lo, hi)}"
+    )
 
 
 def machine_load(row: dict | None = None) -> dict:
@@ -393,10 +466,12 @@ def load_note(row: dict | None) -> str:
     if not row:
         return ""
     end = row.get("load_end", ["?"])
-    return (f"The machine ({row['cores']} cores) was shared with other work while this study "
-            f"ran: load average {row['load_start'][0]} at its start and {end[0]} at its end "
-            "(1-minute figures), so absolute times carry that noise; the ratios between "
-            "configurations are taken within one round of interleaved runs.")
+    return (
+        f"The machine ({row['cores']} cores) was shared with other work while this study "
+        f"ran: load average {row['load_start'][0]} at its start and {end[0]} at its end "
+        "(1-minute figures), so absolute times carry that noise; the ratios between "
+        "configurations are taken within one round of interleaved runs."
+    )
 
 
 def param_stat(row: dict, name: str):
@@ -422,8 +497,10 @@ def time_cells(row: dict, key: str, seq, baseline: bool) -> tuple[str, str]:
 def latency_cells(row: dict, accesses, d: int = 3) -> str:
     """A study table's latency columns, `observed / critical` of each access category.  A
     category the report has no latency row for had no fiber wait on it: 0."""
-    return " | ".join(f"{fmt(row.get('obs:' + a) or 0.0, d)} / "
-                      f"{fmt(row.get('crit:' + a) or 0.0, d)}" for a in accesses)
+    return " | ".join(
+        f"{fmt(row.get('obs:' + a) or 0.0, d)} / {fmt(row.get('crit:' + a) or 0.0, d)}"
+        for a in accesses
+    )
 
 
 def tables(rows: dict, args, table, sizes: dict, paper: list, explained: bool = True) -> list[str]:
@@ -443,10 +520,17 @@ def calibrate(tag, exe, model, args, candidates, work: Path) -> list[dict]:
     out = []
     pes = args.pes[0]
     for label, cmd, env in candidates:
-        _, fig, _ = _one_run(tag, "calibrate", 0, exe, cmd, {"MPROF_PES": pes, **env}, model,
-                             work)
-        out.append({"size": label, "pes": pes, "cmd": shown(" ".join(map(str, cmd)), work),
-                    "ratio": fig["ratio"], "Comp": fig["Comp"], "Runtime": fig["Runtime"]})
+        _, fig, _ = _one_run(tag, "calibrate", 0, exe, cmd, {"MPROF_PES": pes, **env}, model, work)
+        out.append(
+            {
+                "size": label,
+                "pes": pes,
+                "cmd": shown(" ".join(map(str, cmd)), work),
+                "ratio": fig["ratio"],
+                "Comp": fig["Comp"],
+                "Runtime": fig["Runtime"],
+            }
+        )
         log(tag, f"{label}: computation/runtime {fig['ratio']}")
     (args.out / "calibration.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
@@ -463,20 +547,29 @@ def calibration_lines(out: Path, sizes: dict, paper: list) -> list[str]:
     if paper:
         top = max(paper)
         reach = next((c["size"] for c in cal if c["ratio"] and c["ratio"] >= top), None)
-        rule = (f"the paper's is {ratio_range(paper)}; the smallest candidate that reaches "
-                f"{top:.1f}: {reach or 'none'}")
+        rule = (
+            f"the paper's is {ratio_range(paper)}; the smallest candidate that reaches "
+            f"{top:.1f}: {reach or 'none'}"
+        )
     else:
         rule = "the paper gives no runtime costs for this program (insignificant, it says)"
-    lines = ["", f"Calibration (`run.py --calibrate`, one run per candidate on {cal[0]['pes']} "
-             f"PEs): comp/rt at each candidate size; {rule}.  The sizes: "
-             + "; ".join(f"{k}: {v['label']}" for k, v in sizes.items()) + ".  The paper "
-             "size is the smallest that holds the paper's ratio and is no smaller than the "
-             "paper's own input.", "",
-             "| candidate | command | computation / PE | runtime / PE | comp/rt |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "",
+        f"Calibration (`run.py --calibrate`, one run per candidate on {cal[0]['pes']} "
+        f"PEs): comp/rt at each candidate size; {rule}.  The sizes: "
+        + "; ".join(f"{k}: {v['label']}" for k, v in sizes.items())
+        + ".  The paper "
+        "size is the smallest that holds the paper's ratio and is no smaller than the "
+        "paper's own input.",
+        "",
+        "| candidate | command | computation / PE | runtime / PE | comp/rt |",
+        "|---|---|---|---|---|",
+    ]
     for c in cal:
-        lines.append(f"| {c['size']} | `{c['cmd']}` | {c['Comp']:.4f} s | "
-                     f"{c['Runtime']:.5f} s | {fmt(c['ratio'], 1)} |")
+        lines.append(
+            f"| {c['size']} | `{c['cmd']}` | {c['Comp']:.4f} s | "
+            f"{c['Runtime']:.5f} s | {fmt(c['ratio'], 1)} |"
+        )
     return lines
 
 
@@ -491,10 +584,12 @@ def pending_note(args, program: str) -> str:
     have = ", ".join(map(str, args.pes))
     if max(args.pes) >= 8:
         return f"PE counts measured: {have}."
-    return (f"Tables for {have} PEs only: the 8- and 16-PE tables are pending a run on a "
-            f"machine with 16 cores (`benchmarks/studies.sh --pes 8,16 --size {args.size}`, "
-            f"or this study alone: `.venv/bin/python benchmarks/{program}/experiments/run.py "
-            f"--pes 8,16 --size {args.size}`).")
+    return (
+        f"Tables for {have} PEs only: the 8- and 16-PE tables are pending a run on a "
+        f"machine with 16 cores (`benchmarks/studies.sh --pes 8,16 --size {args.size}`, "
+        f"or this study alone: `.venv/bin/python benchmarks/{program}/experiments/run.py "
+        f"--pes 8,16 --size {args.size}`)."
+    )
 
 
 def in_short(text: str) -> str:

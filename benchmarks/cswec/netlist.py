@@ -58,8 +58,9 @@ import sys
 from pathlib import Path
 
 GATES = {"and", "nand", "or", "nor", "xor", "xnor", "not", "buf"}
-TOKEN = re.compile(r"\s+|//[^\n]*|/\*.*?\*/|1'[bB][01]|[A-Za-z_\\][A-Za-z0-9_$\[\]\\.]*|[(),;=]|\S",
-                   re.S)
+TOKEN = re.compile(
+    r"\s+|//[^\n]*|/\*.*?\*/|1'[bB][01]|[A-Za-z_\\][A-Za-z0-9_$\[\]\\.]*|[(),;=]|\S", re.S
+)
 
 
 class NetlistError(Exception):
@@ -153,10 +154,21 @@ def parse_verilog(text: str, path: str):
     return name, inputs, outputs, gates, aliases
 
 
-BENCH_TYPES = {"AND": "and", "NAND": "nand", "OR": "or", "NOR": "nor", "XOR": "xor",
-               "XNOR": "xnor", "NOT": "not", "BUFF": "buf", "BUF": "buf"}
-BENCH_LINE = re.compile(r"\s*(?:(INPUT|OUTPUT)\s*\(\s*([^\s()]+)\s*\)|([^\s=()]+)\s*=\s*"
-                        r"([A-Za-z]+)\s*\(([^()]*)\))\s*$")
+BENCH_TYPES = {
+    "AND": "and",
+    "NAND": "nand",
+    "OR": "or",
+    "NOR": "nor",
+    "XOR": "xor",
+    "XNOR": "xnor",
+    "NOT": "not",
+    "BUFF": "buf",
+    "BUF": "buf",
+}
+BENCH_LINE = re.compile(
+    r"\s*(?:(INPUT|OUTPUT)\s*\(\s*([^\s()]+)\s*\)|([^\s=()]+)\s*=\s*"
+    r"([A-Za-z]+)\s*\(([^()]*)\))\s*$"
+)
 
 
 def parse_bench(text: str, path: str):
@@ -177,8 +189,10 @@ def parse_bench(text: str, path: str):
         typ = BENCH_TYPES.get(m.group(4).upper())
         if typ is None:
             where = f"{path}:{n}:{m.start(4) + 1}"
-            raise NetlistError(f"{where}: unsupported gate type '{m.group(4)}' (combinational "
-                               "gates only: " + " ".join(sorted(BENCH_TYPES)) + ")")
+            raise NetlistError(
+                f"{where}: unsupported gate type '{m.group(4)}' (combinational "
+                "gates only: " + " ".join(sorted(BENCH_TYPES)) + ")"
+            )
         ins = [x.strip() for x in m.group(5).split(",")]
         if not all(ins) or (typ in ("not", "buf") and len(ins) != 1):
             raise NetlistError(f"{at}: gate '{m.group(4)}' with inputs '{m.group(5)}'")
@@ -187,9 +201,16 @@ def parse_bench(text: str, path: str):
 
 
 # Static CMOS: the inverting stage a gate type is built from, and whether an inverter follows.
-STAGES = {"and": ("nand", True), "or": ("nor", True), "buf": ("not", True),
-          "nand": ("nand", False), "nor": ("nor", False), "not": ("not", False),
-          "xor": ("xor", False), "xnor": ("xnor", False)}
+STAGES = {
+    "and": ("nand", True),
+    "or": ("nor", True),
+    "buf": ("not", True),
+    "nand": ("nand", False),
+    "nor": ("nor", False),
+    "not": ("not", False),
+    "xor": ("xor", False),
+    "xnor": ("xnor", False),
+}
 
 
 def cmos_stages(gates):
@@ -243,7 +264,7 @@ class CMOS:
         out, i = [], 0
         for j in range(k):
             n = size + (j < extra)
-            out.append(sigs[i:i + n])
+            out.append(sigs[i : i + n])
             i += n
         return out
 
@@ -277,8 +298,11 @@ class CMOS:
         na, nb = self.inv(a), self.inv(b)
         p, q, out = self.fresh(), self.fresh(), self.fresh()
         pairs = [(a, nb), (na, b)] if xnor else [(a, b), (na, nb)]
-        gates = [("and", p, list(pairs[0]), self.at), ("and", q, list(pairs[1]), self.at),
-                 ("nor", out, [p, q], self.at)]
+        gates = [
+            ("and", p, list(pairs[0]), self.at),
+            ("and", q, list(pairs[1]), self.at),
+            ("nor", out, [p, q], self.at),
+        ]
         return self.complex_stage(gates, 8)
 
     def gate(self, typ: str, ins: list) -> None:
@@ -288,9 +312,14 @@ class CMOS:
             for k, b in enumerate(ins[1:]):
                 x = self.xor2(x, b, xnor=typ == "xnor" and k == len(ins) - 2)
         else:
-            build = {"and": self.and_, "nand": self.nand, "or": self.or_, "nor": self.nor,
-                     "not": lambda s: self.inv(s[0]),
-                     "buf": lambda s: self.inv(self.inv(s[0]))}[typ]
+            build = {
+                "and": self.and_,
+                "nand": self.nand,
+                "or": self.or_,
+                "nor": self.nor,
+                "not": lambda s: self.inv(s[0]),
+                "buf": lambda s: self.inv(self.inv(s[0])),
+            }[typ]
             x = build(list(ins))
         last = self.stages[-1]  # the stage that drives x, named after the gate's output
         last[-1] = last[-1][:1] + (self.out,) + last[-1][2:]
@@ -321,6 +350,7 @@ def build(name, inputs, outputs, gates, aliases, path, grain="gate", max_fanin=4
 def assemble(name, inputs, outputs, subs, aliases, path):
     """The netlist text of subcircuits `subs` (lists of (type, out, ins, where) gates whose
     last drives the subcircuit's output), numbered in depth-first topological order."""
+
     def resolve(s, at, seen=()):
         if s in aliases:
             if s in seen:
@@ -328,9 +358,14 @@ def assemble(name, inputs, outputs, subs, aliases, path):
             return resolve(aliases[s][0], aliases[s][1], seen + (s,))
         return s
 
-    consts = sorted({s for s in [a for a, _ in aliases.values()]
-                     + [x for sub in subs for g in sub for x in g[2]]
-                     if re.match(r"1'[bB][01]$", s)})
+    consts = sorted(
+        {
+            s
+            for s in [a for a, _ in aliases.values()]
+            + [x for sub in subs for g in sub for x in g[2]]
+            if re.match(r"1'[bB][01]$", s)
+        }
+    )
     driver, internal = {}, set()
     for k, sub in enumerate(subs):
         for typ, out, ins, at in sub:
@@ -388,17 +423,21 @@ def assemble(name, inputs, outputs, subs, aliases, path):
         if s not in sig or s in internal:
             raise NetlistError(f"{path}: output '{o}' has no driver")
         outs.append(sig[s])
-    body = [[(g[0], sig[g[1]], [sig[resolve(x, g[3])] for x in g[2]]) for g in subs[k]]
-            for k in order]
+    body = [
+        [(g[0], sig[g[1]], [sig[resolve(x, g[3])] for x in g[2]]) for g in subs[k]] for k in order
+    ]
     ties = [(sig[c], int(c[-1])) for c in consts]
     return render(name, len(sig), [sig[s] for s in inputs], outs, body, ties)
 
 
 def render(name, nsig, ins, outs, subs, ties=()) -> str:
-    lines = ["cswec-netlist 1 " + name,
-             f"signals {nsig} inputs {len(ins)} outputs {len(outs)} subcircuits {len(subs)} "
-             f"ties {len(ties)}",
-             "in " + " ".join(map(str, ins)), "out " + " ".join(map(str, outs))]
+    lines = [
+        "cswec-netlist 1 " + name,
+        f"signals {nsig} inputs {len(ins)} outputs {len(outs)} subcircuits {len(subs)} "
+        f"ties {len(ties)}",
+        "in " + " ".join(map(str, ins)),
+        "out " + " ".join(map(str, outs)),
+    ]
     lines += [f"tie {s} {v}" for s, v in ties]
     for sub in subs:
         lines.append(f"sub {len(sub)}")
@@ -497,8 +536,12 @@ def regfile_ccc(regs: int, bits: int, max_fanin: int = 4):
         gates, level = [], []
         for r in range(regs):
             n, p, on, t = (f"bl{b}$n{r}", f"bl{b}$p{r}", f"bl{b}$on{r}", f"bl{b}$t{r}")
-            gates += [("not", n, [data[r][b]], "regfile"), ("not", p, [selb[r]], "regfile"),
-                      ("or", on, [sel[r], p], "regfile"), ("and", t, [n, on], "regfile")]
+            gates += [
+                ("not", n, [data[r][b]], "regfile"),
+                ("not", p, [selb[r]], "regfile"),
+                ("or", on, [sel[r], p], "regfile"),
+                ("and", t, [n, on], "regfile"),
+            ]
             level.append(t)
         k = 0
         while len(level) > 1:  # the bit line: an OR tree of 2-input gates
@@ -523,8 +566,10 @@ def regfile_ccc(regs: int, bits: int, max_fanin: int = 4):
 def iscas_path(name: str) -> Path:
     spec = importlib.util.find_spec("circuitgraph")
     if spec is None or not spec.submodule_search_locations:
-        raise NetlistError("the Python package circuitgraph is not installed "
-                           "(scripts/bootstrap.sh installs it into .venv)")
+        raise NetlistError(
+            "the Python package circuitgraph is not installed "
+            "(scripts/bootstrap.sh installs it into .venv)"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / "netlists" / f"{name}.v"
     if not path.exists():
         raise NetlistError(f"circuitgraph ships no netlist '{name}' ({path})")
@@ -545,13 +590,24 @@ def main(argv=None) -> int:
     r.add_argument("--bits", type=int, default=32)
     for p in (v, i, b, r):
         p.add_argument("-o", "--output", type=Path, required=True)
-        p.add_argument("--grain", choices=["gate", "stage", "ccc"], default=None,
-                       help="a subcircuit per gate (the default), per static CMOS stage, or "
-                       "per channel-connected component of the transistor netlist")
-        p.add_argument("--max-fanin", type=int, default=4,
-                       help="ccc: the most transistors in series in one stage (default 4)")
-        p.add_argument("--summary", action="store_true",
-                       help="print the subcircuit count (and, at ccc, the transistors)")
+        p.add_argument(
+            "--grain",
+            choices=["gate", "stage", "ccc"],
+            default=None,
+            help="a subcircuit per gate (the default), per static CMOS stage, or "
+            "per channel-connected component of the transistor netlist",
+        )
+        p.add_argument(
+            "--max-fanin",
+            type=int,
+            default=4,
+            help="ccc: the most transistors in series in one stage (default 4)",
+        )
+        p.add_argument(
+            "--summary",
+            action="store_true",
+            help="print the subcircuit count (and, at ccc, the transistors)",
+        )
     for p in (v, i, b):
         p.add_argument("--stages", action="store_true", help="the same as --grain stage")
     args = ap.parse_args(argv)
@@ -577,12 +633,15 @@ def main(argv=None) -> int:
             except OSError as exc:
                 raise NetlistError(f"{path}: {exc.strerror}") from None
             parse = parse_bench if args.cmd == "bench" else parse_verilog
-            text, nsubs, transistors = build(*parse(src, str(path)), str(path), grain=grain,
-                                             max_fanin=args.max_fanin)
+            text, nsubs, transistors = build(
+                *parse(src, str(path)), str(path), grain=grain, max_fanin=args.max_fanin
+            )
         args.output.write_text(text)
     except NetlistError as exc:
-        print(f"netlist.py: {exc}" if not str(exc).startswith(("/", ".")) else str(exc),
-              file=sys.stderr)
+        print(
+            f"netlist.py: {exc}" if not str(exc).startswith(("/", ".")) else str(exc),
+            file=sys.stderr,
+        )
         return 1
     if args.summary:
         head = text.split("\n", 2)[1].split()

@@ -120,18 +120,31 @@ def machine_figures(floor, machine):
             two, at = machine.get((what, 2)), machine.get((what, p))
             if not (two and at and at["best_s"] > 0):
                 continue
-            row = {"figure": "machine_efficiency", "what": what, "pes": p,
-                   "value": round(two["best_s"] / at["best_s"], 3),
-                   "runs_s": [two["best_s"], at["best_s"]]}
+            row = {
+                "figure": "machine_efficiency",
+                "what": what,
+                "pes": p,
+                "value": round(two["best_s"] / at["best_s"], 3),
+                "runs_s": [two["best_s"], at["best_s"]],
+            }
             a, b = two.get("cpu_mean_s"), at.get("cpu_mean_s")
             if what == "copies" and isinstance(a, dict) and isinstance(b, dict):
                 num = (int, float)
-                row["parts"] = {k: round(v / b[k], 3) for k, v in a.items()
-                                if isinstance(v, num) and isinstance(b.get(k), num) and b[k] > 0}
+                row["parts"] = {
+                    k: round(v / b[k], 3)
+                    for k, v in a.items()
+                    if isinstance(v, num) and isinstance(b.get(k), num) and b[k] > 0
+                }
             out.append(row)
         if 2 in floor and p in floor:
-            out.append({"figure": "machine_efficiency", "what": "shm_floor", "pes": p,
-                        "value": round(floor[p] / p / (floor[2] / 2), 3)})
+            out.append(
+                {
+                    "figure": "machine_efficiency",
+                    "what": "shm_floor",
+                    "pes": p,
+                    "value": round(floor[p] / p / (floor[2] / 2), 3),
+                }
+            )
     return out
 
 
@@ -142,41 +155,82 @@ def figures(weak, rate, floor, apps, startup, carriers, machine):
         for agg in ("4096", "0"):
             t = {p: v for (pn, a, p), v in weak.items() if pn == pin and a == agg}
             if 2 in t and 16 in t:
-                out.append({"figure": "weak_efficiency", "pin": pin, "agg": agg,
-                            "value": round(t[2] / t[16], 3), "runs_s": [t[2], t[16]],
-                            **judged(t[2] / t[16], at_least=WEAK_EFFICIENCY_MIN)})
+                out.append(
+                    {
+                        "figure": "weak_efficiency",
+                        "pin": pin,
+                        "agg": agg,
+                        "value": round(t[2] / t[16], 3),
+                        "runs_s": [t[2], t[16]],
+                        **judged(t[2] / t[16], at_least=WEAK_EFFICIENCY_MIN),
+                    }
+                )
             if 16 in t and 64 in t:
-                out.append({"figure": "weak_64_over_16", "pin": pin, "agg": agg,
-                            "value": round(t[64] / t[16], 2), "runs_s": [t[16], t[64]],
-                            **judged(t[64] / t[16], at_most=WEAK_64_OVER_16_MAX)})
+                out.append(
+                    {
+                        "figure": "weak_64_over_16",
+                        "pin": pin,
+                        "agg": agg,
+                        "value": round(t[64] / t[16], 2),
+                        "runs_s": [t[16], t[64]],
+                        **judged(t[64] / t[16], at_most=WEAK_64_OVER_16_MAX),
+                    }
+                )
         for p in (2, 8, 16):
             if (pin, p) in rate and p in floor:
                 gap = floor[p] / rate[(pin, p)]
-                out.append({"figure": "floor_over_rate", "pin": pin, "pes": p,
-                            "value": round(gap, 2), "rate_per_s": round(rate[(pin, p)]),
-                            "floor_per_s": floor[p], **judged(gap, at_most=FLOOR_OVER_RATE_MAX)})
+                out.append(
+                    {
+                        "figure": "floor_over_rate",
+                        "pin": pin,
+                        "pes": p,
+                        "value": round(gap, 2),
+                        "rate_per_s": round(rate[(pin, p)]),
+                        "floor_per_s": floor[p],
+                        **judged(gap, at_most=FLOOR_OVER_RATE_MAX),
+                    }
+                )
         names = sorted({(a, args) for (pn, a, args, _) in apps if pn == pin})
         for app, args in names:
             t = {p: v for (pn, a, ar, p), v in apps.items() if (pn, a, ar) == (pin, app, args)}
             if 1 in t and 16 in t:
-                out.append({"figure": "app_speedup", "pin": pin, "app": app, "args": args,
-                            "value": round(t[1] / t[16], 2), "runs_s": [t[1], t[16]]})
+                out.append(
+                    {
+                        "figure": "app_speedup",
+                        "pin": pin,
+                        "app": app,
+                        "args": args,
+                        "value": round(t[1] / t[16], 2),
+                        "runs_s": [t[1], t[16]],
+                    }
+                )
     out += machine_figures(floor, machine)
     for (pin, p), v in sorted(startup.items()):
         out.append({"figure": "startup_s", "pin": pin, "pes": p, "value": v})
     for (what, p, agg), d in sorted(carriers.items()):
         off, on = d["before"]["busy_median_s"], d["after"]["busy_median_s"]
         if on > 0:
-            out.append({"figure": "carriers_busy_gain", "what": what, "pes": p, "agg": agg,
-                        "value": round(off / on, 3), "rate_ratio": d.get("median_ratio")})
+            out.append(
+                {
+                    "figure": "carriers_busy_gain",
+                    "what": what,
+                    "pes": p,
+                    "agg": agg,
+                    "value": round(off / on, 3),
+                    "rate_ratio": d.get("median_ratio"),
+                }
+            )
     return out
 
 
 def markdown(rows):
     lines = ["| figure | setting | value | target |", "|---|---|---|---|"]
     for r in rows:
-        setting = ", ".join(f"{k} {r[k]}" for k in ("what", "app", "args", "agg", "pes", "pin")
-                            if k in r and r[k] not in ("", "-"))
+        setting = ", ".join(
+            f"{k} {r[k]}"
+            for k in ("what", "app", "args", "agg", "pes", "pin")
+            if k in r and r[k] not in ("", "-")
+        )
         target = r.get("target", "")
         if target:
             target += " (met)" if r["met"] else " (not met)"
@@ -191,8 +245,10 @@ def main():
     args = ap.parse_args()
     rows = figures(*collect(read_lines(args.runs)))
     if not rows:
-        fail("no weak-scaling, messaging, application, start-up, machine or carriers lines in "
-             + ", ".join(args.runs))
+        fail(
+            "no weak-scaling, messaging, application, start-up, machine or carriers lines in "
+            + ", ".join(args.runs)
+        )
     for r in rows:
         print(json.dumps(r))
     if args.markdown:

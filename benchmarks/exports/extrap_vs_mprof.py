@@ -63,9 +63,11 @@ def mprof_test_mre(fit_db: Path, test_db: Path) -> tuple[float, float]:
     """mprof's test MRE on the representative (fastest) test samples and on every test run."""
     script = (ROOT / "workflows/pipe/model.tcl").read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        text = (script.replace("../../build/workflows/pipe-fit.db", str(fit_db))
-                .replace("../../build/workflows/pipe-test.db", str(test_db))
-                .replace("../../", f"{ROOT}/"))
+        text = (
+            script.replace("../../build/workflows/pipe-fit.db", str(fit_db))
+            .replace("../../build/workflows/pipe-test.db", str(test_db))
+            .replace("../../", f"{ROOT}/")
+        )
         text = text.replace("SaveModel ", "# SaveModel ")  # leave the demo's model alone
         path = Path(tmp) / "model.tcl"
         path.write_text(text)
@@ -73,8 +75,10 @@ def mprof_test_mre(fit_db: Path, test_db: Path) -> tuple[float, float]:
     fits = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     quality = fits[-1]["quality"]
     run_mre = quality.get("run_test_mre_percent")
-    return (float(quality["test_mre_percent"]) / 100,
-            float(run_mre) / 100 if run_mre is not None else float("nan"))
+    return (
+        float(quality["test_mre_percent"]) / 100,
+        float(run_mre) / 100 if run_mre is not None else float("nan"),
+    )
 
 
 def samples(runs, names: list[str], fastest: bool) -> list[tuple[tuple, float]]:
@@ -105,15 +109,26 @@ def extrap_mres(fit_db: Path, test_db: Path, with_settings: bool) -> dict[str, d
     for note in notes:
         print(f"mprof: warning: {note}", file=sys.stderr)
     train = samples(fit_runs, names, fastest=True)
-    tests = {"fastest": samples(test_runs, names, fastest=True),
-             "runs": samples(test_runs, names, fastest=False)}
+    tests = {
+        "fastest": samples(test_runs, names, fastest=True),
+        "runs": samples(test_runs, names, fastest=False),
+    }
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fit.jsonl"
         with path.open("w") as f:
             for coord, t in train:
-                f.write(json.dumps({"params": dict(zip(names, coord)), "callpath": "pipe",
-                                    "metric": "time", "value": t}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "params": dict(zip(names, coord)),
+                            "callpath": "pipe",
+                            "metric": "time",
+                            "value": t,
+                        }
+                    )
+                    + "\n"
+                )
         for modeler in sorted(multi_parameter.all_modelers):
             experiment = read_jsonlines_file(str(path))
             with warnings.catch_warnings():
@@ -124,8 +139,7 @@ def extrap_mres(fit_db: Path, test_db: Path, with_settings: bool) -> dict[str, d
                 except Exception as exc:  # a modeler that cannot handle this design
                     print(f"Extra-P modeler {modeler}: {exc}", file=sys.stderr)
                     continue
-            model = next(m for (cp, metric), m in generator.models.items()
-                         if metric.name == "time")
+            model = next(m for (cp, metric), m in generator.models.items() if metric.name == "time")
             scores = {}
             for which, sample_list in tests.items():
                 errors = []
@@ -135,21 +149,30 @@ def extrap_mres(fit_db: Path, test_db: Path, with_settings: bool) -> dict[str, d
                         predicted = float(np.ravel(model.hypothesis.function.evaluate(point))[0])
                     errors.append(abs(predicted - t) / t if np.isfinite(predicted) else np.inf)
                 scores[which] = float(np.mean(errors))
-            function = re.sub(r"\d+\.\d+(?:e[-+]?\d+)?",
-                              lambda m: f"{float(m.group()):.3g}",
-                              model.hypothesis.function.to_string(*experiment.parameters))
+            function = re.sub(
+                r"\d+\.\d+(?:e[-+]?\d+)?",
+                lambda m: f"{float(m.group()):.3g}",
+                model.hypothesis.function.to_string(*experiment.parameters),
+            )
             out[modeler] = {**scores, "model": function}
             print(f"Extra-P {modeler}: {function}", file=sys.stderr)
-    return {"params": names, "train_samples": len(train),
-            "test_samples": {k: len(v) for k, v in tests.items()}, "modelers": out}
+    return {
+        "params": names,
+        "train_samples": len(train),
+        "test_samples": {k: len(v) for k, v in tests.items()},
+        "modelers": out,
+    }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fit-db", type=Path)
     ap.add_argument("--test-db", type=Path)
-    ap.add_argument("--with-settings", action="store_true",
-                    help="pass Extra-P the settings too (AGG), as the export does with --params")
+    ap.add_argument(
+        "--with-settings",
+        action="store_true",
+        help="pass Extra-P the settings too (AGG), as the export does with --params",
+    )
     args = ap.parse_args()
     if bool(args.fit_db) != bool(args.test_db):
         ap.error("give both --fit-db and --test-db, or neither")
@@ -159,28 +182,43 @@ def main():
     extrap = extrap_mres(fit_db, test_db, args.with_settings)
     modelers = extrap["modelers"]
     best = min(modelers, key=lambda m: modelers[m]["fastest"]) if modelers else None
-    print(f"Samples: {MEASURE} time per PE; trained on each configuration's fastest run per PE "
-          f"({extrap['train_samples']} samples, mprof's `Replicates min`); Extra-P parameters "
-          f"{', '.join(extrap['params'])}")
-    for which, label, mine in (("fastest", "fastest test runs (mprof's test MRE)", mprof[0]),
-                               ("runs", "every single test run", mprof[1])):
+    print(
+        f"Samples: {MEASURE} time per PE; trained on each configuration's fastest run per PE "
+        f"({extrap['train_samples']} samples, mprof's `Replicates min`); Extra-P parameters "
+        f"{', '.join(extrap['params'])}"
+    )
+    for which, label, mine in (
+        ("fastest", "fastest test runs (mprof's test MRE)", mprof[0]),
+        ("runs", "every single test run", mprof[1]),
+    ):
         line = f"PIPE held-out MRE, {label}: mprof {100 * mine:.1f} %"
         if best:
             line += f", Extra-P best ({best}) {100 * modelers[best][which]:.1f} %"
         print(line)
     for name, value in sorted(modelers.items()):
-        print(f"  Extra-P {name}: {100 * value['fastest']:.1f} % / {100 * value['runs']:.1f} %"
-              f"  {value['model']}")
-    print(json.dumps({"benchmark": "extrap_vs_mprof", "fit_db": str(fit_db),
-                      "test_db": str(test_db), "measure": MEASURE,
-                      "training": "fastest run per configuration and PE",
-                      "mprof_test_mre": mprof[0], "mprof_run_test_mre": mprof[1],
-                      "extrap_params": extrap["params"],
-                      "extrap_test_mre": {k: v["fastest"] for k, v in modelers.items()},
-                      "extrap_run_test_mre": {k: v["runs"] for k, v in modelers.items()},
-                      "extrap_best": best,
-                      "extrap_best_mre": modelers[best]["fastest"] if best else None,
-                      "extrap_best_run_mre": modelers[best]["runs"] if best else None}))
+        print(
+            f"  Extra-P {name}: {100 * value['fastest']:.1f} % / {100 * value['runs']:.1f} %"
+            f"  {value['model']}"
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "extrap_vs_mprof",
+                "fit_db": str(fit_db),
+                "test_db": str(test_db),
+                "measure": MEASURE,
+                "training": "fastest run per configuration and PE",
+                "mprof_test_mre": mprof[0],
+                "mprof_run_test_mre": mprof[1],
+                "extrap_params": extrap["params"],
+                "extrap_test_mre": {k: v["fastest"] for k, v in modelers.items()},
+                "extrap_run_test_mre": {k: v["runs"] for k, v in modelers.items()},
+                "extrap_best": best,
+                "extrap_best_mre": modelers[best]["fastest"] if best else None,
+                "extrap_best_run_mre": modelers[best]["runs"] if best else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -32,10 +32,12 @@ from mprof.model.script import ModelingScript  # noqa: E402
 def variant(script: str, folder: Path, rule: str, ignore: str | None) -> str:
     """The script's text fitted to folder's databases with `rule`, nothing saved."""
     # directives may be indented (inside an if), and each occurrence is replaced
-    text = re.sub(r"(?m)^(\s*)FitDatabase:?\s.*$", rf"\1FitDatabase: {folder / 'rts-fit.db'}",
-                  script)
-    text = re.sub(r"(?m)^(\s*)TestDatabase:?\s.*$",
-                  rf"\1TestDatabase: {folder / 'rts-test.db'}", text)
+    text = re.sub(
+        r"(?m)^(\s*)FitDatabase:?\s.*$", rf"\1FitDatabase: {folder / 'rts-fit.db'}", script
+    )
+    text = re.sub(
+        r"(?m)^(\s*)TestDatabase:?\s.*$", rf"\1TestDatabase: {folder / 'rts-test.db'}", text
+    )
     text = re.sub(r"(?m)^Replicates\s.*$", f"Replicates {rule}", text)
     text = re.sub(r"(?m)^\s*SaveModel\s.*$", "", text)
     text = text.replace("../../", f"{ROOT}/")
@@ -53,16 +55,23 @@ def fit(text: str) -> dict:
         path.write_text(text)
         ModelingScript(path, on_fit=outcomes.append, warn=lambda w: None).run()
     r = outcomes[-1].result
-    return {"test_mre_pct": round(r.test_mre, 2), "single_runs_pct": round(r.run_test_mre, 2),
-            "noise_floor_pct": round(r.noise_mre, 2), "negative": r.negative}
+    return {
+        "test_mre_pct": round(r.test_mre, 2),
+        "single_runs_pct": round(r.run_test_mre, 2),
+        "noise_floor_pct": round(r.noise_mre, 2),
+        "negative": r.negative,
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="folders with rts-fit.db, rts-test.db")
     parser.add_argument("--script", type=Path, default=ROOT / "workflows/rts/model.tcl")
-    parser.add_argument("--ignore", metavar="TERM",
-                        help="also fit each rule without this term (module and term: rts Notify)")
+    parser.add_argument(
+        "--ignore",
+        metavar="TERM",
+        help="also fit each rule without this term (module and term: rts Notify)",
+    )
     args = parser.parse_args(argv)
     script = args.script.read_text()
     if not re.search(r"(?m)^Replicates\s", script):
@@ -84,8 +93,14 @@ def main(argv=None) -> int:
                 return 2
             means.setdefault(name, []).append(figures["test_mre_pct"])
             print(json.dumps({"pair": str(folder), "fit": name, **figures}), flush=True)
-    print(json.dumps({"mean_test_mre_pct": {k: round(statistics.mean(v), 2)
-                                            for k, v in means.items()}, "pairs": len(args.dirs)}))
+    print(
+        json.dumps(
+            {
+                "mean_test_mre_pct": {k: round(statistics.mean(v), 2) for k, v in means.items()},
+                "pairs": len(args.dirs),
+            }
+        )
+    )
     return 0
 
 

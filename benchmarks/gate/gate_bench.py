@@ -6,8 +6,8 @@ chain (5 of the 50 rounds of a lookup's hashing: +10 % to +11 % CPU time per loo
 lookups are serial, so each round costs its latency).  Before every detection trial the
 benchmark measures that slowdown apart from the gate and prints it; the JSON gives its median,
 range, and the detections among trials that injected at least +10 %.  Every trial is one
-`mprof gate run` (mprof.gate.runner.run_gate) with the default settings (tolerance, alpha, correction, and the
-fits on each configuration's two fastest runs), the shipped fit script
+`mprof gate run` (mprof.gate.runner.run_gate) with the default settings (tolerance,
+alpha, correction, and the fits on each configuration's two fastest runs), the shipped fit script
 (benchmarks/gate/gate_ops.tcl, CPU time per PE thread), 1 PE (within the cores), a 3 x 3 sweep
 of runs of 10-30 ms, 6 repetitions per point and build, baseline and candidate runs
 interleaved (ABBA), into fresh databases:
@@ -56,8 +56,12 @@ from mprof.gate.runner import run_gate  # noqa: E402
 
 FIT_SCRIPT = REPO / "benchmarks" / "gate" / "gate_ops.tcl"
 QUIET = Console(file=open(os.devnull, "w"))  # the runner's progress lines
-OP_B_UNITS = ("::fit:gateops.OP_B", "fit::gateops.OP_B:Lookup", "::cost:gateops.OP_B",
-              "cat:gateops:LOOKUP")
+OP_B_UNITS = (
+    "::fit:gateops.OP_B",
+    "fit::gateops.OP_B:Lookup",
+    "::cost:gateops.OP_B",
+    "cat:gateops:LOOKUP",
+)
 # units that contain the lookups' time: flagged with them, not "elsewhere"
 CONTAINING = ("::time", "cat:(busy)")
 
@@ -68,35 +72,78 @@ def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
     if not librt.exists():
         raise SystemExit(f"{librt} is missing: run `make build` first")
     cc = shutil.which("cc") or shutil.which("gcc")
-    subprocess.run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", str(out),
-                    str(REPO / "benchmarks" / "gate" / "gateops.perf")], check=True, cwd=REPO)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mprof",
+            "iface",
+            "compile",
+            "-q",
+            "-o",
+            str(out),
+            str(REPO / "benchmarks" / "gate" / "gateops.perf"),
+        ],
+        check=True,
+        cwd=REPO,
+    )
     # the runtime's optional links (runtime/ecosystem.cmake), as tests/gate/conftest.py does
     undefined = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
     extra = []
     if "MPI_" in undefined:
-        extra = shlex.split(subprocess.run(["mpicc", "--showme:link"], capture_output=True,
-                                           text=True, check=True).stdout)
-    extra += [flag for symbol, flag in (("papi_sde_", "-lsde"), ("OTF2_", "-lotf2"),
-                                        ("PAPI_", "-lpapi"), ("hwloc_", "-lhwloc"))
-              if symbol in undefined]
+        extra = shlex.split(
+            subprocess.run(
+                ["mpicc", "--showme:link"], capture_output=True, text=True, check=True
+            ).stdout
+        )
+    extra += [
+        flag
+        for symbol, flag in (
+            ("papi_sde_", "-lsde"),
+            ("OTF2_", "-lotf2"),
+            ("PAPI_", "-lpapi"),
+            ("hwloc_", "-lhwloc"),
+        )
+        if symbol in undefined
+    ]
     paths = {}
-    for variant, flags in (("base", []),
-                           ("slow", ["-DSLOW_OP_B", f"-DSLOW_ROUNDS={slow_rounds}"])):
+    for variant, flags in (("base", []), ("slow", ["-DSLOW_OP_B", f"-DSLOW_ROUNDS={slow_rounds}"])):
         target = out / variant / "gate_ops"
         target.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", *flags,
-                        f"-I{REPO / 'runtime' / 'include'}", f"-I{out}",
-                        str(REPO / "benchmarks" / "gate" / "gate_ops.c"),
-                        str(out / "gateops_perf.c"), str(librt), *extra, "-lpthread",
-                        "-rdynamic", "-lm", "-o", str(target)], check=True)
+        subprocess.run(
+            [
+                cc,
+                "-std=c11",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                *flags,
+                f"-I{REPO / 'runtime' / 'include'}",
+                f"-I{out}",
+                str(REPO / "benchmarks" / "gate" / "gate_ops.c"),
+                str(out / "gateops_perf.c"),
+                str(librt),
+                *extra,
+                "-lpthread",
+                "-rdynamic",
+                "-lm",
+                "-o",
+                str(target),
+            ],
+            check=True,
+        )
         paths[variant] = target
     return paths
 
 
 def cpu_seconds(exe: Path, na: int, nb: int, tmp: Path) -> float:
     out = tmp / "calibrate.json"
-    subprocess.run([str(exe), "1", str(na), str(nb)], check=True,
-                   env=dict(os.environ, MPROF_OUT=str(out), MPROF_PES="1"))
+    subprocess.run(
+        [str(exe), "1", str(na), str(nb)],
+        check=True,
+        env=dict(os.environ, MPROF_OUT=str(out), MPROF_PES="1"),
+    )
     return float(json.loads(out.read_text())["pes"][0]["cpu_s"])
 
 
@@ -114,20 +161,43 @@ def injected_slowdown(exe: dict[str, Path], tmp: Path, n: int = 1000000, reps: i
 
 
 def write_spec(path: Path, program: Path, na: list[int], nb: list[int], reps: int) -> Path:
-    path.write_text(f'program = "{program}"\ncommand = "{{program}} {{npes}} {{na}} {{nb}}"\n'
-                    f'database = "unused.db"\nnpes = [1]\nrepetitions = {reps}\n'
-                    f"timeout_s = 120\n[params]\nna = {na}\nnb = {nb}\n")
+    path.write_text(
+        f'program = "{program}"\ncommand = "{{program}} {{npes}} {{na}} {{nb}}"\n'
+        f'database = "unused.db"\nnpes = [1]\nrepetitions = {reps}\n'
+        f"timeout_s = 120\n[params]\nna = {na}\nnb = {nb}\n"
+    )
     return path
 
 
-def trial(spec, baseline, candidate, out_dir, config, budget, focus=(), adaptive=False,
-          change=None, keep: Path | None = None, model=None):
+def trial(
+    spec,
+    baseline,
+    candidate,
+    out_dir,
+    config,
+    budget,
+    focus=(),
+    adaptive=False,
+    change=None,
+    keep: Path | None = None,
+    model=None,
+):
     """One gate run into `out_dir`, removed after it unless `keep` is given: then a trial whose
     report flags something keeps its databases and the report's JSON there, to be studied."""
-    report, log = run_gate(spec, baseline_bin=str(baseline), candidate_bin=str(candidate),
-                           out_dir=out_dir, config=config, fit_script=FIT_SCRIPT,
-                           budget=budget, console=QUIET, focus=focus, adaptive=adaptive,
-                           change=change, model=model)
+    report, log = run_gate(
+        spec,
+        baseline_bin=str(baseline),
+        candidate_bin=str(candidate),
+        out_dir=out_dir,
+        config=config,
+        fit_script=FIT_SCRIPT,
+        budget=budget,
+        console=QUIET,
+        focus=focus,
+        adaptive=adaptive,
+        change=change,
+        model=model,
+    )
     if keep is not None and any(u.verdict in (REGRESSION, BEHAVIOUR) for u in report.units):
         target = keep / Path(out_dir).name
         shutil.rmtree(target, ignore_errors=True)
@@ -140,9 +210,11 @@ def trial(spec, baseline, candidate, out_dir, config, budget, focus=(), adaptive
 def classify(report):
     flagged = [(u.id, u.verdict) for u in report.units if u.verdict in (REGRESSION, BEHAVIOUR)]
     own = [uid for uid, v in flagged if v == REGRESSION and uid.endswith(OP_B_UNITS)]
-    elsewhere = [(uid, v) for uid, v in flagged
-                 if not uid.endswith(OP_B_UNITS) and not (v == REGRESSION
-                                                           and uid.endswith(CONTAINING))]
+    elsewhere = [
+        (uid, v)
+        for uid, v in flagged
+        if not uid.endswith(OP_B_UNITS) and not (v == REGRESSION and uid.endswith(CONTAINING))
+    ]
     coef = next((u for u in report.units if u.id == "fit::gateops.OP_B:Lookup"), None)
     change = coef.comparison.change if coef is not None and coef.comparison else None
     return flagged, own, elsewhere, change
@@ -154,30 +226,60 @@ def main():
     parser.add_argument("--aa", type=int, default=100, help="A/A trials (100)")
     parser.add_argument("--quick", action="store_true", help="3 detection + 5 A/A trials")
     parser.add_argument("--reps", type=int, default=6, help="repetitions per point and build")
-    parser.add_argument("--sizes", default="100000,200000,300000",
-                        help="values of nb, lookups per run (and of na unless --na)")
+    parser.add_argument(
+        "--sizes",
+        default="100000,200000,300000",
+        help="values of nb, lookups per run (and of na unless --na)",
+    )
     parser.add_argument("--na", help="values of na, inserts per run (default: --sizes)")
-    parser.add_argument("--slow-rounds", type=int, default=5,
-                        help="extra mixing rounds per lookup in the candidate (5: 10 %% of "
-                        "the 50 rounds of a lookup's hashing)")
+    parser.add_argument(
+        "--slow-rounds",
+        type=int,
+        default=5,
+        help="extra mixing rounds per lookup in the candidate (5: 10 %% of "
+        "the 50 rounds of a lookup's hashing)",
+    )
     parser.add_argument("--budget", type=int, default=0, help="gate run --budget (default 0)")
-    parser.add_argument("--disturbed", type=float, default=None,
-                        help="gate config `disturbed` (default: the gate's, off)")
-    parser.add_argument("--fastest", type=int, default=None,
-                        help="gate config `fastest` (default: the gate's, 2)")
-    parser.add_argument("--focus", action="append", default=[],
-                        help="gate --focus (repeatable; default: none, every unit gates)")
-    parser.add_argument("--adaptive", action="store_true",
-                        help="gate run --adaptive: the repetitions the power check recommends "
-                        "for --change after the spec's, within --budget")
-    parser.add_argument("--change", type=float, default=None,
-                        help="gate run --change (default: the gate's, twice the tolerance)")
-    parser.add_argument("--model", type=Path, default=None,
-                        help="gate run --model: also price both sides with this model file "
-                        "(e.g. one with fixed and imported parameters)")
-    parser.add_argument("--keep-flagged", type=Path, default=None,
-                        help="keep the databases and report of every trial that flags a unit "
-                        "in this folder")
+    parser.add_argument(
+        "--disturbed",
+        type=float,
+        default=None,
+        help="gate config `disturbed` (default: the gate's, off)",
+    )
+    parser.add_argument(
+        "--fastest", type=int, default=None, help="gate config `fastest` (default: the gate's, 2)"
+    )
+    parser.add_argument(
+        "--focus",
+        action="append",
+        default=[],
+        help="gate --focus (repeatable; default: none, every unit gates)",
+    )
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="gate run --adaptive: the repetitions the power check recommends "
+        "for --change after the spec's, within --budget",
+    )
+    parser.add_argument(
+        "--change",
+        type=float,
+        default=None,
+        help="gate run --change (default: the gate's, twice the tolerance)",
+    )
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="gate run --model: also price both sides with this model file "
+        "(e.g. one with fixed and imported parameters)",
+    )
+    parser.add_argument(
+        "--keep-flagged",
+        type=Path,
+        default=None,
+        help="keep the databases and report of every trial that flags a unit in this folder",
+    )
     parser.add_argument("--build-dir", default=os.environ.get("BUILD", "build"))
     args = parser.parse_args()
     if args.quick:
@@ -205,9 +307,19 @@ def main():
         for i in range(args.detect):
             # the trial's own injected slowdown, measured apart just before it
             injected.append(injected_slowdown(exe, tmp))
-            report, log = trial(spec, exe["base"], exe["slow"], tmp / f"d{i}", config,
-                                args.budget, args.focus, args.adaptive, args.change,
-                                args.keep_flagged, model)
+            report, log = trial(
+                spec,
+                exe["base"],
+                exe["slow"],
+                tmp / f"d{i}",
+                config,
+                args.budget,
+                args.focus,
+                args.adaptive,
+                args.change,
+                args.keep_flagged,
+                model,
+            )
             reps_used.append(log.repetitions)
             flagged, own, elsewhere, change = classify(report)
             detected += bool(own)
@@ -216,18 +328,42 @@ def main():
             time_flagged += any(uid.endswith("::time") for uid, _ in flagged)
             if change is not None:
                 changes.append(change)
-            details.append({"trial": f"detect {i}", "own": len(own), "elsewhere": elsewhere,
-                            "op_b_change": change, "injected": injected[-1],
-                            "repetitions": log.repetitions})
-            print(f"detect {i}: injected {injected[-1]:+.1%} (measured apart), OP_B flagged in "
-                  f"{len(own)} unit(s), elsewhere {elsewhere}, "
-                  + (f"estimated lookup change {change:+.1%}" if change is not None else
-                     "no estimate") + f", {log.repetitions} repetitions", flush=True)
+            details.append(
+                {
+                    "trial": f"detect {i}",
+                    "own": len(own),
+                    "elsewhere": elsewhere,
+                    "op_b_change": change,
+                    "injected": injected[-1],
+                    "repetitions": log.repetitions,
+                }
+            )
+            print(
+                f"detect {i}: injected {injected[-1]:+.1%} (measured apart), OP_B flagged in "
+                f"{len(own)} unit(s), elsewhere {elsewhere}, "
+                + (
+                    f"estimated lookup change {change:+.1%}"
+                    if change is not None
+                    else "no estimate"
+                )
+                + f", {log.repetitions} repetitions",
+                flush=True,
+            )
         alarms, behaviour = 0, 0
         for i in range(args.aa):
-            report, log = trial(spec, exe["base"], exe["base"], tmp / f"a{i}", config,
-                                args.budget, args.focus, args.adaptive, args.change,
-                                args.keep_flagged, model)
+            report, log = trial(
+                spec,
+                exe["base"],
+                exe["base"],
+                tmp / f"a{i}",
+                config,
+                args.budget,
+                args.focus,
+                args.adaptive,
+                args.change,
+                args.keep_flagged,
+                model,
+            )
             reps_used.append(log.repetitions)
             flagged, _, _, _ = classify(report)
             alarms += any(v == REGRESSION for _, v in flagged)
@@ -236,8 +372,11 @@ def main():
                 details.append({"trial": f"aa {i}", "flagged": flagged})
             print(f"A/A {i}: {flagged or 'nothing flagged'}", flush=True)
     result = {
-        "benchmark": "gate_rates", "detect_trials": args.detect, "detected": detected,
-        "flagged_elsewhere": wrong, "time_unit_flagged": time_flagged,
+        "benchmark": "gate_rates",
+        "detect_trials": args.detect,
+        "detected": detected,
+        "flagged_elsewhere": wrong,
+        "time_unit_flagged": time_flagged,
         "injected_slowdown": round(statistics.median(injected), 4) if injected else None,
         "injected_min": round(min(injected), 4) if injected else None,
         "injected_max": round(max(injected), 4) if injected else None,
@@ -245,18 +384,32 @@ def main():
         "detected_where_injected_ge_10pct": detected_at_10,
         "op_b_change_min": round(min(changes), 4) if changes else None,
         "op_b_change_median": round(statistics.median(changes), 4) if changes else None,
-        "aa_trials": args.aa, "aa_regressions": alarms, "aa_behaviour_changes": behaviour,
-        "tolerance": config.tolerance, "alpha": config.alpha, "correction": config.correction,
-        "disturbed": config.disturbed_limit, "fastest": config.fastest,
-        "reps": args.reps, "na": na, "nb": sizes, "npes": 1, "slow_rounds": args.slow_rounds,
-        "budget": args.budget, "focus": args.focus, "adaptive": args.adaptive,
-        "change": args.change, "model": str(args.model) if args.model else None,
+        "aa_trials": args.aa,
+        "aa_regressions": alarms,
+        "aa_behaviour_changes": behaviour,
+        "tolerance": config.tolerance,
+        "alpha": config.alpha,
+        "correction": config.correction,
+        "disturbed": config.disturbed_limit,
+        "fastest": config.fastest,
+        "reps": args.reps,
+        "na": na,
+        "nb": sizes,
+        "npes": 1,
+        "slow_rounds": args.slow_rounds,
+        "budget": args.budget,
+        "focus": args.focus,
+        "adaptive": args.adaptive,
+        "change": args.change,
+        "model": str(args.model) if args.model else None,
         "repetitions_used": [min(reps_used), max(reps_used)] if reps_used else None,
         "seconds": round(time.monotonic() - start, 1),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
-        "targets_met": detected >= 0.9 * args.detect and wrong == 0 and alarms == 0
+        "targets_met": detected >= 0.9 * args.detect
+        and wrong == 0
+        and alarms == 0
         and behaviour == 0,
     }
     print(json.dumps(result))

@@ -62,11 +62,20 @@ def main():
         cmd = [a.workload, str(p), str(a.fibers), str(a.target_msgs), "64"]
         dt, mem, cpu = run(cmd, cpu=True)
         invocations = a.target_msgs * ((p + 1) // 2 + 2 * (p // 2))  # even PEs MSGS, odd 2 MSGS
-        print(f"target: rt_workload {p} {a.fibers} {a.target_msgs} 64 ({invocations} invocations): "
-              f"{dt:.2f} s, {cpu:.2f} s CPU, {mem:.0f} MB (targets 1 s, 512 MB)")
-        out.update(target_pes=p, target_msgs=a.target_msgs, target_invocations=invocations,
-                   target_s=round(dt, 3), target_cpu_s=round(cpu, 3), target_mb=round(mem, 1),
-                   target_time_met=dt <= 1.0, target_memory_met=mem <= 512)
+        print(
+            f"target: rt_workload {p} {a.fibers} {a.target_msgs} 64 ({invocations} invocations): "
+            f"{dt:.2f} s, {cpu:.2f} s CPU, {mem:.0f} MB (targets 1 s, 512 MB)"
+        )
+        out.update(
+            target_pes=p,
+            target_msgs=a.target_msgs,
+            target_invocations=invocations,
+            target_s=round(dt, 3),
+            target_cpu_s=round(cpu, 3),
+            target_mb=round(mem, 1),
+            target_time_met=dt <= 1.0,
+            target_memory_met=mem <= 512,
+        )
     print(json.dumps(out))
 
 

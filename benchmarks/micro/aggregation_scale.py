@@ -69,10 +69,19 @@ def run_once(workload, pes, env):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run.json")
         t0 = time.perf_counter()
-        r = subprocess.run([workload, str(pes), "3000000", "300000", "16", "0"],
-                           env={**os.environ, **env, "MPROF_WORKERS": str(pes),
-                                "MPROF_AGG_BYTES": "4096", "MPROF_OUT": out},
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [workload, str(pes), "3000000", "300000", "16", "0"],
+            env={
+                **os.environ,
+                **env,
+                "MPROF_WORKERS": str(pes),
+                "MPROF_AGG_BYTES": "4096",
+                "MPROF_OUT": out,
+            },
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         wall = time.perf_counter() - t0
         if r.returncode != 0:
             sys.exit(f"aggregation_scale: {workload} {pes} failed:\n{r.stderr[-2000:]}")
@@ -80,16 +89,21 @@ def run_once(workload, pes, env):
             profile = json.load(f)
     t = rts_totals(profile)
     fwd = t.get("RecordFwd", 0)
-    return {"ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]),
-            "records_per_msg": (t["RemoteOp"] + fwd) / max(1, t["MsgSent"]), "forwarded": fwd,
-            "msg_alloc": t["MsgAlloc"],
-            "flow_waits": t.get("FlowWait", 0), "wakes": t.get("Wakes", 0),
-            "idle_polls": t.get("IdleCycle", 0),
-            "bursts": t.get("ChanNotify", 0) + t.get("ChanDrain", 0),
-            "elapsed_s": profile["elapsed_s"], "wall_s": wall,
-            "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"]),
-            "why": {k[3:].lower(): t[k] for k in WHY if k in t},
-            "settings": {k: profile["settings"][k] for k in SETTINGS if k in profile["settings"]}}
+    return {
+        "ops_per_msg": t["RemoteOp"] / max(1, t["MsgSent"]),
+        "records_per_msg": (t["RemoteOp"] + fwd) / max(1, t["MsgSent"]),
+        "forwarded": fwd,
+        "msg_alloc": t["MsgAlloc"],
+        "flow_waits": t.get("FlowWait", 0),
+        "wakes": t.get("Wakes", 0),
+        "idle_polls": t.get("IdleCycle", 0),
+        "bursts": t.get("ChanNotify", 0) + t.get("ChanDrain", 0),
+        "elapsed_s": profile["elapsed_s"],
+        "wall_s": wall,
+        "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in profile["pes"]),
+        "why": {k[3:].lower(): t[k] for k in WHY if k in t},
+        "settings": {k: profile["settings"][k] for k in SETTINGS if k in profile["settings"]},
+    }
 
 
 def main():
@@ -98,8 +112,9 @@ def main():
     ap.add_argument("--pes", default="2,16,64")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--delay-us", type=float, default=None)
-    ap.add_argument("--feed-us", default=None,
-                    help="MPROF_FEED_US values, comma-separated, run interleaved")
+    ap.add_argument(
+        "--feed-us", default=None, help="MPROF_FEED_US values, comma-separated, run interleaved"
+    )
     ap.add_argument("--pin", choices=("0", "1"), default=None)
     args = ap.parse_args()
     env, tags = {}, {}
@@ -126,14 +141,18 @@ def main():
         for f in feeds:
             rs = sorted(runs[f], key=lambda r: r["ops_per_msg"])
             med = rs[len(rs) // 2]
-            line = {"pes": pes, **tags, **({} if f is None else {"feed_us": f}),
-                    **{k: v if k in ("why", "settings") else round(v, 3)
-                       for k, v in med.items()},
-                    "ops_per_msg_range": [round(rs[0]["ops_per_msg"], 1),
-                                          round(rs[-1]["ops_per_msg"], 1)],
-                    "busy_cpu_median_s": round(statistics.median(r["busy_cpu_s"] for r in rs),
-                                               3),
-                    "wall_median_s": round(statistics.median(r["wall_s"] for r in rs), 4)}
+            line = {
+                "pes": pes,
+                **tags,
+                **({} if f is None else {"feed_us": f}),
+                **{k: v if k in ("why", "settings") else round(v, 3) for k, v in med.items()},
+                "ops_per_msg_range": [
+                    round(rs[0]["ops_per_msg"], 1),
+                    round(rs[-1]["ops_per_msg"], 1),
+                ],
+                "busy_cpu_median_s": round(statistics.median(r["busy_cpu_s"] for r in rs), 3),
+                "wall_median_s": round(statistics.median(r["wall_s"] for r in rs), 4),
+            }
             print(json.dumps(line), flush=True)
             key = f"ops_per_msg_p{pes}" + ("" if f is None else f"_feed{f:g}")
             summary[key] = round(med["ops_per_msg"], 1)

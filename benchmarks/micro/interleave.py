@@ -50,17 +50,25 @@ def run_once(exe, args, env):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run.json")
         t0 = time.perf_counter()
-        r = subprocess.run([exe, *args], env={**os.environ, **env, "MPROF_OUT": out},
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [exe, *args],
+            env={**os.environ, **env, "MPROF_OUT": out},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         wall = time.perf_counter() - t0
         if r.returncode != 0:
             fail(f"{exe} {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-1500:]}")
         with open(out) as f:
             prof = json.load(f)
     rts = rts_totals(prof)
-    return {"rate": rts.get("RemoteOp", 0) / wall,
-            "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in prof["pes"]),
-            "msg_alloc": rts.get("MsgAlloc", 0), "msg_sent": rts.get("MsgSent", 0)}
+    return {
+        "rate": rts.get("RemoteOp", 0) / wall,
+        "busy_cpu_s": sum(p["cpu_s"] - p["idle_cpu_s"] for p in prof["pes"]),
+        "msg_alloc": rts.get("MsgAlloc", 0),
+        "msg_sent": rts.get("MsgSent", 0),
+    }
 
 
 def pairs(items, option):
@@ -77,12 +85,16 @@ def pairs(items, option):
 def summary(runs):
     rates = sorted(r["rate"] for r in runs)
     busy = sorted(r["busy_cpu_s"] for r in runs)
-    return {"rate_per_s": [round(x) for x in rates], "rate_best": round(rates[-1]),
-            "rate_median": round(statistics.median(rates)),
-            "busy_cpu_s": [round(x, 4) for x in busy], "busy_best_s": round(busy[0], 4),
-            "busy_median_s": round(statistics.median(busy), 4),
-            "msg_alloc_median": statistics.median(r["msg_alloc"] for r in runs),
-            "msg_sent_median": statistics.median(r["msg_sent"] for r in runs)}
+    return {
+        "rate_per_s": [round(x) for x in rates],
+        "rate_best": round(rates[-1]),
+        "rate_median": round(statistics.median(rates)),
+        "busy_cpu_s": [round(x, 4) for x in busy],
+        "busy_best_s": round(busy[0], 4),
+        "busy_median_s": round(statistics.median(busy), 4),
+        "msg_alloc_median": statistics.median(r["msg_alloc"] for r in runs),
+        "msg_sent_median": statistics.median(r["msg_sent"] for r in runs),
+    }
 
 
 def main():
@@ -99,8 +111,10 @@ def main():
     if a.reps < 1:
         fail("--reps must be at least 1")
     env = pairs(a.env, "--env")
-    envs = {"before": {**env, **pairs(a.before_env, "--before-env")},
-            "after": {**env, **pairs(a.after_env, "--after-env")}}
+    envs = {
+        "before": {**env, **pairs(a.before_env, "--before-env")},
+        "after": {**env, **pairs(a.after_env, "--after-env")},
+    }
     exes = {"before": program(a.before), "after": program(a.after)}
     runs = {"before": [], "after": []}
     for i in range(a.reps):
@@ -111,8 +125,10 @@ def main():
     out.update({name: summary(r) for name, r in runs.items()})
     for name in ("before", "after"):
         s = out[name]
-        print(f"{name}: {s['rate_median'] / 1e6:.2f} M remote operations/s median "
-              f"(best {s['rate_best'] / 1e6:.2f}), busy CPU median {s['busy_median_s']} s")
+        print(
+            f"{name}: {s['rate_median'] / 1e6:.2f} M remote operations/s median "
+            f"(best {s['rate_best'] / 1e6:.2f}), busy CPU median {s['busy_median_s']} s"
+        )
     before = out["before"]["rate_median"]
     out["median_ratio"] = round(out["after"]["rate_median"] / before, 3) if before else None
     print(json.dumps(out))

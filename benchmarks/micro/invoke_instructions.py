@@ -51,16 +51,56 @@ import tempfile
 PARTS = {
     "workload": {"step", "due", "local_work", "remote_work", "mp_mype", "mp_npes"},
     "spawn": {"mp_spawn", "spawn_other", "spawn_general", "spawn_ready", "mpr_slot_refill"},
-    "invoke": {"mp_invoke", "invoke_general", "invoke_filled", "invoke_at_once",
-               "mpr_send_record", "send_to", "put_record", "put_header", "agg_open",
-               "agg_flush", "agg_send_pending", "buf_get", "buf_new", "reclaim", "send_buf",
-               "shm_send", "mpr_flush_due", "mpr_agg_sweep", "flush_one", "mpr_flush_all",
-               "mpr_flush_urgent", "shm_returned", "group_send", "chan_push", "chan_publish"},
-    "receive": {"mpr_poll", "shm_take", "net_take", "shm_processed", "chan_release",
-                "shm_pending", "mpr_machine_take", "mpr_run_direct", "mpr_carrier_done"},
-    "dispatch": {"mpr_schedule_loop", "run_ready", "periodic", "run_full", "run_waited",
-                 "mpr_enable_slow", "select_round_robin", "run_carrier", "carrier_frame",
-                 "run_carried_slow"},
+    "invoke": {
+        "mp_invoke",
+        "invoke_general",
+        "invoke_filled",
+        "invoke_at_once",
+        "mpr_send_record",
+        "send_to",
+        "put_record",
+        "put_header",
+        "agg_open",
+        "agg_flush",
+        "agg_send_pending",
+        "buf_get",
+        "buf_new",
+        "reclaim",
+        "send_buf",
+        "shm_send",
+        "mpr_flush_due",
+        "mpr_agg_sweep",
+        "flush_one",
+        "mpr_flush_all",
+        "mpr_flush_urgent",
+        "shm_returned",
+        "group_send",
+        "chan_push",
+        "chan_publish",
+    },
+    "receive": {
+        "mpr_poll",
+        "shm_take",
+        "net_take",
+        "shm_processed",
+        "chan_release",
+        "shm_pending",
+        "mpr_machine_take",
+        "mpr_run_direct",
+        "mpr_carrier_done",
+    },
+    "dispatch": {
+        "mpr_schedule_loop",
+        "run_ready",
+        "periodic",
+        "run_full",
+        "run_waited",
+        "mpr_enable_slow",
+        "select_round_robin",
+        "run_carrier",
+        "carrier_frame",
+        "run_carried_slow",
+    },
 }
 
 
@@ -77,8 +117,11 @@ def base_name(fn):
 def annotate(out_file, fail=fail):
     """{(function, object file): self instructions} of a callgrind output file, each function
     by its base_name (work_inflation.py uses the object file too)."""
-    r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out_file],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", out_file],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         fail(f"callgrind_annotate failed:\n{r.stderr[-1000:]}")
     fns = {}
@@ -139,8 +182,11 @@ def summarise(a, b, ops, top):
     for fn, v in diff.items():
         parts[next((p for p, names in PARTS.items() if fn in names), "other")] += v
     fns = {k: round(v, 1) for k, v in sorted(diff.items(), key=lambda kv: -kv[1]) if v >= top}
-    return {"instructions_per_op": round((b[0] - a[0]) / ops, 1),
-            "parts": {k: round(v, 1) for k, v in parts.items()}, "functions": fns}
+    return {
+        "instructions_per_op": round((b[0] - a[0]) / ops, 1),
+        "parts": {k: round(v, 1) for k, v in parts.items()},
+        "functions": fns,
+    }
 
 
 def workload(exe, msgs, agg_bytes, tmp, top, pes=2, nbytes=16):
@@ -150,10 +196,18 @@ def workload(exe, msgs, agg_bytes, tmp, top, pes=2, nbytes=16):
         env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
         # no category sampler: its signals come per millisecond of CPU, which valgrind
         # stretches some 50-fold (overhead.py does the same)
-        env.update(MPROF_AGG_BYTES=str(agg_bytes), MPROF_WORKERS=str(pes), MPROF_OUT=profile,
-                   MPROF_SAMPLE_US="0")
-        total, fns = counted([exe, str(pes), "0", str(m), str(nbytes), "0"], env, tmp,
-                             f"{pes}.{agg_bytes}.{m}.{nbytes}")
+        env.update(
+            MPROF_AGG_BYTES=str(agg_bytes),
+            MPROF_WORKERS=str(pes),
+            MPROF_OUT=profile,
+            MPROF_SAMPLE_US="0",
+        )
+        total, fns = counted(
+            [exe, str(pes), "0", str(m), str(nbytes), "0"],
+            env,
+            tmp,
+            f"{pes}.{agg_bytes}.{m}.{nbytes}",
+        )
         runs.append(((total, fns), remote_ops(profile)))
     (a, ops_a), (b, ops_b) = runs
     if ops_b <= ops_a:
@@ -193,12 +247,18 @@ def main():
     ap.add_argument("--workload", default=os.path.join(micro, "rt_workload"))
     ap.add_argument("--floor", default=os.path.join(micro, "msg_floor"))
     ap.add_argument("--msgs", type=int, default=20000, help="M: runs of M and 2M (default 20000)")
-    ap.add_argument("--top", type=float, default=1.0,
-                    help="list functions of at least this many instructions per operation")
-    ap.add_argument("--pes", default="",
-                    help="comma-separated PE counts to count at as well, a thread per PE")
-    ap.add_argument("--bytes", default="",
-                    help="comma-separated argument sizes to count at as well, at 2 PEs")
+    ap.add_argument(
+        "--top",
+        type=float,
+        default=1.0,
+        help="list functions of at least this many instructions per operation",
+    )
+    ap.add_argument(
+        "--pes", default="", help="comma-separated PE counts to count at as well, a thread per PE"
+    )
+    ap.add_argument(
+        "--bytes", default="", help="comma-separated argument sizes to count at as well, at 2 PEs"
+    )
     a = ap.parse_args()
     if a.msgs < 1:
         fail(f"--msgs must be at least 1 (got {a.msgs})")
@@ -210,23 +270,30 @@ def main():
         unagg = workload(a.workload, a.msgs, 0, tmp, a.top)
         fl = floor(a.floor, 5 * a.msgs, tmp)
         for p in pes:
-            out[str(p)] = {"aggregated": workload(a.workload, a.msgs, 4096, tmp, a.top, p),
-                           "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, p)}
+            out[str(p)] = {
+                "aggregated": workload(a.workload, a.msgs, 4096, tmp, a.top, p),
+                "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, p),
+            }
         for b in sizes:
             by_bytes[str(b)] = {
                 "aggregated": workload(a.workload, a.msgs, 4096, tmp, a.top, nbytes=b),
-                "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, nbytes=b)}
+                "unaggregated": workload(a.workload, a.msgs, 0, tmp, a.top, nbytes=b),
+            }
     show("aggregated (MPROF_AGG_BYTES=4096)", agg)
     show("unaggregated (MPROF_AGG_BYTES=0)", unagg)
     print(f"floor (msg_floor): {fl:.1f} instructions per record")
     for p, r in out.items():
-        print(f"{p} PEs, a thread each: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
-              f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
-              "remote operation")
+        print(
+            f"{p} PEs, a thread each: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
+            f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
+            "remote operation"
+        )
     for b, r in by_bytes.items():
-        print(f"{b} bytes of arguments: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
-              f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
-              "remote operation")
+        print(
+            f"{b} bytes of arguments: {r['aggregated']['instructions_per_op']:.1f} aggregated, "
+            f"{r['unaggregated']['instructions_per_op']:.1f} unaggregated instructions per "
+            "remote operation"
+        )
     result = {"aggregated": agg, "unaggregated": unagg, "floor_instructions": fl}
     if out:
         result["by_pes"] = out

@@ -60,10 +60,15 @@ def copies_once(floor, p, scale):
     """P copies at once; the wall time until the last ended and each copy's parts."""
     cpus = sorted(os.sched_getaffinity(0))  # the CPUs this process may use, as the runtime
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([str(floor), str(scale)], stdout=subprocess.PIPE, text=True,
-                              preexec_fn=(lambda c=cpus[i % len(cpus)]:
-                                          os.sched_setaffinity(0, {c})))
-             for i in range(p)]
+    procs = [
+        subprocess.Popen(
+            [str(floor), str(scale)],
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=(lambda c=cpus[i % len(cpus)]: os.sched_setaffinity(0, {c})),
+        )
+        for i in range(p)
+    ]
     outs = [proc.communicate(timeout=600)[0] for proc in procs]
     wall = time.perf_counter() - t0
     for proc, out in zip(procs, outs):
@@ -78,12 +83,19 @@ def local_once(workload, p):
     os.close(fd)
     try:
         t0 = time.perf_counter()
-        run = subprocess.run([str(workload), str(p), *LOCAL_ARGS], capture_output=True,
-                             text=True, timeout=600, env={**os.environ, "MPROF_OUT": out})
+        run = subprocess.run(
+            [str(workload), str(p), *LOCAL_ARGS],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "MPROF_OUT": out},
+        )
         wall = time.perf_counter() - t0
         if run.returncode:
-            fail(f"rt_workload {p} {' '.join(LOCAL_ARGS)} exited with {run.returncode}: "
-                 f"{run.stderr.strip()[-300:]}")
+            fail(
+                f"rt_workload {p} {' '.join(LOCAL_ARGS)} exited with {run.returncode}: "
+                f"{run.stderr.strip()[-300:]}"
+            )
         with open(out) as f:
             prof = json.load(f)
     finally:
@@ -95,11 +107,16 @@ def local_once(workload, p):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=str(ROOT / "build"), help="the build tree (default build)")
-    ap.add_argument("--pes", type=pe_list, default=[1, 2, 4, 8, 16],
-                    help="PE counts (default 1,2,4,8,16)")
+    ap.add_argument(
+        "--pes", type=pe_list, default=[1, 2, 4, 8, 16], help="PE counts (default 1,2,4,8,16)"
+    )
     ap.add_argument("--reps", type=int, default=3, help="repetitions, best kept (default 3)")
-    ap.add_argument("--scale", type=float, default=0.5,
-                    help="noise_floor's SCALE (default 0.5: about 0.2 s a copy)")
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=0.5,
+        help="noise_floor's SCALE (default 0.5: about 0.2 s a copy)",
+    )
     args = ap.parse_args()
     if args.reps < 1:
         fail("--reps takes at least 1")
@@ -113,16 +130,33 @@ def main():
     for p in args.pes:
         runs = [copies_once(floor, p, args.scale) for _ in range(args.reps)]
         wall, parts = min(runs, key=lambda r: r[0])
-        print(json.dumps({"machine": "copies", "prog": f"noise_floor {args.scale}", "pes": p,
-                          "best_s": round(wall, 4),
-                          "cpu_mean_s": {k[:-6]: round(v, 4) for k, v in parts.items()}}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "machine": "copies",
+                    "prog": f"noise_floor {args.scale}",
+                    "pes": p,
+                    "best_s": round(wall, 4),
+                    "cpu_mean_s": {k[:-6]: round(v, 4) for k, v in parts.items()},
+                }
+            ),
+            flush=True,
+        )
     for p in args.pes:
         runs = [local_once(workload, p) for _ in range(args.reps)]
         wall, busy = min(runs, key=lambda r: r[0])
-        print(json.dumps({"machine": "local", "prog": f"rt_workload P {' '.join(LOCAL_ARGS)}",
-                          "pes": p, "best_s": round(wall, 4), "busy_mean_s": round(busy, 4)}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "machine": "local",
+                    "prog": f"rt_workload P {' '.join(LOCAL_ARGS)}",
+                    "pes": p,
+                    "best_s": round(wall, 4),
+                    "busy_mean_s": round(busy, 4),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -51,10 +51,19 @@ CASES = {
     "agg": (["2", "3000000", "300000", "16", "0"], {"MPROF_AGG_BYTES": "4096"}),
     "noagg": (["2", "3000000", "300000", "16", "0"], {"MPROF_AGG_BYTES": "0"}),
 }
-CASES.update({f"{name}_unbound": (args, {**env, "MPROF_PIN": "0"})
-              for name, (args, env) in list(CASES.items())})
-FLOOR_PARTS = {"floor": "cpu_s", "floor_alu": "alu_cpu_s", "floor_ilp": "ilp_cpu_s",
-               "floor_mem": "mem_cpu_s", "floor_ring": "ring_cpu_s"}
+CASES.update(
+    {
+        f"{name}_unbound": (args, {**env, "MPROF_PIN": "0"})
+        for name, (args, env) in list(CASES.items())
+    }
+)
+FLOOR_PARTS = {
+    "floor": "cpu_s",
+    "floor_alu": "alu_cpu_s",
+    "floor_ilp": "ilp_cpu_s",
+    "floor_mem": "mem_cpu_s",
+    "floor_ring": "ring_cpu_s",
+}
 
 
 def fail(msg):
@@ -74,8 +83,13 @@ def run_workload(build, args, env):
     exe = Path(build) / "benchmarks/micro/rt_workload"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run.json")
-        r = subprocess.run([str(exe), *args], env={**os.environ, **env, "MPROF_OUT": out},
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [str(exe), *args],
+            env={**os.environ, **env, "MPROF_OUT": out},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if r.returncode != 0:
             fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
         with open(out) as f:
@@ -88,7 +102,7 @@ def spread(values):
 
 
 def group_spreads(values, reps):
-    return [spread(values[i:i + reps]) for i in range(0, len(values) - reps + 1, reps)]
+    return [spread(values[i : i + reps]) for i in range(0, len(values) - reps + 1, reps)]
 
 
 def pick_deviation(values, reps, pick):
@@ -98,8 +112,9 @@ def pick_deviation(values, reps, pick):
     `Replicates` rule: "min" (the fastest run, PIPE's) or "median" (the lower median of an
     even count, as mprof.model.samples takes it: the runtime model's)."""
     index = {"min": lambda n: 0, "median": lambda n: (n - 1) // 2}[pick]
-    picked = [sorted(values[i:i + reps])[index(reps)]
-              for i in range(0, len(values) - reps + 1, reps)]
+    picked = [
+        sorted(values[i : i + reps])[index(reps)] for i in range(0, len(values) - reps + 1, reps)
+    ]
     mid = statistics.median(picked)
     return statistics.mean(abs(f / mid - 1) for f in picked)
 
@@ -120,19 +135,28 @@ def db_spread(path):
     spreads = [spread(v) for v in groups.values() if len(v) > 1]
     if not spreads:
         fail(f"{path}: no configuration has more than one run")
-    return {"db": str(path), "configurations": len(spreads),
-            "median_spread_pct": round(100 * statistics.median(spreads), 1),
-            "max_spread_pct": round(100 * max(spreads), 1)}
+    return {
+        "db": str(path),
+        "configurations": len(spreads),
+        "median_spread_pct": round(100 * statistics.median(spreads), 1),
+        "max_spread_pct": round(100 * max(spreads), 1),
+    }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=str(ROOT / "build"),
-                    help="build tree with the benchmark programs (default: the repository's)")
+    ap.add_argument(
+        "--build",
+        default=str(ROOT / "build"),
+        help="build tree with the benchmark programs (default: the repository's)",
+    )
     ap.add_argument("--groups", type=int, default=3)
     ap.add_argument("--reps", type=int, default=4)
-    ap.add_argument("--cases", default="floor,fibers_1pe,fibers_2pe,agg,noagg",
-                    help="comma-separated: floor and any of " + ", ".join(CASES))
+    ap.add_argument(
+        "--cases",
+        default="floor,fibers_1pe,fibers_2pe,agg,noagg",
+        help="comma-separated: floor and any of " + ", ".join(CASES),
+    )
     ap.add_argument("--db", nargs="*", default=[], help="sweep databases to summarise too")
     args = ap.parse_args()
     if args.groups < 1 or args.reps < 2:
@@ -160,12 +184,15 @@ def main():
     summary = {"groups": args.groups, "reps": args.reps}
     for case, values in series.items():
         g = group_spreads(values, args.reps)
-        line = {"case": case, "median_spread_pct": round(100 * statistics.median(g), 1),
-                "group_spreads_pct": [round(100 * s, 1) for s in g],
-                "median_dev_pct": round(100 * pick_deviation(values, args.reps, "median"), 1),
-                "fastest_dev_pct": round(100 * pick_deviation(values, args.reps, "min"), 1),
-                "cpu_s_range": [round(min(values), 4), round(max(values), 4)],
-                "cpu_s_median": round(statistics.median(values), 4)}
+        line = {
+            "case": case,
+            "median_spread_pct": round(100 * statistics.median(g), 1),
+            "group_spreads_pct": [round(100 * s, 1) for s in g],
+            "median_dev_pct": round(100 * pick_deviation(values, args.reps, "median"), 1),
+            "fastest_dev_pct": round(100 * pick_deviation(values, args.reps, "min"), 1),
+            "cpu_s_range": [round(min(values), 4), round(max(values), 4)],
+            "cpu_s_median": round(statistics.median(values), 4),
+        }
         print(json.dumps(line), flush=True)
         summary[f"{case}_spread_pct"] = line["median_spread_pct"]
         summary[f"{case}_median_dev_pct"] = line["median_dev_pct"]

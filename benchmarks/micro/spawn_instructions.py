@@ -30,8 +30,9 @@ def fail(msg):
 
 def collected(micro, rounds, fn):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
-    total, _ = callgrind([micro, "--spawn-only", str(rounds)], env, os.devnull, toggle=fn,
-                         fail=fail)
+    total, _ = callgrind(
+        [micro, "--spawn-only", str(rounds)], env, os.devnull, toggle=fn, fail=fail
+    )
     return total
 
 
@@ -49,10 +50,15 @@ def main():
     a = ap.parse_args()
     spawn = per_item(a.micro, a.rounds, "spawn_rounds", BATCH + 1)
     floor = per_item(a.micro, a.rounds, "floor_once", BATCH)
-    print(f"spawn + dispatch of an empty fiber: {spawn:.1f} instructions "
-          f"(plain ring floor {floor:.1f}; target <= 70)")
-    print(json.dumps({"spawn_dispatch_instructions": round(spawn, 2),
-                      "floor_instructions": round(floor, 2)}))
+    print(
+        f"spawn + dispatch of an empty fiber: {spawn:.1f} instructions "
+        f"(plain ring floor {floor:.1f}; target <= 70)"
+    )
+    print(
+        json.dumps(
+            {"spawn_dispatch_instructions": round(spawn, 2), "floor_instructions": round(floor, 2)}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,20 @@ def sh(cmd, **kw):
 
 def build(root, name, flag):
     bdir = os.path.join(root, f"build-overhead-{name}")
-    sh(["cmake", "-S", root, "-B", bdir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-        f"-DPython3_EXECUTABLE={sys.executable}", flag])
+    sh(
+        [
+            "cmake",
+            "-S",
+            root,
+            "-B",
+            bdir,
+            "-G",
+            "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            flag,
+        ]
+    )
     sh(["cmake", "--build", bdir, "-j", "2", "--target", "pipe"])
     return bdir
 
@@ -65,10 +77,10 @@ def instructions(pipe, args):
     # the category sampler costs per millisecond, not per unit of work, and a run under
     # valgrind takes some 50 times as long: sampler.py times it instead
     env["MPROF_SAMPLE_US"] = "0"
-    r = sh(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", pipe, *args],
-           env=env)
-    m = re.search(r"Collected\s*:\s*(\d+)", r.stderr) or re.search(r"I\s+refs:\s*([\d,]+)",
-                                                                      r.stderr)
+    r = sh(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", pipe, *args], env=env)
+    m = re.search(r"Collected\s*:\s*(\d+)", r.stderr) or re.search(
+        r"I\s+refs:\s*([\d,]+)", r.stderr
+    )
     if not m:
         sys.exit(f"overhead: no instruction count from callgrind:\n{r.stderr[-1000:]}")
     return int(m.group(1).replace(",", ""))
@@ -92,17 +104,22 @@ def main():
             continue
         for name in VARIANTS:
             pct = 100.0 * (counts["full"] - counts[name]) / counts[name]
-            print(f"pipe {' '.join(args)}: {name} {pct:.2f} % "
-                  f"({counts['full']} instructions with, {counts[name]} without)")
-            out[f"{name}_overhead_pct" if cmd == "comm" else f"{name}_overhead_pct_{cmd}"] = (
-                round(pct, 3))
+            print(
+                f"pipe {' '.join(args)}: {name} {pct:.2f} % "
+                f"({counts['full']} instructions with, {counts[name]} without)"
+            )
+            out[f"{name}_overhead_pct" if cmd == "comm" else f"{name}_overhead_pct_{cmd}"] = round(
+                pct, 3
+            )
     one, two = out["instructions_comm"], out["instructions_comm2x"]
     for name in VARIANTS:
         with_, without = two["full"] - one["full"], two[name] - one[name]
         pct = 100.0 * (with_ - without) / without
         fixed = (one["full"] - one[name]) - (with_ - without)
-        print(f"pipe comm, marginal (20000 more items): {name} {pct:.2f} % "
-              f"({with_} instructions with, {without} without); fixed part {fixed} instructions")
+        print(
+            f"pipe comm, marginal (20000 more items): {name} {pct:.2f} % "
+            f"({with_} instructions with, {without} without); fixed part {fixed} instructions"
+        )
         out[f"{name}_marginal_pct"] = round(pct, 3)
         out[f"{name}_fixed_instructions"] = fixed
     print(json.dumps(out))

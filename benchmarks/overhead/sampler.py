@@ -37,8 +37,10 @@ def cpu_seconds(pipe: str, period: str, out: Path) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pipe", default=os.path.join(os.environ.get("BUILD", "build"),
-                                                       "benchmarks", "pipe", "pipe"))
+    parser.add_argument(
+        "--pipe",
+        default=os.path.join(os.environ.get("BUILD", "build"), "benchmarks", "pipe", "pipe"),
+    )
     parser.add_argument("--reps", type=int, default=31)
     args = parser.parse_args()
     if not os.access(args.pipe, os.X_OK):
@@ -51,14 +53,22 @@ def main():
                 times[period].append(cpu_seconds(args.pipe, period, out))
     med = {p: statistics.median(v) for p, v in times.items()}
     for p in PERIODS:
-        print(f"MPROF_SAMPLE_US={p}: median CPU {1e3 * med[p]:.2f} ms over {args.reps} runs "
-              f"(min {1e3 * min(times[p]):.2f}, max {1e3 * max(times[p]):.2f})")
-    print(json.dumps({
-        "benchmark": "sampler_overhead", "command": ["pipe", *COMMAND], "reps": args.reps,
-        "median_cpu_s": {p: round(v, 6) for p, v in med.items()},
-        "sampler_overhead_pct": round(100 * (med["1000"] / med["0"] - 1), 2),
-        "sampler_overhead_250us_pct": round(100 * (med["250"] / med["0"] - 1), 2),
-    }))
+        print(
+            f"MPROF_SAMPLE_US={p}: median CPU {1e3 * med[p]:.2f} ms over {args.reps} runs "
+            f"(min {1e3 * min(times[p]):.2f}, max {1e3 * max(times[p]):.2f})"
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "sampler_overhead",
+                "command": ["pipe", *COMMAND],
+                "reps": args.reps,
+                "median_cpu_s": {p: round(v, 6) for p, v in med.items()},
+                "sampler_overhead_pct": round(100 * (med["1000"] / med["0"] - 1), 2),
+                "sampler_overhead_250us_pct": round(100 * (med["250"] / med["0"] - 1), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,11 +35,27 @@ PIPE_ARGS = ["2", "20000", "5", "50", "15", "64", "1000"]
 def build_notrace(build: Path) -> Path:
     tree = ROOT / "build-notrace"
     python = Path(sys.executable)
-    subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tree), "-G", "Ninja",
-                    "-DCMAKE_BUILD_TYPE=Release", "-DMPROF_OBSERVERS=OFF",
-                    f"-DPython3_EXECUTABLE={python}"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(tree), "-j", "2", "--target", "rt_micro"],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(ROOT),
+            "-B",
+            str(tree),
+            "-G",
+            "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DMPROF_OBSERVERS=OFF",
+            f"-DPython3_EXECUTABLE={python}",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        ["cmake", "--build", str(tree), "-j", "2", "--target", "rt_micro"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return tree
 
 
@@ -54,8 +70,9 @@ def pipe_seconds(exe: Path, trace_dir: Path | None) -> float:
     if trace_dir:
         shutil.rmtree(trace_dir, ignore_errors=True)
         env["MPROF_TRACE"] = str(trace_dir)
-    out = subprocess.run([str(exe), *PIPE_ARGS], capture_output=True, text=True, env=env,
-                         check=True).stdout
+    out = subprocess.run(
+        [str(exe), *PIPE_ARGS], capture_output=True, text=True, env=env, check=True
+    ).stdout
     return float(re.search(r": ([0-9.e+-]+) s", out).group(1))
 
 
@@ -66,23 +83,39 @@ def callgrind_cost(exe: Path, trace_dir: Path) -> dict:
         out = Path(tmp) / "cg.out"
         env = dict(os.environ, MPROF_TRACE=str(trace_dir))
         small = PIPE_ARGS[:1] + ["2000"] + PIPE_ARGS[2:]
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                        str(exe), *small], env=env, check=True, capture_output=True)
-        text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100",
-                               str(out)], capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), *small],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        text = subprocess.run(
+            ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     per_fn = {}
     for line in text.splitlines():
         m = re.match(r"\s*([0-9,]+) \([^)]*\)\s+\S*trace\.c:(trace_\w+)", line)
         if m:
             per_fn[m.group(2)] = int(m.group(1).replace(",", ""))
-    listing = subprocess.run(["otf2-print", str(trace_dir / "traces.otf2")], capture_output=True,
-                             text=True, check=True).stdout
-    events = sum(1 for line in listing.splitlines()
-                 if re.match(r"^(ENTER|LEAVE|MPI_SEND|MPI_RECV|METRIC) ", line))
+    listing = subprocess.run(
+        ["otf2-print", str(trace_dir / "traces.otf2")], capture_output=True, text=True, check=True
+    ).stdout
+    events = sum(
+        1
+        for line in listing.splitlines()
+        if re.match(r"^(ENTER|LEAVE|MPI_SEND|MPI_RECV|METRIC) ", line)
+    )
     once = per_fn.get("trace_finish", 0) + per_fn.get("trace_start", 0)
     running = sum(v for k, v in per_fn.items() if k not in ("trace_finish", "trace_start"))
-    return {"pipe_args": small, "events": events, "instructions_per_event": running / events,
-            "instructions_at_start_and_end": once}
+    return {
+        "pipe_args": small,
+        "events": events,
+        "instructions_per_event": running / events,
+        "instructions_at_start_and_end": once,
+    }
 
 
 def main():
@@ -96,19 +129,26 @@ def main():
         hooked.append(micro(args.build / "benchmarks/micro/rt_micro"))
         plain.append(micro(notrace / "benchmarks/micro/rt_micro"))
     best = {
-        "spawn_dispatch_ns": (min(r["spawn_dispatch_ns"] for r in hooked),
-                              min(r["spawn_dispatch_ns"] for r in plain)),
-        "remote_aggregated_per_s": (max(r["remote_invoke_per_s"]["aggregated"] for r in hooked),
-                                    max(r["remote_invoke_per_s"]["aggregated"] for r in plain)),
+        "spawn_dispatch_ns": (
+            min(r["spawn_dispatch_ns"] for r in hooked),
+            min(r["spawn_dispatch_ns"] for r in plain),
+        ),
+        "remote_aggregated_per_s": (
+            max(r["remote_invoke_per_s"]["aggregated"] for r in hooked),
+            max(r["remote_invoke_per_s"]["aggregated"] for r in plain),
+        ),
     }
     off = {
-        "spawn_dispatch_ns": {"hooks": best["spawn_dispatch_ns"][0],
-                              "no_tracing_build": best["spawn_dispatch_ns"][1],
-                              "ratio": best["spawn_dispatch_ns"][0] / best["spawn_dispatch_ns"][1]},
+        "spawn_dispatch_ns": {
+            "hooks": best["spawn_dispatch_ns"][0],
+            "no_tracing_build": best["spawn_dispatch_ns"][1],
+            "ratio": best["spawn_dispatch_ns"][0] / best["spawn_dispatch_ns"][1],
+        },
         "remote_aggregated_per_s": {
             "hooks": best["remote_aggregated_per_s"][0],
             "no_tracing_build": best["remote_aggregated_per_s"][1],
-            "ratio": best["remote_aggregated_per_s"][1] / best["remote_aggregated_per_s"][0]},
+            "ratio": best["remote_aggregated_per_s"][1] / best["remote_aggregated_per_s"][0],
+        },
     }
     exe = args.build / "benchmarks/pipe/pipe"
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,27 +158,47 @@ def main():
             t_off.append(pipe_seconds(exe, None))
             t_on.append(pipe_seconds(exe, trace))
         size = sum(p.stat().st_size for p in trace.rglob("*") if p.is_file())
-        listing = subprocess.run(["otf2-print", str(trace / "traces.otf2")], capture_output=True,
-                                 text=True, check=True).stdout
-        events = sum(1 for line in listing.splitlines()
-                     if re.match(r"^(ENTER|LEAVE|MPI_SEND|MPI_RECV|METRIC) ", line))
+        listing = subprocess.run(
+            ["otf2-print", str(trace / "traces.otf2")], capture_output=True, text=True, check=True
+        ).stdout
+        events = sum(
+            1
+            for line in listing.splitlines()
+            if re.match(r"^(ENTER|LEAVE|MPI_SEND|MPI_RECV|METRIC) ", line)
+        )
     m_off, m_on = statistics.median(t_off), statistics.median(t_on)
-    on = {"pipe_args": PIPE_ARGS, "off_s": m_off, "on_s": m_on, "ratio": m_on / m_off,
-          "trace_bytes": size, "events": events, "ns_per_event": (m_on - m_off) * 1e9 / events}
-    cost = callgrind_cost(exe, Path(tempfile.mkdtemp()) / "trace") if shutil.which("valgrind") \
+    on = {
+        "pipe_args": PIPE_ARGS,
+        "off_s": m_off,
+        "on_s": m_on,
+        "ratio": m_on / m_off,
+        "trace_bytes": size,
+        "events": events,
+        "ns_per_event": (m_on - m_off) * 1e9 / events,
+    }
+    cost = (
+        callgrind_cost(exe, Path(tempfile.mkdtemp()) / "trace")
+        if shutil.which("valgrind")
         else None
+    )
     on["callgrind"] = cost
     sd = off["spawn_dispatch_ns"]
-    print(f"tracing off (hooks vs no-tracing build): spawn+dispatch "
-          f"{sd['hooks']:.2f} vs {sd['no_tracing_build']:.2f} ns"
-          f" ({sd['ratio']:.3f}x), aggregated remote invocations at "
-          f"{1 / off['remote_aggregated_per_s']['ratio']:.2f}x the no-tracing build's rate")
-    print(f"tracing on (PIPE {' '.join(PIPE_ARGS)}): {on['off_s']:.4f} s -> {on['on_s']:.4f} s "
-          f"({on['ratio']:.2f}x), {events} events, {size / 1e6:.1f} MB")
+    print(
+        f"tracing off (hooks vs no-tracing build): spawn+dispatch "
+        f"{sd['hooks']:.2f} vs {sd['no_tracing_build']:.2f} ns"
+        f" ({sd['ratio']:.3f}x), aggregated remote invocations at "
+        f"{1 / off['remote_aggregated_per_s']['ratio']:.2f}x the no-tracing build's rate"
+    )
+    print(
+        f"tracing on (PIPE {' '.join(PIPE_ARGS)}): {on['off_s']:.4f} s -> {on['on_s']:.4f} s "
+        f"({on['ratio']:.2f}x), {events} events, {size / 1e6:.1f} MB"
+    )
     if cost:
-        print(f"tracing on, callgrind (PIPE {' '.join(cost['pipe_args'])}): "
-              f"{cost['instructions_per_event']:.0f} instructions per event, "
-              f"{cost['instructions_at_start_and_end'] / 1e6:.1f} M once at start and end")
+        print(
+            f"tracing on, callgrind (PIPE {' '.join(cost['pipe_args'])}): "
+            f"{cost['instructions_per_event']:.0f} instructions per event, "
+            f"{cost['instructions_at_start_and_end'] / 1e6:.1f} M once at start and end"
+        )
     print(json.dumps({"benchmark": "trace_overhead", "tracing_off": off, "tracing_on": on}))
 
 

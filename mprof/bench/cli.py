@@ -18,14 +18,15 @@ from .sweep import build_command, run_sweeps
 
 def register(subparsers):
     p = subparsers.add_parser(
-        "bench", help="sweep a benchmark over a parameter grid into a DB",
+        "bench",
+        help="sweep a benchmark over a parameter grid into a DB",
         description="Run sweeps into their profile databases.  Several sweeps given together "
-                    "run interleaved, repetition by repetition (each round runs every sweep's "
-                    "configurations once), so that a slow spell of a shared machine does not "
-                    "fall on all of one sweep, e.g. on a test set measured after its fit set.")
+        "run interleaved, repetition by repetition (each round runs every sweep's "
+        "configurations once), so that a slow spell of a shared machine does not "
+        "fall on all of one sweep, e.g. on a test set measured after its fit set.",
+    )
     p.add_argument("spec", nargs="+", help="sweep specification (TOML)")
-    p.add_argument("--db", help="record into this database instead of the spec's "
-                                "(one spec only)")
+    p.add_argument("--db", help="record into this database instead of the spec's (one spec only)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.set_defaults(func=cmd_bench)
 
@@ -39,8 +40,10 @@ def cmd_bench(args):
         check_database(database, "--db" if args.db else spec.database_where or str(spec.path))
     # the same file however it is named (./x.db, an absolute path, a link)
     if len({os.path.realpath(db) for db in databases}) < len(databases):
-        raise MprofError("two of the specs record into the same database; a sweep's points "
-                         "are told apart by program, parameters and repetition only")
+        raise MprofError(
+            "two of the specs record into the same database; a sweep's points "
+            "are told apart by program, parameters and repetition only"
+        )
     console = message_console()
     if args.dry_run:
         return max(_dry_run(spec, db) for spec, db in zip(specs, databases))
@@ -51,22 +54,28 @@ def cmd_bench(args):
     except (KeyboardInterrupt, Interrupted) as exc:
         return _interrupted(exc, databases)
     for db, summary in zip(databases, summaries):
-        print(f"{summary.total} point(s): {summary.ran} run, {summary.skipped} already "
-              f"recorded, {len(summary.failures)} failed -> {db}")
+        print(
+            f"{summary.total} point(s): {summary.ran} run, {summary.skipped} already "
+            f"recorded, {len(summary.failures)} failed -> {db}"
+        )
         for failure in summary.failures:
             lines = failure.reason.splitlines()
             first = lines[0].removesuffix("; stderr:")
             last = f" ({lines[-1].strip()})" if len(lines) > 1 and lines[-1].strip() else ""
             print(f"  failed: {failure.point.describe()}: {first}{last}", file=sys.stderr)
         if summary.probe_best is not None:
-            print(f"  probe: at its best {summary.probe_best:.4g} s busy CPU; {summary.extra} "
-                  "extra repetition(s) for configurations measured only while it was slower")
+            print(
+                f"  probe: at its best {summary.probe_best:.4g} s busy CPU; {summary.extra} "
+                "extra repetition(s) for configurations measured only while it was slower"
+            )
         if summary.unsteady:
             shown = "; ".join(p.describe().rsplit(" rep=", 1)[0] for p in summary.unsteady[:3])
             more = f" and {len(summary.unsteady) - 3} more" if len(summary.unsteady) > 3 else ""
-            print(f"warning: {len(summary.unsteady)} configuration(s) have no run measured while "
-                  f"the probe was steady, their fastest run may be slowed: {shown}{more}",
-                  file=sys.stderr)
+            print(
+                f"warning: {len(summary.unsteady)} configuration(s) have no run measured while "
+                f"the probe was steady, their fastest run may be slowed: {shown}{more}",
+                file=sys.stderr,
+            )
     return 0 if all(summary.ok for summary in summaries) else 1
 
 
@@ -77,10 +86,13 @@ def _interrupted(exc, databases) -> int:
     signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
     name = signal.Signals(signum).name
     recorded = sum(s.ran for s in summaries)
-    where = ", ".join(str(db) for db in databases[:len(summaries)] or databases)
-    print(f"mprof: bench: interrupted by {name}: {recorded} point(s) recorded in this run "
-          f"({where}); the point running was stopped and not recorded; run the same command "
-          "again to resume", file=sys.stderr)
+    where = ", ".join(str(db) for db in databases[: len(summaries)] or databases)
+    print(
+        f"mprof: bench: interrupted by {name}: {recorded} point(s) recorded in this run "
+        f"({where}); the point running was stopped and not recorded; run the same command "
+        "again to resume",
+        file=sys.stderr,
+    )
     return 128 + int(signum)
 
 
@@ -93,9 +105,16 @@ def _dry_run(spec, database: Path) -> int:
             done = db.recorded_points()
     todo = [p for p in points if p.key not in done]
     for point in todo:
-        print(" ".join(shlex.quote(a) for a in build_command(spec, point))
-              + f"  # {point.describe()}")
-    print(f"{len(todo)} of {len(points)} point(s) to run"
-          + (f"; {len(points) - len(todo)} already recorded in {database}"
-             if len(todo) < len(points) else ""), file=sys.stderr)
+        print(
+            " ".join(shlex.quote(a) for a in build_command(spec, point)) + f"  # {point.describe()}"
+        )
+    print(
+        f"{len(todo)} of {len(points)} point(s) to run"
+        + (
+            f"; {len(points) - len(todo)} already recorded in {database}"
+            if len(todo) < len(points)
+            else ""
+        ),
+        file=sys.stderr,
+    )
     return 0

@@ -58,30 +58,35 @@ class ProbeSpec:
         (mprof.bench.spec).  `where(key)` places a key of the spec ("spec.toml:9:1: probe")."""
         if not isinstance(data, dict):
             raise MprofError(f"{where('probe')}: [probe] must be a table")
-        unknown = [key for key in data if key not in ("command", "env", "tolerance",
-                                                      "patience_s")]
+        unknown = [key for key in data if key not in ("command", "env", "tolerance", "patience_s")]
         if unknown:
-            raise MprofError(f"{where('probe.' + unknown[0])}: unknown key in [probe] (it has "
-                             "command, env, tolerance and patience_s)")
+            raise MprofError(
+                f"{where('probe.' + unknown[0])}: unknown key in [probe] (it has "
+                "command, env, tolerance and patience_s)"
+            )
         command = data.get("command")
         if command is None:
-            raise MprofError(f"{where('probe')}: [probe] needs command = \"...\" (the probe's "
-                             "command line)")
+            raise MprofError(
+                f'{where("probe")}: [probe] needs command = "..." (the probe\'s command line)'
+            )
         if not isinstance(command, str) or not command.strip():
-            raise MprofError(f"{where('probe.command')}: expected a non-empty string (the "
-                             "probe's command line)")
+            raise MprofError(
+                f"{where('probe.command')}: expected a non-empty string (the probe's command line)"
+            )
         env = data.get("env", {})
         if not isinstance(env, dict):
             raise MprofError(f"{where('probe.env')}: expected a table of strings")
         for key, value in env.items():
             if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise MprofError(f"{where('probe.env.' + key)}: expected a string or a whole "
-                                 f"number, got {value!r}"[:200])
+                raise MprofError(
+                    f"{where('probe.env.' + key)}: expected a string or a whole "
+                    f"number, got {value!r}"[:200]
+                )
         numbers = {}
-        for key, default in (("tolerance", DEFAULT_TOLERANCE),
-                             ("patience_s", DEFAULT_PATIENCE_S)):
-            numbers[key] = check_number(data.get(key, default), where(f"probe.{key}"),
-                                        low=0.0, high=1e9)
+        for key, default in (("tolerance", DEFAULT_TOLERANCE), ("patience_s", DEFAULT_PATIENCE_S)):
+            numbers[key] = check_number(
+                data.get(key, default), where(f"probe.{key}"), low=0.0, high=1e9
+            )
         return cls(command, {k: str(v) for k, v in env.items()}, **numbers)
 
     def argv(self, program: Path) -> list[str]:
@@ -125,15 +130,19 @@ class MachineProbe:
             try:
                 proc = run_group(self.argv, cwd=self.root, env=env, timeout=PROBE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                raise MprofError(f"{self.where}: the probe timed out after "
-                                 f"{PROBE_TIMEOUT_S:g} s") from None
+                raise MprofError(
+                    f"{self.where}: the probe timed out after {PROBE_TIMEOUT_S:g} s"
+                ) from None
             except OSError as exc:
-                raise MprofError(f"{self.where}: cannot run the probe {self.argv[0]}: "
-                                 f"{exc.strerror}") from None
+                raise MprofError(
+                    f"{self.where}: cannot run the probe {self.argv[0]}: {exc.strerror}"
+                ) from None
             if proc.returncode != 0:
                 tail = stderr_tail(proc.stderr, 1)
-                raise MprofError(f"{self.where}: the probe failed ({exit_text(proc.returncode)}"
-                                 f"{': ' + tail[0] if tail else ''})")
+                raise MprofError(
+                    f"{self.where}: the probe failed ({exit_text(proc.returncode)}"
+                    f"{': ' + tail[0] if tail else ''})"
+                )
             try:
                 value = busy_time(read_run_profile(out))
             except MprofError as exc:

@@ -38,14 +38,24 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def run_group(argv: list[str], *, cwd, env, timeout: float) -> subprocess.CompletedProcess:
     """subprocess.run(argv, capture_output=True, text=True, timeout=timeout) in a new process
     group (session), which is killed whatever way the run ends."""
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     # The pipes are drained by threads and the program's own exit ends the point: a child it
     # left running may hold the pipes open, and is killed with the group below.
     chunks: dict[str, list[str]] = {"out": [], "err": []}
-    readers = [threading.Thread(target=_drain, args=(stream, chunks[name]), daemon=True)
-               for name, stream in (("out", proc.stdout), ("err", proc.stderr))]
+    readers = [
+        threading.Thread(target=_drain, args=(stream, chunks[name]), daemon=True)
+        for name, stream in (("out", proc.stdout), ("err", proc.stderr))
+    ]
     for reader in readers:
         reader.start()
     try:
@@ -59,8 +69,9 @@ def run_group(argv: list[str], *, cwd, env, timeout: float) -> subprocess.Comple
         _kill_group(proc)  # what the program left behind in its group
         for reader in readers:
             reader.join(timeout=10)
-    return subprocess.CompletedProcess(argv, proc.returncode, "".join(chunks["out"]),
-                                       "".join(chunks["err"]))
+    return subprocess.CompletedProcess(
+        argv, proc.returncode, "".join(chunks["out"]), "".join(chunks["err"])
+    )
 
 
 # What of a program's output is kept: its last KEPT_CHARS characters per stream (the messages

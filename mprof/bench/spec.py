@@ -56,14 +56,26 @@ class Point:
 
     @property
     def key(self) -> str:
-        identity = json.dumps({"program": self.program, "params": self.params, "npes": self.npes,
-                               "env": self.env, "repetition": self.repetition},
-                              sort_keys=True, separators=(",", ":"))
+        identity = json.dumps(
+            {
+                "program": self.program,
+                "params": self.params,
+                "npes": self.npes,
+                "env": self.env,
+                "repetition": self.repetition,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
         return hashlib.sha256(identity.encode()).hexdigest()
 
     def describe(self) -> str:
-        parts = [f"npes={self.npes}", *(f"{k}={v}" for k, v in self.params.items()),
-                 *(f"{k}={v}" for k, v in self.env.items()), f"rep={self.repetition}"]
+        parts = [
+            f"npes={self.npes}",
+            *(f"{k}={v}" for k, v in self.params.items()),
+            *(f"{k}={v}" for k, v in self.env.items()),
+            f"rep={self.repetition}",
+        ]
         return " ".join(parts)
 
 
@@ -103,8 +115,15 @@ class SweepSpec:
             for npes in self.npes:
                 for values in itertools.product(*(self.params[n] for n in names)):
                     for env_values in itertools.product(*(self.env[n] for n in env_names)):
-                        out.append(Point(self.program, dict(zip(names, values)), npes,
-                                         dict(zip(env_names, env_values)), rep))
+                        out.append(
+                            Point(
+                                self.program,
+                                dict(zip(names, values)),
+                                npes,
+                                dict(zip(env_names, env_values)),
+                                rep,
+                            )
+                        )
         return out
 
 
@@ -137,7 +156,7 @@ class _Places:
             if m:
                 key = table + m[1].strip("\"'")
                 self.places.setdefault(key, (number, m.end() + 1))
-                rest = line[m.end():]
+                rest = line[m.end() :]
                 for delimiter in ('"""', "'''"):
                     if rest.startswith(delimiter) and rest.count(delimiter) % 2:
                         quote = delimiter
@@ -158,20 +177,32 @@ def _axis(value, where: str, *, strings: bool = False) -> list:
     seen = set()
     for v in values:
         if isinstance(v, bool):  # True would reach the program as "True"
-            raise MprofError(f"{where}: {str(v).lower()} is not a value here: write it as a "
-                             f'string ("{str(v).lower()}") or a number (1, 0)')
+            raise MprofError(
+                f"{where}: {str(v).lower()} is not a value here: write it as a "
+                f'string ("{str(v).lower()}") or a number (1, 0)'
+            )
         if not isinstance(v, (int, float, str)) or (strings and isinstance(v, float)):
-            what = ("a date or time" if type(v).__module__ == "datetime" else
-                    "a table" if isinstance(v, dict) else "a list" if isinstance(v, list)
-                    else type(v).__name__)
-            raise MprofError(f"{where}: values must be {'whole numbers or ' if strings else ''}"
-                             f"{'' if strings else 'numbers or '}strings, not {what}")
+            what = (
+                "a date or time"
+                if type(v).__module__ == "datetime"
+                else "a table"
+                if isinstance(v, dict)
+                else "a list"
+                if isinstance(v, list)
+                else type(v).__name__
+            )
+            raise MprofError(
+                f"{where}: values must be {'whole numbers or ' if strings else ''}"
+                f"{'' if strings else 'numbers or '}strings, not {what}"
+            )
         if isinstance(v, float):
             check_number(v, where)
         key = str(v)  # [0, "0"] would run the same command line twice
         if key in seen:
-            raise MprofError(f"{where}: value {v!r} is repeated (each value is one "
-                             "configuration; use repetitions to run it more than once)")
+            raise MprofError(
+                f"{where}: value {v!r} is repeated (each value is one "
+                "configuration; use repetitions to run it more than once)"
+            )
         seen.add(key)
     return values
 
@@ -192,15 +223,27 @@ def read_toml(path: Path, what: str) -> dict:
 def load_spec(path: str | Path) -> SweepSpec:
     path = Path(path)
     data = read_toml(path, "sweep spec")
-    known = {"program", "command", "database", "root", "npes", "repetitions", "timeout_s",
-             "params", "env", "description", "probe"}
+    known = {
+        "program",
+        "command",
+        "database",
+        "root",
+        "npes",
+        "repetitions",
+        "timeout_s",
+        "params",
+        "env",
+        "description",
+        "probe",
+    }
     where = _Places(path, read_text(path, "sweep spec"))
     unknown = [key for key in data if key not in known]
     if unknown:
         close = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise MprofError(f"{where(unknown[0])}: unknown key{hint}; a sweep spec has "
-                         f"{', '.join(sorted(known))}")
+        raise MprofError(
+            f"{where(unknown[0])}: unknown key{hint}; a sweep spec has {', '.join(sorted(known))}"
+        )
     for key in ("program", "database", "npes"):
         if key not in data:
             raise MprofError(f"{path}: missing required key '{key}'")
@@ -208,28 +251,31 @@ def load_spec(path: str | Path) -> SweepSpec:
     npes = _axis(data["npes"], where("npes"))
     for p in npes:
         if isinstance(p, float) or not isinstance(p, int):
-            raise MprofError(f"{where('npes')}: expected whole numbers in [1, {MAX_NPES}], "
-                             f"got {p!r}")
+            raise MprofError(
+                f"{where('npes')}: expected whole numbers in [1, {MAX_NPES}], got {p!r}"
+            )
         check_number(p, where("npes"), low=1, high=MAX_NPES, integer=True)
     reps = data.get("repetitions", 1)
     if isinstance(reps, float):
         raise MprofError(f"{where('repetitions')}: expected a whole number >= 1, got {reps!r}")
     reps = check_number(reps, where("repetitions"), low=1, high=MAX_POINTS, integer=True)
-    timeout = check_number(data.get("timeout_s", DEFAULT_TIMEOUT), where("timeout_s"),
-                           low=0.0, open_low=True, high=1e7)
+    timeout = check_number(
+        data.get("timeout_s", DEFAULT_TIMEOUT), where("timeout_s"), low=0.0, open_low=True, high=1e7
+    )
     for table in ("params", "env"):
         if not isinstance(data.get(table, {}), dict):
             raise MprofError(f"{where(table)}: [{table}] must be a table")
     params = {k: _axis(v, where(f"params.{k}")) for k, v in data.get("params", {}).items()}
-    env = {k: [str(x) for x in _axis(v, where(f"env.{k}"), strings=True)]
-           for k, v in data.get("env", {}).items()}
+    env = {
+        k: [str(x) for x in _axis(v, where(f"env.{k}"), strings=True)]
+        for k, v in data.get("env", {}).items()
+    }
     _check_params(params, where)
     _check_env(env, where, "env", RESERVED_ENV)
     _check_grid_size(path, reps, npes, params, env)
     command = data.get("command", "{program} {npes} " + " ".join(f"{{{k}}}" for k in params))
     if not isinstance(command, str) or not command.strip():
-        raise MprofError(f"{where('command')}: expected a non-empty string, got "
-                         f"{shown(command)}")
+        raise MprofError(f"{where('command')}: expected a non-empty string, got {shown(command)}")
     program = _text(data["program"], where("program"))
     samples = _samples(_resolved(root, program), npes, params)
     check_template(command, samples, where("command"))
@@ -239,13 +285,24 @@ def load_spec(path: str | Path) -> SweepSpec:
         probe = ProbeSpec.parse(data["probe"], where)
         probe_env = {k: [v] for k, v in probe.env.items()}
         _check_env(probe_env, where, "probe.env", ("MPROF_OUT",))
-        check_template(probe.command, {k: samples[k] for k in PROBE_PLACEHOLDERS},
-                       where("probe.command"))
-    return SweepSpec(path=path, program=program, command=command,
-                     database=database if database.is_absolute() else root / database,
-                     root=root, npes=npes, repetitions=reps, timeout_s=float(timeout),
-                     params=params, env=env, probe=probe, database_where=where("database"),
-                     probe_where=where("probe.command") if probe else "")
+        check_template(
+            probe.command, {k: samples[k] for k in PROBE_PLACEHOLDERS}, where("probe.command")
+        )
+    return SweepSpec(
+        path=path,
+        program=program,
+        command=command,
+        database=database if database.is_absolute() else root / database,
+        root=root,
+        npes=npes,
+        repetitions=reps,
+        timeout_s=float(timeout),
+        params=params,
+        env=env,
+        probe=probe,
+        database_where=where("database"),
+        probe_where=where("probe.command") if probe else "",
+    )
 
 
 def _text(value, where: str) -> str:
@@ -264,13 +321,17 @@ def _check_params(params: dict, where) -> None:
     for name, values in params.items():
         if not PARAM_NAME.fullmatch(name):
             shown = name if name.isprintable() else ascii(name)
-            raise MprofError(f"{where('params.' + shown)}: '{shown}' cannot name a parameter: "
-                             "the command refers to it as {name}, so it is a letter or '_' "
-                             "followed by letters, digits, '_' or '-'")
+            raise MprofError(
+                f"{where('params.' + shown)}: '{shown}' cannot name a parameter: "
+                "the command refers to it as {name}, so it is a letter or '_' "
+                "followed by letters, digits, '_' or '-'"
+            )
         if name in PLACEHOLDERS:
-            raise MprofError(f"{where('params.' + name)}: '{name}' is a built-in placeholder "
-                             f"({', '.join('{' + k + '}' for k in PLACEHOLDERS)}); name the "
-                             "parameter otherwise")
+            raise MprofError(
+                f"{where('params.' + name)}: '{name}' is a built-in placeholder "
+                f"({', '.join('{' + k + '}' for k in PLACEHOLDERS)}); name the "
+                "parameter otherwise"
+            )
         if any(isinstance(v, str) and "\0" in v for v in values):
             raise MprofError(f"{where('params.' + name)}: a value holds a NUL character")
 
@@ -281,24 +342,33 @@ def _check_env(env: dict, where, table: str, reserved) -> None:
     for name, values in env.items():
         place = where(f"{table}.{name if name.isprintable() else ascii(name)}")
         if name in reserved:
-            raise MprofError(f"{place}: {name} is set by mprof bench for every run "
-                             f"({', '.join(reserved)}); a spec cannot set it")
+            raise MprofError(
+                f"{place}: {name} is set by mprof bench for every run "
+                f"({', '.join(reserved)}); a spec cannot set it"
+            )
         if not name or "=" in name or "\0" in name:
-            raise MprofError(f"{place}: {name!r} is not an environment variable name "
-                             "(it must be non-empty, without '=' or NUL)")
+            raise MprofError(
+                f"{place}: {name!r} is not an environment variable name "
+                "(it must be non-empty, without '=' or NUL)"
+            )
         if any("\0" in v for v in values):
             raise MprofError(f"{place}: a value holds a NUL character")
 
 
 def _check_grid_size(path: Path, reps: int, npes: list, params: dict, env: dict) -> None:
-    sizes = [("repetitions", reps), ("npes", len(npes)),
-             *((f"params.{k}", len(v)) for k, v in params.items()),
-             *((f"env.{k}", len(v)) for k, v in env.items())]
+    sizes = [
+        ("repetitions", reps),
+        ("npes", len(npes)),
+        *((f"params.{k}", len(v)) for k, v in params.items()),
+        *((f"env.{k}", len(v)) for k, v in env.items()),
+    ]
     total = math.prod(n for _, n in sizes)
     if total > MAX_POINTS:
         shape = " x ".join(f"{n} {name}" for name, n in sizes if n > 1)
-        raise MprofError(f"{path}: the sweep has {total:,} points ({shape}), more than the "
-                         f"{MAX_POINTS:,} one sweep may have; split it into several specs")
+        raise MprofError(
+            f"{path}: the sweep has {total:,} points ({shape}), more than the "
+            f"{MAX_POINTS:,} one sweep may have; split it into several specs"
+        )
 
 
 PLACEHOLDERS = ("program", "npes", "python", "rep")
@@ -313,8 +383,11 @@ RESERVED_ENV = ("MPROF_OUT", "MPROF_PES")
 # 100 GB before the command ever ran.
 MAX_FORMAT_WIDTH = 1000
 # Python's standard format spec (format(), "Format Specification Mini-Language")
-_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[_,]?"
-                          r"(?:\.(?P<precision>\d+))?[a-zA-Z%]?", re.S)
+_FORMAT_SPEC = re.compile(
+    r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[_,]?"
+    r"(?:\.(?P<precision>\d+))?[a-zA-Z%]?",
+    re.S,
+)
 _CONVERSIONS = {None: lambda v: v, "s": str, "r": repr, "a": ascii}
 
 
@@ -324,17 +397,23 @@ def check_template(command: str, samples: dict[str, list], what: str) -> None:
     spec formats each of them with bounded width, and the text then splits like a shell command
     line.  `what` names the template in messages ("spec.toml:4:11: command", "--baseline-cmd")."""
     try:
-        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(command)
-                  if f is not None]
+        fields = [
+            (f, spec, conv)
+            for _, f, spec, conv in string.Formatter().parse(command)
+            if f is not None
+        ]
     except ValueError as exc:
-        raise MprofError(f"{what}: template {command!r}: {exc} (write {{{{ and }}}} "
-                         "for literal braces)") from None
+        raise MprofError(
+            f"{what}: template {command!r}: {exc} (write {{{{ and }}}} for literal braces)"
+        ) from None
     for name, spec, conversion in fields:
         if name not in samples:
             close = difflib.get_close_matches(name, samples, n=1)
             hint = f"; did you mean {{{close[0]}}}?" if close else ""
-            raise MprofError(f"{what} uses unknown placeholder '{name}' "
-                             f"(known: {', '.join('{' + k + '}' for k in samples)}){hint}")
+            raise MprofError(
+                f"{what} uses unknown placeholder '{name}' "
+                f"(known: {', '.join('{' + k + '}' for k in samples)}){hint}"
+            )
         _check_format(name, spec, conversion, samples[name], what)
     _check_split(command, samples, what)
 
@@ -345,8 +424,13 @@ def template_samples(spec: SweepSpec) -> dict[str, list]:
 
 
 def _samples(program_path: Path, npes: list, params: dict) -> dict[str, list]:
-    return {"program": [str(program_path)], "npes": npes, "python": [sys.executable],
-            "rep": [0], **params}
+    return {
+        "program": [str(program_path)],
+        "npes": npes,
+        "python": [sys.executable],
+        "rep": [0],
+        **params,
+    }
 
 
 def _resolved(root: Path, program: str) -> Path:
@@ -359,30 +443,33 @@ def _check_format(name: str, spec: str, conversion, values: list, what: str) -> 
     shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
     shown += "}"
     if conversion not in _CONVERSIONS:
-        raise MprofError(f"{what}: {shown}: unknown conversion '!{conversion}' "
-                         "(known: !s, !r, !a)")
+        raise MprofError(f"{what}: {shown}: unknown conversion '!{conversion}' (known: !s, !r, !a)")
     if "{" in spec:
         raise MprofError(f"{what}: {shown}: a format spec cannot hold a placeholder")
     m = _FORMAT_SPEC.fullmatch(spec)
     if m:
         for part in ("width", "precision"):
             if m[part] and int(m[part]) > MAX_FORMAT_WIDTH:
-                raise MprofError(f"{what}: {shown}: the {part} {m[part]} is more than "
-                                 f"{MAX_FORMAT_WIDTH}")
+                raise MprofError(
+                    f"{what}: {shown}: the {part} {m[part]} is more than {MAX_FORMAT_WIDTH}"
+                )
     for value in values:
         try:
             format(_CONVERSIONS[conversion](value), spec)
         except (ValueError, TypeError) as exc:
-            raise MprofError(f"{what}: {shown} cannot format the value {value!r}: "
-                             f"{exc}") from None
+            raise MprofError(f"{what}: {shown} cannot format the value {value!r}: {exc}") from None
 
 
 def _check_split(command: str, samples: dict[str, list], what: str) -> None:
     """The template filled with each placeholder's first value, then with every other value
     that holds a quote or backslash (which could unbalance the quoting) in turn."""
     first = {name: values[0] for name, values in samples.items() if values}
-    trials = [first] + [{**first, name: v} for name, values in samples.items()
-                        for v in values[1:] if isinstance(v, str) and re.search(r"['\"\\]", v)]
+    trials = [first] + [
+        {**first, name: v}
+        for name, values in samples.items()
+        for v in values[1:]
+        if isinstance(v, str) and re.search(r"['\"\\]", v)
+    ]
     for values in trials:
         try:
             text = command.format(**values)
@@ -393,8 +480,9 @@ def _check_split(command: str, samples: dict[str, list], what: str) -> None:
         try:
             shlex.split(text)
         except ValueError as exc:
-            raise MprofError(f"{what} does not split like a shell command line: "
-                             f"{str(exc).lower()} in {text!r}") from None
+            raise MprofError(
+                f"{what} does not split like a shell command line: {str(exc).lower()} in {text!r}"
+            ) from None
 
 
 def check_database(path: Path, what: str) -> None:
@@ -425,8 +513,9 @@ def make_database_folder(path: Path, what: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise MprofError(f"{what}: cannot create the folder of {path}: "
-                         f"{exc.strerror or exc}") from None
+        raise MprofError(
+            f"{what}: cannot create the folder of {path}: {exc.strerror or exc}"
+        ) from None
 
 
 def check_runnable(spec: SweepSpec) -> None:
@@ -434,11 +523,17 @@ def check_runnable(spec: SweepSpec) -> None:
     point one by one): the `{program}` file must exist, and the command's first word must be
     an executable file or a command on PATH."""
     if "{program}" in spec.command and not spec.program_path.exists():
-        raise MprofError(f"{spec.path}: program {spec.program_path} does not exist "
-                         "(not built yet?)")
+        raise MprofError(
+            f"{spec.path}: program {spec.program_path} does not exist (not built yet?)"
+        )
     points = spec.points()
-    values = {"program": str(spec.program_path), "npes": points[0].npes,
-              "python": sys.executable, "rep": 0, **points[0].params}
+    values = {
+        "program": str(spec.program_path),
+        "npes": points[0].npes,
+        "python": sys.executable,
+        "rep": 0,
+        **points[0].params,
+    }
     argv = shlex.split(spec.command.format(**values))
     if not argv:
         raise MprofError(f"{spec.path}: the command is empty")

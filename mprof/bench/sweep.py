@@ -55,18 +55,24 @@ class SweepSummary:
 
 
 def build_command(spec: SweepSpec, point: Point) -> list[str]:
-    values = {"program": str(spec.program_path), "npes": point.npes, "python": sys.executable,
-              "rep": point.repetition, **point.params}
+    values = {
+        "program": str(spec.program_path),
+        "npes": point.npes,
+        "python": sys.executable,
+        "rep": point.repetition,
+        **point.params,
+    }
     try:
         argv = shlex.split(spec.command.format(**values))
     except KeyError as exc:
         raise MprofError(f"{spec.path}: command uses unknown placeholder {exc}") from None
     except ValueError as exc:  # checked at load (spec.check_template); kept as a backstop
-        raise MprofError(f"{spec.path}: the command of {point.describe()} does not split like "
-                         f"a shell command line: {exc}") from None
+        raise MprofError(
+            f"{spec.path}: the command of {point.describe()} does not split like "
+            f"a shell command line: {exc}"
+        ) from None
     if any("\0" in word for word in argv):
-        raise MprofError(f"{spec.path}: the command of {point.describe()} holds a NUL "
-                         "character")
+        raise MprofError(f"{spec.path}: the command of {point.describe()} holds a NUL character")
     return argv
 
 
@@ -82,8 +88,9 @@ def oversubscribed(point: Point) -> bool:
     return point.npes > online_cores()
 
 
-def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
-              probe: MachineProbe | None = None) -> str | None:
+def run_point(
+    spec: SweepSpec, point: Point, db: ProfileDB, probe: MachineProbe | None = None
+) -> str | None:
     """Run one point and import its profile; return a failure reason, or None.
 
     With a probe, the caller has just measured it; it is measured again after the run, and
@@ -112,9 +119,11 @@ def run_point(spec: SweepSpec, point: Point, db: ProfileDB,
         except MprofError as exc:
             return str(exc)
         if doc["npes"] != point.npes:
-            return (f"the program ran on {doc['npes']} PE(s), but the point asks for "
-                    f"npes={point.npes}: pass {{npes}} in the spec's command, or let the "
-                    "program take its PE count from MPROF_PES")
+            return (
+                f"the program ran on {doc['npes']} PE(s), but the point asks for "
+                f"npes={point.npes}: pass {{npes}} in the spec's command, or let the "
+                "program take its PE count from MPROF_PES"
+            )
         record_sweep_axes(doc, point)
         if oversubscribed(point):
             doc.setdefault("settings", {})["oversubscribed"] = 1
@@ -147,23 +156,30 @@ def interleave(todos: list[list[Point]]) -> list[tuple[int, Point]]:
     machine then falls on different configurations of every sweep in different repetitions,
     instead of on the whole of a short sweep (a test set measured after its fit set) that ran
     during it."""
-    order = [(point.repetition, i, k, point) for i, todo in enumerate(todos)
-             for k, point in enumerate(todo)]
+    order = [
+        (point.repetition, i, k, point)
+        for i, todo in enumerate(todos)
+        for k, point in enumerate(todo)
+    ]
     order.sort(key=lambda item: item[:3])
     return [(i, point) for _, i, _, point in order]
 
 
-def run_sweeps(specs: list[SweepSpec], *, databases: list[Path],
-               console: Console | None = None) -> list[SweepSummary]:
+def run_sweeps(
+    specs: list[SweepSpec], *, databases: list[Path], console: Console | None = None
+) -> list[SweepSummary]:
     """Several sweeps run together, their points interleaved by repetition (`interleave`);
     each sweep records into its own database and has its own summary.  Sweeps with a probe
     then top up configurations that have no steady run (`top_up`)."""
     console = console or message_console()
     over = sorted({p.npes for spec in specs for p in spec.points() if oversubscribed(p)})
     if over:
-        console.print(f"warning: npes={', '.join(map(str, over))} exceed the {online_cores()} "
-                      "online core(s): those runs share cores, their times include preemption, "
-                      "and they are recorded with the setting oversubscribed=1", highlight=False)
+        console.print(
+            f"warning: npes={', '.join(map(str, over))} exceed the {online_cores()} "
+            "online core(s): those runs share cores, their times include preemption, "
+            "and they are recorded with the setting oversubscribed=1",
+            highlight=False,
+        )
     summaries, todos, dbs = [], [], []
     try:
         with interruptible():
@@ -192,8 +208,10 @@ def _run_all(specs, databases, console, summaries, todos, dbs) -> None:
             todo = [p for p in points if p.key not in done]
             summary.skipped = len(points) - len(todo)
             if summary.skipped:
-                console.print(f"{summary.skipped} of {len(points)} point(s) already recorded in "
-                              f"{db_path}; resuming")
+                console.print(
+                    f"{summary.skipped} of {len(points)} point(s) already recorded in "
+                    f"{db_path}; resuming"
+                )
             summaries.append(summary)
             todos.append(todo)
             dbs.append(db)
@@ -202,15 +220,24 @@ def _run_all(specs, databases, console, summaries, todos, dbs) -> None:
         order = interleave(todos)
         # A live bar on a terminal; elsewhere one plain line per point.
         plain = not console.is_terminal
-        columns = (TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("{task.description}"))
+        columns = (
+            TextColumn("[bold]bench[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+        )
         if order:
             with Progress(*columns, console=console, transient=False, disable=plain) as progress:
                 task = progress.add_task("", total=len(order))
                 for index, (i, point) in enumerate(order, 1):
                     progress.update(task, description=runner.name(i, point))
-                    runner.run(i, point, f"bench {index}/{len(order)}",
-                               progress.console if not plain else None)
+                    runner.run(
+                        i,
+                        point,
+                        f"bench {index}/{len(order)}",
+                        progress.console if not plain else None,
+                    )
                     progress.advance(task)
         top_up(runner)
 
@@ -247,11 +274,14 @@ class _Runner:
             summary.failures.append(Failure(point, reason))
         what = self.name(i, point)
         if live is None:
-            self.console.print(f"{label}: {what}: "
-                               + ("ok" if reason is None else f"FAILED: {reason}"), markup=False)
+            self.console.print(
+                f"{label}: {what}: " + ("ok" if reason is None else f"FAILED: {reason}"),
+                markup=False,
+            )
         elif reason is not None:
-            live.print(f"[red]FAILED[/] {what}: {reason}", markup=True, highlight=False,
-                       soft_wrap=True)
+            live.print(
+                f"[red]FAILED[/] {what}: {reason}", markup=True, highlight=False, soft_wrap=True
+            )
         return reason
 
 
@@ -281,15 +311,20 @@ def top_up(runner: _Runner) -> None:
 
     def unsteady(i: int) -> list[Point]:
         probe = runner.probes[i]
-        return [c for c in runner.specs[i].configurations()
-                if not any(probe.steady(v) for v in runs_of(i, c)[0] if len(v) == 2)]
+        return [
+            c
+            for c in runner.specs[i].configurations()
+            if not any(probe.steady(v) for v in runs_of(i, c)[0] if len(v) == 2)
+        ]
 
     lacking = [(i, c) for i in probed for c in unsteady(i)]
     patience = max(runner.specs[i].probe.patience_s for i in probed)
     if lacking:
-        runner.console.print(f"{len(lacking)} configuration(s) have no run measured while the "
-                             f"probe was steady: extra repetitions (for at most {patience:g} s)",
-                             markup=False)
+        runner.console.print(
+            f"{len(lacking)} configuration(s) have no run measured while the "
+            f"probe was steady: extra repetitions (for at most {patience:g} s)",
+            markup=False,
+        )
     deadline = time.monotonic() + patience
     attempts: dict[tuple[int, str], int] = {}  # extra repetitions tried per configuration
     failed: set[tuple[int, str]] = set()  # configurations whose extra repetition failed
@@ -324,9 +359,11 @@ def _probes(specs: list[SweepSpec]) -> list[MachineProbe | None]:
             probes.append(None)
             continue
         probe = MachineProbe(spec.probe, spec.program_path, spec.root, _probe_where(spec))
-        probes.append(shared.setdefault((tuple(probe.argv),
-                                         tuple(sorted(spec.probe.env.items())),
-                                         str(spec.root)), probe))
+        probes.append(
+            shared.setdefault(
+                (tuple(probe.argv), tuple(sorted(spec.probe.env.items())), str(spec.root)), probe
+            )
+        )
     return probes
 
 

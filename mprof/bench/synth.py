@@ -10,10 +10,17 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 
-def make_profile(program: str, pe_objects: Sequence[Sequence[tuple[str, Mapping]]],
-                 pe_elapsed: Sequence[float], *, params: Mapping | None = None,
-                 settings: Mapping | None = None, pe_idle: Sequence[float] | None = None,
-                 argv: Sequence[str] | None = None, hostname: str = "synthetic") -> dict:
+def make_profile(
+    program: str,
+    pe_objects: Sequence[Sequence[tuple[str, Mapping]]],
+    pe_elapsed: Sequence[float],
+    *,
+    params: Mapping | None = None,
+    settings: Mapping | None = None,
+    pe_idle: Sequence[float] | None = None,
+    argv: Sequence[str] | None = None,
+    hostname: str = "synthetic",
+) -> dict:
     """pe_objects[pe] lists (module, stats) of that PE's objects; ids count from 0 per PE."""
     npes = len(pe_objects)
     if len(pe_elapsed) != npes:
@@ -28,8 +35,12 @@ def make_profile(program: str, pe_objects: Sequence[Sequence[tuple[str, Mapping]
         "npes": npes,
         "started_at": "2026-01-01T00:00:00Z",
         "elapsed_s": float(max(pe_elapsed)),
-        "machine": {"hostname": hostname, "cpu": "synthetic", "cores": 2,
-                    "fingerprint": hashlib.sha256(hostname.encode()).hexdigest()},
+        "machine": {
+            "hostname": hostname,
+            "cpu": "synthetic",
+            "cores": 2,
+            "fingerprint": hashlib.sha256(hostname.encode()).hexdigest(),
+        },
         "settings": dict(settings or {}),
         "params": dict(params or {}),
         "accesses": ["unclassified"],
@@ -38,8 +49,10 @@ def make_profile(program: str, pe_objects: Sequence[Sequence[tuple[str, Mapping]
                 "pe": pe,
                 "elapsed_s": float(pe_elapsed[pe]),
                 "idle_s": float(idle[pe]),
-                "objects": [{"id": i, "module": module, "stats": dict(stats)}
-                            for i, (module, stats) in enumerate(pe_objects[pe])],
+                "objects": [
+                    {"id": i, "module": module, "stats": dict(stats)}
+                    for i, (module, stats) in enumerate(pe_objects[pe])
+                ],
                 "latency": [],
             }
             for pe in range(npes)

@@ -112,20 +112,30 @@ def explain_no_match(runs: Sequence[RunSummary], where: Sequence[Condition]) -> 
         if cond.name in ("program", "npes"):
             values = {str(r.program if cond.name == "program" else r.npes) for r in runs}
         else:
-            values = {_text(t[cond.name]) for r in runs for t in (r.params, r.settings)
-                      if cond.name in t}
+            values = {
+                _text(t[cond.name]) for r in runs for t in (r.params, r.settings) if cond.name in t
+            }
             if not values:
-                names = ["program", "npes",
-                         *sorted({n for r in runs for n in (*r.params, *r.settings)})]
+                names = [
+                    "program",
+                    "npes",
+                    *sorted({n for r in runs for n in (*r.params, *r.settings)}),
+                ]
                 close = difflib.get_close_matches(cond.name, names, n=1)
                 hint = f"; did you mean '{close[0]}'?" if close else ""
-                return (f"no run has a parameter or setting '{cond.name}' (names: "
-                        f"{_some(names)}){hint}")
+                return (
+                    f"no run has a parameter or setting '{cond.name}' (names: {_some(names)}){hint}"
+                )
         if not any(cond.matches(r) for r in runs):
-            return (f"no run has {cond.name}={cond.value} ({cond.name} is "
-                    f"{_some(sorted(values, key=_natural))})")
-    return ("no run matches all of " + " ".join(f"{c.name}={c.value}" for c in where)
-            + " (each matches some runs, but not together)")
+            return (
+                f"no run has {cond.name}={cond.value} ({cond.name} is "
+                f"{_some(sorted(values, key=_natural))})"
+            )
+    return (
+        "no run matches all of "
+        + " ".join(f"{c.name}={c.value}" for c in where)
+        + " (each matches some runs, but not together)"
+    )
 
 
 def _text(value) -> str:
@@ -189,8 +199,10 @@ def _explain(exc: sqlite3.Error) -> str:
     if "disk i/o error" in low or "disk is full" in low:
         return f"{text} (is the disk full, or the file system read-only?); nothing was stored"
     if "malformed" in low or "not a database" in low:
-        return (f"{text} (the file is damaged or not an mprof database; restore a copy, or "
-                "import the run profiles into a new one)")
+        return (
+            f"{text} (the file is damaged or not an mprof database; restore a copy, or "
+            "import the run profiles into a new one)"
+        )
     if "readonly" in low:
         return f"{text} (no write access to the file or its folder)"
     return text
@@ -216,8 +228,14 @@ class ProfileDB:
     older schema is then read as it is), so a database the user may only read can still be
     listed, exported, fitted and gated."""
 
-    def __init__(self, path: str | Path, *, create: bool = True, migrate: bool = True,
-                 readonly: bool | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        migrate: bool = True,
+        readonly: bool | None = None,
+    ):
         self.path = Path(path)
         note_input(self.path)  # a command's output file must not replace it (mprof.files)
         self.readonly = (not create) if readonly is None else readonly
@@ -253,8 +271,9 @@ class ProfileDB:
                 self.conn = self._connect_readonly()
                 self._check_version()
                 return
-            raise MprofError(f"{self.path}: not a usable profile database: "
-                             f"{_explain(exc)}") from None
+            raise MprofError(
+                f"{self.path}: not a usable profile database: {_explain(exc)}"
+            ) from None
 
     def _refuse_foreign(self, create: bool) -> None:
         """An SQLite file without mprof's tables is another application's (or an empty file
@@ -262,14 +281,20 @@ class ProfileDB:
         database is set up, and only where one may be created."""
         if schema.current_version(self.conn) != 0:
             return
-        tables = [r[0] for r in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4")]
+        tables = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4"
+            )
+        ]
         if tables:
             self.conn.close()
-            raise MprofError(f"{self.path}: not a profile database: an SQLite database of "
-                             f"another application (tables {', '.join(tables[:3])}"
-                             f"{', ...' if len(tables) > 3 else ''}; no mprof tables); "
-                             "nothing was changed")
+            raise MprofError(
+                f"{self.path}: not a profile database: an SQLite database of "
+                f"another application (tables {', '.join(tables[:3])}"
+                f"{', ...' if len(tables) > 3 else ''}; no mprof tables); "
+                "nothing was changed"
+            )
         if not create:
             self.conn.close()
             raise MprofError(f"{self.path}: not a profile database (it has no mprof tables)")
@@ -277,28 +302,31 @@ class ProfileDB:
     def _connect_readonly(self) -> sqlite3.Connection:
         uri = self.path.resolve().as_uri()
         try:
-            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(
+                f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            )
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
             conn.close()
             text = str(exc).lower()
-            if ("readonly" not in text and "unable to open" not in text
-                    and not _is_space_error(exc)):
+            if "readonly" not in text and "unable to open" not in text and not _is_space_error(exc):
                 raise MprofError(f"{self.path}: cannot read database: {_explain(exc)}") from None
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise MprofError(f"{self.path}: not a usable profile database: "
-                             f"{_explain(exc)}") from None
+            raise MprofError(
+                f"{self.path}: not a usable profile database: {_explain(exc)}"
+            ) from None
         # A database in WAL mode needs its shared-memory file, which a reader without write
         # access to the folder cannot create.  Without a pending log nothing else can be
         # changing it, so it is read as an immutable file.
         wal = Path(f"{self.path}-wal")
         if wal.exists() and wal.stat().st_size > 0:
-            raise MprofError(f"{self.path}: cannot read database: its write-ahead log {wal} "
-                             "holds changes that only a process with write access can apply "
-                             "(open it once with write access, e.g. mprof db list as its owner)")
+            raise MprofError(
+                f"{self.path}: cannot read database: its write-ahead log {wal} "
+                "holds changes that only a process with write access can apply "
+                "(open it once with write access, e.g. mprof db list as its owner)"
+            )
         try:
             conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
@@ -311,15 +339,18 @@ class ProfileDB:
             version = schema.current_version(self.conn)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise MprofError(f"{self.path}: not a usable profile database: "
-                             f"{_explain(exc)}") from None
+            raise MprofError(
+                f"{self.path}: not a usable profile database: {_explain(exc)}"
+            ) from None
         if version == 0:
             self.conn.close()
             raise MprofError(f"{self.path}: not a profile database (it has no mprof tables)")
         if version > schema.LATEST_VERSION:
             self.conn.close()
-            raise MprofError(f"{self.path}: database schema version {version} is newer than "
-                             f"this mprof understands ({schema.LATEST_VERSION})")
+            raise MprofError(
+                f"{self.path}: database schema version {version} is newer than "
+                f"this mprof understands ({schema.LATEST_VERSION})"
+            )
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -359,14 +390,18 @@ class ProfileDB:
                     raise MprofError(
                         f"{self.path}: the database is locked by another process (an import or "
                         f"a sweep writing to it?); gave up after {waited:.0f} s "
-                        "(MPROF_DB_LOCK_TIMEOUT sets the wait)") from None
+                        "(MPROF_DB_LOCK_TIMEOUT sets the wait)"
+                    ) from None
                 if not announced:
-                    print(f"mprof: {self.path}: locked by another process; waiting up to "
-                          f"{bound:g} s", file=sys.stderr)
+                    print(
+                        f"mprof: {self.path}: locked by another process; waiting up to {bound:g} s",
+                        file=sys.stderr,
+                    )
                     announced = True
                 attempt += 1
-                time.sleep(min(0.01 + random.random() * 0.05 * attempt, 0.5,
-                               max(bound - waited, 0.0)))
+                time.sleep(
+                    min(0.01 + random.random() * 0.05 * attempt, 0.5, max(bound - waited, 0.0))
+                )
 
     def transaction(self, body):
         """Run body(conn) inside BEGIN IMMEDIATE ... COMMIT, retrying on lock contention."""
@@ -417,8 +452,16 @@ class ProfileDB:
                         "INSERT OR REPLACE INTO sweep_points (point_key, run_id, program, "
                         "params_json, npes, env_json, repetition, recorded_at) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (point.key, run_id, point.program, canonical_json(point.params),
-                         point.npes, canonical_json(point.env), point.repetition, _now()),
+                        (
+                            point.key,
+                            run_id,
+                            point.program,
+                            canonical_json(point.params),
+                            point.npes,
+                            canonical_json(point.env),
+                            point.repetition,
+                            _now(),
+                        ),
                     )
             return result
 
@@ -440,8 +483,7 @@ class ProfileDB:
         runs = {r[0]: RunSummary(*r) for r in rows}
         for run in runs.values():
             run.npes = self._number(run.id, "runs", "npes", run.npes, integer=True)
-            run.elapsed_s = self._number(run.id, "runs", "elapsed_s", run.elapsed_s,
-                                         nullable=True)
+            run.elapsed_s = self._number(run.id, "runs", "elapsed_s", run.elapsed_s, nullable=True)
         for run_id, kind, name, value in self.conn.execute(
             "SELECT run_id, kind, name, value_json FROM run_params ORDER BY run_id, kind, name"
         ):
@@ -475,16 +517,21 @@ class ProfileDB:
             marks = ",".join("?" * len(chunk))
             for run_id, pe, access, cpu_s, samples in self.conn.execute(
                 f"SELECT run_id, pe, access, cpu_s, samples FROM category_time "
-                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
+                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid",
+                chunk,
             ):
                 out.setdefault(run_id, {}).setdefault(pe, []).append(
-                    {"access": access,
-                     "cpu_s": self._number(run_id, "category_time", "cpu_s", cpu_s),
-                     "samples": self._u64(run_id, "category_time", "samples", samples)})
+                    {
+                        "access": access,
+                        "cpu_s": self._number(run_id, "category_time", "cpu_s", cpu_s),
+                        "samples": self._u64(run_id, "category_time", "samples", samples),
+                    }
+                )
         return out
 
-    def profiles(self, where: Sequence[Condition] = (),
-                 run_ids: Sequence[int] | None = None) -> list[RunProfile]:
+    def profiles(
+        self, where: Sequence[Condition] = (), run_ids: Sequence[int] | None = None
+    ) -> list[RunProfile]:
         """The runs matching `where` (and among them those of `run_ids`), read from the
         tables: everything their profiles held."""
         runs = self.runs(where)
@@ -503,65 +550,113 @@ class ProfileDB:
         for run in runs:
             pes = []
             for pe, t in enumerate(times.get(run.id, [])):
-                pes.append(PEProfile(pe, t.elapsed_s, t.idle_s, t.cpu_s, t.idle_cpu_s,
-                                     _objects(objects.get(run.id, {}).get(pe, []),
-                                              absent.get(run.id, {}).get(pe, [])),
-                                     categories.get(run.id, {}).get(pe),
-                                     latency.get(run.id, {}).get(pe, [])))
+                pes.append(
+                    PEProfile(
+                        pe,
+                        t.elapsed_s,
+                        t.idle_s,
+                        t.cpu_s,
+                        t.idle_cpu_s,
+                        _objects(
+                            objects.get(run.id, {}).get(pe, []), absent.get(run.id, {}).get(pe, [])
+                        ),
+                        categories.get(run.id, {}).get(pe),
+                        latency.get(run.id, {}).get(pe, []),
+                    )
+                )
             d = details[run.id]
-            machine = {k: v for k, v in (("hostname", d.hostname), ("cpu", d.cpu),
-                                         ("cores", d.cores)) if v is not None}
+            machine = {
+                k: v
+                for k, v in (("hostname", d.hostname), ("cpu", d.cpu), ("cores", d.cores))
+                if v is not None
+            }
             if not d.fingerprint_derived and run.machine_fingerprint:
                 machine["fingerprint"] = run.machine_fingerprint
-            out.append(RunProfile(
-                program=run.program, npes=run.npes, params=dict(run.params),
-                settings=dict(run.settings), pes=pes,
-                fingerprint=run.machine_fingerprint or "", elapsed_s=run.elapsed_s,
-                id=run.id, source=str(self.path), argv=d.argv,
-                interfaces=interfaces.get(run.id, {}), accesses=d.accesses,
-                backend=d.backend, started_at=run.started_at, machine=machine, bench=d.bench,
-                schema_version=d.profile_version))
+            out.append(
+                RunProfile(
+                    program=run.program,
+                    npes=run.npes,
+                    params=dict(run.params),
+                    settings=dict(run.settings),
+                    pes=pes,
+                    fingerprint=run.machine_fingerprint or "",
+                    elapsed_s=run.elapsed_s,
+                    id=run.id,
+                    source=str(self.path),
+                    argv=d.argv,
+                    interfaces=interfaces.get(run.id, {}),
+                    accesses=d.accesses,
+                    backend=d.backend,
+                    started_at=run.started_at,
+                    machine=machine,
+                    bench=d.bench,
+                    schema_version=d.profile_version,
+                )
+            )
         return out
 
     def run_details(self, run_ids: Sequence[int]) -> dict[int, RunDetails]:
         """run id -> what its profile said besides the columns of `runs()`."""
         if self.version >= 6:
-            columns = ("argv, accesses, bench, machine_cpu, machine_cores, "
-                       "fingerprint_derived, profile_version")
+            columns = (
+                "argv, accesses, bench, machine_cpu, machine_cores, "
+                "fingerprint_derived, profile_version"
+            )
         else:  # a database opened read-only may be older: the document has them
-            columns = ("json_extract(document, '$.argv'), json_extract(document, '$.accesses'), "
-                       "json_extract(document, '$.bench'), "
-                       "json_extract(document, '$.machine.cpu'), "
-                       "json_extract(document, '$.machine.cores'), "
-                       "coalesce(json_extract(document, '$.machine.fingerprint'), '') = '', "
-                       "json_extract(document, '$.schema_version')")
+            columns = (
+                "json_extract(document, '$.argv'), json_extract(document, '$.accesses'), "
+                "json_extract(document, '$.bench'), "
+                "json_extract(document, '$.machine.cpu'), "
+                "json_extract(document, '$.machine.cores'), "
+                "coalesce(json_extract(document, '$.machine.fingerprint'), '') = '', "
+                "json_extract(document, '$.schema_version')"
+            )
         out = {}
         for chunk in _chunks(run_ids):
             marks = ",".join("?" * len(chunk))
-            for (run_id, backend, hostname, argv, accesses, bench, cpu, cores, derived,
-                 version) in self.conn.execute(
-                    f"SELECT id, backend, hostname, {columns} FROM runs "
-                    f"WHERE id IN ({marks})", chunk):
+            for (
+                run_id,
+                backend,
+                hostname,
+                argv,
+                accesses,
+                bench,
+                cpu,
+                cores,
+                derived,
+                version,
+            ) in self.conn.execute(
+                f"SELECT id, backend, hostname, {columns} FROM runs WHERE id IN ({marks})", chunk
+            ):
                 out[run_id] = RunDetails(
-                    backend, hostname, self._json(run_id, "runs", "argv", argv or "[]", list),
+                    backend,
+                    hostname,
+                    self._json(run_id, "runs", "argv", argv or "[]", list),
                     self._json(run_id, "runs", "accesses", accesses or "[]", list),
-                    self._json(run_id, "runs", "bench", bench or "{}", dict), cpu,
-                    self._number(run_id, "runs", "machine_cores", cores, integer=True,
-                                 nullable=True),
-                    bool(derived), self._number(run_id, "runs", "profile_version",
-                                                version or 1, integer=True))
+                    self._json(run_id, "runs", "bench", bench or "{}", dict),
+                    cpu,
+                    self._number(
+                        run_id, "runs", "machine_cores", cores, integer=True, nullable=True
+                    ),
+                    bool(derived),
+                    self._number(run_id, "runs", "profile_version", version or 1, integer=True),
+                )
         return out
 
     def run_interfaces(self, run_ids: Sequence[int]) -> dict[int, dict[str, str]]:
         """run id -> module -> digest of the interface the program was built with."""
         if self.version >= 6:
-            query = ("SELECT run_id, name, digest FROM run_interfaces "
-                     "WHERE run_id IN ({marks}) ORDER BY run_id, rowid")
+            query = (
+                "SELECT run_id, name, digest FROM run_interfaces "
+                "WHERE run_id IN ({marks}) ORDER BY run_id, rowid"
+            )
         else:
-            query = ("SELECT r.id, json_extract(i.value, '$.name'), "
-                     "json_extract(i.value, '$.digest') "
-                     "FROM runs AS r, json_each(r.document, '$.interfaces') AS i "
-                     "WHERE r.id IN ({marks}) ORDER BY r.id, i.key")
+            query = (
+                "SELECT r.id, json_extract(i.value, '$.name'), "
+                "json_extract(i.value, '$.digest') "
+                "FROM runs AS r, json_each(r.document, '$.interfaces') AS i "
+                "WHERE r.id IN ({marks}) ORDER BY r.id, i.key"
+            )
         out: dict[int, dict[str, str]] = {}
         for run_id, name, digest in self._rows_of_runs(query, run_ids):
             out.setdefault(run_id, {})[name] = digest
@@ -577,22 +672,31 @@ class ProfileDB:
         """run id -> pe -> [(position of the object in the PE's list, object id, module,
         statistic, why it was not counted)], in position order."""
         if self.version >= 6:
-            query = ("SELECT run_id, pe, position, object_id, module, stat, reason "
-                     "FROM object_absent WHERE run_id IN ({marks}) "
-                     "ORDER BY run_id, pe, position, rowid")
+            query = (
+                "SELECT run_id, pe, position, object_id, module, stat, reason "
+                "FROM object_absent WHERE run_id IN ({marks}) "
+                "ORDER BY run_id, pe, position, rowid"
+            )
         else:
-            query = ("SELECT r.id, json_extract(p.value, '$.pe'), o.key, "
-                     "json_extract(o.value, '$.id'), "
-                     "json_extract(o.value, '$.module'), a.key, a.value "
-                     "FROM runs AS r, json_each(r.document, '$.pes') AS p, "
-                     "json_each(p.value, '$.objects') AS o, json_each(o.value, '$.absent') AS a "
-                     "WHERE r.id IN ({marks}) ORDER BY r.id, p.key, o.key, a.key")
+            query = (
+                "SELECT r.id, json_extract(p.value, '$.pe'), o.key, "
+                "json_extract(o.value, '$.id'), "
+                "json_extract(o.value, '$.module'), a.key, a.value "
+                "FROM runs AS r, json_each(r.document, '$.pes') AS p, "
+                "json_each(p.value, '$.objects') AS o, json_each(o.value, '$.absent') AS a "
+                "WHERE r.id IN ({marks}) ORDER BY r.id, p.key, o.key, a.key"
+            )
         out: dict[int, dict[int, list]] = {}
-        for run_id, pe, position, oid, module, stat, reason in self._rows_of_runs(query,
-                                                                                  run_ids):
+        for run_id, pe, position, oid, module, stat, reason in self._rows_of_runs(query, run_ids):
             out.setdefault(run_id, {}).setdefault(pe, []).append(
-                (position, self._u64(run_id, "object_absent", "object_id", oid), module, stat,
-                 reason))
+                (
+                    position,
+                    self._u64(run_id, "object_absent", "object_id", oid),
+                    module,
+                    stat,
+                    reason,
+                )
+            )
         return out
 
     def bench_metadata(self, run_ids: Sequence[int] | None = None) -> dict[int, dict]:
@@ -620,9 +724,14 @@ class ProfileDB:
                 f"WHERE run_id IN ({marks}) ORDER BY run_id, pe",
                 chunk,
             ):
-                out.setdefault(run_id, []).append(PETimes(*(
-                    self._number(run_id, "pe_samples", column, value, nullable=nullable)
-                    for (column, nullable), value in zip(_PE_TIME_COLUMNS, times))))
+                out.setdefault(run_id, []).append(
+                    PETimes(
+                        *(
+                            self._number(run_id, "pe_samples", column, value, nullable=nullable)
+                            for (column, nullable), value in zip(_PE_TIME_COLUMNS, times)
+                        )
+                    )
+                )
         return out
 
     def category_times(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[CategoryTime]]]:
@@ -635,16 +744,22 @@ class ProfileDB:
             marks = ",".join("?" * len(chunk))
             for run_id, pe in self.conn.execute(
                 f"SELECT run_id, pe FROM pe_samples WHERE run_id IN ({marks}) "
-                "AND categories IS NOT NULL ORDER BY run_id, pe", chunk,
+                "AND categories IS NOT NULL ORDER BY run_id, pe",
+                chunk,
             ):
                 out.setdefault(run_id, {})[pe] = []
             for run_id, pe, access, cpu_s, samples in self.conn.execute(
                 f"SELECT run_id, pe, access, cpu_s, samples FROM category_time "
-                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, cpu_s DESC, access", chunk,
+                f"WHERE run_id IN ({marks}) ORDER BY run_id, pe, cpu_s DESC, access",
+                chunk,
             ):
-                out.setdefault(run_id, {}).setdefault(pe, []).append(CategoryTime(
-                    access, self._number(run_id, "category_time", "cpu_s", cpu_s),
-                    self._u64(run_id, "category_time", "samples", samples)))
+                out.setdefault(run_id, {}).setdefault(pe, []).append(
+                    CategoryTime(
+                        access,
+                        self._number(run_id, "category_time", "cpu_s", cpu_s),
+                        self._u64(run_id, "category_time", "samples", samples),
+                    )
+                )
         return out
 
     def latency_rows(self, run_ids: Sequence[int]) -> dict[int, dict[int, list[LatencyRow]]]:
@@ -654,12 +769,19 @@ class ProfileDB:
             marks = ",".join("?" * len(chunk))
             for run_id, pe, access, enabler, count, observed, critical in self.conn.execute(
                 f"SELECT run_id, pe, access, enabler, count, observed_s, critical_s "
-                f"FROM latency WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid", chunk,
+                f"FROM latency WHERE run_id IN ({marks}) ORDER BY run_id, pe, rowid",
+                chunk,
             ):
-                out.setdefault(run_id, {}).setdefault(pe, []).append(LatencyRow(
-                    access, enabler, self._u64(run_id, "latency", "count", count),
-                    self._number(run_id, "latency", "observed_s", observed),
-                    self._number(run_id, "latency", "critical_s", critical), pe))
+                out.setdefault(run_id, {}).setdefault(pe, []).append(
+                    LatencyRow(
+                        access,
+                        enabler,
+                        self._u64(run_id, "latency", "count", count),
+                        self._number(run_id, "latency", "observed_s", observed),
+                        self._number(run_id, "latency", "critical_s", critical),
+                        pe,
+                    )
+                )
         return out
 
     def object_stats(self, run_ids: Sequence[int]) -> dict[int, dict[int, list]]:
@@ -689,8 +811,13 @@ class ProfileDB:
                 objects.setdefault(oid, (oid, module, {}))[2][stat] = value
                 key = (run_id, pe, oid)
                 first[key] = min(first.get(key, rowid), rowid)
-        return {r: {pe: sorted(objs.values(), key=lambda o, r=r, pe=pe: first[r, pe, o[0]])
-                    for pe, objs in pes.items()} for r, pes in out.items()}
+        return {
+            r: {
+                pe: sorted(objs.values(), key=lambda o, r=r, pe=pe: first[r, pe, o[0]])
+                for pe, objs in pes.items()
+            }
+            for r, pes in out.items()
+        }
 
     # -- decoding cells ---------------------------------------------------------------------
     # A value of the wrong type or JSON that does not parse can only come from a damaged file
@@ -706,13 +833,20 @@ class ProfileDB:
             value = json.loads(text)
         except (ValueError, TypeError, RecursionError):
             raise self._damaged(run_id, table, column) from None
-        if not isinstance(value, kinds) or (isinstance(value, float)
-                                            and not math.isfinite(value)):
+        if not isinstance(value, kinds) or (isinstance(value, float) and not math.isfinite(value)):
             raise self._damaged(run_id, table, column)
         return value
 
-    def _number(self, run_id, table: str, column: str, value, *, integer: bool = False,
-                nullable: bool = False):
+    def _number(
+        self,
+        run_id,
+        table: str,
+        column: str,
+        value,
+        *,
+        integer: bool = False,
+        nullable: bool = False,
+    ):
         """A numeric cell (SQLite keeps text stored in a numeric column as text)."""
         if value is None and nullable:
             return None
@@ -737,16 +871,17 @@ class DamagedValue(MprofError):
 
     def __init__(self, path, run_id, table: str, column: str):
         self.run_id, self.table, self.column = run_id, table, column
-        super().__init__(f"{path}: run {run_id}: damaged value in table {table} (column "
-                         f"{column}); restore a copy of the database, or import the run's "
-                         "profile into a new one")
+        super().__init__(
+            f"{path}: run {run_id}: damaged value in table {table} (column "
+            f"{column}); restore a copy of the database, or import the run's "
+            "profile into a new one"
+        )
 
 
 # A run_params value: what `params` and `settings` may hold.
 _SCALAR = (int, float, str)  # bool is an int
 # pe_samples' time columns in PETimes order, with whether each may be NULL (version 1 runs)
-_PE_TIME_COLUMNS = (("elapsed_s", False), ("idle_s", False), ("cpu_s", True),
-                    ("idle_cpu_s", True))
+_PE_TIME_COLUMNS = (("elapsed_s", False), ("idle_s", False), ("cpu_s", True), ("idle_cpu_s", True))
 
 # Integers a REAL holds exactly; SQLite's INTEGER range.
 _EXACT_REAL = 2**53
@@ -828,21 +963,41 @@ def _insert_run(conn, source, doc, digest) -> int:
         "machine_fingerprint, source, imported_at, document_sha256, argv, accesses, bench, "
         "machine_cpu, machine_cores, fingerprint_derived, profile_version) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (doc["program"], doc.get("backend"), doc["npes"], doc.get("started_at"),
-         doc.get("elapsed_s"), machine.get("hostname"), machine_fingerprint(doc), source,
-         _now(), digest, *(_json_or_null(doc.get(k)) for k in ("argv", "accesses", "bench")),
-         machine.get("cpu"), machine.get("cores"), 0 if machine.get("fingerprint") else 1,
-         doc["schema_version"]),
+        (
+            doc["program"],
+            doc.get("backend"),
+            doc["npes"],
+            doc.get("started_at"),
+            doc.get("elapsed_s"),
+            machine.get("hostname"),
+            machine_fingerprint(doc),
+            source,
+            _now(),
+            digest,
+            *(_json_or_null(doc.get(k)) for k in ("argv", "accesses", "bench")),
+            machine.get("cpu"),
+            machine.get("cores"),
+            0 if machine.get("fingerprint") else 1,
+            doc["schema_version"],
+        ),
     )
     run_id = cur.lastrowid
     for kind, key in (("param", "params"), ("setting", "settings")):
         conn.executemany(
             "INSERT INTO run_params (run_id, kind, name, value_json, value_num) "
             "VALUES (?, ?, ?, ?, ?)",
-            [(run_id, kind, name, json.dumps(value),
-              float(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
-              else None)
-             for name, value in doc.get(key, {}).items()],
+            [
+                (
+                    run_id,
+                    kind,
+                    name,
+                    json.dumps(value),
+                    float(value)
+                    if isinstance(value, (int, float)) and not isinstance(value, bool)
+                    else None,
+                )
+                for name, value in doc.get(key, {}).items()
+            ],
         )
     conn.executemany(
         "INSERT INTO run_interfaces (run_id, name, digest) VALUES (?, ?, ?)",
@@ -852,34 +1007,63 @@ def _insert_run(conn, source, doc, digest) -> int:
         conn.execute(
             "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, idle_cpu_s, "
             "categories) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, pe["pe"], pe["elapsed_s"], pe["idle_s"], pe.get("cpu_s"),
-             pe.get("idle_cpu_s"), 1 if "categories" in pe else None),
+            (
+                run_id,
+                pe["pe"],
+                pe["elapsed_s"],
+                pe["idle_s"],
+                pe.get("cpu_s"),
+                pe.get("idle_cpu_s"),
+                1 if "categories" in pe else None,
+            ),
         )
         conn.executemany(
-            "INSERT INTO category_time (run_id, pe, access, cpu_s, samples) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], row["access"], row["cpu_s"], to_sql_u64(row["samples"]))
-             for row in pe.get("categories", [])],
+            "INSERT INTO category_time (run_id, pe, access, cpu_s, samples) VALUES (?, ?, ?, ?, ?)",
+            [
+                (run_id, pe["pe"], row["access"], row["cpu_s"], to_sql_u64(row["samples"]))
+                for row in pe.get("categories", [])
+            ],
         )
         conn.executemany(
             "INSERT INTO object_stats (run_id, pe, object_id, module, stat, value, value_exact) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], to_sql_u64(obj["id"]), obj["module"], stat,
-              *_stat_columns(value))
-             for obj in pe["objects"] for stat, value in obj["stats"].items()],
+            [
+                (
+                    run_id,
+                    pe["pe"],
+                    to_sql_u64(obj["id"]),
+                    obj["module"],
+                    stat,
+                    *_stat_columns(value),
+                )
+                for obj in pe["objects"]
+                for stat, value in obj["stats"].items()
+            ],
         )
         conn.executemany(
             "INSERT INTO object_absent (run_id, pe, position, object_id, module, stat, reason) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], position, to_sql_u64(obj["id"]), obj["module"], stat, reason)
-             for position, obj in enumerate(pe["objects"])
-             for stat, reason in obj.get("absent", {}).items()],
+            [
+                (run_id, pe["pe"], position, to_sql_u64(obj["id"]), obj["module"], stat, reason)
+                for position, obj in enumerate(pe["objects"])
+                for stat, reason in obj.get("absent", {}).items()
+            ],
         )
         conn.executemany(
             "INSERT INTO latency (run_id, pe, access, enabler, count, observed_s, critical_s) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, pe["pe"], row["access"], row["enabler"], to_sql_u64(row["count"]),
-              row["observed_s"], row["critical_s"]) for row in pe.get("latency", [])],
+            [
+                (
+                    run_id,
+                    pe["pe"],
+                    row["access"],
+                    row["enabler"],
+                    to_sql_u64(row["count"]),
+                    row["observed_s"],
+                    row["critical_s"],
+                )
+                for row in pe.get("latency", [])
+            ],
         )
     return run_id
 

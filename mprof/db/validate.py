@@ -72,8 +72,10 @@ def read_text(path: str | Path, what: str = "run profile") -> str:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
         column = exc.start - (before.rfind(b"\n") + 1) + 1
-        raise MprofError(f"{path}:{line}:{column}: not valid UTF-8 (byte 0x{data[exc.start]:02x}, "
-                         f"column counted in bytes); is it a {what}?") from None
+        raise MprofError(
+            f"{path}:{line}:{column}: not valid UTF-8 (byte 0x{data[exc.start]:02x}, "
+            f"column counted in bytes); is it a {what}?"
+        ) from None
 
 
 def load_profile(path: str | Path, *, schema_optional: bool = False) -> dict:
@@ -91,8 +93,9 @@ def _line(first_line: int) -> str:
     return f":{first_line}" if first_line > 1 else ""
 
 
-def parse_profile(text: str, source: str, first_line: int = 1, *,
-                  schema_optional: bool = False) -> dict:
+def parse_profile(
+    text: str, source: str, first_line: int = 1, *, schema_optional: bool = False
+) -> dict:
     """The run profile in `text`, validated; `first_line` is the line of the file `source` on
     which `text` begins (a line of a JSON-lines export), so that places are the file's."""
     if not text.strip():
@@ -105,24 +108,35 @@ def parse_profile(text: str, source: str, first_line: int = 1, *,
         hint = " (the file looks truncated)" if truncated else ""
         if not text.lstrip().startswith("{"):  # binary or other text, not a cut-off profile
             hint = " (a run profile is one JSON object, '{...}': is this one?)"
-        raise ProfileError(source, "", f"not valid JSON: {exc.msg}{hint}",
-                           place=_place(text, exc.pos, first_line)) from None
+        raise ProfileError(
+            source, "", f"not valid JSON: {exc.msg}{hint}", place=_place(text, exc.pos, first_line)
+        ) from None
     except RecursionError:
-        raise ProfileError(source, "", "not a run profile: JSON nested too deeply",
-                           place=_line(first_line)) from None
+        raise ProfileError(
+            source, "", "not a run profile: JSON nested too deeply", place=_line(first_line)
+        ) from None
     except DuplicateKey:
         found = duplicate_key(text)
         offset, key = found if found else (0, "?")
-        raise ProfileError(source, "", f"key {json.dumps(key)} appears twice in one object "
-                           "(each key once)", place=_place(text, offset, first_line)) from None
+        raise ProfileError(
+            source,
+            "",
+            f"key {json.dumps(key)} appears twice in one object (each key once)",
+            place=_place(text, offset, first_line),
+        ) from None
     except ValueError as exc:  # an integer of more than 4300 digits
         digits = re.search(r"-?[0-9]{4300,}", text)
         if digits is None:
-            raise ProfileError(source, "", f"not valid JSON: {exc}",
-                               place=_line(first_line)) from None
-        raise ProfileError(source, "", f"integer of {len(digits.group().lstrip('-'))} digits "
-                           "does not fit 64 bits (-2^63 .. 2^64-1)",
-                           place=_place(text, digits.start(), first_line)) from None
+            raise ProfileError(
+                source, "", f"not valid JSON: {exc}", place=_line(first_line)
+            ) from None
+        raise ProfileError(
+            source,
+            "",
+            f"integer of {len(digits.group().lstrip('-'))} digits "
+            "does not fit 64 bits (-2^63 .. 2^64-1)",
+            place=_place(text, digits.start(), first_line),
+        ) from None
     try:
         validate_profile(doc, source, schema_optional=schema_optional)
     except ProfileError as exc:
@@ -131,8 +145,9 @@ def parse_profile(text: str, source: str, first_line: int = 1, *,
             if first_line == 1:
                 raise
             line_col = (1, 1)
-        raise ProfileError(source, exc.where, exc.message,
-                           place=f":{first_line + line_col[0] - 1}:{line_col[1]}") from None
+        raise ProfileError(
+            source, exc.where, exc.message, place=f":{first_line + line_col[0] - 1}:{line_col[1]}"
+        ) from None
     return doc
 
 
@@ -150,7 +165,7 @@ def locate(text: str, where: str) -> tuple[int, int] | None:
                 if close < 0 or not rest[1:close].isdigit():
                     break
                 found = _nth_element(text, pos, int(rest[1:close]))
-                rest = rest[close + 1:].removeprefix(".")
+                rest = rest[close + 1 :].removeprefix(".")
             elif text[pos] == "{":
                 found, rest = _member(text, pos, rest)
             else:
@@ -216,15 +231,18 @@ def _member(text: str, pos: int, rest: str) -> tuple[int | None, str]:
         key, pos = json.decoder.scanstring(text, pos + 1)
         pos = _skip_ws(text, pos)
         pos = _skip_ws(text, pos + 1)  # the colon
-        if (rest.startswith(key) and rest[len(key):len(key) + 1] in ("", ".", "[")
-                and len(key) >= len(best_key)):
+        if (
+            rest.startswith(key)
+            and rest[len(key) : len(key) + 1] in ("", ".", "[")
+            and len(key) >= len(best_key)
+        ):
             best, best_key = pos, key
         pos = _skip_ws(text, _skip_value(text, pos))
         if pos < len(text) and text[pos] == ",":
             pos = _skip_ws(text, pos + 1)
     if best is None:
         return None, rest
-    return best, rest[len(best_key):].removeprefix(".")
+    return best, rest[len(best_key) :].removeprefix(".")
 
 
 def value_kind(value) -> str:
@@ -255,11 +273,14 @@ def _nodes(doc: Any):
         if isinstance(value, dict):
             for key in value:
                 yield (f"{where}.{key}" if where else str(key)), key, depth + 1, True
-            stack.extend((v, f"{where}.{k}" if where else str(k), depth + 1)
-                         for k, v in reversed(list(value.items())))
+            stack.extend(
+                (v, f"{where}.{k}" if where else str(k), depth + 1)
+                for k, v in reversed(list(value.items()))
+            )
         elif isinstance(value, list):
-            stack.extend((v, f"{where}[{i}]", depth + 1)
-                         for i, v in reversed(list(enumerate(value))))
+            stack.extend(
+                (v, f"{where}[{i}]", depth + 1) for i, v in reversed(list(enumerate(value)))
+            )
 
 
 def _check_values(doc: Any, source: str) -> None:
@@ -268,8 +289,9 @@ def _check_values(doc: Any, source: str) -> None:
     integer fits 64 bits; every string and name is valid Unicode; nesting is bounded."""
     for where, value, depth, is_name in _nodes(doc):
         if depth > 64 and not is_name:  # a name's value is checked next
-            raise ProfileError(source, where,
-                               "nested too deeply (a run profile is at most a few levels deep)")
+            raise ProfileError(
+                source, where, "nested too deeply (a run profile is at most a few levels deep)"
+            )
         if is_name:
             if has_lone_surrogate(value):
                 raise ProfileError(source, where, f"the name is {NOT_UNICODE}")
@@ -280,12 +302,13 @@ def _check_values(doc: Any, source: str) -> None:
             continue
         elif isinstance(value, int):
             if not INT_MIN <= value <= INT_MAX:
-                raise ProfileError(source, where or "document",
-                                   f"integer {_short_int(value)} does not fit 64 bits "
-                                   "(-2^63 .. 2^64-1)")
+                raise ProfileError(
+                    source,
+                    where or "document",
+                    f"integer {_short_int(value)} does not fit 64 bits (-2^63 .. 2^64-1)",
+                )
         elif isinstance(value, float) and not math.isfinite(value):
-            raise ProfileError(source, where or "document",
-                               f"must be a finite number, got {value}")
+            raise ProfileError(source, where or "document", f"must be a finite number, got {value}")
 
 
 def find_lone_surrogate(doc: Any) -> tuple[str, bool] | None:
@@ -305,8 +328,6 @@ def _short_int(value: int, alone: bool = False) -> str:
     if digits <= 30:
         return str(value)
     return f"{'a number ' if alone else ''}of {digits} digits"
-
-
 
 
 # -- the schema -----------------------------------------------------------------------------
@@ -332,9 +353,15 @@ def _validator():
     return jsonschema.validators.extend(base, type_checker=checker)(inlined_schema())
 
 
-_TYPE_NAMES = {"object": "an object", "array": "an array", "string": "a string",
-               "integer": "an integer", "number": "a number", "boolean": "a boolean",
-               "null": "null"}
+_TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
 # Of several errors at one value, the most basic is reported: a value of the wrong type says
 # more than a constraint it then also breaks.
 _KEYWORD_ORDER = {"type": 0, "required": 1, "additionalProperties": 2}
@@ -367,8 +394,10 @@ def _schema_problem(error) -> tuple[str, str]:
     where = path_text(error.absolute_path)
     value, keyword, schema = error.instance, error.validator, error.schema
     if keyword == "type":
-        names = [_TYPE_NAMES[t] for t in ([schema["type"]] if isinstance(schema["type"], str)
-                                          else schema["type"])]
+        names = [
+            _TYPE_NAMES[t]
+            for t in ([schema["type"]] if isinstance(schema["type"], str) else schema["type"])
+        ]
         expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
         return where, f"expected {expected}, got {value_kind(value)}"
     if keyword == "required":
@@ -378,16 +407,20 @@ def _schema_problem(error) -> tuple[str, str]:
         known = schema.get("properties", {})
         unknown = next(name for name in value if name not in known)
         fields = ", ".join(known)
-        return (f"{where}.{unknown}" if error.absolute_path else unknown,
-                f"unknown field '{unknown}' (known here: {fields})")
+        return (
+            f"{where}.{unknown}" if error.absolute_path else unknown,
+            f"unknown field '{unknown}' (known here: {fields})",
+        )
     if keyword == "minimum":
         if schema.get("type") == "number":
             return where, f"a time must be non-negative, got {value}"
         return where, f"must be >= {error.validator_value}, got {value}"
     if keyword == "maximum":
         if schema.get("type") == "number":
-            return where, (f"a time must be at most {error.validator_value:g} s, got {value:g} "
-                           "(a writer's error: no run lasts that long)")
+            return where, (
+                f"a time must be at most {error.validator_value:g} s, got {value:g} "
+                "(a writer's error: no run lasts that long)"
+            )
         return where, f"must be <= {error.validator_value}, got {_short_int(value, alone=True)}"
     if keyword == "minLength":
         return where, "must not be empty"
@@ -398,12 +431,13 @@ def _schema_problem(error) -> tuple[str, str]:
     return where, error.message
 
 
-NO_SCHEMA = ("validating a run profile needs the jsonschema package, which is not installed "
-             "(`make` installs it into .venv; or: pip install jsonschema)")
+NO_SCHEMA = (
+    "validating a run profile needs the jsonschema package, which is not installed "
+    "(`make` installs it into .venv; or: pip install jsonschema)"
+)
 
 
-def validate_profile(doc: Any, source: str = "<profile>", *,
-                     schema_optional: bool = False) -> None:
+def validate_profile(doc: Any, source: str = "<profile>", *, schema_optional: bool = False) -> None:
     """Raise ProfileError unless `doc` is a complete, well-typed run profile: the values
     anywhere in it (finite, 64 bits), the schema, then what the schema cannot say.
 
@@ -422,14 +456,19 @@ def validate_profile(doc: Any, source: str = "<profile>", *,
         try:
             _check_semantics(doc, source)
         except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
-            raise ProfileError(source, "", f"not a complete run profile ({type(exc).__name__}: "
-                               f"{exc}; checked without the schema, as jsonschema is not "
-                               "installed)") from None
+            raise ProfileError(
+                source,
+                "",
+                f"not a complete run profile ({type(exc).__name__}: "
+                f"{exc}; checked without the schema, as jsonschema is not "
+                "installed)",
+            ) from None
         return
     errors = list(validator.iter_errors(doc))
     if errors:
-        raise ProfileError(source, *_schema_problem(
-            min(errors, key=lambda e: _document_order(doc, e))))
+        raise ProfileError(
+            source, *_schema_problem(min(errors, key=lambda e: _document_order(doc, e)))
+        )
     _check_semantics(doc, source)
 
 
@@ -453,8 +492,10 @@ def _check_semantics(doc: dict, source: str) -> None:
     for index, pe in enumerate(pes):
         where = f"pes[{index}]"
         if pe["pe"] != index:
-            fail(f"{where}.pe", f"PEs must appear once each, ordered by pe; expected {index}, "
-                 f"got {pe['pe']}")
+            fail(
+                f"{where}.pe",
+                f"PEs must appear once each, ordered by pe; expected {index}, got {pe['pe']}",
+            )
         _check_idle(pe, where, fail)
         seen_ids = set()
         for j, obj in enumerate(pe["objects"]):
@@ -464,8 +505,9 @@ def _check_semantics(doc: dict, source: str) -> None:
             seen_ids.add(obj["id"])
             for name in obj.get("absent", {}):
                 if name in obj["stats"]:
-                    fail(f"{owhere}.absent.{name}",
-                         "a statistic cannot be both measured and absent")
+                    fail(
+                        f"{owhere}.absent.{name}", "a statistic cannot be both measured and absent"
+                    )
             if obj["module"] in declared:
                 _check_statistics(obj, owhere, declared[obj["module"]], fail)
         _check_latency(pe, where, accesses, fail)
@@ -508,22 +550,34 @@ def _check_statistics(obj: dict, where: str, iface, fail) -> None:
     types = {s.name: s.type for s in iface.statistics}
     for name in obj.get("absent", {}):
         if name not in types:
-            fail(f"{where}.absent.{name}", f"interface {iface.name} (the text this run was "
-                 f"built with, {iface.path}) declares no statistic '{name}'")
+            fail(
+                f"{where}.absent.{name}",
+                f"interface {iface.name} (the text this run was "
+                f"built with, {iface.path}) declares no statistic '{name}'",
+            )
     for name, value in obj["stats"].items():
         if name not in types:
-            fail(f"{where}.stats.{name}", f"interface {iface.name} (the text this run was "
-                 f"built with, {iface.path}) declares no statistic '{name}'")
+            fail(
+                f"{where}.stats.{name}",
+                f"interface {iface.name} (the text this run was "
+                f"built with, {iface.path}) declares no statistic '{name}'",
+            )
         bounds = INTEGER_RANGES.get(types[name])
         if bounds is None:
             continue
         if isinstance(value, float) and not value.is_integer():
-            fail(f"{where}.stats.{name}", f"statistic '{name}' is a {types[name]} in interface "
-                 f"{iface.name}: a whole number, got {value!r}")
+            fail(
+                f"{where}.stats.{name}",
+                f"statistic '{name}' is a {types[name]} in interface "
+                f"{iface.name}: a whole number, got {value!r}",
+            )
         if not bounds[0] <= value <= bounds[1]:
-            fail(f"{where}.stats.{name}", f"statistic '{name}' is a {types[name]} in interface "
-                 f"{iface.name}: between {bounds[0]} and {bounds[1]}, got "
-                 f"{_short_int(int(value), alone=True)}")
+            fail(
+                f"{where}.stats.{name}",
+                f"statistic '{name}' is a {types[name]} in interface "
+                f"{iface.name}: between {bounds[0]} and {bounds[1]}, got "
+                f"{_short_int(int(value), alone=True)}",
+            )
 
 
 # The categories' rows of the runtime's own time, which are no access category.
@@ -551,31 +605,43 @@ def _check_latency(pe: dict, where: str, accesses: set[str] | None, fail) -> Non
         rwhere = f"{where}.latency[{j}]"
         for key in ("access", "enabler"):
             if accesses is not None and row[key] not in accesses:
-                fail(f"{rwhere}.{key}", f"'{row[key]}' is not an access category of this run "
-                     "(not in its accesses)")
+                fail(
+                    f"{rwhere}.{key}",
+                    f"'{row[key]}' is not an access category of this run (not in its accesses)",
+                )
         pair = (row["access"], row["enabler"])
         if pair in pairs:
-            fail(rwhere, f"a second row for access '{pair[0]}' enabled by '{pair[1]}' on this "
-                 "PE (a PE has one row per pair)")
+            fail(
+                rwhere,
+                f"a second row for access '{pair[0]}' enabled by '{pair[1]}' on this "
+                "PE (a PE has one row per pair)",
+            )
         pairs.add(pair)
         # the runtime writes a row only for a pair that occurred: a count of 0 with times
         # would be waits that never happened
         if row["count"] == 0:
-            fail(f"{rwhere}.count", "a latency row counts at least one access (pairs that never "
-                 "occurred have no row)")
+            fail(
+                f"{rwhere}.count",
+                "a latency row counts at least one access (pairs that never occurred have no row)",
+            )
         # printed with the same decimals, so the order of the values survives
         if row["critical_s"] > row["observed_s"]:
-            fail(f"{rwhere}.critical_s",
-                 f"critical latency {row['critical_s']} s is more than the observed "
-                 f"{row['observed_s']} s (it is a part of it)")
+            fail(
+                f"{rwhere}.critical_s",
+                f"critical latency {row['critical_s']} s is more than the observed "
+                f"{row['observed_s']} s (it is a part of it)",
+            )
     # each idle period is charged as critical latency once, to the fiber it held up first
     # (sched.c, critical_of): the PE's critical latencies together are a part of its idle time
     critical = math.fsum(row["critical_s"] for row in pe.get("latency", []))
     idle = pe["idle_s"]
     if critical > idle * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
-        fail(f"{where}.latency", f"the critical latencies add up to {critical:.9g} s, more than "
-             f"the PE's idle_s {idle} s (each idle period is charged once: they are a part of "
-             "it)")
+        fail(
+            f"{where}.latency",
+            f"the critical latencies add up to {critical:.9g} s, more than "
+            f"the PE's idle_s {idle} s (each idle period is charged once: they are a part of "
+            "it)",
+        )
 
 
 # idle_s sums the idle periods in nanoseconds, elapsed_s is the difference of two readings of
@@ -590,22 +656,33 @@ def _check_idle(pe: dict, where: str, fail) -> None:
     time (the runtime caps it so where it scales both, PEs that share a worker thread)."""
     idle, elapsed = pe["idle_s"], pe["elapsed_s"]
     if idle > elapsed * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
-        fail(f"{where}.idle_s", f"idle time {idle} s is more than the PE's elapsed_s "
-             f"{elapsed} s (it is a part of it)")
+        fail(
+            f"{where}.idle_s",
+            f"idle time {idle} s is more than the PE's elapsed_s {elapsed} s (it is a part of it)",
+        )
     idle_cpu, cpu = pe.get("idle_cpu_s"), pe.get("cpu_s")
-    if idle_cpu is not None and cpu is not None and \
-            idle_cpu > cpu * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE:
-        fail(f"{where}.idle_cpu_s", f"the idle loop's CPU time {idle_cpu} s is more than the "
-             f"PE's cpu_s {cpu} s (it is a part of it)")
+    if (
+        idle_cpu is not None
+        and cpu is not None
+        and idle_cpu > cpu * (1 + IDLE_RELATIVE_TOLERANCE) + IDLE_ABSOLUTE_TOLERANCE
+    ):
+        fail(
+            f"{where}.idle_cpu_s",
+            f"the idle loop's CPU time {idle_cpu} s is more than the "
+            f"PE's cpu_s {cpu} s (it is a part of it)",
+        )
 
 
 # Names that identify a run (its program, host, parameters): a NUL in one is a writer's
 # error, and it would cut the name short in C and in terminals.
 def _check_identifiers(doc: dict, fail) -> None:
-    named = [("program", doc["program"]),
-             ("machine.hostname", doc.get("machine", {}).get("hostname", ""))]
-    named += [(f"{table}.{key}", key) for table in ("params", "settings")
-              for key in doc.get(table, {})]
+    named = [
+        ("program", doc["program"]),
+        ("machine.hostname", doc.get("machine", {}).get("hostname", "")),
+    ]
+    named += [
+        (f"{table}.{key}", key) for table in ("params", "settings") for key in doc.get(table, {})
+    ]
     for where, text in named:
         if "\0" in text:
             fail(where, "must not contain a NUL character (\\u0000)")
@@ -620,8 +697,10 @@ def _check_started_at(doc: dict, fail) -> None:
         # fromisoformat reads a trailing Z only from Python 3.11 on
         datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
-        fail("started_at", f"not an ISO 8601 date and time (such as 2026-11-23T18:40:00Z), "
-             f"got {value_kind(text)}")
+        fail(
+            "started_at",
+            f"not an ISO 8601 date and time (such as 2026-11-23T18:40:00Z), got {value_kind(text)}",
+        )
 
 
 def _check_categories(pe: dict, where: str, accesses: set[str] | None, fail) -> None:
@@ -630,13 +709,21 @@ def _check_categories(pe: dict, where: str, accesses: set[str] | None, fail) -> 
     seen: set[str] = set()
     total = 0.0
     for j, row in enumerate(pe["categories"]):
-        if (accesses is not None and row["access"] not in accesses
-                and row["access"] not in RUNTIME_ROWS):
-            fail(f"{where}.categories[{j}].access", f"'{row['access']}' is not an access "
-                 "category of this run (not in its accesses, nor (scheduler) or (idle))")
+        if (
+            accesses is not None
+            and row["access"] not in accesses
+            and row["access"] not in RUNTIME_ROWS
+        ):
+            fail(
+                f"{where}.categories[{j}].access",
+                f"'{row['access']}' is not an access "
+                "category of this run (not in its accesses, nor (scheduler) or (idle))",
+            )
         if row["access"] in seen:
-            fail(f"{where}.categories[{j}].access",
-                 f"category '{row['access']}' appears twice on this PE")
+            fail(
+                f"{where}.categories[{j}].access",
+                f"category '{row['access']}' appears twice on this PE",
+            )
         seen.add(row["access"])
         total += row["cpu_s"]
     cpu = pe.get("cpu_s")
@@ -646,7 +733,13 @@ def _check_categories(pe: dict, where: str, accesses: set[str] | None, fail) -> 
         # the runtime writes the key only where the PE took a sample, and then a row for
         # each category a sample charged time to (runtime/src/profile.c, put_categories):
         # an empty list would say that the PE's CPU time went to nothing
-        fail(f"{where}.categories", f"no category rows, but the PE's cpu_s is {cpu:.6g} s (a "
-             "PE that took no sample has no categories key)")
-    fail(f"{where}.categories", f"the categories' cpu_s add up to {total:.6g} s, but the "
-         f"PE's cpu_s is {cpu:.6g} s (they must agree within 1 %)")
+        fail(
+            f"{where}.categories",
+            f"no category rows, but the PE's cpu_s is {cpu:.6g} s (a "
+            "PE that took no sample has no categories key)",
+        )
+    fail(
+        f"{where}.categories",
+        f"the categories' cpu_s add up to {total:.6g} s, but the "
+        f"PE's cpu_s is {cpu:.6g} s (they must agree within 1 %)",
+    )

@@ -96,8 +96,10 @@ def varying_params(runs: list[RunProfile]) -> list[str]:
     names = [n for n, values in seen.items() if len(values) > 1]
     missing = [n for n in names if any(n not in numeric_params(r) for r in runs)]
     if missing:
-        raise MprofError(f"parameter(s) {', '.join(missing)} are not set in every run: "
-                         "select runs of one program with --where")
+        raise MprofError(
+            f"parameter(s) {', '.join(missing)} are not set in every run: "
+            "select runs of one program with --where"
+        )
     return names
 
 
@@ -116,16 +118,23 @@ def setting_like(runs: list[RunProfile], name: str) -> str | None:
         return f"an on/off switch (values 0 and {_fmt(distinct[1])})"
     common = None
     for run, value in zip(runs, values):
-        same = {k for k, v in run.settings.items() if isinstance(v, (int, float))
-                and not isinstance(v, bool) and value is not None and float(v) == value}
+        same = {
+            k
+            for k, v in run.settings.items()
+            if isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and value is not None
+            and float(v) == value
+        }
         common = same if common is None else common & same
     if common:
         return f"the runtime setting {sorted(common)[0]} in every run"
     return None
 
 
-def model_params(runs: list[RunProfile], params: list[str] | None = None
-                 ) -> tuple[list[str], list[str]]:
+def model_params(
+    runs: list[RunProfile], params: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """The parameters a modelling tool gets, and warnings about them.  By default the numeric
     parameters that vary (varying_params) less those that are settings (setting_like); `params`
     names them instead.  Warnings: a setting left out or passed, and a parameter with fewer than
@@ -136,8 +145,10 @@ def model_params(runs: list[RunProfile], params: list[str] | None = None
         for name in varying_params(runs):
             why = setting_like(runs, name)
             if why:
-                warnings.append(f"parameter {name} is left out: it is {why}, a setting rather "
-                                f"than a scaling parameter (name it with --params to pass it)")
+                warnings.append(
+                    f"parameter {name} is left out: it is {why}, a setting rather "
+                    f"than a scaling parameter (name it with --params to pass it)"
+                )
             else:
                 names.append(name)
     else:
@@ -145,13 +156,17 @@ def model_params(runs: list[RunProfile], params: list[str] | None = None
         for name in names:
             why = setting_like(runs, name)
             if why:
-                warnings.append(f"parameter {name} is {why}: modelling tools fit it as a "
-                                "scaling parameter (a power or log of its value)")
+                warnings.append(
+                    f"parameter {name} is {why}: modelling tools fit it as a "
+                    "scaling parameter (a power or log of its value)"
+                )
     for name in names:
         count = len({numeric_params(r)[name] for r in runs})
         if count < MIN_VALUES:
-            warnings.append(f"parameter {name} takes {count} value(s); Extra-P needs at least "
-                            f"{MIN_VALUES} per parameter to model it")
+            warnings.append(
+                f"parameter {name} takes {count} value(s); Extra-P needs at least "
+                f"{MIN_VALUES} per parameter to model it"
+            )
     return names, warnings
 
 
@@ -164,7 +179,9 @@ def applicable_metrics(kind: str) -> tuple[str, ...]:
     return ("time",) if kind in ("program", "idle") else METRICS[1:]
 
 
-def exclusive_values(tree: Node, run: RunProfile, measure: str) -> dict[int, dict[str, list[float]]]:
+def exclusive_values(
+    tree: Node, run: RunProfile, measure: str
+) -> dict[int, dict[str, list[float]]]:
     """Per node (by id) and metric, the node's exclusive value per PE, counted once, for
     exports whose tools add children to parents (CUBE, Hatchet).  An access category's fibers
     and latency are its enablers' sums, so its own value is 0 (the inclusive value is the
@@ -177,7 +194,9 @@ def exclusive_values(tree: Node, run: RunProfile, measure: str) -> dict[int, dic
     npes = len(run.pes)
     if measure == "cpu" and run.has_categories:
         for i, pe in enumerate(run.pes):
-            rows = [r for r in pe.categories or [] if r.access not in (SCHEDULER, IDLE, NOT_SAMPLED)]
+            rows = [
+                r for r in pe.categories or [] if r.access not in (SCHEDULER, IDLE, NOT_SAMPLED)
+            ]
             # The busy time is the clock's (CPU time less the idle loop's); the categories are
             # samples, whose idle share may be smaller: scaled down to fit, never over it.
             busy, sampled = tree.values["time"][i], sum(r.cpu_s for r in rows)

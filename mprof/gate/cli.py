@@ -27,11 +27,12 @@ HELP = "compare candidate runs against a baseline; exit 1 on a significant regre
 
 def register(subparsers):
     p = subparsers.add_parser(
-        "gate", help=HELP,
+        "gate",
+        help=HELP,
         usage="mprof gate --baseline DB --candidate DB [options]\n"
-              "       mprof gate run --spec SWEEP.toml (--baseline-bin X | --baseline-cmd T) "
-              "(--candidate-bin Y | --candidate-cmd T) [options]\n"
-              "       mprof gate power --baseline DB [options]",
+        "       mprof gate run --spec SWEEP.toml (--baseline-bin X | --baseline-cmd T) "
+        "(--candidate-bin Y | --candidate-cmd T) [options]\n"
+        "       mprof gate power --baseline DB [options]",
         description=HELP + ". Exit codes: 0 pass, 1 regression, 2 tool or input error, "
         "3 inconclusive.  Compared: each configuration's time, the measured CPU time per access "
         "category over all configurations (cat:), deterministic statistics, and with --fit the "
@@ -40,23 +41,41 @@ def register(subparsers):
         "multiple-testing correction counts.  The table's baseline and candidate are medians "
         "of the runs (or fitted values); its change is the Hodges-Lehmann estimate of "
         "candidate/baseline - 1 (docs/gate.md).  `mprof gate power` says beforehand how small "
-        "a change the runs can show.")
+        "a change the runs can show.",
+    )
     p.add_argument("--baseline", metavar="DB", help="baseline profile database")
     p.add_argument("--candidate", metavar="DB", help="candidate profile database")
-    p.add_argument("--same-program", action="store_true",
-                   help="each side holds one program under another name (two builds named "
-                   "after their binaries): compare them as one program")
-    p.add_argument("--baseline-where", action="append", default=[], metavar="NAME=VALUE",
-                   help="select baseline runs only (repeatable)")
-    p.add_argument("--candidate-where", action="append", default=[], metavar="NAME=VALUE",
-                   help="select candidate runs only (repeatable)")
+    p.add_argument(
+        "--same-program",
+        action="store_true",
+        help="each side holds one program under another name (two builds named "
+        "after their binaries): compare them as one program",
+    )
+    p.add_argument(
+        "--baseline-where",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="select baseline runs only (repeatable)",
+    )
+    p.add_argument(
+        "--candidate-where",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="select candidate runs only (repeatable)",
+    )
     _evaluation_options(p)
     p.set_defaults(func=cmd_gate)
-    sub = p.add_subparsers(dest="gate_command", metavar="run|power", title="optional action",
-                           required=False)
-    r = sub.add_parser("run", prog="mprof gate run",
-                       help="run a sweep for both builds (interleaved), then gate; "
-                       "extra repetitions only for inconclusive units")
+    sub = p.add_subparsers(
+        dest="gate_command", metavar="run|power", title="optional action", required=False
+    )
+    r = sub.add_parser(
+        "run",
+        prog="mprof gate run",
+        help="run a sweep for both builds (interleaved), then gate; "
+        "extra repetitions only for inconclusive units",
+    )
     r.add_argument("--spec", required=True, help="sweep specification (TOML, as mprof bench)")
     b = r.add_mutually_exclusive_group(required=True)
     b.add_argument("--baseline-cmd", help="command template of the baseline build")
@@ -64,45 +83,89 @@ def register(subparsers):
     c = r.add_mutually_exclusive_group(required=True)
     c.add_argument("--candidate-cmd", help="command template of the candidate build")
     c.add_argument("--candidate-bin", help="program of the candidate build ({program})")
-    r.add_argument("--budget", type=int, default=0, metavar="N",
-                   help="extra runs (both builds counted) for inconclusive units; default 0")
-    r.add_argument("--out-dir", default="gate-out", metavar="DIR",
-                   help="where baseline.db and candidate.db are recorded (default gate-out)")
-    r.add_argument("--adaptive", action="store_true",
-                   help="raise the repetitions to what the power check recommends for "
-                   "--change, within --budget, before the first evaluation")
-    r.add_argument("--noise-from", metavar="DB",
-                   help="baseline runs recorded earlier (e.g. the last CI run's baseline.db): "
-                   "the power check before any run, and with --adaptive the repetitions "
-                   "from the start")
-    r.add_argument("--change", type=float, metavar="X",
-                   help="the relative change the power check asks to see (default twice the "
-                   "tolerance)")
+    r.add_argument(
+        "--budget",
+        type=int,
+        default=0,
+        metavar="N",
+        help="extra runs (both builds counted) for inconclusive units; default 0",
+    )
+    r.add_argument(
+        "--out-dir",
+        default="gate-out",
+        metavar="DIR",
+        help="where baseline.db and candidate.db are recorded (default gate-out)",
+    )
+    r.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="raise the repetitions to what the power check recommends for "
+        "--change, within --budget, before the first evaluation",
+    )
+    r.add_argument(
+        "--noise-from",
+        metavar="DB",
+        help="baseline runs recorded earlier (e.g. the last CI run's baseline.db): "
+        "the power check before any run, and with --adaptive the repetitions "
+        "from the start",
+    )
+    r.add_argument(
+        "--change",
+        type=float,
+        metavar="X",
+        help="the relative change the power check asks to see (default twice the tolerance)",
+    )
     _evaluation_options(r)
     r.set_defaults(func=cmd_run)
-    w = sub.add_parser("power", prog="mprof gate power",
-                       help="the smallest change the gate can see with the recorded noise, "
-                       "and the repetitions a change needs (runs nothing)",
-                       description="From the repeated runs of a database (normally the "
-                       "baseline): per unit the noise per run, the smallest relative change "
-                       "the gate can flag with the repetitions recorded (or --repetitions), "
-                       "and the repetitions per point and build that see --change, at the "
-                       "tolerance and alpha given, with the correction over --tests tests and "
-                       "80 % power (docs/gate.md, \"Power\").  Exit 0, 2 on bad input.")
+    w = sub.add_parser(
+        "power",
+        prog="mprof gate power",
+        help="the smallest change the gate can see with the recorded noise, "
+        "and the repetitions a change needs (runs nothing)",
+        description="From the repeated runs of a database (normally the "
+        "baseline): per unit the noise per run, the smallest relative change "
+        "the gate can flag with the repetitions recorded (or --repetitions), "
+        "and the repetitions per point and build that see --change, at the "
+        "tolerance and alpha given, with the correction over --tests tests and "
+        '80 % power (docs/gate.md, "Power").  Exit 0, 2 on bad input.',
+    )
     w.add_argument("--baseline", required=True, metavar="DB", help="profile database")
-    w.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
-                   help="select runs (repeatable)")
-    w.add_argument("--program", action="append", default=[],
-                   help="only runs of this program (repeatable)")
-    w.add_argument("--change", type=float, metavar="X",
-                   help="the relative change to see (default twice the tolerance)")
-    w.add_argument("--repetitions", type=int, metavar="N",
-                   help="repetitions to assess (default: those recorded)")
-    w.add_argument("--tests", type=int, metavar="K",
-                   help="tests the correction counts (default: the time and category units "
-                   "of the runs, or of --focus)")
-    w.add_argument("--focus", action="append", default=[], metavar="MODULE|GLOB",
-                   help="only these units (as `mprof gate --focus`)")
+    w.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="select runs (repeatable)",
+    )
+    w.add_argument(
+        "--program", action="append", default=[], help="only runs of this program (repeatable)"
+    )
+    w.add_argument(
+        "--change",
+        type=float,
+        metavar="X",
+        help="the relative change to see (default twice the tolerance)",
+    )
+    w.add_argument(
+        "--repetitions",
+        type=int,
+        metavar="N",
+        help="repetitions to assess (default: those recorded)",
+    )
+    w.add_argument(
+        "--tests",
+        type=int,
+        metavar="K",
+        help="tests the correction counts (default: the time and category units "
+        "of the runs, or of --focus)",
+    )
+    w.add_argument(
+        "--focus",
+        action="append",
+        default=[],
+        metavar="MODULE|GLOB",
+        help="only these units (as `mprof gate --focus`)",
+    )
     w.add_argument("--config", metavar="GATE.toml", help="tolerance and alpha")
     w.add_argument("--tolerance", type=float, help="relative tolerance (e.g. 0.05)")
     w.add_argument("--alpha", type=float, help="significance level (e.g. 0.05)")
@@ -112,36 +175,70 @@ def register(subparsers):
 
 
 def _evaluation_options(p):
-    p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
-                   help="select runs on both sides (params, settings, npes, program)")
-    p.add_argument("--program", action="append", default=[],
-                   help="only runs of this program (repeatable: any of them)")
-    p.add_argument("--model", metavar="MODEL.json",
-                   help="compare per-run category costs estimated by this model")
-    p.add_argument("--fit", metavar="SCRIPT.tcl",
-                   help="fit this modeling script on each side and compare coefficients (in a "
-                   "safe Tcl interpreter: no exec, open, socket or file access)")
-    p.add_argument("--unsafe-tcl", action="store_true",
-                   help="run the --fit script with full Tcl (exec, open, file ...): only for "
-                   "a script you trust, never one from the change under test")
-    p.add_argument("--interface", action="append", default=[], metavar="PERF",
-                   help="a .perf file, or a folder of MODULE.perf files, declaring which "
-                   "statistics are measured (never compared exactly); searched before "
-                   "$MPROF_PERF_PATH and the source tree (repeatable)")
-    p.add_argument("--focus", action="append", default=[], metavar="MODULE|GLOB",
-                   help="the family to gate: a module's categories, fitted costs and "
-                   "statistics, or unit ids matching a glob (e.g. 'cat:*'); the "
-                   "multiple-testing correction counts only these, the other units are "
-                   "reported as INFO (repeatable)")
+    p.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="select runs on both sides (params, settings, npes, program)",
+    )
+    p.add_argument(
+        "--program",
+        action="append",
+        default=[],
+        help="only runs of this program (repeatable: any of them)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="MODEL.json",
+        help="compare per-run category costs estimated by this model",
+    )
+    p.add_argument(
+        "--fit",
+        metavar="SCRIPT.tcl",
+        help="fit this modeling script on each side and compare coefficients (in a "
+        "safe Tcl interpreter: no exec, open, socket or file access)",
+    )
+    p.add_argument(
+        "--unsafe-tcl",
+        action="store_true",
+        help="run the --fit script with full Tcl (exec, open, file ...): only for "
+        "a script you trust, never one from the change under test",
+    )
+    p.add_argument(
+        "--interface",
+        action="append",
+        default=[],
+        metavar="PERF",
+        help="a .perf file, or a folder of MODULE.perf files, declaring which "
+        "statistics are measured (never compared exactly); searched before "
+        "$MPROF_PERF_PATH and the source tree (repeatable)",
+    )
+    p.add_argument(
+        "--focus",
+        action="append",
+        default=[],
+        metavar="MODULE|GLOB",
+        help="the family to gate: a module's categories, fitted costs and "
+        "statistics, or unit ids matching a glob (e.g. 'cat:*'); the "
+        "multiple-testing correction counts only these, the other units are "
+        "reported as INFO (repeatable)",
+    )
     p.add_argument("--config", metavar="GATE.toml", help="tolerances, alphas, allow-list")
     # checked (finite, in range) with the configuration's values, as one error of the gate
     p.add_argument("--tolerance", type=float, help="default relative tolerance (e.g. 0.05)")
     p.add_argument("--alpha", type=float, help="default significance level (e.g. 0.05)")
     p.add_argument("--correction", help="multiple-testing correction: holm, bh or none")
-    p.add_argument("--allow-cross-machine", action="store_true",
-                   help="compare runs of different machines (verdicts become informational)")
-    p.add_argument("--inconclusive-ok", action="store_true",
-                   help="exit 0 instead of 3 when some units are inconclusive")
+    p.add_argument(
+        "--allow-cross-machine",
+        action="store_true",
+        help="compare runs of different machines (verdicts become informational)",
+    )
+    p.add_argument(
+        "--inconclusive-ok",
+        action="store_true",
+        help="exit 0 instead of 3 when some units are inconclusive",
+    )
     p.add_argument("--show-pass", action="store_true", help="list passing units too")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per unit)")
@@ -179,9 +276,11 @@ def _program_filter(side, programs):
     if programs:
         kept = [r for r in side.runs if r.program in programs]
         if side.runs and not kept:
-            raise MprofError(f"no {side.name} run of program {' or '.join(programs)} in "
-                             f"{side.database} (programs: "
-                             f"{', '.join(sorted({r.program for r in side.runs}))})")
+            raise MprofError(
+                f"no {side.name} run of program {' or '.join(programs)} in "
+                f"{side.database} (programs: "
+                f"{', '.join(sorted({r.program for r in side.runs}))})"
+            )
         side.runs = kept
     return side
 
@@ -251,19 +350,26 @@ def _power(args) -> int:
     from .power import check, print_check
 
     config = _config(args)
-    side = _program_filter(load_side("baseline", args.baseline, _conditions(args.where)),
-                           args.program)
+    side = _program_filter(
+        load_side("baseline", args.baseline, _conditions(args.where)), args.program
+    )
     if not side.runs:
         raise MprofError(f"no runs in {args.baseline}")
     tests = args.tests
     if tests is not None and tests < 1:
         raise MprofError(f"--tests must be at least 1, got {tests}")
-    result = check(side, config, change=_positive(args.change, "--change"), tests=tests,
-                   repetitions=_positive(args.repetitions, "--repetitions", integer=True),
-                   focus=args.focus)
+    result = check(
+        side,
+        config,
+        change=_positive(args.change, "--change"),
+        tests=tests,
+        repetitions=_positive(args.repetitions, "--repetitions", integer=True),
+        focus=args.focus,
+    )
     if not result.lines:
-        raise MprofError(f"no configuration of {args.baseline} has 2 or more runs: the noise "
-                         "is unknown")
+        raise MprofError(
+            f"no configuration of {args.baseline} has 2 or more runs: the noise is unknown"
+        )
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 120))
@@ -280,20 +386,30 @@ def _gate(args) -> int:
     from .evaluate import evaluate
 
     if not args.baseline or not args.candidate:
-        raise MprofError("--baseline and --candidate databases are required "
-                         "(or use `mprof gate run`)")
+        raise MprofError(
+            "--baseline and --candidate databases are required (or use `mprof gate run`)"
+        )
     config = _config(args)
     where = _conditions(args.where)
     baseline = _program_filter(
-        load_side("baseline", args.baseline, where + _conditions(args.baseline_where)),
-        args.program)
+        load_side("baseline", args.baseline, where + _conditions(args.baseline_where)), args.program
+    )
     candidate = _program_filter(
         load_side("candidate", args.candidate, where + _conditions(args.candidate_where)),
-        args.program)
-    report = evaluate(baseline, candidate, config, model=_model(args), fit_script=args.fit,
-                      allow_cross_machine=args.allow_cross_machine,
-                      inconclusive_ok=args.inconclusive_ok, interfaces=args.interface,
-                      focus=args.focus, same_program=args.same_program)
+        args.program,
+    )
+    report = evaluate(
+        baseline,
+        candidate,
+        config,
+        model=_model(args),
+        fit_script=args.fit,
+        allow_cross_machine=args.allow_cross_machine,
+        inconclusive_ok=args.inconclusive_ok,
+        interfaces=args.interface,
+        focus=args.focus,
+        same_program=args.same_program,
+    )
     return _emit(report, args)
 
 
@@ -306,13 +422,28 @@ def _run(args) -> int:
     elif args.program:
         raise MprofError("gate run takes at most one --program")
     report, log = run_gate(
-        args.spec, baseline_cmd=args.baseline_cmd, baseline_bin=args.baseline_bin,
-        candidate_cmd=args.candidate_cmd, candidate_bin=args.candidate_bin,
-        out_dir=args.out_dir, budget=args.budget, config=_config(args), model=_model(args),
-        fit_script=args.fit, where=where, allow_cross_machine=args.allow_cross_machine,
-        inconclusive_ok=args.inconclusive_ok, interfaces=args.interface, focus=args.focus,
-        adaptive=args.adaptive, noise_from=args.noise_from,
-        change=_positive(args.change, "--change"))
-    print(f"gate run: {log.runs} run(s), {log.extra_runs} extra in {log.rounds} round(s) -> "
-          f"{args.out_dir}", file=sys.stderr)
+        args.spec,
+        baseline_cmd=args.baseline_cmd,
+        baseline_bin=args.baseline_bin,
+        candidate_cmd=args.candidate_cmd,
+        candidate_bin=args.candidate_bin,
+        out_dir=args.out_dir,
+        budget=args.budget,
+        config=_config(args),
+        model=_model(args),
+        fit_script=args.fit,
+        where=where,
+        allow_cross_machine=args.allow_cross_machine,
+        inconclusive_ok=args.inconclusive_ok,
+        interfaces=args.interface,
+        focus=args.focus,
+        adaptive=args.adaptive,
+        noise_from=args.noise_from,
+        change=_positive(args.change, "--change"),
+    )
+    print(
+        f"gate run: {log.runs} run(s), {log.extra_runs} extra in {log.rounds} round(s) -> "
+        f"{args.out_dir}",
+        file=sys.stderr,
+    )
     return _emit(report, args)

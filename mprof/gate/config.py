@@ -1,23 +1,23 @@
 """Gate configuration: tolerances and significance levels per unit, and the allow-list.
 
-    [defaults]
-    tolerance = 0.05          # relative change that counts as a regression
-    alpha = 0.05              # significance level
-    correction = "holm"       # holm | bh | none: multiple-testing correction over all units
-    behaviour_change = "fail" # fail | warn: whether a BEHAVIOUR CHANGE fails the gate
-    measure = "cpu"           # ::time units compare CPU time (where recorded) | elapsed
-    fastest = 2               # --fit: fit each configuration's 2 fastest runs per side (0: all)
-    disturbed = 0             # --fit: runs this much slower than their configuration's lower
-                              # median are left out of the fits (e.g. 0.10; 0: keep every run)
+[defaults]
+tolerance = 0.05          # relative change that counts as a regression
+alpha = 0.05              # significance level
+correction = "holm"       # holm | bh | none: multiple-testing correction over all units
+behaviour_change = "fail" # fail | warn: whether a BEHAVIOUR CHANGE fails the gate
+measure = "cpu"           # ::time units compare CPU time (where recorded) | elapsed
+fastest = 2               # --fit: fit each configuration's 2 fastest runs per side (0: all)
+disturbed = 0             # --fit: runs this much slower than their configuration's lower
+                          # median are left out of the fits (e.g. 0.10; 0: keep every run)
 
-    [[unit]]                  # per-unit overrides; later entries win, field by field
-    match = "*::time"         # glob (fnmatch) on the unit id
-    tolerance = 0.2
-    alpha = 0.01
+[[unit]]                  # per-unit overrides; later entries win, field by field
+match = "*::time"         # glob (fnmatch) on the unit id
+tolerance = 0.2
+alpha = 0.01
 
-    [[allow]]                 # accepted changes: REGRESSION / BEHAVIOUR CHANGE become ALLOWED
-    match = "gate_ops(*)::fit:gateops.OP_B"
-    reason = "lookups now hash twice, by design"
+[[allow]]                 # accepted changes: REGRESSION / BEHAVIOUR CHANGE become ALLOWED
+match = "gate_ops(*)::fit:gateops.OP_B"
+reason = "lookups now hash twice, by design"
 """
 
 from __future__ import annotations
@@ -103,14 +103,23 @@ def load_config(path: str | Path | None) -> GateConfig:
 def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
     unknown = set(data) - {"defaults", "unit", "allow"}
     if unknown:
-        raise MprofError(f"{source}: unknown section(s) {', '.join(sorted(unknown))} "
-                         "(expected [defaults], [[unit]], [[allow]])")
+        raise MprofError(
+            f"{source}: unknown section(s) {', '.join(sorted(unknown))} "
+            "(expected [defaults], [[unit]], [[allow]])"
+        )
     cfg = GateConfig(source=source)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise MprofError(f"{source}: [defaults] must be a table")
-    extra = set(defaults) - {"tolerance", "alpha", "correction", "behaviour_change",
-                             "disturbed", "fastest", "measure"}
+    extra = set(defaults) - {
+        "tolerance",
+        "alpha",
+        "correction",
+        "behaviour_change",
+        "disturbed",
+        "fastest",
+        "measure",
+    }
     if extra:
         raise MprofError(f"{source}: [defaults]: unknown key(s) {', '.join(sorted(extra))}")
     if "tolerance" in defaults:
@@ -120,19 +129,23 @@ def config_from_dict(data: dict, source: str = "<config>") -> GateConfig:
     if "correction" in defaults:
         cfg.correction = check_correction(defaults["correction"], f"{source}: defaults")
     if "behaviour_change" in defaults:
-        cfg.behaviour_change = _choice(defaults["behaviour_change"], BEHAVIOUR_POLICIES,
-                                       f"{source}: defaults.behaviour_change")
+        cfg.behaviour_change = _choice(
+            defaults["behaviour_change"], BEHAVIOUR_POLICIES, f"{source}: defaults.behaviour_change"
+        )
     if "measure" in defaults:
         cfg.measure = _choice(defaults["measure"], MEASURES, f"{source}: defaults.measure")
     if "fastest" in defaults:
         value = defaults["fastest"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise MprofError(f"{source}: defaults.fastest must be a whole number >= 0 (0: fit "
-                             f"every run), got {value!r}")
+            raise MprofError(
+                f"{source}: defaults.fastest must be a whole number >= 0 (0: fit "
+                f"every run), got {value!r}"
+            )
         cfg.fastest = value
     if "disturbed" in defaults:
-        cfg.disturbed_limit = check_tolerance(defaults["disturbed"],
-                                              f"{source}: defaults.disturbed")
+        cfg.disturbed_limit = check_tolerance(
+            defaults["disturbed"], f"{source}: defaults.disturbed"
+        )
     for i, entry in enumerate(_table_list(data.get("unit", []), source, "unit")):
         where = f"{source}: unit[{i}]"
         extra = set(entry) - {"match", "tolerance", "alpha"}
@@ -178,6 +191,7 @@ def _pattern(entry: dict, where: str) -> str:
     if match is None or match == "":
         raise MprofError(f"{where}: 'match' (a unit id or glob pattern) is required")
     if not isinstance(match, str):
-        raise MprofError(f"{where}: 'match' must be a string (a unit id or glob pattern), got "
-                         f"{match!r}")
+        raise MprofError(
+            f"{where}: 'match' must be a string (a unit id or glob pattern), got {match!r}"
+        )
     return match

@@ -109,9 +109,11 @@ def load_side(name: str, database: str | Path, where: Sequence[Condition] = ()) 
     if where and not side.runs:
         with ProfileDB(path, create=False) as db:
             explanation = explain_no_match(db.runs(), where)
-        raise MprofError(f"the {name} selection ("
-                         + " ".join(f"{c.name}={c.value}" for c in where)
-                         + f") matches no run of {path}: {explanation}")
+        raise MprofError(
+            f"the {name} selection ("
+            + " ".join(f"{c.name}={c.value}" for c in where)
+            + f") matches no run of {path}: {explanation}"
+        )
     return side
 
 
@@ -173,8 +175,11 @@ class StatProperties:
         return stat in self.measured.get(module, ())
 
 
-def statistic_properties(modules, interfaces: Sequence[str | Path] = (),
-                         digests: Mapping[str, Iterable[str]] | None = None) -> StatProperties:
+def statistic_properties(
+    modules,
+    interfaces: Sequence[str | Path] = (),
+    digests: Mapping[str, Iterable[str]] | None = None,
+) -> StatProperties:
     """Find the interface (.perf) of each module: first among `interfaces` (files), then the
     text the runs recorded (`digests`: module -> the digests of the compared runs, from their
     profiles' `interfaces`) or the MODULE.perf in the folders of `interfaces` and on the
@@ -194,8 +199,7 @@ def statistic_properties(modules, interfaces: Sequence[str | Path] = (),
         if not path.is_file():
             raise MprofError(f"interface {path} does not exist")
         iface = load_interface(path)
-        props.measured.setdefault(iface.name, {s.name for s in iface.statistics
-                                               if s.measured})
+        props.measured.setdefault(iface.name, {s.name for s in iface.statistics if s.measured})
         props.sources.setdefault(iface.name, str(path))
     for module in sorted(wanted - set(props.measured)):
         path, warnings = registry.for_runs(module, (digests or {}).get(module, ()), dirs)
@@ -207,8 +211,9 @@ def statistic_properties(modules, interfaces: Sequence[str | Path] = (),
         except MprofError as exc:
             if path.parent in dirs:
                 raise
-            props.warnings.append(f"interface of module {module} not used: "
-                                  f"{str(exc).splitlines()[0]}")
+            props.warnings.append(
+                f"interface of module {module} not used: {str(exc).splitlines()[0]}"
+            )
             continue
         if iface.name == module:
             props.measured[module] = {s.name for s in iface.statistics if s.measured}

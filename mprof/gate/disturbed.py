@@ -45,8 +45,11 @@ def disturbed_runs(side: Side, limit: float) -> list[tuple[RunData, float]]:
         ref = times[(len(times) - 1) // 2]
         if ref <= 0:
             continue
-        out += [(r, run_time(r.profile) / ref - 1) for r in runs
-                if run_time(r.profile) > ref * (1 + limit)]
+        out += [
+            (r, run_time(r.profile) / ref - 1)
+            for r in runs
+            if run_time(r.profile) > ref * (1 + limit)
+        ]
     return out
 
 
@@ -62,8 +65,7 @@ def slower_than_fastest(side: Side, keep: int) -> list[tuple[RunData, float]]:
     for runs in side.by_config().values():
         ranked = sorted(runs, key=lambda r: run_time(r.profile))
         best = run_time(ranked[0].profile)
-        out += [(r, run_time(r.profile) / best - 1 if best > 0 else 0.0)
-                for r in ranked[keep:]]
+        out += [(r, run_time(r.profile) / best - 1 if best > 0 else 0.0) for r in ranked[keep:]]
     return out
 
 
@@ -71,9 +73,13 @@ def without_runs(side: Side, runs: Sequence[RunData]) -> Side:
     """The side less `runs`, in memory: its run set (what its fits read) too; the database
     is only read."""
     drop = {id(r) for r in runs}
-    return Side(side.name, side.database, list(side.where),
-                [r for r in side.runs if id(r) not in drop],
-                side.run_set.without(r.profile for r in runs))
+    return Side(
+        side.name,
+        side.database,
+        list(side.where),
+        [r for r in side.runs if id(r) not in drop],
+        side.run_set.without(r.profile for r in runs),
+    )
 
 
 __all__ = ["DEFAULT_LIMIT", "slower_than_fastest", "disturbed_runs", "run_time", "without_runs"]

@@ -35,10 +35,16 @@ import numpy as np
 from ..errors import MprofError
 from ..profile import fallback_measure
 from .config import GateConfig
-from .data import (BUSY, RunData, Side, StatProperties, busy_time, config_labels,
-                   statistic_properties)
-from .stats import (Comparison, adjust, compare_estimates, compare_samples, compare_strata,
-                    untested)
+from .data import (
+    BUSY,
+    RunData,
+    Side,
+    StatProperties,
+    busy_time,
+    config_labels,
+    statistic_properties,
+)
+from .stats import Comparison, adjust, compare_estimates, compare_samples, compare_strata, untested
 
 REGRESSION = "REGRESSION"
 BEHAVIOUR = "BEHAVIOUR CHANGE"
@@ -81,8 +87,7 @@ class Unit:
     in_focus: bool = True
     informational: bool = False  # never a verdict that gates (e.g. model costs of counts)
     # why it is informational, said beside the verdict it would have (default: model costs)
-    why_informational: str = ("the model's unit costs times the run's counts, not a measured "
-                              "time")
+    why_informational: str = "the model's unit costs times the run's counts, not a measured time"
 
     @property
     def module(self) -> str | None:
@@ -98,21 +103,37 @@ class Unit:
 
     def to_json(self) -> dict:
         c = self.comparison
-        out = {"id": self.id, "kind": self.kind, "config": self.config, "name": self.name,
-               "category": self.category, "verdict": self.verdict, "note": self.note,
-               "in_focus": self.in_focus,
-               "tolerance": self.tolerance, "alpha": self.alpha,
-               "p_adjusted": _finite(self.p_adjusted)}
+        out = {
+            "id": self.id,
+            "kind": self.kind,
+            "config": self.config,
+            "name": self.name,
+            "category": self.category,
+            "verdict": self.verdict,
+            "note": self.note,
+            "in_focus": self.in_focus,
+            "tolerance": self.tolerance,
+            "alpha": self.alpha,
+            "p_adjusted": _finite(self.p_adjusted),
+        }
         if c is not None:
             # an untested comparison has no p-values and no bounds: null, as in the table's "-"
-            out.update({"method": c.method, "n_baseline": c.n_baseline,
-                        "n_candidate": c.n_candidate, "baseline": _finite(c.baseline),
-                        "candidate": _finite(c.candidate), "change": _finite(c.change),
-                        "tested": c.tested, "bounded": c.bounded,
-                        "change_low": _finite(c.low) if c.bounded else None,
-                        "change_high": _finite(c.high) if c.bounded else None,
-                        "p_regression": _finite(c.p_regression) if c.tested else None,
-                        "p_change": _finite(c.p_change) if c.tested else None})
+            out.update(
+                {
+                    "method": c.method,
+                    "n_baseline": c.n_baseline,
+                    "n_candidate": c.n_candidate,
+                    "baseline": _finite(c.baseline),
+                    "candidate": _finite(c.candidate),
+                    "change": _finite(c.change),
+                    "tested": c.tested,
+                    "bounded": c.bounded,
+                    "change_low": _finite(c.low) if c.bounded else None,
+                    "change_high": _finite(c.high) if c.bounded else None,
+                    "p_regression": _finite(c.p_regression) if c.tested else None,
+                    "p_change": _finite(c.p_change) if c.tested else None,
+                }
+            )
         else:
             out.update({"baseline": self.baseline_text, "candidate": self.candidate_text})
         return out
@@ -159,33 +180,44 @@ class GateReport:
 
     @property
     def status(self) -> str:
-        return {EXIT_PASS: "PASS", EXIT_REGRESSION: "FAIL",
-                EXIT_INCONCLUSIVE: "INCONCLUSIVE"}[self.exit_code]
+        return {EXIT_PASS: "PASS", EXIT_REGRESSION: "FAIL", EXIT_INCONCLUSIVE: "INCONCLUSIVE"}[
+            self.exit_code
+        ]
 
     def sorted_units(self) -> list[Unit]:
         return sorted(self.units, key=lambda u: (ORDER.index(u.verdict), u.id))
 
     def to_json(self) -> dict:
         return {
-            "schema": "mprof.gate", "version": 1,
-            "status": self.status, "exit_code": self.exit_code,
+            "schema": "mprof.gate",
+            "version": 1,
+            "status": self.status,
+            "exit_code": self.exit_code,
             "counts": self.counts(),
-            "baseline": {"database": str(self.baseline.database), "runs": len(self.baseline.runs),
-                         "where": [f"{c.name}={c.value}" for c in self.baseline.where],
-                         "machines": sorted(self.baseline.fingerprints)},
-            "candidate": {"database": str(self.candidate.database),
-                          "runs": len(self.candidate.runs),
-                          "where": [f"{c.name}={c.value}" for c in self.candidate.where],
-                          "machines": sorted(self.candidate.fingerprints)},
+            "baseline": {
+                "database": str(self.baseline.database),
+                "runs": len(self.baseline.runs),
+                "where": [f"{c.name}={c.value}" for c in self.baseline.where],
+                "machines": sorted(self.baseline.fingerprints),
+            },
+            "candidate": {
+                "database": str(self.candidate.database),
+                "runs": len(self.candidate.runs),
+                "where": [f"{c.name}={c.value}" for c in self.candidate.where],
+                "machines": sorted(self.candidate.fingerprints),
+            },
             "cross_machine": self.cross_machine,
-            "settings": {"tolerance": self.config.tolerance, "alpha": self.config.alpha,
-                         "correction": self.config.correction,
-                         "behaviour_change": self.config.behaviour_change,
-                         "measure": self.config.measure,
-                         "fastest": self.config.fastest,
-                         "disturbed": self.config.disturbed_limit,
-                         "focus": self.focus,
-                         "config": self.config.source},
+            "settings": {
+                "tolerance": self.config.tolerance,
+                "alpha": self.config.alpha,
+                "correction": self.config.correction,
+                "behaviour_change": self.config.behaviour_change,
+                "measure": self.config.measure,
+                "fastest": self.config.fastest,
+                "disturbed": self.config.disturbed_limit,
+                "focus": self.focus,
+                "config": self.config.source,
+            },
             "warnings": self.warnings,
             "unused_allow": self.unused_allow,
             "inexact_statistics": dict(sorted(self.inexact_stats.items())),
@@ -216,8 +248,7 @@ def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFi
 
     warnings: list[str] = []
     try:
-        outcome = fit_script_on(script, side.run_set, warn=warnings.append,
-                                unsafe=unsafe_tcl)
+        outcome = fit_script_on(script, side.run_set, warn=warnings.append, unsafe=unsafe_tcl)
     except MprofError as exc:
         raise MprofError(f"fitting the {side.name} ({side.database}): {exc}") from None
     if outcome is None:
@@ -226,14 +257,19 @@ def fit_side(script: str | Path, side: Side, unsafe_tcl: bool = False) -> SideFi
     # each fitted parameter's standard error: its unit term priced, all at once
     unit = model.price(TermMatrix(list(model.fitted), np.eye(len(model.fitted))))
     se = dict(zip(model.fitted, (float(sd) for sd in unit.sd)))
-    undetermined = {name for group in model.flags.get("rank_deficient_terms", [])
-                    for name in group}
-    return SideFit(model, int(outcome.result.dof), se,
-                   [f"{side.name} fit: {w}" for w in outcome.warnings], undetermined)
+    undetermined = {name for group in model.flags.get("rank_deficient_terms", []) for name in group}
+    return SideFit(
+        model,
+        int(outcome.result.dof),
+        se,
+        [f"{side.name} fit: {w}" for w in outcome.warnings],
+        undetermined,
+    )
 
 
-def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
-          warnings: list[str]) -> tuple[SideFit, SideFit]:
+def _fits(
+    fit_script, baseline: Side, candidate: Side, config: GateConfig, warnings: list[str]
+) -> tuple[SideFit, SideFit]:
     """Both sides' fits, each on its configurations' fastest runs (`fastest`) and without its
     runs disturbed by interference (`disturbed`); mprof.gate.disturbed."""
     from .disturbed import disturbed_runs, slower_than_fastest, without_runs
@@ -248,34 +284,48 @@ def _fits(fit_script, baseline: Side, candidate: Side, config: GateConfig,
             warnings.append(
                 f"{side.name}: {len(bad)} run(s) left out of the fit as disturbed (more "
                 f"than {limit:.0%} slower than their configuration's lower median): "
-                + ", ".join(f"run {r.id} +{x:.0%}" for r, x in bad))
+                + ", ".join(f"run {r.id} +{x:.0%}" for r, x in bad)
+            )
         if slower or bad:
             side = without_runs(side, [r for r, _ in slower + bad])
         sides.append(side)
-    fits = (fit_side(fit_script, sides[0], config.unsafe_tcl),
-            fit_side(fit_script, sides[1], config.unsafe_tcl))
+    fits = (
+        fit_side(fit_script, sides[0], config.unsafe_tcl),
+        fit_side(fit_script, sides[1], config.unsafe_tcl),
+    )
     for f in fits:
         warnings.extend(f.warnings)
     return fits
 
 
 def _undetermined(names, fits) -> Comparison:
-    return untested("coefficient", fits[0].dof, fits[1].dof, math.nan, math.nan, math.nan,
-                    "not determined by the data (rank deficient fit): " + ", ".join(sorted(names)))
+    return untested(
+        "coefficient",
+        fits[0].dof,
+        fits[1].dof,
+        math.nan,
+        math.nan,
+        math.nan,
+        "not determined by the data (rank deficient fit): " + ", ".join(sorted(names)),
+    )
 
 
 def _fitted_names(fits, module: str, category: str) -> tuple[list[str], list[str]]:
     """(the category's parameters fitted on both sides, its priced parameters that are not:
     fixed by the script or imported from another model)."""
     fb = fits[0]
-    names = [n for n in fb.model.categories_of(module).get(category, [])
-             if n in fb.model.values and n not in fb.model.ignored]
+    names = [
+        n
+        for n in fb.model.categories_of(module).get(category, [])
+        if n in fb.model.values and n not in fb.model.ignored
+    ]
     fitted = [n for n in names if all(n in f.model.fitted for f in fits)]
     return fitted, [n for n in names if n not in fitted]
 
 
-def _category_estimate(fit: SideFit, names: list[str],
-                       terms: dict[str, float]) -> tuple[float, float]:
+def _category_estimate(
+    fit: SideFit, names: list[str], terms: dict[str, float]
+) -> tuple[float, float]:
     """(cost, standard error) of some of a category's parameters for term values (parameter
     names as keys)."""
     estimate = fit.model.price({n: terms.get(n, 0.0) for n in names})
@@ -286,10 +336,15 @@ def _mean_terms(model, module: str, runs: Sequence[RunData]) -> dict[str, float]
     """Parameter name -> term value of the module, summed over PEs and averaged over runs."""
     if not runs:
         return {}
-    terms = model.term_matrix([[obj for pe in run.profile.pes for obj in pe.objects
-                                if obj.module == module] for run in runs])
-    return {name: float(total) / len(runs)
-            for name, total in zip(terms.names, terms.values.sum(axis=0))}
+    terms = model.term_matrix(
+        [
+            [obj for pe in run.profile.pes for obj in pe.objects if obj.module == module]
+            for run in runs
+        ]
+    )
+    return {
+        name: float(total) / len(runs) for name, total in zip(terms.names, terms.values.sum(axis=0))
+    }
 
 
 def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
@@ -302,8 +357,9 @@ def _run_times(runs: Sequence[RunData], measure: str) -> list[float]:
     return [r.profile.time(measure, wall=True) for r in runs]
 
 
-def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
-                tc: dict[str, float], u: Unit) -> tuple | None:
+def _hypothesis(
+    fits, module: str, category: str, tb: dict[str, float], tc: dict[str, float], u: Unit
+) -> tuple | None:
     """The hypothesis a configuration's category unit tests, as a key equal to that of every
     unit testing the same one; None when it is a hypothesis of its own.
 
@@ -323,8 +379,11 @@ def _hypothesis(fits, module: str, category: str, tb: dict[str, float],
     norm = math.sqrt(sum(v * v for v in x))
     if norm == 0:
         return None
-    return ("fit", tuple(sorted((n, round(v / norm, 12)) for n, v in zip(names, x) if v)),
-            u.tolerance)
+    return (
+        "fit",
+        tuple(sorted((n, round(v / norm, 12)) for n, v in zip(names, x) if v)),
+        u.tolerance,
+    )
 
 
 def _run_costs(model, runs: Sequence[RunData]) -> list[dict[str, float]]:
@@ -332,10 +391,12 @@ def _run_costs(model, runs: Sequence[RunData]) -> list[dict[str, float]]:
     modules the run has: every run priced at once, module by module."""
     objects = [[obj for pe in run.profile.pes for obj in pe.objects] for run in runs]
     out: list[dict[str, float]] = [{} for _ in runs]
-    for module in sorted({obj.module for objs in objects for obj in objs
-                          if obj.module in model.interfaces}):
-        terms = model.term_matrix([[obj for obj in objs if obj.module == module]
-                                   for objs in objects])
+    for module in sorted(
+        {obj.module for objs in objects for obj in objs if obj.module in model.interfaces}
+    ):
+        terms = model.term_matrix(
+            [[obj for obj in objs if obj.module == module] for objs in objects]
+        )
         has = [any(obj.module == module for obj in objs) for objs in objects]
         for cat, est in model.price_categories(module, terms).items():
             for i in (i for i, yes in enumerate(has) if yes):
@@ -350,11 +411,20 @@ def _fmt_value(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
 
 
-def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, *,
-             model=None, fit_script: str | Path | None = None,
-             allow_cross_machine: bool = False, inconclusive_ok: bool = False,
-             unit_filter=None, interfaces: Sequence[str | Path] = (),
-             focus: Sequence[str] = (), same_program: bool = False) -> GateReport:
+def evaluate(
+    baseline: Side,
+    candidate: Side,
+    config: GateConfig | None = None,
+    *,
+    model=None,
+    fit_script: str | Path | None = None,
+    allow_cross_machine: bool = False,
+    inconclusive_ok: bool = False,
+    unit_filter=None,
+    interfaces: Sequence[str | Path] = (),
+    focus: Sequence[str] = (),
+    same_program: bool = False,
+) -> GateReport:
     """Compare two sides.  `unit_filter(unit) -> bool` keeps only some units (before the
     multiple-testing correction, which then counts only those).  `interfaces` (.perf files or
     folders) declare which statistics are measurements, before the interface search path.
@@ -366,20 +436,32 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
     sides, or (after `unit_filter`) only units that compare nothing."""
     config = config or GateConfig()
     if not baseline.runs:
-        raise MprofError(f"no baseline runs in {baseline.database}"
-                         + (" matching the selection" if baseline.where else ""))
+        raise MprofError(
+            f"no baseline runs in {baseline.database}"
+            + (" matching the selection" if baseline.where else "")
+        )
     if not candidate.runs:
-        raise MprofError(f"no candidate runs in {candidate.database}"
-                         + (" matching the selection" if candidate.where else ""))
+        raise MprofError(
+            f"no candidate runs in {candidate.database}"
+            + (" matching the selection" if candidate.where else "")
+        )
     cross = baseline.fingerprints != candidate.fingerprints
     if cross and not allow_cross_machine:
         raise CrossMachineError(
             "baseline and candidate runs come from different machines (fingerprints "
             f"{', '.join(sorted(f[:12] for f in baseline.fingerprints))} vs "
             f"{', '.join(sorted(f[:12] for f in candidate.fingerprints))}); refusing to "
-            "compare (--allow-cross-machine makes the comparison informational)")
-    report = GateReport([], baseline, candidate, config, cross_machine=cross,
-                        inconclusive_ok=inconclusive_ok, focus=list(focus))
+            "compare (--allow-cross-machine makes the comparison informational)"
+        )
+    report = GateReport(
+        [],
+        baseline,
+        candidate,
+        config,
+        cross_machine=cross,
+        inconclusive_ok=inconclusive_ok,
+        focus=list(focus),
+    )
     renamed = rename_candidate_program(baseline, candidate) if same_program else None
     if renamed:
         report.warnings.append(renamed)
@@ -431,17 +513,24 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             continue
         shared.append((b_runs, c_runs))
         u = unit(f"{label}::time", "time", label, "time")
-        u.comparison = compare_samples(_run_times(b_runs, config.measure),
-                                       _run_times(c_runs, config.measure), u.tolerance, u.alpha)
+        u.comparison = compare_samples(
+            _run_times(b_runs, config.measure),
+            _run_times(c_runs, config.measure),
+            u.tolerance,
+            u.alpha,
+        )
         _stat_units(unit, label, b_runs, c_runs, report.inexact_stats)
         if model is not None:
             b_costs, c_costs = _run_costs(model, b_runs), _run_costs(model, c_runs)
             names = sorted({n for costs in (*b_costs, *c_costs) for n in costs})
             for name in names:
                 u = unit(f"{label}::cost:{name}", "cost", label, f"cost {name}", name)
-                u.comparison = compare_samples([c.get(name, 0.0) for c in b_costs],
-                                               [c.get(name, 0.0) for c in c_costs],
-                                               u.tolerance, u.alpha)
+                u.comparison = compare_samples(
+                    [c.get(name, 0.0) for c in b_costs],
+                    [c.get(name, 0.0) for c in c_costs],
+                    u.tolerance,
+                    u.alpha,
+                )
                 u.informational = True
         if fits is not None:
             fb, fc = fits
@@ -457,17 +546,23 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     fitted, other = _fitted_names(fits, module, cat)
                     for n in other:
                         report.not_compared.setdefault(
-                            n, "fixed by the modeling script" if _is_fixed(fb.model, n)
-                            else "imported from another model" if n in fb.model.imported
-                            else "not fitted on both sides")
+                            n,
+                            "fixed by the modeling script"
+                            if _is_fixed(fb.model, n)
+                            else "imported from another model"
+                            if n in fb.model.imported
+                            else "not fitted on both sides",
+                        )
                     if not fitted:
                         if other:
                             report.not_compared.setdefault(
-                                name, "a category without a fitted parameter")
+                                name, "a category without a fitted parameter"
+                            )
                         continue
                     u = unit(f"{label}::fit:{name}", "fit", label, f"fitted cost {name}", name)
-                    bad = {n for n in fitted if tb.get(n) or tc.get(n)} \
-                        & (fb.undetermined | fc.undetermined)
+                    bad = {n for n in fitted if tb.get(n) or tc.get(n)} & (
+                        fb.undetermined | fc.undetermined
+                    )
                     if bad:
                         u.comparison = _undetermined(bad, fits)
                         continue
@@ -475,12 +570,19 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
                     # costs; a change in the counts is the stat units' business
                     cb, sb = _category_estimate(fb, fitted, tb)
                     cc, sc = _category_estimate(fc, fitted, tb)
-                    u.comparison = compare_estimates(cb, sb, fb.dof, cc, sc, fc.dof,
-                                                     u.tolerance, u.alpha)
+                    u.comparison = compare_estimates(
+                        cb, sb, fb.dof, cc, sc, fc.dof, u.tolerance, u.alpha
+                    )
                     if other:
-                        u.comparison.note = "; ".join(filter(None, [
-                            u.comparison.note,
-                            "fitted parameters only; not compared: " + ", ".join(other)]))
+                        u.comparison.note = "; ".join(
+                            filter(
+                                None,
+                                [
+                                    u.comparison.note,
+                                    "fitted parameters only; not compared: " + ", ".join(other),
+                                ],
+                            )
+                        )
                     u.hypothesis = _hypothesis(fits, module, cat, tb, tb, u)
     _category_units(unit, shared)
     if fits is not None:
@@ -495,26 +597,37 @@ def evaluate(baseline: Side, candidate: Side, config: GateConfig | None = None, 
             if name in fb.undetermined | fc.undetermined:
                 u.comparison = _undetermined({name}, fits)
                 continue
-            u.comparison = compare_estimates(fb.model.values[name], fb.se[name], fb.dof,
-                                             fc.model.values[name], fc.se[name], fc.dof,
-                                             u.tolerance, u.alpha)
+            u.comparison = compare_estimates(
+                fb.model.values[name],
+                fb.se[name],
+                fb.dof,
+                fc.model.values[name],
+                fc.se[name],
+                fc.dof,
+                u.tolerance,
+                u.alpha,
+            )
             u.hypothesis = ("fit", ((name, 1.0),), u.tolerance)
 
     if unit_filter is not None:
         report.units[:] = [u for u in report.units if unit_filter(u)]
     if report.units and not any(_compares(u) for u in report.units):
-        raise MprofError("no unit compares baseline with candidate runs (every selected "
-                         "configuration lacks runs on one side): "
-                         + "; ".join(f"{u.id}: {u.note}" for u in report.units[:4])
-                         + (" ..." if len(report.units) > 4 else ""))
+        raise MprofError(
+            "no unit compares baseline with candidate runs (every selected "
+            "configuration lacks runs on one side): "
+            + "; ".join(f"{u.id}: {u.note}" for u in report.units[:4])
+            + (" ..." if len(report.units) > 4 else "")
+        )
     if focus:
         for u in report.units:
             u.in_focus = in_focus(u, focus)
         if not any(u.in_focus for u in report.units):
             modules = sorted({m for u in report.units if (m := u.module)})
-            raise MprofError(f"--focus {' '.join(focus)} matches no unit (modules: "
-                             f"{', '.join(modules) or 'none'}; or give a unit id glob such "
-                             "as 'cat:*')")
+            raise MprofError(
+                f"--focus {' '.join(focus)} matches no unit (modules: "
+                f"{', '.join(modules) or 'none'}; or give a unit id glob such "
+                "as 'cat:*')"
+            )
     decide(report)
     return report
 
@@ -553,8 +666,10 @@ def rename_candidate_program(baseline: Side, candidate: Side) -> str | None:
     old, new = c.pop(), next(iter(b))
     for r in candidate.runs:
         r.profile.program = new
-    return (f"the candidate's program {old} is compared as the baseline's {new} (each side "
-            "holds one program)")
+    return (
+        f"the candidate's program {old} is compared as the baseline's {new} (each side "
+        "holds one program)"
+    )
 
 
 def _category_units(unit, shared) -> None:
@@ -571,8 +686,11 @@ def _category_units(unit, shared) -> None:
             names = sorted({n for r in runs for n in r.categories})
             for name in names:
                 strata.setdefault(name, []).append(
-                    ([r.categories.get(name, 0.0) for r in b_runs],
-                     [r.categories.get(name, 0.0) for r in c_runs]))
+                    (
+                        [r.categories.get(name, 0.0) for r in b_runs],
+                        [r.categories.get(name, 0.0) for r in c_runs],
+                    )
+                )
             continue
         b = [busy_time(r.profile) for r in b_runs]
         c = [busy_time(r.profile) for r in c_runs]
@@ -588,8 +706,10 @@ def _category_units(unit, shared) -> None:
             # its time is a few sample periods: the error of the sampling (up to a period per
             # change of category) is then the size of the changes the gate looks for
             u.informational = True
-            u.why_informational = (f"{few:g} samples per run (median), fewer than "
-                                   f"{MIN_CATEGORY_SAMPLES}: too few to compare")
+            u.why_informational = (
+                f"{few:g} samples per run (median), fewer than "
+                f"{MIN_CATEGORY_SAMPLES}: too few to compare"
+            )
 
 
 def typical_category_samples(runs) -> dict[str, float]:
@@ -606,27 +726,37 @@ def _compares(u: Unit) -> bool:
 
 def _nothing_shared(baseline: Side, candidate: Side, base_cfg, cand_cfg, labels) -> str:
     """Why no configuration has runs on both sides, naming what differs."""
+
     def some(cfgs):
         names = sorted(labels[k] for k in cfgs)
         return ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
 
     hint = ""
-    for what, get in (("programs", lambda r: r.program), ("PE counts", lambda r: r.npes),
-                      ("parameter names", lambda r: ",".join(sorted(r.params)) or "(none)"),
-                      ("parameter values", lambda r: json.dumps(r.params, sort_keys=True)),
-                      ("settings", lambda r: json.dumps(r.settings, sort_keys=True))):
+    for what, get in (
+        ("programs", lambda r: r.program),
+        ("PE counts", lambda r: r.npes),
+        ("parameter names", lambda r: ",".join(sorted(r.params)) or "(none)"),
+        ("parameter values", lambda r: json.dumps(r.params, sort_keys=True)),
+        ("settings", lambda r: json.dumps(r.settings, sort_keys=True)),
+    ):
         b = {str(get(r)) for r in baseline.runs}
         c = {str(get(r)) for r in candidate.runs}
         if not b & c:
-            hint = (f"; their {what} differ: baseline {', '.join(sorted(b)[:4])}, candidate "
-                    f"{', '.join(sorted(c)[:4])}")
+            hint = (
+                f"; their {what} differ: baseline {', '.join(sorted(b)[:4])}, candidate "
+                f"{', '.join(sorted(c)[:4])}"
+            )
             if what == "programs" and len(b) == len(c) == 1:
-                hint += (" (two builds of one program named after their binaries: "
-                         "--same-program compares them as one)")
+                hint += (
+                    " (two builds of one program named after their binaries: "
+                    "--same-program compares them as one)"
+                )
             break
-    return (f"nothing to compare: no configuration has runs in both {baseline.database} "
-            f"and {candidate.database} (baseline: {some(base_cfg)}; candidate: "
-            f"{some(cand_cfg)}){hint}")
+    return (
+        f"nothing to compare: no configuration has runs in both {baseline.database} "
+        f"and {candidate.database} (baseline: {some(base_cfg)}; candidate: "
+        f"{some(cand_cfg)}){hint}"
+    )
 
 
 def _inexact_stats(base_cfg: dict[str, list[RunData]], props: StatProperties) -> dict[str, str]:
@@ -643,13 +773,16 @@ def _inexact_stats(base_cfg: dict[str, list[RunData]], props: StatProperties) ->
             if props.is_measured(module, stat):
                 out[name] = f"declared measured in {props.sources[module]}"
             elif len({r.stats.get((module, stat), 0.0) for r in runs}) > 1:
-                out[name] = ("varies between baseline repetitions of "
-                             f"{runs[0].program}(npes={runs[0].npes}, ...)")
+                out[name] = (
+                    "varies between baseline repetitions of "
+                    f"{runs[0].program}(npes={runs[0].npes}, ...)"
+                )
     return out
 
 
-def _stat_units(unit, label: str, b_runs: list[RunData], c_runs: list[RunData],
-                inexact: dict[str, str]) -> None:
+def _stat_units(
+    unit, label: str, b_runs: list[RunData], c_runs: list[RunData], inexact: dict[str, str]
+) -> None:
     if len(b_runs) < 2:
         return  # one run cannot show that a statistic is deterministic
     names = sorted({k for r in (*b_runs, *c_runs) for k in r.stats})
@@ -664,16 +797,18 @@ def _stat_units(unit, label: str, b_runs: list[RunData], c_runs: list[RunData],
         u.baseline_text = _fmt_value(base)
         cset = sorted(set(cvals))
         u.candidate_text = ", ".join(_fmt_value(v) for v in cset[:4]) + (
-            ", ..." if len(cset) > 4 else "")
+            ", ..." if len(cset) > 4 else ""
+        )
         if cset == [base]:
             u.verdict = PASS
             u.note = f"identical in all {len(b_runs)} + {len(c_runs)} runs"
         elif base not in cset:
             u.verdict = BEHAVIOUR
-            change = (f" ({100 * (cset[0] / base - 1):+.3g} %)" if len(cset) == 1 and base
-                      else "")
-            u.note = (f"{_fmt_value(base)} in every baseline run, "
-                      f"{u.candidate_text} in the candidate{change}")
+            change = f" ({100 * (cset[0] / base - 1):+.3g} %)" if len(cset) == 1 and base else ""
+            u.note = (
+                f"{_fmt_value(base)} in every baseline run, "
+                f"{u.candidate_text} in the candidate{change}"
+            )
         else:
             u.verdict = INFO
             u.note = "deterministic in the baseline but varies in the candidate"
@@ -688,8 +823,10 @@ def decide(report: GateReport) -> None:
     # it is INCONCLUSIVE and the correction does not count it
     compared = [u for u in report.units if u.comparison is not None]
     tested = [u for u in compared if u.comparison.tested]
-    for family in ([u for u in tested if u.in_focus and not u.informational],
-                   [u for u in tested if not u.in_focus or u.informational]):
+    for family in (
+        [u for u in tested if u.in_focus and not u.informational],
+        [u for u in tested if not u.in_focus or u.informational],
+    ):
         _correct(family, report.config.correction)
     for u in compared:
         c = u.comparison
@@ -712,8 +849,7 @@ def decide(report: GateReport) -> None:
             continue
         used.add(rule.match)
         if u.verdict in (REGRESSION, BEHAVIOUR):
-            u.note = f"allowed ({rule.reason}); was {u.verdict}" + (
-                f"; {u.note}" if u.note else "")
+            u.note = f"allowed ({rule.reason}); was {u.verdict}" + (f"; {u.note}" if u.note else "")
             u.verdict = ALLOWED
     report.unused_allow = [r.match for r in report.config.allow if r.match not in used]
     for u in report.units:
@@ -721,17 +857,20 @@ def decide(report: GateReport) -> None:
             continue
         if u.informational:
             u.note = f"{u.why_informational}: would be {u.verdict}" + (
-                f"; {u.note}" if u.note else "")
+                f"; {u.note}" if u.note else ""
+            )
             u.verdict = INFO
         elif not u.in_focus:
-            u.note = (f"outside the focus ({', '.join(report.focus)}): would be {u.verdict}"
-                      + (f"; {u.note}" if u.note else ""))
+            u.note = f"outside the focus ({', '.join(report.focus)}): would be {u.verdict}" + (
+                f"; {u.note}" if u.note else ""
+            )
             u.verdict = INFO
     if report.cross_machine:
         for u in report.units:
             if u.verdict != INFO:
                 u.note = f"cross-machine comparison: would be {u.verdict}" + (
-                    f"; {u.note}" if u.note else "")
+                    f"; {u.note}" if u.note else ""
+                )
                 u.verdict = INFO
 
 

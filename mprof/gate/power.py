@@ -33,10 +33,15 @@ class PowerLine:
     needed: int | None  # repetitions for `change`; None: more than the most tried
 
     def to_json(self) -> dict:
-        return {"unit": self.unit, "configurations": self.configurations,
-                "noise": _finite(self.sigma), "dof": self.dof,
-                "repetitions": self.repetitions, "smallest_change": _finite(self.smallest),
-                "repetitions_needed": self.needed}
+        return {
+            "unit": self.unit,
+            "configurations": self.configurations,
+            "noise": _finite(self.sigma),
+            "dof": self.dof,
+            "repetitions": self.repetitions,
+            "smallest_change": _finite(self.smallest),
+            "repetitions_needed": self.needed,
+        }
 
 
 @dataclass
@@ -70,32 +75,43 @@ class PowerCheck:
 
     def sentence(self) -> str:
         if not self.lines or self.best is None:
-            return ("power check: no configuration has 2 or more baseline runs: the noise is "
-                    "unknown")
+            return "power check: no configuration has 2 or more baseline runs: the noise is unknown"
         best = self.best
         reps = min(p.repetitions for p in self.lines)
-        text = (f"power check: with {reps} repetition(s) and this noise, the smallest change "
-                f"this gate can see is {_pct(best.smallest)} ({best.unit}, noise "
-                f"{100 * best.sigma:.2g} % per run)")
+        text = (
+            f"power check: with {reps} repetition(s) and this noise, the smallest change "
+            f"this gate can see is {_pct(best.smallest)} ({best.unit}, noise "
+            f"{100 * best.sigma:.2g} % per run)"
+        )
         blind = [p.unit for p in self.lines if not math.isfinite(p.smallest)]
         if blind:
-            text += (f"; {', '.join(blind)} cannot flag any change with {reps} run(s) per "
-                     "side")
+            text += f"; {', '.join(blind)} cannot flag any change with {reps} run(s) per side"
         rec = self.recommended
         if rec is None:
-            text += (f"; a {100 * self.change:g} % change is out of reach of some units even "
-                     "with 200 repetitions")
+            text += (
+                f"; a {100 * self.change:g} % change is out of reach of some units even "
+                "with 200 repetitions"
+            )
         elif rec > reps:
             text += f": use {rec} repetitions to see a {100 * self.change:g} % change"
         else:
             text += f": {reps} repetitions see a {100 * self.change:g} % change"
-        return text + (f" (tolerance {100 * self.tolerance:g} %, alpha {self.alpha:g} over "
-                       f"{self.tests} test(s), power {POWER:.0%})")
+        return text + (
+            f" (tolerance {100 * self.tolerance:g} %, alpha {self.alpha:g} over "
+            f"{self.tests} test(s), power {POWER:.0%})"
+        )
 
     def to_json(self) -> dict:
-        return {"change": self.change, "tolerance": self.tolerance, "alpha": self.alpha,
-                "tests": self.tests, "power": POWER, "recommended": self.recommended,
-                "units": [p.to_json() for p in self.lines], "summary": self.sentence()}
+        return {
+            "change": self.change,
+            "tolerance": self.tolerance,
+            "alpha": self.alpha,
+            "tests": self.tests,
+            "power": POWER,
+            "recommended": self.recommended,
+            "units": [p.to_json() for p in self.lines],
+            "summary": self.sentence(),
+        }
 
 
 def _finite(x):
@@ -106,9 +122,15 @@ def _pct(x: float) -> str:
     return "none" if not math.isfinite(x) else f"{100 * x:.3g} %"
 
 
-def check(side: Side, config: GateConfig | None = None, *, change: float | None = None,
-          tests: int | None = None, repetitions: int | None = None,
-          focus=()) -> PowerCheck:
+def check(
+    side: Side,
+    config: GateConfig | None = None,
+    *,
+    change: float | None = None,
+    tests: int | None = None,
+    repetitions: int | None = None,
+    focus=(),
+) -> PowerCheck:
     """The power check from one side's recorded runs (normally the baseline).  `change`: the
     change to see (default twice the tolerance); `tests`: how many tests the correction counts
     (default: the time units and category units the runs give, or those of the focus);
@@ -133,13 +155,17 @@ def check(side: Side, config: GateConfig | None = None, *, change: float | None 
     # categories the gate reports without comparing (too few samples) are not in its tests
     samples = typical_category_samples(side.runs)
     units = [("::time", time_groups)] + [
-        (f"cat:{n}", v) for n, v in sorted(cat_groups.items())
-        if samples.get(n, MIN_CATEGORY_SAMPLES) >= MIN_CATEGORY_SAMPLES]
+        (f"cat:{n}", v)
+        for n, v in sorted(cat_groups.items())
+        if samples.get(n, MIN_CATEGORY_SAMPLES) >= MIN_CATEGORY_SAMPLES
+    ]
     if focus:
+
         def keep(uid):
             kind = "time" if uid == "::time" else "cat"
             u = Unit(uid, kind, None, "time" if kind == "time" else f"measured {uid[4:]}", 0, 0)
             return in_focus(u, focus)
+
         units = [(uid, v) for uid, v in units if keep(uid)] or units
     if tests is None:
         tests = sum(len(v) if uid == "::time" else 1 for uid, v in units)
@@ -165,11 +191,22 @@ def print_check(result: PowerCheck, console) -> None:
     from rich.table import Table
 
     table = Table(title="power check", caption=result.sentence(), caption_justify="left")
-    for name in ("unit", "configurations", "noise per run", "repetitions",
-                 "smallest change seen", f"repetitions for {100 * result.change:g} %"):
+    for name in (
+        "unit",
+        "configurations",
+        "noise per run",
+        "repetitions",
+        "smallest change seen",
+        f"repetitions for {100 * result.change:g} %",
+    ):
         table.add_column(name, justify="left" if name == "unit" else "right")
     for p in result.lines:
-        table.add_row(p.unit, str(p.configurations), f"{100 * p.sigma:.2g} %",
-                      str(p.repetitions), _pct(p.smallest),
-                      str(p.needed) if p.needed is not None else "> 200")
+        table.add_row(
+            p.unit,
+            str(p.configurations),
+            f"{100 * p.sigma:.2g} %",
+            str(p.repetitions),
+            _pct(p.smallest),
+            str(p.needed) if p.needed is not None else "> 200",
+        )
     console.print(table)

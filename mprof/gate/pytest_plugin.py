@@ -43,8 +43,11 @@ from .output import cells, change_text
 def pytest_addoption(parser):
     group = parser.getgroup("mprof-gate", "mprof performance gate")
     group.addoption("--perf-baseline", metavar="DB", help="baseline profile database")
-    group.addoption("--perf-candidate", metavar="DB",
-                    help="candidate profile database (for expectations without run=)")
+    group.addoption(
+        "--perf-candidate",
+        metavar="DB",
+        help="candidate profile database (for expectations without run=)",
+    )
     group.addoption("--perf-config", metavar="GATE.toml", help="gate configuration")
     parser.addini("perf_gate_baseline", "baseline profile database of perf_gate")
     parser.addini("perf_gate_config", "gate configuration (TOML) of perf_gate")
@@ -55,8 +58,14 @@ class PerfGateError(MprofError):
 
 
 class PerfGate:
-    def __init__(self, baseline: str | None, candidate: str | None, config: GateConfig,
-                 workdir: Path, node=None):
+    def __init__(
+        self,
+        baseline: str | None,
+        candidate: str | None,
+        config: GateConfig,
+        workdir: Path,
+        node=None,
+    ):
         self.baseline = baseline
         self.candidate = candidate
         self.config = config
@@ -64,8 +73,9 @@ class PerfGate:
         self.node = node
         self.results: list[Unit] = []
 
-    def record_runs(self, argv, repetitions: int, env: dict | None = None,
-                    timeout: float = 600) -> Path:
+    def record_runs(
+        self, argv, repetitions: int, env: dict | None = None, timeout: float = 600
+    ) -> Path:
         """Run a command `repetitions` times into a fresh database; returns its path."""
         if isinstance(argv, str):
             argv = shlex.split(argv)
@@ -74,27 +84,46 @@ class PerfGate:
         with ProfileDB(db_path) as db:
             for rep in range(repetitions):
                 out = db_path.parent / f"run{rep}.json"
-                proc = subprocess.run(argv, env=dict(os.environ, **(env or {}),
-                                                     MPROF_OUT=str(out)),
-                                      capture_output=True, text=True, timeout=timeout)
+                proc = subprocess.run(
+                    argv,
+                    env=dict(os.environ, **(env or {}), MPROF_OUT=str(out)),
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                )
                 if proc.returncode != 0:
                     tail = "\n".join(proc.stderr.splitlines()[-8:])
                     raise PerfGateError(f"{' '.join(argv)}: exit code {proc.returncode}\n{tail}")
                 db.import_documents([(str(out), load_profile(out))], validate=False)
         return db_path
 
-    def expect(self, *, program: str, params: dict | None = None, npes: int | None = None,
-               category: str = "time", tolerance: float | None = None,
-               alpha: float | None = None, run=None, repetitions: int = 8,
-               env: dict | None = None, baseline: str | None = None, model=None,
-               fit: str | None = None, where: dict | None = None,
-               inconclusive: str = "skip", allow_cross_machine: bool = False) -> list[Unit]:
+    def expect(
+        self,
+        *,
+        program: str,
+        params: dict | None = None,
+        npes: int | None = None,
+        category: str = "time",
+        tolerance: float | None = None,
+        alpha: float | None = None,
+        run=None,
+        repetitions: int = 8,
+        env: dict | None = None,
+        baseline: str | None = None,
+        model=None,
+        fit: str | None = None,
+        where: dict | None = None,
+        inconclusive: str = "skip",
+        allow_cross_machine: bool = False,
+    ) -> list[Unit]:
         if inconclusive not in ("skip", "pass", "fail"):
             raise ValueError("inconclusive must be 'skip', 'pass' or 'fail'")
         baseline = baseline or self.baseline
         if not baseline:
-            raise PerfGateError("perf_gate: no baseline database (--perf-baseline, the "
-                                "perf_gate_baseline ini option, or baseline=)")
+            raise PerfGateError(
+                "perf_gate: no baseline database (--perf-baseline, the "
+                "perf_gate_baseline ini option, or baseline=)"
+            )
         conds = [Condition("program", program)]
         conds += [Condition(k, str(v)) for k, v in (params or {}).items()]
         conds += [Condition(k, str(v)) for k, v in (where or {}).items()]
@@ -120,21 +149,32 @@ class PerfGate:
                 tail = u.id
             return fnmatch.fnmatchcase(tail, category)
 
-        report = evaluate(load_side("baseline", baseline, conds),
-                          load_side("candidate", cand_db, conds), config, model=model,
-                          fit_script=fit, allow_cross_machine=allow_cross_machine,
-                          unit_filter=wanted)
+        report = evaluate(
+            load_side("baseline", baseline, conds),
+            load_side("candidate", cand_db, conds),
+            config,
+            model=model,
+            fit_script=fit,
+            allow_cross_machine=allow_cross_machine,
+            unit_filter=wanted,
+        )
         units = report.sorted_units()
         if not units:
-            raise PerfGateError(f"perf_gate: no unit '{category}' for {program} {params or ''} "
-                                "(known kinds: time, stat:M.S, cost:M.C, fit:M.C, fit::M.C:T)")
+            raise PerfGateError(
+                f"perf_gate: no unit '{category}' for {program} {params or ''} "
+                "(known kinds: time, stat:M.S, cost:M.C, fit:M.C, fit::M.C:T)"
+            )
         self.results.extend(units)
         if self.node is not None:
             for u in units:
                 self.node.user_properties.append((f"perf_gate {u.id}", u.verdict))
         lines = [_describe(u) for u in units]
-        failing = [u for u in units if u.verdict == REGRESSION
-                   or (u.verdict == BEHAVIOUR and config.behaviour_change == "fail")]
+        failing = [
+            u
+            for u in units
+            if u.verdict == REGRESSION
+            or (u.verdict == BEHAVIOUR and config.behaviour_change == "fail")
+        ]
         if failing:
             pytest.fail("performance regression:\n" + "\n".join(lines), pytrace=False)
         if any(u.verdict == INCONCLUSIVE for u in units):
@@ -150,8 +190,7 @@ def _describe(u: Unit) -> str:
     c = cells(u)
     text = f"  {u.verdict}: {u.id}: baseline {c['baseline']}, candidate {c['candidate']}"
     if u.comparison is not None:
-        text += (f", change {change_text(u)} (tolerance {100 * u.tolerance:g}%, "
-                 f"p adj {c['p']})")
+        text += f", change {change_text(u)} (tolerance {100 * u.tolerance:g}%, p adj {c['p']})"
     return text + (f"; {u.note}" if u.note else "")
 
 
@@ -174,5 +213,10 @@ def perf_gate(request, tmp_path):
     except MprofError as exc:
         raise pytest.UsageError(str(exc)) from None
     candidate = opt("--perf-candidate")
-    return PerfGate(path_option("--perf-baseline", "perf_gate_baseline"), candidate, config,
-                    tmp_path, request.node)
+    return PerfGate(
+        path_option("--perf-baseline", "perf_gate_baseline"),
+        candidate,
+        config,
+        tmp_path,
+        request.node,
+    )

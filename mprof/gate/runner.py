@@ -19,8 +19,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..bench.spec import (Point, SweepSpec, check_database, check_template, load_spec,
-                           make_database_folder, template_samples)
+from ..bench.spec import (
+    Point,
+    SweepSpec,
+    check_database,
+    check_template,
+    load_spec,
+    make_database_folder,
+    template_samples,
+)
 from ..bench.sweep import run_point
 from ..console import message_console
 from ..db.store import Condition, ProfileDB
@@ -47,8 +54,14 @@ class RunLog:
     repetitions: int = 0  # repetitions per point and build aimed at (adaptive: raised)
 
 
-def make_build(name: str, spec: SweepSpec, database: Path, *, command: str | None = None,
-               binary: str | None = None) -> Build:
+def make_build(
+    name: str,
+    spec: SweepSpec,
+    database: Path,
+    *,
+    command: str | None = None,
+    binary: str | None = None,
+) -> Build:
     changes = {}
     if binary:
         changes["program"] = str(Path(binary).expanduser().resolve())
@@ -69,12 +82,17 @@ def _check_build(build: Build, command: str | None) -> None:
 
 
 def _base_point(point: Point) -> tuple:
-    return (point.program, json.dumps(point.params, sort_keys=True), point.npes,
-            json.dumps(point.env, sort_keys=True))
+    return (
+        point.program,
+        json.dumps(point.params, sort_keys=True),
+        point.npes,
+        json.dumps(point.env, sort_keys=True),
+    )
 
 
-def _run_pair(builds: Sequence[Build], dbs: dict, point: Point, log: RunLog,
-              console: Console, extra: bool) -> None:
+def _run_pair(
+    builds: Sequence[Build], dbs: dict, point: Point, log: RunLog, console: Console, extra: bool
+) -> None:
     order = builds if point.repetition % 2 == 0 else list(reversed(builds))
     for build in order:
         db = dbs[build.name]
@@ -94,23 +112,35 @@ def _point_index(db: ProfileDB) -> dict[int, Point]:
     """run id -> the sweep point that produced it."""
     out = {}
     for run_id, program, params, npes, env, rep in db.conn.execute(
-            "SELECT run_id, program, params_json, npes, env_json, repetition FROM sweep_points"):
+        "SELECT run_id, program, params_json, npes, env_json, repetition FROM sweep_points"
+    ):
         out[run_id] = Point(program, json.loads(params), npes, json.loads(env), rep)
     return out
 
 
-def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
-             baseline_bin: str | None = None, candidate_cmd: str | None = None,
-             candidate_bin: str | None = None, out_dir: str | Path = "gate-out",
-             budget: int = 0, config: GateConfig | None = None, model=None,
-             fit_script: str | Path | None = None, where: Sequence[Condition] = (),
-             allow_cross_machine: bool = False, inconclusive_ok: bool = False,
-             console: Console | None = None,
-             on_round: Callable[[GateReport], None] | None = None,
-             interfaces: Sequence[str | Path] = (),
-             focus: Sequence[str] = (), adaptive: bool = False,
-             noise_from: str | Path | None = None,
-             change: float | None = None) -> tuple[GateReport, RunLog]:
+def run_gate(
+    spec_path: str | Path,
+    *,
+    baseline_cmd: str | None = None,
+    baseline_bin: str | None = None,
+    candidate_cmd: str | None = None,
+    candidate_bin: str | None = None,
+    out_dir: str | Path = "gate-out",
+    budget: int = 0,
+    config: GateConfig | None = None,
+    model=None,
+    fit_script: str | Path | None = None,
+    where: Sequence[Condition] = (),
+    allow_cross_machine: bool = False,
+    inconclusive_ok: bool = False,
+    console: Console | None = None,
+    on_round: Callable[[GateReport], None] | None = None,
+    interfaces: Sequence[str | Path] = (),
+    focus: Sequence[str] = (),
+    adaptive: bool = False,
+    noise_from: str | Path | None = None,
+    change: float | None = None,
+) -> tuple[GateReport, RunLog]:
     """Run the sweep for both builds, interleaved, and gate.  The power check (mprof.gate.power)
     is printed before any run when the noise is known (`noise_from`, a database of earlier
     baseline runs, or runs already recorded in `out_dir`), and after the spec's repetitions.
@@ -120,15 +150,21 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
     console = console or message_console()
     spec = load_spec(spec_path)
     if not (baseline_cmd or baseline_bin) or not (candidate_cmd or candidate_bin):
-        raise MprofError("gate run needs --baseline-cmd or --baseline-bin, and "
-                         "--candidate-cmd or --candidate-bin")
+        raise MprofError(
+            "gate run needs --baseline-cmd or --baseline-bin, and "
+            "--candidate-cmd or --candidate-bin"
+        )
     if budget < 0:
         raise MprofError(f"--budget must be >= 0, got {budget}")
     out = Path(out_dir)
-    builds = [make_build("baseline", spec, out / "baseline.db", command=baseline_cmd,
-                         binary=baseline_bin),
-              make_build("candidate", spec, out / "candidate.db", command=candidate_cmd,
-                         binary=candidate_bin)]
+    builds = [
+        make_build(
+            "baseline", spec, out / "baseline.db", command=baseline_cmd, binary=baseline_bin
+        ),
+        make_build(
+            "candidate", spec, out / "candidate.db", command=candidate_cmd, binary=candidate_bin
+        ),
+    ]
     for build, command in zip(builds, (baseline_cmd, candidate_cmd)):
         _check_build(build, command)
     for build in builds:  # before anything is created
@@ -139,8 +175,11 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
     config = config or GateConfig()
     if noise_from is not None and not Path(noise_from).exists():
         raise MprofError(f"--noise-from: {noise_from} does not exist")
-    before = Path(noise_from) if noise_from is not None else (
-        builds[0].database if builds[0].database.exists() else None)
+    before = (
+        Path(noise_from)
+        if noise_from is not None
+        else (builds[0].database if builds[0].database.exists() else None)
+    )
     dbs = {b.name: ProfileDB(b.database) for b in builds}
     try:
         points = spec.points()
@@ -156,14 +195,22 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
         target = _power(builds[0].database, where, config, change, focus, log, console)
         if adaptive and target and target > log.repetitions:
             more = _more_points(spec, points, target, budget - log.extra_runs, log, console)
-            for point in more[len(points):]:
+            for point in more[len(points) :]:
                 _run_pair(builds, dbs, point, log, console, extra=True)
             points = more
             if log.failures:
-                raise MprofError(f"{len(log.failures)} run(s) failed; first: "
-                                 f"{log.failures[0]}")
-        report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                           inconclusive_ok, interfaces, focus)
+                raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
+        report = _evaluate(
+            builds,
+            config,
+            model,
+            fit_script,
+            where,
+            allow_cross_machine,
+            inconclusive_ok,
+            interfaces,
+            focus,
+        )
         if on_round:
             on_round(report)
         while budget - log.extra_runs >= 2:
@@ -175,23 +222,37 @@ def run_gate(spec_path: str | Path, *, baseline_cmd: str | None = None,
             for base in targets:
                 if budget - log.extra_runs < 2:
                     break
-                recorded = [p.repetition for p in _point_index(dbs["baseline"]).values()
-                            if _base_point(p) == _base_point(base)]
+                recorded = [
+                    p.repetition
+                    for p in _point_index(dbs["baseline"]).values()
+                    if _base_point(p) == _base_point(base)
+                ]
                 rep = max(recorded, default=-1) + 1
                 _run_pair(builds, dbs, replace(base, repetition=rep), log, console, extra=True)
                 added += 1
             if log.failures:
-                raise MprofError(f"{len(log.failures)} run(s) failed; first: "
-                                 f"{log.failures[0]}")
+                raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
             if not added:
                 break
-            report = _evaluate(builds, config, model, fit_script, where, allow_cross_machine,
-                               inconclusive_ok, interfaces, focus)
+            report = _evaluate(
+                builds,
+                config,
+                model,
+                fit_script,
+                where,
+                allow_cross_machine,
+                inconclusive_ok,
+                interfaces,
+                focus,
+            )
             if on_round:
                 on_round(report)
-            console.print(f"gate run: round {log.rounds}: +{added} point(s) per build, "
-                          f"{report.counts()[INCONCLUSIVE]} unit(s) inconclusive, "
-                          f"{budget - log.extra_runs} extra run(s) left", highlight=False)
+            console.print(
+                f"gate run: round {log.rounds}: +{added} point(s) per build, "
+                f"{report.counts()[INCONCLUSIVE]} unit(s) inconclusive, "
+                f"{budget - log.extra_runs} extra run(s) left",
+                highlight=False,
+            )
     finally:
         for db in dbs.values():
             db.close()
@@ -219,8 +280,9 @@ def _power(database, where, config, change, focus, log: RunLog, console) -> int 
 OUT_OF_REACH = 10**6
 
 
-def _more_points(spec: SweepSpec, points: list[Point], target: int, budget: int, log: RunLog,
-                 console) -> list[Point]:
+def _more_points(
+    spec: SweepSpec, points: list[Point], target: int, budget: int, log: RunLog, console
+) -> list[Point]:
     """The points of `target` repetitions (or as many more as `budget` extra runs allow, both
     builds counted)."""
     configurations = len(spec.configurations())
@@ -229,24 +291,46 @@ def _more_points(spec: SweepSpec, points: list[Point], target: int, budget: int,
     if reps <= log.repetitions:
         if target > log.repetitions:
             wanted = "more than 200" if target >= OUT_OF_REACH else str(target)
-            console.print(f"gate run: the budget allows no more repetitions ({wanted} "
-                          "recommended)", highlight=False)
+            console.print(
+                f"gate run: the budget allows no more repetitions ({wanted} recommended)",
+                highlight=False,
+            )
         return points
     wanted = "more than 200" if target >= OUT_OF_REACH else str(target)
-    console.print(f"gate run: adaptive: {reps} repetitions per point and build"
-                  + (f" ({wanted} recommended, the budget allows {reps})" if reps < target
-                     else ""), highlight=False)
+    console.print(
+        f"gate run: adaptive: {reps} repetitions per point and build"
+        + (f" ({wanted} recommended, the budget allows {reps})" if reps < target else ""),
+        highlight=False,
+    )
     log.repetitions = reps
     return replace(spec, repetitions=reps).points()
 
 
-def _evaluate(builds, config, model, fit_script, where, allow_cross_machine, inconclusive_ok,
-              interfaces=(), focus=()):
+def _evaluate(
+    builds,
+    config,
+    model,
+    fit_script,
+    where,
+    allow_cross_machine,
+    inconclusive_ok,
+    interfaces=(),
+    focus=(),
+):
     baseline = load_side("baseline", builds[0].database, where)
     candidate = load_side("candidate", builds[1].database, where)
-    return evaluate(baseline, candidate, config, model=model, fit_script=fit_script,
-                    allow_cross_machine=allow_cross_machine, inconclusive_ok=inconclusive_ok,
-                    interfaces=interfaces, focus=focus, same_program=True)
+    return evaluate(
+        baseline,
+        candidate,
+        config,
+        model=model,
+        fit_script=fit_script,
+        allow_cross_machine=allow_cross_machine,
+        inconclusive_ok=inconclusive_ok,
+        interfaces=interfaces,
+        focus=focus,
+        same_program=True,
+    )
 
 
 def _inconclusive_points(report: GateReport, db: ProfileDB, points: Sequence[Point]) -> list:

@@ -53,17 +53,34 @@ class Comparison:
     bounded: bool = True
 
 
-def untested(method: str, n: int, m: int, baseline: float, candidate: float, change: float,
-             note: str) -> Comparison:
+def untested(
+    method: str, n: int, m: int, baseline: float, candidate: float, change: float, note: str
+) -> Comparison:
     """A comparison without a test: its estimates where there are any, no p-value, no bounds."""
-    return Comparison(method, n, m, baseline, candidate, change, -math.inf, math.inf, 1.0, 1.0,
-                      note=note, tested=False, bounded=False)
+    return Comparison(
+        method,
+        n,
+        m,
+        baseline,
+        candidate,
+        change,
+        -math.inf,
+        math.inf,
+        1.0,
+        1.0,
+        note=note,
+        tested=False,
+        bounded=False,
+    )
 
 
 def too_few_runs(n: int, m: int) -> str:
     """Why runs of n baseline and m candidate repetitions give no test."""
-    sides = [f"{k} {side} run{'s' if k != 1 else ''}"
-             for k, side in ((n, "baseline"), (m, "candidate")) if k < 2]
+    sides = [
+        f"{k} {side} run{'s' if k != 1 else ''}"
+        for k, side in ((n, "baseline"), (m, "candidate"))
+        if k < 2
+    ]
     return f"{' and '.join(sides)}: too few for a test or bounds (need 2 runs per side)"
 
 
@@ -82,7 +99,7 @@ def _u_cdf(n: int, m: int) -> np.ndarray:
             a = prev[j]  # the largest item is from the first sample: U += j
             b = cur[j - 1]  # the largest item is from the second sample
             out = np.zeros(i * j + 1)
-            out[j: j + len(a)] += a
+            out[j : j + len(a)] += a
             out[: len(b)] += b
             cur.append(out)
         prev = cur
@@ -134,8 +151,9 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
     y = np.asarray(candidate, dtype=float)
     n, m = len(x), len(y)
     if n == 0 or m == 0:
-        return untested("mann-whitney", n, m, _median(x), _median(y), math.nan,
-                        "no runs on one side")
+        return untested(
+            "mann-whitney", n, m, _median(x), _median(y), math.nan, "no runs on one side"
+        )
     if n >= 2 and np.all(x == x[0]) and np.all(y == y[0]):
         return compare_exact(float(x[0]), float(y[0]), tolerance, n, m)
     positive = bool(np.all(x > 0) and np.all(y > 0))
@@ -158,14 +176,23 @@ def compare_samples(baseline, candidate, tolerance: float, alpha: float) -> Comp
     low = float(diffs[k - 1]) if k >= 1 else -math.inf
     high = float(diffs[len(diffs) - k]) if k >= 1 else math.inf
     note = "" if k >= 1 else f"too few runs for a {100 * (1 - alpha):g} % bound"
-    return Comparison("mann-whitney", n, m, _median(x), _median(y), float(to_rel(est)),
-                      float(to_rel(low)) if math.isfinite(low) else -math.inf,
-                      float(to_rel(high)) if math.isfinite(high) else math.inf,
-                      p_reg, p_any, note=note, bounded=k >= 1)
+    return Comparison(
+        "mann-whitney",
+        n,
+        m,
+        _median(x),
+        _median(y),
+        float(to_rel(est)),
+        float(to_rel(low)) if math.isfinite(low) else -math.inf,
+        float(to_rel(high)) if math.isfinite(high) else math.inf,
+        p_reg,
+        p_any,
+        note=note,
+        bounded=k >= 1,
+    )
 
 
-def compare_exact(base: float, cand: float, tolerance: float, n: int = 1,
-                  m: int = 1) -> Comparison:
+def compare_exact(base: float, cand: float, tolerance: float, n: int = 1, m: int = 1) -> Comparison:
     """Both sides constant (e.g. a model cost of deterministic statistics): exact answer."""
     if base == cand:
         change = 0.0
@@ -174,8 +201,19 @@ def compare_exact(base: float, cand: float, tolerance: float, n: int = 1,
     else:
         change = math.inf if cand > base else -math.inf
     p = 0.0 if change > tolerance else 1.0
-    return Comparison("exact", n, m, base, cand, change, change, change, p,
-                      0.0 if change > 0 else 1.0, note="constant on both sides")
+    return Comparison(
+        "exact",
+        n,
+        m,
+        base,
+        cand,
+        change,
+        change,
+        change,
+        p,
+        0.0 if change > 0 else 1.0,
+        note="constant on both sides",
+    )
 
 
 def _median(a) -> float:
@@ -185,34 +223,63 @@ def _median(a) -> float:
 # -- fitted coefficients -----------------------------------------------------------------------
 
 
-def compare_estimates(base: float, se_base: float, dof_base: float, cand: float,
-                      se_cand: float, dof_cand: float, tolerance: float,
-                      alpha: float) -> Comparison:
+def compare_estimates(
+    base: float,
+    se_base: float,
+    dof_base: float,
+    cand: float,
+    se_cand: float,
+    dof_cand: float,
+    tolerance: float,
+    alpha: float,
+) -> Comparison:
     """Compare two independent estimates (fitted coefficients, or linear combinations of
     them such as a category's cost) with standard errors and degrees of freedom."""
     if not (se_base >= 0 and se_cand >= 0) or dof_base <= 0 or dof_cand <= 0:
-        return untested("coefficient", _count(dof_base), _count(dof_cand), base, cand,
-                        math.nan, "no error estimate")
+        return untested(
+            "coefficient",
+            _count(dof_base),
+            _count(dof_cand),
+            base,
+            cand,
+            math.nan,
+            "no error estimate",
+        )
     t_base = sstats.t.ppf(1 - alpha, dof_base)
     if base <= 0 or base - t_base * se_base <= 0:
-        return untested("coefficient", int(dof_base), int(dof_cand), base, cand,
-                        cand / base - 1 if base > 0 else math.nan,
-                        "baseline value not significantly positive; relative change undefined")
+        return untested(
+            "coefficient",
+            int(dof_base),
+            int(dof_cand),
+            base,
+            cand,
+            cand / base - 1 if base > 0 else math.nan,
+            "baseline value not significantly positive; relative change undefined",
+        )
     k = 1 + tolerance
-    a, b = se_cand ** 2, (k * se_base) ** 2
+    a, b = se_cand**2, (k * se_base) ** 2
     df = _welch_df(a, dof_cand, b, dof_base)
     sd = math.sqrt(a + b)
     if sd == 0:
         return compare_exact(base, cand, tolerance)
     p_reg = float(sstats.t.sf((cand - k * base) / sd, df))
-    sd0 = math.sqrt(a + se_base ** 2)
-    p_any = float(sstats.t.sf((cand - base) / sd0, _welch_df(a, dof_cand, se_base ** 2,
-                                                               dof_base)))
+    sd0 = math.sqrt(a + se_base**2)
+    p_any = float(sstats.t.sf((cand - base) / sd0, _welch_df(a, dof_cand, se_base**2, dof_base)))
     ratio = cand / base
-    se_ratio = math.sqrt(se_cand ** 2 / base ** 2 + cand ** 2 * se_base ** 2 / base ** 4)
+    se_ratio = math.sqrt(se_cand**2 / base**2 + cand**2 * se_base**2 / base**4)
     q = float(sstats.t.ppf(1 - alpha, df))
-    return Comparison("coefficient", int(dof_base), int(dof_cand), base, cand, ratio - 1,
-                      ratio - 1 - q * se_ratio, ratio - 1 + q * se_ratio, p_reg, p_any)
+    return Comparison(
+        "coefficient",
+        int(dof_base),
+        int(dof_cand),
+        base,
+        cand,
+        ratio - 1,
+        ratio - 1 - q * se_ratio,
+        ratio - 1 + q * se_ratio,
+        p_reg,
+        p_any,
+    )
 
 
 def _count(dof: float) -> int:
@@ -321,8 +388,10 @@ def _pooled_diffs(pairs, tolerance: float):
 
 def _medians(pairs) -> tuple[float, float]:
     """The typical baseline and candidate values: the median of the strata's medians."""
-    return (float(np.median([np.median(x) for x, _ in pairs])),
-            float(np.median([np.median(y) for _, y in pairs])))
+    return (
+        float(np.median([np.median(x) for x, _ in pairs])),
+        float(np.median([np.median(y) for _, y in pairs])),
+    )
 
 
 def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
@@ -344,16 +413,26 @@ def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
         if len(usable) == 1:
             return compare_samples(*usable[0], tolerance, alpha)
         if not usable:
-            return untested("stratified", nb, nc, math.nan, math.nan, math.nan,
-                            "no runs on one side")
+            return untested(
+                "stratified", nb, nc, math.nan, math.nan, math.nan, "no runs on one side"
+            )
         diffs_by, _, to_rel = _pooled_diffs(usable, tolerance)
         est = float(to_rel(float(np.median(np.concatenate(diffs_by)))))
-        return untested("stratified", nb, nc, *_medians(usable), est,
-                        "fewer than 2 runs on a side in every configuration: too few for a "
-                        "test or bounds")
+        return untested(
+            "stratified",
+            nb,
+            nc,
+            *_medians(usable),
+            est,
+            "fewer than 2 runs on a side in every configuration: too few for a test or bounds",
+        )
     left_out = len(given) - len(pairs)
-    why = (f"left out: {left_out} configuration{'s' if left_out > 1 else ''} with fewer than "
-           "2 runs on a side" if left_out else "")
+    why = (
+        f"left out: {left_out} configuration{'s' if left_out > 1 else ''} with fewer than "
+        "2 runs on a side"
+        if left_out
+        else ""
+    )
     if len(pairs) == 1:
         c = compare_samples(pairs[0][0], pairs[0][1], tolerance, alpha)
         c.note = "; ".join(filter(None, [c.note, why]))
@@ -383,18 +462,27 @@ def compare_strata(strata, tolerance: float, alpha: float) -> Comparison:
     else:
         low, high = -math.inf, math.inf
         note = f"too few runs for a {100 * (1 - alpha):g} % bound"
-    return Comparison("stratified", nb, nc, *_medians(pairs), float(to_rel(est)),
-                      float(to_rel(low)) if math.isfinite(low) else -math.inf,
-                      float(to_rel(high)) if math.isfinite(high) else math.inf,
-                      p_reg, p_any, note="; ".join(filter(None, [note, why])),
-                      bounded=bounded)
+    return Comparison(
+        "stratified",
+        nb,
+        nc,
+        *_medians(pairs),
+        float(to_rel(est)),
+        float(to_rel(low)) if math.isfinite(low) else -math.inf,
+        float(to_rel(high)) if math.isfinite(high) else math.inf,
+        p_reg,
+        p_any,
+        note="; ".join(filter(None, [note, why])),
+        bounded=bounded,
+    )
 
 
 # -- power: the smallest change a rank comparison can flag --------------------------------------
 
 
-def smallest_detectable(sigma: float, sizes, tolerance: float, alpha: float,
-                        power: float = 0.8) -> float:
+def smallest_detectable(
+    sigma: float, sizes, tolerance: float, alpha: float, power: float = 0.8
+) -> float:
     """The smallest relative change that the (stratified) Mann-Whitney comparison flags with
     probability `power`, at significance `alpha` (already divided by the number of tests the
     correction counts), for log-normal noise of standard deviation `sigma` per run and strata of
@@ -436,8 +524,15 @@ def smallest_detectable(sigma: float, sizes, tolerance: float, alpha: float,
     return math.expm1(shift)
 
 
-def repetitions_for(change: float, sigma: float, strata: int, tolerance: float, alpha: float,
-                    power: float = 0.8, most: int = 200) -> int | None:
+def repetitions_for(
+    change: float,
+    sigma: float,
+    strata: int,
+    tolerance: float,
+    alpha: float,
+    power: float = 0.8,
+    most: int = 200,
+) -> int | None:
     """The fewest repetitions per configuration and build with which `smallest_detectable` is
     at most `change`; None when even `most` are not enough."""
     if smallest_detectable(sigma, [(most, most)] * strata, tolerance, alpha, power) > change:

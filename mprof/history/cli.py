@@ -15,23 +15,35 @@ from ..files import write_file
 
 
 def register(subparsers):
-    parser = subparsers.add_parser("history", help="results over commits: add gate or benchmark "
-                                   "results, show series, export to asv or Bencher")
+    parser = subparsers.add_parser(
+        "history",
+        help="results over commits: add gate or benchmark "
+        "results, show series, export to asv or Bencher",
+    )
     sub = parser.add_subparsers(dest="history_command", metavar="ACTION", required=True)
 
-    p = sub.add_parser("add", help="append results of one commit (a gate --json file or a "
-                       "benchmark's output)")
+    p = sub.add_parser(
+        "add", help="append results of one commit (a gate --json file or a benchmark's output)"
+    )
     p.add_argument("history", help="history database (SQLite, created if missing)")
-    p.add_argument("results", nargs="+", help="`mprof gate --json` files, or benchmark output "
-                   "(lines with JSON objects, as benchmarks/*.py and `make bench` print)")
+    p.add_argument(
+        "results",
+        nargs="+",
+        help="`mprof gate --json` files, or benchmark output "
+        "(lines with JSON objects, as benchmarks/*.py and `make bench` print)",
+    )
     p.add_argument("--commit", help="commit hash (default: `git rev-parse HEAD` here)")
-    p.add_argument("--date", help="commit date, ISO 8601 (default: the commit's date from git, "
-                   "else now)")
+    p.add_argument(
+        "--date", help="commit date, ISO 8601 (default: the commit's date from git, else now)"
+    )
     p.add_argument("--branch", help="branch name (default: the current branch from git)")
     p.add_argument("--machine", help="machine name (default: this host's name)")
-    p.add_argument("--name", help="benchmark output: the benchmark's name (default: its "
-                   "\"benchmark\" field, the script in a `== ... (script.py)` header, or the "
-                   "file's name)")
+    p.add_argument(
+        "--name",
+        help="benchmark output: the benchmark's name (default: its "
+        '"benchmark" field, the script in a `== ... (script.py)` header, or the '
+        "file's name)",
+    )
     p.set_defaults(func=cmd_add)
 
     p = sub.add_parser("show", help="series over commits as text, or an HTML page of charts")
@@ -39,19 +51,29 @@ def register(subparsers):
     p.add_argument("--series", metavar="GLOB", help="only series matching this pattern")
     p.add_argument("--category", metavar="GLOB", help="only categories matching this pattern")
     p.add_argument("--machine", help="only this machine's results")
-    p.add_argument("--html", metavar="FILE", help="write an HTML page with one chart per "
-                   "category (self-contained)")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write an HTML page with one chart per category (self-contained)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object per measurement")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="airspeed velocity's results folder or Bencher's JSON")
     p.add_argument("history")
-    p.add_argument("--format", choices=("asv", "bencher"), required=True,
-                   help="asv: a results folder (benchmarks.json, <machine>/machine.json, a file "
-                   "per commit) for `asv publish`; bencher: Bencher Metric Format JSON of one "
-                   "commit")
-    p.add_argument("-o", "--output", help="asv: the results folder (required); bencher: the "
-                   "file (default: standard output)")
+    p.add_argument(
+        "--format",
+        choices=("asv", "bencher"),
+        required=True,
+        help="asv: a results folder (benchmarks.json, <machine>/machine.json, a file "
+        "per commit) for `asv publish`; bencher: Bencher Metric Format JSON of one "
+        "commit",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        help="asv: the results folder (required); bencher: the file (default: standard output)",
+    )
     p.add_argument("--commit", help="bencher: the commit (a unique prefix; default: the latest)")
     p.add_argument("--machine", help="only this machine's results")
     p.set_defaults(func=cmd_export)
@@ -88,14 +110,14 @@ def cmd_add(args):
     date = args.date or _git("show", "-s", "--format=%cI", commit)
     date_known = bool(date)
     date = _iso(date) if date else datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    branch = args.branch or (_git("rev-parse", "--abbrev-ref", "HEAD") if not args.commit
-                             else None)
+    branch = args.branch or (_git("rev-parse", "--abbrev-ref", "HEAD") if not args.commit else None)
     machine = args.machine or socket.gethostname()
     with History(args.history) as history:
         for path, kind, measurements in results:
             n = history.add(commit, date, branch, machine, measurements, str(path), date_known)
-            print(f"{path}: {n} {kind} measurement(s) for {commit[:12]} on {machine}",
-                  file=sys.stderr)
+            print(
+                f"{path}: {n} {kind} measurement(s) for {commit[:12]} on {machine}", file=sys.stderr
+            )
     return 0
 
 
@@ -105,8 +127,10 @@ def _points(args):
     with History(args.history, create=False) as history:
         points = history.points(args.machine, args.series, args.category)
     if not points:
-        raise MprofError(f"{args.history}: no measurement"
-                         + (" matches" if args.series or args.category or args.machine else ""))
+        raise MprofError(
+            f"{args.history}: no measurement"
+            + (" matches" if args.series or args.category or args.machine else "")
+        )
     return points
 
 
@@ -121,11 +145,24 @@ def cmd_show(args):
         return 0
     if args.json:
         for p in points:
-            print(json.dumps({"commit": p.commit, "date": p.date, "branch": p.branch,
-                              "machine": p.machine, "series": p.m.series,
-                              "category": p.m.category, "kind": p.m.kind, "value": p.m.value,
-                              "low": p.m.low, "high": p.m.high, "unit": p.m.unit,
-                              "source": p.source}))
+            print(
+                json.dumps(
+                    {
+                        "commit": p.commit,
+                        "date": p.date,
+                        "branch": p.branch,
+                        "machine": p.machine,
+                        "series": p.m.series,
+                        "category": p.m.category,
+                        "kind": p.m.kind,
+                        "value": p.m.value,
+                        "low": p.m.low,
+                        "high": p.m.high,
+                        "unit": p.m.unit,
+                        "source": p.source,
+                    }
+                )
+            )
         return 0
     sys.stdout.write(text(points))
     return 0
@@ -142,8 +179,11 @@ def cmd_export(args):
             if not args.output:
                 raise MprofError("--format asv needs -o DIR (the asv results folder)")
             paths = write_asv(history, Path(args.output), args.machine)
-            print(f"wrote {len(paths) - 1} asv results file(s) and benchmarks.json under "
-                  f"{args.output}", file=sys.stderr)
+            print(
+                f"wrote {len(paths) - 1} asv results file(s) and benchmarks.json under "
+                f"{args.output}",
+                file=sys.stderr,
+            )
             return 0
         doc = bencher_json(history, args.commit, args.machine)
     text = json.dumps(doc, indent=2) + "\n"

@@ -85,24 +85,34 @@ class History:
         try:
             self.conn = sqlite3.connect(self.path)
             self.conn.execute("PRAGMA foreign_keys = ON")
-            tables = {r[0] for r in self.conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {
+                r[0]
+                for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
             if tables and "history_meta" not in tables:
-                raise MprofError(f"{self.path}: not an mprof history database (a profile "
-                                 "database? history files are separate)")
+                raise MprofError(
+                    f"{self.path}: not an mprof history database (a profile "
+                    "database? history files are separate)"
+                )
             if not tables and not create:  # an empty file given to show or export
                 self.conn.close()
-                raise MprofError(f"{self.path}: not an mprof history database (it has no "
-                                 "tables; `mprof history add` makes one)")
+                raise MprofError(
+                    f"{self.path}: not an mprof history database (it has no "
+                    "tables; `mprof history add` makes one)"
+                )
             if not tables:
                 with self.conn:
                     self.conn.executescript(SCHEMA)
-                    self.conn.execute("INSERT INTO history_meta VALUES ('format', ?), "
-                                      "('version', ?)", (FORMAT, str(VERSION)))
+                    self.conn.execute(
+                        "INSERT INTO history_meta VALUES ('format', ?), ('version', ?)",
+                        (FORMAT, str(VERSION)),
+                    )
             version = dict(self.conn.execute("SELECT key, value FROM history_meta"))
             if version.get("format") != FORMAT or int(version.get("version", 0)) > VERSION:
-                raise MprofError(f"{self.path}: history format {version} is not one this "
-                                 f"mprof reads ({FORMAT} {VERSION})")
+                raise MprofError(
+                    f"{self.path}: history format {version} is not one this "
+                    f"mprof reads ({FORMAT} {VERSION})"
+                )
         except sqlite3.DatabaseError as exc:
             raise MprofError(f"{self.path}: not a usable history database: {exc}") from None
 
@@ -115,8 +125,16 @@ class History:
     def __exit__(self, *exc):
         self.close()
 
-    def add(self, commit: str, date: str, branch: str | None, machine: str,
-            measurements: list[Measurement], source: str, date_known: bool = True) -> int:
+    def add(
+        self,
+        commit: str,
+        date: str,
+        branch: str | None,
+        machine: str,
+        measurements: list[Measurement],
+        source: str,
+        date_known: bool = True,
+    ) -> int:
         """Stores the measurements of one commit and machine.  `date_known` False: `date` is
         only a fallback (now), kept for a new commit but not replacing a recorded one."""
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -126,36 +144,63 @@ class History:
                     "INSERT INTO commits (hash, date, branch) VALUES (?, ?, ?) "
                     "ON CONFLICT(hash) DO UPDATE SET date = CASE WHEN ? THEN excluded.date "
                     "ELSE commits.date END, branch = COALESCE(excluded.branch, commits.branch)",
-                    (commit, date, branch, date_known))
+                    (commit, date, branch, date_known),
+                )
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    [(commit, machine, m.series, m.category, m.kind, m.value, m.low, m.high,
-                      m.unit, source, now) for m in measurements])
+                    [
+                        (
+                            commit,
+                            machine,
+                            m.series,
+                            m.category,
+                            m.kind,
+                            m.value,
+                            m.low,
+                            m.high,
+                            m.unit,
+                            source,
+                            now,
+                        )
+                        for m in measurements
+                    ],
+                )
         except sqlite3.Error as exc:
             raise MprofError(f"{self.path}: cannot store: {exc}") from None
         return len(measurements)
 
-    def points(self, machine: str | None = None, series: str | None = None,
-               category: str | None = None) -> list[Point]:
+    def points(
+        self, machine: str | None = None, series: str | None = None, category: str | None = None
+    ) -> list[Point]:
         """Every measurement, oldest commit first (by commit date, then hash)."""
-        sql = ("SELECT c.hash, c.date, c.branch, m.machine, m.series, m.category, m.kind, "
-               "m.value, m.low, m.high, m.unit, m.source FROM measurements m "
-               "JOIN commits c ON c.hash = m.commit_hash")
+        sql = (
+            "SELECT c.hash, c.date, c.branch, m.machine, m.series, m.category, m.kind, "
+            "m.value, m.low, m.high, m.unit, m.source FROM measurements m "
+            "JOIN commits c ON c.hash = m.commit_hash"
+        )
         rows = self.conn.execute(sql + " ORDER BY c.date, c.hash, m.series").fetchall()
-        out = [Point(h, d, b, mach, Measurement(s, cat, k, v, lo, hi, u), src)
-               for h, d, b, mach, s, cat, k, v, lo, hi, u, src in rows]
-        return [p for p in out
-                if (machine is None or p.machine == machine)
-                and (series is None or _glob(series, p.m.series))
-                and (category is None or _glob(category, p.m.category))]
+        out = [
+            Point(h, d, b, mach, Measurement(s, cat, k, v, lo, hi, u), src)
+            for h, d, b, mach, s, cat, k, v, lo, hi, u, src in rows
+        ]
+        return [
+            p
+            for p in out
+            if (machine is None or p.machine == machine)
+            and (series is None or _glob(series, p.m.series))
+            and (category is None or _glob(category, p.m.category))
+        ]
 
     def commits(self) -> list[tuple[str, str, str | None]]:
-        return self.conn.execute("SELECT hash, date, branch FROM commits "
-                                 "ORDER BY date, hash").fetchall()
+        return self.conn.execute(
+            "SELECT hash, date, branch FROM commits ORDER BY date, hash"
+        ).fetchall()
 
     def machines(self) -> list[str]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT machine FROM measurements ORDER BY machine")]
+        return [
+            r[0]
+            for r in self.conn.execute("SELECT DISTINCT machine FROM measurements ORDER BY machine")
+        ]
 
 
 def _glob(pattern: str, text: str) -> bool:
@@ -165,6 +210,7 @@ def _glob(pattern: str, text: str) -> bool:
 
 
 # -- reading results ------------------------------------------------------------------------
+
 
 def read_result(path: str | Path, name: str | None = None) -> tuple[str, list[Measurement]]:
     """A gate result (`mprof gate --json FILE`) or a benchmark output (JSON objects, one per
@@ -205,8 +251,9 @@ def _looks_like_gate(doc) -> bool:
     `version`): such a file with a wrong schema is an error, not benchmark output whose every
     number becomes a series."""
     return isinstance(doc, dict) and (
-        doc.get("schema") == GATE_SCHEMA or ("units" in doc and ("schema" in doc
-                                                                 or "version" in doc)))
+        doc.get("schema") == GATE_SCHEMA
+        or ("units" in doc and ("schema" in doc or "version" in doc))
+    )
 
 
 def _located(path: Path, text: str, where: str, message: str) -> MprofError:
@@ -229,16 +276,21 @@ def _check_gate(doc: dict, text: str, path: Path) -> None:
     if bad_text:
         fail(bad_text[0], f"the name is {NOT_UNICODE}" if bad_text[1] else NOT_UNICODE)
     if doc.get("schema") != GATE_SCHEMA:
-        fail("schema", f"expected '{GATE_SCHEMA}' (a result of `mprof gate --json`), got "
-             f"{value_kind(doc.get('schema'))}")
+        fail(
+            "schema",
+            f"expected '{GATE_SCHEMA}' (a result of `mprof gate --json`), got "
+            f"{value_kind(doc.get('schema'))}",
+        )
     version = doc.get("version")
     if not _is_integer(version) or version not in GATE_VERSIONS:
         shown = version if _is_integer(version) else value_kind(version)
-        fail("version", f"gate result version {shown} is not supported (known: "
-             f"{', '.join(map(str, GATE_VERSIONS))}); is this mprof older than the gate's?")
+        fail(
+            "version",
+            f"gate result version {shown} is not supported (known: "
+            f"{', '.join(map(str, GATE_VERSIONS))}); is this mprof older than the gate's?",
+        )
     if "units" not in doc:
-        fail("", "missing 'units' (the gate's compared units): not a result of `mprof gate "
-             "--json`")
+        fail("", "missing 'units' (the gate's compared units): not a result of `mprof gate --json`")
     if not isinstance(doc["units"], list):
         fail("units", f"expected an array of units, got {value_kind(doc['units'])}")
     for index, unit in enumerate(doc["units"]):
@@ -251,8 +303,7 @@ def _check_unit(unit, where: str, fail) -> None:
     if not isinstance(unit, dict):
         fail(where, f"expected a unit (an object), got {value_kind(unit)}")
     if not isinstance(unit.get("id"), str) or not unit["id"]:
-        fail(f"{where}.id",
-             f"expected the unit's id (a string), got {value_kind(unit.get('id'))}")
+        fail(f"{where}.id", f"expected the unit's id (a string), got {value_kind(unit.get('id'))}")
     for key, kinds in (("kind", (str,)), ("category", (str, type(None)))):
         if key in unit and not isinstance(unit[key], kinds):
             fail(f"{where}.{key}", f"expected a string, got {value_kind(unit[key])}")
@@ -264,14 +315,20 @@ def _check_unit(unit, where: str, fail) -> None:
         if not _is_number(value):
             fail(f"{where}.{key}", f"expected a number or null, got {value_kind(value)}")
         if not _finite(value):
-            fail(f"{where}.{key}", f"must be a finite number, got {value} (the gate writes "
-                 "null where it has no value)")
+            fail(
+                f"{where}.{key}",
+                f"must be a finite number, got {value} (the gate writes "
+                "null where it has no value)",
+            )
     texts = [isinstance(unit.get(key), str) for key in _VALUE_FIELDS]
     if any(texts) and not all(texts):
         key = _VALUE_FIELDS[texts.index(True)]
-        fail(f"{where}.{key}", f"expected a number or null like the other side's value, got "
-             f"{value_kind(unit[key])} (only exactly compared statistics have text on both "
-             "sides)")
+        fail(
+            f"{where}.{key}",
+            f"expected a number or null like the other side's value, got "
+            f"{value_kind(unit[key])} (only exactly compared statistics have text on both "
+            "sides)",
+        )
 
 
 def _is_integer(value) -> bool:
@@ -299,8 +356,11 @@ def _gate_measurements(doc: dict, path: Path) -> list[Measurement]:
             low, high = base * (1 + lo), base * (1 + hi)
         kind = str(u.get("kind", "gate"))
         unit = "s" if kind in ("time", "cost") else ""
-        out.append(Measurement(u["id"], str(u.get("category") or kind), kind, float(value),
-                               low, high, unit))
+        out.append(
+            Measurement(
+                u["id"], str(u.get("category") or kind), kind, float(value), low, high, unit
+            )
+        )
     if not out:
         raise MprofError(f"{path}: the gate result has no unit with a numeric value")
     return out
@@ -329,24 +389,37 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
             obj = json.loads(line, object_pairs_hook=jsontext.unique_keys)
         except jsontext.DuplicateKey:
             offset, key = jsontext.duplicate_key(line) or (0, "?")
-            raise MprofError(f"{path}:{number}:{indent + offset + 1}: key {json.dumps(key)} "
-                             "appears twice in one object (each key once)") from None
+            raise MprofError(
+                f"{path}:{number}:{indent + offset + 1}: key {json.dumps(key)} "
+                "appears twice in one object (each key once)"
+            ) from None
         except (ValueError, RecursionError):
             continue
         if not isinstance(obj, dict):
             continue
         _check_text(obj, line, f"{path}:{number}", indent)
-        bench = name or (obj.get("benchmark") if isinstance(obj.get("benchmark"), str)
-                         else None) or header or path.stem
+        bench = (
+            name
+            or (obj.get("benchmark") if isinstance(obj.get("benchmark"), str) else None)
+            or header
+            or path.stem
+        )
         for key, value in _leaves(obj):
             if key == "benchmark":
                 continue
             series = f"{bench}/{key}"
-            found[series] = Measurement(series, bench, "bench", float(value),
-                                        unit="s" if key.endswith(("_s", "seconds")) else "")
+            found[series] = Measurement(
+                series,
+                bench,
+                "bench",
+                float(value),
+                unit="s" if key.endswith(("_s", "seconds")) else "",
+            )
     if not found:
-        raise MprofError(f"{path}: neither a gate result (mprof gate --json) nor benchmark "
-                         "output with a JSON object of numbers on a line")
+        raise MprofError(
+            f"{path}: neither a gate result (mprof gate --json) nor benchmark "
+            "output with a JSON object of numbers on a line"
+        )
     return list(found.values())
 
 

@@ -19,8 +19,7 @@ Spell = Callable[[str], str]  # a statistic's or a term's name -> its C text
 def c_expression(expr: Expr, statistic: Spell, term: Spell) -> str:
     """`expr` as a C double expression: `statistic(name)` reads a statistic (as a double),
     `term(name)` is another term's value."""
-    return expr.to_c(lambda ref: statistic(ref.name) if ref.kind == STATISTIC
-                     else term(ref.name))
+    return expr.to_c(lambda ref: statistic(ref.name) if ref.kind == STATISTIC else term(ref.name))
 
 
 def term_expressions(iface, statistic: Spell, term: Spell) -> dict[str, str]:
@@ -28,8 +27,9 @@ def term_expressions(iface, statistic: Spell, term: Spell) -> dict[str, str]:
     return {t.name: c_expression(t.expr, statistic, term) for t in iface.terms}
 
 
-def term_definitions(iface, names: Iterable[str], statistic: Spell,
-                     term: Spell) -> list[tuple[str, str]]:
+def term_definitions(
+    iface, names: Iterable[str], statistic: Spell, term: Spell
+) -> list[tuple[str, str]]:
     """(C name, C expression) of the terms `names` and every term they use, each once,
     dependencies first: straight-line code that defines `term(name)` for each of them."""
     out, emitted = [], set()

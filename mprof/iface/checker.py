@@ -131,8 +131,7 @@ class Checker:
                 first = table[name]
                 raise self.error(
                     decl.name,
-                    f"'{name}' is already declared as a {_noun(first)} on line "
-                    f"{first.name.line}",
+                    f"'{name}' is already declared as a {_noun(first)} on line {first.name.line}",
                 )
             table[name] = decl
             if decl.section == "statistics":
@@ -226,10 +225,15 @@ class Checker:
                 )
         papi = decl.papi_event
         # A counter is a measurement: its count depends on the machine and on timing.
-        return Statistic(decl.name.text, stype, decl.desc.text, decl.name.line, decl.name.column,
-                         measured=papi is not None or any(a.text == "measured"
-                                                          for a in decl.attributes),
-                         papi_event=papi)
+        return Statistic(
+            decl.name.text,
+            stype,
+            decl.desc.text,
+            decl.name.line,
+            decl.name.column,
+            measured=papi is not None or any(a.text == "measured" for a in decl.attributes),
+            papi_event=papi,
+        )
 
     def _hint(self, name: str, others: dict[str, dict[str, Decl]]) -> str:
         if name in others["categories"]:
@@ -264,9 +268,7 @@ class Checker:
                     cycle = path[path.index(ref.name) :] + [ref.name]
                     if len(cycle) == 2:
                         raise self.error(ref, f"term '{name}' is defined in terms of itself")
-                    raise self.error(
-                        ref, "terms are defined in a cycle: " + " -> ".join(cycle)
-                    )
+                    raise self.error(ref, "terms are defined in a cycle: " + " -> ".join(cycle))
                 if color[ref.name] == WHITE:
                     color[ref.name] = GREY
                     stack.append((ref.name, 0))
@@ -296,8 +298,14 @@ class Checker:
                     ref.kind = STATISTIC
                     stat = stats_by_name[name]
                     term = Term(
-                        name, stat.description, ref, cat.name, member.line, member.column,
-                        True, module,
+                        name,
+                        stat.description,
+                        ref,
+                        cat.name,
+                        member.line,
+                        member.column,
+                        True,
+                        module,
                     )
                 terms.append(term)
                 by_name[name] = term
@@ -322,8 +330,12 @@ class Checker:
 
 
 def _noun(decl: Decl) -> str:
-    return {"statistics": "statistic", "terms": "term", "categories": "category",
-            "accesses": "access"}[decl.section]
+    return {
+        "statistics": "statistic",
+        "terms": "term",
+        "categories": "category",
+        "accesses": "access",
+    }[decl.section]
 
 
 def _plan(term: Term, by_name: dict[str, Term]) -> list[Term]:

@@ -22,15 +22,19 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="iface_command", metavar="ACTION")
     parser.set_defaults(func=lambda args: _usage(parser))
 
-    p = sub.add_parser("check", help="check every interface file and report each file's first "
-                       "problem (exit 2 if any file has one)")
+    p = sub.add_parser(
+        "check",
+        help="check every interface file and report each file's first "
+        "problem (exit 2 if any file has one)",
+    )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
-        "compile", help="generate <module>_perf.h and <module>_perf.c for each interface, "
+        "compile",
+        help="generate <module>_perf.h and <module>_perf.c for each interface, "
         "and keep its text in the interface store ($MPROF_IFACE_STORE, else "
-        "$XDG_CACHE_HOME/mprof/interfaces or ~/.cache/mprof/interfaces) under its digest"
+        "$XDG_CACHE_HOME/mprof/interfaces or ~/.cache/mprof/interfaces) under its digest",
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument(
@@ -55,7 +59,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument(
-        "--c", metavar="FILE.c", dest="c_file",
+        "--c",
+        metavar="FILE.c",
+        dest="c_file",
         help="write the C source of a shared library exporting papi_sde_hook_list_events "
         "(build it with -shared -fPIC ... -lsde) instead of printing the names",
     )
@@ -117,9 +123,11 @@ def _remember(path: str) -> None:
     try:
         registry.remember(Path(path).read_bytes())
     except OSError as exc:
-        print(f"mprof: warning: interface {path} not kept in the store {registry.store_dir()}: "
-              f"{exc.strerror or exc} ($MPROF_IFACE_STORE names another folder)",
-              file=sys.stderr)
+        print(
+            f"mprof: warning: interface {path} not kept in the store {registry.store_dir()}: "
+            f"{exc.strerror or exc} ($MPROF_IFACE_STORE names another folder)",
+            file=sys.stderr,
+        )
 
 
 def cmd_show(args) -> int:
@@ -154,8 +162,9 @@ def _show_tables(iface) -> None:
     for col in ("statistic", "type", "description"):
         table.add_column(col)
     for s in iface.statistics:
-        kind = s.type + (f", papi {s.papi_event}" if s.papi_event
-                         else ", measured" if s.measured else "")
+        kind = s.type + (
+            f", papi {s.papi_event}" if s.papi_event else ", measured" if s.measured else ""
+        )
         table.add_row(s.name, kind, s.description)
     console.print(table)
 

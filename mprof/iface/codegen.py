@@ -23,8 +23,7 @@ _TEMPLATES = Path(__file__).with_name("templates")
 # When the access declarations (M_ACCESS) compile in: they serve latency accounting, so
 # MPROF_NO_LATENCY drops them; MPROF_DISABLE (statistics off) drops them too unless the build
 # keeps latency accounting and says so with MPROF_KEEP_ACCESS (CMakeLists.txt).
-ACCESS_ON = ("!defined(MPROF_NO_LATENCY) && "
-             "(!defined(MPROF_DISABLE) || defined(MPROF_KEEP_ACCESS))")
+ACCESS_ON = "!defined(MPROF_NO_LATENCY) && (!defined(MPROF_DISABLE) || defined(MPROF_KEEP_ACCESS))"
 
 
 def _ccomment(text) -> str:
@@ -63,8 +62,9 @@ def term_c_expressions(iface: Interface) -> dict[str, str]:
     """Each term's definition as a C expression over `const <m>_stats_t *s`: another term is
     its own generated function."""
     m = iface.name
-    return term_expressions(iface, lambda stat: f"(double)s->{stat}",
-                            lambda term: f"{m}_term_{term}(s)")
+    return term_expressions(
+        iface, lambda stat: f"(double)s->{stat}", lambda term: f"{m}_term_{term}(s)"
+    )
 
 
 def render(iface: Interface) -> dict[str, str]:
@@ -107,10 +107,13 @@ def check_module_names(ifaces: list[Interface]) -> None:
                 line, column, what = _origin(iface, name)
                 _, _, first = _origin(other, name)
                 raise SourceError(
-                    iface.path, line, column,
+                    iface.path,
+                    line,
+                    column,
                     f"{what} of interface '{iface.name}' generates the C name {name}, which "
                     f"{first} of interface '{other.name}' ({other.path}) generates too: "
-                    "modules compiled together need distinct names (rename one)")
+                    "modules compiled together need distinct names (rename one)",
+                )
 
 
 def _declared_names(iface: Interface) -> set[str]:
@@ -125,11 +128,16 @@ def _origin(iface: Interface, name: str) -> tuple[int, int, str]:
     """Where a generated name comes from: the declaration whose name ends it (the longest),
     else the interface itself."""
     best = None
-    for kind, decls in (("statistic", iface.statistics), ("term", iface.declared_terms),
-                        ("category", iface.categories), ("access", iface.accesses)):
+    for kind, decls in (
+        ("statistic", iface.statistics),
+        ("term", iface.declared_terms),
+        ("category", iface.categories),
+        ("access", iface.accesses),
+    ):
         for decl in decls:
-            if name.endswith("_" + decl.name) and (best is None or
-                                                   len(decl.name) > len(best[1].name)):
+            if name.endswith("_" + decl.name) and (
+                best is None or len(decl.name) > len(best[1].name)
+            ):
                 best = (kind, decl)
     if best is None:
         return iface.line, iface.column, "the hook API"

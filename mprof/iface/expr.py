@@ -274,8 +274,12 @@ class BinOp(Expr):
 
     def key(self):
         first, rest = self.chain()
-        return ("bin", PRECEDENCE[self.op], first.key(),
-                tuple((op, operand.key()) for op, operand in rest))
+        return (
+            "bin",
+            PRECEDENCE[self.op],
+            first.key(),
+            tuple((op, operand.key()) for op, operand in rest),
+        )
 
 
 class Call(Expr):

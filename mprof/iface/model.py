@@ -143,9 +143,13 @@ class Interface:
             "name": self.name,
             "description": self.description,
             "statistics": [
-                {"name": s.name, "type": s.type, "measured": s.measured,
-                 "description": s.description,
-                 **({"papi": s.papi_event} if s.papi_event else {})}
+                {
+                    "name": s.name,
+                    "type": s.type,
+                    "measured": s.measured,
+                    "description": s.description,
+                    **({"papi": s.papi_event} if s.papi_event else {}),
+                }
                 for s in self.statistics
             ],
             "terms": [
@@ -174,9 +178,7 @@ def _lookup(stats: Mapping[str, float], values: dict[str, float], module: str):
         try:
             raw = stats[ref.name]
         except KeyError:
-            raise MprofError(
-                f"statistic '{ref.name}' of interface '{module}' is missing"
-            ) from None
+            raise MprofError(f"statistic '{ref.name}' of interface '{module}' is missing") from None
         try:
             return float(raw)
         except (TypeError, ValueError, OverflowError):

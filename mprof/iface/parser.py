@@ -105,8 +105,7 @@ class Parser:
     def close_block(self, opening: Token, what: str) -> Token:
         if self.tok.kind == EOF:
             raise self.error(
-                self.tok, f"the block opened on line {opening.line} is never closed "
-                "(missing '}')"
+                self.tok, f"the block opened on line {opening.line} is never closed (missing '}}')"
             )
         return self.expect("}", what)
 
@@ -145,8 +144,7 @@ class Parser:
             if self.tok.kind not in (EOF, NAME):
                 raise self.error(
                     self.tok,
-                    f"expected a {_NOUN[tok.text]} name or a section, "
-                    f"found {self.tok.describe()}",
+                    f"expected a {_NOUN[tok.text]} name or a section, found {self.tok.describe()}",
                 )
             if not section.decls:
                 raise self.error(tok, f"section '{tok.text}' declares nothing")
@@ -155,8 +153,11 @@ class Parser:
     def expect_description(self, name: Token, what: str) -> Token:
         if self.tok.kind != DESC and self.tok.kind != EOF and self.tok.line == name.line:
             # something else stands where the description belongs (`T : i64 : u64 -- ...`)
-            raise self.error(self.tok, f"expected a description ('-- text') after {what} "
-                             f"'{name.text}', found {self.tok.describe()}")
+            raise self.error(
+                self.tok,
+                f"expected a description ('-- text') after {what} "
+                f"'{name.text}', found {self.tok.describe()}",
+            )
         if self.tok.kind != DESC:
             raise self.error(
                 name, f"{what} '{name.text}' needs a description: '{name.text} -- text'"
@@ -168,12 +169,14 @@ class Parser:
         (perf::PERF_COUNT_HW_CACHE_MISSES, sde:::MPROF::rts::RemoteOp), names and colons
         written without spaces."""
         if self.tok.kind != NAME or self.tok.line != attr.line:
-            raise self.error(attr, "expected a PAPI event name after 'papi' (e.g. "
-                             "'papi PAPI_L1_DCM')")
+            raise self.error(
+                attr, "expected a PAPI event name after 'papi' (e.g. 'papi PAPI_L1_DCM')"
+            )
         first = self.advance()
         text, end = first.text, first.column + len(first.text)
-        while (self.tok.kind in (NAME, ":") and self.tok.line == first.line
-               and self.tok.column == end):
+        while (
+            self.tok.kind in (NAME, ":") and self.tok.line == first.line and self.tok.column == end
+        ):
             tok = self.advance()
             text += tok.text
             end = tok.column + len(tok.text)
@@ -196,13 +199,15 @@ class Parser:
             attr = self.advance()
             if section != "statistics":
                 raise self.error(
-                    attr, f"expected a description ('-- text') after {noun} '{name.text}', "
-                    f"found '{attr.text}'"
+                    attr,
+                    f"expected a description ('-- text') after {noun} '{name.text}', "
+                    f"found '{attr.text}'",
                 )
             if attr.text not in ATTRIBUTES:
                 raise self.error(
-                    attr, f"unknown statistic attribute '{attr.text}' (known: "
-                    f"{', '.join(ATTRIBUTES)}; a description starts with '--')"
+                    attr,
+                    f"unknown statistic attribute '{attr.text}' (known: "
+                    f"{', '.join(ATTRIBUTES)}; a description starts with '--')",
                 )
             if any(a.text == attr.text for a in attributes):
                 raise self.error(attr, f"attribute '{attr.text}' is given twice")
@@ -216,8 +221,7 @@ class Parser:
             if self.tok.kind != "{":
                 raise self.error(
                     name,
-                    f"term '{name.text}' needs a definition: "
-                    f"'{{ {name.text} = expression; }}'",
+                    f"term '{name.text}' needs a definition: '{{ {name.text} = expression; }}'",
                 )
             decl.block = self.advance()
             decl.def_name = self.expect_name("the defined term's name")
@@ -252,10 +256,13 @@ class Parser:
         if node.depth > MAX_DEPTH:
             note = ""
             if isinstance(node, Call) and len(node.args) > 2:
-                note = (f"; {node.func} of {len(node.args)} arguments counts "
-                        f"{(len(node.args) - 1).bit_length()} levels")
+                note = (
+                    f"; {node.func} of {len(node.args)} arguments counts "
+                    f"{(len(node.args) - 1).bit_length()} levels"
+                )
             raise self.source.error(
-                node.line, node.column,
+                node.line,
+                node.column,
                 f"expression is nested too deeply (limit {MAX_DEPTH}){note}",
             )
         return node

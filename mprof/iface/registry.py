@@ -119,8 +119,7 @@ def _has_digest(path: Path, wanted: str) -> bool:
         return False
 
 
-def find_by_digest(module: str, wanted: str,
-                   explicit: Iterable[str | Path] = ()) -> Path | None:
+def find_by_digest(module: str, wanted: str, explicit: Iterable[str | Path] = ()) -> Path | None:
     """The interface text with the digest `wanted` (a run profile's `interfaces[].digest`):
     the store's copy, else the MODULE.perf on the search path with that text, else None (an
     older or newer version of the file does not match)."""
@@ -134,8 +133,9 @@ def find_by_digest(module: str, wanted: str,
     return None
 
 
-def locate(module: str, recorded: Mapping[str, str] | None = None,
-           explicit: Iterable[str | Path] = ()) -> Path | None:
+def locate(
+    module: str, recorded: Mapping[str, str] | None = None, explicit: Iterable[str | Path] = ()
+) -> Path | None:
     """The interface of `module` for runs that record digests (`RunProfile.interfaces`,
     module -> digest): the file with the recorded text, else None; for runs without one, the
     first MODULE.perf on the search path."""
@@ -145,8 +145,9 @@ def locate(module: str, recorded: Mapping[str, str] | None = None,
     return find(module, explicit)
 
 
-def for_runs(module: str, recorded: Iterable[str | None],
-             explicit: Iterable[str | Path] = ()) -> tuple[Path | None, list[str]]:
+def for_runs(
+    module: str, recorded: Iterable[str | None], explicit: Iterable[str | Path] = ()
+) -> tuple[Path | None, list[str]]:
     """The interface of `module` for a set of runs, each with the digest its profile recorded
     for the module (None or "": a run recorded before profiles carried digests), and warnings.
 
@@ -161,26 +162,32 @@ def for_runs(module: str, recorded: Iterable[str | None],
     warnings: list[str] = []
     by_name = find(module, explicit)
     if len(digests) > 1:
-        warnings.append(f"the runs were recorded with {len(digests)} versions of interface "
-                        f"{module} (digests {', '.join(d[:12] for d in digests)}): their "
-                        f"statistics may not mean the same; using {by_name}")
+        warnings.append(
+            f"the runs were recorded with {len(digests)} versions of interface "
+            f"{module} (digests {', '.join(d[:12] for d in digests)}): their "
+            f"statistics may not mean the same; using {by_name}"
+        )
     if len(digests) != 1:
         return by_name, warnings
     wanted = digests[0]
     if by_name is not None and _digest_of(by_name) == wanted:
         return by_name, warnings
-    changed = (f"interface {module}: {by_name} has changed since the runs were recorded "
-               f"(digest {_digest_of(by_name)[:12]}, the runs' {wanted[:12]})"
-               if by_name is not None else
-               f"interface {module}: no {module}{SUFFIX} on the search path")
+    changed = (
+        f"interface {module}: {by_name} has changed since the runs were recorded "
+        f"(digest {_digest_of(by_name)[:12]}, the runs' {wanted[:12]})"
+        if by_name is not None
+        else f"interface {module}: no {module}{SUFFIX} on the search path"
+    )
     recorded_copy = find_by_digest(module, wanted, explicit)
     if recorded_copy is not None:
         warnings.append(f"{changed}; using the text they were recorded with, {recorded_copy}")
         return recorded_copy, warnings
     if by_name is not None:
-        warnings.append(f"{changed}, and the text they were recorded with is not in the "
-                        f"interface store ({store_dir()}) nor on the search path: using it, "
-                        "but its statistics and terms may not be the runs'")
+        warnings.append(
+            f"{changed}, and the text they were recorded with is not in the "
+            f"interface store ({store_dir()}) nor on the search path: using it, "
+            "but its statistics and terms may not be the runs'"
+        )
     return by_name, warnings
 
 
@@ -206,6 +213,22 @@ def describe(explicit: Iterable[str | Path] = ()) -> str:
     return ", ".join(str(d) for d in search_path(explicit))
 
 
-__all__ = ["ENV", "SOURCE_TREE", "STORE_ENV", "default_dirs", "describe", "digest", "env_dirs",
-           "find", "find_by_digest", "for_runs", "load_at", "locate", "remember", "search_path",
-           "source_tree_dirs", "store_dir", "stored"]
+__all__ = [
+    "ENV",
+    "SOURCE_TREE",
+    "STORE_ENV",
+    "default_dirs",
+    "describe",
+    "digest",
+    "env_dirs",
+    "find",
+    "find_by_digest",
+    "for_runs",
+    "load_at",
+    "locate",
+    "remember",
+    "search_path",
+    "source_tree_dirs",
+    "store_dir",
+    "stored",
+]

@@ -102,10 +102,11 @@ def _get(name: str, kind: str):
     function = getattr(fmt, kind, None) if fmt is not None else None
     if function is None:
         names = sorted(n for n, f in FORMATS.items() if getattr(f, kind) is not None)
-        raise MprofError(f"no {kind[:-1] if kind == 'write' else kind}er for format '{name}' "
-                         f"(known: {', '.join(names)})")
+        raise MprofError(
+            f"no {kind[:-1] if kind == 'write' else kind}er for format '{name}' "
+            f"(known: {', '.join(names)})"
+        )
     return function
 
 
-__all__ = ["FORMATS", "Format", "WriteOptions", "format_of", "read", "reader", "register",
-           "writer"]
+__all__ = ["FORMATS", "Format", "WriteOptions", "format_of", "read", "reader", "register", "writer"]

@@ -43,8 +43,10 @@ def write_extrap(runs: Sequence[RunProfile], target: Path | None, options: Write
         return ""
     text = "".join(lines)
     write_file(target, text, what="export")
-    return (f"exported {len(runs)} run(s) ({text.count(chr(10))} measurements) as Extra-P "
-            f"JSON Lines to {target}")
+    return (
+        f"exported {len(runs)} run(s) ({text.count(chr(10))} measurements) as Extra-P "
+        f"JSON Lines to {target}"
+    )
 
 
 def write_cube(runs: Sequence[RunProfile], target: Path | None, options: WriteOptions) -> str:
@@ -64,8 +66,7 @@ def write_csv(runs: Sequence[RunProfile], target: Path | None, options: WriteOpt
     return write_tables(runs, target, options, "csv")
 
 
-def write_parquet(runs: Sequence[RunProfile], target: Path | None,
-                  options: WriteOptions) -> str:
+def write_parquet(runs: Sequence[RunProfile], target: Path | None, options: WriteOptions) -> str:
     from .tables import write_tables
 
     return write_tables(runs, target, options, "parquet")

@@ -24,8 +24,16 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import MprofError
-from ..exports.calltree import (DESCRIPTIONS, METRICS, UNITS, Node, exclusive_values,
-                                model_params, numeric_params, run_tree)
+from ..exports.calltree import (
+    DESCRIPTIONS,
+    METRICS,
+    UNITS,
+    Node,
+    exclusive_values,
+    model_params,
+    numeric_params,
+    run_tree,
+)
 from ..files import make_folder, write_file
 from ..profile import RunProfile
 
@@ -38,18 +46,22 @@ def folder_name(coord: dict[str, float], repetition: int) -> str:
     parts = []
     for name, value in coord.items():
         if not _NAME.match(name) or name.startswith("r"):
-            raise MprofError(f"parameter '{name}' cannot be named in a CUBE experiment folder "
-                             "(letters and underscores only, not starting with 'r'); "
-                             "leave it out with --params")
+            raise MprofError(
+                f"parameter '{name}' cannot be named in a CUBE experiment folder "
+                "(letters and underscores only, not starting with 'r'); "
+                "leave it out with --params"
+            )
         if value < 0:
-            raise MprofError(f"parameter {name}={value}: a CUBE folder name holds no negative "
-                             "value")
+            raise MprofError(
+                f"parameter {name}={value}: a CUBE folder name holds no negative value"
+            )
         parts.append(f"{name}{value:g}")
     return "mprof." + ".".join(parts) + f".r{repetition}"
 
 
-def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
-                          params: list[str] | None = None) -> list[Path]:
+def write_cube_experiment(
+    runs: list[RunProfile], outdir: Path, measure: str, params: list[str] | None = None
+) -> list[Path]:
     names, _ = model_params(runs, params)
     if "npes" in names:  # first: no parameter name may start a ".r" (Extra-P's repetition)
         names = ["npes"] + [n for n in names if n != "npes"]
@@ -63,8 +75,11 @@ def write_cube_experiment(runs: list[RunProfile], outdir: Path, measure: str,
         folder = outdir / folder_name(coord, reps[key])
         make_folder(folder)
         path = folder / "profile.cubex"
-        write_file(path, cubex_bytes(run_tree(run, measure), len(run.pes), run, measure),
-                   what="CUBE profile")
+        write_file(
+            path,
+            cubex_bytes(run_tree(run, measure), len(run.pes), run, measure),
+            what="CUBE profile",
+        )
         written.append(path)
     return written
 
@@ -73,8 +88,14 @@ def cubex_bytes(tree: Node, npes: int, run: RunProfile, measure: str = "cpu") ->
     values = exclusive_values(tree, run, measure)
     nodes = [node for _, node in tree.walk()]  # pre-order: CUBE's exclusive enumeration
     files = {"anchor.xml": anchor_xml(tree, nodes, npes, run).encode()}
-    index = (b"CUBEX.INDEX" + struct.pack("<i", 1) + struct.pack("<h", 0) + b"\x00"
-             + struct.pack("<i", len(nodes)) + struct.pack(f"<{len(nodes)}i", *range(len(nodes))))
+    index = (
+        b"CUBEX.INDEX"
+        + struct.pack("<i", 1)
+        + struct.pack("<h", 0)
+        + b"\x00"
+        + struct.pack("<i", len(nodes))
+        + struct.pack(f"<{len(nodes)}i", *range(len(nodes)))
+    )
     for mid, metric in enumerate(METRICS):
         data = np.array([values[id(node)][metric] for node in nodes], dtype="<f8")
         files[f"{mid}.index"] = index
@@ -89,26 +110,34 @@ def cubex_bytes(tree: Node, npes: int, run: RunProfile, measure: str = "cpu") ->
 
 
 def anchor_xml(tree: Node, nodes: list[Node], npes: int, run: RunProfile) -> str:
-    out = ['<?xml version="1.0" encoding="UTF-8"?>', '<cube version="4.5">',
-           '<attr key="CUBE_CT_AGGR" value="SUM"/>',
-           f'<attr key="mprof::program" value="{escape(run.program, {chr(34): "&quot;"})}"/>',
-           "<doc><mirrors></mirrors></doc>", "<metrics>"]
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        '<cube version="4.5">',
+        '<attr key="CUBE_CT_AGGR" value="SUM"/>',
+        f'<attr key="mprof::program" value="{escape(run.program, {chr(34): "&quot;"})}"/>',
+        "<doc><mirrors></mirrors></doc>",
+        "<metrics>",
+    ]
     for mid, metric in enumerate(METRICS):
-        out.append(f'<metric id="{mid}" type="EXCLUSIVE"><disp_name>{metric}</disp_name>'
-                   f"<uniq_name>{metric}</uniq_name><dtype>DOUBLE</dtype>"
-                   f"<uom>{UNITS[metric]}</uom><url></url>"
-                   f"<descr>{escape(DESCRIPTIONS[metric])}</descr></metric>")
+        out.append(
+            f'<metric id="{mid}" type="EXCLUSIVE"><disp_name>{metric}</disp_name>'
+            f"<uniq_name>{metric}</uniq_name><dtype>DOUBLE</dtype>"
+            f"<uom>{UNITS[metric]}</uom><url></url>"
+            f"<descr>{escape(DESCRIPTIONS[metric])}</descr></metric>"
+        )
     out.append("</metrics>")
     out.append("<program>")
     regions: dict[str, int] = {}
     for node in nodes:
         if node.name not in regions:
             rid = regions[node.name] = len(regions)
-            out.append(f'<region id="{rid}" mod="" begin="-1" end="-1">'
-                       f"<name>{escape(node.name)}</name>"
-                       f"<mangled_name>{escape(node.name)}</mangled_name>"
-                       f"<paradigm>mprof</paradigm><role>{node.kind}</role><url></url>"
-                       f"<descr></descr></region>")
+            out.append(
+                f'<region id="{rid}" mod="" begin="-1" end="-1">'
+                f"<name>{escape(node.name)}</name>"
+                f"<mangled_name>{escape(node.name)}</mangled_name>"
+                f"<paradigm>mprof</paradigm><role>{node.kind}</role><url></url>"
+                f"<descr></descr></region>"
+            )
     ids = {id(node): i for i, node in enumerate(nodes)}
 
     def cnode(node: Node) -> str:
@@ -117,11 +146,14 @@ def anchor_xml(tree: Node, nodes: list[Node], npes: int, run: RunProfile) -> str
 
     out.append(cnode(tree))
     out.append("</program>")
-    out.append('<system><systemtreenode Id="0" class="machine"><name>machine</name>'
-               "<class>machine</class>")
+    out.append(
+        '<system><systemtreenode Id="0" class="machine"><name>machine</name><class>machine</class>'
+    )
     for pe in range(npes):
-        out.append(f'<locationgroup Id="{pe}"><name>PE {pe}</name><rank>{pe}</rank>'
-                   f'<type>process</type><location Id="{pe}"><name>PE {pe}</name>'
-                   f"<rank>0</rank><type>thread</type></location></locationgroup>")
+        out.append(
+            f'<locationgroup Id="{pe}"><name>PE {pe}</name><rank>{pe}</rank>'
+            f'<type>process</type><location Id="{pe}"><name>PE {pe}</name>'
+            f"<rank>0</rank><type>thread</type></location></locationgroup>"
+        )
     out.append("</systemtreenode></system></cube>")
     return "\n".join(out) + "\n"

@@ -28,12 +28,24 @@ def extrap_lines(runs: list[RunProfile], measure: str, params: list[str] | None 
     for run, tree in zip(runs, trees):
         values = numeric_params(run)
         coord = {n: _num(values[n]) for n in names}
-        have = {("->".join(path), m): sum(node.values[m])
-                for path, node in tree.walk() for m in applicable_metrics(node.kind)}
+        have = {
+            ("->".join(path), m): sum(node.values[m])
+            for path, node in tree.walk()
+            for m in applicable_metrics(node.kind)
+        }
         for callpath, metric in keys:
-            yield json.dumps({"params": coord, "callpath": callpath, "metric": metric,
-                              "value": have.get((callpath, metric), 0.0)},
-                             separators=(",", ":")) + "\n"
+            yield (
+                json.dumps(
+                    {
+                        "params": coord,
+                        "callpath": callpath,
+                        "metric": metric,
+                        "value": have.get((callpath, metric), 0.0),
+                    },
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
 
 
 def _num(x: float):

@@ -14,8 +14,9 @@ from ..profile import RunProfile
 from . import WriteOptions
 
 
-def write_tables(runs: Sequence[RunProfile], target: Path | None, options: WriteOptions,
-                 ext: str) -> str:
+def write_tables(
+    runs: Sequence[RunProfile], target: Path | None, options: WriteOptions, ext: str
+) -> str:
     """`options.tables` of the runs (cost_categories and fits need `options.model`) to
     `target`: a folder of NAME.EXT files, or for one table the file itself (None: CSV on
     standard output)."""
@@ -26,8 +27,10 @@ def write_tables(runs: Sequence[RunProfile], target: Path | None, options: Write
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise MprofError("--format parquet needs pyarrow: pip install pyarrow "
-                             "(scripts/bootstrap.sh installs it into .venv)") from None
+            raise MprofError(
+                "--format parquet needs pyarrow: pip install pyarrow "
+                "(scripts/bootstrap.sh installs it into .venv)"
+            ) from None
     tables = {}
     for name in names:
         if name == "cost_categories":

@@ -27,7 +27,20 @@ from .analysis import (
 )
 
 __all__ = [
-    "METRICS", "UNCLASSIFIED", "AccessLatency", "Chain", "DependenceGraph", "Edge",
-    "EnablerLatency", "LatencyRow", "access_latency_json", "build_graph", "chain_json",
-    "display_names", "find_chains", "pes_of", "rows_from_profile", "summarize",
+    "METRICS",
+    "UNCLASSIFIED",
+    "AccessLatency",
+    "Chain",
+    "DependenceGraph",
+    "Edge",
+    "EnablerLatency",
+    "LatencyRow",
+    "access_latency_json",
+    "build_graph",
+    "chain_json",
+    "display_names",
+    "find_chains",
+    "pes_of",
+    "rows_from_profile",
+    "summarize",
 ]

@@ -116,8 +116,9 @@ def access_order(rows: Iterable[LatencyRow], declared: Sequence[str] = ()) -> li
     return order + sorted(seen - set(order))
 
 
-def summarize(rows: Iterable[LatencyRow], declared: Sequence[str] = (),
-              pe: int | None = None) -> list[AccessLatency]:
+def summarize(
+    rows: Iterable[LatencyRow], declared: Sequence[str] = (), pe: int | None = None
+) -> list[AccessLatency]:
     """Per access category: latency summed over PEs (or of PE `pe` only), broken down by
     enabler.  Categories appear in `declared` order; only those that waited are listed."""
     rows = [r for r in rows if pe is None or r.pe == pe]
@@ -174,8 +175,14 @@ def display_names(nodes: Iterable[str]) -> dict[str, str]:
 # -- chains -------------------------------------------------------------------------------
 
 
-def find_chains(graph: DependenceGraph, metric: str = "observed", *, roots: int = 3,
-                min_fraction: float = 0.05, max_length: int = 32) -> list[Chain]:
+def find_chains(
+    graph: DependenceGraph,
+    metric: str = "observed",
+    *,
+    roots: int = 3,
+    min_fraction: float = 0.05,
+    max_length: int = 32,
+) -> list[Chain]:
     """Problematic chains of synchronization events (Wen 1995, §4.5.4).
 
     Starting from the `roots` access categories with the largest latency, every enabler that
@@ -190,7 +197,7 @@ def find_chains(graph: DependenceGraph, metric: str = "observed", *, roots: int 
     candidates = [n for n in graph.nodes if n != UNCLASSIFIED and graph.latency(n, metric) > 0]
     candidates.sort(key=lambda n: (-graph.latency(n, metric), graph.nodes.index(n)))
     found: list[Chain] = []
-    for root in candidates[:max(roots, 0)]:
+    for root in candidates[: max(roots, 0)]:
         total = graph.latency(root, metric)
         for first in graph.into(root, metric):
             weight = first.value(metric)
@@ -233,7 +240,7 @@ def _walk(graph, metric, root, first, min_fraction, max_length) -> Chain:
 
 def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
     n = len(inner)
-    return any(tuple(outer[i:i + n]) == tuple(inner) for i in range(len(outer) - n + 1))
+    return any(tuple(outer[i : i + n]) == tuple(inner) for i in range(len(outer) - n + 1))
 
 
 def _redundant(chain: Chain, found: list[Chain]) -> bool:
@@ -241,8 +248,12 @@ def _redundant(chain: Chain, found: list[Chain]) -> bool:
         if _contains(other.nodes, chain.nodes):
             return True
         # A closed cycle seen from another of its nodes (ENQ -> DEQ and DEQ -> ENQ).
-        if (chain.stop == other.stop == "cycle" and set(chain.nodes) == set(other.nodes)
-                and chain.closes_at == chain.nodes[-1] and other.closes_at == other.nodes[-1]):
+        if (
+            chain.stop == other.stop == "cycle"
+            and set(chain.nodes) == set(other.nodes)
+            and chain.closes_at == chain.nodes[-1]
+            and other.closes_at == other.nodes[-1]
+        ):
             return True
     return False
 
@@ -251,14 +262,33 @@ def _redundant(chain: Chain, found: list[Chain]) -> bool:
 
 
 def access_latency_json(items: Iterable[AccessLatency]) -> list[dict]:
-    return [{"access": a.access, "count": a.count, "observed_s": a.observed_s,
-             "critical_s": a.critical_s,
-             "enablers": [{"enabler": e.enabler, "count": e.count, "observed_s": e.observed_s,
-                           "critical_s": e.critical_s} for e in a.enablers]}
-            for a in items]
+    return [
+        {
+            "access": a.access,
+            "count": a.count,
+            "observed_s": a.observed_s,
+            "critical_s": a.critical_s,
+            "enablers": [
+                {
+                    "enabler": e.enabler,
+                    "count": e.count,
+                    "observed_s": e.observed_s,
+                    "critical_s": e.critical_s,
+                }
+                for e in a.enablers
+            ],
+        }
+        for a in items
+    ]
 
 
 def chain_json(chain: Chain, names: Mapping[str, str] | None = None) -> dict:
-    return {"chain": chain.name(names), "nodes": list(chain.nodes), "metric": chain.metric,
-            "latency_s": chain.latency, "edge_latencies_s": list(chain.edge_latencies),
-            "stop": chain.stop, "closes_at": chain.closes_at}
+    return {
+        "chain": chain.name(names),
+        "nodes": list(chain.nodes),
+        "metric": chain.metric,
+        "latency_s": chain.latency,
+        "edge_latencies_s": list(chain.edge_latencies),
+        "stop": chain.stop,
+        "closes_at": chain.closes_at,
+    }

@@ -23,23 +23,35 @@ def sec(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f} s"
 
 
-def latency_lines(metric: str, items: Sequence[AccessLatency], names: Mapping[str, str],
-                  decimals: int = 3, prefix: str = "") -> list[str]:
+def latency_lines(
+    metric: str,
+    items: Sequence[AccessLatency],
+    names: Mapping[str, str],
+    decimals: int = 3,
+    prefix: str = "",
+) -> list[str]:
     """One line per access category with a non-zero `metric` latency."""
     lines = []
     for a in items:
         if a.value(metric) <= 0:
             continue
-        parts = " ".join(f"{names.get(e.enabler, e.enabler)}: {sec(e.value(metric), decimals)}"
-                         for e in a.breakdown(metric))
-        lines.append(f"{prefix}{names.get(a.access, a.access)} = "
-                     f"{sec(a.value(metric), decimals)} -- {parts}".rstrip(" -"))
+        parts = " ".join(
+            f"{names.get(e.enabler, e.enabler)}: {sec(e.value(metric), decimals)}"
+            for e in a.breakdown(metric)
+        )
+        lines.append(
+            f"{prefix}{names.get(a.access, a.access)} = "
+            f"{sec(a.value(metric), decimals)} -- {parts}".rstrip(" -")
+        )
     return lines
 
 
-def latency_section(total: Sequence[AccessLatency], names: Mapping[str, str],
-                    per_pe: Mapping[int, Sequence[AccessLatency]] | None = None,
-                    decimals: int = 3) -> list[str]:
+def latency_section(
+    total: Sequence[AccessLatency],
+    names: Mapping[str, str],
+    per_pe: Mapping[int, Sequence[AccessLatency]] | None = None,
+    decimals: int = 3,
+) -> list[str]:
     out = []
     for metric, title in (("observed", "Observed"), ("critical", "Critical")):
         out.append(f"*** {title} Latency ***")
@@ -63,16 +75,17 @@ STOP_TEXT = {
 def chain_lines(chains: Sequence[Chain], names: Mapping[str, str], decimals: int = 3) -> list[str]:
     lines = []
     for i, c in enumerate(chains, 1):
-        why = STOP_TEXT.get(c.stop, c.stop).format(closes=names.get(c.closes_at or "",
-                                                                     c.closes_at))
+        why = STOP_TEXT.get(c.stop, c.stop).format(closes=names.get(c.closes_at or "", c.closes_at))
         steps = " ".join(fmt(w, decimals) for w in c.edge_latencies)
-        lines.append(f"{i}. {c.name(names)} = {sec(c.latency, decimals)}"
-                     f"  (edges: {steps} s; {why})")
+        lines.append(
+            f"{i}. {c.name(names)} = {sec(c.latency, decimals)}  (edges: {steps} s; {why})"
+        )
     return lines
 
 
-def chains_section(chains: Mapping[str, Sequence[Chain]], names: Mapping[str, str],
-                   decimals: int = 3) -> list[str]:
+def chains_section(
+    chains: Mapping[str, Sequence[Chain]], names: Mapping[str, str], decimals: int = 3
+) -> list[str]:
     out = []
     for metric, title in (("observed", "observed"), ("critical", "critical")):
         items = chains.get(metric, [])

@@ -41,16 +41,24 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
     iface = model.interface(module)  # parsed once from the text the model file carries
     info = model.interfaces[module]
     if [s.name for s in iface.statistics] != info.statistics:
-        raise MprofError(f"interface {info.path} changed since the model was fitted "
-                         "(its statistics differ); refit before exporting")
+        raise MprofError(
+            f"interface {info.path} changed since the model was fitted "
+            "(its statistics differ); refit before exporting"
+        )
 
     upper = f"{prefix.upper()}_{_ident(module).upper()}"
 
     def lets_for(names):
         """A local double per term the names need, dependencies first."""
-        return [f"const double {var} = {expr};" for var, expr in term_definitions(
-            iface, names, lambda stat: f"stats[{upper}_STAT_{_ident(stat)}]",
-            lambda term: f"v_{_ident(term)}")]
+        return [
+            f"const double {var} = {expr};"
+            for var, expr in term_definitions(
+                iface,
+                names,
+                lambda stat: f"stats[{upper}_STAT_{_ident(stat)}]",
+                lambda term: f"v_{_ident(term)}",
+            )
+        ]
 
     index = {name: i for i, name in enumerate(model.cov_names)}
     covnames = [t.name for t in iface.terms if f"{module}:{t.name}" in index]
@@ -59,17 +67,30 @@ def _module_context(model: Model, module: str, prefix: str) -> dict:
     categories = []
     for cat in iface.categories:
         if _ident(cat.name) in _MODULE_FUNCTIONS:
-            raise MprofError(f"interface {module}: category '{cat.name}' cannot be exported to "
-                             f"C: its function {prefix}_{_ident(module)}_{_ident(cat.name)} would "
-                             f"be one of the module's own ({', '.join(_MODULE_FUNCTIONS)}); "
-                             "rename the category and refit")
+            raise MprofError(
+                f"interface {module}: category '{cat.name}' cannot be exported to "
+                f"C: its function {prefix}_{_ident(module)}_{_ident(cat.name)} would "
+                f"be one of the module's own ({', '.join(_MODULE_FUNCTIONS)}); "
+                "rename the category and refit"
+            )
         # ignored terms cost nothing, and their values are not computed
-        names = [n for n in cat.terms
-                 if f"{module}:{n}" in model.values and f"{module}:{n}" not in model.ignored]
-        terms = [{"param": _double(model.values[f"{module}:{n}"]), "var": f"v_{_ident(n)}"}
-                 for n in names]
-        categories.append({"name": _ident(cat.name), "description": cat.description,
-                           "lets": lets_for(names), "terms": terms})
+        names = [
+            n
+            for n in cat.terms
+            if f"{module}:{n}" in model.values and f"{module}:{n}" not in model.ignored
+        ]
+        terms = [
+            {"param": _double(model.values[f"{module}:{n}"]), "var": f"v_{_ident(n)}"}
+            for n in names
+        ]
+        categories.append(
+            {
+                "name": _ident(cat.name),
+                "description": cat.description,
+                "lets": lets_for(names),
+                "terms": terms,
+            }
+        )
     return {
         "name": module,
         "path": info.path,
@@ -88,8 +109,11 @@ def export_c(model: Model, outdir: str | Path, prefix: str = "mpm") -> list[Path
         raise MprofError(f"prefix '{prefix}' is not a C identifier")
     outdir = Path(outdir)
     make_folder(outdir)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES),
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
     context = {
         "source": str(model.path or "model"),
         "prefix": prefix,
@@ -98,13 +122,16 @@ def export_c(model: Model, outdir: str | Path, prefix: str = "mpm") -> list[Path
         "modules": [_module_context(model, m, prefix) for m in model.interfaces],
         "params": list(model.cov_names),
         "covariance": [[_double(x) for x in row] for row in model.covariance],
-        "quantile": _double(model.t_quantile() if model.t_quantile() == model.t_quantile()
-                            else 0.0),
+        "quantile": _double(
+            model.t_quantile() if model.t_quantile() == model.t_quantile() else 0.0
+        ),
         "confidence_pct": 90,
     }
     written = []
-    for template, name in (("model.h.j2", f"{prefix}_model.h"),
-                           ("model.c.j2", f"{prefix}_model.c")):
+    for template, name in (
+        ("model.h.j2", f"{prefix}_model.h"),
+        ("model.c.j2", f"{prefix}_model.c"),
+    ):
         path = outdir / name
         write_file(path, env.get_template(template).render(context), what="C file")
         written.append(path)

@@ -15,35 +15,68 @@ from ..numbers import check_number
 
 # field -> kind, for the fields with a known meaning; every one may also be null
 QUALITY = {
-    "chi_square": "nonnegative", "sse": "nonnegative", "dof": "nonnegative",
-    "residual_se": "nonnegative", "noise_mre_percent": "number", "replicates": "text",
-    "run_test_mre_percent": "number", "lack_of_fit": "lack_of_fit", "t_quantile": "number",
-    "singular_values": "numbers", "rank": "count", "n_parameters": "count",
-    "n_samples": "count", "sample_mre_percent": "number", "n_test": "count",
+    "chi_square": "nonnegative",
+    "sse": "nonnegative",
+    "dof": "nonnegative",
+    "residual_se": "nonnegative",
+    "noise_mre_percent": "number",
+    "replicates": "text",
+    "run_test_mre_percent": "number",
+    "lack_of_fit": "lack_of_fit",
+    "t_quantile": "number",
+    "singular_values": "numbers",
+    "rank": "count",
+    "n_parameters": "count",
+    "n_samples": "count",
+    "sample_mre_percent": "number",
+    "n_test": "count",
     "test_mre_percent": "number",
 }
 LACK_OF_FIT = {
-    "pure_error_ss": "number", "pure_error_dof": "number", "lack_of_fit_ss": "number",
-    "lack_of_fit_dof": "number", "groups": "count", "f": "number", "p_value": "number",
+    "pure_error_ss": "number",
+    "pure_error_dof": "number",
+    "lack_of_fit_ss": "number",
+    "lack_of_fit_dof": "number",
+    "groups": "count",
+    "f": "number",
+    "p_value": "number",
 }
 SETTINGS = {
-    "granularity": "text", "replicates": "text", "measure": "text", "normalize": "bool",
-    "cutoff": "number", "confidence": "number", "select": "texts", "fit_databases": "texts",
+    "granularity": "text",
+    "replicates": "text",
+    "measure": "text",
+    "normalize": "bool",
+    "cutoff": "number",
+    "confidence": "number",
+    "select": "texts",
+    "fit_databases": "texts",
     "test_databases": "texts",
 }
 FLAGS = {"interval_contains_zero": "texts", "rank_deficient_terms": "text_lists"}
 INTERFACE = {
-    "path": "text", "relative_path": "text", "statistics": "texts", "terms": "texts",
-    "categories": "text_lists_map", "category_descriptions": "text_map",
+    "path": "text",
+    "relative_path": "text",
+    "statistics": "texts",
+    "terms": "texts",
+    "categories": "text_lists_map",
+    "category_descriptions": "text_map",
 }  # `source` is checked with the carried interface (Model.check_interfaces)
 PARAMETER = {"value": "number", "halfwidth": "nonnegative", "source": "text", "from": "text"}
-TOP = {"created_at": "text", "fitted": "texts", "covariance_parameters": "texts",
-       "ignored": "texts"}
+TOP = {
+    "created_at": "text",
+    "fitted": "texts",
+    "covariance_parameters": "texts",
+    "ignored": "texts",
+}
 
 _EXPECTED = {
-    "text": "a string", "bool": "true or false", "texts": "a list of strings",
-    "text_lists": "a list of lists of strings", "text_map": "an object of strings",
-    "text_lists_map": "an object of lists of strings", "object": "an object",
+    "text": "a string",
+    "bool": "true or false",
+    "texts": "a list of strings",
+    "text_lists": "a list of lists of strings",
+    "text_map": "an object of strings",
+    "text_lists_map": "an object of lists of strings",
+    "object": "an object",
 }
 
 
@@ -128,8 +161,10 @@ def _check_parameters(params, where: str) -> None:
         if "value" not in entry:
             raise MprofError(f"{where}.{name}: no 'value'")
         if entry.get("source") not in (None, "fit", "imported", "fixed"):
-            raise MprofError(f"{where}.{name}.source: expected \"fit\", \"imported\" or "
-                             f"\"fixed\", got {_show(entry['source'])}")
+            raise MprofError(
+                f'{where}.{name}.source: expected "fit", "imported" or '
+                f'"fixed", got {_show(entry["source"])}'
+            )
 
 
 def _check_covariance(data: dict, source: str) -> None:
@@ -137,10 +172,14 @@ def _check_covariance(data: dict, source: str) -> None:
     n = len(data.get("covariance_parameters", data["fitted"]))
     rows = data["covariance"]
     where = f"{source}: covariance"
-    if not isinstance(rows, list) or len(rows) != n \
-            or not all(isinstance(row, list) and len(row) == n for row in rows):
-        raise MprofError(f"{where}: expected a {n} x {n} matrix (one row and column per "
-                         "covariance parameter)")
+    if (
+        not isinstance(rows, list)
+        or len(rows) != n
+        or not all(isinstance(row, list) and len(row) == n for row in rows)
+    ):
+        raise MprofError(
+            f"{where}: expected a {n} x {n} matrix (one row and column per covariance parameter)"
+        )
     for i, row in enumerate(rows):
         for j, x in enumerate(row):
             check_number(x, f"{where}[{i}][{j}]")

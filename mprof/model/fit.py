@@ -107,8 +107,9 @@ class LackOfFit:
     def f_statistic(self) -> float:
         if self.lack_of_fit_dof <= 0 or self.pure_error_dof <= 0 or self.pure_error_ss <= 0:
             return float("nan")
-        return ((self.lack_of_fit_ss / self.lack_of_fit_dof)
-                / (self.pure_error_ss / self.pure_error_dof))
+        return (self.lack_of_fit_ss / self.lack_of_fit_dof) / (
+            self.pure_error_ss / self.pure_error_dof
+        )
 
     @property
     def p_value(self) -> float:
@@ -190,26 +191,34 @@ def mre(model: np.ndarray, measured: np.ndarray) -> float:
 def check_design(design: Design, what: str = "fit") -> None:
     """Reject inputs the fit cannot give a meaningful answer for, with the sample named."""
     if design.n == 0:
-        raise MprofError(f"{what}: no samples (are the databases empty, or does Select "
-                         "exclude every run?)")
+        raise MprofError(
+            f"{what}: no samples (are the databases empty, or does Select exclude every run?)"
+        )
     if design.A.shape != (design.n, design.m):
-        raise MprofError(f"{what}: design has shape {design.A.shape}, expected "
-                         f"({design.n}, {design.m})")
+        raise MprofError(
+            f"{what}: design has shape {design.A.shape}, expected ({design.n}, {design.m})"
+        )
     bad = ~np.isfinite(design.t)
     if bad.any():
-        raise MprofError(f"{what}: {design.labels[int(np.argmax(bad))]}: measured time is "
-                         f"{design.t[bad][0]} (not a finite number)")
+        raise MprofError(
+            f"{what}: {design.labels[int(np.argmax(bad))]}: measured time is "
+            f"{design.t[bad][0]} (not a finite number)"
+        )
     bad_rows, bad_cols = np.nonzero(~np.isfinite(design.A))
     if len(bad_rows):
         i, j = bad_rows[0], bad_cols[0]
-        raise MprofError(f"{what}: {design.labels[i]}: term {design.names[j]} evaluates to "
-                         f"{design.A[i, j]} (check the statistics it uses)")
+        raise MprofError(
+            f"{what}: {design.labels[i]}: term {design.names[j]} evaluates to "
+            f"{design.A[i, j]} (check the statistics it uses)"
+        )
     bad = design.t <= 0
     if bad.any():
         count = int(bad.sum())
-        raise MprofError(f"{what}: {design.labels[int(np.argmax(bad))]}: measured time is "
-                         f"{design.t[bad][0]}; times must be positive for relative errors and "
-                         f"normalisation ({count} such sample(s))")
+        raise MprofError(
+            f"{what}: {design.labels[int(np.argmax(bad))]}: measured time is "
+            f"{design.t[bad][0]}; times must be positive for relative errors and "
+            f"normalisation ({count} such sample(s))"
+        )
     if not np.isfinite(design.offset).all():
         raise MprofError(f"{what}: imported parameters give a non-finite contribution")
 
@@ -222,13 +231,16 @@ def check_normalized(design: Design, A: np.ndarray, B: np.ndarray) -> None:
         rows, cols = np.nonzero(~np.isfinite(scaled))
         if len(rows):
             i, j = rows[0], cols[0]
-            raise MprofError(f"fit: {design.labels[i]}: with Normalize on, term {names[j]} "
-                             f"({raw[i, j]:g}) divided by the measured time {design.t[i]:g} s "
-                             "overflows (are the times in seconds?)")
+            raise MprofError(
+                f"fit: {design.labels[i]}: with Normalize on, term {names[j]} "
+                f"({raw[i, j]:g}) divided by the measured time {design.t[i]:g} s "
+                "overflows (are the times in seconds?)"
+            )
 
 
-def solve(design: Design, options: FitOptions | None = None,
-          test: Design | None = None) -> FitResult:
+def solve(
+    design: Design, options: FitOptions | None = None, test: Design | None = None
+) -> FitResult:
     # Times of 1e308 s overflow the fit's arithmetic: its figures become inf or nan, which the
     # writers refuse by name (SaveModel, --json: mprof.report.jsonout); numpy's warnings about
     # it would only be noise on stderr.
@@ -243,8 +255,10 @@ def _solve(design: Design, options: FitOptions | None, test: Design | None) -> F
     if m == 0:
         raise MprofError("fit: no free parameters (every term is imported or ignored)")
     if n <= m:
-        raise MprofError(f"fit: {n} sample(s) for {m} free parameter(s); need more samples than "
-                         "parameters to estimate errors (add runs or ignore terms)")
+        raise MprofError(
+            f"fit: {n} sample(s) for {m} free parameter(s); need more samples than "
+            "parameters to estimate errors (add runs or ignore terms)"
+        )
     if not (0 <= options.cutoff < 1):
         raise MprofError(f"fit: cut-off must be in [0, 1), got {options.cutoff}")
 
@@ -296,8 +310,7 @@ def _solve(design: Design, options: FitOptions | None, test: Design | None) -> F
         imported=list(design.imported),
         options=options,
     )
-    result.zero_interval = [name for name, u, h in zip(design.names, x, halfwidths)
-                            if abs(u) <= h]
+    result.zero_interval = [name for name, u, h in zip(design.names, x, halfwidths) if abs(u) <= h]
     for j in np.nonzero(~keep)[0]:
         involved = [design.names[i] for i in np.nonzero(np.abs(Vt[j]) >= NULL_COMPONENT)[0]]
         result.null_groups.append(involved)
@@ -325,8 +338,9 @@ def column_norms(A: np.ndarray) -> np.ndarray:
     return np.where(norms > 0, norms, 1.0)
 
 
-def joint_covariance(P: np.ndarray, B: np.ndarray, fitted_cov: np.ndarray,
-                     imported_cov: np.ndarray) -> np.ndarray:
+def joint_covariance(
+    P: np.ndarray, B: np.ndarray, fitted_cov: np.ndarray, imported_cov: np.ndarray
+) -> np.ndarray:
     """Covariance of (fitted, imported) parameters: the fit's own scatter plus what the
     imported parameters' uncertainty does to the fitted ones (x = P (y - B c_imp))."""
     k = imported_cov.shape[0]
@@ -358,8 +372,9 @@ def lack_of_fit(residual: np.ndarray, groups: list[str] | None, rank: int) -> La
         return None
     pure = sum(float(np.sum((residual[ix] - residual[ix].mean()) ** 2)) for ix in index)
     total = float(residual @ residual)
-    return LackOfFit(pure, len(groups) - len(index), max(total - pure, 0.0),
-                     len(index) - rank, len(index))
+    return LackOfFit(
+        pure, len(groups) - len(index), max(total - pure, 0.0), len(index) - rank, len(index)
+    )
 
 
 def replicate_mre(t: np.ndarray, groups: list[str] | None) -> float | None:

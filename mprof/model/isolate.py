@@ -71,15 +71,23 @@ def run_isolated(script: str, fn: Callable[[], T]) -> T:
             name = signal.Signals(sig).name
         except ValueError:
             name = f"signal {sig}"
-        cause = ("Tcl gave up: its message is above (a value past Tcl's 2 GB limit, or "
-                 "memory it could not get)" if sig == signal.SIGABRT else
-                 "The system ended it (out of memory?)" if sig == signal.SIGKILL else
-                 "A crash in the interpreter")
-        raise ScriptKilled(f"{script}: the script's interpreter died ({name}). {cause}. "
-                           "Fits before that point were printed and saved (SaveModel).")
+        cause = (
+            "Tcl gave up: its message is above (a value past Tcl's 2 GB limit, or "
+            "memory it could not get)"
+            if sig == signal.SIGABRT
+            else "The system ended it (out of memory?)"
+            if sig == signal.SIGKILL
+            else "A crash in the interpreter"
+        )
+        raise ScriptKilled(
+            f"{script}: the script's interpreter died ({name}). {cause}. "
+            "Fits before that point were printed and saved (SaveModel)."
+        )
     if result is None:  # exited without a word: only a bug of ours does that
-        raise MprofError(f"{script}: the modeling script's process ended (exit status "
-                         f"{os.WEXITSTATUS(status)}) without a result")
+        raise MprofError(
+            f"{script}: the modeling script's process ended (exit status "
+            f"{os.WEXITSTATUS(status)}) without a result"
+        )
     kind, value = result
     if kind == "ok":
         return value

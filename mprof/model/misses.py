@@ -33,13 +33,19 @@ class Miss:
         return self.predicted / self.measured - 1 if self.measured else float("inf")
 
     def to_json(self) -> dict:
-        return {"set": self.which, "sample": self.label, "config": self.config,
-                "predicted_s": self.predicted, "measured_s": self.measured,
-                # null where the measured time rounds to zero beside the prediction (1e-300
-                # s): the error is then past any number JSON holds
-                "error_pct": 100 * self.error if math.isfinite(self.error) else None,
-                "runs": None if self.runs is None else
-                {"min_s": self.runs[0], "max_s": self.runs[1], "count": self.runs[2]}}
+        return {
+            "set": self.which,
+            "sample": self.label,
+            "config": self.config,
+            "predicted_s": self.predicted,
+            "measured_s": self.measured,
+            # null where the measured time rounds to zero beside the prediction (1e-300
+            # s): the error is then past any number JSON holds
+            "error_pct": 100 * self.error if math.isfinite(self.error) else None,
+            "runs": None
+            if self.runs is None
+            else {"min_s": self.runs[0], "max_s": self.runs[1], "count": self.runs[2]},
+        }
 
 
 def _split(group: str) -> tuple[dict, str]:
@@ -68,12 +74,13 @@ def describe(groups: list[str]) -> list[str]:
     for config, _ in parsed:
         keys.extend(k for k in config if k not in keys)
     varying = [k for k in keys if len({json.dumps(c.get(k)) for c, _ in parsed}) > 1]
-    return [" ".join([*(f"{k}={c.get(k)}" for k in varying), pe]).strip() or "(one configuration)"
-            for c, pe in parsed]
+    return [
+        " ".join([*(f"{k}={c.get(k)}" for k in varying), pe]).strip() or "(one configuration)"
+        for c, pe in parsed
+    ]
 
 
-def find(which: str, design: Design, result: FitResult,
-         every: Design | None = None) -> list[Miss]:
+def find(which: str, design: Design, result: FitResult, every: Design | None = None) -> list[Miss]:
     """Every sample of `design` with its prediction; `every` holds all repetitions (the
     design before Replicates picked one per configuration; None: `design` holds them all),
     for their spread."""
@@ -87,34 +94,50 @@ def find(which: str, design: Design, result: FitResult,
     out = []
     for label, group, config, p, t in zip(design.labels, groups, configs, predicted, design.t):
         runs = spread.get(group)
-        out.append(Miss(which, label, config, float(p), float(t),
-                        (min(runs), max(runs), len(runs)) if runs else None))
+        out.append(
+            Miss(
+                which,
+                label,
+                config,
+                float(p),
+                float(t),
+                (min(runs), max(runs), len(runs)) if runs else None,
+            )
+        )
     return out
 
 
 def largest(misses: list[Miss], n: int) -> list[Miss]:
     """The n largest relative misses, largest first."""
-    return sorted(misses, key=lambda m: -abs(m.error))[:max(n, 0)]
+    return sorted(misses, key=lambda m: -abs(m.error))[: max(n, 0)]
 
 
 def worst_per_set(misses: list[Miss], n: int) -> list[tuple[str, list[Miss]]]:
     """The n largest misses of the test samples, then of the fit samples (sets with none
     left out)."""
-    sets = [(which, largest([m for m in misses if m.which == which], n))
-            for which in ("test", "fit")]
+    sets = [
+        (which, largest([m for m in misses if m.which == which], n)) for which in ("test", "fit")
+    ]
     return [(which, worst) for which, worst in sets if worst]
 
 
 def format_lines(misses: list[Miss], n: int) -> list[str]:
     lines = []
     for which, worst in worst_per_set(misses, n):
-        lines += ["", f"Largest misses ({which} samples): error, predicted / measured s, "
-                  "the configuration's repetitions, sample, configuration"]
+        lines += [
+            "",
+            f"Largest misses ({which} samples): error, predicted / measured s, "
+            "the configuration's repetitions, sample, configuration",
+        ]
         for m in worst:
-            runs = (f"runs {m.runs[0]:.4g}-{m.runs[1]:.4g} ({m.runs[2]})"
-                    if m.runs and m.runs[2] > 1 else "one run")
-            lines.append(f"  {percent_of(m.error, '+.1f'):>9}  {m.predicted:.4g} / "
-                         f"{m.measured:.4g}  "
-                         f"{runs}  {m.label}  {m.config}")
+            runs = (
+                f"runs {m.runs[0]:.4g}-{m.runs[1]:.4g} ({m.runs[2]})"
+                if m.runs and m.runs[2] > 1
+                else "one run"
+            )
+            lines.append(
+                f"  {percent_of(m.error, '+.1f'):>9}  {m.predicted:.4g} / "
+                f"{m.measured:.4g}  "
+                f"{runs}  {m.label}  {m.config}"
+            )
     return lines
-

@@ -35,8 +35,16 @@ from .fit import t_quantile
 from .pricing import Estimate, Estimates, cost, known_cost, variance
 from .terms import TermEvaluator, TermMatrix, lacking_statistics
 
-__all__ = ["Estimate", "Estimates", "FIXED", "Model", "ModuleInfo", "TermMatrix", "load_model",
-           "missing_text"]
+__all__ = [
+    "Estimate",
+    "Estimates",
+    "FIXED",
+    "Model",
+    "ModuleInfo",
+    "TermMatrix",
+    "load_model",
+    "missing_text",
+]
 
 SCHEMA = "mprof.model"
 FIXED = "(fixed by the script)"  # Model.imported source of a FixParameter value
@@ -55,9 +63,14 @@ class ModuleInfo:
     source: str | None = None  # the interface's text (None in version 1 files)
 
     def to_json(self, base: Path | None) -> dict:
-        out = {"path": self.path, "statistics": self.statistics, "terms": self.terms,
-               "categories": self.categories, "category_descriptions": self.descriptions,
-               "source": self.source}
+        out = {
+            "path": self.path,
+            "statistics": self.statistics,
+            "terms": self.terms,
+            "categories": self.categories,
+            "category_descriptions": self.descriptions,
+            "source": self.source,
+        }
         if base is not None:
             out["relative_path"] = os.path.relpath(self.path, base)
         return out
@@ -68,9 +81,15 @@ class ModuleInfo:
         rel = data.get("relative_path")
         if base is not None and rel and not Path(path).exists() and (base / rel).exists():
             path = str((base / rel).resolve())
-        return cls(module, path, list(data["statistics"]), list(data["terms"]),
-                   {k: list(v) for k, v in data["categories"].items()},
-                   dict(data.get("category_descriptions", {})), data.get("source"))
+        return cls(
+            module,
+            path,
+            list(data["statistics"]),
+            list(data["terms"]),
+            {k: list(v) for k, v in data["categories"].items()},
+            dict(data.get("category_descriptions", {})),
+            data.get("source"),
+        )
 
     @classmethod
     def from_interface(cls, iface, path: str, source: str | None = None) -> "ModuleInfo":
@@ -146,13 +165,16 @@ class Model:
         if path.is_dir():
             raise MprofError(f"{path}: is a directory; SaveModel needs a file name")
         # a fit that overflowed is refused, naming the figure, before anything is written
-        text = dumps(self.to_json(path.resolve().parent), f"cannot save model {path}",
-                     "the model was not saved", indent=2)
+        text = dumps(
+            self.to_json(path.resolve().parent),
+            f"cannot save model {path}",
+            "the model was not saved",
+            indent=2,
+        )
         if path.is_dir():
             raise MprofError(f"{path} is a directory, not a model file")
         if not path.parent.is_dir():
-            raise MprofError(f"cannot write model {path}: the folder {path.parent} does not "
-                             "exist")
+            raise MprofError(f"cannot write model {path}: the folder {path.parent} does not exist")
         write_file(path, text + "\n", what="model", make_parents=False)  # never half-written
         self.path = path
 
@@ -161,24 +183,29 @@ class Model:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise MprofError(f"{source}: not an mprof model file (schema is not '{SCHEMA}')")
         if data.get("version") not in READABLE_VERSIONS:
-            raise MprofError(f"{source}: model version {data.get('version')} is not supported "
-                             f"(this mprof reads versions {READABLE_VERSIONS})")
+            raise MprofError(
+                f"{source}: model version {data.get('version')} is not supported "
+                f"(this mprof reads versions {READABLE_VERSIONS})"
+            )
         check_model_data(data, source)  # every field's type, named by its path
         try:
             params = data["parameters"]
             fitted = list(data["fitted"])
             cov_names = list(data.get("covariance_parameters", fitted))
-            cov = np.array(data["covariance"], dtype=float).reshape(len(cov_names),
-                                                                    len(cov_names))
+            cov = np.array(data["covariance"], dtype=float).reshape(len(cov_names), len(cov_names))
             for key, names in (("fitted", fitted), ("covariance_parameters", cov_names)):
                 for name in names:
                     if name not in params:
-                        raise MprofError(f"{source}: parameters: missing '{name}' (listed in "
-                                         f"{key}): the file was cut or edited")
+                        raise MprofError(
+                            f"{source}: parameters: missing '{name}' (listed in "
+                            f"{key}): the file was cut or edited"
+                        )
             for k, v in params.items():
                 if "halfwidth" not in v:  # every writer gives it, null where there is none
-                    raise MprofError(f"{source}: parameters.{k}: missing 'halfwidth' (its 90 % "
-                                     "interval; null where it has none)")
+                    raise MprofError(
+                        f"{source}: parameters.{k}: missing 'halfwidth' (its 90 % "
+                        "interval; null where it has none)"
+                    )
                 check_number(v["value"], f"{source}: parameters.{k}.value")
                 if v.get("halfwidth") is not None:
                     check_number(v["halfwidth"], f"{source}: parameters.{k}.halfwidth", low=0.0)
@@ -186,24 +213,32 @@ class Model:
                 raise MprofError(f"{source}: covariance: not every entry is a finite number")
             return cls(
                 values={k: float(v["value"]) for k, v in params.items()},
-                halfwidths={k: (float("nan") if v.get("halfwidth") is None
-                                else float(v["halfwidth"])) for k, v in params.items()},
+                halfwidths={
+                    k: (float("nan") if v.get("halfwidth") is None else float(v["halfwidth"]))
+                    for k, v in params.items()
+                },
                 fitted=fitted,
                 covariance=cov,
                 cov_names=cov_names,
-                imported={k: (FIXED if v.get("source") == "fixed" else v.get("from", ""))
-                          for k, v in params.items() if v.get("source") in ("imported", "fixed")},
+                imported={
+                    k: (FIXED if v.get("source") == "fixed" else v.get("from", ""))
+                    for k, v in params.items()
+                    if v.get("source") in ("imported", "fixed")
+                },
                 ignored=list(data.get("ignored", [])),
                 quality=dict(data.get("quality", {})),
-                interfaces={m: ModuleInfo.from_json(m, info, base)
-                            for m, info in data.get("interfaces", {}).items()},
+                interfaces={
+                    m: ModuleInfo.from_json(m, info, base)
+                    for m, info in data.get("interfaces", {}).items()
+                },
                 settings=dict(data.get("settings", {})),
                 flags=dict(data.get("flags", {})),
                 created_at=data.get("created_at", ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise MprofError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") \
-                from None
+            raise MprofError(
+                f"{source}: malformed model file ({type(exc).__name__}: {exc})"
+            ) from None
 
     # -- evaluation -------------------------------------------------------------------------
 
@@ -211,8 +246,10 @@ class Model:
         """The module's parsed interface: from the text the file carries, else (version 1)
         from the recorded path."""
         if module not in self.interfaces:
-            raise MprofError(f"the model has no module '{module}' "
-                             f"(modules: {', '.join(self.interfaces) or 'none'})")
+            raise MprofError(
+                f"the model has no module '{module}' "
+                f"(modules: {', '.join(self.interfaces) or 'none'})"
+            )
         if module not in self._ifaces:
             from ..iface import parse_interface, registry
 
@@ -231,29 +268,36 @@ class Model:
             if info.source is None:
                 continue
             if not isinstance(info.source, str):
-                raise MprofError(f"{source}: interfaces.{module}.source: the interface text of "
-                                 f"module '{module}' that the model file carries is not text "
-                                 "(the file is damaged); refit the model or restore the file")
+                raise MprofError(
+                    f"{source}: interfaces.{module}.source: the interface text of "
+                    f"module '{module}' that the model file carries is not text "
+                    "(the file is damaged); refit the model or restore the file"
+                )
             try:
                 iface = self.interface(module)
             except MprofError as exc:
                 detail = str(exc)
                 if isinstance(exc, SourceError):
-                    detail = (f"line {exc.line}, column {exc.column} of that text: "
-                              f"{exc.message}")
-                raise MprofError(f"{source}: interfaces.{module}.source: the interface text of "
-                                 f"module '{module}' that the model file carries is damaged "
-                                 f"({detail}); refit the model or restore the file") from None
+                    detail = f"line {exc.line}, column {exc.column} of that text: {exc.message}"
+                raise MprofError(
+                    f"{source}: interfaces.{module}.source: the interface text of "
+                    f"module '{module}' that the model file carries is damaged "
+                    f"({detail}); refit the model or restore the file"
+                ) from None
             stats = [s.name for s in iface.statistics]
             terms = [t.name for t in iface.terms]
             if set(stats) != set(info.statistics) or set(terms) != set(info.terms):
-                raise MprofError(f"{source}: interfaces.{module}: the interface text the model "
-                                 "file carries does not declare the statistics and terms the "
-                                 "file records for it (the file is damaged); refit the model "
-                                 "or restore the file")
+                raise MprofError(
+                    f"{source}: interfaces.{module}: the interface text the model "
+                    "file carries does not declare the statistics and terms the "
+                    "file records for it (the file is damaged); refit the model "
+                    "or restore the file"
+                )
             if iface.name != module:
-                raise MprofError(f"{source}: interfaces.{module}: the carried interface text "
-                                 f"is of module '{iface.name}' (the file is damaged)")
+                raise MprofError(
+                    f"{source}: interfaces.{module}: the carried interface text "
+                    f"is of module '{iface.name}' (the file is damaged)"
+                )
 
     def _evaluator(self, modules: Iterable[str]) -> TermEvaluator:
         """The term evaluator of the model's interfaces of `modules` (parsed on first use)."""
@@ -279,23 +323,27 @@ class Model:
         mprof.profile.ObjectRecord) of the modules the model has; one column per term of those
         modules.  A term that needs a statistic the run could not count (an absent PAPI
         statistic, mprof.model.terms) cannot be priced: an error when the model prices it."""
-        samples = [[obj for obj in records if obj.module in self.interfaces]
-                   for records in samples]
-        matrix = self._evaluator(obj.module for records in samples for obj in records) \
-            .matrix(samples)
+        samples = [[obj for obj in records if obj.module in self.interfaces] for records in samples]
+        matrix = self._evaluator(obj.module for records in samples for obj in records).matrix(
+            samples
+        )
         for name, why in matrix.absent.items():
             if name in self.values and name not in self.ignored:
-                raise MprofError(f"{why}: the model prices that term (parameter {name}), so "
-                                 "the run cannot be priced without it; price it with a model "
-                                 "fitted without the term (IgnoreTerm)")
+                raise MprofError(
+                    f"{why}: the model prices that term (parameter {name}), so "
+                    "the run cannot be priced without it; price it with a model "
+                    "fitted without the term (IgnoreTerm)"
+                )
         return matrix
 
     def term_values(self, module: str, stats: Mapping[str, float]) -> dict[str, float]:
         """Term name -> value for one statistics record of `module`."""
         self.interface(module)  # a module the model lacks is an error, not an empty record
         record = _Record(module, stats)
-        return {name.split(":", 1)[1]: value
-                for name, value in self.term_matrix([[record]]).row(0).items()}
+        return {
+            name.split(":", 1)[1]: value
+            for name, value in self.term_matrix([[record]]).row(0).items()
+        }
 
     def priced_terms(self, objects: Iterable) -> dict[str, float]:
         """Parameter name -> term value summed over statistics records (anything with
@@ -320,9 +368,11 @@ class Model:
         # (then any outside the covariance: imported into a version 1 file)
         outside = [n for n in priced if n not in self._index]
         known = [n for n in self.cov_names if n not in fitted and n in priced] + outside
-        seconds = cost(matrix.columns(fitted), np.array([self.values[n] for n in fitted]),
-                       known_cost(matrix.columns(known),
-                                  np.array([self.values[n] for n in known])))
+        seconds = cost(
+            matrix.columns(fitted),
+            np.array([self.values[n] for n in fitted]),
+            known_cost(matrix.columns(known), np.array([self.values[n] for n in known])),
+        )
         f = matrix.columns(self.cov_names)
         f[:, [self._index[n] for n in self.cov_names if n not in priced]] = 0.0
         spread = variance(f, self.covariance) + self._uncorrelated_variance(matrix, outside)
@@ -354,15 +404,20 @@ class Model:
                 out[cat] = names
         return out
 
-    def price_categories(self, module: str, terms: Mapping[str, float] | TermMatrix
-                         ) -> dict[str, Estimate | Estimates]:
+    def price_categories(
+        self, module: str, terms: Mapping[str, float] | TermMatrix
+    ) -> dict[str, Estimate | Estimates]:
         """Category -> priced cost, for one module's term values (parameter names as keys, or
         a TermMatrix: every row at once)."""
         if isinstance(terms, TermMatrix):
-            return {cat: self.price(terms.restrict(names))
-                    for cat, names in self.categories_of(module).items()}
-        return {cat: self.price({n: terms.get(n, 0.0) for n in names})
-                for cat, names in self.categories_of(module).items()}
+            return {
+                cat: self.price(terms.restrict(names))
+                for cat, names in self.categories_of(module).items()
+            }
+        return {
+            cat: self.price({n: terms.get(n, 0.0) for n in names})
+            for cat, names in self.categories_of(module).items()
+        }
 
     def residual_variance(self, sample_times: Iterable[float]) -> float:
         """Variance of the fit's residual scatter summed over samples of the given model times
@@ -432,8 +487,10 @@ def _locate(text: str, token: str) -> tuple[int, int]:
 def missing_text(module: str, names: list[str]) -> str:
     """The warning about statistics a run lacks (Model.missing_statistics)."""
     shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-    return (f"module {module}: the run lacks statistic(s) {shown} of the model's interface "
-            f"(recorded with another version of {module}.perf?); they are priced as 0")
+    return (
+        f"module {module}: the run lacks statistic(s) {shown} of the model's interface "
+        f"(recorded with another version of {module}.perf?); they are priced as 0"
+    )
 
 
 def load_model(path: str | Path) -> Model:
@@ -441,12 +498,15 @@ def load_model(path: str | Path) -> Model:
     text = None
     try:
         text = read_bytes(path, "model").decode("utf-8")
-        data = jsontext.loads(text, str(path), parse_float=_finite_float,
-                              parse_constant=_refuse_constant)
+        data = jsontext.loads(
+            text, str(path), parse_float=_finite_float, parse_constant=_refuse_constant
+        )
     except _NonFinite as exc:
         line, column = _locate(text, exc.token)
-        raise MprofError(f"{path}:{line}:{column}: {exc.token} is not a finite number; a model "
-                         "file holds finite parameters only (refit, or fix the file)") from None
+        raise MprofError(
+            f"{path}:{line}:{column}: {exc.token} is not a finite number; a model "
+            "file holds finite parameters only (refit, or fix the file)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise MprofError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except UnicodeDecodeError:

@@ -39,10 +39,11 @@ def _g(value: float, unit: str = "") -> str:
 
 def _residual_line(r) -> str:
     unit = "relative" if r.options.normalize else "seconds"
-    se = (percent_of(r.residual_se, ".3g", "%") if r.options.normalize
-          else _g(r.residual_se, " s"))
-    return (f"Residual standard error: {se} ({unit}, {r.dof} degrees of freedom); "
-            f"t(0.95; {r.dof}) = {r.t_quantile:.4f}")
+    se = percent_of(r.residual_se, ".3g", "%") if r.options.normalize else _g(r.residual_se, " s")
+    return (
+        f"Residual standard error: {se} ({unit}, {r.dof} degrees of freedom); "
+        f"t(0.95; {r.dof}) = {r.t_quantile:.4f}"
+    )
 
 
 def _noise_lines(r) -> list[str]:
@@ -50,23 +51,33 @@ def _noise_lines(r) -> list[str]:
     lof = r.lack_of_fit
     if lof is None and r.replicates != "all" and r.noise_mre is not None:
         which = {"median": "median", "min": "fastest"}[r.replicates]
-        return [f"Replicate noise floor (MRE of each run against its replicates' mean): "
-                f"{mre_text(r.noise_mre)}",
-                f"Samples are each configuration's {which} run (Replicates {r.replicates}): no "
-                "lack-of-fit test"]
+        return [
+            f"Replicate noise floor (MRE of each run against its replicates' mean): "
+            f"{mre_text(r.noise_mre)}",
+            f"Samples are each configuration's {which} run (Replicates {r.replicates}): no "
+            "lack-of-fit test",
+        ]
     if lof is None:
-        return ["Lack of fit: no replicated configurations (repeat runs to tell noise from "
-                "model error)"]
-    lines = [f"Replicate noise floor (MRE of each sample against its replicates' mean): "
-             f"{mre_text(r.noise_mre)}",
-             f"Pure error: {percent_of(lof.noise_share, '.1f', '%')} of the residual sum of "
-             "squares "
-             f"({lof.groups} configurations, {lof.pure_error_dof} replicate degrees of freedom)"]
+        return [
+            "Lack of fit: no replicated configurations (repeat runs to tell noise from model error)"
+        ]
+    lines = [
+        f"Replicate noise floor (MRE of each sample against its replicates' mean): "
+        f"{mre_text(r.noise_mre)}",
+        f"Pure error: {percent_of(lof.noise_share, '.1f', '%')} of the residual sum of "
+        "squares "
+        f"({lof.groups} configurations, {lof.pure_error_dof} replicate degrees of freedom)",
+    ]
     if lof.p_value == lof.p_value:
-        verdict = ("the model misses something the noise does not explain"
-                   if lof.p_value < 0.01 else "the remaining error is consistent with noise")
-        lines.append(f"Lack-of-fit F test: F({lof.lack_of_fit_dof}, {lof.pure_error_dof}) = "
-                     f"{lof.f_statistic:.3g}, p = {lof.p_value:.3g}: {verdict}")
+        verdict = (
+            "the model misses something the noise does not explain"
+            if lof.p_value < 0.01
+            else "the remaining error is consistent with noise"
+        )
+        lines.append(
+            f"Lack-of-fit F test: F({lof.lack_of_fit_dof}, {lof.pure_error_dof}) = "
+            f"{lof.f_statistic:.3g}, p = {lof.p_value:.3g}: {verdict}"
+        )
     return lines
 
 
@@ -97,7 +108,8 @@ def format_text(outcome: FitOutcome, misses: int = 0) -> str:
         for name in names:
             half = model.halfwidths.get(name)
             text = f"{name}: {_g(model.values[name])}" + (
-                f" +- {_g(half)}" if half is not None else "")
+                f" +- {_g(half)}" if half is not None else ""
+            )
             notes = parameter_notes(model, name)
             lines.append(text + (f"   [{'; '.join(notes)}]" if notes else ""))
     if model.ignored:
@@ -127,6 +139,7 @@ def format_json(outcome: FitOutcome, misses: int = 0) -> str:
     data = outcome.model.to_json()
     data["warnings"] = outcome.warnings
     if misses > 0:
-        data["misses"] = [m.to_json() for _, worst in worst_per_set(outcome.misses(), misses)
-                          for m in worst]
+        data["misses"] = [
+            m.to_json() for _, worst in worst_per_set(outcome.misses(), misses) for m in worst
+        ]
     return dumps(data, "fit")

@@ -28,8 +28,9 @@ class RunSet:
     modules: frozenset[str] = frozenset()  # every module those databases record
 
     @classmethod
-    def from_databases(cls, databases: Iterable[str | Path],
-                       where: Sequence[Condition] = ()) -> RunSet:
+    def from_databases(
+        cls, databases: Iterable[str | Path], where: Sequence[Condition] = ()
+    ) -> RunSet:
         """The runs of the databases that match every condition, database by database."""
         paths = list(databases)
         runs: list[RunProfile] = []
@@ -48,8 +49,7 @@ class RunSet:
     def without(self, runs: Iterable[RunProfile]) -> RunSet:
         """The set less the given runs (the same objects)."""
         drop = {id(r) for r in runs}
-        return RunSet(tuple(r for r in self.runs if id(r) not in drop), self.sources,
-                      self.modules)
+        return RunSet(tuple(r for r in self.runs if id(r) not in drop), self.sources, self.modules)
 
     def interface_digests(self) -> dict[str, set[str]]:
         """module -> the digests of its interface text that the runs recorded (RunProfile
@@ -72,8 +72,9 @@ def database_modules(databases: Iterable[str | Path]) -> frozenset[str]:
     modules: set[str] = set()
     for path in databases:
         with ProfileDB(path, create=False) as db:
-            modules.update(r[0] for r in db.conn.execute(
-                "SELECT DISTINCT module FROM object_stats"))
+            modules.update(
+                r[0] for r in db.conn.execute("SELECT DISTINCT module FROM object_stats")
+            )
     return frozenset(modules)
 
 

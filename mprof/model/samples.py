@@ -78,16 +78,23 @@ class SampleSet:
             return self
         pick = {"median": lambda ix: (len(ix) - 1) // 2, "min": lambda ix: 0}[how]
         keep = sorted(sorted(ix, key=lambda i: self.t[i])[pick(ix)] for ix in groups)
-        return replace(self, F=self.F[keep], t=self.t[keep],
-                       labels=[self.labels[i] for i in keep],
-                       groups=[self.groups[i] for i in keep])
+        return replace(
+            self,
+            F=self.F[keep],
+            t=self.t[keep],
+            labels=[self.labels[i] for i in keep],
+            groups=[self.groups[i] for i in keep],
+        )
 
 
-def load_samples(source: RunSet | Sequence[str | Path],
-                 interfaces: Mapping[str, LoadedInterface],
-                 granularity: str = "pe", select: Sequence[Condition] = (),
-                 warnings: list[str] | None = None,
-                 measure: str | None = DEFAULT_MEASURE) -> SampleSet:
+def load_samples(
+    source: RunSet | Sequence[str | Path],
+    interfaces: Mapping[str, LoadedInterface],
+    granularity: str = "pe",
+    select: Sequence[Condition] = (),
+    warnings: list[str] | None = None,
+    measure: str | None = DEFAULT_MEASURE,
+) -> SampleSet:
     """One sample per PE of every run of `source` (a run set, or database paths) that `select`
     keeps (granularity "pe"), or per run (PEs summed); its time is the PE's (the run's) time by
     `measure` (mprof.profile).  With measure None, the default measure is used where every run
@@ -105,8 +112,10 @@ def load_samples(source: RunSet | Sequence[str | Path],
     if measure is None:
         measure = fallback_measure(pe for _, run in runs for pe in run.pes)
         if measure != DEFAULT_MEASURE:
-            warnings.append("some runs have no CPU times (run profiles of schema version 1): "
-                            "samples are elapsed times (`Measure elapsed`)")
+            warnings.append(
+                "some runs have no CPU times (run profiles of schema version 1): "
+                "samples are elapsed times (`Measure elapsed`)"
+            )
     evaluator = TermEvaluator({m: li.iface for m, li in interfaces.items()})
     names = evaluator.names
     rows, times, labels, groups = [], [], [], []
@@ -138,20 +147,28 @@ def load_samples(source: RunSet | Sequence[str | Path],
     for module in sorted(missing):
         warnings.append(f"module '{module}' has no loaded interface; its objects are ignored")
     if len(fingerprints) > 1:
-        warnings.append(f"the samples come from {len(fingerprints)} different machines "
-                        "(machine fingerprints differ)")
+        warnings.append(
+            f"the samples come from {len(fingerprints)} different machines "
+            "(machine fingerprints differ)"
+        )
     F = np.array(rows, dtype=float).reshape(len(rows), len(names))
-    return SampleSet(names, F, np.array(times, dtype=float), labels, groups, seen, fingerprints,
-                     measure, absent)
+    return SampleSet(
+        names, F, np.array(times, dtype=float), labels, groups, seen, fingerprints, measure, absent
+    )
 
 
-def make_design(samples: SampleSet, imported: Mapping[str, float], ignored: set[str],
-                imported_cov: np.ndarray | None = None) -> Design:
+def make_design(
+    samples: SampleSet,
+    imported: Mapping[str, float],
+    ignored: set[str],
+    imported_cov: np.ndarray | None = None,
+) -> Design:
     """Fitted columns keep their order; imported columns move to the right-hand side as an
     offset (t - sum c_imp f) and keep their values (B) for the propagation of their covariance
     (`imported_cov`, in the order of `imported`); ignored columns are dropped."""
-    fitted = [i for i, name in enumerate(samples.names)
-              if name not in imported and name not in ignored]
+    fitted = [
+        i for i, name in enumerate(samples.names) if name not in imported and name not in ignored
+    ]
     names_imp = [name for name in imported if name not in ignored]
     column = {name: i for i, name in enumerate(samples.names)}
     B = samples.F[:, [column[name] for name in names_imp]]

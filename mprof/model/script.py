@@ -128,14 +128,27 @@ TICK_S = 0.1
 # Commands that wait for time or events: refused, since a script's run is limited in time
 WAITING = ("after", "vwait")
 # `file` subcommands that only compute with path strings
-PATH_SUBCOMMANDS = ("join", "split", "tail", "dirname", "rootname", "extension", "pathtype",
-                    "separator")
+PATH_SUBCOMMANDS = (
+    "join",
+    "split",
+    "tail",
+    "dirname",
+    "rootname",
+    "extension",
+    "pathtype",
+    "separator",
+)
 
 
 class ModelingScript:
-    def __init__(self, path: str | Path, on_fit: Callable[[FitOutcome], None] | None = None,
-                 warn: Callable[[str], None] | None = None, session: FitSession | None = None,
-                 unsafe: bool = False):
+    def __init__(
+        self,
+        path: str | Path,
+        on_fit: Callable[[FitOutcome], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        session: FitSession | None = None,
+        unsafe: bool = False,
+    ):
         import tkinter
 
         self.path = Path(path)
@@ -153,8 +166,9 @@ class ModelingScript:
         self.hidden: set[str] = set()
         self.tcl.createcommand("::mprof::dispatch", self._dispatch)
         self.tcl.createcommand("::mprof::unknown", self._unknown)
-        self.time_limit = env_number(TIME_LIMIT_ENV, DEFAULT_TIME_LIMIT_S, low=0.0,
-                                     open_low=True, high=1e7)
+        self.time_limit = env_number(
+            TIME_LIMIT_ENV, DEFAULT_TIME_LIMIT_S, low=0.0, open_low=True, high=1e7
+        )
         self._stop: str | None = None  # why the running script is being stopped
         self._deadline = 0.0
         if unsafe:
@@ -185,7 +199,7 @@ class ModelingScript:
             # [info frame -1]: where the directive was called (file and absolute line)
             body = (
                 "lassign [::mprof::dispatch %s [info frame -1] {*}$args] status value\n"
-                "if {$status ne \"ok\"} {return -code error $value}\n"
+                'if {$status ne "ok"} {return -code error $value}\n'
                 "return $value" % name
             )
             # The paper writes directives with a trailing colon (`FitDatabase: "x.db"`).
@@ -200,19 +214,23 @@ class ModelingScript:
         # `break`, `continue` or `return -code ...` outside any loop or procedure ends the script
         # with an error whose trace names no line: each of them notes where it ran (a frame in
         # a script file), so that the last one can be named (_run)
-        self._in_script("proc ::mprof::escape {args} {\n"
-                        "  set f [info frame -2]\n"
-                        "  if {[dict get $f type] eq {source}} {\n"
-                        "    set ::mprof::escaped [list [dict get $f file] [dict get $f line]]\n"
-                        "  }\n"
-                        "}")
+        self._in_script(
+            "proc ::mprof::escape {args} {\n"
+            "  set f [info frame -2]\n"
+            "  if {[dict get $f type] eq {source}} {\n"
+            "    set ::mprof::escaped [list [dict get $f file] [dict get $f line]]\n"
+            "  }\n"
+            "}"
+        )
         for name in ("break", "continue", "return"):
             self._in_script(("trace", "add", "execution", name, "enter", "::mprof::escape"))
-        self._in_script("proc unknown {name args} {\n"
-                        "  lassign [::mprof::unknown $name [info frame -1]] status value\n"
-                        "  if {$status ne \"ok\"} {return -code error $value}\n"
-                        f"  {fallback}\n"
-                        "}")
+        self._in_script(
+            "proc unknown {name args} {\n"
+            "  lassign [::mprof::unknown $name [info frame -1]] status value\n"
+            '  if {$status ne "ok"} {return -code error $value}\n'
+            f"  {fallback}\n"
+            "}"
+        )
 
     def _make_full_child(self) -> None:
         """--unsafe-tcl: the script runs in a full child interpreter (full Tcl), so that it has
@@ -227,8 +245,11 @@ class ModelingScript:
     def _make_safe_child(self) -> None:
         child = SAFE_CHILD
         self.tcl.call("interp", "create", "-safe", child)
-        self.hidden = {str(name) for name in self.tcl.splitlist(
-            self.tcl.call("interp", "hidden", child)) if ":" not in str(name)}
+        self.hidden = {
+            str(name)
+            for name in self.tcl.splitlist(self.tcl.call("interp", "hidden", child))
+            if ":" not in str(name)
+        }
         for channel in ("stdout", "stderr"):
             self.tcl.call("interp", "share", "", channel, child)
         self.tcl.call("interp", "eval", child, "namespace eval ::mprof {}")
@@ -236,17 +257,25 @@ class ModelingScript:
             self.tcl.call("interp", "alias", child, name, "", name)
         # `file` and `source` as procs of the safe interpreter that call back into Python with
         # the caller's frame (for the folder of relative paths) and turn a refusal into an error
-        for name, impl, params, passed in (("file", self._file, "args", "{*}$args"),
-                                           ("source", self._source, "path", "$path")):
+        for name, impl, params, passed in (
+            ("file", self._file, "args", "{*}$args"),
+            ("source", self._source, "path", "$path"),
+        ):
             self.tcl.createcommand(f"::mprof::{name}", impl)
             self.tcl.call("interp", "alias", child, f"::mprof::{name}", "", f"::mprof::{name}")
-            self.tcl.call("interp", "eval", child, (
-                f"proc {name} {{{params}}} {{\n"
-                f"  lassign [::mprof::{name} [info frame -1] {passed}] status value\n"
-                "  if {$status eq \"ok\"} {return $value}\n"
-                "  if {$status eq \"error\"} {return -code error $value}\n"
-                "  return -code $status $value\n"  # a sourced file's break, continue, ...
-                "}"))
+            self.tcl.call(
+                "interp",
+                "eval",
+                child,
+                (
+                    f"proc {name} {{{params}}} {{\n"
+                    f"  lassign [::mprof::{name} [info frame -1] {passed}] status value\n"
+                    '  if {$status eq "ok"} {return $value}\n'
+                    '  if {$status eq "error"} {return -code error $value}\n'
+                    "  return -code $status $value\n"  # a sourced file's break, continue, ...
+                    "}"
+                ),
+            )
         self.hidden.discard("source")
         self._in_script = lambda script: self.tcl.call("interp", "eval", child, script)
         # the environment, read-only and only mprof's own variables (MPROF_*): a script can
@@ -264,9 +293,11 @@ class ModelingScript:
         folder = self.path.resolve().parent
         target = (folder / str(path)).resolve()
         if not target.is_relative_to(folder):
-            message = (f"source: {path} is outside the script's folder {folder} (a modeling "
-                       "script may source only files beside it or below; --unsafe-tcl lifts "
-                       "this)")
+            message = (
+                f"source: {path} is outside the script's folder {folder} (a modeling "
+                "script may source only files beside it or below; --unsafe-tcl lifts "
+                "this)"
+            )
         elif not target.is_file():
             message = f"source: {path}: no such file in the script's folder"
         elif target.stat().st_size > max_input_bytes():
@@ -274,8 +305,13 @@ class ModelingScript:
         else:
             # caught in Tcl, not by tkinter, which takes a `break` for success: the file's
             # break, continue or other code goes on to the `source` command, as in Tcl
-            code = int(self.tcl.call("catch", ("interp", "invokehidden", SAFE_CHILD, "source",
-                                              str(target)), "::mprof_sourced"))
+            code = int(
+                self.tcl.call(
+                    "catch",
+                    ("interp", "invokehidden", SAFE_CHILD, "source", str(target)),
+                    "::mprof_sourced",
+                )
+            )
             value = self.tcl.call("set", "::mprof_sourced")
             if code in (0, 2):  # a `return` at its top level ends the file, as in Tcl
                 return ("ok", value)
@@ -294,9 +330,11 @@ class ModelingScript:
 
         if not args or str(args[0]) not in PATH_SUBCOMMANDS:
             what = f"file {args[0]}" if args else "file"
-            message = (f"{what} is not available to modeling scripts (they run in a safe Tcl "
-                       "interpreter: file only joins and splits paths; mprof fit --unsafe-tcl "
-                       "runs a trusted script with full Tcl)")
+            message = (
+                f"{what} is not available to modeling scripts (they run in a safe Tcl "
+                "interpreter: file only joins and splits paths; mprof fit --unsafe-tcl "
+                "runs a trusted script with full Tcl)"
+            )
         else:
             try:
                 return ("ok", self.tcl.call("file", *args))
@@ -330,8 +368,7 @@ class ModelingScript:
                 if self.unsafe:
                     self._in_script(("source", str(self.path)))
                 else:
-                    self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source",
-                                  str(self.path))
+                    self.tcl.call("interp", "invokehidden", SAFE_CHILD, "source", str(self.path))
         except tkinter.TclError as exc:
             info = str(self.tcl.eval("set ::errorInfo"))
             message = str(exc) or "error"
@@ -352,8 +389,11 @@ class ModelingScript:
             except MprofError as exc:
                 raise ScriptError(str(self.path), None, f"at end of script: {exc}") from None
             except Exception as exc:  # a bug: still no traceback for the user
-                raise ScriptError(str(self.path), None, f"at end of script: internal error: "
-                                  f"{type(exc).__name__}: {exc}") from None
+                raise ScriptError(
+                    str(self.path),
+                    None,
+                    f"at end of script: internal error: {type(exc).__name__}: {exc}",
+                ) from None
         return self.session.last
 
     def _escaped(self, where: str) -> tuple[str, int | None]:
@@ -374,21 +414,40 @@ class ModelingScript:
         self._deadline = time.monotonic() + self.time_limit
         self.tcl.createcommand("::mprof::tick", self._tick)
         self._arm()
-        self.tcl.call("interp", "limit", SAFE_CHILD, "time", "-granularity", 1,
-                      "-command", "::mprof::tick")
+        self.tcl.call(
+            "interp", "limit", SAFE_CHILD, "time", "-granularity", 1, "-command", "::mprof::tick"
+        )
         previous = _catch_sigint(self._interrupt)
         try:
             yield
         finally:
             _catch_sigint(previous)
             # no limit once the script is done (a limit left exceeded refuses everything)
-            self.tcl.call("interp", "limit", SAFE_CHILD, "time", "-seconds", "",
-                          "-milliseconds", "", "-command", "")
+            self.tcl.call(
+                "interp",
+                "limit",
+                SAFE_CHILD,
+                "time",
+                "-seconds",
+                "",
+                "-milliseconds",
+                "",
+                "-command",
+                "",
+            )
 
     def _arm(self) -> None:
         at = time.time() + TICK_S
-        self.tcl.call("interp", "limit", SAFE_CHILD, "time", "-seconds", int(at),
-                      "-milliseconds", min(int(at % 1 * 1000), 999))
+        self.tcl.call(
+            "interp",
+            "limit",
+            SAFE_CHILD,
+            "time",
+            "-seconds",
+            int(at),
+            "-milliseconds",
+            min(int(at % 1 * 1000), 999),
+        )
 
     def _tick(self, *_) -> None:
         """The limit was reached: move it on, unless the script is to stop (then Tcl ends it
@@ -413,8 +472,13 @@ class ModelingScript:
             column = _column(where, line, "") if line else None
             place = ":".join(str(x) for x in (where, line, column) if x)
             raise ScriptInterrupted(f"{place}: interrupted") from None
-        raise ScriptError(where, line, f"the script ran longer than its time limit of "
-                          f"{self.time_limit:g} s ({TIME_LIMIT_ENV}; an endless loop?)", info)
+        raise ScriptError(
+            where,
+            line,
+            f"the script ran longer than its time limit of "
+            f"{self.time_limit:g} s ({TIME_LIMIT_ENV}; an endless loop?)",
+            info,
+        )
 
     def _frame(self, frame) -> tuple[str, int | None]:
         """(file, line) from a Tcl `info frame` dictionary (line None when Tcl has none, e.g.
@@ -437,16 +501,20 @@ class ModelingScript:
 
         name = str(name)
         if name.lstrip(":") in WAITING:
-            message = (f"{name.lstrip(':')} is not available to modeling scripts: a script "
-                       "cannot wait for time or events (its run is limited to "
-                       f"{self.time_limit:g} s, {TIME_LIMIT_ENV})")
+            message = (
+                f"{name.lstrip(':')} is not available to modeling scripts: a script "
+                "cannot wait for time or events (its run is limited to "
+                f"{self.time_limit:g} s, {TIME_LIMIT_ENV})"
+            )
             where, line = self._frame(frame)
             self._failed = (message, where, line)
             return ("error", message)
         if name.lstrip(":") in self.hidden:
-            message = (f"{name.lstrip(':')} is not available to modeling scripts (they run in a "
-                       "safe Tcl interpreter, with pure Tcl and the directives only; "
-                       "mprof fit --unsafe-tcl runs a trusted script with full Tcl)")
+            message = (
+                f"{name.lstrip(':')} is not available to modeling scripts (they run in a "
+                "safe Tcl interpreter, with pure Tcl and the directives only; "
+                "mprof fit --unsafe-tcl runs a trusted script with full Tcl)"
+            )
             where, line = self._frame(frame)
             self._failed = (message, where, line)
             return ("error", message)
@@ -456,8 +524,10 @@ class ModelingScript:
         if not close:
             return ("ok", "")
         if close[0] == name.lstrip(":"):  # the directive itself, renamed away by the script
-            message = (f"unknown command '{name}': the script renamed or deleted the directive "
-                       f"{close[0]} (rename)")
+            message = (
+                f"unknown command '{name}': the script renamed or deleted the directive "
+                f"{close[0]} (rename)"
+            )
         else:
             message = f"unknown command '{name}' (did you mean {close[0]}?)"
         where, line = self._frame(frame)
@@ -568,13 +638,17 @@ class ModelingScript:
         self._arity("SaveModel", args, 1, 1, "path.json")
         spec = str(args[0])
         if spec.endswith("/") or self.session.resolve(spec).is_dir():
-            raise MprofError(f"SaveModel: '{spec}' is a directory; name the model file, e.g. "
-                             f"SaveModel {Path(spec) / 'model.json'}")
+            raise MprofError(
+                f"SaveModel: '{spec}' is a directory; name the model file, e.g. "
+                f"SaveModel {Path(spec) / 'model.json'}"
+            )
         folder = self.session.resolve(spec).parent
         if self.session.runs is None and not folder.is_dir():
             # a mistyped folder is an error, not a folder made where nobody looks
-            raise MprofError(f"SaveModel: the folder {folder} does not exist (create it, or "
-                             "correct the path; paths are relative to the script)")
+            raise MprofError(
+                f"SaveModel: the folder {folder} does not exist (create it, or "
+                "correct the path; paths are relative to the script)"
+            )
         # the file is written after each later fit: a failure then is this line's
         self.session.save_model(spec, origin=self.calls[-1][2:] if self.calls else None)
 
@@ -583,8 +657,16 @@ class ModelingScript:
         outcome = self._do_fit()
         r = outcome.result
         # Return a Tcl dict so scripts can compare fits in a loop.
-        return ("chi_square", r.chi_square, "sample_mre", r.sample_mre,
-                "test_mre", "" if r.test_mre is None else r.test_mre, "rank", r.rank)
+        return (
+            "chi_square",
+            r.chi_square,
+            "sample_mre",
+            r.sample_mre,
+            "test_mre",
+            "" if r.test_mre is None else r.test_mre,
+            "rank",
+            r.rank,
+        )
 
     def _do_fit(self) -> FitOutcome:
         try:
@@ -592,8 +674,9 @@ class ModelingScript:
         except SaveFailed as exc:
             if not exc.origin or exc.origin[1] is None:
                 raise
-            raise ScriptError(exc.origin[0], exc.origin[1],
-                              f"SaveModel: {exc} (after the fit)") from None
+            raise ScriptError(
+                exc.origin[0], exc.origin[1], f"SaveModel: {exc} (after the fit)"
+            ) from None
         except MprofError as exc:
             located = self._directive_line(str(exc))
             if located is None:
@@ -606,8 +689,9 @@ class ModelingScript:
         return outcome
 
 
-def fit_script_on(path: str | Path, runs: RunSet, warn: Callable[[str], None] | None = None,
-                  unsafe: bool = False) -> FitOutcome | None:
+def fit_script_on(
+    path: str | Path, runs: RunSet, warn: Callable[[str], None] | None = None, unsafe: bool = False
+) -> FitOutcome | None:
     """Run a modeling script on `runs` instead of its fit databases: its interfaces, imports,
     ignores, settings and `Select` apply, its test databases and SaveModel do not.  The last
     fit counts (None: the script made none).  How the gate fits each side with the script

@@ -57,8 +57,11 @@ class FitOutcome:
 
     def misses(self) -> list[Miss]:
         """Every fit and test sample with its prediction (misses.py)."""
-        return [m for which, design, every in self.designs
-                for m in find_misses(which, design, self.result, every)]
+        return [
+            m
+            for which, design, every in self.designs
+            for m in find_misses(which, design, self.result, every)
+        ]
 
 
 @dataclass
@@ -107,8 +110,10 @@ class FitSession:
             return
         other = self.fit_databases if test else self.test_databases
         if any(p.resolve() == real for p in other):
-            self.warnings.append(f"database {path} is both a fit and a test database: the test "
-                                 "MRE is then not a held-out error")
+            self.warnings.append(
+                f"database {path} is both a fit and a test database: the test "
+                "MRE is then not a held-out error"
+            )
         target.append(resolved)
 
     def load_interface(self, spec: str) -> str:
@@ -121,16 +126,19 @@ class FitSession:
         else:
             path = self.find_interface(spec)
             if path is None:
-                raise MprofError(f"no interface {spec}.perf on the search path: "
-                                 + registry.describe(self.own_search_dirs()))
+                raise MprofError(
+                    f"no interface {spec}.perf on the search path: "
+                    + registry.describe(self.own_search_dirs())
+                )
         return self._load_file(path)
 
     def _load_file(self, path: Path) -> str:
         from ..iface import load_interface
 
         iface = load_interface(str(path))
-        self.interfaces[iface.name] = LoadedInterface(iface.name, str(path.resolve()), iface,
-                                                      path.read_text(encoding="utf-8"))
+        self.interfaces[iface.name] = LoadedInterface(
+            iface.name, str(path.resolve()), iface, path.read_text(encoding="utf-8")
+        )
         return iface.name
 
     def own_search_dirs(self) -> list[Path]:
@@ -144,17 +152,27 @@ class FitSession:
     def import_parameters(self, module: str, model_path: str, terms: list[str]) -> None:
         path = self.resolve(model_path)
         model = load_model(path)  # read now so a bad file is reported at this line
-        name = _match_module(module, model.interfaces.keys() | {k.split(":")[0]
-                                                                 for k in model.values})
+        name = _match_module(
+            module, model.interfaces.keys() | {k.split(":")[0] for k in model.values}
+        )
         if name is None:
             raise MprofError(f"model {model_path} has no module '{module}'")
         unknown = [t for t in terms if f"{name}:{t}" not in model.values]
         if unknown:
             ignored = [t for t in unknown if f"{name}:{t}" in model.ignored]
-            note = (f" ({', '.join(ignored)} ignored when that model was fitted; IgnoreTerm "
-                    "them here too)") if ignored else ""
-            raise MprofError(f"model {model_path} has no parameter(s) "
-                             + ", ".join(f"{name}:{t}" for t in unknown) + note)
+            note = (
+                (
+                    f" ({', '.join(ignored)} ignored when that model was fitted; IgnoreTerm "
+                    "them here too)"
+                )
+                if ignored
+                else ""
+            )
+            raise MprofError(
+                f"model {model_path} has no parameter(s) "
+                + ", ".join(f"{name}:{t}" for t in unknown)
+                + note
+            )
         if not terms:
             raise MprofError("ImportParameter needs at least one term")
         self.imports.append(Imported(module, path, list(terms)))
@@ -196,13 +214,18 @@ class FitSession:
         the text the runs recorded (by its digest) or the file on the search path
         (mprof.iface.registry.for_runs, which warns when the two differ); the paper's scripts
         name no interfaces."""
-        modules = (self.runs.modules if self.runs is not None
-                   else database_modules(self.fit_databases))
-        digests = (self.runs.interface_digests() if self.runs is not None
-                   else database_interface_digests(self.fit_databases))
+        modules = (
+            self.runs.modules if self.runs is not None else database_modules(self.fit_databases)
+        )
+        digests = (
+            self.runs.interface_digests()
+            if self.runs is not None
+            else database_interface_digests(self.fit_databases)
+        )
         for module in sorted(modules):
-            path, warnings = registry.for_runs(module, digests.get(module, ()),
-                                               self.own_search_dirs())
+            path, warnings = registry.for_runs(
+                module, digests.get(module, ()), self.own_search_dirs()
+            )
             self.warnings.extend(warnings)
             if path is not None:
                 self._load_file(path)
@@ -218,8 +241,9 @@ class FitSession:
         for imp in self.imports:
             module = _match_module(imp.module_spec, self.interfaces.keys())
             if module is None:
-                raise MprofError(f"ImportParameter: module '{imp.module_spec}' has no loaded "
-                                 "interface")
+                raise MprofError(
+                    f"ImportParameter: module '{imp.module_spec}' has no loaded interface"
+                )
             model = load_model(imp.model_path)
             src_module = _match_module(imp.module_spec, {k.split(":")[0] for k in model.values})
             fresh = [t for t in imp.terms if f"{module}:{t}" not in values]
@@ -228,7 +252,8 @@ class FitSession:
                 values[f"{module}:{term}"] = model.values[f"{src_module}:{term}"]
                 sources[f"{module}:{term}"] = str(imp.model_path)
                 self._import_halfwidths[f"{module}:{term}"] = model.halfwidths.get(
-                    f"{src_module}:{term}", float("nan"))
+                    f"{src_module}:{term}", float("nan")
+                )
             blocks.append(model.sub_covariance([f"{src_module}:{t}" for t in fresh]))
         for spec, term, number in self.fixes:
             module = _match_module(spec, self.interfaces.keys())
@@ -238,8 +263,9 @@ class FitSession:
             name = f"{module}:{term}"
             if name in values:  # quoted as the directive's arguments: the error's line is its
                 kind = "fixed" if sources[name] == FIXED else "imported"
-                raise MprofError(f"FixParameter: term '{term}' of module '{spec}' is already "
-                                 f"{kind}")
+                raise MprofError(
+                    f"FixParameter: term '{term}' of module '{spec}' is already {kind}"
+                )
             values[name] = number
             sources[name] = FIXED
             self._import_halfwidths[name] = 0.0
@@ -252,10 +278,15 @@ class FitSession:
             self._check_term(module, term, "IgnoreTerm")
             name = f"{module}:{term}"
             if name in values:  # priced by a given value, or left out: not both
-                kind = "fixed (FixParameter)" if sources[name] == FIXED else \
-                    "imported (ImportParameter)"
-                raise MprofError(f"IgnoreTerm: term '{term}' of module '{spec}' is {kind}; "
-                                 "a term is priced by a given value or left out, not both")
+                kind = (
+                    "fixed (FixParameter)"
+                    if sources[name] == FIXED
+                    else "imported (ImportParameter)"
+                )
+                raise MprofError(
+                    f"IgnoreTerm: term '{term}' of module '{spec}' is {kind}; "
+                    "a term is priced by a given value or left out, not both"
+                )
             ignored.add(name)
         cov = linalg.block_diag(*blocks) if blocks else np.zeros((0, 0))
         return values, sources, ignored, cov
@@ -263,8 +294,9 @@ class FitSession:
     def _check_term(self, module: str, term: str, directive: str) -> None:
         terms = self.interfaces[module].term_names
         if term not in terms:
-            raise MprofError(f"{directive}: module '{module}' has no term '{term}' "
-                             f"(terms: {', '.join(terms)})")
+            raise MprofError(
+                f"{directive}: module '{module}' has no term '{term}' (terms: {', '.join(terms)})"
+            )
 
     def fit_runs(self) -> RunSet:
         """The runs the fit reads: the caller's run set, else the fit databases' runs, as the
@@ -291,8 +323,9 @@ class FitSession:
         out = set(ignored)
         for term, why in samples.absent_terms.items():
             if term in imported:
-                raise MprofError(why.replace("the term is ignored",
-                                             "an imported term cannot be left out"))
+                raise MprofError(
+                    why.replace("the term is ignored", "an imported term cannot be left out")
+                )
             if term not in out:
                 warnings.append(why)
                 out.add(term)
@@ -304,24 +337,29 @@ class FitSession:
         if not self.interfaces:
             self._autoload()
         if not self.interfaces:
-            raise MprofError("no interface loaded and none found for the modules in the fit "
-                             "databases (use Interface path.perf)")
+            raise MprofError(
+                "no interface loaded and none found for the modules in the fit "
+                "databases (use Interface path.perf)"
+            )
         warnings: list[str] = []
         warnings.extend(self.warnings)
         imported, sources, ignored, imported_cov = self._resolve_names()
-        samples = load_samples(self.fit_runs(), self.interfaces, self.granularity, (), warnings,
-                               self.measure)
+        samples = load_samples(
+            self.fit_runs(), self.interfaces, self.granularity, (), warnings, self.measure
+        )
         measure = samples.measure
         ignored = self._ignore_absent(samples, imported, ignored, warnings)
         test_samples = None
         test_runs = self.test_runs()
         if test_runs is not None:
-            test_samples = load_samples(test_runs, self.interfaces, self.granularity, (),
-                                        warnings, measure)
+            test_samples = load_samples(
+                test_runs, self.interfaces, self.granularity, (), warnings, measure
+            )
             ignored = self._ignore_absent(test_samples, imported, ignored, warnings)
             if test_samples.n == 0:
-                warnings.append("the test databases give no samples (Select excludes them?); "
-                                "no test MRE")
+                warnings.append(
+                    "the test databases give no samples (Select excludes them?); no test MRE"
+                )
                 test_samples = None
 
         def design(sample_set):
@@ -381,8 +419,10 @@ class FitSession:
             imported=sources,
             ignored=sorted(ignored),
             quality=quality_dict(result),
-            interfaces={m: ModuleInfo.from_interface(li.iface, li.path, li.source)
-                        for m, li in self.interfaces.items()},
+            interfaces={
+                m: ModuleInfo.from_interface(li.iface, li.path, li.source)
+                for m, li in self.interfaces.items()
+            },
             settings={
                 "granularity": self.granularity,
                 "replicates": self.replicates,
@@ -391,12 +431,17 @@ class FitSession:
                 "cutoff": self.cutoff,
                 "confidence": result.options.confidence,
                 "select": [f"{c.name}={c.value}" for c in self.select],
-                "fit_databases": (list(self.runs.sources) if self.runs is not None
-                                  else [str(p) for p in self.fit_databases]),
+                "fit_databases": (
+                    list(self.runs.sources)
+                    if self.runs is not None
+                    else [str(p) for p in self.fit_databases]
+                ),
                 "test_databases": [str(p) for p in self.test_databases],
             },
-            flags={"interval_contains_zero": result.zero_interval,
-                   "rank_deficient_terms": result.null_groups},
+            flags={
+                "interval_contains_zero": result.zero_interval,
+                "rank_deficient_terms": result.null_groups,
+            },
         )
 
 
@@ -424,10 +469,17 @@ def quality_dict(result: FitResult) -> dict:
         "noise_mre_percent": _finite(result.noise_mre),
         "replicates": result.replicates,
         "run_test_mre_percent": _finite(result.run_test_mre),
-        "lack_of_fit": None if lof is None else {
-            "pure_error_ss": lof.pure_error_ss, "pure_error_dof": lof.pure_error_dof,
-            "lack_of_fit_ss": lof.lack_of_fit_ss, "lack_of_fit_dof": lof.lack_of_fit_dof,
-            "groups": lof.groups, "f": _finite(lof.f_statistic), "p_value": _finite(lof.p_value)},
+        "lack_of_fit": None
+        if lof is None
+        else {
+            "pure_error_ss": lof.pure_error_ss,
+            "pure_error_dof": lof.pure_error_dof,
+            "lack_of_fit_ss": lof.lack_of_fit_ss,
+            "lack_of_fit_dof": lof.lack_of_fit_dof,
+            "groups": lof.groups,
+            "f": _finite(lof.f_statistic),
+            "p_value": _finite(lof.p_value),
+        },
         "t_quantile": _finite(result.t_quantile),
         "singular_values": [float(w) for w in result.singular_values],
         "rank": result.rank,
@@ -442,18 +494,23 @@ def quality_dict(result: FitResult) -> dict:
 def diagnostics(result: FitResult) -> list[str]:
     out = []
     if result.rank_deficient:
-        out.append(f"rank {result.rank} < {len(result.names)} parameters: the data cannot "
-                   "separate some terms (more varied runs, merged terms or IgnoreTerm needed)")
+        out.append(
+            f"rank {result.rank} < {len(result.names)} parameters: the data cannot "
+            "separate some terms (more varied runs, merged terms or IgnoreTerm needed)"
+        )
         for group in result.null_groups:
             out.append("  linearly dependent: " + ", ".join(group))
     if result.zero_interval:
-        out.append("interval contains 0 (term may not matter): "
-                   + ", ".join(result.zero_interval))
+        out.append("interval contains 0 (term may not matter): " + ", ".join(result.zero_interval))
     for name in result.negative:
-        out.append(f"{name} has a negative unit cost ({result.parameter(name)[0]:g} s): the "
-                   "terms do not match what the data measures (a missing or collinear term?)")
+        out.append(
+            f"{name} has a negative unit cost ({result.parameter(name)[0]:g} s): the "
+            "terms do not match what the data measures (a missing or collinear term?)"
+        )
     lof = result.lack_of_fit
     if lof is not None and lof.p_value == lof.p_value and lof.p_value < 0.01:
-        out.append(f"lack of fit (F test p = {lof.p_value:.2g}): the residual is larger than the "
-                   "replicates' scatter; the model misses something the noise does not explain")
+        out.append(
+            f"lack of fit (F test p = {lof.p_value:.2g}): the residual is larger than the "
+            "replicates' scatter; the model misses something the noise does not explain"
+        )
     return out

@@ -58,14 +58,19 @@ class TermMatrix:
 
     def restrict(self, names: Sequence[str]) -> TermMatrix:
         """The same rows with only `names` as columns (0 where the matrix lacks one)."""
-        return TermMatrix(list(names), self.columns(names),
-                          {n: why for n, why in self.absent.items() if n in names})
+        return TermMatrix(
+            list(names),
+            self.columns(names),
+            {n: why for n, why in self.absent.items() if n in names},
+        )
 
     def sum_rows(self, groups: Iterable[Sequence[int]]) -> TermMatrix:
         """One row per group of rows, their sum (added in the group's order, like the samples'
         records: the same numbers in the same order give the same doubles)."""
-        rows = [self.values[list(group)].sum(axis=0) if len(group) else np.zeros(len(self.names))
-                for group in groups]
+        rows = [
+            self.values[list(group)].sum(axis=0) if len(group) else np.zeros(len(self.names))
+            for group in groups
+        ]
         return TermMatrix(list(self.names), _stack(rows, len(self.names)), dict(self.absent))
 
     def row(self, i: int) -> dict[str, float]:
@@ -89,8 +94,12 @@ def term_statistics(iface) -> dict[str, set[str]]:
     """term name -> the statistics its value depends on (through other terms too)."""
     out = {}
     for term in iface.terms:
-        out[term.name] = {ref.name for dep in (term.plan or [term]) for ref in dep.expr.refs()
-                          if ref.kind == STATISTIC}
+        out[term.name] = {
+            ref.name
+            for dep in (term.plan or [term])
+            for ref in dep.expr.refs()
+            if ref.kind == STATISTIC
+        }
     return out
 
 
@@ -100,15 +109,17 @@ class TermEvaluator:
 
     def __init__(self, interfaces: Mapping[str, object]):
         self.interfaces = dict(interfaces)
-        self.names = [f"{m}:{t.name}" for m, iface in self.interfaces.items()
-                      for t in iface.terms]
+        self.names = [f"{m}:{t.name}" for m, iface in self.interfaces.items() for t in iface.terms]
         self._column = {name: i for i, name in enumerate(self.names)}
-        self._papi = {m: {s.name: s.papi_event for s in iface.statistics if s.papi_event}
-                      for m, iface in self.interfaces.items()}
+        self._papi = {
+            m: {s.name: s.papi_event for s in iface.statistics if s.papi_event}
+            for m, iface in self.interfaces.items()
+        }
         self._needs = {m: term_statistics(iface) for m, iface in self.interfaces.items()}
 
-    def record(self, module: str, stats: Mapping[str, float]) -> tuple[dict[str, float],
-                                                                       dict[str, str]]:
+    def record(
+        self, module: str, stats: Mapping[str, float]
+    ) -> tuple[dict[str, float], dict[str, str]]:
         """(term -> value, term -> why it cannot be evaluated) for one record of `module`."""
         iface = self.interfaces[module]
         gone = {name for name in self._papi[module] if name not in stats}
@@ -121,10 +132,12 @@ class TermEvaluator:
                 needed = sorted(needs & gone)
                 if needed:
                     values[term] = float("nan")
-                    absent[term] = (f"term {module}:{term} needs statistic {module}::"
-                                    f"{needed[0]} (PAPI event {self._papi[module][needed[0]]}), "
-                                    "which some runs could not count (absent from their "
-                                    "profiles, not zero)")
+                    absent[term] = (
+                        f"term {module}:{term} needs statistic {module}::"
+                        f"{needed[0]} (PAPI event {self._papi[module][needed[0]]}), "
+                        "which some runs could not count (absent from their "
+                        "profiles, not zero)"
+                    )
         return values, absent
 
     def matrix(self, samples: Iterable[Iterable], missing: set[str] | None = None) -> TermMatrix:
@@ -149,8 +162,7 @@ class TermEvaluator:
         return TermMatrix(list(self.names), _stack(rows, len(self.names)), absent)
 
 
-def lacking_statistics(interfaces: Mapping[str, object],
-                       records: Iterable) -> dict[str, list[str]]:
+def lacking_statistics(interfaces: Mapping[str, object], records: Iterable) -> dict[str, list[str]]:
     """Module -> statistics of its interface that some record lacks and that are not bound to a
     PAPI event (those are absent, above): read as 0, which a caller pricing a run says.  Each
     module's list names the statistics some term uses first, then the others, each by name."""
@@ -166,5 +178,7 @@ def lacking_statistics(interfaces: Mapping[str, object],
             if obj.module not in priced:
                 priced[obj.module] = {ref.name for t in iface.terms for ref in t.expr.refs()}
     # those a term prices first: a warning that shows a few names shows the ones that matter
-    return {m: sorted(names, key=lambda n: (n not in priced[m], n))
-            for m, names in sorted(lacking.items())}
+    return {
+        m: sorted(names, key=lambda n: (n not in priced[m], n))
+        for m, names in sorted(lacking.items())
+    }

@@ -35,8 +35,17 @@ from dataclasses import dataclass, field
 
 from ..errors import MprofError
 from ..model.modelfile import missing_text
-from ..latency import (METRICS, AccessLatency, Chain, DependenceGraph, build_graph,
-                       display_names, find_chains, pes_of, summarize)
+from ..latency import (
+    METRICS,
+    AccessLatency,
+    Chain,
+    DependenceGraph,
+    build_graph,
+    display_names,
+    find_chains,
+    pes_of,
+    summarize,
+)
 from ..profile import RunProfile, fallback_measure
 
 
@@ -100,11 +109,15 @@ class PECost:
 
 # Why the runtime sent its aggregation buffers (rts.perf's Agg statistics; docs/runtime.md,
 # "The flush policy"), as the report names each reason.
-AGG_WHY = {"AggHalf": "half full at a communication period", "AggFull": "full",
-           "AggFed": "to a PE that waited for work", "AggAged": "open for the flush delay",
-           "AggDrain": "all at once (out of work, mp_flush)",
-           "AggOrder": "ahead of a message sent at once",
-           "AggTaken": "taken by a PE of the same worker"}
+AGG_WHY = {
+    "AggHalf": "half full at a communication period",
+    "AggFull": "full",
+    "AggFed": "to a PE that waited for work",
+    "AggAged": "open for the flush delay",
+    "AggDrain": "all at once (out of work, mp_flush)",
+    "AggOrder": "ahead of a message sent at once",
+    "AggTaken": "taken by a PE of the same worker",
+}
 
 
 @dataclass
@@ -114,6 +127,7 @@ class Messages:
     first (empty for a run made before the runtime counted them); `carried` the arrived
     records (`arrived`) that carriers ran from their message buffers (0 for a run made
     before carriers, or with them off)."""
+
     remote_ops: int
     messages: int  # data messages: aggregation buffers and messages sent at once
     why: list[tuple[str, int]] = field(default_factory=list)  # (Agg statistic, buffers)
@@ -186,8 +200,11 @@ class Report:
 
     @property
     def band(self) -> tuple[float, float] | None:
-        if self.model_total is None or self.band_halfwidth is None \
-                or not math.isfinite(self.band_halfwidth):
+        if (
+            self.model_total is None
+            or self.band_halfwidth is None
+            or not math.isfinite(self.band_halfwidth)
+        ):
             return None
         return (self.model_total - self.band_halfwidth, self.model_total + self.band_halfwidth)
 
@@ -197,21 +214,34 @@ class Report:
             return None
         pct = int(round(self.confidence * 100))
         if self.band is None:
-            return ("The model's band cannot be computed (the fit has no degrees of freedom), "
-                    "so it is unknown whether the model explains this run.")
+            return (
+                "The model's band cannot be computed (the fit has no degrees of freedom), "
+                "so it is unknown whether the model explains this run."
+            )
         lo, hi = self.band
         if self.explained:
-            return (f"The measured total {self.measured_total:.6g} s is inside the model's "
-                    f"{pct} % band [{lo:.6g}, {hi:.6g}] s.")
+            return (
+                f"The measured total {self.measured_total:.6g} s is inside the model's "
+                f"{pct} % band [{lo:.6g}, {hi:.6g}] s."
+            )
         side = "above" if self.measured_total > hi else "below"
-        return (f"WARNING: the model does not explain this run: the measured total "
-                f"{self.measured_total:.6g} s is {side} the model's {pct} % band "
-                f"[{lo:.6g}, {hi:.6g}] s.")
+        return (
+            f"WARNING: the model does not explain this run: the measured total "
+            f"{self.measured_total:.6g} s is {side} the model's {pct} % band "
+            f"[{lo:.6g}, {hi:.6g}] s."
+        )
 
 
-def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>",
-                 model_path: str | None = None, roots: int = 3, min_fraction: float = 0.05,
-                 what_if: list[str] | None = None) -> Report:
+def build_report(
+    run: RunProfile | Mapping,
+    model=None,
+    *,
+    source: str = "<run>",
+    model_path: str | None = None,
+    roots: int = 3,
+    min_fraction: float = 0.05,
+    what_if: list[str] | None = None,
+) -> Report:
     """The report of one run (a RunProfile; a validated document is read into one)."""
     if not isinstance(run, RunProfile):
         run = RunProfile.from_document(run, source)
@@ -225,11 +255,18 @@ def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>"
                 oc.stats[name] = oc.stats.get(name, 0) + value
     pe_costs = [PECost(pe.pe, pe.time("elapsed"), pe.idle_time("elapsed")) for pe in run.pes]
     report = Report(
-        source=source, program=run.program, argv=list(run.argv), npes=run.npes,
-        settings=dict(run.settings), params=dict(run.params), model_path=model_path,
-        objects=[objects[k] for k in sorted(objects)], pes=pe_costs,
+        source=source,
+        program=run.program,
+        argv=list(run.argv),
+        npes=run.npes,
+        settings=dict(run.settings),
+        params=dict(run.params),
+        model_path=model_path,
+        objects=[objects[k] for k in sorted(objects)],
+        pes=pe_costs,
         measured_total=sum(p.measured_s for p in pe_costs),
-        idle_total=sum(p.idle_s for p in pe_costs))
+        idle_total=sum(p.idle_s for p in pe_costs),
+    )
 
     if model is not None:
         _price(report, run, model)
@@ -237,8 +274,9 @@ def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>"
     report.messages = _messages(report.objects)
     if what_if:
         if model is None:
-            raise MprofError("--what-if needs a model (--model MODEL.json): the model "
-                             "predicts the changed run")
+            raise MprofError(
+                "--what-if needs a model (--model MODEL.json): the model predicts the changed run"
+            )
         from .whatif import what_if as predict
 
         report.what_if = predict(run, model, list(what_if), report.confidence)
@@ -249,8 +287,9 @@ def build_report(run: RunProfile | Mapping, model=None, *, source: str = "<run>"
     report.latency_per_pe = {pe: summarize(rows, declared, pe) for pe in pes_of(rows)}
     report.graph = build_graph(rows, declared)
     report.names = display_names(report.graph.nodes)
-    report.chains = {m: find_chains(report.graph, m, roots=roots, min_fraction=min_fraction)
-                     for m in METRICS}
+    report.chains = {
+        m: find_chains(report.graph, m, roots=roots, min_fraction=min_fraction) for m in METRICS
+    }
     _lead(report)
     return report
 
@@ -265,16 +304,21 @@ def _messages(objects: list[ObjectCost]) -> Messages | None:
     if not stats.get("RemoteOp"):
         return None
     why = sorted(((k, int(stats[k])) for k in AGG_WHY if stats.get(k)), key=lambda kv: -kv[1])
-    return Messages(int(stats["RemoteOp"]),
-                    int(stats.get("MsgSent", 0) + stats.get("FastMsgSent", 0)), why,
-                    int(stats.get("ThreadArrived", 0)), int(stats.get("ThreadCarried", 0)))
+    return Messages(
+        int(stats["RemoteOp"]),
+        int(stats.get("MsgSent", 0) + stats.get("FastMsgSent", 0)),
+        why,
+        int(stats.get("ThreadArrived", 0)),
+        int(stats.get("ThreadCarried", 0)),
+    )
 
 
 def decimals_for(report: Report) -> int:
     """3 decimals as in the paper for totals of a second or more; more for short runs so that
     every printed value keeps about four significant digits."""
-    largest = max([report.model_total or 0.0, report.measured_total]
-                  + [a.observed_s for a in report.latency])
+    largest = max(
+        [report.model_total or 0.0, report.measured_total] + [a.observed_s for a in report.latency]
+    )
     if largest <= 0 or largest >= 1:
         return 3
     return min(9, 3 + math.ceil(-math.log10(largest)))
@@ -290,10 +334,21 @@ def _lead(report: Report) -> None:
     if report.model_total is not None:
         report.where_total = report.model_total
         report.cost_rows = sorted(
-            (CostRow(oc.module, c.name, c.seconds, c.halfwidth,
-                     _share(c.seconds, report.model_total), oc.id)
-             for oc in report.objects if oc.modelled for c in oc.categories),
-            key=lambda r: (-r.seconds, r.id, r.category))
+            (
+                CostRow(
+                    oc.module,
+                    c.name,
+                    c.seconds,
+                    c.halfwidth,
+                    _share(c.seconds, report.model_total),
+                    oc.id,
+                )
+                for oc in report.objects
+                if oc.modelled
+                for c in oc.categories
+            ),
+            key=lambda r: (-r.seconds, r.id, r.category),
+        )
         for row in report.where:
             row.share = _share(row.seconds, report.model_total)
         report.where.sort(key=lambda r: (-r.seconds, r.name))
@@ -301,10 +356,19 @@ def _lead(report: Report) -> None:
         total = report.measured_total
         busy = max(total - report.idle_total, 0.0)
         report.where_total = total
-        report.where = sorted([CostRow("measured", "busy", busy, math.nan, _share(busy, total)),
-                               CostRow("measured", "idle", report.idle_total, math.nan,
-                                       _share(report.idle_total, total))],
-                              key=lambda r: -r.seconds)
+        report.where = sorted(
+            [
+                CostRow("measured", "busy", busy, math.nan, _share(busy, total)),
+                CostRow(
+                    "measured",
+                    "idle",
+                    report.idle_total,
+                    math.nan,
+                    _share(report.idle_total, total),
+                ),
+            ],
+            key=lambda r: -r.seconds,
+        )
     report.latency_by_cost = sorted(report.latency, key=lambda a: (-a.observed_s, a.access))
     observed = report.chains.get("observed") or []
     if observed:
@@ -321,8 +385,13 @@ def _lead(report: Report) -> None:
 def _measured(report: Report, run: RunProfile, model) -> None:
     """Measured first: CPU time per access category with the model beside it, wall-clock
     idle beside CPU idle, per-PE figures and load imbalance (mprof.report.measured)."""
-    from .measured import add_unexplained, find_imbalance, idle_by_enabler, measured_rows, \
-        pe_measured
+    from .measured import (
+        add_unexplained,
+        find_imbalance,
+        idle_by_enabler,
+        measured_rows,
+        pe_measured,
+    )
 
     report.pe_measured = pe_measured(run)
     report.elapsed_total = run.time("elapsed")
@@ -335,13 +404,15 @@ def _measured(report: Report, run: RunProfile, model) -> None:
     if not report.has_categories:
         return
     beside = model is not None and report.measure == "cpu"
-    model_rows = [(r.module, r.category, r.seconds, r.halfwidth) for r in report.where] \
-        if beside else None
+    model_rows = (
+        [(r.module, r.category, r.seconds, r.halfwidth) for r in report.where] if beside else None
+    )
     report.measured_rows, report.measured_cpu_total = measured_rows(run, model_rows)
     report.model_beside = beside
     if beside:
-        report.unexplained = add_unexplained(report.measured_rows, report.measured_cpu_total,
-                                             report.model_total)
+        report.unexplained = add_unexplained(
+            report.measured_rows, report.measured_cpu_total, report.model_total
+        )
 
 
 def _price(report: Report, run: RunProfile, model) -> None:
@@ -362,15 +433,19 @@ def _price(report: Report, run: RunProfile, model) -> None:
             problems[module] = str(exc)
             report.warnings.append(f"module {module}: {exc}")
     for module, names in model.missing_statistics(
-            obj for pe in run.pes for obj in pe.objects if obj.module not in problems).items():
+        obj for pe in run.pes for obj in pe.objects if obj.module not in problems
+    ).items():
         report.warnings.append(missing_text(module, names))
     # one row of term values per statistics record (object of a PE) the model prices; every
     # figure below prices sums of these rows, all at once (Model.price over a TermMatrix)
-    records = [(i, obj) for i, pe in enumerate(run.pes) for obj in pe.objects
-               if obj.module not in problems]
+    records = [
+        (i, obj) for i, pe in enumerate(run.pes) for obj in pe.objects if obj.module not in problems
+    ]
     terms = model.term_matrix([[obj] for _, obj in records])
-    by_module = {module: model.price_categories(module, terms)
-                 for module in dict.fromkeys(obj.module for _, obj in records)}
+    by_module = {
+        module: model.price_categories(module, terms)
+        for module in dict.fromkeys(obj.module for _, obj in records)
+    }
     pe_rows: list[list[int]] = [[] for _ in run.pes]  # PE -> its records' rows
     for r, (i, _) in enumerate(records):
         pe_rows[i].append(r)
@@ -379,9 +454,11 @@ def _price(report: Report, run: RunProfile, model) -> None:
     for p, (pe, pc) in enumerate(zip(run.pes, report.pes)):
         used = fallback_measure([pe], measure)
         if used != measure:
-            report.warnings.append(f"PE {pe.pe}: the run has no CPU times (recorded from a run "
-                                   "profile of schema version 1); compared with elapsed time "
-                                   "instead")
+            report.warnings.append(
+                f"PE {pe.pe}: the run has no CPU times (recorded from a run "
+                "profile of schema version 1); compared with elapsed time "
+                "instead"
+            )
         pc.measured_s = pe.time(used)
         pc.measured_idle_s = pe.idle_time(used) if used == "elapsed" else pe.idle_cpu_s
         for r in pe_rows[p]:
@@ -390,8 +467,9 @@ def _price(report: Report, run: RunProfile, model) -> None:
                 name = f"{obj.module}:{cat}"
                 pc.categories[name] = pc.categories.get(name, 0.0) + float(est.seconds[r])
         pc.model_s = float(per_pe.seconds[p])
-        pc.halfwidth = quantile * math.sqrt(max(float(per_pe.variance[p]), 0.0)
-                                            + model.residual_variance([pc.model_s]))
+        pc.halfwidth = quantile * math.sqrt(
+            max(float(per_pe.variance[p]), 0.0) + model.residual_variance([pc.model_s])
+        )
     report.measured_total = sum(p.measured_s for p in report.pes)
 
     by_object: dict[tuple[int, str], list[int]] = {}  # (id, module) -> its rows, PE by PE
@@ -404,19 +482,21 @@ def _price(report: Report, run: RunProfile, model) -> None:
             continue
         oc.modelled = True
         summed = terms.sum_rows([by_object.get((oc.id, oc.module), [])])
-        oc.categories = [CategoryCost(cat, float(est.seconds[0]),
-                                      float(est.halfwidth(quantile)[0]))
-                         for cat, est in model.price_categories(oc.module, summed).items()]
+        oc.categories = [
+            CategoryCost(cat, float(est.seconds[0]), float(est.halfwidth(quantile)[0]))
+            for cat, est in model.price_categories(oc.module, summed).items()
+        ]
 
     module_rows: dict[str, list[int]] = {}
     for (_, module), rows in by_object.items():
         module_rows.setdefault(module, []).extend(rows)
     modules = sorted(module_rows)
     summed = terms.sum_rows([module_rows[m] for m in modules])
-    report.where = [CostRow(module, cat, float(est.seconds[k]),
-                            float(est.halfwidth(quantile)[k]), math.nan)
-                    for k, module in enumerate(modules)
-                    for cat, est in model.price_categories(module, summed).items()]
+    report.where = [
+        CostRow(module, cat, float(est.seconds[k]), float(est.halfwidth(quantile)[k]), math.nan)
+        for k, module in enumerate(modules)
+        for cat, est in model.price_categories(module, summed).items()
+    ]
 
     total = model.price(terms.sum_rows([range(terms.rows)]))[0]
     report.model_total = total.seconds
@@ -424,8 +504,9 @@ def _price(report: Report, run: RunProfile, model) -> None:
     per_sample = [pc.model_s for pc in report.pes]
     if model.settings.get("granularity") == "run":
         per_sample = [report.model_total]
-    report.band_halfwidth = quantile * math.sqrt(max(total.variance, 0.0)
-                                                 + model.residual_variance(per_sample))
+    report.band_halfwidth = quantile * math.sqrt(
+        max(total.variance, 0.0) + model.residual_variance(per_sample)
+    )
     if report.band is not None:
         lo, hi = report.band
         report.explained = lo <= report.measured_total <= hi

@@ -15,42 +15,74 @@ from .jsonout import dumps
 
 def register(subparsers):
     p = subparsers.add_parser(
-        "report", help="post-run report: Cost Profile, observed/critical latency, chains",
+        "report",
+        help="post-run report: Cost Profile, observed/critical latency, chains",
         description="Combine a run profile with a cost model (mprof fit) into the paper's Cost "
         "Profile, observed and critical latency per access category, and the dependence chains "
         "of synchronization events, led by the measured CPU time per access category (with "
         "the model's estimate beside it) and, when the PEs were busy unevenly, load imbalance.  "
         "Several runs of one program are compared across PE counts.  Text, terminal tables, "
-        "JSON or one self-contained HTML page.")
-    p.add_argument("run", nargs="*", metavar="RUN",
-                   help="run profile (JSON, docs/run-profile.md); several runs of one program "
-                   "at different PE counts are compared across P")
+        "JSON or one self-contained HTML page.",
+    )
+    p.add_argument(
+        "run",
+        nargs="*",
+        metavar="RUN",
+        help="run profile (JSON, docs/run-profile.md); several runs of one program "
+        "at different PE counts are compared across P",
+    )
     p.add_argument("--model", help="model file written by `mprof fit` (SaveModel)")
-    p.add_argument("--per-pe", action="store_true",
-                   help="also show every PE's wall-clock, CPU and category times, "
-                   "statistics, model time and latency (one run)")
+    p.add_argument(
+        "--per-pe",
+        action="store_true",
+        help="also show every PE's wall-clock, CPU and category times, "
+        "statistics, model time and latency (one run)",
+    )
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--format", choices=["text", "rich"],
-                     help="text keeps the paper's shape; rich draws terminal tables "
-                     "(default: rich on a terminal, text otherwise)")
+    fmt.add_argument(
+        "--format",
+        choices=["text", "rich"],
+        help="text keeps the paper's shape; rich draws terminal tables "
+        "(default: rich on a terminal, text otherwise)",
+    )
     fmt.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--html", metavar="OUT", nargs="?", const="reports/",
-                   help="also write a self-contained HTML page with plots; OUT is a file, or a "
-                   "folder (ending in / or existing) that gets RUN's name with .html (with "
-                   "several runs: the first's name with -compare.html); without OUT: reports/ "
-                   "(the default output folder)")
-    p.add_argument("--what-if", metavar="NAME=FACTORx", action="append",
-                   help="with --model: the model's prediction with a parameter (module:Term, "
-                   "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
-                   "scaled by a factor or set to a value (NAME=VALUE), per category with its "
-                   "band; may be given several times")
+    p.add_argument(
+        "--html",
+        metavar="OUT",
+        nargs="?",
+        const="reports/",
+        help="also write a self-contained HTML page with plots; OUT is a file, or a "
+        "folder (ending in / or existing) that gets RUN's name with .html (with "
+        "several runs: the first's name with -compare.html); without OUT: reports/ "
+        "(the default output folder)",
+    )
+    p.add_argument(
+        "--what-if",
+        metavar="NAME=FACTORx",
+        action="append",
+        help="with --model: the model's prediction with a parameter (module:Term, "
+        "e.g. rts:Msg=0.5x) or a statistic (module.Stat, e.g. rts.MsgSent=2x) "
+        "scaled by a factor or set to a value (NAME=VALUE), per category with its "
+        "band; may be given several times",
+    )
     p.add_argument("--digits", type=DIGITS, help="decimals of printed seconds")
-    p.add_argument("--roots", type=ROOTS, default=3,
-                   help="walk chains back from this many accesses (default 3)")
-    p.add_argument("--min-fraction", type=MIN_FRACTION, default=0.05,
-                   help="chains stop at contributions below this fraction (default 0.05)")
-    p.add_argument("--c-helper", metavar="DIR",
-                   help="copy the C Cost Profile helper (mprof_report.h/.c) to DIR and exit")
+    p.add_argument(
+        "--roots",
+        type=ROOTS,
+        default=3,
+        help="walk chains back from this many accesses (default 3)",
+    )
+    p.add_argument(
+        "--min-fraction",
+        type=MIN_FRACTION,
+        default=0.05,
+        help="chains stop at contributions below this fraction (default 0.05)",
+    )
+    p.add_argument(
+        "--c-helper",
+        metavar="DIR",
+        help="copy the C Cost Profile helper (mprof_report.h/.c) to DIR and exit",
+    )
     p.set_defaults(func=cmd_report)
 
 
@@ -73,14 +105,21 @@ def cmd_report(args):
     if len(docs) > 1:
         return _compare(args, docs, model)
     run_path, doc = docs[0]
-    report = build_report(RunProfile.from_document(doc, run_path), model, source=run_path,
-                          model_path=args.model, roots=args.roots, min_fraction=args.min_fraction,
-                          what_if=args.what_if)
+    report = build_report(
+        RunProfile.from_document(doc, run_path),
+        model,
+        source=run_path,
+        model_path=args.model,
+        roots=args.roots,
+        min_fraction=args.min_fraction,
+        what_if=args.what_if,
+    )
     if args.html:
         from .html import write_html
 
-        args.html = str(write_html(report, _html_path(args.html, Path(run_path).stem),
-                                   digits=args.digits))
+        args.html = str(
+            write_html(report, _html_path(args.html, Path(run_path).stem), digits=args.digits)
+        )
     if args.json:
         print(dumps(report_json(report), "report", indent=2))
     else:
@@ -106,8 +145,10 @@ def _html_path(option: str, stem: str) -> Path:
 def _compare(args, docs, model) -> int:
     """Several runs: the comparison across PE counts (mprof.report.compare)."""
     if args.per_pe or args.what_if:
-        raise MprofError(f"report: {'--per-pe' if args.per_pe else '--what-if'} applies to "
-                         "one run; give one run profile")
+        raise MprofError(
+            f"report: {'--per-pe' if args.per_pe else '--what-if'} applies to "
+            "one run; give one run profile"
+        )
     from .compare import compare, compare_json, format_compare
 
     cmp = compare(docs, model, model_path=args.model)
@@ -115,8 +156,7 @@ def _compare(args, docs, model) -> int:
         from .html import write_compare_html
 
         stem = Path(docs[0][0]).stem + "-compare"
-        args.html = str(write_compare_html(cmp, _html_path(args.html, stem),
-                                           digits=args.digits))
+        args.html = str(write_compare_html(cmp, _html_path(args.html, stem), digits=args.digits))
     if args.json:
         print(dumps(compare_json(cmp), "report", indent=2))
     else:

@@ -111,35 +111,49 @@ def scaled_run(doc, source: str, model=None) -> ScaledRun:
     return ScaledRun(source, run.npes, elapsed, pe_seconds, cats, run.has_categories, report)
 
 
-def compare(docs: list[tuple[str, dict]], model=None, model_path: str | None = None
-            ) -> Comparison:
+def compare(docs: list[tuple[str, dict]], model=None, model_path: str | None = None) -> Comparison:
     """The comparison of the runs (source, validated document), ordered by PE count."""
     programs = sorted({str(doc.get("program", "")) for _, doc in docs})
     if len(programs) > 1:
-        raise MprofError("report: the runs are of different programs (" + ", ".join(programs)
-                         + "); a comparison across PE counts needs runs of one program")
-    runs = sorted((scaled_run(doc, source, model) for source, doc in docs),
-                  key=lambda r: (r.npes, r.source))
+        raise MprofError(
+            "report: the runs are of different programs ("
+            + ", ".join(programs)
+            + "); a comparison across PE counts needs runs of one program"
+        )
+    runs = sorted(
+        (scaled_run(doc, source, model) for source, doc in docs), key=lambda r: (r.npes, r.source)
+    )
     warnings = []
     params = [(source, doc.get("params", {})) for source, doc in docs]
-    differ = sorted({k for _, p in params for k in p
-                     if len({repr(q.get(k)) for _, q in params}) > 1})
+    differ = sorted(
+        {k for _, p in params for k in p if len({repr(q.get(k)) for _, q in params}) > 1}
+    )
     if differ:
-        warnings.append("the runs' parameters differ (" + ", ".join(differ) + "): the "
-                        "comparison assumes the same problem at every PE count")
+        warnings.append(
+            "the runs' parameters differ (" + ", ".join(differ) + "): the "
+            "comparison assumes the same problem at every PE count"
+        )
     without = [r.source for r in runs if not r.has_categories]
     if without:
-        warnings.append(f"{NO_CATEGORIES}: " + ", ".join(without)
-                        + " (compared by busy and idle time)")
+        warnings.append(
+            f"{NO_CATEGORIES}: " + ", ".join(without) + " (compared by busy and idle time)"
+        )
     if without:  # runs with and without categories meet at busy and idle time
         runs = [_busy_idle(r) for r in runs]
     names = dict.fromkeys(k for r in runs for k in r.categories)
-    cmp = Comparison(program=programs[0], runs=runs, rows=list(names),
-                     measure=runs[0].report.measure, model_path=model_path, warnings=warnings)
+    cmp = Comparison(
+        program=programs[0],
+        runs=runs,
+        rows=list(names),
+        measure=runs[0].report.measure,
+        model_path=model_path,
+        warnings=warnings,
+    )
     cmp.rows.sort(key=lambda r: (-cmp.growth(r), -cmp.total(runs[-1], r), r))
     largest = max([r.pe_seconds for r in runs] + [r.model_s or 0.0 for r in runs])
-    cmp.decimals = 3 if largest >= 1 or largest <= 0 else \
-        min(9, 3 + math.ceil(-math.log10(largest)))
+    cmp.decimals = (
+        3 if largest >= 1 or largest <= 0 else min(9, 3 + math.ceil(-math.log10(largest)))
+    )
     for r in runs:
         r.report.decimals = decimals_for(r.report)
     return cmp
@@ -152,11 +166,19 @@ def _busy_idle(run: ScaledRun) -> ScaledRun:
     not_on_cpu = cats.get(NOT_ON_CPU, 0.0)
     idle = cats.get(IDLE, 0.0)
     busy = run.pe_seconds - not_on_cpu - idle
-    return ScaledRun(run.source, run.npes, run.elapsed_s, run.pe_seconds,
-                     {BUSY: busy, IDLE: idle, NOT_ON_CPU: not_on_cpu}, False, run.report)
+    return ScaledRun(
+        run.source,
+        run.npes,
+        run.elapsed_s,
+        run.pe_seconds,
+        {BUSY: busy, IDLE: idle, NOT_ON_CPU: not_on_cpu},
+        False,
+        run.report,
+    )
 
 
 # -- renderings -----------------------------------------------------------------------------
+
 
 def speedup_text(v: float) -> str:
     return bounded(v)
@@ -170,43 +192,64 @@ def format_compare(cmp: Comparison, digits: int | None = None) -> str:
     out.append(loss_sentence(cmp, d))
     out.append("*** Scaling (wall-clock seconds) ***")
     w = d + 6
-    out.append(f"  {'P':>4} {'elapsed':>{w}} {'speed-up':>9} {'efficiency':>11} "
-               f"{'PE-seconds':>{w + 2}} {'lost':>{w}}  run")
+    out.append(
+        f"  {'P':>4} {'elapsed':>{w}} {'speed-up':>9} {'efficiency':>11} "
+        f"{'PE-seconds':>{w + 2}} {'lost':>{w}}  run"
+    )
     for r in runs:
-        out.append(f"  {r.npes:>4} {r.elapsed_s:>{w}.{d}f} {speedup_text(cmp.speedup(r)):>9} "
-                   f"{percent_of(cmp.efficiency(r)):>11} {r.pe_seconds:>{w + 2}.{d}f} "
-                   f"{cmp.lost(r):>+{w}.{d}f}  {r.source}")
-    out.append("*** Time per category across P (seconds summed over PEs: CPU time per category, "
-               "and the wall-clock time not on a CPU; per PE in brackets) ***")
+        out.append(
+            f"  {r.npes:>4} {r.elapsed_s:>{w}.{d}f} {speedup_text(cmp.speedup(r)):>9} "
+            f"{percent_of(cmp.efficiency(r)):>11} {r.pe_seconds:>{w + 2}.{d}f} "
+            f"{cmp.lost(r):>+{w}.{d}f}  {r.source}"
+        )
+    out.append(
+        "*** Time per category across P (seconds summed over PEs: CPU time per category, "
+        "and the wall-clock time not on a CPU; per PE in brackets) ***"
+    )
     width = max([len(r) for r in cmp.rows] + [len("category"), len("total")])
     cell = 2 * w + 4
-    out.append(f"  {'category':<{width}} " + " ".join(f"{'P=' + str(r.npes):>{cell}}"
-                                                       for r in runs)
-               + f" {'growth':>{w + 2}} {'ratio':>6}")
+    out.append(
+        f"  {'category':<{width}} "
+        + " ".join(f"{'P=' + str(r.npes):>{cell}}" for r in runs)
+        + f" {'growth':>{w + 2}} {'ratio':>6}"
+    )
     for row in cmp.rows + ["total"]:
         vals = [r.pe_seconds if row == "total" else cmp.total(r, row) for r in runs]
-        cells = " ".join(f"{f'{v:.{d}f} ({v / r.npes:.{d}f})':>{cell}}"
-                         for v, r in zip(vals, runs))
+        cells = " ".join(f"{f'{v:.{d}f} ({v / r.npes:.{d}f})':>{cell}}" for v, r in zip(vals, runs))
         growth = vals[-1] - vals[0]
         ratio = bounded(vals[-1] / vals[0]) if vals[0] > 0 else "-"
         out.append(f"  {row:<{width}} {cells} {growth:>+{w + 2}.{d}f} {ratio:>6}")
     if any(r.model_s is not None for r in runs):
         unit = "CPU seconds" if cmp.measure == "cpu" else "seconds"
         out.append(f"*** Model across P ({unit} summed over PEs) ***")
-        out.append(f"  {'P':>4} {'measured':>{w}} {'model':>{w}} {'+- 90 %':>{w}} "
-                   f"{'error':>8}  verdict")
+        out.append(
+            f"  {'P':>4} {'measured':>{w}} {'model':>{w}} {'+- 90 %':>{w}} {'error':>8}  verdict"
+        )
         for r in runs:
             rep = r.report
-            err = (100 * (rep.model_total - rep.measured_total) / rep.measured_total
-                   if rep.measured_total > 0 else math.nan)
-            inside = ("inside the band" if rep.explained else "outside the band"
-                      if rep.explained is False else "band unknown")
-            hw = rep.band_halfwidth if rep.band_halfwidth is not None and \
-                math.isfinite(rep.band_halfwidth) else math.nan
+            err = (
+                100 * (rep.model_total - rep.measured_total) / rep.measured_total
+                if rep.measured_total > 0
+                else math.nan
+            )
+            inside = (
+                "inside the band"
+                if rep.explained
+                else "outside the band"
+                if rep.explained is False
+                else "band unknown"
+            )
+            hw = (
+                rep.band_halfwidth
+                if rep.band_halfwidth is not None and math.isfinite(rep.band_halfwidth)
+                else math.nan
+            )
             err_text = percent(err, "+.1f", "%")
             hw_text = f"{hw:.{d}f}" if math.isfinite(hw) else "n/a"
-            out.append(f"  {r.npes:>4} {rep.measured_total:>{w}.{d}f} "
-                       f"{rep.model_total:>{w}.{d}f} {hw_text:>{w}} {err_text:>8}  {inside}")
+            out.append(
+                f"  {r.npes:>4} {rep.measured_total:>{w}.{d}f} "
+                f"{rep.model_total:>{w}.{d}f} {hw_text:>{w}} {err_text:>8}  {inside}"
+            )
     for warning in cmp.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
@@ -217,8 +260,10 @@ def loss_sentence(cmp: Comparison, d: int) -> str:
     if len(cmp.runs) < 2 or first.npes == last.npes:
         return "(one PE count: nothing to compare across P)"
     lost = cmp.lost(last)
-    head = (f"From P={first.npes} to P={last.npes}: efficiency {percent_of(cmp.efficiency(last))}, "
-            f"speed-up {speedup_text(cmp.speedup(last))}")
+    head = (
+        f"From P={first.npes} to P={last.npes}: efficiency {percent_of(cmp.efficiency(last))}, "
+        f"speed-up {speedup_text(cmp.speedup(last))}"
+    )
     if lost <= 0:
         return head + f"; the PEs spent no more PE-seconds than at P={first.npes}."
     head += f"; the PEs spent {lost:.{d}f} s more than at P={first.npes} (summed over PEs)"
@@ -231,27 +276,46 @@ def loss_sentence(cmp: Comparison, d: int) -> str:
 
 def compare_json(cmp: Comparison) -> dict:
     return {
-        "schema": "mprof.report-compare", "version": 1, "program": cmp.program,
-        "model": cmp.model_path, "measure": cmp.measure,
+        "schema": "mprof.report-compare",
+        "version": 1,
+        "program": cmp.program,
+        "model": cmp.model_path,
+        "measure": cmp.measure,
         "unit": "seconds summed over PEs (CPU time per category; not on a CPU: wall clock)",
         "runs": [
-            {"run": r.source, "npes": r.npes, "elapsed_s": r.elapsed_s,
-             "pe_seconds": r.pe_seconds, "speedup": _finite(cmp.speedup(r)),
-             "efficiency": _finite(cmp.efficiency(r)), "lost_pe_seconds": cmp.lost(r),
-             "categories_measured": r.has_categories,
-             "categories": r.categories,
-             "per_pe": {k: v / r.npes for k, v in r.categories.items()},
-             "model_s": r.model_s, "measured_s": r.measured_s if r.model_s is not None
-             else None,
-             "model_band_halfwidth_s": _finite(r.report.band_halfwidth)
-             if r.model_s is not None else None,
-             "explained": r.report.explained} for r in cmp.runs],
+            {
+                "run": r.source,
+                "npes": r.npes,
+                "elapsed_s": r.elapsed_s,
+                "pe_seconds": r.pe_seconds,
+                "speedup": _finite(cmp.speedup(r)),
+                "efficiency": _finite(cmp.efficiency(r)),
+                "lost_pe_seconds": cmp.lost(r),
+                "categories_measured": r.has_categories,
+                "categories": r.categories,
+                "per_pe": {k: v / r.npes for k, v in r.categories.items()},
+                "model_s": r.model_s,
+                "measured_s": r.measured_s if r.model_s is not None else None,
+                "model_band_halfwidth_s": _finite(r.report.band_halfwidth)
+                if r.model_s is not None
+                else None,
+                "explained": r.report.explained,
+            }
+            for r in cmp.runs
+        ],
         "categories": [
-            {"category": row, "totals_s": [cmp.total(r, row) for r in cmp.runs],
-             "per_pe_s": [cmp.total(r, row) / r.npes for r in cmp.runs],
-             "growth_s": cmp.growth(row)} for row in cmp.rows],
-        "loss": [{"category": n, "growth_s": g, "share": _finite(s)}
-                 for n, g, s in cmp.loss_by_category()],
+            {
+                "category": row,
+                "totals_s": [cmp.total(r, row) for r in cmp.runs],
+                "per_pe_s": [cmp.total(r, row) / r.npes for r in cmp.runs],
+                "growth_s": cmp.growth(row),
+            }
+            for row in cmp.rows
+        ],
+        "loss": [
+            {"category": n, "growth_s": g, "share": _finite(s)}
+            for n, g, s in cmp.loss_by_category()
+        ],
         "lead": loss_sentence(cmp, cmp.decimals),
         "warnings": cmp.warnings,
     }

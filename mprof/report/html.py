@@ -16,12 +16,32 @@ from ..files import write_file
 from ..numbers import percent, percent_of
 from .build import Report
 from .measured import NO_CATEGORIES
-from .text import format_text, idle_lines, imbalance_sentence, lead_rows, message_lines, \
-    wait_sentence
+from .text import (
+    format_text,
+    idle_lines,
+    imbalance_sentence,
+    lead_rows,
+    message_lines,
+    wait_sentence,
+)
 
 TEMPLATES = Path(__file__).with_name("templates")
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-           "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+PALETTE = [
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+]
 
 
 class Figure:
@@ -35,26 +55,81 @@ class Figure:
             x, w = x + w, -w
         if h < 0:
             y, h = y + h, -h
-        self.shapes.append({"t": "rect", "x": x, "y": y, "w": w, "h": h, "fill": fill,
-                            "tip": tip, "cls": cls, "stroke": stroke, "dash": dash})
+        self.shapes.append(
+            {
+                "t": "rect",
+                "x": x,
+                "y": y,
+                "w": w,
+                "h": h,
+                "fill": fill,
+                "tip": tip,
+                "cls": cls,
+                "stroke": stroke,
+                "dash": dash,
+            }
+        )
 
     def line(self, x1, y1, x2, y2, stroke="#333", width=1.0, dash=""):
-        self.shapes.append({"t": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2,
-                            "stroke": stroke, "width": width, "dash": dash})
+        self.shapes.append(
+            {
+                "t": "line",
+                "x1": x1,
+                "y1": y1,
+                "x2": x2,
+                "y2": y2,
+                "stroke": stroke,
+                "width": width,
+                "dash": dash,
+            }
+        )
 
-    def text(self, x, y, text, anchor="start", size=11, fill="#222", bold=False, rotate=None,
-             halo=False, cls=""):
-        self.shapes.append({"t": "text", "x": x, "y": y, "text": str(text), "anchor": anchor,
-                            "size": size, "fill": fill, "bold": bold, "rotate": rotate,
-                            "halo": halo, "cls": cls})
+    def text(
+        self,
+        x,
+        y,
+        text,
+        anchor="start",
+        size=11,
+        fill="#222",
+        bold=False,
+        rotate=None,
+        halo=False,
+        cls="",
+    ):
+        self.shapes.append(
+            {
+                "t": "text",
+                "x": x,
+                "y": y,
+                "text": str(text),
+                "anchor": anchor,
+                "size": size,
+                "fill": fill,
+                "bold": bold,
+                "rotate": rotate,
+                "halo": halo,
+                "cls": cls,
+            }
+        )
 
     def path(self, d, stroke, width, tip="", marker=True, cls=""):
-        self.shapes.append({"t": "path", "d": d, "stroke": stroke, "width": width, "tip": tip,
-                            "marker": marker, "cls": cls})
+        self.shapes.append(
+            {
+                "t": "path",
+                "d": d,
+                "stroke": stroke,
+                "width": width,
+                "tip": tip,
+                "marker": marker,
+                "cls": cls,
+            }
+        )
 
     def circle(self, cx, cy, r, fill, stroke="#333", tip=""):
-        self.shapes.append({"t": "circle", "cx": cx, "cy": cy, "r": r, "fill": fill,
-                            "stroke": stroke, "tip": tip})
+        self.shapes.append(
+            {"t": "circle", "cx": cx, "cy": cy, "r": r, "fill": fill, "stroke": stroke, "tip": tip}
+        )
 
 
 def _ticks(lo: float, hi: float) -> list[float]:
@@ -71,7 +146,7 @@ def _ticks(lo: float, hi: float) -> list[float]:
 
 
 def _fmt(v: float, d: int) -> str:
-    return f"{v:.{d}f}" if abs(v) >= 10 ** -d or v == 0 else f"{v:.2g}"
+    return f"{v:.{d}f}" if abs(v) >= 10**-d or v == 0 else f"{v:.2g}"
 
 
 def _axes(fig: Figure, x0, y0, x1, y1, ticks, d, label, xlabel=""):
@@ -87,8 +162,7 @@ def _axes(fig: Figure, x0, y0, x1, y1, ticks, d, label, xlabel=""):
     fig.line(x0, zero, x1, zero, stroke="#333", width=1.2 if vmin < 0 else 1)
     fig.text(14, (y0 + y1) / 2, label, anchor="middle", size=11, rotate=-90, cls="axis-title")
     if xlabel:
-        fig.text((x0 + x1) / 2, fig.height - 6, xlabel, anchor="middle", size=11,
-                 cls="axis-title")
+        fig.text((x0 + x1) / 2, fig.height - 6, xlabel, anchor="middle", size=11, cls="axis-title")
     return zero
 
 
@@ -98,11 +172,16 @@ def where_bars(report: Report, d: int) -> Figure:
     rows = rows + ([rest] if rest else [])
     modelled = report.model_total is not None
     height = 58 + 26 * max(len(rows), 1)
-    fig = Figure("Where the time went", 900, height, "where",
-                 f"{'Model estimate' if modelled else 'Measured time'} of each category "
-                 f"({report.seconds_unit}), largest first, with its share of the "
-                 f"{'model' if modelled else 'measured'} total "
-                 f"{_fmt(report.where_total, d)} s.")
+    fig = Figure(
+        "Where the time went",
+        900,
+        height,
+        "where",
+        f"{'Model estimate' if modelled else 'Measured time'} of each category "
+        f"({report.seconds_unit}), largest first, with its share of the "
+        f"{'model' if modelled else 'measured'} total "
+        f"{_fmt(report.where_total, d)} s.",
+    )
     x0, x1 = 170, 660
     lo = min([r.seconds for r in rows] + [0.0])
     hi = max([r.seconds for r in rows] + [0.0])
@@ -116,19 +195,32 @@ def where_bars(report: Report, d: int) -> Figure:
         fig.line(x(v), 14, x(v), height - 40, stroke="#eee")
         fig.text(x(v), height - 26, _fmt(v, d), anchor="middle", size=10)
     fig.line(x(0), 14, x(0), height - 40, stroke="#333")
-    fig.text((x0 + x1) / 2, height - 8, report.seconds_unit, anchor="middle", size=11,
-             cls="axis-title")
+    fig.text(
+        (x0 + x1) / 2, height - 8, report.seconds_unit, anchor="middle", size=11, cls="axis-title"
+    )
     for i, r in enumerate(rows):
         y = 16 + 26 * i
         label = r.name if r.module else r.category
         neg = r.seconds < 0
         fig.text(x0 - 8, y + 14, label, anchor="end", size=12, bold=i == 0)
-        fig.rect(x(0), y + 2, x(r.seconds) - x(0), 18, "#c44e52" if neg else
-                 (PALETTE[0] if r.module else "#bab0ac"),
-                 tip=f"{label}: {_fmt(r.seconds, d)} s, {percent_of(r.share)}", cls="where",
-                 stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
-        fig.text(max(x(r.seconds), x(0)) + 6, y + 15,
-                 f"{_fmt(r.seconds, d)} s  ·  {percent_of(r.share)}", size=11, bold=i == 0)
+        fig.rect(
+            x(0),
+            y + 2,
+            x(r.seconds) - x(0),
+            18,
+            "#c44e52" if neg else (PALETTE[0] if r.module else "#bab0ac"),
+            tip=f"{label}: {_fmt(r.seconds, d)} s, {percent_of(r.share)}",
+            cls="where",
+            stroke="#7a1f22" if neg else "",
+            dash="3,2" if neg else "",
+        )
+        fig.text(
+            max(x(r.seconds), x(0)) + 6,
+            y + 15,
+            f"{_fmt(r.seconds, d)} s  ·  {percent_of(r.share)}",
+            size=11,
+            bold=i == 0,
+        )
     return fig
 
 
@@ -139,16 +231,28 @@ def measured_bars(report: Report, d: int) -> Figure:
     beside = report.model_beside
     step = 34 if beside else 26
     height = 78 + step * max(len(rows), 1)
-    fig = Figure("Where the time went, measured", 900, height, "measured",
-                 "Measured CPU time of each access category (CPU seconds summed over PEs), "
-                 "with its share of the measured total "
-                 f"{_fmt(report.measured_cpu_total, d)} s"
-                 + ("; under it, the model's estimate for the category's module (on the "
-                    "module's subtotal row when it has several categories), and the time no "
-                    "model term explains." if beside else "."))
+    fig = Figure(
+        "Where the time went, measured",
+        900,
+        height,
+        "measured",
+        "Measured CPU time of each access category (CPU seconds summed over PEs), "
+        "with its share of the measured total "
+        f"{_fmt(report.measured_cpu_total, d)} s"
+        + (
+            "; under it, the model's estimate for the category's module (on the "
+            "module's subtotal row when it has several categories), and the time no "
+            "model term explains."
+            if beside
+            else "."
+        ),
+    )
     x0, x1 = 250, 610  # room right of the bars for their labels, then the legend
-    values = [r.cpu_s for r in rows if r.cpu_s is not None] + \
-        [r.model_s for r in rows if r.model_s is not None] + [0.0]
+    values = (
+        [r.cpu_s for r in rows if r.cpu_s is not None]
+        + [r.model_s for r in rows if r.model_s is not None]
+        + [0.0]
+    )
     ticks = _ticks(min(values), max(values))
     vmin, vmax = ticks[0], ticks[-1]
 
@@ -160,28 +264,60 @@ def measured_bars(report: Report, d: int) -> Figure:
         fig.line(x(v), 14, x(v), bottom, stroke="#eee")
         fig.text(x(v), bottom + 14, _fmt(v, d), anchor="middle", size=10)
     fig.line(x(0), 14, x(0), bottom, stroke="#333")
-    fig.text((x0 + x1) / 2, bottom + 32, "CPU seconds summed over PEs", anchor="middle",
-             size=11, cls="axis-title")
+    fig.text(
+        (x0 + x1) / 2,
+        bottom + 32,
+        "CPU seconds summed over PEs",
+        anchor="middle",
+        size=11,
+        cls="axis-title",
+    )
     for i, r in enumerate(rows):
         y = 16 + step * i
         bold = r.kind != "category"
         fig.text(x0 - 8, y + 14, r.label, anchor="end", size=12, bold=bold)
         if r.cpu_s is not None:
             neg = r.cpu_s < 0
-            color = "#bab0ac" if r.kind == "unexplained" else (
-                "#2f5d8a" if r.kind == "subtotal" else PALETTE[0])
-            fig.rect(x(0), y + 2, x(r.cpu_s) - x(0), 18, "#c44e52" if neg else color,
-                     tip=f"{r.label}: measured {_fmt(r.cpu_s, d)} CPU s, "
-                     f"{percent_of(r.share)}", cls="measured",
-                     stroke="#7a1f22" if neg else "", dash="3,2" if neg else "")
-            fig.text(max(x(r.cpu_s), x(0)) + 6, y + 15,
-                     f"{_fmt(r.cpu_s, d)} s  ·  {percent_of(r.share)}", size=11)
+            color = (
+                "#bab0ac"
+                if r.kind == "unexplained"
+                else ("#2f5d8a" if r.kind == "subtotal" else PALETTE[0])
+            )
+            fig.rect(
+                x(0),
+                y + 2,
+                x(r.cpu_s) - x(0),
+                18,
+                "#c44e52" if neg else color,
+                tip=f"{r.label}: measured {_fmt(r.cpu_s, d)} CPU s, {percent_of(r.share)}",
+                cls="measured",
+                stroke="#7a1f22" if neg else "",
+                dash="3,2" if neg else "",
+            )
+            fig.text(
+                max(x(r.cpu_s), x(0)) + 6,
+                y + 15,
+                f"{_fmt(r.cpu_s, d)} s  ·  {percent_of(r.share)}",
+                size=11,
+            )
         if beside and r.model_s is not None:
-            fig.rect(x(0), y + 22, x(r.model_s) - x(0), 8, PALETTE[1],
-                     tip=f"{r.label}: model {_fmt(r.model_s, d)} CPU s "
-                     f"({', '.join(r.model_categories)})", cls="model-estimate")
-            fig.text(max(x(r.model_s), x(0)) + 6, y + 30,
-                     f"model {_fmt(r.model_s, d)} s", size=10, fill="#8a4b08")
+            fig.rect(
+                x(0),
+                y + 22,
+                x(r.model_s) - x(0),
+                8,
+                PALETTE[1],
+                tip=f"{r.label}: model {_fmt(r.model_s, d)} CPU s "
+                f"({', '.join(r.model_categories)})",
+                cls="model-estimate",
+            )
+            fig.text(
+                max(x(r.model_s), x(0)) + 6,
+                y + 30,
+                f"model {_fmt(r.model_s, d)} s",
+                size=10,
+                fill="#8a4b08",
+            )
     legend = [("measured", PALETTE[0])] + ([("model estimate", PALETTE[1])] if beside else [])
     for j, (label, color) in enumerate(legend):
         fig.rect(x1 + 165, 16 + 16 * j, 12, 12, color)
@@ -197,9 +333,14 @@ def category_stack(report: Report, d: int) -> Figure:
     series = {c: [(p.categories or {}).get(c, 0.0) for p in pes] for c in order}
     colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
     width = max(620, 90 + 46 * len(pes) + 260)
-    fig = Figure("CPU time per PE by category", width, 380, "pe-categories",
-                 "Measured CPU seconds of each PE, stacked by access category (largest "
-                 "first in the legend); the idle loop is the (idle) segment.")
+    fig = Figure(
+        "CPU time per PE by category",
+        width,
+        380,
+        "pe-categories",
+        "Measured CPU seconds of each PE, stacked by access category (largest "
+        "first in the legend); the idle loop is the (idle) segment.",
+    )
     x0, y0, x1, y1 = 70, 30, width - 260, 330
     top = max([sum(v[i] for v in series.values()) for i in range(len(pes))] + [0.0])
     ticks = _ticks(0.0, top)
@@ -209,8 +350,17 @@ def category_stack(report: Report, d: int) -> Figure:
     bar = min(40, slot * 0.7)
     for i, p in enumerate(pes):
         xb = x0 + slot * i + (slot - bar) / 2
-        _stack(fig, xb, bar, zero, scale, series, colors, i,
-               lambda c, v: f"PE{p.pe} {c}: {_fmt(v, d)} CPU s")
+        _stack(
+            fig,
+            xb,
+            bar,
+            zero,
+            scale,
+            series,
+            colors,
+            i,
+            lambda c, v: f"PE{p.pe} {c}: {_fmt(v, d)} CPU s",
+        )
         fig.text(xb + bar / 2, y1 + 16, f"PE{p.pe}", anchor="middle", size=10)
     for j, c in enumerate(list(series)[:18]):
         fig.rect(x1 + 16, y0 + 16 * j, 12, 12, colors[c])
@@ -218,8 +368,17 @@ def category_stack(report: Report, d: int) -> Figure:
     return fig
 
 
-def _stack(fig: Figure, xb: float, bar: float, zero: float, scale: float,
-           series: dict[str, list[float]], colors: dict[str, str], i: int, tip) -> float:
+def _stack(
+    fig: Figure,
+    xb: float,
+    bar: float,
+    zero: float,
+    scale: float,
+    series: dict[str, list[float]],
+    colors: dict[str, str],
+    i: int,
+    tip,
+) -> float:
     """Bar i of a stacked chart: each series' positive value upwards from `zero`, in order,
     with tip(series name, value) as its tooltip.  Returns the top of the stack."""
     up = zero
@@ -240,13 +399,19 @@ def stacked_costs(report: Report, d: int) -> Figure:
         cats = [c for c in order if any(c in pc.categories for pc in pes)]
         cats += [c for pc in pes for c in pc.categories if c not in cats]
         series = {c: [pc.categories.get(c, 0.0) for pc in pes] for c in dict.fromkeys(cats)}
-        title, caption = "Estimated cost per category and PE", \
-            (f"Stacked model estimates ({report.seconds_unit.replace(' summed over PEs', '')})"
-             " of every module:CATEGORY on each PE; negative estimates are drawn below zero, "
-             "outlined.")
+        title, caption = (
+            "Estimated cost per category and PE",
+            (
+                f"Stacked model estimates ({report.seconds_unit.replace(' summed over PEs', '')})"
+                " of every module:CATEGORY on each PE; negative estimates are drawn below zero, "
+                "outlined."
+            ),
+        )
     else:
-        series = {"busy (measured)": [max(pc.measured_s - pc.idle_s, 0.0) for pc in pes],
-                  "idle (measured)": [pc.idle_s for pc in pes]}
+        series = {
+            "busy (measured)": [max(pc.measured_s - pc.idle_s, 0.0) for pc in pes],
+            "idle (measured)": [pc.idle_s for pc in pes],
+        }
         title, caption = "Busy and idle time per PE", "No model: measured busy and idle seconds."
     colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
     width = max(560, 90 + 46 * len(pes) + 240)
@@ -256,8 +421,17 @@ def stacked_costs(report: Report, d: int) -> Figure:
     neg_min = min([sum(min(v[i], 0.0) for v in series.values()) for i in range(len(pes))] + [0])
     ticks = _ticks(neg_min, pos_max)
     vmin, vmax = ticks[0], ticks[-1]
-    zero = _axes(fig, x0, y0, x1, y1, ticks, d,
-                 "CPU seconds" if report.measure == "cpu" else "seconds", xlabel="PE")
+    zero = _axes(
+        fig,
+        x0,
+        y0,
+        x1,
+        y1,
+        ticks,
+        d,
+        "CPU seconds" if report.measure == "cpu" else "seconds",
+        xlabel="PE",
+    )
     scale = (y1 - y0) / (vmax - vmin)
     slot = (x1 - x0) / max(len(pes), 1)
     bar = min(40, slot * 0.7)
@@ -271,15 +445,31 @@ def stacked_costs(report: Report, d: int) -> Figure:
                 fig.rect(x, up - scale * v, bar, scale * v, colors[c], tip=tip, cls="seg")
                 up -= scale * v
             else:
-                fig.rect(x, down, bar, -scale * v, colors[c], tip=tip, cls="seg neg",
-                         stroke="#111", dash="3,2")
+                fig.rect(
+                    x,
+                    down,
+                    bar,
+                    -scale * v,
+                    colors[c],
+                    tip=tip,
+                    cls="seg neg",
+                    stroke="#111",
+                    dash="3,2",
+                )
                 down -= scale * v
         fig.text(x + bar / 2, y1 + 16, f"PE{pc.pe}", anchor="middle", size=10)
     for j, c in enumerate(series):
         y = y0 + 16 * j
         negative = any(v < 0 for v in series[c])
-        fig.rect(x1 + 16, y, 12, 12, colors[c], stroke="#111" if negative else "",
-                 dash="3,2" if negative else "")
+        fig.rect(
+            x1 + 16,
+            y,
+            12,
+            12,
+            colors[c],
+            stroke="#111" if negative else "",
+            dash="3,2" if negative else "",
+        )
         fig.text(x1 + 34, y + 10, c + (" (negative)" if negative else ""), size=11)
     return fig
 
@@ -287,21 +477,40 @@ def stacked_costs(report: Report, d: int) -> Figure:
 def model_vs_measured(report: Report, d: int) -> Figure:
     pes = report.pes
     width = max(520, 90 + 70 * len(pes) + 160)
-    fig = Figure("Model vs measured time per PE", width, 380, "model",
-                 f"Model estimate (with its 90 % prediction band) and measured "
-                 f"{'CPU' if report.measure == 'cpu' else 'elapsed'} time per "
-                 "PE; the label under each pair is the model's error relative to the measured "
-                 "time.")
+    fig = Figure(
+        "Model vs measured time per PE",
+        width,
+        380,
+        "model",
+        f"Model estimate (with its 90 % prediction band) and measured "
+        f"{'CPU' if report.measure == 'cpu' else 'elapsed'} time per "
+        "PE; the label under each pair is the model's error relative to the measured "
+        "time.",
+    )
     x0, y0, x1, y1 = 70, 30, width - 160, 320
-    top = max([pc.measured_s for pc in pes] + [(pc.model_s or 0) + (pc.halfwidth or 0)
-                                                for pc in pes if pc.halfwidth is not None
-                                                and math.isfinite(pc.halfwidth)]
-              + [pc.model_s or 0 for pc in pes])
+    top = max(
+        [pc.measured_s for pc in pes]
+        + [
+            (pc.model_s or 0) + (pc.halfwidth or 0)
+            for pc in pes
+            if pc.halfwidth is not None and math.isfinite(pc.halfwidth)
+        ]
+        + [pc.model_s or 0 for pc in pes]
+    )
     ticks = _ticks(0.0, top)
     vmax = ticks[-1]
     fig.height += 14
-    _axes(fig, x0, y0, x1, y1, ticks, d, "CPU seconds" if report.measure == "cpu" else "seconds",
-          xlabel="PE (label: model error relative to measured)")
+    _axes(
+        fig,
+        x0,
+        y0,
+        x1,
+        y1,
+        ticks,
+        d,
+        "CPU seconds" if report.measure == "cpu" else "seconds",
+        xlabel="PE (label: model error relative to measured)",
+    )
     slot = (x1 - x0) / max(len(pes), 1)
     bar = min(26, slot * 0.35)
 
@@ -310,22 +519,44 @@ def model_vs_measured(report: Report, d: int) -> Figure:
 
     for i, pc in enumerate(pes):
         xm = x0 + slot * i + slot / 2 - bar
-        fig.rect(xm, y(pc.model_s or 0), bar, y1 - y(pc.model_s or 0), PALETTE[0],
-                 tip=f"PE{pc.pe} model {_fmt(pc.model_s or 0, d)} s", cls="model")
+        fig.rect(
+            xm,
+            y(pc.model_s or 0),
+            bar,
+            y1 - y(pc.model_s or 0),
+            PALETTE[0],
+            tip=f"PE{pc.pe} model {_fmt(pc.model_s or 0, d)} s",
+            cls="model",
+        )
         if pc.halfwidth is not None and math.isfinite(pc.halfwidth):
             cx = xm + bar / 2
-            lo, hi = y(max((pc.model_s or 0) - pc.halfwidth, 0)), y((pc.model_s or 0)
-                                                                     + pc.halfwidth)
+            lo, hi = (
+                y(max((pc.model_s or 0) - pc.halfwidth, 0)),
+                y((pc.model_s or 0) + pc.halfwidth),
+            )
             fig.line(cx, lo, cx, hi, stroke="#111", width=1.5)
             fig.line(cx - 5, lo, cx + 5, lo, stroke="#111", width=1.5)
             fig.line(cx - 5, hi, cx + 5, hi, stroke="#111", width=1.5)
-        fig.rect(xm + bar, y(pc.measured_s), bar, y1 - y(pc.measured_s), PALETTE[1],
-                 tip=f"PE{pc.pe} measured {_fmt(pc.measured_s, d)} s", cls="measured")
+        fig.rect(
+            xm + bar,
+            y(pc.measured_s),
+            bar,
+            y1 - y(pc.measured_s),
+            PALETTE[1],
+            tip=f"PE{pc.pe} measured {_fmt(pc.measured_s, d)} s",
+            cls="measured",
+        )
         fig.text(xm + bar, y1 + 15, f"PE{pc.pe}", anchor="middle", size=10)
         err = pc.error_percent
         if err is not None:
-            fig.text(xm + bar, y1 + 30, percent(err, "+.1f", "%"), anchor="middle", size=10,
-                     fill="#b00" if abs(err) > 10 else "#222")
+            fig.text(
+                xm + bar,
+                y1 + 30,
+                percent(err, "+.1f", "%"),
+                anchor="middle",
+                size=10,
+                fill="#b00" if abs(err) > 10 else "#222",
+            )
     for j, (label, color) in enumerate((("model", PALETTE[0]), ("measured", PALETTE[1]))):
         fig.rect(x1 + 16, y0 + 16 * j, 12, 12, color)
         fig.text(x1 + 34, y0 + 16 * j + 10, label)
@@ -336,9 +567,14 @@ def latency_bars(report: Report, d: int) -> Figure:
     items = report.latency_by_cost
     names = report.names
     height = 88 + 40 * max(len(items), 1)
-    fig = Figure("Latency per access category", 760, height, "latency",
-                 "Observed and critical-path latency of each access category (seconds of idle "
-                 "time, summed over PEs), largest observed latency first.")
+    fig = Figure(
+        "Latency per access category",
+        760,
+        height,
+        "latency",
+        "Observed and critical-path latency of each access category (seconds of idle "
+        "time, summed over PEs), largest observed latency first.",
+    )
     x0, x1, top, bottom = 150, 620, 20, height - 50
     ticks = _ticks(0.0, max([a.observed_s for a in items] + [a.critical_s for a in items] + [0]))
     vmax = ticks[-1]
@@ -347,17 +583,37 @@ def latency_bars(report: Report, d: int) -> Figure:
         fig.line(x, top, x, bottom, stroke="#ddd")
         fig.text(x, bottom + 16, _fmt(v, d), anchor="middle", size=10)
     fig.line(x0, top, x0, bottom)
-    fig.text((x0 + x1) / 2, height - 10, "latency (seconds of idle time, summed over PEs)",
-             anchor="middle", size=11, cls="axis-title")
-    fig.text(16, (top + bottom) / 2, "access category", anchor="middle", size=11, rotate=-90,
-             cls="axis-title")
+    fig.text(
+        (x0 + x1) / 2,
+        height - 10,
+        "latency (seconds of idle time, summed over PEs)",
+        anchor="middle",
+        size=11,
+        cls="axis-title",
+    )
+    fig.text(
+        16,
+        (top + bottom) / 2,
+        "access category",
+        anchor="middle",
+        size=11,
+        rotate=-90,
+        cls="axis-title",
+    )
     for i, a in enumerate(items):
         yb = top + 6 + 40 * i
         fig.text(x0 - 8, yb + 18, names.get(a.access, a.access), anchor="end", size=12)
         for j, (metric, color) in enumerate((("observed", PALETTE[2]), ("critical", PALETTE[3]))):
             v = a.value(metric)
-            fig.rect(x0, yb + 15 * j, (x1 - x0) * v / vmax, 13, color,
-                     tip=f"{names.get(a.access, a.access)} {metric}: {_fmt(v, d)} s", cls=metric)
+            fig.rect(
+                x0,
+                yb + 15 * j,
+                (x1 - x0) * v / vmax,
+                13,
+                color,
+                tip=f"{names.get(a.access, a.access)} {metric}: {_fmt(v, d)} s",
+                cls=metric,
+            )
             fig.text(x0 + (x1 - x0) * v / vmax + 4, yb + 15 * j + 11, f"{_fmt(v, d)} s", size=10)
     for j, (label, color) in enumerate((("observed", PALETTE[2]), ("critical", PALETTE[3]))):
         fig.rect(x1 + 50, 24 + 16 * j, 12, 12, color)
@@ -407,11 +663,16 @@ def dependence_graph(report: Report, d: int) -> Figure:
     edges = [e for e in g.edges if e.observed_s > 0 or e.critical_s > 0]
     used = {e.enabler for e in edges} | {e.access for e in edges}
     nodes = [n for n in g.nodes if n in used]
-    fig = Figure("Dependence graph of synchronization events", 760, 560, "graph",
-                 "Nodes are access categories; an arrow enabler -> access carries the latency "
-                 "of that synchronization event (observed / critical, seconds; width ~ "
-                 "observed). Red arrows lie on the problematic chains. Categories without "
-                 "latency are left out.")
+    fig = Figure(
+        "Dependence graph of synchronization events",
+        760,
+        560,
+        "graph",
+        "Nodes are access categories; an arrow enabler -> access carries the latency "
+        "of that synchronization event (observed / critical, seconds; width ~ "
+        "observed). Red arrows lie on the problematic chains. Categories without "
+        "latency are left out.",
+    )
     if not nodes:
         fig.text(380, 280, "no latency rows in this run", anchor="middle", size=14)
         return fig
@@ -420,8 +681,12 @@ def dependence_graph(report: Report, d: int) -> Figure:
     for i, n in enumerate(nodes):
         a = -math.pi / 2 + 2 * math.pi * i / len(nodes)
         pos[n] = (cx + radius * math.cos(a), cy + radius * math.sin(a))
-    on_chain = {(c.nodes[i], c.nodes[i + 1]) for cs in report.chains.values() for c in cs
-                for i in range(len(c.nodes) - 1)}
+    on_chain = {
+        (c.nodes[i], c.nodes[i + 1])
+        for cs in report.chains.values()
+        for c in cs
+        for i in range(len(c.nodes) - 1)
+    }
     wmax = max([e.observed_s for e in edges] + [1e-300])
     node_r = 34
     placed: list[tuple] = []
@@ -430,13 +695,17 @@ def dependence_graph(report: Report, d: int) -> Figure:
         (xa, ya), (xb, yb) = pos[e.enabler], pos[e.access]
         width = 1.5 + 7 * e.observed_s / wmax
         color = "#d62728" if (e.enabler, e.access) in on_chain else "#777"
-        tip = (f"{names.get(e.enabler, e.enabler)} -> {names.get(e.access, e.access)}: "
-               f"observed {_fmt(e.observed_s, d)} s, critical {_fmt(e.critical_s, d)} s, "
-               f"{e.count} events")
+        tip = (
+            f"{names.get(e.enabler, e.enabler)} -> {names.get(e.access, e.access)}: "
+            f"observed {_fmt(e.observed_s, d)} s, critical {_fmt(e.critical_s, d)} s, "
+            f"{e.count} events"
+        )
         label = f"{_fmt(e.observed_s, d)} / {_fmt(e.critical_s, d)} s"
         if e.enabler == e.access:  # self loop above the node
-            path = (f"M {xa - 12:.1f} {ya - node_r + 4:.1f} C {xa - 50:.1f} {ya - 110:.1f} "
-                    f"{xa + 50:.1f} {ya - 110:.1f} {xa + 12:.1f} {ya - node_r + 4:.1f}")
+            path = (
+                f"M {xa - 12:.1f} {ya - node_r + 4:.1f} C {xa - 50:.1f} {ya - 110:.1f} "
+                f"{xa + 50:.1f} {ya - 110:.1f} {xa + 12:.1f} {ya - node_r + 4:.1f}"
+            )
             fig.path(path, color, width, tip, cls="edge")
             candidates = [(xa, ya - 92 - k) for k in (0, 14, -14, 28)]
         else:
@@ -448,27 +717,33 @@ def dependence_graph(report: Report, d: int) -> Figure:
             sx, sy = xa + ux * node_r + nx * 8, ya + uy * node_r + ny * 8
             ex, ey = xb - ux * (node_r + 6) + nx * 8, yb - uy * (node_r + 6) + ny * 8
             mx, my = (xa + xb) / 2 + nx * bend, (ya + yb) / 2 + ny * bend
-            fig.path(f"M {sx:.1f} {sy:.1f} Q {mx:.1f} {my:.1f} {ex:.1f} {ey:.1f}", color,
-                     width, tip, cls="edge")
+            fig.path(
+                f"M {sx:.1f} {sy:.1f} Q {mx:.1f} {my:.1f} {ex:.1f} {ey:.1f}",
+                color,
+                width,
+                tip,
+                cls="edge",
+            )
 
             def on_curve(t, off=0.0):  # a point of the quadratic curve, moved off it
                 px = (1 - t) ** 2 * sx + 2 * (1 - t) * t * mx + t * t * ex
                 py = (1 - t) ** 2 * sy + 2 * (1 - t) * t * my + t * t * ey
                 return px + nx * off, py + ny * off + 4
 
-            candidates = [on_curve(t, off) for off in (10, 24, -10) for t in
-                          (0.5, 0.38, 0.62, 0.28, 0.72)]
+            candidates = [
+                on_curve(t, off) for off in (10, 24, -10) for t in (0.5, 0.38, 0.62, 0.28, 0.72)
+            ]
         lx, ly = _place_label(candidates, label, 10, placed, pos, node_r)
         labels.append((lx, ly, label))
     for lx, ly, label in labels:  # above every arrow
-        fig.text(lx, ly, label, anchor="middle", size=10, fill="#222", halo=True,
-                 cls="edge-label")
+        fig.text(lx, ly, label, anchor="middle", size=10, fill="#222", halo=True, cls="edge-label")
     lat = {a.access: a for a in report.latency}
     for n in nodes:
         x, y = pos[n]
         a = lat.get(n)
-        tip = names.get(n, n) + (f": observed {_fmt(a.observed_s, d)} s, critical "
-                                 f"{_fmt(a.critical_s, d)} s" if a else "")
+        tip = names.get(n, n) + (
+            f": observed {_fmt(a.observed_s, d)} s, critical {_fmt(a.critical_s, d)} s" if a else ""
+        )
         fig.circle(x, y, node_r, "#eef3fa" if n != "unclassified" else "#f3f3f3", tip=tip)
         fig.text(x, y + 4, names.get(n, n), anchor="middle", size=12, bold=True)
     return fig
@@ -476,11 +751,16 @@ def dependence_graph(report: Report, d: int) -> Figure:
 
 def _environment(d: int) -> jinja2.Environment:
     """The templates' environment: strict, escaped, with the `num` filter at `d` digits."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
-    env.filters["num"] = lambda v, dd=d: "n/a" if v is None or (
-        isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = lambda v, dd=d: (
+        "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else _fmt(v, dd)
+    )
     return env
 
 
@@ -495,12 +775,22 @@ def render_html(report: Report, *, digits: int | None = None) -> str:
     figures += [latency_bars(report, d), dependence_graph(report, d)]
     css = (TEMPLATES / "report.css").read_text()
     return env.get_template("report.html.j2").render(
-        r=report, d=d, figures={f.kind: f for f in figures}, css=css, version=__version__,
-        text=format_text(report, per_pe=False, digits=digits), names=report.names,
-        share=percent_of, relative=_relative, no_categories=NO_CATEGORIES,
+        r=report,
+        d=d,
+        figures={f.kind: f for f in figures},
+        css=css,
+        version=__version__,
+        text=format_text(report, per_pe=False, digits=digits),
+        names=report.names,
+        share=percent_of,
+        relative=_relative,
+        no_categories=NO_CATEGORIES,
         imbalance=imbalance_sentence(report, d) if report.imbalance else None,
         wait=wait_sentence(report, d) if report.lead_access else None,
-        idle=idle_lines(report, d)[1:], messages=message_lines(report)[1:], stat=_stat_text)
+        idle=idle_lines(report, d)[1:],
+        messages=message_lines(report)[1:],
+        stat=_stat_text,
+    )
 
 
 def _relative(change: float, now: float) -> str:
@@ -530,18 +820,22 @@ def scaling_chart(cmp, d: int) -> Figure:
     colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(series)}
     modelled = any(r.model_s is not None for r in runs)
     width = max(640, 110 + 80 * len(runs) + 280)
-    fig = Figure("Time per category across PE counts", width, 420, "scaling",
-                 "Seconds summed over PEs of each run, stacked by category (CPU time per "
-                 "access category; the top segment is wall-clock time the PEs were not on a "
-                 "CPU), so a bar is the run's PE-seconds. Above each bar: its parallel "
-                 "efficiency relative to the run with the fewest PEs; the dashed line is that "
-                 "run's PE-seconds, what every run would take if it scaled perfectly"
-                 + ("; diamonds: the model's prediction." if modelled else "."))
+    fig = Figure(
+        "Time per category across PE counts",
+        width,
+        420,
+        "scaling",
+        "Seconds summed over PEs of each run, stacked by category (CPU time per "
+        "access category; the top segment is wall-clock time the PEs were not on a "
+        "CPU), so a bar is the run's PE-seconds. Above each bar: its parallel "
+        "efficiency relative to the run with the fewest PEs; the dashed line is that "
+        "run's PE-seconds, what every run would take if it scaled perfectly"
+        + ("; diamonds: the model's prediction." if modelled else "."),
+    )
     x0, y0, x1, y1 = 80, 40, width - 280, 360
     top = max([r.pe_seconds for r in runs] + [r.model_s or 0.0 for r in runs] + [0.0])
     ticks = _ticks(0.0, top * 1.05)
-    zero = _axes(fig, x0, y0, x1, y1, ticks, d, "seconds summed over PEs",
-                 xlabel="PEs (P)")
+    zero = _axes(fig, x0, y0, x1, y1, ticks, d, "seconds summed over PEs", xlabel="PEs (P)")
     scale = (y1 - y0) / (ticks[-1] - ticks[0])
     slot = (x1 - x0) / max(len(runs), 1)
     bar = min(48, slot * 0.6)
@@ -549,26 +843,51 @@ def scaling_chart(cmp, d: int) -> Figure:
     fig.line(x0, ideal, x1, ideal, stroke="#555", width=1.2, dash="5,4")
     for i, r in enumerate(runs):
         xb = x0 + slot * i + (slot - bar) / 2
-        up = _stack(fig, xb, bar, zero, scale, series, colors, i,
-                    lambda c, v: f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)")
-        fig.text(xb + bar / 2, up - 6, percent_of(cmp.efficiency(r)), anchor="middle", size=10,
-                 bold=True, cls="efficiency")
+        up = _stack(
+            fig,
+            xb,
+            bar,
+            zero,
+            scale,
+            series,
+            colors,
+            i,
+            lambda c, v: f"P={r.npes} {c}: {_fmt(v, d)} s ({_fmt(v / r.npes, d)} s per PE)",
+        )
+        fig.text(
+            xb + bar / 2,
+            up - 6,
+            percent_of(cmp.efficiency(r)),
+            anchor="middle",
+            size=10,
+            bold=True,
+            cls="efficiency",
+        )
         fig.text(xb + bar / 2, y1 + 16, f"P={r.npes}", anchor="middle", size=11)
         if r.model_s is not None:
             ym = zero - scale * r.model_s
             cx = xb + bar + 9
-            fig.path(f"M {cx:.1f} {ym - 6:.1f} L {cx + 6:.1f} {ym:.1f} L {cx:.1f} {ym + 6:.1f} "
-                     f"L {cx - 6:.1f} {ym:.1f} Z", "#111", 1.5,
-                     tip=f"P={r.npes} model {_fmt(r.model_s, d)} s, measured "
-                     f"{_fmt(r.measured_s, d)} s", marker=False, cls="model-marker")
+            fig.path(
+                f"M {cx:.1f} {ym - 6:.1f} L {cx + 6:.1f} {ym:.1f} L {cx:.1f} {ym + 6:.1f} "
+                f"L {cx - 6:.1f} {ym:.1f} Z",
+                "#111",
+                1.5,
+                tip=f"P={r.npes} model {_fmt(r.model_s, d)} s, measured {_fmt(r.measured_s, d)} s",
+                marker=False,
+                cls="model-marker",
+            )
     legend = list(series) + (["model prediction"] if modelled else []) + ["perfect scaling"]
     for j, c in enumerate(legend[:20]):
         y = y0 + 16 * j
         if c in colors:
             fig.rect(x1 + 16, y, 12, 12, colors[c])
         elif c == "model prediction":
-            fig.path(f"M {x1 + 22} {y} L {x1 + 28} {y + 6} L {x1 + 22} {y + 12} L {x1 + 16} "
-                     f"{y + 6} Z", "#111", 1.5, marker=False)
+            fig.path(
+                f"M {x1 + 22} {y} L {x1 + 28} {y + 6} L {x1 + 22} {y + 12} L {x1 + 16} {y + 6} Z",
+                "#111",
+                1.5,
+                marker=False,
+            )
         else:
             fig.line(x1 + 14, y + 6, x1 + 30, y + 6, stroke="#555", width=1.2, dash="5,4")
         fig.text(x1 + 34, y + 10, c, size=11)
@@ -582,9 +901,16 @@ def render_compare_html(cmp, *, digits: int | None = None) -> str:
     env = _environment(d)
     css = (TEMPLATES / "report.css").read_text()
     return env.get_template("compare.html.j2").render(
-        c=cmp, d=d, fig=scaling_chart(cmp, d), css=css, version=__version__,
-        lead=loss_sentence(cmp, d), pct=percent_of, speedup_text=speedup_text,
-        text=format_compare(cmp, digits))
+        c=cmp,
+        d=d,
+        fig=scaling_chart(cmp, d),
+        css=css,
+        version=__version__,
+        lead=loss_sentence(cmp, d),
+        pct=percent_of,
+        speedup_text=speedup_text,
+        text=format_compare(cmp, digits),
+    )
 
 
 def write_compare_html(cmp, path: str | Path, *, digits: int | None = None) -> Path:

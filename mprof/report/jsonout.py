@@ -39,7 +39,9 @@ def dumps(data, what: str, nothing: str = "no JSON was written", **kwargs) -> st
     found = non_finite(data)
     if found is not None:
         path, value = found
-        raise MprofError(f"{what}: {path or 'the value'} is {value!r}, not a finite number: "
-                         "the figures behind it overflow (are some times or statistics of the "
-                         f"input absurdly large?); {nothing}")
+        raise MprofError(
+            f"{what}: {path or 'the value'} is {value!r}, not a finite number: "
+            "the figures behind it overflow (are some times or statistics of the "
+            f"input absurdly large?); {nothing}"
+        )
     return json.dumps(data, allow_nan=False, **kwargs)

@@ -36,8 +36,14 @@ IMBALANCE_THRESHOLD = 0.30  # busiest PE's busy time over the mean, as a fractio
 UNEXPLAINED = "not explained by any model term"
 
 # Statistics that record waiting rather than work: never "the statistic that differs most".
-_WAIT_STATS = {("rts", "IdleNs"), ("rts", "IdleCpuNs"), ("rts", "IdleCycle"), ("rts", "P"),
-               ("rts", "Wakes"), ("rts", "FlowWait")}
+_WAIT_STATS = {
+    ("rts", "IdleNs"),
+    ("rts", "IdleCpuNs"),
+    ("rts", "IdleCycle"),
+    ("rts", "P"),
+    ("rts", "Wakes"),
+    ("rts", "FlowWait"),
+}
 
 
 @dataclass
@@ -121,8 +127,7 @@ def pe_measured(run: RunProfile) -> list[PEMeasured]:
                 key = f"{obj.module}:{name}"
                 stats[key] = stats.get(key, 0) + value
         cats = None if pe.categories is None else {c.access: c.cpu_s for c in pe.categories}
-        out.append(PEMeasured(pe.pe, pe.elapsed_s, pe.idle_s, pe.cpu_s, pe.idle_cpu_s, cats,
-                              stats))
+        out.append(PEMeasured(pe.pe, pe.elapsed_s, pe.idle_s, pe.cpu_s, pe.idle_cpu_s, cats, stats))
     return out
 
 
@@ -158,36 +163,52 @@ def measured_rows(run: RunProfile, model_rows=None) -> tuple[list[MeasuredRow], 
     estimates: dict[str, list] = {}
     for module, category, seconds, halfwidth in model_rows or []:
         estimates.setdefault(_model_group(module, category), []).append(
-            (f"{module}:{category}", seconds, halfwidth))
-    order = sorted(set(groups) | set(estimates),
-                   key=lambda g: (-sum(totals[a] for a in groups.get(g, [])),
-                                  -sum(e[1] for e in estimates.get(g, [])), g))
+            (f"{module}:{category}", seconds, halfwidth)
+        )
+    order = sorted(
+        set(groups) | set(estimates),
+        key=lambda g: (
+            -sum(totals[a] for a in groups.get(g, [])),
+            -sum(e[1] for e in estimates.get(g, [])),
+            g,
+        ),
+    )
     rows: list[MeasuredRow] = []
     for g in order:
         members = groups.get(g, [])
         est = estimates.get(g)
         model = {}
         if est:
-            model = dict(model_s=sum(e[1] for e in est),
-                         model_halfwidth=math.sqrt(sum(e[2] ** 2 for e in est))
-                         if all(math.isfinite(e[2]) for e in est) else math.nan,
-                         model_categories=[e[0] for e in est])
+            model = dict(
+                model_s=sum(e[1] for e in est),
+                model_halfwidth=math.sqrt(sum(e[2] ** 2 for e in est))
+                if all(math.isfinite(e[2]) for e in est)
+                else math.nan,
+                model_categories=[e[0] for e in est],
+            )
         for a in members:
-            rows.append(MeasuredRow(a, "category", g, totals[a], share(totals[a]),
-                                    samples.get(a, 0), **(model if len(members) == 1 else {})))
+            rows.append(
+                MeasuredRow(
+                    a,
+                    "category",
+                    g,
+                    totals[a],
+                    share(totals[a]),
+                    samples.get(a, 0),
+                    **(model if len(members) == 1 else {}),
+                )
+            )
         if est and len(members) > 1:
             sub = sum(totals[a] for a in members)
             rows.append(MeasuredRow(f"{g} (all)", "subtotal", g, sub, share(sub), **model))
         elif est and not members:
-            rows.append(MeasuredRow(f"{g} (nothing measured)", "model", g, None, math.nan,
-                                    **model))
+            rows.append(MeasuredRow(f"{g} (nothing measured)", "model", g, None, math.nan, **model))
     return rows, total
 
 
 def add_unexplained(rows: list[MeasuredRow], total: float, model_total: float) -> MeasuredRow:
     diff = total - model_total
-    row = MeasuredRow(UNEXPLAINED, "unexplained", "", diff,
-                      diff / total if total > 0 else math.nan)
+    row = MeasuredRow(UNEXPLAINED, "unexplained", "", diff, diff / total if total > 0 else math.nan)
     rows.append(row)
     return row
 
@@ -201,8 +222,9 @@ def idle_by_enabler(run: RunProfile) -> list[tuple[str, float]]:
     return sorted(((k, v) for k, v in out.items() if v > 0), key=lambda kv: (-kv[1], kv[0]))
 
 
-def find_imbalance(pes: list[PEMeasured], threshold: float = IMBALANCE_THRESHOLD
-                   ) -> Imbalance | None:
+def find_imbalance(
+    pes: list[PEMeasured], threshold: float = IMBALANCE_THRESHOLD
+) -> Imbalance | None:
     """The load-imbalance finding, or None when the busiest PE is within `threshold` of the
     mean (or the run has one PE)."""
     if len(pes) < 2:
@@ -214,14 +236,26 @@ def find_imbalance(pes: list[PEMeasured], threshold: float = IMBALANCE_THRESHOLD
     if mean <= 0 or top < (1 + threshold) * mean:
         return None
     index = {p.pe: i for i, p in enumerate(pes)}
-    busiest = sorted((p.pe for p, b in zip(pes, busy) if b >= (1 + threshold) * mean),
-                     key=lambda n: (-busy[index[n]], n))
-    idlest = sorted((p.pe for p, b in zip(pes, busy) if b < 0.5 * mean),
-                    key=lambda n: (busy[index[n]], n))
+    busiest = sorted(
+        (p.pe for p, b in zip(pes, busy) if b >= (1 + threshold) * mean),
+        key=lambda n: (-busy[index[n]], n),
+    )
+    idlest = sorted(
+        (p.pe for p, b in zip(pes, busy) if b < 0.5 * mean), key=lambda n: (busy[index[n]], n)
+    )
     caused = sum(top - b for b in busy)
     stat, values = differs_most(pes)
-    return Imbalance(busiest, top, mean, idlest, caused, sum(p.idle_s for p in pes), stat,
-                     values, "cpu" if cpu else "wall")
+    return Imbalance(
+        busiest,
+        top,
+        mean,
+        idlest,
+        caused,
+        sum(p.idle_s for p in pes),
+        stat,
+        values,
+        "cpu" if cpu else "wall",
+    )
 
 
 def differs_most(pes: list[PEMeasured]) -> tuple[str | None, list[float]]:

@@ -19,7 +19,7 @@ from .text import idle_lines, imbalance_sentence, message_lines, wait_sentence
 def _s(value, d):
     if value is None or not math.isfinite(value):
         return "n/a"
-    return f"{value:.{d}f}" if abs(value) >= 10 ** -d or value == 0 else f"{value:.2g}"
+    return f"{value:.{d}f}" if abs(value) >= 10**-d or value == 0 else f"{value:.2g}"
 
 
 _share = percent_of
@@ -31,28 +31,35 @@ def _bar(share: float, width: int = 20) -> str:
     return "█" * max(1, round(min(share, 1.0) * width))
 
 
-def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = None,
-               console: Console | None = None) -> None:
+def print_rich(
+    report: Report,
+    *,
+    per_pe: bool = False,
+    digits: int | None = None,
+    console: Console | None = None,
+) -> None:
     console = console or Console()
     d = digits if digits is not None else report.decimals
     names = report.names
     modelled = report.model_total is not None
     pct = int(round(report.confidence * 100))
-    console.print(f"[bold]% {' '.join(report.argv) or report.program}[/bold]  "
-                  f"({report.npes} PEs, run {report.source}"
-                  + (f", model {report.model_path})" if report.model_path else ")"))
+    console.print(
+        f"[bold]% {' '.join(report.argv) or report.program}[/bold]  "
+        f"({report.npes} PEs, run {report.source}"
+        + (f", model {report.model_path})" if report.model_path else ")")
+    )
 
     # 0. load imbalance, when the PEs were not busy alike
     if report.imbalance is not None:
-        console.print(f"[bold red]Load imbalance:[/bold red] {imbalance_sentence(report, d)}",
-                      highlight=False)
+        console.print(
+            f"[bold red]Load imbalance:[/bold red] {imbalance_sentence(report, d)}", highlight=False
+        )
 
     # 1. where the time went: measured first
     if report.has_categories:
         console.print(_measured_table(report, d))
         if modelled and not report.model_beside:
-            console.print("(the model prices elapsed seconds: its estimates follow, not "
-                          "beside)")
+            console.print("(the model prices elapsed seconds: its estimates follow, not beside)")
     if not report.has_categories or (modelled and not report.model_beside):
         _model_where(console, report, d)
     if not report.has_categories:
@@ -71,16 +78,20 @@ def print_rich(report: Report, *, per_pe: bool = False, digits: int | None = Non
     else:
         last = names.get(chain.nodes[-1], chain.nodes[-1])
         share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0
-        console.print(f"Why the PEs waited: [bold]{last}[/bold] waited "
-                      f"{_s(report.lead_access_latency, d)} s; {_s(chain.latency, d)} s "
-                      f"({_share(share)}) along [bold]{chain.name(names)}[/bold]",
-                      highlight=False)
+        console.print(
+            f"Why the PEs waited: [bold]{last}[/bold] waited "
+            f"{_s(report.lead_access_latency, d)} s; {_s(chain.latency, d)} s "
+            f"({_share(share)}) along [bold]{chain.name(names)}[/bold]",
+            highlight=False,
+        )
     _rest(console, report, d, per_pe, pct)
 
 
 def _measured_table(report: Report, d: int) -> Table:
-    t = Table(title="Where the time went (measured, CPU seconds summed over PEs"
-              + ("; the model's estimate beside)" if report.model_beside else ")"))
+    t = Table(
+        title="Where the time went (measured, CPU seconds summed over PEs"
+        + ("; the model's estimate beside)" if report.model_beside else ")")
+    )
     cols = [("category", "left"), ("measured s", "right"), ("share", "right"), ("", "left")]
     if report.model_beside:
         cols += [("model s", "right"), ("± 90 %", "right"), ("model categories", "left")]
@@ -88,11 +99,18 @@ def _measured_table(report: Report, d: int) -> Table:
         t.add_column(col, justify=just)
     for r in report.measured_rows:
         label = f"[bold]{r.label}[/bold]" if r.kind != "category" else r.label
-        row = [label, _s(r.cpu_s, d) if r.cpu_s is not None else "-",
-               _share(r.share) if r.cpu_s is not None else "", _bar(r.share)]
+        row = [
+            label,
+            _s(r.cpu_s, d) if r.cpu_s is not None else "-",
+            _share(r.share) if r.cpu_s is not None else "",
+            _bar(r.share),
+        ]
         if report.model_beside:
-            row += ([_s(r.model_s, d), _s(r.model_halfwidth, d), ", ".join(r.model_categories)]
-                    if r.model_s is not None else ["", "", ""])
+            row += (
+                [_s(r.model_s, d), _s(r.model_halfwidth, d), ", ".join(r.model_categories)]
+                if r.model_s is not None
+                else ["", "", ""]
+            )
         t.add_row(*row)
     t.add_section()
     row = ["[bold]total[/bold]", _s(report.measured_cpu_total, d), _share(1.0), ""]
@@ -104,16 +122,17 @@ def _measured_table(report: Report, d: int) -> Table:
 
 def _model_where(console, report: Report, d: int) -> None:
     modelled = report.model_total is not None
-    t = Table(title=f"Where the time went ({'model' if modelled else 'measured'}, "
-              f"{report.seconds_unit})")
-    for col, just in (("category", "left"), ("seconds", "right"), ("share", "right"),
-                      ("", "left")):
+    t = Table(
+        title=f"Where the time went ({'model' if modelled else 'measured'}, {report.seconds_unit})"
+    )
+    for col, just in (("category", "left"), ("seconds", "right"), ("share", "right"), ("", "left")):
         t.add_column(col, justify=just)
     for r in report.where:
         t.add_row(r.name, _s(r.seconds, d), _share(r.share), _bar(r.share))
     t.add_section()
-    t.add_row("[bold]total[/bold]" + (" (model)" if modelled else ""),
-              _s(report.where_total, d), "", "")
+    t.add_row(
+        "[bold]total[/bold]" + (" (model)" if modelled else ""), _s(report.where_total, d), "", ""
+    )
     if modelled:
         t.add_row("measured", _s(report.measured_total, d), "", "")
     console.print(t)
@@ -125,21 +144,43 @@ def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
     # 3. model quality
     if modelled:
         verdict = report.verdict()
-        console.print(f"[bold red]{verdict}[/bold red]" if report.explained is False
-                      else f"Model quality: {verdict}", highlight=False)
+        console.print(
+            f"[bold red]{verdict}[/bold red]"
+            if report.explained is False
+            else f"Model quality: {verdict}",
+            highlight=False,
+        )
         if report.what_if is not None:
             _what_if_table(console, report, d, pct)
 
         t = Table(title=f"Cost Profile by cost ({report.seconds_unit})")
-        for col, just in (("Id", "right"), ("module", "left"), ("category", "left"),
-                          ("seconds", "right"), (f"± {pct} %", "right"), ("share", "right")):
+        for col, just in (
+            ("Id", "right"),
+            ("module", "left"),
+            ("category", "left"),
+            ("seconds", "right"),
+            (f"± {pct} %", "right"),
+            ("share", "right"),
+        ):
             t.add_column(col, justify=just)
         for r in report.cost_rows:
-            t.add_row(str(r.id), r.module, r.category, _s(r.seconds, d), _s(r.halfwidth, d),
-                      _share(r.share))
+            t.add_row(
+                str(r.id),
+                r.module,
+                r.category,
+                _s(r.seconds, d),
+                _s(r.halfwidth, d),
+                _share(r.share),
+            )
         t.add_section()
-        t.add_row("", "", "[bold]Model[/bold]", _s(report.model_total, d),
-                  _s(report.band_halfwidth, d), "")
+        t.add_row(
+            "",
+            "",
+            "[bold]Model[/bold]",
+            _s(report.model_total, d),
+            _s(report.band_halfwidth, d),
+            "",
+        )
         t.add_row("", "", "[bold]Total[/bold] (measured)", _s(report.measured_total, d), "", "")
         console.print(t)
         if report.unmodelled:
@@ -151,19 +192,29 @@ def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
                 t.add_column(col, justify="right")
             for pc in report.pes:
                 err = pc.error_percent
-                t.add_row(str(pc.pe), _s(pc.model_s, d), _s(pc.halfwidth, d),
-                          _s(pc.measured_s, d),
-                          _s(pc.measured_idle_s, d) if pc.measured_idle_s is not None else "n/a",
-                          percent(err, "+.1f", "%") if err is not None else "")
+                t.add_row(
+                    str(pc.pe),
+                    _s(pc.model_s, d),
+                    _s(pc.halfwidth, d),
+                    _s(pc.measured_s, d),
+                    _s(pc.measured_idle_s, d) if pc.measured_idle_s is not None else "n/a",
+                    percent(err, "+.1f", "%") if err is not None else "",
+                )
             console.print(t)
     else:
         t = Table(title="Statistics (summed over PEs)")
         for col, just in (("Id", "right"), ("module", "left"), ("statistics", "left")):
             t.add_column(col, justify=just)
         for oc in report.objects:
-            t.add_row(str(oc.id), oc.module, " ".join(
-                f"{k}={int(v) if float(v).is_integer() else f'{v:.6g}'}"
-                for k, v in oc.stats.items()) or "(no statistics)")
+            t.add_row(
+                str(oc.id),
+                oc.module,
+                " ".join(
+                    f"{k}={int(v) if float(v).is_integer() else f'{v:.6g}'}"
+                    for k, v in oc.stats.items()
+                )
+                or "(no statistics)",
+            )
         console.print(t)
 
     if per_pe:
@@ -172,29 +223,49 @@ def _rest(console, report: Report, d: int, per_pe: bool, pct: int) -> None:
     if per_pe:
         groups.update(report.latency_per_pe)
     t = Table(title="Latency per access category, by observed latency (seconds of idle time)")
-    for col, just in (("PE", "right"), ("access", "left"), ("observed s", "right"),
-                      ("critical s", "right"), ("count", "right"),
-                      ("by enabler (observed / critical s)", "left")):
+    for col, just in (
+        ("PE", "right"),
+        ("access", "left"),
+        ("observed s", "right"),
+        ("critical s", "right"),
+        ("count", "right"),
+        ("by enabler (observed / critical s)", "left"),
+    ):
         t.add_column(col, justify=just)
     for pe, items in groups.items():
         for a in items:
-            parts = ", ".join(f"{names.get(e.enabler, e.enabler)}: {_s(e.observed_s, d)} / "
-                              f"{_s(e.critical_s, d)}" for e in a.breakdown("observed"))
-            t.add_row("all" if pe is None else str(pe), names.get(a.access, a.access),
-                      _s(a.observed_s, d), _s(a.critical_s, d), str(a.count), parts)
+            parts = ", ".join(
+                f"{names.get(e.enabler, e.enabler)}: {_s(e.observed_s, d)} / {_s(e.critical_s, d)}"
+                for e in a.breakdown("observed")
+            )
+            t.add_row(
+                "all" if pe is None else str(pe),
+                names.get(a.access, a.access),
+                _s(a.observed_s, d),
+                _s(a.critical_s, d),
+                str(a.count),
+                parts,
+            )
     if report.latency:
         console.print(t)
     else:
         console.print("(the run profile has no latency rows)")
     t = Table(title="Dependence chains")
-    for col, just in (("metric", "left"), ("chain", "left"), ("latency s", "right"),
-                      ("stops at", "left")):
+    for col, just in (
+        ("metric", "left"),
+        ("chain", "left"),
+        ("latency s", "right"),
+        ("stops at", "left"),
+    ):
         t.add_column(col, justify=just)
     for metric, chains in report.chains.items():
         for c in chains:
-            t.add_row(metric, c.name(names), _s(c.latency, d),
-                      c.stop + (f" ({names.get(c.closes_at, c.closes_at)})" if c.closes_at
-                                else ""))
+            t.add_row(
+                metric,
+                c.name(names),
+                _s(c.latency, d),
+                c.stop + (f" ({names.get(c.closes_at, c.closes_at)})" if c.closes_at else ""),
+            )
     if any(report.chains.values()):
         console.print(t)
     for w in report.warnings:
@@ -213,8 +284,12 @@ def _per_pe_tables(console, report: Report, d: int) -> None:
     for col in ("PE", "cpu", "idle loop", *cats):
         t.add_column(col, justify="right")
     for p in report.pe_measured:
-        t.add_row(str(p.pe), _s(p.cpu_s, d), _s(p.idle_cpu_s, d),
-                  *[_s((p.categories or {}).get(c, 0.0), d) for c in cats])
+        t.add_row(
+            str(p.pe),
+            _s(p.cpu_s, d),
+            _s(p.idle_cpu_s, d),
+            *[_s((p.categories or {}).get(c, 0.0), d) for c in cats],
+        )
     console.print(t)
     if not report.has_categories:
         console.print(f"({NO_CATEGORIES})")
@@ -237,17 +312,37 @@ def _stat(v) -> str:
 def _what_if_table(console, report: Report, d: int, pct: int) -> None:
     w = report.what_if
     t = Table(title=f"What if {w.title} (model, {w.unit})")
-    for col, just in (("category", "left"), ("now", "right"), ("what if", "right"),
-                      ("change", "right"), (f"± {pct} %", "right"), ("relative", "right")):
+    for col, just in (
+        ("category", "left"),
+        ("now", "right"),
+        ("what if", "right"),
+        ("change", "right"),
+        (f"± {pct} %", "right"),
+        ("relative", "right"),
+    ):
         t.add_column(col, justify=just)
     for c in w.categories:
-        t.add_row(c.name, _s(c.now_s, d), _s(c.new_s, d), f"{c.change_s:+.{d}f}",
-                  _s(c.halfwidth, d), percent_of(c.relative, "+.1f"))
+        t.add_row(
+            c.name,
+            _s(c.now_s, d),
+            _s(c.new_s, d),
+            f"{c.change_s:+.{d}f}",
+            _s(c.halfwidth, d),
+            percent_of(c.relative, "+.1f"),
+        )
     t.add_section()
     rel = w.change_s / w.now_s if w.now_s else math.nan
-    t.add_row("[bold]total (model)[/bold]", _s(w.now_s, d), _s(w.new_s, d),
-              f"{w.change_s:+.{d}f}", _s(w.change_halfwidth, d),
-              percent_of(rel, "+.1f"))
+    t.add_row(
+        "[bold]total (model)[/bold]",
+        _s(w.now_s, d),
+        _s(w.new_s, d),
+        f"{w.change_s:+.{d}f}",
+        _s(w.change_halfwidth, d),
+        percent_of(rel, "+.1f"),
+    )
     console.print(t)
-    console.print(f"Predicted time {_s(w.new_s, d)} s ± {_s(w.new_halfwidth, d)} ({pct} % "
-                  f"prediction band); measured now {_s(w.measured_s, d)} s", highlight=False)
+    console.print(
+        f"Predicted time {_s(w.new_s, d)} s ± {_s(w.new_halfwidth, d)} ({pct} % "
+        f"prediction band); measured now {_s(w.measured_s, d)} s",
+        highlight=False,
+    )

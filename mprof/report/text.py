@@ -48,8 +48,7 @@ def lead_rows(report: Report, limit: int = LEAD_ROWS) -> tuple[list[CostRow], Co
 
 
 def basis(report: Report) -> str:
-    return ("model" if report.model_total is not None else "measured") + ", " \
-        + report.seconds_unit
+    return ("model" if report.model_total is not None else "measured") + ", " + report.seconds_unit
 
 
 def lead_lines(report: Report, d: int) -> list[str]:
@@ -93,11 +92,16 @@ def _pes(numbers, limit=8) -> str:
 def imbalance_sentence(report: Report, d: int) -> str:
     """The load-imbalance finding in one paragraph (wall-clock seconds)."""
     im = report.imbalance
-    out = (f"{_pes(im.busiest)} {'was' if len(im.busiest) == 1 else 'were'} busy the most: "
-           f"{im.busiest_s:.{d}f} s, {percent_of(im.excess, '.0f')} above the mean of "
-           f"{im.mean_s:.{d}f} s ("
-           + ("busy: CPU time outside the idle loop)" if im.measure == "cpu"
-              else "wall-clock busy time: elapsed minus idle)"))
+    out = (
+        f"{_pes(im.busiest)} {'was' if len(im.busiest) == 1 else 'were'} busy the most: "
+        f"{im.busiest_s:.{d}f} s, {percent_of(im.excess, '.0f')} above the mean of "
+        f"{im.mean_s:.{d}f} s ("
+        + (
+            "busy: CPU time outside the idle loop)"
+            if im.measure == "cpu"
+            else "wall-clock busy time: elapsed minus idle)"
+        )
+    )
     if im.idlest:
         out += f"; {_pes(im.idlest)} under half the mean"
     return out + ". " + _gap_sentence(im, d) + _statistic_sentence(report)
@@ -111,18 +115,27 @@ def _gap_sentence(im, d: int) -> str:
     stated apart and never as a share of the idle time over 100 %."""
     gap, idle = im.caused_s, im.idle_s
     if gap <= idle and idle > 0:
-        return (f"Waiting for the busiest PE accounts for {gap:.{d}f} s, "
-                f"{percent_of(im.idle_share)} of the PEs' {idle:.{d}f} s of wall-clock idle "
-                "time (the PEs' busy time short of the busiest's, summed over PEs).")
-    elsewhere = ("off a CPU outside the idle loop or not running" if im.measure == "cpu"
-                 else "not running: their elapsed times differ")
+        return (
+            f"Waiting for the busiest PE accounts for {gap:.{d}f} s, "
+            f"{percent_of(im.idle_share)} of the PEs' {idle:.{d}f} s of wall-clock idle "
+            "time (the PEs' busy time short of the busiest's, summed over PEs)."
+        )
+    elsewhere = (
+        "off a CPU outside the idle loop or not running"
+        if im.measure == "cpu"
+        else "not running: their elapsed times differ"
+    )
     if idle <= 0:
-        return (f"The PEs were busy {gap:.{d}f} s less than the busiest PE (summed over PEs) "
-                f"and had no wall-clock idle time: they were {elsewhere} for that time.")
-    return (f"The PEs were busy {gap:.{d}f} s less than the busiest PE (summed over PEs), more "
-            f"than their {idle:.{d}f} s of wall-clock idle time: waiting for it can account "
-            f"for all of that idle time; for the other {gap - idle:.{d}f} s they were "
-            f"{elsewhere}.")
+        return (
+            f"The PEs were busy {gap:.{d}f} s less than the busiest PE (summed over PEs) "
+            f"and had no wall-clock idle time: they were {elsewhere} for that time."
+        )
+    return (
+        f"The PEs were busy {gap:.{d}f} s less than the busiest PE (summed over PEs), more "
+        f"than their {idle:.{d}f} s of wall-clock idle time: waiting for it can account "
+        f"for all of that idle time; for the other {gap - idle:.{d}f} s they were "
+        f"{elsewhere}."
+    )
 
 
 def _statistic_sentence(report: Report) -> str:
@@ -132,17 +145,21 @@ def _statistic_sentence(report: Report) -> str:
         values = im.stat_values
         top = max(range(len(values)), key=lambda i: (values[i], -i))
         zero = sum(v == 0 for v in values)
-        out += (f" The statistic that differs most between PEs: {im.statistic} (PE "
-                f"{report.pe_measured[top].pe}: {_stat(values[top])}, mean "
-                f"{_stat(sum(values) / len(values))}, min {_stat(min(values))}"
-                + (f"; {zero} PEs 0" if zero > 1 else "") + ").")
+        out += (
+            f" The statistic that differs most between PEs: {im.statistic} (PE "
+            f"{report.pe_measured[top].pe}: {_stat(values[top])}, mean "
+            f"{_stat(sum(values) / len(values))}, min {_stat(min(values))}"
+            + (f"; {zero} PEs 0" if zero > 1 else "")
+            + ")."
+        )
     return out
 
 
 def measured_lines(report: Report, d: int) -> list[str]:
     """Measured CPU time per access category, largest first, with the model beside."""
     title = "measured, CPU seconds summed over PEs" + (
-        "; the model's estimate beside" if report.model_beside else "")
+        "; the model's estimate beside" if report.model_beside else ""
+    )
     out = [f"*** Where the time went ({title}) ***"]
     rows = report.measured_rows
     width = max([len(r.label) for r in rows] + [len("category"), len("total")])
@@ -151,9 +168,11 @@ def measured_lines(report: Report, d: int) -> list[str]:
         head += "   model (90 % band)"
     out.append(head)
     for r in rows:
-        line = f"  {r.label:<{width}} " + (f"{_num(r.cpu_s, d)} s" if r.cpu_s is not None
-                                          else f"{'-':>{d + 6}}") \
+        line = (
+            f"  {r.label:<{width}} "
+            + (f"{_num(r.cpu_s, d)} s" if r.cpu_s is not None else f"{'-':>{d + 6}}")
             + f" {percent_of(r.share) if r.cpu_s is not None else '':>8}"
+        )
         if report.model_beside and r.model_s is not None:
             line += "   " + _model_cell(r, d)
         elif report.model_beside and r.kind == "category" and _alone(report, r):
@@ -174,16 +193,17 @@ def _alone(report: Report, row) -> bool:
 
 
 def _model_cell(r, d: int) -> str:
-    return (f"{r.model_s:.{d}f} s +-{_hw(r.model_halfwidth, d)} "
-            f"({', '.join(r.model_categories)})")
+    return f"{r.model_s:.{d}f} s +-{_hw(r.model_halfwidth, d)} ({', '.join(r.model_categories)})"
 
 
 def idle_lines(report: Report, d: int) -> list[str]:
     """Wall-clock idle beside the idle loops' CPU time, and what ended the waits."""
     out = ["*** Idle (wall-clock seconds summed over PEs) ***"]
     wall, elapsed = report.idle_total, report.elapsed_total
-    line = (f"  idle {wall:.{d}f} s of {elapsed:.{d}f} s elapsed "
-            f"({percent_of(wall / elapsed if elapsed > 0 else math.nan)})")
+    line = (
+        f"  idle {wall:.{d}f} s of {elapsed:.{d}f} s elapsed "
+        f"({percent_of(wall / elapsed if elapsed > 0 else math.nan)})"
+    )
     if report.cpu_idle is not None:
         line += f"; the idle loops took {report.cpu_idle:.{d}f} CPU s of it"
     else:
@@ -192,10 +212,12 @@ def idle_lines(report: Report, d: int) -> list[str]:
     if report.idle_enablers:
         shown = report.idle_enablers[:4]
         rest = sum(v for _, v in report.idle_enablers[4:])
-        out.append("  waits ended by: " + ", ".join(
-            f"{report.names.get(e, e)} {v:.{d}f} s" for e, v in shown)
+        out.append(
+            "  waits ended by: "
+            + ", ".join(f"{report.names.get(e, e)} {v:.{d}f} s" for e, v in shown)
             + (f", {len(report.idle_enablers) - 4} more {rest:.{d}f} s" if rest else "")
-            + " (critical latency by enabling category)")
+            + " (critical latency by enabling category)"
+        )
     return out
 
 
@@ -204,17 +226,23 @@ def message_lines(report: Report) -> list[str]:
     m = report.messages
     if m is None:
         return []
-    out = ["*** Messages (summed over PEs) ***",
-           f"  {m.remote_ops} remote operations in {m.messages} messages "
-           f"({m.per_message:.1f} per message)"]
+    out = [
+        "*** Messages (summed over PEs) ***",
+        f"  {m.remote_ops} remote operations in {m.messages} messages "
+        f"({m.per_message:.1f} per message)",
+    ]
     if m.why:
         at_once = m.messages - m.aggregated
-        out.append(f"  {m.aggregated} aggregation buffers went: " + ", ".join(
-            f"{n} {AGG_WHY[k]}" for k, n in m.why)
-            + (f"; {at_once} messages went at once" if at_once > 0 else ""))
+        out.append(
+            f"  {m.aggregated} aggregation buffers went: "
+            + ", ".join(f"{n} {AGG_WHY[k]}" for k, n in m.why)
+            + (f"; {at_once} messages went at once" if at_once > 0 else "")
+        )
     if m.carried:
-        out.append(f"  {m.carried} of the {m.arrived} arrived records ran from their message "
-                   "buffers (carriers)")
+        out.append(
+            f"  {m.carried} of the {m.arrived} arrived records ran from their message "
+            "buffers (carriers)"
+        )
     return out
 
 
@@ -228,8 +256,10 @@ def model_where_lines(report: Report, d: int) -> list[str]:
         label = r.name if r.module else r.category
         out.append(f"  {label:<{width}} {_num(r.seconds, d)} s {percent_of(r.share):>8}")
     if report.model_total is not None:
-        out.append(f"  {'total':<{width}} {_num(report.where_total, d)} s (model); measured "
-                   f"{report.measured_total:.{d}f} s")
+        out.append(
+            f"  {'total':<{width}} {_num(report.where_total, d)} s (model); measured "
+            f"{report.measured_total:.{d}f} s"
+        )
     else:
         out.append(f"  {'total':<{width}} {_num(report.where_total, d)} s")
     return out
@@ -243,8 +273,10 @@ def chain_sentence(report: Report, d: int) -> str:
         return "(no dependence chain: the run profile has no latency to explain)"
     last = report.names.get(chain.nodes[-1], chain.nodes[-1])
     share = chain.latency / report.lead_access_latency if report.lead_access_latency else 0.0
-    return (f"{last} waited {report.lead_access_latency:.{d}f} s; {chain.latency:.{d}f} s "
-            f"({percent_of(share)}) along {chain.name(report.names)}")
+    return (
+        f"{last} waited {report.lead_access_latency:.{d}f} s; {chain.latency:.{d}f} s "
+        f"({percent_of(share)}) along {chain.name(report.names)}"
+    )
 
 
 def wait_sentence(report: Report, d: int) -> str:
@@ -254,23 +286,33 @@ def wait_sentence(report: Report, d: int) -> str:
     access = names.get(report.lead_access, report.lead_access)
     parts = []
     for e in report.lead_enablers[:3]:
-        who = ("unclassified fibers" if e.enabler == "unclassified"
-               else f"{names.get(e.enabler, e.enabler)} itself" if e.enabler == report.lead_access
-               else names.get(e.enabler, e.enabler))
+        who = (
+            "unclassified fibers"
+            if e.enabler == "unclassified"
+            else f"{names.get(e.enabler, e.enabler)} itself"
+            if e.enabler == report.lead_access
+            else names.get(e.enabler, e.enabler)
+        )
         parts.append(f"{who} {e.observed_s:.{d}f} s")
-    return (f"{access} waited {report.lead_access_latency:.{d}f} s, enabled by "
-            + ", ".join(parts) + "; no dependence chain of other accesses lies behind it")
+    return (
+        f"{access} waited {report.lead_access_latency:.{d}f} s, enabled by "
+        + ", ".join(parts)
+        + "; no dependence chain of other accesses lies behind it"
+    )
 
 
 def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
     out = ["*** Cost Profile ***"]
     for oc in report.objects:
         if oc.modelled and oc.categories:
-            out.append(f"Id {oc.id}: " + " ".join(f"{c.name}={_num(c.seconds, d)}"
-                                                   for c in oc.categories))
-    out.append(f"Time: Model={_num(report.model_total, d)}, "
-               f"Total={_num(report.measured_total, d)}"
-               + (" (CPU seconds)" if report.measure == "cpu" else ""))
+            out.append(
+                f"Id {oc.id}: " + " ".join(f"{c.name}={_num(c.seconds, d)}" for c in oc.categories)
+            )
+    out.append(
+        f"Time: Model={_num(report.model_total, d)}, "
+        f"Total={_num(report.measured_total, d)}"
+        + (" (CPU seconds)" if report.measure == "cpu" else "")
+    )
     if report.unmodelled:
         out.append("Unmodelled: " + ", ".join(report.unmodelled))
     if bands:
@@ -278,18 +320,22 @@ def cost_profile_lines(report: Report, d: int, bands: bool = True) -> list[str]:
         out.append(f"*** Bands ({pct} % half widths, seconds) ***")
         for oc in report.objects:
             if oc.modelled and oc.categories:
-                out.append(f"Id {oc.id}: " + " ".join(f"{c.name} +-{_hw(c.halfwidth, d)}"
-                                                       for c in oc.categories))
-        out.append(f"Time: Model= {report.model_total:.{d}f} +-{_hw(report.band_halfwidth, d)} "
-                   f"(parameters +-{_hw(report.param_halfwidth, d)}, plus the fit's residual "
-                   f"scatter)")
+                out.append(
+                    f"Id {oc.id}: "
+                    + " ".join(f"{c.name} +-{_hw(c.halfwidth, d)}" for c in oc.categories)
+                )
+        out.append(
+            f"Time: Model= {report.model_total:.{d}f} +-{_hw(report.band_halfwidth, d)} "
+            f"(parameters +-{_hw(report.param_halfwidth, d)}, plus the fit's residual "
+            f"scatter)"
+        )
     return out
 
 
 def _hw(value, d):
     if value is None or not math.isfinite(value):
         return " n/a"
-    return f"{value:.{d}f}" if value >= 10 ** -d else f"{value:.2g}"
+    return f"{value:.{d}f}" if value >= 10**-d else f"{value:.2g}"
 
 
 def raw_lines(report: Report) -> list[str]:
@@ -305,8 +351,10 @@ def per_pe_lines(report: Report, d: int) -> list[str]:
     """Every PE's wall-clock times, CPU time by category, and statistics."""
     out = ["*** Per PE (wall-clock seconds) ***"]
     for p in report.pe_measured:
-        out.append(f"PE{p.pe}: elapsed={_num(p.elapsed_s, d)} busy={_num(p.busy_s, d)} "
-                   f"idle={_num(p.idle_s, d)}")
+        out.append(
+            f"PE{p.pe}: elapsed={_num(p.elapsed_s, d)} busy={_num(p.busy_s, d)} "
+            f"idle={_num(p.idle_s, d)}"
+        )
     out.append("*** Per PE (CPU seconds by category) ***")
     if not report.has_categories:
         out.append(f"({NO_CATEGORIES})")
@@ -316,8 +364,10 @@ def per_pe_lines(report: Report, d: int) -> list[str]:
             continue
         line = f"PE{p.pe}: cpu={_num(p.cpu_s, d)} idle loop={_num(p.idle_cpu_s or 0.0, d)}"
         if p.categories:
-            line += " | " + " ".join(f"{a}={_num(v, d).strip()}" for a, v in sorted(
-                p.categories.items(), key=lambda kv: (-kv[1], kv[0])))
+            line += " | " + " ".join(
+                f"{a}={_num(v, d).strip()}"
+                for a, v in sorted(p.categories.items(), key=lambda kv: (-kv[1], kv[0]))
+            )
         out.append(line)
     out.append("*** Per PE (statistics, summed over the PE's objects) ***")
     for p in report.pe_measured:
@@ -325,8 +375,11 @@ def per_pe_lines(report: Report, d: int) -> list[str]:
         for name, value in p.stats.items():
             module, _, stat = name.partition(":")
             modules.setdefault(module, []).append(f"{stat}={_stat(value)}")
-        out.append(f"PE{p.pe}: " + " | ".join(f"{m}: {' '.join(v)}" for m, v in modules.items())
-                   if modules else f"PE{p.pe}: (no statistics)")
+        out.append(
+            f"PE{p.pe}: " + " | ".join(f"{m}: {' '.join(v)}" for m, v in modules.items())
+            if modules
+            else f"PE{p.pe}: (no statistics)"
+        )
     return out
 
 
@@ -334,8 +387,9 @@ def _stat(v) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
 
 
-def format_text(report: Report, *, per_pe: bool = False, digits: int | None = None,
-                chains: bool = True) -> str:
+def format_text(
+    report: Report, *, per_pe: bool = False, digits: int | None = None, chains: bool = True
+) -> str:
     d = digits if digits is not None else report.decimals
     head = f"% {' '.join(report.argv) or report.program}"
     out = [head, ""] + lead_lines(report, d)
@@ -348,17 +402,19 @@ def format_text(report: Report, *, per_pe: bool = False, digits: int | None = No
             for pc in report.pes:
                 err = pc.error_percent
                 idle = pc.measured_idle_s
-                out.append(f"PE{pc.pe}: Model={_num(pc.model_s, d)} +-{_hw(pc.halfwidth, d)}, "
-                           f"Total={_num(pc.measured_s, d)}, Idle="
-                           + (_num(idle, d) if idle is not None else "n/a")
-                           + (f", error {percent(err, '+.1f', '%')}" if err is not None
-                              else ""))
+                out.append(
+                    f"PE{pc.pe}: Model={_num(pc.model_s, d)} +-{_hw(pc.halfwidth, d)}, "
+                    f"Total={_num(pc.measured_s, d)}, Idle="
+                    + (_num(idle, d) if idle is not None else "n/a")
+                    + (f", error {percent(err, '+.1f', '%')}" if err is not None else "")
+                )
     else:
         out += raw_lines(report)
     if per_pe:
         out += per_pe_lines(report, d)
-    out += latency_section(report.latency, report.names,
-                           report.latency_per_pe if per_pe else None, d)
+    out += latency_section(
+        report.latency, report.names, report.latency_per_pe if per_pe else None, d
+    )
     if not report.latency:
         out.append("(the run profile has no latency rows)")
     if chains:
@@ -370,50 +426,99 @@ def format_text(report: Report, *, per_pe: bool = False, digits: int | None = No
 
 def report_json(report: Report) -> dict:
     doc = {
-        "schema": "mprof.report", "version": 1,
-        "run": report.source, "program": report.program, "argv": report.argv,
-        "npes": report.npes, "settings": report.settings, "params": report.params,
+        "schema": "mprof.report",
+        "version": 1,
+        "run": report.source,
+        "program": report.program,
+        "argv": report.argv,
+        "npes": report.npes,
+        "settings": report.settings,
+        "params": report.params,
         "model": report.model_path,
-        "measured_total_s": report.measured_total, "measure": report.measure,
+        "measured_total_s": report.measured_total,
+        "measure": report.measure,
         "idle_total_s": report.idle_total,
         "model_total_s": report.model_total,
         "model_band_halfwidth_s": _finite(report.band_halfwidth),
         "model_param_halfwidth_s": _finite(report.param_halfwidth),
         "confidence": report.confidence,
-        "explained": report.explained, "verdict": report.verdict(),
-        "where": [{"module": r.module, "category": r.category, "seconds": r.seconds,
-                   "halfwidth": _finite(r.halfwidth), "share": _finite(r.share)}
-                  for r in report.where],
+        "explained": report.explained,
+        "verdict": report.verdict(),
+        "where": [
+            {
+                "module": r.module,
+                "category": r.category,
+                "seconds": r.seconds,
+                "halfwidth": _finite(r.halfwidth),
+                "share": _finite(r.share),
+            }
+            for r in report.where
+        ],
         "where_total_s": report.where_total,
-        "lead_chain": (chain_json(report.lead_chain, report.names) | {
-            "access_latency_s": report.lead_access_latency}) if report.lead_chain else None,
+        "lead_chain": (
+            chain_json(report.lead_chain, report.names)
+            | {"access_latency_s": report.lead_access_latency}
+        )
+        if report.lead_chain
+        else None,
         "objects": [
-            {"id": oc.id, "module": oc.module, "pes": oc.pes, "modelled": oc.modelled,
-             "note": oc.note, "stats": oc.stats,
-             "categories": {c.name: {"seconds": c.seconds, "halfwidth": _finite(c.halfwidth)}
-                            for c in oc.categories},
-             "total_s": oc.total if oc.modelled else None}
-            for oc in report.objects],
+            {
+                "id": oc.id,
+                "module": oc.module,
+                "pes": oc.pes,
+                "modelled": oc.modelled,
+                "note": oc.note,
+                "stats": oc.stats,
+                "categories": {
+                    c.name: {"seconds": c.seconds, "halfwidth": _finite(c.halfwidth)}
+                    for c in oc.categories
+                },
+                "total_s": oc.total if oc.modelled else None,
+            }
+            for oc in report.objects
+        ],
         "unmodelled": report.unmodelled,
-        "pes": [{"pe": pc.pe, "measured_s": pc.measured_s, "idle_s": pc.idle_s,
-                 "measured_idle_s": pc.measured_idle_s,
-                 "model_s": pc.model_s, "halfwidth_s": _finite(pc.halfwidth),
-                 "categories": pc.categories} for pc in report.pes],
+        "pes": [
+            {
+                "pe": pc.pe,
+                "measured_s": pc.measured_s,
+                "idle_s": pc.idle_s,
+                "measured_idle_s": pc.measured_idle_s,
+                "model_s": pc.model_s,
+                "halfwidth_s": _finite(pc.halfwidth),
+                "categories": pc.categories,
+            }
+            for pc in report.pes
+        ],
         "latency": access_latency_json(report.latency),
-        "latency_per_pe": {str(pe): access_latency_json(v)
-                           for pe, v in report.latency_per_pe.items()},
-        "graph": {"nodes": report.graph.nodes,
-                  "edges": [{"enabler": e.enabler, "access": e.access, "count": e.count,
-                             "observed_s": e.observed_s, "critical_s": e.critical_s}
-                            for e in report.graph.edges]},
-        "chains": {m: [chain_json(c, report.names) for c in cs]
-                   for m, cs in report.chains.items()},
+        "latency_per_pe": {
+            str(pe): access_latency_json(v) for pe, v in report.latency_per_pe.items()
+        },
+        "graph": {
+            "nodes": report.graph.nodes,
+            "edges": [
+                {
+                    "enabler": e.enabler,
+                    "access": e.access,
+                    "count": e.count,
+                    "observed_s": e.observed_s,
+                    "critical_s": e.critical_s,
+                }
+                for e in report.graph.edges
+            ],
+        },
+        "chains": {m: [chain_json(c, report.names) for c in cs] for m, cs in report.chains.items()},
         "warnings": report.warnings,
-        "messages": None if report.messages is None else {
-            "remote_ops": report.messages.remote_ops, "messages": report.messages.messages,
+        "messages": None
+        if report.messages is None
+        else {
+            "remote_ops": report.messages.remote_ops,
+            "messages": report.messages.messages,
             "per_message": _finite(report.messages.per_message),
-            "why": dict(report.messages.why), "arrived": report.messages.arrived,
-            "carried": report.messages.carried},
+            "why": dict(report.messages.why),
+            "arrived": report.messages.arrived,
+            "carried": report.messages.carried,
+        },
     }
     doc.update(measured_json(report))
     if report.what_if is not None:
@@ -431,31 +536,66 @@ def measured_json(report: Report) -> dict:
     return {
         "categories_measured": report.has_categories,
         "measured_where": [
-            {"label": r.label, "kind": r.kind, "group": r.group, "cpu_s": r.cpu_s,
-             "share": _finite(r.share), "samples": r.samples, "model_s": r.model_s,
-             "model_halfwidth_s": _finite(r.model_halfwidth),
-             "model_categories": r.model_categories} for r in report.measured_rows],
+            {
+                "label": r.label,
+                "kind": r.kind,
+                "group": r.group,
+                "cpu_s": r.cpu_s,
+                "share": _finite(r.share),
+                "samples": r.samples,
+                "model_s": r.model_s,
+                "model_halfwidth_s": _finite(r.model_halfwidth),
+                "model_categories": r.model_categories,
+            }
+            for r in report.measured_rows
+        ],
         "measured_where_total_s": report.measured_cpu_total if report.has_categories else None,
         "measured_where_unit": "CPU seconds summed over PEs",
         "unexplained_s": report.unexplained.cpu_s if report.unexplained else None,
-        "idle": {"wall_s": report.idle_total, "elapsed_s": report.elapsed_total,
-                 "cpu_s": report.cpu_idle, "cpu_total_s": report.cpu_total,
-                 "by_enabler": [{"enabler": e, "critical_s": v}
-                                for e, v in report.idle_enablers]},
-        "lead_wait": None if report.lead_access is None else {
-            "access": report.lead_access, "observed_s": report.lead_access_latency,
-            "enablers": [{"enabler": e.enabler, "observed_s": e.observed_s}
-                         for e in report.lead_enablers]},
-        "imbalance": None if im is None else {
-            "busiest_pes": im.busiest, "busiest_busy_s": im.busiest_s, "mean_busy_s": im.mean_s,
-            "excess": im.excess, "least_busy_pes": im.idlest, "caused_idle_s": im.caused_s,
-            "idle_s": im.idle_s, "idle_share": _finite(im.idle_share),
-            "statistic": im.statistic, "statistic_per_pe": im.stat_values,
-            "sentence": imbalance_sentence(report, report.decimals)},
+        "idle": {
+            "wall_s": report.idle_total,
+            "elapsed_s": report.elapsed_total,
+            "cpu_s": report.cpu_idle,
+            "cpu_total_s": report.cpu_total,
+            "by_enabler": [{"enabler": e, "critical_s": v} for e, v in report.idle_enablers],
+        },
+        "lead_wait": None
+        if report.lead_access is None
+        else {
+            "access": report.lead_access,
+            "observed_s": report.lead_access_latency,
+            "enablers": [
+                {"enabler": e.enabler, "observed_s": e.observed_s} for e in report.lead_enablers
+            ],
+        },
+        "imbalance": None
+        if im is None
+        else {
+            "busiest_pes": im.busiest,
+            "busiest_busy_s": im.busiest_s,
+            "mean_busy_s": im.mean_s,
+            "excess": im.excess,
+            "least_busy_pes": im.idlest,
+            "caused_idle_s": im.caused_s,
+            "idle_s": im.idle_s,
+            "idle_share": _finite(im.idle_share),
+            "statistic": im.statistic,
+            "statistic_per_pe": im.stat_values,
+            "sentence": imbalance_sentence(report, report.decimals),
+        },
         "pes_measured": [
-            {"pe": p.pe, "elapsed_s": p.elapsed_s, "busy_s": p.busy_s, "idle_s": p.idle_s,
-             "cpu_s": p.cpu_s, "idle_cpu_s": p.idle_cpu_s, "categories": p.categories,
-             "stats": p.stats} for p in report.pe_measured],
+            {
+                "pe": p.pe,
+                "elapsed_s": p.elapsed_s,
+                "busy_s": p.busy_s,
+                "idle_s": p.idle_s,
+                "cpu_s": p.cpu_s,
+                "idle_cpu_s": p.idle_cpu_s,
+                "categories": p.categories,
+                "stats": p.stats,
+            }
+            for p in report.pe_measured
+        ],
     }
 
 

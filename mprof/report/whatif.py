@@ -79,8 +79,10 @@ class WhatIf:
 def parse_change(text: str, model) -> Change:
     m = _CHANGE.match(text)
     if not m:
-        raise MprofError(f"--what-if '{text}': expected NAME=FACTORx or NAME=VALUE "
-                         "(e.g. rts:Msg=0.5x, rts.MsgSent=2x)")
+        raise MprofError(
+            f"--what-if '{text}': expected NAME=FACTORx or NAME=VALUE "
+            "(e.g. rts:Msg=0.5x, rts.MsgSent=2x)"
+        )
     name, amount = m.groups()
     factor = value = None
     try:
@@ -89,24 +91,31 @@ def parse_change(text: str, model) -> Change:
         else:
             value = float(amount)
     except ValueError:
-        raise MprofError(f"--what-if '{text}': '{amount}' is not a number or a factor like "
-                         "0.5x") from None
+        raise MprofError(
+            f"--what-if '{text}': '{amount}' is not a number or a factor like 0.5x"
+        ) from None
     number = factor if factor is not None else value
     if not math.isfinite(number):
         raise MprofError(f"--what-if '{text}': '{amount}' is not finite")
     if ":" in name:
         if name in model.ignored:
-            raise MprofError(f"--what-if '{text}': '{name}' is ignored by the model (it costs "
-                             "nothing), so changing it changes nothing")
+            raise MprofError(
+                f"--what-if '{text}': '{name}' is ignored by the model (it costs "
+                "nothing), so changing it changes nothing"
+            )
         if name not in model.values:
             known = sorted(n for n in model.values if n not in model.ignored)
             close = difflib.get_close_matches(name, known, n=1)
-            raise MprofError(f"--what-if '{text}': the model has no parameter '{name}'"
-                             + (f"; did you mean '{close[0]}'?" if close else "")
-                             + f" (parameters: {', '.join(known)})")
+            raise MprofError(
+                f"--what-if '{text}': the model has no parameter '{name}'"
+                + (f"; did you mean '{close[0]}'?" if close else "")
+                + f" (parameters: {', '.join(known)})"
+            )
         if value is not None and model.values[name] == 0:
-            raise MprofError(f"--what-if '{text}': '{name}' is 0 in the model; scale another "
-                             "parameter or set a statistic")
+            raise MprofError(
+                f"--what-if '{text}': '{name}' is 0 in the model; scale another "
+                "parameter or set a statistic"
+            )
         return Change(text, name, "parameter", factor, value)
     module, dot, stat = name.partition(".")
     if dot and module in model.interfaces:
@@ -114,12 +123,16 @@ def parse_change(text: str, model) -> Change:
         if stat in stats:
             return Change(text, name, "statistic", factor, value)
         close = difflib.get_close_matches(stat, stats, n=1)
-        raise MprofError(f"--what-if '{text}': module {module} has no statistic '{stat}'"
-                         + (f"; did you mean '{module}.{close[0]}'?" if close else "")
-                         + f" (statistics: {', '.join(stats)})")
-    raise MprofError(f"--what-if '{text}': '{name}' is neither a parameter of the model "
-                     "(module:Term, e.g. rts:Msg) nor a statistic of one of its modules "
-                     f"(module.Stat, e.g. rts.MsgSent; modules: {', '.join(model.interfaces)})")
+        raise MprofError(
+            f"--what-if '{text}': module {module} has no statistic '{stat}'"
+            + (f"; did you mean '{module}.{close[0]}'?" if close else "")
+            + f" (statistics: {', '.join(stats)})"
+        )
+    raise MprofError(
+        f"--what-if '{text}': '{name}' is neither a parameter of the model "
+        "(module:Term, e.g. rts:Msg) nor a statistic of one of its modules "
+        f"(module.Stat, e.g. rts.MsgSent; modules: {', '.join(model.interfaces)})"
+    )
 
 
 def _changed_records(run: RunProfile, changes: list[Change]) -> list[list[ObjectRecord]]:
@@ -163,12 +176,15 @@ def what_if(run: RunProfile, model, texts: list[str], confidence: float = 0.90) 
     changes = [parse_change(t, model) for t in texts]
     usable = {m for m in model.interfaces if _interface_ok(model, m)}
     now_pes = [[o for o in pe.objects if o.module in usable] for pe in run.pes]
-    new_pes = [[o for o in records if o.module in usable]
-               for records in _changed_records(run, changes)]
+    new_pes = [
+        [o for o in records if o.module in usable] for records in _changed_records(run, changes)
+    ]
     quantile = model.t_quantile(confidence)
     now = _modules(model, [o for recs in now_pes for o in recs])
-    new = {m: _scale_parameters(t, changes, model)
-           for m, t in _modules(model, [o for recs in new_pes for o in recs]).items()}
+    new = {
+        m: _scale_parameters(t, changes, model)
+        for m, t in _modules(model, [o for recs in new_pes for o in recs]).items()
+    }
     cats, unchanged = [], []
     for module in sorted(set(now) | set(new)):
         a, b = now.get(module, {}), new.get(module, {})
@@ -180,26 +196,45 @@ def what_if(run: RunProfile, model, texts: list[str], confidence: float = 0.90) 
             if diff.seconds == 0 and diff.variance == 0:
                 unchanged.append(name)
                 continue
-            cats.append(CategoryChange(name, before.seconds, after.seconds, diff.seconds,
-                                       diff.halfwidth(quantile)))
+            cats.append(
+                CategoryChange(
+                    name, before.seconds, after.seconds, diff.seconds, diff.halfwidth(quantile)
+                )
+            )
     cats.sort(key=lambda c: (-abs(c.change_s), c.name))
     all_now = _sum_terms(now.values())
     all_new = _sum_terms(new.values())
     total_now, total_new = model.price(all_now), model.price(all_new)
-    diff = model.price({n: all_new.get(n, 0.0) - all_now.get(n, 0.0)
-                        for n in set(all_now) | set(all_new)})
-    per_pe = [model.price(_scale_parameters(model.priced_terms(recs), changes, model)).seconds
-              for recs in new_pes]
+    diff = model.price(
+        {n: all_new.get(n, 0.0) - all_now.get(n, 0.0) for n in set(all_now) | set(all_new)}
+    )
+    per_pe = [
+        model.price(_scale_parameters(model.priced_terms(recs), changes, model)).seconds
+        for recs in new_pes
+    ]
     if model.settings.get("granularity") == "run":
         per_pe = [total_new.seconds]
     residual = model.residual_variance(per_pe)
-    band = quantile * math.sqrt(max(total_new.variance, 0.0) + residual) \
-        if math.isfinite(residual) else math.nan
+    band = (
+        quantile * math.sqrt(max(total_new.variance, 0.0) + residual)
+        if math.isfinite(residual)
+        else math.nan
+    )
     measure = model.settings.get("measure", "elapsed")
     measured = sum(pe.time(fallback_measure([pe], measure)) for pe in run.pes)
     unit = ("CPU seconds" if measure == "cpu" else "seconds") + " summed over PEs"
-    result = WhatIf(changes, cats, total_now.seconds, total_new.seconds,
-                    diff.halfwidth(quantile), band, measured, unit, confidence, unchanged)
+    result = WhatIf(
+        changes,
+        cats,
+        total_now.seconds,
+        total_new.seconds,
+        diff.halfwidth(quantile),
+        band,
+        measured,
+        unit,
+        confidence,
+        unchanged,
+    )
     _check_finite(result)
     return result
 
@@ -212,8 +247,10 @@ def _check_finite(w: WhatIf) -> None:
     figures += [("the total", v) for v in (w.now_s, w.new_s, w.change_s)]
     for name, value in figures:
         if not math.isfinite(value):
-            raise MprofError(f"report: the what-if price overflows: with {w.title}, {name} "
-                             f"costs {value} s (the change is too large to price)")
+            raise MprofError(
+                f"report: the what-if price overflows: with {w.title}, {name} "
+                f"costs {value} s (the change is too large to price)"
+            )
 
 
 def _interface_ok(model, module: str) -> bool:
@@ -235,7 +272,7 @@ def _sum_terms(dicts) -> dict[str, float]:
 def _hw(v: float, d: int) -> str:
     if not math.isfinite(v):
         return "n/a"
-    return f"{v:.{d}f}" if v >= 10 ** -d or v == 0 else f"{v:.2g}"
+    return f"{v:.{d}f}" if v >= 10**-d or v == 0 else f"{v:.2g}"
 
 
 def what_if_lines(w: WhatIf, d: int) -> list[str]:
@@ -246,18 +283,23 @@ def what_if_lines(w: WhatIf, d: int) -> list[str]:
     names = [c.name for c in w.categories]
     width = max([len(n) for n in names] + [len("total (model)")])
     cw = d + 6
-    out.append(f"  {'category':<{width}} {'now':>{cw}} {'what if':>{cw}}   "
-               f"change ({pct} % band)")
+    out.append(f"  {'category':<{width}} {'now':>{cw}} {'what if':>{cw}}   change ({pct} % band)")
     for c in w.categories:
-        out.append(f"  {c.name:<{width}} {c.now_s:>{cw - 2}.{d}f} s {c.new_s:>{cw - 2}.{d}f} s"
-                   f"   {c.change_s:+.{d}f} s +-{_hw(c.halfwidth, d)} "
-                   f"({percent_of(c.relative, '+.1f')})")
+        out.append(
+            f"  {c.name:<{width}} {c.now_s:>{cw - 2}.{d}f} s {c.new_s:>{cw - 2}.{d}f} s"
+            f"   {c.change_s:+.{d}f} s +-{_hw(c.halfwidth, d)} "
+            f"({percent_of(c.relative, '+.1f')})"
+        )
     rel = w.change_s / w.now_s if w.now_s else math.nan
-    out.append(f"  {'total (model)':<{width}} {w.now_s:>{cw - 2}.{d}f} s "
-               f"{w.new_s:>{cw - 2}.{d}f} s   {w.change_s:+.{d}f} s "
-               f"+-{_hw(w.change_halfwidth, d)} ({percent_of(rel, '+.1f')})")
-    out.append(f"  predicted time {w.new_s:.{d}f} s +-{_hw(w.new_halfwidth, d)} ({pct} % "
-               f"prediction band); measured now {w.measured_s:.{d}f} s")
+    out.append(
+        f"  {'total (model)':<{width}} {w.now_s:>{cw - 2}.{d}f} s "
+        f"{w.new_s:>{cw - 2}.{d}f} s   {w.change_s:+.{d}f} s "
+        f"+-{_hw(w.change_halfwidth, d)} ({percent_of(rel, '+.1f')})"
+    )
+    out.append(
+        f"  predicted time {w.new_s:.{d}f} s +-{_hw(w.new_halfwidth, d)} ({pct} % "
+        f"prediction band); measured now {w.measured_s:.{d}f} s"
+    )
     return out
 
 
@@ -265,13 +307,28 @@ def what_if_json(w: WhatIf) -> dict:
     def fin(v):
         return v if v is not None and math.isfinite(v) else None
 
-    return {"changes": [{"name": c.name, "kind": c.kind, "factor": c.factor, "value": c.value}
-                        for c in w.changes],
-            "unit": w.unit,
-            "categories": [{"category": c.name, "now_s": c.now_s, "what_if_s": c.new_s,
-                            "change_s": c.change_s, "change_halfwidth_s": fin(c.halfwidth),
-                            "relative": fin(c.relative)} for c in w.categories],
-            "unchanged": w.unchanged,
-            "now_s": w.now_s, "what_if_s": w.new_s, "change_s": w.change_s,
-            "change_halfwidth_s": fin(w.change_halfwidth),
-            "prediction_halfwidth_s": fin(w.new_halfwidth), "measured_s": w.measured_s}
+    return {
+        "changes": [
+            {"name": c.name, "kind": c.kind, "factor": c.factor, "value": c.value}
+            for c in w.changes
+        ],
+        "unit": w.unit,
+        "categories": [
+            {
+                "category": c.name,
+                "now_s": c.now_s,
+                "what_if_s": c.new_s,
+                "change_s": c.change_s,
+                "change_halfwidth_s": fin(c.halfwidth),
+                "relative": fin(c.relative),
+            }
+            for c in w.categories
+        ],
+        "unchanged": w.unchanged,
+        "now_s": w.now_s,
+        "what_if_s": w.new_s,
+        "change_s": w.change_s,
+        "change_halfwidth_s": fin(w.change_halfwidth),
+        "prediction_halfwidth_s": fin(w.new_halfwidth),
+        "measured_s": w.measured_s,
+    }

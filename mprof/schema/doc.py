@@ -9,8 +9,10 @@ import sys
 
 from . import run_profile_schema
 
-HEADER = ("<!-- Generated from mprof/schema/run-profile.schema.json by "
-          "`python -m mprof.schema.doc`; edit the schema, not this page. -->")
+HEADER = (
+    "<!-- Generated from mprof/schema/run-profile.schema.json by "
+    "`python -m mprof.schema.doc`; edit the schema, not this page. -->"
+)
 
 
 def _type_text(node: dict) -> str:
@@ -51,8 +53,7 @@ def field_lines(schema: dict, node: dict, prefix: str = "") -> list[str]:
         if child.get("type") == "array" and "items" in child:
             item = _resolve(schema, child["items"])
             kind = f"array of {_type_text(item) if 'properties' not in item else 'objects'}"
-        elif child.get("type") == "object" and isinstance(child.get("additionalProperties"),
-                                                          dict):
+        elif child.get("type") == "object" and isinstance(child.get("additionalProperties"), dict):
             kind = f"object of {_type_text(child['additionalProperties'])} values"
         need = "required" if name in required else "optional"
         text = f"- `{path}` ({kind}; {need})"
@@ -61,8 +62,9 @@ def field_lines(schema: dict, node: dict, prefix: str = "") -> list[str]:
         lines.append(text)
         if "properties" in child:
             lines += field_lines(schema, child, f"{path}.")
-        elif child.get("type") == "array" and "properties" in _resolve(schema,
-                                                                        child.get("items", {})):
+        elif child.get("type") == "array" and "properties" in _resolve(
+            schema, child.get("items", {})
+        ):
             lines += field_lines(schema, child["items"], f"{path}[].")
     return lines
 
@@ -73,19 +75,37 @@ def _conditions(schema: dict) -> list[str]:
     for rule in schema.get("allOf", []):
         version = rule["if"]["properties"]["schema_version"]["const"]
         needed = rule["then"]["properties"]["pes"]["items"]["required"]
-        out.append(f"- With `schema_version` {version}, every PE has "
-                   + " and ".join(f"`{n}`" for n in needed) + ".")
+        out.append(
+            f"- With `schema_version` {version}, every PE has "
+            + " and ".join(f"`{n}`" for n in needed)
+            + "."
+        )
     return out
 
 
 def render(schema: dict | None = None) -> str:
     schema = schema or run_profile_schema()
     example = json.dumps(schema["examples"][0], indent=2, ensure_ascii=False)
-    parts = [HEADER, "", f"# {schema['title']}", "", schema["description"], "",
-             "```json", example, "```", "", "## Fields", "",
-             "Fields not listed here are rejected (`additionalProperties` is false wherever the "
-             "format is closed); maps of statistics, parameters and settings take any name.",
-             "", *field_lines(schema, schema), "", *_conditions(schema)]
+    parts = [
+        HEADER,
+        "",
+        f"# {schema['title']}",
+        "",
+        schema["description"],
+        "",
+        "```json",
+        example,
+        "```",
+        "",
+        "## Fields",
+        "",
+        "Fields not listed here are rejected (`additionalProperties` is false wherever the "
+        "format is closed); maps of statistics, parameters and settings take any name.",
+        "",
+        *field_lines(schema, schema),
+        "",
+        *_conditions(schema),
+    ]
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -37,8 +37,10 @@ def _otf2():
     try:
         import otf2
     except ImportError:
-        raise MprofError("the OTF2 Python reader is not installed: pip install otf2 "
-                         "(scripts/bootstrap.sh installs it into .venv)") from None
+        raise MprofError(
+            "the OTF2 Python reader is not installed: pip install otf2 "
+            "(scripts/bootstrap.sh installs it into .venv)"
+        ) from None
     return otf2
 
 
@@ -49,8 +51,9 @@ def convert(archive: str | Path) -> dict:
     if path.is_dir():
         path = path / "traces.otf2"
     if not path.is_file():
-        raise MprofError(f"{archive}: no OTF2 archive (expected DIR/traces.otf2 as written by "
-                         "MPROF_TRACE=DIR)")
+        raise MprofError(
+            f"{archive}: no OTF2 archive (expected DIR/traces.otf2 as written by MPROF_TRACE=DIR)"
+        )
     if path.suffix != ".otf2":
         raise MprofError(f"{archive}: not an OTF2 archive (the anchor file ends in .otf2)")
     with _library_messages() as messages:
@@ -60,8 +63,9 @@ def convert(archive: str | Path) -> dict:
         except MprofError:
             raise
         except Exception as exc:  # the OTF2 library reports damaged archives as its own errors
-            why = next((line.split("error: ", 1)[-1] for line in messages()
-                        if "error:" in line), str(exc))
+            why = next(
+                (line.split("error: ", 1)[-1] for line in messages() if "error:" in line), str(exc)
+            )
             raise MprofError(f"{path}: cannot read the OTF2 archive: {why}") from None
 
 
@@ -99,7 +103,7 @@ def _convert(otf2, trace) -> dict:
     track: dict[str, tuple[int, int]] = {}  # location name -> (pid, tid)
     events: list[dict] = []
     hosts = {}
-    for loc in sorted(defs.locations, key=lambda l: l._ref):
+    for loc in sorted(defs.locations, key=lambda location: location._ref):
         group = loc.group
         node = group.system_tree_parent
         name = group.name
@@ -109,15 +113,31 @@ def _convert(otf2, trace) -> dict:
         pid = groups.setdefault(name, len(groups))
         track[loc.name] = (pid, int(loc._ref))
     for name, pid in groups.items():
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                       "args": {"name": name}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-                       "args": {"sort_index": pid}})
+        events.append(
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
+        )
+        events.append(
+            {
+                "ph": "M",
+                "name": "process_sort_index",
+                "pid": pid,
+                "tid": 0,
+                "args": {"sort_index": pid},
+            }
+        )
     for name, (pid, tid) in track.items():
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": name}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                       "args": {"sort_index": tid}})
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+        )
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_sort_index",
+                "pid": pid,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
     by_rank = {tid: (pid, tid) for pid, tid in track.values()}
 
     stacks: dict[str, list] = collections.defaultdict(list)
@@ -131,9 +151,17 @@ def _convert(otf2, trace) -> dict:
             if not stacks[loc.name]:
                 raise MprofError(f"{loc.name}: Leave of {ev.region.name} without Enter")
             name, t0 = stacks[loc.name].pop()
-            events.append({"ph": "X", "name": name, "cat": _category(ev.region),
-                           "pid": pid, "tid": tid, "ts": us(t0), "dur": (ev.time - t0) * 1e6
-                           / resolution})
+            events.append(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "cat": _category(ev.region),
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": us(t0),
+                    "dur": (ev.time - t0) * 1e6 / resolution,
+                }
+            )
         elif isinstance(ev, otf2.events.MpiSend):
             sends[(tid, int(ev.receiver))].append((ev.time, int(ev.msg_length)))
         elif isinstance(ev, otf2.events.MpiRecv):
@@ -142,14 +170,24 @@ def _convert(otf2, trace) -> dict:
             series: dict[str, dict] = {}
             for member, value in zip(ev.metric.members, ev.values):
                 module, _, stat = member.name.rpartition("::")
-                absolute = member.metric_mode in (otf2.MetricMode.ABSOLUTE_POINT,
-                                                  otf2.MetricMode.ABSOLUTE_LAST,
-                                                  otf2.MetricMode.ABSOLUTE_NEXT)
+                absolute = member.metric_mode in (
+                    otf2.MetricMode.ABSOLUTE_POINT,
+                    otf2.MetricMode.ABSOLUTE_LAST,
+                    otf2.MetricMode.ABSOLUTE_NEXT,
+                )
                 label = "settings" if absolute else (module or member.name)
                 series.setdefault(label, {})[stat or member.name] = value
             for label, values in series.items():
-                events.append({"ph": "C", "name": f"{loc.name} {label}", "pid": pid,
-                               "tid": tid, "ts": us(ev.time), "args": values})
+                events.append(
+                    {
+                        "ph": "C",
+                        "name": f"{loc.name} {label}",
+                        "pid": pid,
+                        "tid": tid,
+                        "ts": us(ev.time),
+                        "args": values,
+                    }
+                )
     for name, stack in stacks.items():
         if stack:
             raise MprofError(f"{name}: {len(stack)} region(s) entered and never left")
@@ -166,16 +204,32 @@ def _convert(otf2, trace) -> dict:
             spid, stid = by_rank[src]
             rpid, rtid = by_rank[dst]
             common = {"name": "remote invocation", "cat": "invoke", "id": flow}
-            events.append({"ph": "s", **common, "pid": spid, "tid": stid, "ts": us(t_send),
-                           "args": {"bytes": size}})
-            events.append({"ph": "f", "bp": "e", **common, "pid": rpid, "tid": rtid,
-                           "ts": us(t_recv)})
+            events.append(
+                {
+                    "ph": "s",
+                    **common,
+                    "pid": spid,
+                    "tid": stid,
+                    "ts": us(t_send),
+                    "args": {"bytes": size},
+                }
+            )
+            events.append(
+                {"ph": "f", "bp": "e", **common, "pid": rpid, "tid": rtid, "ts": us(t_recv)}
+            )
     events.sort(key=lambda e: (e.get("ts", -1.0), 0 if e["ph"] != "f" else 1))
-    return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"source": "mprof trace convert", "timer_resolution": int(resolution),
-                          "hosts": sorted(set(hosts.values())),
-                          "global_offset": int(origin), "remote_invocations": flow,
-                          "unmatched_messages": unmatched}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "source": "mprof trace convert",
+            "timer_resolution": int(resolution),
+            "hosts": sorted(set(hosts.values())),
+            "global_offset": int(origin),
+            "remote_invocations": flow,
+            "unmatched_messages": unmatched,
+        },
+    }
 
 
 def _category(region) -> str:

@@ -19,7 +19,8 @@ PROGRAMS = ["em3d", "tripuzzle", "eigenvalue", "phylogeny", "cswec"]
 MPIRUN = shutil.which("mpirun")
 SANITIZER_ERRORS = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|"
-    r"runtime error:|ThreadSanitizer: reported")
+    r"runtime error:|ThreadSanitizer: reported"
+)
 M64 = (1 << 64) - 1
 
 
@@ -34,8 +35,10 @@ class Run:
         self.profile, self.cmd = profile, cmd
 
     def describe(self) -> str:
-        return (f"$ {' '.join(self.cmd)}\nexit {self.rc}\n--- stdout\n{self.stdout[-3000:]}\n"
-                f"--- stderr\n{self.stderr[-3000:]}")
+        return (
+            f"$ {' '.join(self.cmd)}\nexit {self.rc}\n--- stdout\n{self.stdout[-3000:]}\n"
+            f"--- stderr\n{self.stderr[-3000:]}"
+        )
 
     def stats(self, module: str) -> list[dict]:
         """`module`'s statistics on every PE, summed over its objects there (Tripuzzle has
@@ -51,18 +54,31 @@ class Run:
         return sum(s[name] for s in self.stats(module))
 
 
-def run(exe: Path, *args, pes: int | None = None, np: int | None = None, sanitize=None,
-        expect_rc: int | None = 0, timeout=120, **env_extra) -> Run:
+def run(
+    exe: Path,
+    *args,
+    pes: int | None = None,
+    np: int | None = None,
+    sanitize=None,
+    expect_rc: int | None = 0,
+    timeout=120,
+    **env_extra,
+) -> Run:
     """pes: MPROF_PES on shared memory (None: the program's default); np: mpirun -np."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
-    env.update(MPROF_IDLE_TIMEOUT="20", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
+    env.update(
+        MPROF_IDLE_TIMEOUT="20",
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
     if pes is not None:
         env["MPROF_PES"] = str(pes)
     if sanitize == "address":
-        env.update(ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",
-                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+        env.update(
+            ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",
+            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+        )
     elif sanitize == "thread":
         env.update(TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1")
     env.update({k: str(v) for k, v in env_extra.items()})
@@ -85,6 +101,7 @@ def run(exe: Path, *args, pes: int | None = None, np: int | None = None, sanitiz
 # ---------------------------------------------------------------------------------------
 # Generators (benchmarks/common/bench_util.h)
 
+
 def mix64(x: int) -> int:
     z = (x + 0x9E3779B97F4A7C15) & M64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
@@ -96,8 +113,9 @@ def hash3(seed: int, a: int, b: int, c: int) -> int:
     return mix64((mix64((mix64((seed + a) & M64) + b) & M64) + c) & M64)
 
 
-def em3d_expected(P: int, n: int, d: int, remote: float, span: int, iters: int,
-                  seed: int = 1) -> list[dict]:
+def em3d_expected(
+    P: int, n: int, d: int, remote: float, span: int, iters: int, seed: int = 1
+) -> list[dict]:
     """Replays em3d.c's generator: the bipartite and em3d statistics of every PE."""
     bp = round(remote * 100)
     count = [(n + 1) // 2, n // 2]  # nodes of kind 0 (E) and 1 (H)
@@ -131,14 +149,33 @@ def em3d_expected(P: int, n: int, d: int, remote: float, span: int, iters: int,
                 k = sum(1 for j in mine if j % 2 == c)
                 sends += bool(k)
                 nbytes += 8 * k
-        recvs = sum(1 for q in range(P) for c in (0, 1)
-                    if any(o == q and j % 2 == c for (o, j) in ghosts[p]))
-        bip = {"P": 1, "StateSize": 8, "Node": n, "Ghost": len(ghosts[p]), "Edge": n * d,
-               "RemoteEdge": remote_edges[p], "NValidate": 2 * iters, "NUpdate": n * iters,
-               "NEdgeVisit": n * d * iters, "NMsg": 2 * (P - 1) + reads + iters * sends,
-               "NRecv": iters * recvs, "Bytes": iters * nbytes}
-        em = {"P": 1, "Iter": iters, "NodeUpdate": n * iters, "EdgeRead": n * d * iters,
-              "RemoteRead": remote_edges[p] * iters}
+        recvs = sum(
+            1
+            for q in range(P)
+            for c in (0, 1)
+            if any(o == q and j % 2 == c for (o, j) in ghosts[p])
+        )
+        bip = {
+            "P": 1,
+            "StateSize": 8,
+            "Node": n,
+            "Ghost": len(ghosts[p]),
+            "Edge": n * d,
+            "RemoteEdge": remote_edges[p],
+            "NValidate": 2 * iters,
+            "NUpdate": n * iters,
+            "NEdgeVisit": n * d * iters,
+            "NMsg": 2 * (P - 1) + reads + iters * sends,
+            "NRecv": iters * recvs,
+            "Bytes": iters * nbytes,
+        }
+        em = {
+            "P": 1,
+            "Iter": iters,
+            "NodeUpdate": n * iters,
+            "EdgeRead": n * d * iters,
+            "RemoteRead": remote_edges[p] * iters,
+        }
         out.append({"bipartite": bip, "em3d": em})
     return out
 
@@ -180,8 +217,13 @@ def tripuzzle_bfs(rows: int, hole_r: int, hole_c: int) -> dict:
                     made += 1
         distinct += len(nxt)
         level = nxt
-    return {"solutions": sum(level.values()), "expanded": expanded, "moves": made,
-            "distinct": distinct, "final_boards": len(level)}
+    return {
+        "solutions": sum(level.values()),
+        "expanded": expanded,
+        "moves": made,
+        "distinct": distinct,
+        "final_boards": len(level),
+    }
 
 
 def unit(h: int) -> float:
@@ -221,14 +263,14 @@ def phylogeny_maximal(species: int, chars: int, noise: float, seed: int = 1) -> 
     def ok(a, b):
         return not ((a & b) and (a & ~b) and (~a & b & full) and (~a & ~b & full))
 
-    compat = [{j for j in range(chars) if j != i and ok(masks[i], masks[j])}
-              for i in range(chars)]
+    compat = [{j for j in range(chars) if j != i and ok(masks[i], masks[j])} for i in range(chars)]
     # every compatible subset is a clique of the pair graph (the four-gamete theorem)
     found = []
 
     def grow(members, candidates):
-        extend = [c for c in range(chars) if c not in members
-                  and all(c in compat[m] for m in members)]
+        extend = [
+            c for c in range(chars) if c not in members and all(c in compat[m] for m in members)
+        ]
         if not extend:
             found.append(set(members))
             return

@@ -23,8 +23,7 @@ TOOL = ROOT / "benchmarks/cswec/netlist.py"
 
 def netlist(tmp: Path, *args) -> Path:
     out = tmp / ("-".join(args) + ".net")
-    proc = subprocess.run([sys.executable, TOOL, *args, "-o", out], capture_output=True,
-                          text=True)
+    proc = subprocess.run([sys.executable, TOOL, *args, "-o", out], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -37,8 +36,11 @@ def cswec(cmake_build):
 @pytest.fixture(scope="module")
 def nets(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nets")
-    return {"c17": netlist(tmp, "iscas", "c17"), "c432": netlist(tmp, "iscas", "c432"),
-            "regfile": netlist(tmp, "regfile", "--regs", "8", "--bits", "4")}
+    return {
+        "c17": netlist(tmp, "iscas", "c17"),
+        "c432": netlist(tmp, "iscas", "c432"),
+        "regfile": netlist(tmp, "regfile", "--regs", "8", "--bits", "4"),
+    }
 
 
 def outputs(stdout: str) -> list[str]:
@@ -100,8 +102,15 @@ def test_block_placement(cswec, nets, pes):
 
 @pytest.mark.parametrize("sched", ["fifo", "preempt"])
 def test_smallest_capacity_recovers(cswec, nets, sched):
-    r = run(cswec, "--check", f"--netlist={nets['c432']}", "--capacity=1", "--null-steps=1000",
-            f"--sched={sched}", pes=2)
+    r = run(
+        cswec,
+        "--check",
+        f"--netlist={nets['c432']}",
+        "--capacity=1",
+        "--null-steps=1000",
+        f"--sched={sched}",
+        pes=2,
+    )
     check_ok(r)
     assert r.total("cswec", "NRecover") > 0 and r.total("cswec", "NSendBlock") > 0
 
@@ -111,9 +120,18 @@ def test_a_wrong_waveform_fails_the_check(cswec):
     assert "check against the sequential simulation: FAILED (1 of 2" in r.stdout
 
 
-@pytest.mark.parametrize("args", [[], ["--capacity=0"], ["--netlist=/nonexistent.net"],
-                                  ["--check", "--vectors=-1"], ["--check", "--place=random"],
-                                  ["--check", "--sched=lifo"], ["x"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--capacity=0"],
+        ["--netlist=/nonexistent.net"],
+        ["--check", "--vectors=-1"],
+        ["--check", "--place=random"],
+        ["--check", "--sched=lifo"],
+        ["x"],
+    ],
+)
 def test_bad_command_lines(cswec, args):
     r = run(cswec, *args, expect_rc=2)
     assert "cswec" in r.stderr and r.profile is None
@@ -121,25 +139,37 @@ def test_bad_command_lines(cswec, args):
 
 def test_bad_netlists(cswec, tmp_path):
     bad = tmp_path / "bad.net"
-    bad.write_text("cswec-netlist 1 x\nsignals 3 inputs 1 outputs 1 subcircuits 1 ties 0\n"
-                   "in 0\nout 2\nsub 1\ngate nandx 2 1 0\n")
+    bad.write_text(
+        "cswec-netlist 1 x\nsignals 3 inputs 1 outputs 1 subcircuits 1 ties 0\n"
+        "in 0\nout 2\nsub 1\ngate nandx 2 1 0\n"
+    )
     r = run(cswec, f"--netlist={bad}", expect_rc=2)
     assert f"{bad}:6:6: unknown gate type nandx" in r.stderr
     v = tmp_path / "bad.v"
     v.write_text("module m(a, y);\n  input a;\n  output y;\n  nand g1 (y, a, b);\nendmodule\n")
-    proc = subprocess.run([sys.executable, TOOL, "verilog", v, "-o", tmp_path / "x.net"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, TOOL, "verilog", v, "-o", tmp_path / "x.net"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and f"{v}:4:3: signal 'b' has no driver" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("circuit,capacity,sched", [("c17", 1, "fifo"), ("c432", 64, "fifo"),
-                                                  ("c17", 1, "preempt"),
-                                                  ("c432", 64, "preempt")])
+@pytest.mark.parametrize(
+    "circuit,capacity,sched",
+    [("c17", 1, "fifo"), ("c432", 64, "fifo"), ("c17", 1, "preempt"), ("c432", 64, "preempt")],
+)
 def test_mpi_backend(cswec, nets, circuit, capacity, sched):
     require_tool("mpirun")
-    r = run(cswec, "--check", f"--netlist={nets[circuit]}", f"--capacity={capacity}",
-            f"--sched={sched}", np=2)
+    r = run(
+        cswec,
+        "--check",
+        f"--netlist={nets[circuit]}",
+        f"--capacity={capacity}",
+        f"--sched={sched}",
+        np=2,
+    )
     check_ok(r)
     assert f"sched={sched}:" in r.stdout
     assert r.profile["backend"] == "mpi" and r.profile["npes"] == 2
@@ -149,7 +179,10 @@ def test_mpi_backend(cswec, nets, circuit, capacity, sched):
 @pytest.mark.parametrize("sanitize", ["address", "thread"])
 def test_sanitizers(cmake_build, nets, sanitize):
     exe = build(cmake_build, "cswec", sanitize)
-    for args in (["--capacity=1"], [f"--netlist={nets['c432']}", "--vectors=3"],
-                 ["--capacity=1", "--sched=preempt"]):
+    for args in (
+        ["--capacity=1"],
+        [f"--netlist={nets['c432']}", "--vectors=3"],
+        ["--capacity=1", "--sched=preempt"],
+    ):
         r = run(exe, "--check", *args, pes=3, sanitize=sanitize, timeout=300)
         check_ok(r)

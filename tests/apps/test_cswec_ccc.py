@@ -22,16 +22,26 @@ from test_cswec import check_ok
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "benchmarks/cswec/netlist.py"
 C2670 = ROOT / "benchmarks/cswec/data/c2670.bench"
-FUNCS = {"and": all, "nand": lambda v: not all(v), "or": any, "nor": lambda v: not any(v),
-         "xor": lambda v: sum(v) % 2 == 1, "xnor": lambda v: sum(v) % 2 == 0,
-         "not": lambda v: not v[0], "buf": lambda v: v[0]}
+FUNCS = {
+    "and": all,
+    "nand": lambda v: not all(v),
+    "or": any,
+    "nor": lambda v: not any(v),
+    "xor": lambda v: sum(v) % 2 == 1,
+    "xnor": lambda v: sum(v) % 2 == 0,
+    "not": lambda v: not v[0],
+    "buf": lambda v: v[0],
+}
 
 
 def make(tmp: Path, *args) -> tuple[Path, str]:
     """The netlist of `args` and netlist.py's --summary line."""
     out = tmp / (re.sub(r"[^\w.-]", "_", "-".join(map(str, args)))[-80:] + ".net")
-    proc = subprocess.run([sys.executable, TOOL, *map(str, args), "-o", out, "--summary"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, TOOL, *map(str, args), "-o", out, "--summary"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 
@@ -81,8 +91,10 @@ def random_vectors(n_inputs: int, count: int, seed: int) -> list[list[bool]]:
 def bench_gates(path: Path) -> list[tuple[str, int]]:
     """(type, fan-in) of every gate of a .bench file, read independently of netlist.py."""
     text = path.read_text()
-    return [(t.upper(), len(a.split(","))) for t, a in
-            re.findall(r"^\s*[^#\s=]+\s*=\s*(\w+)\s*\(([^)]*)\)", text, re.M)]
+    return [
+        (t.upper(), len(a.split(",")))
+        for t, a in re.findall(r"^\s*[^#\s=]+\s*=\s*(\w+)\s*\(([^)]*)\)", text, re.M)
+    ]
 
 
 def expected_cccs(gates, max_fanin: int) -> tuple[int, int]:
@@ -111,11 +123,22 @@ def expected_cccs(gates, max_fanin: int) -> tuple[int, int]:
 def test_the_original_c2670_has_1193_gates(tmp_path):
     gates = bench_gates(C2670)
     assert len(gates) == 1193
-    assert Counter(t for t, _ in gates) == {"AND": 333, "NAND": 254, "OR": 77, "NOR": 12,
-                                            "NOT": 321, "BUFF": 196}
+    assert Counter(t for t, _ in gates) == {
+        "AND": 333,
+        "NAND": 254,
+        "OR": 77,
+        "NOR": 12,
+        "NOT": 321,
+        "BUFF": 196,
+    }
     net, summary = make(tmp_path, "bench", C2670)
-    assert header(net) == {"signals": 233 + 1193, "inputs": 233, "outputs": 140,
-                           "subcircuits": 1193, "ties": 0}
+    assert header(net) == {
+        "signals": 233 + 1193,
+        "inputs": 233,
+        "outputs": 140,
+        "subcircuits": 1193,
+        "ties": 0,
+    }
     assert "1193 subcircuits at the gate grain" in summary
 
 
@@ -200,8 +223,9 @@ def test_cccs_compute_the_gates_logic(tmp_path, source):
 @pytest.mark.parametrize("regs,bits,fanin", [(8, 4, 4), (32, 32, 4), (32, 32, 5)])
 def test_regfile_cccs(tmp_path, regs, bits, fanin):
     gate, _ = make(tmp_path, "regfile", "--regs", regs, "--bits", bits)
-    ccc, summary = make(tmp_path, "regfile", "--regs", regs, "--bits", bits, "--grain", "ccc",
-                        "--max-fanin", fanin)
+    ccc, summary = make(
+        tmp_path, "regfile", "--regs", regs, "--bits", bits, "--grain", "ccc", "--max-fanin", fanin
+    )
     abits = (regs - 1).bit_length()
     # address inverters; per register a NAND and an inverter (sel', sel), or, wider than the
     # fan-in, the NAND-NOR tree of the AND, then an inverter (sel'); per bit the bit line
@@ -219,8 +243,8 @@ def test_regfile_cccs(tmp_path, regs, bits, fanin):
     want = simulate(gate, vectors)
     assert simulate(ccc, vectors) == want
     for vec, got in zip(vectors, want):
-        r = sum(1 << i for i, x in enumerate(vec[regs * bits:]) if x)
-        assert got == vec[r * bits:(r + 1) * bits]
+        r = sum(1 << i for i, x in enumerate(vec[regs * bits :]) if x)
+        assert got == vec[r * bits : (r + 1) * bits]
 
 
 @pytest.fixture(scope="module")
@@ -231,8 +255,10 @@ def cswec(cmake_build):
 @pytest.fixture(scope="module")
 def ccc_nets(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ccc")
-    return {"c2670": make(tmp, "bench", C2670, "--grain", "ccc")[0],
-            "regfile": make(tmp, "regfile", "--regs", "8", "--bits", "4", "--grain", "ccc")[0]}
+    return {
+        "c2670": make(tmp, "bench", C2670, "--grain", "ccc")[0],
+        "regfile": make(tmp, "regfile", "--regs", "8", "--bits", "4", "--grain", "ccc")[0],
+    }
 
 
 @pytest.mark.parametrize("pes", [1, 2, 3])
@@ -245,17 +271,23 @@ def test_check_on_the_ccc_grain(cswec, ccc_nets, circuit, pes):
     assert sum(s["Node"] for s in r.stats("cswec")) == h["inputs"] + h["subcircuits"]
 
 
-@pytest.mark.parametrize("text,where,message", [
-    ("INPUT(a)\nOUTPUT(q)\nq = DFF(a)\n", "3:5", "unsupported gate type 'DFF'"),
-    ("INPUT(a)\n  q == NOT(a)\n", "2:3", "expected 'INPUT(s)'"),
-    ("INPUT(a)\nOUTPUT(q)\nq = NOT(a, a)\n", "3:1", "gate 'NOT' with inputs 'a, a'"),
-    ("INPUT(a)\nOUTPUT(q)\nq = AND(a, b)\n", "3:1", "signal 'b' has no driver"),
-])
+@pytest.mark.parametrize(
+    "text,where,message",
+    [
+        ("INPUT(a)\nOUTPUT(q)\nq = DFF(a)\n", "3:5", "unsupported gate type 'DFF'"),
+        ("INPUT(a)\n  q == NOT(a)\n", "2:3", "expected 'INPUT(s)'"),
+        ("INPUT(a)\nOUTPUT(q)\nq = NOT(a, a)\n", "3:1", "gate 'NOT' with inputs 'a, a'"),
+        ("INPUT(a)\nOUTPUT(q)\nq = AND(a, b)\n", "3:1", "signal 'b' has no driver"),
+    ],
+)
 def test_bad_bench_files(tmp_path, text, where, message):
     bad = tmp_path / "bad.bench"
     bad.write_text(text)
-    proc = subprocess.run([sys.executable, TOOL, "bench", bad, "--grain", "ccc", "-o",
-                           tmp_path / "x.net"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, TOOL, "bench", bad, "--grain", "ccc", "-o", tmp_path / "x.net"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and f"{bad}:{where}: {message}" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -266,13 +298,16 @@ def test_the_study_simulates_the_cccs(tmp_path):
     import types
 
     spec = importlib.util.spec_from_file_location(
-        "cswec_study", ROOT / "benchmarks/cswec/experiments/run.py")
+        "cswec_study", ROOT / "benchmarks/cswec/experiments/run.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert {s["grain"] for s in mod.SIZES.values()} == {"ccc"}
     args = types.SimpleNamespace(work=tmp_path / "work", grain="ccc", subs={})
-    want = {"c2670": make(tmp_path, "bench", C2670, "--grain", "ccc")[0],
-            "regfile": make(tmp_path, "regfile", "--grain", "ccc")[0]}
+    want = {
+        "c2670": make(tmp_path, "bench", C2670, "--grain", "ccc")[0],
+        "regfile": make(tmp_path, "regfile", "--grain", "ccc")[0],
+    }
     for circ in mod.CIRCUITS:
         net = mod.netlist(circ, args)
         assert net.read_text() == want[circ].read_text()

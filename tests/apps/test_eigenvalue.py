@@ -50,12 +50,20 @@ def test_check_alone_runs_the_builtin_case_on_two_pes(eigen):
 
 
 @pytest.mark.parametrize("pes", [1, 2, 3, 4, 8, 16])
-@pytest.mark.parametrize("balance,tasks", [("steal", "fetch"), ("steal", "send"),
-                                           ("push", "fetch"), ("push", "send")])
+@pytest.mark.parametrize(
+    "balance,tasks", [("steal", "fetch"), ("steal", "send"), ("push", "fetch"), ("push", "send")]
+)
 def test_eigenvalues_and_statistics(eigen, one_pe, tmp_path, pes, balance, tasks):
     dump = tmp_path / "eig.json"
-    r = run(eigen, "--check", f"--n={N}", f"--balance={balance}", f"--tasks={tasks}",
-            f"--dump={dump}", pes=pes)
+    r = run(
+        eigen,
+        "--check",
+        f"--n={N}",
+        f"--balance={balance}",
+        f"--tasks={tasks}",
+        f"--dump={dump}",
+        pes=pes,
+    )
     assert f"OK (0 of {N} differ" in r.stdout
     check_against_scipy(dump, N)
     # the same intervals, bisections and leaves whoever processes them
@@ -80,8 +88,16 @@ def test_two_hop_routing_at_97_pes(eigen, one_pe, balance, tasks):
     """97 PEs with a thread each: most records, steal requests and fetches among them, travel
     through a forwarding PE (runtime/src/comm.c, "Routing").  The same eigenvalues and
     bisection, and the run ends (termination sees records in a forwarder's buffers)."""
-    r = run(eigen, "--check", f"--n={N}", f"--balance={balance}", f"--tasks={tasks}", pes=97,
-            MPROF_WORKERS=97, timeout=180)
+    r = run(
+        eigen,
+        "--check",
+        f"--n={N}",
+        f"--balance={balance}",
+        f"--tasks={tasks}",
+        pes=97,
+        MPROF_WORKERS=97,
+        timeout=180,
+    )
     assert f"OK (0 of {N} differ" in r.stdout
     assert {k: r.total("eigenvalue", k) for k in BISECTION} == one_pe
     assert r.total("rts", "RecordFwd") > 0
@@ -102,8 +118,10 @@ def test_a_wrong_eigenvalue_fails_the_check(eigen):
     assert "check against sequential bisection: FAILED (1 of 200" in r.stdout
 
 
-@pytest.mark.parametrize("args", [["--n=0"], ["--balance=random"], ["--tasks=copy"],
-                                  ["--topology=push"], ["--seed=-1"], ["x"]])
+@pytest.mark.parametrize(
+    "args",
+    [["--n=0"], ["--balance=random"], ["--tasks=copy"], ["--topology=push"], ["--seed=-1"], ["x"]],
+)
 def test_bad_command_lines(eigen, args):
     r = run(eigen, *args, expect_rc=2)
     assert "eigenvalue" in r.stderr and r.profile is None
@@ -114,8 +132,16 @@ def test_bad_command_lines(eigen, args):
 def test_mpi_backend(eigen, one_pe, tmp_path, balance, tasks, ranks):
     require_tool("mpirun")
     dump = tmp_path / "eig.json"
-    r = run(eigen, "--check", f"--n={N}", f"--balance={balance}", f"--tasks={tasks}",
-            f"--dump={dump}", np=ranks, timeout=240)
+    r = run(
+        eigen,
+        "--check",
+        f"--n={N}",
+        f"--balance={balance}",
+        f"--tasks={tasks}",
+        f"--dump={dump}",
+        np=ranks,
+        timeout=240,
+    )
     assert f"OK (0 of {N} differ" in r.stdout
     assert r.profile["backend"] == "mpi" and r.profile["npes"] == ranks
     check_against_scipy(dump, N)

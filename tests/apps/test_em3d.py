@@ -35,8 +35,16 @@ def test_check_alone_runs_the_builtin_case_on_two_pes(em3d):
 @pytest.mark.parametrize("remote", [0, 10, 35])
 def test_values_and_statistics(em3d, pes, remote):
     n, d, span, iters = 120, 6, 2, 7
-    r = run(em3d, "--check", f"--nodes={n}", f"--degree={d}", f"--remote={remote}",
-            f"--span={span}", f"--iters={iters}", pes=pes)
+    r = run(
+        em3d,
+        "--check",
+        f"--nodes={n}",
+        f"--degree={d}",
+        f"--remote={remote}",
+        f"--span={span}",
+        f"--iters={iters}",
+        pes=pes,
+    )
     assert f"OK (0 of {n * pes} values differ" in r.stdout, r.describe()
     check_stats(r, pes, n, d, remote, span, iters)
     assert r.profile["params"]["remote"] == remote
@@ -49,8 +57,9 @@ def test_a_wrong_value_fails_the_check(em3d):
     assert "check against the sequential computation: FAILED (1 of 600" in r.stdout
 
 
-@pytest.mark.parametrize("args", [["--nodes=1"], ["--remote=101"], ["--degree=x"], ["--bogus"],
-                                  ["--span=0"]])
+@pytest.mark.parametrize(
+    "args", [["--nodes=1"], ["--remote=101"], ["--degree=x"], ["--bogus"], ["--span=0"]]
+)
 def test_bad_command_lines(em3d, args):
     r = run(em3d, *args, expect_rc=2)
     assert "em3d" in r.stderr and r.profile is None

@@ -29,9 +29,10 @@ def want():
 
 
 def subsets(stdout: str) -> list[set]:
-    return sorted(({int(c) for c in m.split()} for m in re.findall(r"^  \{([\d ]*)\}$", stdout,
-                                                                       re.M)),
-                  key=lambda s: sorted(s))
+    return sorted(
+        ({int(c) for c in m.split()} for m in re.findall(r"^  \{([\d ]*)\}$", stdout, re.M)),
+        key=lambda s: sorted(s),
+    )
 
 
 def test_check_alone_runs_the_builtin_case_on_two_pes(phylo):
@@ -52,12 +53,12 @@ def test_maximal_subsets_and_statistics(phylo, want, pes, balance):
     assert r.total("phylogeny", "NSuccess") == explored
     ph, ts = r.stats("phylogeny"), r.stats("taskstealer")
     assert sum(s["NAdd"] for s in ts) == sum(s["NTask"] for s in ts)
-    assert sum(s["NGen"] for s in ph) == sum(s["NTask"] for s in ph) == sum(
-        s["NTask"] for s in ts)
+    assert sum(s["NGen"] for s in ph) == sum(s["NTask"] for s in ph) == sum(s["NTask"] for s in ts)
     tasks = sum(s["NTask"] for s in ph)
     assert tasks == explored + sum(s["NFailure"] + s["NPruneFail"] for s in ph)
     assert sum(s["NTest"] for s in ph) == sum(
-        s["NSuccess"] - s["NPruneSucc"] + s["NFailure"] for s in ph)
+        s["NSuccess"] - s["NPruneSucc"] + s["NFailure"] for s in ph
+    )
     # a fetch is a task run away from its creator: it must have migrated
     assert r.total("phylogeny", "NFetch") <= sum(s["NMigrate"] for s in ts)
     if pes == 1:
@@ -75,8 +76,7 @@ def test_maximal_subsets_and_statistics(phylo, want, pes, balance):
 @pytest.mark.parametrize("pes", [1, 2, 3])
 @pytest.mark.parametrize("balance", ["steal", "push"])
 def test_every_superset_generated(phylo, want, pes, balance):
-    r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", "--generate=all",
-            pes=pes)
+    r = run(phylo, "--check", "--verbose", *ARGS, f"--balance={balance}", "--generate=all", pes=pes)
     assert "check against the sequential enumeration: OK" in r.stdout
     assert subsets(r.stdout) == want
     explored = int(re.search(r"(\d+) compatible subsets explored", r.stdout).group(1))
@@ -84,8 +84,9 @@ def test_every_superset_generated(phylo, want, pes, balance):
     tasks = sum(s["NTask"] for s in ph)
     assert sum(s["NGen"] for s in ph) == tasks == sum(s["NTask"] for s in ts)
     # a task is a duplicate this PE recognised, a failure, or a success (possibly again)
-    assert tasks == sum(s["NPruneDup"] + s["NFailure"] + s["NPruneFail"] + s["NSuccess"]
-                        for s in ph)
+    assert tasks == sum(
+        s["NPruneDup"] + s["NFailure"] + s["NPruneFail"] + s["NSuccess"] for s in ph
+    )
     successes = r.total("phylogeny", "NSuccess")
     dups = r.total("phylogeny", "NPruneDup") + r.total("phylogeny", "NGenDup")
     if pes == 1:  # depth first, a subset is explored before its other parents generate it
@@ -96,8 +97,9 @@ def test_every_superset_generated(phylo, want, pes, balance):
 
 
 def _tasks(exe, balance, generate):
-    r = run(exe, "--species=14", "--chars=30", f"--balance={balance}",
-            f"--generate={generate}", pes=2)
+    r = run(
+        exe, "--species=14", "--chars=30", f"--balance={balance}", f"--generate={generate}", pes=2
+    )
     return r.total("phylogeny", "NTask")
 
 
@@ -107,8 +109,7 @@ def test_pushing_creates_more_tasks_than_stealing(phylo):
     2 PEs (14 species, 30 characters) give 1.39-1.45x (docs/measurements/chapter5-notes.md);
     the default generation, each subset once, gives 0.98x, and a record on each PE of the
     subsets it pushed away (the earlier attempt) 0.76x.  Median of three pairs."""
-    ratios = sorted(_tasks(phylo, "push", "all") / _tasks(phylo, "steal", "all")
-                    for _ in range(3))
+    ratios = sorted(_tasks(phylo, "push", "all") / _tasks(phylo, "steal", "all") for _ in range(3))
     assert ratios[1] >= 1.25, ratios
     above = _tasks(phylo, "push", "above") / _tasks(phylo, "steal", "above")
     assert above < ratios[1], (above, ratios)
@@ -135,9 +136,18 @@ def test_a_wrong_success_fails_the_check(phylo):
     assert "check against the sequential enumeration: FAILED" in r.stdout
 
 
-@pytest.mark.parametrize("args", [["--species=1"], ["--chars=65"], ["--noise=2"],
-                                  ["--balance=random"], ["--topology=push"], ["--generate=some"],
-                                  ["x"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--species=1"],
+        ["--chars=65"],
+        ["--noise=2"],
+        ["--balance=random"],
+        ["--topology=push"],
+        ["--generate=some"],
+        ["x"],
+    ],
+)
 def test_bad_command_lines(phylo, args):
     r = run(phylo, *args, expect_rc=2)
     assert "phylogeny" in r.stderr and r.profile is None
@@ -157,6 +167,14 @@ def test_mpi_backend(phylo, want, balance, ranks):
 def test_sanitizers(cmake_build, sanitize):
     exe = build(cmake_build, "phylogeny", sanitize)
     for balance, generate in (("steal", "above"), ("push", "above"), ("push", "all")):
-        r = run(exe, "--check", *ARGS, f"--balance={balance}", f"--generate={generate}", pes=3,
-                sanitize=sanitize, timeout=300)
+        r = run(
+            exe,
+            "--check",
+            *ARGS,
+            f"--balance={balance}",
+            f"--generate={generate}",
+            pes=3,
+            sanitize=sanitize,
+            timeout=300,
+        )
         assert "OK" in r.stdout

@@ -46,7 +46,7 @@ def test_a_figure_readme_does_not_take_from_the_summary_is_found():
     text = readme.README.read_text()
     m = readme.block("em3d").search(text)
     figure = re.sub(r"\d+\.\d", "9.9", m.group(2), count=1)
-    changed = text[:m.start(2)] + figure + text[m.end(2):]
+    changed = text[: m.start(2)] + figure + text[m.end(2) :]
     assert changed != text
     diff = readme.differences(changed)
     assert len(diff) == 1 and "em3d paragraph differs" in diff[0], diff
@@ -76,12 +76,21 @@ def test_paper_ratio_from_fig_5_1():
     assert study.paper_ratio(12.9, 1.87, 0.07, 0.13, 1.63) == pytest.approx(9.2 / 1.83)
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--pes", "1", "PE counts must be distinct"), ("--pes", "2,x", "not a list of PE counts"),
-    ("--flush", "8", "FIBERS:DELAY_US"), ("--size", "huge", "invalid choice")])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--pes", "1", "PE counts must be distinct"),
+        ("--pes", "2,x", "not a list of PE counts"),
+        ("--flush", "8", "FIBERS:DELAY_US"),
+        ("--size", "huge", "invalid choice"),
+    ],
+)
 def test_bad_study_options(option, value, message):
-    proc = subprocess.run([sys.executable, ROOT / "benchmarks/em3d/experiments/run.py", option,
-                           value, "--render"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, ROOT / "benchmarks/em3d/experiments/run.py", option, value, "--render"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
@@ -95,11 +104,16 @@ def rts_model(path: Path) -> Path:
     for name in ("rts:P", "rts:Idle", "rts:ThreadContext"):
         values.pop(name, None)
     names = list(values)
-    Model(values=values, halfwidths={n: 0.1 * v for n, v in values.items()}, fitted=names,
-          covariance=np.diag([(0.05 * values[n]) ** 2 for n in names]), cov_names=names,
-          interfaces={"rts": info}, quality={"residual_se": 0.03, "dof": 40, "t_quantile": 1.68},
-          settings={"granularity": "pe", "normalize": True, "measure": "cpu",
-                    "confidence": 0.9}).save(path)
+    Model(
+        values=values,
+        halfwidths={n: 0.1 * v for n, v in values.items()},
+        fitted=names,
+        covariance=np.diag([(0.05 * values[n]) ** 2 for n in names]),
+        cov_names=names,
+        interfaces={"rts": info},
+        quality={"residual_se": 0.03, "dof": 40, "t_quantile": 1.68},
+        settings={"granularity": "pe", "normalize": True, "measure": "cpu", "confidence": 0.9},
+    ).save(path)
     return path
 
 
@@ -108,13 +122,38 @@ def test_small_em3d_study_with_the_pe_and_flush_axes(cmake_build, tmp_path):
     model = rts_model(tmp_path / "rts.model.json")
     out = tmp_path / "results"
     proc = subprocess.run(
-        [sys.executable, ROOT / "benchmarks/em3d/experiments/run.py", "--size", "small",
-         "--reps", "1", "--pes", "2", "--flush", "default,2:0", "--model", model, "--out", out,
-         "--work", tmp_path / "work"], capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            ROOT / "benchmarks/em3d/experiments/run.py",
+            "--size",
+            "small",
+            "--reps",
+            "1",
+            "--pes",
+            "2",
+            "--flush",
+            "default,2:0",
+            "--model",
+            model,
+            "--out",
+            out,
+            "--work",
+            tmp_path / "work",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["name"]: r for r in json.loads((out / "summary.json").read_text())}
-    assert set(rows) == {"_study", "sequential", "remote0@2", "remote10@2", "remote20@2",
-                         "remote10-flush2.0@2"}
+    assert set(rows) == {
+        "_study",
+        "sequential",
+        "remote0@2",
+        "remote10@2",
+        "remote20@2",
+        "remote10-flush2.0@2",
+    }
     assert rows["_study"]["pes"] == [2] and rows["_study"]["size"] == "small"
     assert "MPROF_PES=1" in rows["sequential"]["cmd"]
     assert "MPROF_FLUSH_FIBERS=2 MPROF_FLUSH_DELAY_US=0" in rows["remote10-flush2.0@2"]["cmd"]
@@ -125,11 +164,16 @@ def test_small_em3d_study_with_the_pe_and_flush_axes(cmake_build, tmp_path):
     for name, row in rows.items():
         if name != "_study":
             assert row["Runtime"] > 0 and row["ratio"] == pytest.approx(
-                row["Comp"] / row["Runtime"], rel=0.5), name
+                row["Comp"] / row["Runtime"], rel=0.5
+            ), name
     summary = (out / "summary.md").read_text()
     assert summary.count("## 2 PEs") == 1 and "pending a run on a machine with 16 cores" in summary
-    assert re.search(r"^In short: at the small size .* the ratio of computation to runtime "
-                     r"overhead is -?\d", summary, re.M), summary[:2000]
+    assert re.search(
+        r"^In short: at the small size .* the ratio of computation to runtime "
+        r"overhead is -?\d",
+        summary,
+        re.M,
+    ), summary[:2000]
 
 
 def test_c2670_cmos_stages(cmake_build, tmp_path):
@@ -139,9 +183,13 @@ def test_c2670_cmos_stages(cmake_build, tmp_path):
     gates = [ln.split()[1] for ln in net.read_text().splitlines() if ln.startswith("gate ")]
     assert set(gates) == {"nand", "nor", "not"}
     exe = build(cmake_build, "cswec")
-    proc = subprocess.run([exe, f"--netlist={net}", "--vectors=2", "--check"],
-                          capture_output=True, text=True, timeout=120,
-                          env={"MPROF_PES": "2", "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [exe, f"--netlist={net}", "--vectors=2", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"MPROF_PES": "2", "PATH": "/usr/bin:/bin"},
+    )
 
     class R:
         stdout = proc.stdout

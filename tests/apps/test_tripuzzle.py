@@ -78,8 +78,18 @@ def test_a_wrong_count_fails_the_check(tripuzzle):
     assert "check against the sequential search: FAILED" in r.stdout
 
 
-@pytest.mark.parametrize("args", [["--rows=11"], ["--rows=2"], ["--rows=5", "--hole=6,1"], ["--hole=2,3"],
-                                  ["--sched=urgent"], ["--bins=0"], ["extra"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--rows=11"],
+        ["--rows=2"],
+        ["--rows=5", "--hole=6,1"],
+        ["--hole=2,3"],
+        ["--sched=urgent"],
+        ["--bins=0"],
+        ["extra"],
+    ],
+)
 def test_bad_command_lines(tripuzzle, args):
     r = run(tripuzzle, *args, expect_rc=2)
     assert "tripuzzle" in r.stderr and r.profile is None
@@ -99,6 +109,14 @@ def test_mpi_backend(tripuzzle, sched):
 def test_sanitizers(cmake_build, sanitize):
     exe = build(cmake_build, "tripuzzle", sanitize)
     for sched in ("fifo", "preempt"):
-        r = run(exe, "--check", "--rows=5", f"--sched={sched}", "--bins=256", pes=3,
-                sanitize=sanitize, timeout=300)
+        r = run(
+            exe,
+            "--check",
+            "--rows=5",
+            f"--sched={sched}",
+            "--bins=256",
+            pes=3,
+            sanitize=sanitize,
+            timeout=300,
+        )
         assert "OK" in r.stdout

@@ -26,8 +26,9 @@ def inflation(*args, build_dir=None):
     require_tool("valgrind")
     require_tool("callgrind_annotate")
     extra = ["--build", str(build_dir)] if build_dir else []
-    run = subprocess.run([sys.executable, str(SCRIPT), *extra, *args], capture_output=True,
-                         text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *extra, *args], capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -51,8 +52,18 @@ def test_work_that_does_not_depend_on_pes_is_not_inflated():
 
 def test_em3d_groups_add_up_and_the_statistics_are_the_runs(cmake_build):
     exe = build(cmake_build, "em3d")
-    out = inflation("--weak", "--pes", "1,2", "--workers-check", "2", "--", str(exe),
-                    "--nodes=2000", "--iters=2", build_dir=exe.parents[2])
+    out = inflation(
+        "--weak",
+        "--pes",
+        "1,2",
+        "--workers-check",
+        "2",
+        "--",
+        str(exe),
+        "--nodes=2000",
+        "--iters=2",
+        build_dir=exe.parents[2],
+    )
     check_parts(out)
     for p in (1, 2):
         r = out["runs"][str(p)]
@@ -90,8 +101,16 @@ def test_em3d_ghost_copies_and_send_lists_cost_per_ghost(cmake_build):
     # 8-PE run adds per PE, for each ghost and validation, are about 28 instructions; 3.8x of
     # the old 1-PE copies would be about 66
     exe = build(cmake_build, "em3d")
-    out = inflation("--weak", "--pes", "1,8", "--", str(exe), "--nodes=4000", "--iters=2",
-                    build_dir=exe.parents[2])
+    out = inflation(
+        "--weak",
+        "--pes",
+        "1,8",
+        "--",
+        str(exe),
+        "--nodes=4000",
+        "--iters=2",
+        build_dir=exe.parents[2],
+    )
     check_parts(out)
     copies = [out["runs"][p]["groups"]["libc.memcpy"] / int(p) for p in ("1", "8")]
     graph = out["runs"]["8"]["stats"]["bipartite"]
@@ -100,13 +119,17 @@ def test_em3d_ghost_copies_and_send_lists_cost_per_ghost(cmake_build):
     assert out["runs"]["8"]["inflation"] < 1.1, out["runs"]["8"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--pes", "2,1", "--", "true"], "--pes must be increasing PE counts"),
-    (["--pes", "x", "--", "true"], "--pes must be a comma-separated list"),
-    (["--pes", "1,2"], "give --app NAME or -- COMMAND"),
-    (["--pes", "1,2", "--workers-check", "4", "--", "true"], "--workers-check 4 is not one of"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--pes", "2,1", "--", "true"], "--pes must be increasing PE counts"),
+        (["--pes", "x", "--", "true"], "--pes must be a comma-separated list"),
+        (["--pes", "1,2"], "give --app NAME or -- COMMAND"),
+        (["--pes", "1,2", "--workers-check", "4", "--", "true"], "--workers-check 4 is not one of"),
+    ],
+)
 def test_bad_arguments_are_an_error(args, message):
-    run = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode != 0 and message in run.stderr and "Traceback" not in run.stderr

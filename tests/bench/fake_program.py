@@ -38,12 +38,19 @@ if fail == 6:
     print("x" * (3 << 20), file=sys.stderr)
     sys.exit(3)
 agg = int(os.environ.get("MPROF_AGG_BYTES", "0"))
-objects = [[("rts", {"P": 1, "ThreadAlloc": work, "MsgSent": work // 2, "ByteSent": agg})]
-           for _ in range(npes)]
-doc = make_profile("fake", objects, [0.001 * work + 0.01 * pe for pe in range(npes)],
-                   params={} if os.environ.get("FAKE_NO_PARAMS") == "1" else {"work": work},
-                   settings={"agg_bytes": agg},
-                   argv=sys.argv, hostname=f"host-{time.time_ns()}")
+objects = [
+    [("rts", {"P": 1, "ThreadAlloc": work, "MsgSent": work // 2, "ByteSent": agg})]
+    for _ in range(npes)
+]
+doc = make_profile(
+    "fake",
+    objects,
+    [0.001 * work + 0.01 * pe for pe in range(npes)],
+    params={} if os.environ.get("FAKE_NO_PARAMS") == "1" else {"work": work},
+    settings={"agg_bytes": agg},
+    argv=sys.argv,
+    hostname=f"host-{time.time_ns()}",
+)
 text = json.dumps(doc)
 if fail == 2:
     text = text[: len(text) // 2]

@@ -14,8 +14,9 @@ SCRIPT = ROOT / "benchmarks" / "device" / "run.sh"
 
 def _run(args, out, timeout=120):
     env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable}
-    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def _lines(out):
@@ -58,15 +59,18 @@ RUN1 = ROOT / "docs" / "measurements" / "sixteen-cores" / "call1-suite.jsonl"
 
 
 def _targets(*args):
-    return subprocess.run([sys.executable, str(TARGETS), *map(str, args)], capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(TARGETS), *map(str, args)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_targets_of_the_first_16_core_run():
     run = _targets(RUN1)
     assert run.returncode == 0, run.stderr
-    rows = {(r["figure"], r.get("agg"), r.get("pes"), r.get("app")): r
-            for r in map(json.loads, run.stdout.splitlines())}
+    rows = {
+        (r["figure"], r.get("agg"), r.get("pes"), r.get("app")): r
+        for r in map(json.loads, run.stdout.splitlines())
+    }
     weak = rows[("weak_efficiency", "4096", None, None)]
     assert weak["value"] == round(0.0648 / 0.1529, 3) and weak["met"] is False
     assert rows[("weak_64_over_16", "0", None, None)]["met"] is True  # 2.8x
@@ -76,8 +80,11 @@ def test_targets_of_the_first_16_core_run():
 
 
 def test_targets_keep_binding_settings_apart_and_refuse_bad_lines(tmp_path):
-    lines = [{"weak": "w", "agg": "4096", "pes": p, "pin": pin, "best_s": t}
-             for pin, ts in (("1", (0.1, 0.125)), ("0", (0.1, 0.2))) for p, t in zip((2, 16), ts)]
+    lines = [
+        {"weak": "w", "agg": "4096", "pes": p, "pin": pin, "best_s": t}
+        for pin, ts in (("1", (0.1, 0.125)), ("0", (0.1, 0.2)))
+        for p, t in zip((2, 16), ts)
+    ]
     good = tmp_path / "good.jsonl"
     good.write_text("\n".join(map(json.dumps, lines)) + "\nnot json: a log line\n")
     run = _targets(good, "--markdown")
@@ -101,10 +108,24 @@ def test_carriers_lines_give_the_busy_cpu_gain(tmp_path):
     """interleave.py's lines of the `carriers` part: before is MPROF_CARRIERS=0, after the
     default; the gain is the medians' ratio, per command, PE count and aggregation."""
     side = {"busy_median_s": 0.2, "rate_median": 10}
-    lines = [{"carriers": "msg", "pes": "8", "agg": "4096", "median_ratio": 1.25,
-              "before": {**side, "busy_median_s": 0.25}, "after": side},
-             {"carriers": "weak", "pes": "16", "agg": "4096", "median_ratio": 0.9,
-              "before": side, "after": {**side, "busy_median_s": 0.25}}]
+    lines = [
+        {
+            "carriers": "msg",
+            "pes": "8",
+            "agg": "4096",
+            "median_ratio": 1.25,
+            "before": {**side, "busy_median_s": 0.25},
+            "after": side,
+        },
+        {
+            "carriers": "weak",
+            "pes": "16",
+            "agg": "4096",
+            "median_ratio": 0.9,
+            "before": side,
+            "after": {**side, "busy_median_s": 0.25},
+        },
+    ]
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(map(json.dumps, lines)) + "\n")
     run = _targets(path, "--markdown")
@@ -120,22 +141,24 @@ def test_machine_lines_give_the_machines_own_weak_scaling(tmp_path):
     program's rates per PE become T(2)/T(P) figures beside the runtime's weak scaling; the
     best of repeated lines is kept."""
     parts = {"alu": 0.1, "ilp": 0.1, "mem": 0.2, "ring": 0.1}
-    lines = [{"machine": "copies", "pes": 2, "best_s": 0.5, "cpu_mean_s": parts},
-             {"machine": "copies", "pes": 16, "best_s": 0.9,
-              "cpu_mean_s": {**parts, "ilp": 0.2}},
-             {"machine": "copies", "pes": 16, "best_s": 0.625,
-              "cpu_mean_s": {**parts, "ilp": 0.16}},
-             {"machine": "local", "pes": 2, "best_s": 0.02, "busy_mean_s": 0.015},
-             {"machine": "local", "pes": 16, "best_s": 0.04, "busy_mean_s": 0.02},
-             {"bench": "shm_floor", "check": "ok", "pes": 2, "records_per_s_total": 200},
-             {"bench": "shm_floor", "check": "ok", "pes": 16, "records_per_s_total": 1200}]
+    lines = [
+        {"machine": "copies", "pes": 2, "best_s": 0.5, "cpu_mean_s": parts},
+        {"machine": "copies", "pes": 16, "best_s": 0.9, "cpu_mean_s": {**parts, "ilp": 0.2}},
+        {"machine": "copies", "pes": 16, "best_s": 0.625, "cpu_mean_s": {**parts, "ilp": 0.16}},
+        {"machine": "local", "pes": 2, "best_s": 0.02, "busy_mean_s": 0.015},
+        {"machine": "local", "pes": 16, "best_s": 0.04, "busy_mean_s": 0.02},
+        {"bench": "shm_floor", "check": "ok", "pes": 2, "records_per_s_total": 200},
+        {"bench": "shm_floor", "check": "ok", "pes": 16, "records_per_s_total": 1200},
+    ]
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(map(json.dumps, lines)) + "\n")
     run = _targets(path, "--markdown")
     assert run.returncode == 0, run.stderr
-    rows = {(r["what"], r["pes"]): r
-            for r in (json.loads(x) for x in run.stdout.splitlines() if x.startswith("{"))
-            if r["figure"] == "machine_efficiency"}
+    rows = {
+        (r["what"], r["pes"]): r
+        for r in (json.loads(x) for x in run.stdout.splitlines() if x.startswith("{"))
+        if r["figure"] == "machine_efficiency"
+    }
     assert set(rows) == {("copies", 16), ("local", 16), ("shm_floor", 16)}
     assert rows[("copies", 16)]["value"] == 0.8 and rows[("copies", 16)]["parts"]["ilp"] == 0.625
     assert rows[("local", 16)]["value"] == 0.5
@@ -146,17 +169,26 @@ def test_machine_lines_give_the_machines_own_weak_scaling(tmp_path):
 def test_machine_scaling_runs_copies_and_local_fibers(cmake_build):
     cmake_build("build", targets=["rt_workload", "noise_floor"])
     script = ROOT / "benchmarks" / "micro" / "machine_scaling.py"
-    run = subprocess.run([sys.executable, str(script), "--pes", "1,2", "--reps", "1",
-                          "--scale", "0.05"], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, str(script), "--pes", "1,2", "--reps", "1", "--scale", "0.05"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     lines = [json.loads(x) for x in run.stdout.splitlines()]
     assert [(x["machine"], x["pes"]) for x in lines] == [
-        ("copies", 1), ("copies", 2), ("local", 1), ("local", 2)]
+        ("copies", 1),
+        ("copies", 2),
+        ("local", 1),
+        ("local", 2),
+    ]
     assert all(x["best_s"] > 0 for x in lines)
     assert set(lines[1]["cpu_mean_s"]) == {"alu", "ilp", "mem", "ring"}
     assert all(x["busy_mean_s"] > 0 for x in lines[2:])
-    bad = subprocess.run([sys.executable, str(script), "--pes", "0,2"], capture_output=True,
-                         text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, str(script), "--pes", "0,2"], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "between 1 and 1024" in bad.stderr
     assert "Traceback" not in bad.stderr
 
@@ -166,18 +198,37 @@ def test_aggregation_scale_interleaves_feed_settings(cmake_build):
     setting the run profile recorded (so the setting reached the runs)."""
     cmake_build("build", targets=["rt_workload"])
     script = ROOT / "benchmarks" / "micro" / "aggregation_scale.py"
-    run = subprocess.run([sys.executable, str(script), "--workload",
-                          str(ROOT / "build" / "benchmarks" / "micro" / "rt_workload"),
-                          "--pes", "2", "--reps", "1", "--feed-us", "0,1000", "--pin", "1"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--workload",
+            str(ROOT / "build" / "benchmarks" / "micro" / "rt_workload"),
+            "--pes",
+            "2",
+            "--reps",
+            "1",
+            "--feed-us",
+            "0,1000",
+            "--pin",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     *lines, summary = [json.loads(x) for x in run.stdout.splitlines()]
     assert [(x["pes"], x["feed_us"], x["pin"]) for x in lines] == [(2, 0, "1"), (2, 1000, "1")]
     assert [x["settings"]["feed_us"] for x in lines] == [0, 1000]
     assert all(x["ops_per_msg"] > 1 and x["why"]["half"] > 0 for x in lines)
     assert set(summary) == {"ops_per_msg_p2_feed0", "ops_per_msg_p2_feed1000"}
-    bad = subprocess.run([sys.executable, str(script), "--feed-us", "soon"], capture_output=True,
-                         text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, str(script), "--feed-us", "soon"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode != 0 and "--feed-us takes microseconds" in bad.stderr
 
 
@@ -186,8 +237,13 @@ COLLECT = ROOT / "benchmarks" / "device" / "collect.sh"
 
 def _collect(src, dest):
     env = {**os.environ, "PYTHON": sys.executable}
-    return subprocess.run(["bash", str(COLLECT), str(src), str(dest)], capture_output=True,
-                          text=True, env=env, timeout=300)
+    return subprocess.run(
+        ["bash", str(COLLECT), str(src), str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_collect_renders_what_came_back_and_says_what_did_not(tmp_path):
@@ -202,14 +258,17 @@ def test_collect_renders_what_came_back_and_says_what_did_not(tmp_path):
     em3d.mkdir()
     (em3d / "summary.json").write_text((results / "summary.json").read_text())
     (src / "st" / "studies" / "tripuzzle").mkdir()  # cut off: no summary.json
-    subprocess.run(["tar", "czf", str(src / "studies.tgz"), "-C", str(src / "st"), "studies"],
-                   check=True)
+    subprocess.run(
+        ["tar", "czf", str(src / "studies.tgz"), "-C", str(src / "st"), "studies"], check=True
+    )
     dest = tmp_path / "dest"
     run = _collect(src, dest)
     assert run.returncode == 1, run.stderr
     assert "tripuzzle: no summary.json" in run.stderr and "Traceback" not in run.stderr
-    assert "| weak_efficiency | agg 4096 | 0.424 | >= 0.7 (not met) |" in \
-        (dest / "targets.md").read_text()
+    assert (
+        "| weak_efficiency | agg 4096 | 0.424 | >= 0.7 (not met) |"
+        in (dest / "targets.md").read_text()
+    )
     study = (dest / "em3d-study.md").read_text()
     assert study.startswith("# EM3D") and "## 2 PEs" in study
     assert (dest / "run.jsonl").read_text() == RUN1.read_text()
@@ -244,9 +303,11 @@ def test_targets_skip_lines_of_another_shape_and_say_so(tmp_path):
     """A line cut short (a part killed mid-print) or of an unknown shape leaves its figure out
     with a note naming the line, and the other figures still come."""
     path = tmp_path / "run.jsonl"
-    path.write_text('{"weak": "w", "best_s": 1, "pes": 2}\n{"startup": 1}\n'
-                    '{"bench": "shm_floor", "check": "ok", "pes": 2, "records_per_s_total": 2}\n'
-                    '{"bench": "shm_floor", "check": "ok", "pes": 16, "records_per_s_total": 12}\n')
+    path.write_text(
+        '{"weak": "w", "best_s": 1, "pes": 2}\n{"startup": 1}\n'
+        '{"bench": "shm_floor", "check": "ok", "pes": 2, "records_per_s_total": 2}\n'
+        '{"bench": "shm_floor", "check": "ok", "pes": 16, "records_per_s_total": 12}\n'
+    )
     run = _targets(path)
     assert run.returncode == 0, run.stderr
     assert f"{path}:1: skipped, KeyError: 'agg'" in run.stderr

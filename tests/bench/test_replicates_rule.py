@@ -26,12 +26,17 @@ def test_variant_rewrites_databases_rule_and_ignores_before_the_fit(tmp_path):
 
 
 def test_refuses_a_folder_without_databases_and_a_script_without_replicates(tmp_path):
-    run = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True,
-                         text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 2 and "has no rts-fit.db" in run.stderr
     assert "Traceback" not in run.stderr
     bare = tmp_path / "bare.tcl"
     bare.write_text("FitDatabase: x.db\nFit\n")
-    run = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--script", str(bare)],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path), "--script", str(bare)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "no Replicates line" in run.stderr

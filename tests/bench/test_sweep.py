@@ -17,8 +17,8 @@ HERE = Path(__file__).resolve().parent
 def write_spec(tmp_path, fail="[0]", extra=""):
     spec = tmp_path / "sweep.toml"
     spec.write_text(f"""
-program = "{HERE / 'fake_program.py'}"
-command = "{{python}} {{program}} {{npes}} {{work}} {{fail}} {tmp_path / 'count.txt'}"
+program = "{HERE / "fake_program.py"}"
+command = "{{python}} {{program}} {{npes}} {{work}} {{fail}} {tmp_path / "count.txt"}"
 database = "out/sweep.db"
 npes = [1, 2]
 repetitions = 2
@@ -91,7 +91,7 @@ def test_failures_are_reported_and_sweep_goes_on(tmp_path, capsys):
 def test_timeout(tmp_path, capsys):
     spec = tmp_path / "t.toml"
     spec.write_text(f"""
-program = "{HERE / 'fake_program.py'}"
+program = "{HERE / "fake_program.py"}"
 command = "{{python}} {{program}} {{npes}} 1 3"
 database = "t.db"
 npes = [1]
@@ -124,7 +124,7 @@ def test_dry_run_and_spec_errors(tmp_path, capsys):
 def _npes_spec(tmp_path, npes_arg: str, npes: list[int]):
     spec = tmp_path / "n.toml"
     spec.write_text(f"""
-program = "{HERE / 'fake_program.py'}"
+program = "{HERE / "fake_program.py"}"
 command = "{{python}} {{program}} {npes_arg} 1 0"
 database = "n.db"
 npes = {npes}
@@ -172,12 +172,19 @@ def test_placeholder_typo_is_caught_before_the_database_exists(tmp_path, capsys)
     assert "literal braces" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("program, command, message", [
-    ("missing.py", "{python} {program} {npes} {work} {fail}", "missing.py does not exist"),
-    ("fake_program.py", "./no-such-tool {npes}", "no-such-tool does not exist"),
-    ("fake_program.py", "no-such-tool-on-path {npes}", "'no-such-tool-on-path' not found on PATH"),
-    ("fake_program.py", "{program} {npes} {work} {fail}", "is not an executable file"),
-])
+@pytest.mark.parametrize(
+    "program, command, message",
+    [
+        ("missing.py", "{python} {program} {npes} {work} {fail}", "missing.py does not exist"),
+        ("fake_program.py", "./no-such-tool {npes}", "no-such-tool does not exist"),
+        (
+            "fake_program.py",
+            "no-such-tool-on-path {npes}",
+            "'no-such-tool-on-path' not found on PATH",
+        ),
+        ("fake_program.py", "{program} {npes} {work} {fail}", "is not an executable file"),
+    ],
+)
 def test_missing_program_stops_at_once(tmp_path, capsys, program, command, message):
     spec = write_spec(tmp_path).read_text()
     spec = spec.replace(str(HERE / "fake_program.py"), str(HERE / program))
@@ -213,9 +220,14 @@ def test_dry_run_lists_only_points_not_yet_recorded(tmp_path, capsys):
 
 def test_progress_outside_a_terminal_is_plain_lines(tmp_path):
     long_value = "v" * 150  # a line far wider than rich's default 80 columns
-    spec = write_spec(tmp_path, fail="[0, 1]").read_text().replace(
-        'MPROF_AGG_BYTES = ["0", "1000"]', f'MPROF_AGG_BYTES = ["0"]\nLONG = ["{long_value}"]'
-    ).replace("npes = [1, 2]", "npes = [1]")
+    spec = (
+        write_spec(tmp_path, fail="[0, 1]")
+        .read_text()
+        .replace(
+            'MPROF_AGG_BYTES = ["0", "1000"]', f'MPROF_AGG_BYTES = ["0"]\nLONG = ["{long_value}"]'
+        )
+        .replace("npes = [1, 2]", "npes = [1]")
+    )
     (tmp_path / "sweep.toml").write_text(spec)
     cmd = [sys.executable, "-m", "mprof", "bench", str(tmp_path / "sweep.toml")]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
@@ -245,10 +257,13 @@ def test_several_sweeps_run_interleaved_into_their_own_databases(tmp_path, capsy
     # a test set given with its fit set is measured round by round with it, not after it
     fit = write_spec(tmp_path)
     test = tmp_path / "test.toml"
-    test.write_text(fit.read_text().replace('"out/sweep.db"', '"out/test.db"')
-                    .replace("npes = [1, 2]", "npes = [1]")
-                    .replace("work = [10, 20]", "work = [30]")
-                    .replace("repetitions = 2", "repetitions = 3"))
+    test.write_text(
+        fit.read_text()
+        .replace('"out/sweep.db"', '"out/test.db"')
+        .replace("npes = [1, 2]", "npes = [1]")
+        .replace("work = [10, 20]", "work = [30]")
+        .replace("repetitions = 2", "repetitions = 3")
+    )
     capsys.readouterr()
     assert main(["bench", str(fit), str(test)]) == 0
     out = capsys.readouterr().out
@@ -277,12 +292,19 @@ def test_several_sweeps_cannot_share_a_database_or_take_db(tmp_path, capsys):
 def probe_spec(tmp_path, values, patience_s=30):
     state = tmp_path / "probe-state.txt"
     state.write_text("\n".join(map(str, values)) + "\n")
-    return write_spec(tmp_path, extra=f"""
+    return (
+        write_spec(
+            tmp_path,
+            extra=f"""
 [probe]
-command = "{{python}} {HERE / 'fake_probe.py'} {state}"
+command = "{{python}} {HERE / "fake_probe.py"} {state}"
 tolerance = 0.3
 patience_s = {patience_s}
-""").read_text().replace("npes = [1, 2]", "npes = [1]")
+""",
+        )
+        .read_text()
+        .replace("npes = [1, 2]", "npes = [1]")
+    )
 
 
 def probe_pairs(db_path):
@@ -316,7 +338,11 @@ def test_configurations_measured_only_in_a_slow_spell_get_extra_repetitions(tmp_
     steady = [run for run in runs if max(pairs[run.id]) <= 1.3]
     assert len(steady) == 4
     assert {(r.params["work"], r.settings["agg_bytes"]) for r in steady} == {
-        (10, 0), (10, 1000), (20, 0), (20, 1000)}
+        (10, 0),
+        (10, 1000),
+        (20, 0),
+        (20, 1000),
+    }
     # resuming finds every configuration steady: nothing runs
     assert main(["bench", str(spec)]) == 0
     assert "0 run, 8 already recorded" in capsys.readouterr().out
@@ -328,21 +354,31 @@ def test_a_machine_that_stays_slow_is_waited_for_no_longer_than_patience(tmp_pat
     assert main(["bench", str(spec)]) == 0
     captured = capsys.readouterr()
     assert "0 extra repetition(s)" in captured.out
-    assert "warning: 3 configuration(s) have no run measured while the probe was steady" \
+    assert (
+        "warning: 3 configuration(s) have no run measured while the probe was steady"
         in captured.err
+    )
 
 
-@pytest.mark.parametrize("probe, message", [
-    ('command = "x"\ncolour = 1', "sweep.toml:10:10: probe.colour: unknown key in [probe]"),
-    ('tolerance = 0.1', "sweep.toml:8:1: probe: [probe] needs command"),
-    ('command = 5', "sweep.toml:9:11: probe.command: expected a non-empty string"),
-    ('command = "x"\nenv = { A = 1979-05-27 }', "sweep.toml:10:7: probe.env.A: expected a "
-     "string or a whole number, got datetime.date(1979, 5, 27)"),
-    ('command = "{program} {npes}"', "probe.command uses unknown placeholder 'npes'"),
-    ('command = "x"\ntolerance = -1',
-     "probe.tolerance: expected a number in [0, 1000000000], got -1"),
-    ('command = "no-such-probe-program"', "command 'no-such-probe-program' not found"),
-])
+@pytest.mark.parametrize(
+    "probe, message",
+    [
+        ('command = "x"\ncolour = 1', "sweep.toml:10:10: probe.colour: unknown key in [probe]"),
+        ("tolerance = 0.1", "sweep.toml:8:1: probe: [probe] needs command"),
+        ("command = 5", "sweep.toml:9:11: probe.command: expected a non-empty string"),
+        (
+            'command = "x"\nenv = { A = 1979-05-27 }',
+            "sweep.toml:10:7: probe.env.A: expected a "
+            "string or a whole number, got datetime.date(1979, 5, 27)",
+        ),
+        ('command = "{program} {npes}"', "probe.command uses unknown placeholder 'npes'"),
+        (
+            'command = "x"\ntolerance = -1',
+            "probe.tolerance: expected a number in [0, 1000000000], got -1",
+        ),
+        ('command = "no-such-probe-program"', "command 'no-such-probe-program' not found"),
+    ],
+)
 def test_probe_spec_errors(tmp_path, capsys, probe, message):
     spec = write_spec(tmp_path, extra=f"[probe]\n{probe}\n")
     assert main(["bench", str(spec)]) == 2
@@ -355,7 +391,7 @@ def test_sweep_axes_are_part_of_a_runs_identity(tmp_path, capsys):
     its non-runtime environment axes its settings, so its points stay apart."""
     spec = tmp_path / "s.toml"
     spec.write_text(f"""
-program = "{HERE / 'fake_program.py'}"
+program = "{HERE / "fake_program.py"}"
 command = "{{python}} {{program}} {{npes}} {{work}} 0"
 database = "s.db"
 npes = [1]
@@ -373,7 +409,11 @@ MODE = ["a", "b"]
         runs = db.runs()
     assert len(runs) == 8
     assert {(r.params["work"], r.settings["MODE"]) for r in runs} == {
-        (10, "a"), (10, "b"), (20, "a"), (20, "b")}
+        (10, "a"),
+        (10, "b"),
+        (20, "a"),
+        (20, "b"),
+    }
     assert all(r.settings["FAKE_NO_PARAMS"] == "1" for r in runs)
     from mprof.profile import load_profiles
 
@@ -388,8 +428,12 @@ def test_what_the_program_records_wins_over_the_axis(tmp_path):
     from mprof.bench.sweep import record_sweep_axes
 
     doc = {"params": {"EltSize": 64}, "settings": {"agg_bytes": 0}}
-    record_sweep_axes(doc, Point("p", {"eltsize": 100, "n": 5}, 1,
-                                 {"MPROF_AGG_BYTES": "0", "OMP_NUM_THREADS": "2"}, 0))
+    record_sweep_axes(
+        doc,
+        Point(
+            "p", {"eltsize": 100, "n": 5}, 1, {"MPROF_AGG_BYTES": "0", "OMP_NUM_THREADS": "2"}, 0
+        ),
+    )
     assert doc["params"] == {"EltSize": 64, "n": 5}
     assert doc["settings"] == {"agg_bytes": 0, "OMP_NUM_THREADS": "2"}
 
@@ -397,7 +441,7 @@ def test_what_the_program_records_wins_over_the_axis(tmp_path):
 def test_a_crashed_point_names_its_signal_and_last_stderr_lines(tmp_path, capsys):
     spec = tmp_path / "c.toml"
     spec.write_text(f"""
-program = "{HERE / 'fake_program.py'}"
+program = "{HERE / "fake_program.py"}"
 command = "{{python}} {{program}} {{npes}} 1 4"
 database = "c.db"
 npes = [1]
@@ -420,16 +464,22 @@ def test_one_database_by_a_link_is_the_same_database(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["link.db"]
 
 
-@pytest.mark.parametrize("fail, reason", [
-    # a FIFO at MPROF_OUT would block the read of the profile for ever
-    (5, "the program left something other than a file at MPROF_OUT"),
-    # a truncated profile is named by the variable, not by a temporary file long gone
-    (2, "bad run profile: MPROF_OUT:1:"),
-])
+@pytest.mark.parametrize(
+    "fail, reason",
+    [
+        # a FIFO at MPROF_OUT would block the read of the profile for ever
+        (5, "the program left something other than a file at MPROF_OUT"),
+        # a truncated profile is named by the variable, not by a temporary file long gone
+        (2, "bad run profile: MPROF_OUT:1:"),
+    ],
+)
 def test_what_a_point_left_at_mprof_out_is_reported(tmp_path, capsys, fail, reason):
     spec = write_spec(tmp_path, fail=f"[{fail}]")
-    spec.write_text(spec.read_text().replace("repetitions = 2", "repetitions = 1")
-                    .replace("npes = [1, 2]", "npes = [1]"))
+    spec.write_text(
+        spec.read_text()
+        .replace("repetitions = 2", "repetitions = 1")
+        .replace("npes = [1, 2]", "npes = [1]")
+    )
     assert main(["bench", str(spec)]) == 1
     err = capsys.readouterr().err
     assert reason in err and "mprof-bench-" not in err, err
@@ -444,16 +494,26 @@ def test_a_huge_stderr_line_is_quoted_shortened(tmp_path, capsys):
     assert len(captured.out) + len(captured.err) < 20_000
 
 
-@pytest.mark.parametrize("probe, message", [
-    ("exit 3", "sweep.toml:9:11: probe.command: the probe failed (exit code 3: probe broke)"),
-    ("truncated", "sweep.toml:9:11: probe.command: the probe's run: bad run profile: "
-     "MPROF_OUT:1:"),
-])
+@pytest.mark.parametrize(
+    "probe, message",
+    [
+        ("exit 3", "sweep.toml:9:11: probe.command: the probe failed (exit code 3: probe broke)"),
+        (
+            "truncated",
+            "sweep.toml:9:11: probe.command: the probe's run: bad run profile: MPROF_OUT:1:",
+        ),
+    ],
+)
 def test_a_probe_that_cannot_run_leaves_no_database(tmp_path, capsys, probe, message):
     script = tmp_path / "probe.py"
-    script.write_text("import os, sys\n" + (
-        "print('probe broke', file=sys.stderr)\nsys.exit(3)\n" if probe == "exit 3" else
-        "open(os.environ['MPROF_OUT'], 'w').write('{\"npes\": 2,')\n"))
+    script.write_text(
+        "import os, sys\n"
+        + (
+            "print('probe broke', file=sys.stderr)\nsys.exit(3)\n"
+            if probe == "exit 3"
+            else "open(os.environ['MPROF_OUT'], 'w').write('{\"npes\": 2,')\n"
+        )
+    )
     spec = write_spec(tmp_path, extra=f'[probe]\ncommand = "{{python}} {script}"\n')
     spec.write_text(spec.read_text().replace('"out/sweep.db"', '"new/folder/sweep.db"'))
     assert main(["bench", str(spec)]) == 2

@@ -35,7 +35,8 @@ def test_runtime_workflow_end_to_end(cmake_build, tmp_path, capsys, monkeypatch)
     still runs around every point).  rt_workload is built first (a stale or missing binary
     would test nothing)."""
     assert cmake_build("build", targets=["rt_workload"]) / "benchmarks/micro/rt_workload" == (
-        RT_WORKLOAD)
+        RT_WORKLOAD
+    )
     specs = []
     for kind in ("fit", "test"):
         text = (WORKFLOWS / f"rts/sweep-{kind}.toml").read_text()

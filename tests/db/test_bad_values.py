@@ -15,8 +15,9 @@ from mprof.cli import main
 
 def profile(npes=2):
     objects = [[("rts", {"P": 1, "MsgSent": 10 + pe})] for pe in range(npes)]
-    doc = make_profile("prog", objects, [0.5] * npes, params={"i": 1, "mode": "fast"},
-                       pe_idle=[0.1] * npes)
+    doc = make_profile(
+        "prog", objects, [0.5] * npes, params={"i": 1, "mode": "fast"}, pe_idle=[0.1] * npes
+    )
     doc["argv"] = ["prog", "2"]
     doc["machine"] = {"hostname": "h", "cpu": "c", "cores": 2, "fingerprint": "0" * 16}
     return doc
@@ -67,8 +68,10 @@ SURROGATES = [
     (lambda d: d["params"].update({"k\ud800": 1}), "params.k\\ud800: the name is"),
     (lambda d: d["params"].update(mode="v\ud800"), "params.mode"),
     (lambda d: d["argv"].append("\ud800"), "argv[2]"),
-    (lambda d: d["pes"][0]["objects"][0]["stats"].update({"S\ud800": 1}),
-     "pes[0].objects[0].stats.S\\ud800: the name is"),
+    (
+        lambda d: d["pes"][0]["objects"][0]["stats"].update({"S\ud800": 1}),
+        "pes[0].objects[0].stats.S\\ud800: the name is",
+    ),
     (lambda d: d.update(accesses=["unclassified", "m:\ud800"]), "accesses[1]"),
 ]
 
@@ -83,48 +86,78 @@ def test_lone_surrogates_are_rejected_with_their_place(tmp_path, capsys, change,
 
 
 def test_report_rejects_a_lone_surrogate(tmp_path, capsys):
-    path = write(tmp_path / "r.json",
-                 mutated(lambda d: d["pes"][0]["objects"][0]["stats"].update({"S\ud800": 1})))
+    path = write(
+        tmp_path / "r.json",
+        mutated(lambda d: d["pes"][0]["objects"][0]["stats"].update({"S\ud800": 1})),
+    )
     assert main(["report", str(path)]) != 0
     assert "not valid Unicode (a lone surrogate)" in capsys.readouterr().err
 
 
 BAD_VALUES = [
-    (lambda d: d["machine"].update(cores=2**64 - 1),
-     "machine.cores: must be <= 2147483647, got 18446744073709551615"),
+    (
+        lambda d: d["machine"].update(cores=2**64 - 1),
+        "machine.cores: must be <= 2147483647, got 18446744073709551615",
+    ),
     (lambda d: d.update(elapsed_s=1e308), "elapsed_s: a time must be at most 1e+07 s"),
-    (lambda d: d["pes"][1].update(cpu_s=1e308, idle_cpu_s=0.0),
-     "pes[1].cpu_s: a time must be at most 1e+07 s"),
+    (
+        lambda d: d["pes"][1].update(cpu_s=1e308, idle_cpu_s=0.0),
+        "pes[1].cpu_s: a time must be at most 1e+07 s",
+    ),
     (lambda d: d.update(started_at="yesterday"), "started_at: not an ISO 8601 date and time"),
     (lambda d: d.update(program="a\0b"), "program: must not contain a NUL character"),
     (lambda d: d["machine"].update(hostname="h\0"), "machine.hostname: must not contain a NUL"),
     (lambda d: d["params"].update({"a\0b": 1}), "params.a\\u0000b: must not contain a NUL"),
     (lambda d: d["pes"][1].update(idle_s=0.6), "pes[1].idle_s: idle time 0.6 s is more than"),
-    (lambda d: d["pes"][0].update(cpu_s=0.2, idle_cpu_s=0.3),
-     "pes[0].idle_cpu_s: the idle loop's CPU time 0.3 s is more than the PE's cpu_s 0.2 s"),
+    (
+        lambda d: d["pes"][0].update(cpu_s=0.2, idle_cpu_s=0.3),
+        "pes[0].idle_cpu_s: the idle loop's CPU time 0.3 s is more than the PE's cpu_s 0.2 s",
+    ),
     # latency and category rows name the run's registered categories, a pair once per PE
-    (lambda d: d["accesses"].append("unclassified"),
-     "accesses[1]: access category 'unclassified' is listed twice"),
-    (lambda d: d["pes"][1]["latency"].append(lat("unclassified", "lib:GONE")),
-     "pes[1].latency[0].enabler: 'lib:GONE' is not an access category of this run"),
-    (lambda d: d["pes"][0]["latency"].extend([lat(), lat()]),
-     "pes[0].latency[1]: a second row for access 'unclassified' enabled by 'unclassified'"),
-    (lambda d: d["pes"][0]["latency"].append(lat(count=0)),
-     "pes[0].latency[0].count: a latency row counts at least one access"),
-    (lambda d: d["pes"][0].update(cpu_s=0.4, idle_cpu_s=0.0, categories=[
-        {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
-        {"access": "lib:GONE", "cpu_s": 0.3, "samples": 3}]),
-     "pes[0].categories[1].access: 'lib:GONE' is not an access category of this run"),
+    (
+        lambda d: d["accesses"].append("unclassified"),
+        "accesses[1]: access category 'unclassified' is listed twice",
+    ),
+    (
+        lambda d: d["pes"][1]["latency"].append(lat("unclassified", "lib:GONE")),
+        "pes[1].latency[0].enabler: 'lib:GONE' is not an access category of this run",
+    ),
+    (
+        lambda d: d["pes"][0]["latency"].extend([lat(), lat()]),
+        "pes[0].latency[1]: a second row for access 'unclassified' enabled by 'unclassified'",
+    ),
+    (
+        lambda d: d["pes"][0]["latency"].append(lat(count=0)),
+        "pes[0].latency[0].count: a latency row counts at least one access",
+    ),
+    (
+        lambda d: d["pes"][0].update(
+            cpu_s=0.4,
+            idle_cpu_s=0.0,
+            categories=[
+                {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
+                {"access": "lib:GONE", "cpu_s": 0.3, "samples": 3},
+            ],
+        ),
+        "pes[0].categories[1].access: 'lib:GONE' is not an access category of this run",
+    ),
     # a PE's CPU time with no category rows: the runtime leaves the key out where it took no
     # sample, and writes a row for what each sample charged
-    (lambda d: d["pes"][1].update(cpu_s=0.4, idle_cpu_s=0.0, categories=[]),
-     "pes[1].categories: no category rows, but the PE's cpu_s is 0.4 s"),
+    (
+        lambda d: d["pes"][1].update(cpu_s=0.4, idle_cpu_s=0.0, categories=[]),
+        "pes[1].categories: no category rows, but the PE's cpu_s is 0.4 s",
+    ),
 ]
 
 
 def lat(access="unclassified", enabler="unclassified", count=2):
-    return {"access": access, "enabler": enabler, "count": count, "observed_s": 0.01,
-            "critical_s": 0.0}
+    return {
+        "access": access,
+        "enabler": enabler,
+        "count": count,
+        "observed_s": 0.01,
+        "critical_s": 0.0,
+    }
 
 
 @pytest.mark.parametrize("change, message", BAD_VALUES)
@@ -146,10 +179,15 @@ GOOD_VALUES = [
     lambda d: (d.pop("accesses"), d["pes"][0]["latency"].append(lat("lib:A", "lib:B"))),
     # the same pair on two PEs, and the runtime's own rows among the categories
     lambda d: [pe["latency"].append(lat()) for pe in d["pes"]],
-    lambda d: d["pes"][0].update(cpu_s=0.4, idle_cpu_s=0.1, categories=[
-        {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
-        {"access": "(idle)", "cpu_s": 0.1, "samples": 1},
-        {"access": "unclassified", "cpu_s": 0.2, "samples": 2}]),
+    lambda d: d["pes"][0].update(
+        cpu_s=0.4,
+        idle_cpu_s=0.1,
+        categories=[
+            {"access": "(scheduler)", "cpu_s": 0.1, "samples": 1},
+            {"access": "(idle)", "cpu_s": 0.1, "samples": 1},
+            {"access": "unclassified", "cpu_s": 0.2, "samples": 2},
+        ],
+    ),
     # sampled on a PE that used no CPU time: nothing to share out
     lambda d: d["pes"][1].update(cpu_s=0.0, idle_cpu_s=0.0, categories=[]),
 ]
@@ -164,12 +202,10 @@ def test_values_at_the_bounds_are_stored(tmp_path, change):
 # -- damaged cells -------------------------------------------------------------------------
 
 DAMAGE = [
-    ("UPDATE run_params SET value_json = '{bad' WHERE run_id = 1", "run_params",
-     "value_json"),
+    ("UPDATE run_params SET value_json = '{bad' WHERE run_id = 1", "run_params", "value_json"),
     ("UPDATE runs SET argv = 'notjson' WHERE id = 1", "runs", "argv"),
     ("UPDATE runs SET accesses = '{}' WHERE id = 1", "runs", "accesses"),
-    ("UPDATE object_stats SET value_exact = 'abc' WHERE run_id = 1", "object_stats",
-     "value_exact"),
+    ("UPDATE object_stats SET value_exact = 'abc' WHERE run_id = 1", "object_stats", "value_exact"),
     ("UPDATE object_stats SET value = 'abc' WHERE run_id = 1", "object_stats", "value"),
     ("UPDATE pe_samples SET elapsed_s = 'x' WHERE run_id = 1", "pe_samples", "elapsed_s"),
     ("UPDATE latency SET count = 'x' WHERE run_id = 1", "latency", "count"),
@@ -180,23 +216,31 @@ DAMAGE = [
 def good_db(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("damage")
     doc = profile()
-    doc["pes"][0]["latency"] = [{"access": "unclassified", "enabler": "unclassified",
-                                 "count": 3, "observed_s": 0.01, "critical_s": 0.005}]
-    docs = [write(tmp / f"{i}.json", {**doc, "params": {"i": i, "mode": "fast"}})
-            for i in range(2)]
+    doc["pes"][0]["latency"] = [
+        {
+            "access": "unclassified",
+            "enabler": "unclassified",
+            "count": 3,
+            "observed_s": 0.01,
+            "critical_s": 0.005,
+        }
+    ]
+    docs = [write(tmp / f"{i}.json", {**doc, "params": {"i": i, "mode": "fast"}}) for i in range(2)]
     assert main(["db", "import", str(tmp / "good.db"), *map(str, docs)]) == 0
     return tmp / "good.db"
 
 
 # Every command that reads a damaged cell; db list reads the runs and their parameters only.
-CASES = [(update, table, column, command) for update, table, column in DAMAGE
-         for command in (["db", "list"], ["db", "show", "1"], ["db", "export"], ["gate"])
-         if command != ["db", "list"] or table == "run_params"]
+CASES = [
+    (update, table, column, command)
+    for update, table, column in DAMAGE
+    for command in (["db", "list"], ["db", "show", "1"], ["db", "export"], ["gate"])
+    if command != ["db", "list"] or table == "run_params"
+]
 
 
 @pytest.mark.parametrize("update, table, column, command", CASES)
-def test_damaged_cells_are_one_line(tmp_path, capsys, good_db, update, table, column,
-                                    command):
+def test_damaged_cells_are_one_line(tmp_path, capsys, good_db, update, table, column, command):
     db_path = tmp_path / "c.db"
     shutil.copy(good_db, db_path)
     with sqlite3.connect(db_path) as conn:
@@ -263,28 +307,44 @@ def typed(tmp_path, monkeypatch):
         for pe in doc["pes"]:
             pe["objects"].append({"id": 7, "module": "typed", "stats": values})
         return doc
+
     return make
 
 
-@pytest.mark.parametrize("stats, message", [
-    ({"Count": -1}, "pes[0].objects[1].stats.Count: statistic 'Count' is a u64 in interface "
-                    "typed: between 0 and 18446744073709551615, got -1"),
-    ({"Count": 2.5}, "statistic 'Count' is a u64 in interface typed: a whole number, got 2.5"),
-    ({"Delta": 2**63}, "statistic 'Delta' is a i64 in interface typed: between "
-                       "-9223372036854775808 and 9223372036854775807"),
-    ({"Nope": 1}, "pes[0].objects[1].stats.Nope: interface typed (the text this run was built "
-                  "with, "),
-])
-def test_statistics_contradicting_their_interface_are_rejected(tmp_path, capsys, typed, stats,
-                                                               message):
+@pytest.mark.parametrize(
+    "stats, message",
+    [
+        (
+            {"Count": -1},
+            "pes[0].objects[1].stats.Count: statistic 'Count' is a u64 in interface "
+            "typed: between 0 and 18446744073709551615, got -1",
+        ),
+        ({"Count": 2.5}, "statistic 'Count' is a u64 in interface typed: a whole number, got 2.5"),
+        (
+            {"Delta": 2**63},
+            "statistic 'Delta' is a i64 in interface typed: between "
+            "-9223372036854775808 and 9223372036854775807",
+        ),
+        (
+            {"Nope": 1},
+            "pes[0].objects[1].stats.Nope: interface typed (the text this run was built with, ",
+        ),
+    ],
+)
+def test_statistics_contradicting_their_interface_are_rejected(
+    tmp_path, capsys, typed, stats, message
+):
     err = rejected(tmp_path, capsys, typed(**stats))
     assert message in err and err.count("\n") == 0
 
 
-@pytest.mark.parametrize("stats", [
-    {"Count": 2**64 - 1, "Delta": -(2**63), "Mean": -1.5e300},
-    {"Count": 0, "Delta": 2**63 - 1, "Mean": 7},
-])
+@pytest.mark.parametrize(
+    "stats",
+    [
+        {"Count": 2**64 - 1, "Delta": -(2**63), "Mean": -1.5e300},
+        {"Count": 0, "Delta": 2**63 - 1, "Mean": 7},
+    ],
+)
 def test_statistics_of_their_types_are_stored(tmp_path, typed, stats):
     db_path = tmp_path / "p.db"
     doc = typed(**stats)
@@ -302,14 +362,15 @@ def test_an_interface_text_not_at_hand_checks_nothing(tmp_path, typed, monkeypat
     assert main(["db", "import", str(db_path), str(write(tmp_path / "a.json", doc))]) == 0
 
 
-
 def test_a_key_named_twice_in_an_object_is_rejected_at_its_second_place(tmp_path, capsys):
     text = json.dumps(profile(), indent=1)
     text = text.replace('"program": "prog"', '"program": "prog",\n "program": "other"', 1)
     line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith(' "program": "o'))
     err = rejected_text(tmp_path, capsys, text)
-    assert err == f'mprof: {tmp_path / "bad.json"}:{line}:2: key "program" appears twice in ' \
+    assert (
+        err == f'mprof: {tmp_path / "bad.json"}:{line}:2: key "program" appears twice in '
         "one object (each key once)"
+    )
 
 
 def test_a_key_in_two_objects_is_no_duplicate(tmp_path):
@@ -337,8 +398,10 @@ def test_an_integer_of_thousands_of_digits_is_located(tmp_path, capsys):
     text = json.dumps(profile(), indent=1).replace('"npes": 2', '"npes": ' + "9" * 5000, 1)
     line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith(' "npes"'))
     err = rejected_text(tmp_path, capsys, text)
-    assert err == f"mprof: {tmp_path / 'bad.json'}:{line}:10: integer of 5000 digits does not " \
+    assert (
+        err == f"mprof: {tmp_path / 'bad.json'}:{line}:10: integer of 5000 digits does not "
         "fit 64 bits (-2^63 .. 2^64-1)"
+    )
 
 
 def test_a_database_of_a_newer_mprof_is_named_and_left_alone(tmp_path, capsys):
@@ -349,8 +412,10 @@ def test_a_database_of_a_newer_mprof_is_named_and_left_alone(tmp_path, capsys):
     conn.close()
     before = stored(db_path)
     capsys.readouterr()
-    for argv in (["db", "import", str(db_path), str(tmp_path / "good.json")],
-                 ["db", "list", str(db_path)]):
+    for argv in (
+        ["db", "import", str(db_path), str(tmp_path / "good.json")],
+        ["db", "list", str(db_path)],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"mprof: {db_path}: database schema version 999 is newer"), err

@@ -17,22 +17,28 @@ from mprof.errors import MprofError
 from mprof.profile import IDLE, SCHEDULER, RunProfile, load_profiles
 
 ROWS = [  # per PE: (access, cpu_s, samples); each PE's cpu_s is their sum
-    [("pipe:consume", 0.5, 50), ("pipe:produce", 0.25, 25), (SCHEDULER, 0.1875, 19),
-     (IDLE, 0.0625, 6)],
+    [
+        ("pipe:consume", 0.5, 50),
+        ("pipe:produce", 0.25, 25),
+        (SCHEDULER, 0.1875, 19),
+        (IDLE, 0.0625, 6),
+    ],
     [("pipe:produce", 0.75, 75), ("unclassified", 0.0625, 6), (IDLE, 0.1875, 19)],
 ]
 
 
 def profile(rows=ROWS):
     npes = len(rows)
-    doc = make_profile("pipe", [[("rts", {"P": 1})]] * npes, [1.5] * npes,
-                       pe_idle=[0.4] * npes)
+    doc = make_profile("pipe", [[("rts", {"P": 1})]] * npes, [1.5] * npes, pe_idle=[0.4] * npes)
     doc["schema_version"] = 2
     doc["accesses"] = ["unclassified", "pipe:consume", "pipe:produce"]
     for pe, pe_rows in zip(doc["pes"], rows):
         cpu = sum(r[1] for r in pe_rows)
-        pe.update(cpu_s=cpu, idle_cpu_s=next((r[1] for r in pe_rows if r[0] == IDLE), 0.0),
-                  categories=[{"access": a, "cpu_s": c, "samples": n} for a, c, n in pe_rows])
+        pe.update(
+            cpu_s=cpu,
+            idle_cpu_s=next((r[1] for r in pe_rows if r[0] == IDLE), 0.0),
+            categories=[{"access": a, "cpu_s": c, "samples": n} for a, c, n in pe_rows],
+        )
     return doc
 
 
@@ -43,8 +49,13 @@ def test_a_profile_with_categories_is_valid_and_read_into_run_profile():
     assert run.has_categories
     pe0 = run.pes[0].categories
     assert [(c.access, c.cpu_s, c.samples) for c in pe0] == ROWS[0]  # largest first
-    assert run.category_totals() == {"pipe:consume": 0.5, "pipe:produce": 1.0,
-                                     SCHEDULER: 0.1875, IDLE: 0.25, "unclassified": 0.0625}
+    assert run.category_totals() == {
+        "pipe:consume": 0.5,
+        "pipe:produce": 1.0,
+        SCHEDULER: 0.1875,
+        IDLE: 0.25,
+        "unclassified": 0.0625,
+    }
     assert sum(run.category_totals().values()) == pytest.approx(run.time("cpu"))
 
 
@@ -73,41 +84,82 @@ def test_no_category_rows_on_a_pe_that_used_cpu_time_are_refused(tmp_path, capsy
     assert main(["db", "import", str(db_path), str(path)]) == 2
     err = capsys.readouterr().err
     line, column = locate(path.read_text(), "pes[1].categories")
-    assert err.strip() == (f"mprof: {path}:{line}:{column}: pes[1].categories: no category "
-                           "rows, but the PE's cpu_s is 0.25 s (a PE that took no sample has "
-                           "no categories key)")
+    assert err.strip() == (
+        f"mprof: {path}:{line}:{column}: pes[1].categories: no category "
+        "rows, but the PE's cpu_s is 0.25 s (a PE that took no sample has "
+        "no categories key)"
+    )
     assert not db_path.exists() or not load_profiles(db_path)
     doc["pes"][1]["cpu_s"] = 1e-10  # within rounding of no time at all
     validate_profile(doc, "run.json")
 
 
 BAD = [
-    (lambda pe: pe.update(categories={"a": 1}), "pes[0].categories",
-     "expected an array, got an object"),
-    (lambda pe: pe["categories"].append(7), "pes[0].categories[4]",
-     "expected an object, got the number 7"),
-    (lambda pe: pe["categories"][1].pop("access"), "pes[0].categories[1]",
-     "missing required field 'access'"),
-    (lambda pe: pe["categories"][1].update(access=""), "pes[0].categories[1].access",
-     "must not be empty"),
-    (lambda pe: pe["categories"][1].update(access=3), "pes[0].categories[1].access",
-     "expected a string, got the number 3"),
-    (lambda pe: pe["categories"][2].update(access="pipe:consume"),
-     "pes[0].categories[2].access", "category 'pipe:consume' appears twice on this PE"),
-    (lambda pe: pe["categories"][2].update(cpu_s=-0.125), "pes[0].categories[2].cpu_s",
-     "a time must be non-negative, got -0.125"),
-    (lambda pe: pe["categories"][2].update(cpu_s="x"), "pes[0].categories[2].cpu_s",
-     "expected a number"),
-    (lambda pe: pe["categories"][2].pop("cpu_s"), "pes[0].categories[2]",
-     "missing required field 'cpu_s'"),
-    (lambda pe: pe["categories"][3].update(samples=-1), "pes[0].categories[3].samples",
-     "must be >= 0, got -1"),
-    (lambda pe: pe["categories"][3].update(samples=1.5), "pes[0].categories[3].samples",
-     "expected an integer, got the number 1.5"),
-    (lambda pe: pe["categories"][3].update(samples=True), "pes[0].categories[3].samples",
-     "expected an integer, got a boolean"),
-    (lambda pe: pe["categories"][0].update(cpu_s=0.6), "pes[0].categories",
-     "the categories' cpu_s add up to 1.1 s, but the PE's cpu_s is 1 s"),
+    (
+        lambda pe: pe.update(categories={"a": 1}),
+        "pes[0].categories",
+        "expected an array, got an object",
+    ),
+    (
+        lambda pe: pe["categories"].append(7),
+        "pes[0].categories[4]",
+        "expected an object, got the number 7",
+    ),
+    (
+        lambda pe: pe["categories"][1].pop("access"),
+        "pes[0].categories[1]",
+        "missing required field 'access'",
+    ),
+    (
+        lambda pe: pe["categories"][1].update(access=""),
+        "pes[0].categories[1].access",
+        "must not be empty",
+    ),
+    (
+        lambda pe: pe["categories"][1].update(access=3),
+        "pes[0].categories[1].access",
+        "expected a string, got the number 3",
+    ),
+    (
+        lambda pe: pe["categories"][2].update(access="pipe:consume"),
+        "pes[0].categories[2].access",
+        "category 'pipe:consume' appears twice on this PE",
+    ),
+    (
+        lambda pe: pe["categories"][2].update(cpu_s=-0.125),
+        "pes[0].categories[2].cpu_s",
+        "a time must be non-negative, got -0.125",
+    ),
+    (
+        lambda pe: pe["categories"][2].update(cpu_s="x"),
+        "pes[0].categories[2].cpu_s",
+        "expected a number",
+    ),
+    (
+        lambda pe: pe["categories"][2].pop("cpu_s"),
+        "pes[0].categories[2]",
+        "missing required field 'cpu_s'",
+    ),
+    (
+        lambda pe: pe["categories"][3].update(samples=-1),
+        "pes[0].categories[3].samples",
+        "must be >= 0, got -1",
+    ),
+    (
+        lambda pe: pe["categories"][3].update(samples=1.5),
+        "pes[0].categories[3].samples",
+        "expected an integer, got the number 1.5",
+    ),
+    (
+        lambda pe: pe["categories"][3].update(samples=True),
+        "pes[0].categories[3].samples",
+        "expected an integer, got a boolean",
+    ),
+    (
+        lambda pe: pe["categories"][0].update(cpu_s=0.6),
+        "pes[0].categories",
+        "the categories' cpu_s add up to 1.1 s, but the PE's cpu_s is 1 s",
+    ),
 ]
 
 
@@ -124,9 +176,14 @@ def test_malformed_categories_name_file_line_column_and_path(mutate, where, mess
     assert m.group(3) == where and message in m.group(4), got
     # the line and column point at the value the path names
     line, col = int(m.group(1)), int(m.group(2))
-    at = text.splitlines()[line - 1][col - 1:]
-    value = eval("doc" + "".join(f'["{p}"]' if not p.startswith("[") else p
-                                 for p in re.findall(r"\[\d+\]|[^.\[\]]+", where)))
+    at = text.splitlines()[line - 1][col - 1 :]
+    value = eval(
+        "doc"
+        + "".join(
+            f'["{p}"]' if not p.startswith("[") else p
+            for p in re.findall(r"\[\d+\]|[^.\[\]]+", where)
+        )
+    )
     assert at.startswith(json.dumps(value, indent=2).splitlines()[0].strip()), (at, value)
 
 
@@ -135,8 +192,11 @@ def test_nan_in_categories_is_rejected_with_its_place(tmp_path):
     path = tmp_path / "nan.json"
     path.write_text(text)
     assert main(["db", "import", str(tmp_path / "p.db"), str(path)]) == 2
-    with pytest.raises(MprofError, match=r"nan\.json:\d+:\d+: pes\[0\]\.categories\[1\]\.cpu_s: "
-                       "must be a finite number"):
+    with pytest.raises(
+        MprofError,
+        match=r"nan\.json:\d+:\d+: pes\[0\]\.categories\[1\]\.cpu_s: "
+        "must be a finite number",
+    ):
         parse_profile(text, "nan.json")
 
 
@@ -144,7 +204,7 @@ def test_locate_follows_paths_through_odd_keys_and_nesting():
     text = '{"a.b": {"c": [1, {"d": [true, "x]y", {"e": 2}]}]}, "a": {"b": 3}}'
     assert locate(text, "a.b.c[1].d[2].e") == (1, text.index("2}") + 1)
     assert locate(text, "a.b") == (1, text.index('{"c"') + 1)  # the longest name wins
-    assert locate(text, "a.c") == (1, text.index("{\"b\": 3") + 1)  # no c in a: a itself
+    assert locate(text, "a.c") == (1, text.index('{"b": 3') + 1)  # no c in a: a itself
     assert locate(text, "a.b.zz") == (1, text.index('{"c"') + 1)  # missing: the deepest found
     assert locate(text, "document") == (1, 1)
     dup = '{"x": 1,\n "x": 2}'
@@ -159,11 +219,18 @@ def test_category_times_are_stored_and_read_back(tmp_path):
     old["program"] = "old"
     with ProfileDB(db_path) as db:
         assert db.version == schema.LATEST_VERSION >= 5
-        db.import_documents([("new.json", profile()), ("old.json", old),
-                             ("empty.json", profile([[], []]) | {"program": "empty"})])
+        db.import_documents(
+            [
+                ("new.json", profile()),
+                ("old.json", old),
+                ("empty.json", profile([[], []]) | {"program": "empty"}),
+            ]
+        )
     with sqlite3.connect(db_path) as conn:
-        rows = conn.execute("SELECT run_id, pe, access, cpu_s, samples FROM category_time "
-                            "ORDER BY run_id, pe, access").fetchall()
+        rows = conn.execute(
+            "SELECT run_id, pe, access, cpu_s, samples FROM category_time "
+            "ORDER BY run_id, pe, access"
+        ).fetchall()
     assert len(rows) == 7 and rows[0] == (1, 0, IDLE, 0.0625, 6)
     runs = {r.program: r for r in load_profiles(db_path)}
     from_file = RunProfile.from_document(profile())
@@ -184,11 +251,16 @@ def test_a_database_of_version_4_gets_the_table_and_keeps_its_runs(tmp_path):
         del pe["categories"]
     with ProfileDB(path, migrate=False) as db:  # a run stored by an mprof before migration 5
         db.conn.execute("BEGIN")
-        db.conn.execute("INSERT INTO runs (id, program, npes, imported_at, document_sha256, "
-                        "document) VALUES (1, 'old', 2, 'x', 'sha', '{}')")
+        db.conn.execute(
+            "INSERT INTO runs (id, program, npes, imported_at, document_sha256, "
+            "document) VALUES (1, 'old', 2, 'x', 'sha', '{}')"
+        )
         for pe in (0, 1):
-            db.conn.execute("INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, "
-                            "idle_cpu_s) VALUES (1, ?, 1.5, 0.4, 1.0, 0.1)", (pe,))
+            db.conn.execute(
+                "INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s, cpu_s, "
+                "idle_cpu_s) VALUES (1, ?, 1.5, 0.4, 1.0, 0.1)",
+                (pe,),
+            )
         db.conn.execute("COMMIT")
     (run,) = load_profiles(path)  # read-only: the old schema as it is
     assert not run.has_categories

@@ -17,37 +17,70 @@ from profile_roundtrip import insert_as_schema_5, normalized
 
 def plain() -> dict:
     """A profile of schema version 1 with only the fields make_profile writes."""
-    return make_profile("plain", [[("rts", {"P": 1, "MsgSent": 3})], [("rts", {"P": 2})]],
-                        [1.0, 1.25], params={"n": 1000, "mode": "fast"},
-                        settings={"agg_bytes": 64})
+    return make_profile(
+        "plain",
+        [[("rts", {"P": 1, "MsgSent": 3})], [("rts", {"P": 2})]],
+        [1.0, 1.25],
+        params={"n": 1000, "mode": "fast"},
+        settings={"agg_bytes": 64},
+    )
 
 
 def full() -> dict:
     """Every optional field of the schema, some values at SQLite's edges."""
-    doc = make_profile("full", [[("graph", {"NOp": 2**60 + 1, "EltSize": 8.5, "Neg": -3}),
-                                 ("rts", {"P": 1})],
-                                [("graph", {"NOp": 7, "Big": 2**64 - 1})]],
-                       [2.0, 2.5], params={"n": 10, "ratio": 0.25, "on": True},
-                       settings={"flush_delay_us": 2.5}, pe_idle=[0.5, 0.25],
-                       argv=["full", "n=10", "--fast"])
+    doc = make_profile(
+        "full",
+        [
+            [("graph", {"NOp": 2**60 + 1, "EltSize": 8.5, "Neg": -3}), ("rts", {"P": 1})],
+            [("graph", {"NOp": 7, "Big": 2**64 - 1})],
+        ],
+        [2.0, 2.5],
+        params={"n": 10, "ratio": 0.25, "on": True},
+        settings={"flush_delay_us": 2.5},
+        pe_idle=[0.5, 0.25],
+        argv=["full", "n=10", "--fast"],
+    )
     doc["schema_version"] = 2
     doc["accesses"] = ["unclassified", "graph:ENQ", "graph:DEQ"]
     doc["bench"] = {"probe_s": [0.125, 0.13]}
     doc["interfaces"] = [{"name": "graph", "digest": "a" * 64}, {"name": "rts", "digest": "b" * 64}]
     pe0, pe1 = doc["pes"]
-    pe0.update(cpu_s=1.75, idle_cpu_s=0.5,  # the runtime lists them by category, not size
-               categories=[{"access": IDLE, "cpu_s": 0.5, "samples": 50},
-                           {"access": "graph:ENQ", "cpu_s": 1.25, "samples": 125}])
+    pe0.update(
+        cpu_s=1.75,
+        idle_cpu_s=0.5,  # the runtime lists them by category, not size
+        categories=[
+            {"access": IDLE, "cpu_s": 0.5, "samples": 50},
+            {"access": "graph:ENQ", "cpu_s": 1.25, "samples": 125},
+        ],
+    )
     pe1.update(cpu_s=0.0, idle_cpu_s=0.0, categories=[])  # no CPU time: no rows
     pe0["objects"].reverse()  # the runtime lists objects newest first
     pe0["objects"][0]["id"] = 2**64 - 2  # object ids are u64
     pe0["objects"][1]["absent"] = {"L1Miss": "PAPI_L1_DCM: no such event"}
-    pe1["objects"].append({"id": 5, "module": "graph", "stats": {},
-                           "absent": {"L1Miss": "PAPI_L1_DCM: no such event"}})
-    pe1["latency"] = [{"access": "graph:DEQ", "enabler": "graph:ENQ", "count": 2**63 + 5,
-                       "observed_s": 0.25, "critical_s": 0.125},
-                      {"access": "graph:DEQ", "enabler": "unclassified", "count": 1,
-                       "observed_s": 0.0, "critical_s": 0.0}]
+    pe1["objects"].append(
+        {
+            "id": 5,
+            "module": "graph",
+            "stats": {},
+            "absent": {"L1Miss": "PAPI_L1_DCM: no such event"},
+        }
+    )
+    pe1["latency"] = [
+        {
+            "access": "graph:DEQ",
+            "enabler": "graph:ENQ",
+            "count": 2**63 + 5,
+            "observed_s": 0.25,
+            "critical_s": 0.125,
+        },
+        {
+            "access": "graph:DEQ",
+            "enabler": "unclassified",
+            "count": 1,
+            "observed_s": 0.0,
+            "critical_s": 0.0,
+        },
+    ]
     return doc
 
 

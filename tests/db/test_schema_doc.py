@@ -14,13 +14,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_checked_in_page_is_the_generated_one():
     page = (ROOT / "docs" / "run-profile.md").read_text(encoding="utf-8")
-    assert page == render(), ("docs/run-profile.md differs from the schema; regenerate it with "
-                              "`python -m mprof.schema.doc > docs/run-profile.md`")
+    assert page == render(), (
+        "docs/run-profile.md differs from the schema; regenerate it with "
+        "`python -m mprof.schema.doc > docs/run-profile.md`"
+    )
 
 
 def test_generator_runs_as_a_module_and_lists_every_field():
-    out = subprocess.run([sys.executable, "-m", "mprof.schema.doc"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "mprof.schema.doc"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert out == render()
     schema = run_profile_schema()
     for name in schema["properties"]:
@@ -31,6 +38,11 @@ def test_generator_runs_as_a_module_and_lists_every_field():
 
 def test_a_changed_description_changes_the_page():
     schema = run_profile_schema()
-    changed = {**schema, "properties": {**schema["properties"],
-                                        "program": {"type": "string", "description": "X-Y-Z"}}}
+    changed = {
+        **schema,
+        "properties": {
+            **schema["properties"],
+            "program": {"type": "string", "description": "X-Y-Z"},
+        },
+    }
     assert "X-Y-Z" in render(changed) and "X-Y-Z" not in render()

@@ -17,14 +17,28 @@ from mprof.errors import MprofError
 
 
 def profile(i=0, npes=2):
-    objects = [[("rts", {"P": 1, "MsgSent": 10 * i + pe}), ("graph", {"NOp": i, "EltSize": 8.5})]
-               for pe in range(npes)]
-    doc = make_profile("pipe", objects, [0.5 + i + pe for pe in range(npes)],
-                       params={"M": 1000 + i, "mode": "fast"}, settings={"agg_bytes": 100 * i},
-                       pe_idle=[0.1] * npes)
+    objects = [
+        [("rts", {"P": 1, "MsgSent": 10 * i + pe}), ("graph", {"NOp": i, "EltSize": 8.5})]
+        for pe in range(npes)
+    ]
+    doc = make_profile(
+        "pipe",
+        objects,
+        [0.5 + i + pe for pe in range(npes)],
+        params={"M": 1000 + i, "mode": "fast"},
+        settings={"agg_bytes": 100 * i},
+        pe_idle=[0.1] * npes,
+    )
     doc["accesses"] = ["unclassified", "graph:ENQ", "graph:DEQ"]
-    doc["pes"][0]["latency"] = [{"access": "graph:DEQ", "enabler": "graph:ENQ", "count": 3,
-                                 "observed_s": 0.01, "critical_s": 0.005}]
+    doc["pes"][0]["latency"] = [
+        {
+            "access": "graph:DEQ",
+            "enabler": "graph:ENQ",
+            "count": 3,
+            "observed_s": 0.01,
+            "critical_s": 0.005,
+        }
+    ]
     return doc
 
 
@@ -48,7 +62,8 @@ def test_import_stores_every_table(tmp_path):
         assert conn.execute("SELECT COUNT(*) FROM object_stats").fetchone()[0] == 2 * 4
         assert conn.execute("SELECT COUNT(*) FROM latency").fetchone()[0] == 1
         assert conn.execute("SELECT value_num FROM run_params WHERE name='M'").fetchone() == (
-            1001.0,)
+            1001.0,
+        )
         fp = conn.execute("SELECT machine_fingerprint FROM runs").fetchone()[0]
         assert fp == profile(1)["machine"]["fingerprint"]
         assert db.document(1) == profile(1)
@@ -60,7 +75,8 @@ def two_waits(doc, critical_s):
     """PE 0 with two latency rows, each critical for `critical_s` of its observed time."""
     doc["pes"][0]["latency"] = [
         {"access": a, "enabler": e, "count": 1, "observed_s": 0.5, "critical_s": critical_s}
-        for a, e in (("graph:DEQ", "graph:ENQ"), ("graph:ENQ", "graph:DEQ"))]
+        for a, e in (("graph:DEQ", "graph:ENQ"), ("graph:ENQ", "graph:DEQ"))
+    ]
 
 
 def test_critical_latencies_within_the_idle_time_are_accepted():
@@ -80,14 +96,20 @@ BAD = [
     (lambda d: d["pes"][0]["objects"][1].pop("module"), "missing required field 'module'"),
     (lambda d: d["pes"][1].update(pe=0), "ordered by pe"),
     (lambda d: d["pes"][0]["latency"][0].update(count=-2), "count: must be >= 0"),
-    (lambda d: d["params"].update(x=[1]),
-     "params.x: expected a number, a string or a boolean, got an array"),
+    (
+        lambda d: d["params"].update(x=[1]),
+        "params.x: expected a number, a string or a boolean, got an array",
+    ),
     (lambda d: d.update(note="x"), "note: unknown field 'note'"),
     (lambda d: d["pes"][0]["objects"][0].update(extra=1), "objects[0].extra: unknown field"),
-    (lambda d: d["pes"][0]["latency"][0].update(critical_s=1e3),
-     "latency[0].critical_s: critical latency 1000.0 s is more than the observed"),
-    (lambda d: two_waits(d, 0.06), "pes[0].latency: the critical latencies add up to 0.12 s, "
-     "more than the PE's idle_s 0.1 s"),
+    (
+        lambda d: d["pes"][0]["latency"][0].update(critical_s=1e3),
+        "latency[0].critical_s: critical latency 1000.0 s is more than the observed",
+    ),
+    (
+        lambda d: two_waits(d, 0.06),
+        "pes[0].latency: the critical latencies add up to 0.12 s, more than the PE's idle_s 0.1 s",
+    ),
     (lambda d: d.update(schema_version=2), "pes[0]: missing required field 'cpu_s'"),
     (lambda d: d.update(npes=True), "npes: expected an integer"),
 ]
@@ -125,8 +147,10 @@ def test_malformed_or_truncated_import_changes_nothing(tmp_path, capsys):
     assert content(db_path) == before
     bad = profile(6)
     bad["pes"][0]["elapsed_s"] = -3
-    assert main(["db", "import", str(db_path), str(good[2]),
-                 str(write(tmp_path / "neg.json", bad))]) == 2
+    assert (
+        main(["db", "import", str(db_path), str(good[2]), str(write(tmp_path / "neg.json", bad))])
+        == 2
+    )
     assert re.search(r"neg\.json:\d+:\d+: pes\[0\]\.elapsed_s", capsys.readouterr().err)
     assert content(db_path) == before
 
@@ -183,8 +207,9 @@ def test_export_import_round_trip(tmp_path, capsys):
     assert main(["db", "export", str(b)]) == 0
     exported = capsys.readouterr().out
     assert exported == (tmp_path / "a.jsonl").read_text()
-    assert [json.loads(line) for line in exported.splitlines()] == [profile(i, npes=1 + i % 3)
-                                                                    for i in range(4)]
+    assert [json.loads(line) for line in exported.splitlines()] == [
+        profile(i, npes=1 + i % 3) for i in range(4)
+    ]
     # Importing the same documents again is a no-op.
     assert main(["db", "import", str(b), str(tmp_path / "a.jsonl")]) == 0
     assert "already stored as run 1" in capsys.readouterr().err
@@ -215,8 +240,10 @@ def test_older_database_is_migrated(tmp_path):
     db_path = tmp_path / "old.db"
     conn = sqlite3.connect(db_path, isolation_level=None)
     schema.migrate(conn, target=1)
-    conn.execute("INSERT INTO runs (program, npes, imported_at, document_sha256, document) "
-                 "VALUES ('old', 1, 'then', 'x', '{}')")
+    conn.execute(
+        "INSERT INTO runs (program, npes, imported_at, document_sha256, document) "
+        "VALUES ('old', 1, 'then', 'x', '{}')"
+    )
     conn.close()
     assert schema.LATEST_VERSION >= 2
     with ProfileDB(db_path) as db:
@@ -254,8 +281,10 @@ def test_database_of_the_previous_schema_opens_and_reads(tmp_path):
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
     assert schema.migrate(conn, target=2) == 2
-    conn.execute("INSERT INTO runs (id, program, npes, imported_at, document_sha256, document) "
-                 "VALUES (1, 'old', 1, 'x', 'sha', '{}')")
+    conn.execute(
+        "INSERT INTO runs (id, program, npes, imported_at, document_sha256, document) "
+        "VALUES (1, 'old', 1, 'x', 'sha', '{}')"
+    )
     conn.execute("INSERT INTO pe_samples (run_id, pe, elapsed_s, idle_s) VALUES (1, 0, 2.0, 0.5)")
     conn.close()
     (old,) = load_profiles(path)
@@ -289,8 +318,11 @@ def test_another_applications_sqlite_file_is_left_alone(tmp_path, capsys):
     from mprof.bench.synth import make_profile
 
     profile.write_text(json.dumps(make_profile("p", [[("rts", {"P": 1})]], [0.1])))
-    for argv in (["db", "list", str(path)], ["db", "import", str(path), str(profile)],
-                 ["gate", "--baseline", str(path), "--candidate", str(path)]):
+    for argv in (
+        ["db", "list", str(path)],
+        ["db", "import", str(path), str(profile)],
+        ["gate", "--baseline", str(path), "--candidate", str(path)],
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert "not a profile database" in err and "Traceback" not in err, err
@@ -312,5 +344,7 @@ def test_schema_errors_name_the_line_and_column_of_the_value():
         parse_profile(text, "run.json")
     line = text[: text.index('"one"')].count("\n") + 1
     column = text.index('"one"') - text[: text.index('"one"')].rfind("\n")
-    assert str(err.value) == (f"run.json:{line}:{column}: pes[1].objects[0].stats.P: expected "
-                              "a number, got the string 'one'")
+    assert str(err.value) == (
+        f"run.json:{line}:{column}: pes[1].objects[0].stats.P: expected "
+        "a number, got the string 'one'"
+    )

@@ -38,10 +38,19 @@ def traced_run(exe: Path, tmp: Path, np: int | None = None, workers: int | None 
 def summarize(archive: Path):
     """Per location name: event counts by type, idle seconds, metric values, region stack
     depth at the end."""
-    per = collections.defaultdict(lambda: {"counts": collections.Counter(), "idle": 0.0,
-                                           "metrics": {}, "settings": {},
-                                           "stack": [], "errors": [],
-                                           "first": None, "last": None, "root_s": 0.0})
+    per = collections.defaultdict(
+        lambda: {
+            "counts": collections.Counter(),
+            "idle": 0.0,
+            "metrics": {},
+            "settings": {},
+            "stack": [],
+            "errors": [],
+            "first": None,
+            "last": None,
+            "root_s": 0.0,
+        }
+    )
     with otf2.reader.open(str(archive)) as trace:
         resolution = trace.timer_resolution
         locations = sorted(loc.name for loc in trace.definitions.locations)
@@ -89,7 +98,8 @@ def check_against_profile(archive: Path, profile: dict):
         absolute = otf2.MetricMode.ABSOLUTE_POINT
         assert s["settings"] == {
             "setting::npes": (profile["npes"], absolute),
-            **{f"setting::{k}": (v, absolute) for k, v in profile["settings"].items()}}
+            **{f"setting::{k}": (v, absolute) for k, v in profile["settings"].items()},
+        }
         assert s["counts"]["MpiSend"] == stats["rts::RemoteOp"]
         assert s["counts"]["MpiRecv"] == stats["rts::ThreadArrived"]
         # the trace's idle intervals are the ones the runtime measures, read a few
@@ -127,12 +137,14 @@ def test_pipe_trace_agrees_with_the_profile(build_dir, tmp_path, workers):
 
 def test_otf2_print_reads_the_trace(build_dir, tmp_path):
     archive, _ = traced_run(build_dir / "benchmarks/pipe/pipe", tmp_path)
-    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr
-    kinds = collections.Counter(line.split()[0] for line in proc.stdout.splitlines()
-                                if line[:1].isupper() and not line.startswith("Event"))
+    kinds = collections.Counter(
+        line.split()[0]
+        for line in proc.stdout.splitlines()
+        if line[:1].isupper() and not line.startswith("Event")
+    )
     assert kinds["ENTER"] == kinds["LEAVE"] > 0
     assert kinds["MPI_SEND"] == kinds["MPI_RECV"] > 0
     # the settings at each PE's start, then rts, graph, pipe every period and at each PE's end
@@ -149,8 +161,9 @@ def test_mpi_backend_writes_one_archive(build_dir, tmp_path):
     check_hosts(archive, profile, 2)
     # two clock offsets per rank (start and end) onto rank 0's clock: 0 for rank 0, and on one
     # host no more than the skew of leaving a collective
-    proc = subprocess.run(["otf2-print", "-C", str(archive)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        ["otf2-print", "-C", str(archive)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     offsets = collections.defaultdict(list)
     for line in proc.stdout.splitlines():
@@ -166,8 +179,9 @@ def test_existing_trace_is_not_overwritten(build_dir, tmp_path):
     traced_run(exe, tmp_path)
     before = sorted(p.name for p in (tmp_path / "trace" / "traces").iterdir())
     env = dict(os.environ, MPROF_TRACE=str(tmp_path / "trace"))
-    proc = subprocess.run([str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0
     assert "already exists" in proc.stderr and "not traced" in proc.stderr
     assert sorted(p.name for p in (tmp_path / "trace" / "traces").iterdir()) == before
@@ -178,32 +192,44 @@ def test_missing_folders_of_the_trace_are_created(build_dir, tmp_path):
     run said `cannot create traces/pipe` and was not traced (docs/tracing.md's first example)."""
     exe = build_dir / "benchmarks/pipe/pipe"
     env = dict(os.environ, MPROF_TRACE="traces/pipe")
-    proc = subprocess.run([str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.returncode == 0 and "not traced" not in proc.stderr, proc.stderr
     assert (tmp_path / "traces/pipe/traces.otf2").is_file()
     # a file in the way is still a clear refusal
     (tmp_path / "file").write_text("")
     env["MPROF_TRACE"] = "file/x/y"
-    proc = subprocess.run([str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(exe), *PIPE_ARGS], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.returncode == 0
-    assert "mprof: MPROF_TRACE: cannot create file/x/y: Not a directory. This run is not " \
-        "traced." in proc.stderr, proc.stderr
+    assert (
+        "mprof: MPROF_TRACE: cannot create file/x/y: Not a directory. This run is not "
+        "traced." in proc.stderr
+    ), proc.stderr
 
 
 def _two_ranks(exe, tmp_path, trace0, trace1):
     """mpirun with MPROF_TRACE=trace0 on rank 0 and trace1 on rank 1 (None: unset)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMIX_")) and k != "MPROF_TRACE"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OMPI_", "PMIX_")) and k != "MPROF_TRACE"
+    }
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [MPIRUN, "--oversubscribe"]
     for i, trace in enumerate((trace0, trace1)):
         cmd += [":"] if i else []
-        cmd += ["-np", "1", "env", *([f"MPROF_TRACE={trace}"] if trace else []), str(exe),
-                *PIPE_ARGS]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
+        cmd += [
+            "-np",
+            "1",
+            "env",
+            *([f"MPROF_TRACE={trace}"] if trace else []),
+            str(exe),
+            *PIPE_ARGS,
+        ]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
 
 
 def test_mpi_ranks_decide_together_whether_to_trace(build_dir, tmp_path):
@@ -214,8 +240,10 @@ def test_mpi_ranks_decide_together_whether_to_trace(build_dir, tmp_path):
     exe = build_dir / "benchmarks/pipe/pipe"
     proc = _two_ranks(exe, tmp_path, tmp_path / "t0", None)
     assert proc.returncode == 0, proc.stderr
-    assert ("mprof: MPROF_TRACE is set on some ranks only (pass it to every rank: mpirun -x "
-            "MPROF_TRACE). This run is not traced.") in proc.stderr
+    assert (
+        "mprof: MPROF_TRACE is set on some ranks only (pass it to every rank: mpirun -x "
+        "MPROF_TRACE). This run is not traced."
+    ) in proc.stderr
     assert not (tmp_path / "t0").exists()
     (tmp_path / "file").write_text("")
     proc = _two_ranks(exe, tmp_path, tmp_path / "t1", tmp_path / "file" / "x")

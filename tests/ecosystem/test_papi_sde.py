@@ -16,21 +16,39 @@ import pytest
 @pytest.mark.parametrize("npes", [1, 3])
 def test_sde_values_are_the_profile_sums(build_dir, tmp_path, npes):
     out = tmp_path / "run.json"
-    proc = subprocess.run([str(build_dir / "tests/c/rt_sde_reader"), "500"],
-                          env=dict(os.environ, MPROF_PES=str(npes), MPROF_OUT=str(out),
-                                   MPROF_WORKERS=str(npes)),  # PE 0 spins for the others
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(build_dir / "tests/c/rt_sde_reader"), "500"],
+        env=dict(
+            os.environ, MPROF_PES=str(npes), MPROF_OUT=str(out), MPROF_WORKERS=str(npes)
+        ),  # PE 0 spins for the others
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()}
     profile = json.loads(out.read_text())
-    count = sum(o["stats"]["Count"] for pe in profile["pes"] for o in pe["objects"]
-                if o["module"] == "demo")
-    weight = sum(o["stats"]["Weight"] for pe in profile["pes"] for o in pe["objects"]
-                 if o["module"] == "demo")
-    derived = sum(o["stats"]["Derived"] for pe in profile["pes"] for o in pe["objects"]
-                  if o["module"] == "demo")
-    dispatched = sum(o["stats"]["ThreadDisp"] for pe in profile["pes"] for o in pe["objects"]
-                     if o["module"] == "rts")
+    count = sum(
+        o["stats"]["Count"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "demo"
+    )
+    weight = sum(
+        o["stats"]["Weight"]
+        for pe in profile["pes"]
+        for o in pe["objects"]
+        if o["module"] == "demo"
+    )
+    derived = sum(
+        o["stats"]["Derived"]
+        for pe in profile["pes"]
+        for o in pe["objects"]
+        if o["module"] == "demo"
+    )
+    dispatched = sum(
+        o["stats"]["ThreadDisp"]
+        for pe in profile["pes"]
+        for o in pe["objects"]
+        if o["module"] == "rts"
+    )
     assert count == 500 * npes * (npes + 1) // 2
     assert derived == count  # the events counted after the fold do not count
     for when in ("during", "after"):
@@ -56,11 +74,15 @@ def test_papi_native_avail_lists_the_events(build_dir, tmp_path, capsys):
     from mprof.iface import load_interface
 
     lib = build_dir / "libmprof_sde_events.so"
-    proc = subprocess.run(["papi_native_avail", "-sde", str(lib)], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        ["papi_native_avail", "-sde", str(lib)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
-    listed = [line.strip("| ").strip() for line in proc.stdout.splitlines()
-              if line.startswith("| sde:::MPROF::")]
+    listed = [
+        line.strip("| ").strip()
+        for line in proc.stdout.splitlines()
+        if line.startswith("| sde:::MPROF::")
+    ]
     root = build_dir.parent
     perfs = [root / "runtime/rts.perf", *sorted(root.glob("instrumented-lib/*/*.perf"))]
     assert main(["iface", "sde-events", *map(str, perfs)]) == 0
@@ -79,17 +101,33 @@ def test_sde_listing_source_for_own_interfaces(tmp_path):
 
     example = Path(__file__).resolve().parents[2] / "examples/out-of-tree/hello.perf"
     perf = tmp_path / "hello.perf"
-    perf.write_text(example.read_text().replace(
-        "  NGreet -- Greetings sent",
-        '  NGreet -- Greetings "sent" (\\n, 100 %)\n  Load : double -- load'))
+    perf.write_text(
+        example.read_text().replace(
+            "  NGreet -- Greetings sent",
+            '  NGreet -- Greetings "sent" (\\n, 100 %)\n  Load : double -- load',
+        )
+    )
     src = tmp_path / "hello_sde.c"
     assert main(["iface", "sde-events", str(perf), "--c", str(src)]) == 0
     lib = tmp_path / "libhello_sde.so"
-    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(lib),
-                    str(src), "-lsde"], check=True)
-    out = subprocess.run(["papi_native_avail", "-sde", str(lib)], capture_output=True,
-                         text=True, timeout=120).stdout
+    subprocess.run(
+        [
+            "cc",
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(lib),
+            str(src),
+            "-lsde",
+        ],
+        check=True,
+    )
+    out = subprocess.run(
+        ["papi_native_avail", "-sde", str(lib)], capture_output=True, text=True, timeout=120
+    ).stdout
     assert "sde:::MPROF::hello::NGreet" in out and "sde:::MPROF::hello::Load" in out
     assert 'Greetings "sent" (\\n, 100 %)' in out
-    assert '#include <sde_lib.h>' in src.read_text() and "PAPI_SDE_double}" in src.read_text()
-
+    assert "#include <sde_lib.h>" in src.read_text() and "PAPI_SDE_double}" in src.read_text()

@@ -22,10 +22,16 @@ C_DIR = Path(__file__).resolve().parents[1] / "c" / "ecosystem"
 def run(build_dir, tmp_path, f, m, npes=1, name="run.json", workers=None):
     out = tmp_path / name
     # a thread per PE unless asked otherwise: PAPI counts per thread
-    env = dict(os.environ, MPROF_PES=str(npes), MPROF_OUT=str(out),
-               MPROF_WORKERS=str(workers or npes))
-    proc = subprocess.run([str(build_dir / "tests/c/rt_papi_stats"), str(f), str(m)], env=env,
-                          capture_output=True, text=True, timeout=60)
+    env = dict(
+        os.environ, MPROF_PES=str(npes), MPROF_OUT=str(out), MPROF_WORKERS=str(workers or npes)
+    )
+    proc = subprocess.run(
+        [str(build_dir / "tests/c/rt_papi_stats"), str(f), str(m)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc, json.loads(out.read_text()), out
 
@@ -71,19 +77,28 @@ def test_unavailable_counter_is_absent_and_said_once(build_dir, tmp_path):
 
 @pytest.mark.skipif(hardware_counters_available(), reason="this machine has hardware counters")
 def test_fit_ignores_a_term_of_an_absent_statistic(build_dir, tmp_path, capsys):
-    paths = [str(run(build_dir, tmp_path, f, 5, name=f"run{f}.json")[2])
-             for f in (10, 20, 40, 80, 160)]
+    paths = [
+        str(run(build_dir, tmp_path, f, 5, name=f"run{f}.json")[2]) for f in (10, 20, 40, 80, 160)
+    ]
     db = tmp_path / "runs.db"
     assert main(["db", "import", str(db), *paths]) == 0
     script = tmp_path / "model.tcl"
-    script.write_text(f"FitDatabase {db}\nInterface {C_DIR / 'ptest.perf'} "
-                      f"{C_DIR / 'pother.perf'}\nIgnoreTerm ptest P\nFit\n")
+    script.write_text(
+        f"FitDatabase {db}\nInterface {C_DIR / 'ptest.perf'} "
+        f"{C_DIR / 'pother.perf'}\nIgnoreTerm ptest P\nFit\n"
+    )
     capsys.readouterr()
     assert main(["fit", str(script), "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out.strip().splitlines()[-1])
-    assert any("term ptest:Miss needs statistic ptest::L1Miss (PAPI event PAPI_L1_DCM)" in w
-               and "the term is ignored" in w for w in out["warnings"])
-    fitted = set(out["parameters"]) if isinstance(out.get("parameters"), dict) else \
-        {p["name"] for p in out.get("parameters", [])}
+    assert any(
+        "term ptest:Miss needs statistic ptest::L1Miss (PAPI event PAPI_L1_DCM)" in w
+        and "the term is ignored" in w
+        for w in out["warnings"]
+    )
+    fitted = (
+        set(out["parameters"])
+        if isinstance(out.get("parameters"), dict)
+        else {p["name"] for p in out.get("parameters", [])}
+    )
     assert "ptest:Miss" not in fitted and "ptest:Send" in fitted

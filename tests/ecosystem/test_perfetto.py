@@ -48,16 +48,21 @@ def check_trace_json(data: dict, profile: dict):
         assert e["ph"] in "MXsfC" and isinstance(e["pid"], int) and isinstance(e["tid"], int)
         if e["ph"] != "M":
             assert isinstance(e["ts"], float) and e["ts"] >= 0
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
-             if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
     assert sorted(names.values()) == [f"PE {pe['pe']}" for pe in profile["pes"]]
     assert {e["args"]["name"] for e in events if e["name"] == "process_name"}
     track = {name: key for key, name in names.items()}
     accesses = set(profile["accesses"]) | {"idle", profile["program"]}
     for pe in profile["pes"]:
         key = track[f"PE {pe['pe']}"]
-        slices = sorted((e for e in events if e["ph"] == "X" and (e["pid"], e["tid"]) == key),
-                        key=lambda e: (e["ts"], -e["dur"]))
+        slices = sorted(
+            (e for e in events if e["ph"] == "X" and (e["pid"], e["tid"]) == key),
+            key=lambda e: (e["ts"], -e["dur"]),
+        )
         assert slices and {e["name"] for e in slices} <= accesses
         assert {e["cat"] for e in slices} == {"idle", "access", "run"}
         (run,) = [e for e in slices if e["cat"] == "run"]  # the PE's root, around the rest
@@ -103,8 +108,9 @@ def test_convert_pipe_trace(build_dir, tmp_path, capsys):
     trace, profile = traced(build_dir, tmp_path)
     data = convert(trace, tmp_path, capsys)
     check_trace_json(data, profile)
-    assert {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "process_name"} == \
-        {f"process 0 on {profile['machine']['hostname']}"}
+    assert {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "process_name"} == {
+        f"process 0 on {profile['machine']['hostname']}"
+    }
     for e in data["traceEvents"]:  # one machine, one clock: a record arrives after it left
         if e["ph"] == "s":
             (f,) = [x for x in data["traceEvents"] if x["ph"] == "f" and x["id"] == e["id"]]
@@ -142,30 +148,46 @@ def test_statistics_are_sampled_through_the_run(build_dir, tmp_path):
         assert len(series) > 2, series  # more than the end: samples through the run
         values = [v for _, v in sorted(series)]
         assert values == sorted(values)  # counts since the start never go down
-        assert values[-1] == next(o for o in pe["objects"] if o["module"] == "rts")["stats"][
-            "ThreadDisp"]
+        assert (
+            values[-1]
+            == next(o for o in pe["objects"] if o["module"] == "rts")["stats"]["ThreadDisp"]
+        )
 
 
 def test_sampling_off_and_bad_setting(build_dir, tmp_path):
     (tmp_path / "off").mkdir()
     trace, _ = traced(build_dir, tmp_path / "off", MPROF_TRACE_SAMPLE_MS="0")
     with otf2.reader.open(str(trace / "traces.otf2")) as t:
-        metrics = collections.Counter(loc.name for loc, ev in t.events
-                                      if isinstance(ev, otf2.events.Metric))
+        metrics = collections.Counter(
+            loc.name for loc, ev in t.events if isinstance(ev, otf2.events.Metric)
+        )
     assert metrics == {"PE 0": 1 + 3, "PE 1": 1 + 3}  # settings, then rts, graph, pipe at the end
     env = dict(os.environ, MPROF_TRACE=str(tmp_path / "bad"), MPROF_TRACE_SAMPLE_MS="often")
-    proc = subprocess.run([str(build_dir / "benchmarks/pipe/pipe"), *PIPE_ARGS], env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(build_dir / "benchmarks/pipe/pipe"), *PIPE_ARGS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0
     assert "ignoring MPROF_TRACE_SAMPLE_MS=often" in proc.stderr
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda tmp: tmp / "missing", "no OTF2 archive"),
-    (lambda tmp: (tmp / "run.json").write_text("{}") and tmp / "run.json", "not an OTF2 archive"),
-    (lambda tmp: (tmp / "x.otf2").write_text("garbage") and tmp / "x.otf2",
-     "cannot read the OTF2 archive"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: tmp / "missing", "no OTF2 archive"),
+        (
+            lambda tmp: (tmp / "run.json").write_text("{}") and tmp / "run.json",
+            "not an OTF2 archive",
+        ),
+        (
+            lambda tmp: (tmp / "x.otf2").write_text("garbage") and tmp / "x.otf2",
+            "cannot read the OTF2 archive",
+        ),
+    ],
+)
 def test_convert_bad_input(tmp_path, capsys, make, message):
     path = make(tmp_path)
     assert main(["trace", "convert", str(path), "-o", str(tmp_path / "out.json")]) == 2

@@ -18,9 +18,21 @@ def pipe_db(build_dir, tmp_path_factory):
     for m in M_VALUES:
         for rep in (1, 2):
             out = tmp / f"run-{m}-{rep}.json"
-            subprocess.run([str(build_dir / "benchmarks/pipe/pipe"), "2", str(m), "5", "50", "15",
-                            "64", "1000"], env=dict(os.environ, MPROF_OUT=str(out)), check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    str(build_dir / "benchmarks/pipe/pipe"),
+                    "2",
+                    str(m),
+                    "5",
+                    "50",
+                    "15",
+                    "64",
+                    "1000",
+                ],
+                env=dict(os.environ, MPROF_OUT=str(out)),
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             paths.append(out)
     db = tmp / "pipe.db"
     with ProfileDB(db) as store:

@@ -36,24 +36,42 @@ def test_extrap_jsonl_lines_match_the_profiles(pipe_db, tmp_path, capsys):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     # only M varies: npes, N, T, F, eltsize and agg are constant and left out
     assert {tuple(x["params"]) for x in lines} == {("M",)}
-    busy = sorted((x["params"]["M"], x["value"]) for x in lines
-                  if x["callpath"] == "pipe" and x["metric"] == "time")
+    busy = sorted(
+        (x["params"]["M"], x["value"])
+        for x in lines
+        if x["callpath"] == "pipe" and x["metric"] == "time"
+    )
     expected = sorted((m, b) for m, b, _ in run_times(pipe_db))
     assert [m for m, _ in busy] == [m for m, _ in expected]
     assert [b for _, b in busy] == pytest.approx([b for _, b in expected])
-    assert any(x["callpath"].startswith("pipe->graph:ENQ") and x["metric"] == "latency_observed"
-               for x in lines)
+    assert any(
+        x["callpath"].startswith("pipe->graph:ENQ") and x["metric"] == "latency_observed"
+        for x in lines
+    )
 
 
 def test_extrap_command_line_reads_the_export(pipe_db, tmp_path):
     out = tmp_path / "pipe.jsonl"
     assert main(["db", "export", str(pipe_db), "--format", "extrap", "-o", str(out)]) == 0
-    proc = subprocess.run([str(EXTRAP), "--json", str(out), "--disable-progress", "--print",
-                           "{callpath}|{metric}|{model}"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            str(EXTRAP),
+            "--json",
+            str(out),
+            "--disable-progress",
+            "--print",
+            "{callpath}|{metric}|{model}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
-    models = dict(line.rsplit("|", 1)[0:1] + [line.rsplit("|", 1)[1]]
-                  for line in proc.stdout.splitlines() if line.count("|") == 2)
+    models = dict(
+        line.rsplit("|", 1)[0:1] + [line.rsplit("|", 1)[1]]
+        for line in proc.stdout.splitlines()
+        if line.count("|") == 2
+    )
     model = models["pipe|time"]
     assert "M" in model  # PIPE's busy time grows with the number of elements
 
@@ -88,8 +106,12 @@ def test_cube_export_read_by_pycubexr_and_extrap(pipe_db, tmp_path):
         got, want = sorted(by_m[m]), sorted(expected[m])
         assert [x for pair in got for x in pair] == pytest.approx([x for p in want for x in p])
     check_cube_counts_once(out, pipe_db)
-    proc = subprocess.run([str(EXTRAP), "--cube", str(out), "--disable-progress", "--print",
-                           "callpaths"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(EXTRAP), "--cube", str(out), "--disable-progress", "--print", "callpaths"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "pipe->idle" in proc.stdout and "pipe->graph:ENQ" in proc.stdout
 
@@ -104,8 +126,9 @@ def check_cube_counts_once(out, pipe_db):
     for folder in out.iterdir():
         with CubexParser(folder / "profile.cubex") as cube:
             fibers = cube.get_metric_values(cube.get_metric_by_name("fibers"))
-            consume = next(c for c in cube.all_cnodes()
-                           if cube.get_region(c).name == "pipe:consume")
+            consume = next(
+                c for c in cube.all_cnodes() if cube.get_region(c).name == "pipe:consume"
+            )
             assert sum(fibers.cnode_values(consume)) == 0
             inclusive = sum(fibers.cnode_values(consume, convert_to_inclusive=True))
             below = sum(sum(fibers.cnode_values(c)) for c in consume.get_all_children())
@@ -122,17 +145,44 @@ def test_cube_time_per_measured_category(tmp_path):
 
     pes = []
     for pe, (work, idle) in enumerate([(0.30, 0.05), (0.20, 0.15)]):
-        pes.append({"pe": pe, "elapsed_s": 0.4, "idle_s": idle, "cpu_s": work + idle,
-                    "idle_cpu_s": idle, "objects": [],
-                    "latency": [{"access": "app:a", "enabler": "app:b", "count": 10,
-                                 "observed_s": 0.01, "critical_s": 0.01}],
-                    "categories": [{"access": "app:a", "cpu_s": work * 0.75, "samples": 60},
-                                   {"access": "app:main", "cpu_s": work * 0.2, "samples": 16},
-                                   {"access": "(scheduler)", "cpu_s": work * 0.05, "samples": 4},
-                                   {"access": "(idle)", "cpu_s": idle, "samples": 10}]})
-    doc = {"schema": "mprof.run-profile", "schema_version": 2, "program": "app", "argv": ["app"],
-           "backend": "shm", "npes": 2, "elapsed_s": 0.4, "settings": {}, "params": {"n": 1},
-           "accesses": ["unclassified", "app:a", "app:b", "app:main"], "pes": pes}
+        pes.append(
+            {
+                "pe": pe,
+                "elapsed_s": 0.4,
+                "idle_s": idle,
+                "cpu_s": work + idle,
+                "idle_cpu_s": idle,
+                "objects": [],
+                "latency": [
+                    {
+                        "access": "app:a",
+                        "enabler": "app:b",
+                        "count": 10,
+                        "observed_s": 0.01,
+                        "critical_s": 0.01,
+                    }
+                ],
+                "categories": [
+                    {"access": "app:a", "cpu_s": work * 0.75, "samples": 60},
+                    {"access": "app:main", "cpu_s": work * 0.2, "samples": 16},
+                    {"access": "(scheduler)", "cpu_s": work * 0.05, "samples": 4},
+                    {"access": "(idle)", "cpu_s": idle, "samples": 10},
+                ],
+            }
+        )
+    doc = {
+        "schema": "mprof.run-profile",
+        "schema_version": 2,
+        "program": "app",
+        "argv": ["app"],
+        "backend": "shm",
+        "npes": 2,
+        "elapsed_s": 0.4,
+        "settings": {},
+        "params": {"n": 1},
+        "accesses": ["unclassified", "app:a", "app:b", "app:main"],
+        "pes": pes,
+    }
     run = RunProfile.from_document(doc, "synthetic")
     [path] = write_cube_experiment([run], tmp_path, "cpu", [])
     with CubexParser(path) as cube:
@@ -165,14 +215,16 @@ def test_hatchet_graphframe(pipe_db):
     names = set(df["name"])
     assert {"pipe", "idle", "graph:ENQ", "graph:DEQ"} <= names
     root = df[df["name"] == "pipe"]
-    pe_times = [max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) + pe.idle_time("cpu")
-                for pe in run.pes]
+    pe_times = [
+        max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) + pe.idle_time("cpu") for pe in run.pes
+    ]
     assert list(root["time (inc)"]) == pytest.approx(pe_times)
     # The busy time is the program node's exclusive time plus what the category sampler put
     # in the access categories' nodes (none, when no sample fell in a fiber of a run this
     # short): every node but the idle loop's.
     busy = df[df["name"] != "idle"]["time"].sum()
     assert busy == pytest.approx(
-        sum(max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) for pe in run.pes))
+        sum(max(pe.time("cpu") - pe.idle_time("cpu"), 0.0) for pe in run.pes)
+    )
     enq = df[(df["name"] == "graph:ENQ")]
     assert enq["fibers"].sum() > 0

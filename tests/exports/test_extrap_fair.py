@@ -40,9 +40,13 @@ def write_db(path: Path, m_values=M_VALUES, slow_every: int = 0) -> Path:
                     k += 1
                     t = cost(m, n)
                     times = [t, 3 * t if slow_every and k % slow_every == 0 else t]
-                    doc = make_profile("synth", [[("rts", {"P": 1})]] * 2, times,
-                                       params={"M": m, "N": n, "AGG": agg, "FLUSH": flush},
-                                       settings={"agg_bytes": agg, "flush_fibers": flush})
+                    doc = make_profile(
+                        "synth",
+                        [[("rts", {"P": 1})]] * 2,
+                        times,
+                        params={"M": m, "N": n, "AGG": agg, "FLUSH": flush},
+                        settings={"agg_bytes": agg, "flush_fibers": flush},
+                    )
                     doc["schema_version"] = 2
                     for pe, t_pe in zip(doc["pes"], times):
                         pe["cpu_s"], pe["idle_cpu_s"] = t_pe, 0.0
@@ -69,33 +73,61 @@ def test_settings_left_out_and_few_values_warned(synth_db, tmp_path, capsys):
     assert "parameter N takes 2 value(s); Extra-P needs at least 5" in err
     assert "parameter M takes" not in err  # six values
     # the real Extra-P models the exported busy time in M and N
-    proc = subprocess.run([str(EXTRAP), "--json", str(out), "--disable-progress", "--print",
-                           "{callpath}|{metric}|{model}"], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            str(EXTRAP),
+            "--json",
+            str(out),
+            "--disable-progress",
+            "--print",
+            "{callpath}|{metric}|{model}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
-    model = next(line.split("|")[2] for line in proc.stdout.splitlines()
-                 if line.startswith("synth|time|"))
+    model = next(
+        line.split("|")[2] for line in proc.stdout.splitlines() if line.startswith("synth|time|")
+    )
     assert "M" in model
 
 
 def test_named_settings_are_passed_with_a_warning(synth_db, tmp_path, capsys):
     out = tmp_path / "synth.jsonl"
-    assert main(["db", "export", str(synth_db), "--format", "extrap", "-o", str(out),
-                 "--params", "M,AGG"]) == 0
+    assert (
+        main(
+            [
+                "db",
+                "export",
+                str(synth_db),
+                "--format",
+                "extrap",
+                "-o",
+                str(out),
+                "--params",
+                "M,AGG",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
-    assert {tuple(sorted(json.loads(x)["params"])) for x in out.read_text().splitlines()} == \
-        {("AGG", "M")}
+    assert {tuple(sorted(json.loads(x)["params"])) for x in out.read_text().splitlines()} == {
+        ("AGG", "M")
+    }
     assert "parameter AGG is an on/off switch" in err and "scaling parameter" in err
     assert "parameter AGG takes 2 value(s)" in err
-    assert main(["db", "export", str(synth_db), "--format", "cube", "-o",
-                 str(tmp_path / "cube")]) == 0
+    assert (
+        main(["db", "export", str(synth_db), "--format", "cube", "-o", str(tmp_path / "cube")]) == 0
+    )
     assert "AGG is left out" in capsys.readouterr().err
     assert all(".AGG" not in p.name for p in (tmp_path / "cube").iterdir())
 
 
 def _script():
     spec = importlib.util.spec_from_file_location(
-        "extrap_vs_mprof", ROOT / "benchmarks/exports/extrap_vs_mprof.py")
+        "extrap_vs_mprof", ROOT / "benchmarks/exports/extrap_vs_mprof.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -21,13 +21,18 @@ from mprof.profile import load_profiles
 from conftest import M_VALUES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from report_helpers import (PARAMS, expected_costs, make_model, make_run,  # noqa: E402
-                            with_categories)
+from report_helpers import (
+    PARAMS,
+    expected_costs,
+    make_model,
+    make_run,  # noqa: E402
+    with_categories,
+)
 
 
 def test_runs_and_pe_times(pipe_db):
     runs = mf.runs(pipe_db)
-    assert list(runs.columns[:len(mf.RUN_COLUMNS)]) == mf.RUN_COLUMNS
+    assert list(runs.columns[: len(mf.RUN_COLUMNS)]) == mf.RUN_COLUMNS
     assert len(runs) == 2 * len(M_VALUES)
     assert sorted(set(runs["param.M"])) == list(M_VALUES)
     assert set(runs["setting.agg_bytes"]) == {1000}
@@ -37,8 +42,7 @@ def test_runs_and_pe_times(pipe_db):
     profiles = {r.id: r for r in load_profiles(pipe_db)}
     for row in times.itertuples():
         pe = profiles[row.run_id].pes[row.pe]
-        assert (row.elapsed_s, row.cpu_s, row.idle_cpu_s) == (pe.elapsed_s, pe.cpu_s,
-                                                                pe.idle_cpu_s)
+        assert (row.elapsed_s, row.cpu_s, row.idle_cpu_s) == (pe.elapsed_s, pe.cpu_s, pe.idle_cpu_s)
     # the runtime's sampled CPU time per access category adds up to the CPU time of each PE
     # that got a sample (runs shorter than the sampling period have none)
     cats = mf.category_times(pipe_db).groupby(["run_id", "pe"])["cpu_s"].sum()
@@ -67,11 +71,16 @@ def test_statistics_and_latency_are_tidy(pipe_db):
     assert list(lat.columns) == mf.LATENCY_COLUMNS
     # the rows read back from the database's latency table are those of the imported documents
     with ProfileDB(pipe_db, create=False) as db:
-        doc_rows = sorted((run_id, pe["pe"], r["access"], r["enabler"], r["count"])
-                          for run_id, doc in db.documents() for pe in doc["pes"]
-                          for r in pe["latency"])
-    assert sorted(zip(lat["run_id"], lat["pe"], lat["access"], lat["enabler"],
-                      lat["count"])) == doc_rows
+        doc_rows = sorted(
+            (run_id, pe["pe"], r["access"], r["enabler"], r["count"])
+            for run_id, doc in db.documents()
+            for pe in doc["pes"]
+            for r in pe["latency"]
+        )
+    assert (
+        sorted(zip(lat["run_id"], lat["pe"], lat["access"], lat["enabler"], lat["count"]))
+        == doc_rows
+    )
     assert len(lat) > 0
     assert {"graph:ENQ", "graph:DEQ"} <= set(lat["access"])
     # a pivot by category, the kind of question the tidy layout is for
@@ -89,8 +98,11 @@ def test_cost_categories_and_fits(tmp_path):
     assert list(cats.columns) == mf.COST_COLUMNS
     assert set(cats["run_id"]) == {1}
     for pe in range(3):
-        mine = {f"{r.module}:{r.category}": r.seconds
-                for r in cats[cats["pe"] == pe].itertuples() if r.seconds}
+        mine = {
+            f"{r.module}:{r.category}": r.seconds
+            for r in cats[cats["pe"] == pe].itertuples()
+            if r.seconds
+        }
         expected = {k: v for k, v in expected_costs(pe).items() if v}
         assert mine == pytest.approx(expected, rel=1e-12)
     assert (cats["halfwidth"] >= 0).all() and (cats["sd"] >= 0).all()
@@ -104,12 +116,17 @@ def test_cost_categories_and_fits(tmp_path):
 
 
 def test_db_export_csv_and_parquet(pipe_db, tmp_path, capsys):
-    assert main(["db", "export", str(pipe_db), "--format", "csv", "-o",
-                 str(tmp_path / "csv")]) == 0
+    assert main(["db", "export", str(pipe_db), "--format", "csv", "-o", str(tmp_path / "csv")]) == 0
     assert sorted(p.name for p in (tmp_path / "csv").iterdir()) == [
-        "category_times.csv", "latency.csv", "pe_times.csv", "runs.csv", "statistics.csv"]
-    assert main(["db", "export", str(pipe_db), "--format", "parquet", "-o",
-                 str(tmp_path / "pq")]) == 0
+        "category_times.csv",
+        "latency.csv",
+        "pe_times.csv",
+        "runs.csv",
+        "statistics.csv",
+    ]
+    assert (
+        main(["db", "export", str(pipe_db), "--format", "parquet", "-o", str(tmp_path / "pq")]) == 0
+    )
     for name in mf.TABLES:
         mine = mf.table(name, pipe_db)
         from_csv = pd.read_csv(tmp_path / "csv" / f"{name}.csv")
@@ -119,8 +136,12 @@ def test_db_export_csv_and_parquet(pipe_db, tmp_path, capsys):
         pd.testing.assert_frame_equal(table.to_pandas(), mine, check_dtype=False)
         pd.testing.assert_frame_equal(from_csv, mine, check_dtype=False)
     capsys.readouterr()
-    assert main(["db", "export", str(pipe_db), "--format", "csv", "--table", "runs",
-                 "--where", "M=400"]) == 0
+    assert (
+        main(
+            ["db", "export", str(pipe_db), "--format", "csv", "--table", "runs", "--where", "M=400"]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("run_id,program,backend,npes") and len(lines) == 3
 
@@ -148,8 +169,22 @@ def test_u64_statistics_are_exported_exactly(tmp_path, capsys):
     assert "1,1,0,rts,Sched,5" in lines
     assert not any(line.endswith(".0") for line in lines[1:])
     out = tmp_path / "s.parquet"
-    assert main(["db", "export", str(db), "--format", "parquet", "--table", "statistics",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "db",
+                "export",
+                str(db),
+                "--format",
+                "parquet",
+                "--table",
+                "statistics",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = pq.read_table(out)
     assert str(table.schema.field("value").type) == "uint64"
     frame = table.to_pandas()
@@ -161,18 +196,33 @@ def test_u64_statistics_are_exported_exactly(tmp_path, capsys):
 def test_signed_and_u64_statistics_in_one_column_are_exported_exactly(tmp_path, capsys):
     """-1 and 2^64 - 1 fit no one integer type: CSV keeps their digits, Parquet writes them as
     decimals (pyarrow cannot write the Python ints pandas keeps for them)."""
-    db = _db_of(tmp_path, "mixed",
-                lambda pe: {"Sched": 2**64 - 1} if pe == 0 else {"Offset": -1})
+    db = _db_of(tmp_path, "mixed", lambda pe: {"Sched": 2**64 - 1} if pe == 0 else {"Offset": -1})
     capsys.readouterr()
     assert main(["db", "export", str(db), "--format", "csv", "--table", "statistics"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "1,0,0,rts,Sched,18446744073709551615" in lines and "1,1,0,rts,Offset,-1" in lines
     out = tmp_path / "s.parquet"
-    assert main(["db", "export", str(db), "--format", "parquet", "--table", "statistics",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "db",
+                "export",
+                str(db),
+                "--format",
+                "parquet",
+                "--table",
+                "statistics",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     frame = pq.read_table(out).to_pandas()
-    values = {(pe, stat): value for pe, stat, value in
-              zip(frame["pe"], frame["statistic"], frame["value"])}
+    values = {
+        (pe, stat): value
+        for pe, stat, value in zip(frame["pe"], frame["statistic"], frame["value"])
+    }
     assert int(values[0, "Sched"]) == 2**64 - 1 and int(values[1, "Offset"]) == -1
     assert int(values[0, "ThreadAlloc"]) == 1000
 
@@ -180,8 +230,22 @@ def test_signed_and_u64_statistics_in_one_column_are_exported_exactly(tmp_path, 
 def test_db_export_tables_with_a_model(pipe_db, tmp_path):
     model_path = tmp_path / "model.json"
     make_model().save(model_path)
-    assert main(["db", "export", str(pipe_db), "--format", "csv", "-o", str(tmp_path / "out"),
-                 "--model", str(model_path)]) == 0
+    assert (
+        main(
+            [
+                "db",
+                "export",
+                str(pipe_db),
+                "--format",
+                "csv",
+                "-o",
+                str(tmp_path / "out"),
+                "--model",
+                str(model_path),
+            ]
+        )
+        == 0
+    )
     cats = pd.read_csv(tmp_path / "out" / "cost_categories.csv")
     assert {"rts", "graph", "pipe"} <= set(cats["module"])
     assert len(set(cats["run_id"])) == 2 * len(M_VALUES)
@@ -201,22 +265,28 @@ def test_sampled_category_times(tmp_path):
     frame = mf.category_times(path)
     assert list(frame.columns) == mf.CATEGORY_COLUMNS
     assert [tuple(r) for r in frame.itertuples(index=False)] == [
-        (1, pe, a, t, n) for pe in (0, 1) for a, t, n in rows[pe]]
+        (1, pe, a, t, n) for pe in (0, 1) for a, t, n in rows[pe]
+    ]
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps(make_run(npes=2)))
     assert mf.category_times(plain).empty
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--format", "parquet"], "needs -o DIR"),
-    (["--format", "csv", "--table", "fits"], "needs --model"),
-    (["--format", "csv", "--table", "cost_categories"], "needs --model"),
-    (["--format", "csv", "--params", "M", "-o", "x"], "--params applies"),
-    (["--format", "csv", "-o", "x", "--where", "M=7"], "selects no run"),
-    (["--format", "extrap", "--table", "runs"], "apply to --format csv and parquet"),
-    (["--format", "csv", "--table", "fits", "--model", "/nonexistent.json"],
-     "cannot read model"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--format", "parquet"], "needs -o DIR"),
+        (["--format", "csv", "--table", "fits"], "needs --model"),
+        (["--format", "csv", "--table", "cost_categories"], "needs --model"),
+        (["--format", "csv", "--params", "M", "-o", "x"], "--params applies"),
+        (["--format", "csv", "-o", "x", "--where", "M=7"], "selects no run"),
+        (["--format", "extrap", "--table", "runs"], "apply to --format csv and parquet"),
+        (
+            ["--format", "csv", "--table", "fits", "--model", "/nonexistent.json"],
+            "cannot read model",
+        ),
+    ],
+)
 def test_db_export_tables_errors(pipe_db, tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.chdir(tmp_path)
     assert main(["db", "export", str(pipe_db), *argv]) == 2
@@ -246,15 +316,17 @@ def test_graphframe_has_a_rank_level_and_metadata(pipe_db):
     assert gf.metadata["setting.agg_bytes"] == 1000
     idle = df[df["name"] == "idle"].reset_index()
     assert list(idle.sort_values("rank")["time"]) == pytest.approx(
-        [pe.idle_time("cpu") for pe in run.pes])
+        [pe.idle_time("cpu") for pe in run.pes]
+    )
     # Hatchet's own operations on the rank level: drop it (mean over ranks), then the tree
     flat = gf.deepcopy()
     flat.drop_index_levels()
     assert list(flat.dataframe.index.names) == ["node"]
     assert "pipe" in flat.tree(metric_column="time (inc)")
     busy = df[df["name"] == "pipe"]["time"]
-    assert float(flat.dataframe[flat.dataframe["name"] == "pipe"]["time"].iloc[0]) == \
-        pytest.approx(busy.mean())
+    assert float(flat.dataframe[flat.dataframe["name"] == "pipe"]["time"].iloc[0]) == pytest.approx(
+        busy.mean()
+    )
     # a run profile file gives the same frame
     path = Path(pipe_db).with_name("one.json")
     path.write_text(json.dumps(mf.load_runs(pipe_db, run.id)[0].to_document()))
@@ -274,13 +346,13 @@ def test_graphframe_inclusive_root_is_the_total(tmp_path):
     gf.update_inclusive_columns()
     df = gf.dataframe.reset_index()
     root = df[df["node"].apply(lambda n: not n.parents)]
-    assert float(root["time (inc)"].sum()) == pytest.approx(
-        sum(pe.time("cpu") for pe in run.pes))
+    assert float(root["time (inc)"].sum()) == pytest.approx(sum(pe.time("cpu") for pe in run.pes))
     access = df[df["type"] == "access"]
     consume = access[access["name"] == "pipe:consume"].sort_values("rank")
     assert list(consume["time"]) == pytest.approx([0.5 * pe.time("cpu") for pe in run.pes])
-    enablers = df[df["node"].apply(
-        lambda n: bool(n.parents) and n.parents[0].frame["name"] == "pipe:consume")]
+    enablers = df[
+        df["node"].apply(lambda n: bool(n.parents) and n.parents[0].frame["name"] == "pipe:consume")
+    ]
     assert consume["fibers"].sum() == 0 and enablers["fibers"].sum() > 0
 
 

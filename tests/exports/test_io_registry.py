@@ -27,7 +27,8 @@ def test_a_file_is_read_by_its_format_whatever_its_suffix(pipe_db, tmp_path):
     assert run.id == 1 and run.params == runs[0].params
     m = runs[0].params["M"]
     assert len(io.read(pipe_db, [Condition("M", str(m))])) == sum(
-        1 for r in runs if r.params["M"] == m)
+        1 for r in runs if r.params["M"] == m
+    )
 
 
 def test_unknown_formats_are_errors_that_name_the_known_ones(tmp_path):

@@ -17,8 +17,15 @@ sys.path.insert(0, str(ROOT / "tests/model"))
 
 
 def run_mprof(*args, cwd=None, stdout=subprocess.PIPE, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "mprof", *map(str, args)], stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, cwd=cwd, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mprof", *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def assert_one_line_error(proc, *words):
@@ -37,8 +44,11 @@ def small_fs(where: Path, size: str = "64k"):
     """A tmpfs of `size` mounted at `where`.  Missing tools or rights fail the test."""
     where.mkdir(parents=True, exist_ok=True)
     assert shutil.which("mount") and shutil.which("umount"), "mount(8) is needed"
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=1777", "tmpfs",
-                           str(where)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=1777", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, f"cannot mount a tmpfs (the suite runs as root): {proc.stderr}"
     try:
         yield where

@@ -20,16 +20,22 @@ mode, pidfile = sys.argv[1], sys.argv[2]
 
 
 def profile():
-    doc = make_profile("hang", [[("rts", {"P": 1, "MsgSent": 1})]], [0.01],
-                       params={"mode": mode}, hostname=f"h-{time.time_ns()}")
+    doc = make_profile(
+        "hang",
+        [[("rts", {"P": 1, "MsgSent": 1})]],
+        [0.01],
+        params={"mode": mode},
+        hostname=f"h-{time.time_ns()}",
+    )
     with open(os.environ["MPROF_OUT"], "w") as f:
         json.dump(doc, f)
 
 
 def children():
     # the child starts a grandchild of its own: both must die with the point
-    child = subprocess.Popen(["sh", "-c", "sleep 300 & echo $! > \"$0.grand\"; exec sleep 300",
-                              pidfile])
+    child = subprocess.Popen(
+        ["sh", "-c", 'sleep 300 & echo $! > "$0.grand"; exec sleep 300', pidfile]
+    )
     while not os.path.exists(pidfile + ".grand"):
         time.sleep(0.01)
     with open(pidfile + ".tmp", "w") as f:

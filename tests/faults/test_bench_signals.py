@@ -22,8 +22,8 @@ HERE = Path(__file__).resolve().parent
 def _spec(tmp_path, modes, timeout=120):
     spec = tmp_path / "sweep.toml"
     spec.write_text(f"""
-program = "{HERE / 'hanging_program.py'}"
-command = "{{python}} {{program}} {{mode}} {tmp_path / 'pids'}"
+program = "{HERE / "hanging_program.py"}"
+command = "{{python}} {{program}} {{mode}} {tmp_path / "pids"}"
 database = "sweep.db"
 npes = [1]
 timeout_s = {timeout}
@@ -37,11 +37,19 @@ mode = {modes}
 def _start(tmp_path, spec):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "mprof", "bench", str(spec)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True), tmpdir
+    env = {
+        **os.environ,
+        "TMPDIR": str(tmpdir),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "mprof", "bench", str(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    ), tmpdir
 
 
 def _pids(tmp_path, timeout=60):
@@ -73,8 +81,9 @@ def _gone(pids, timeout=10):
     return [p for p in pids if _alive(p)]
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130),
-                                      (signal.SIGHUP, 129)])
+@pytest.mark.parametrize(
+    "sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
+)
 def test_a_signal_to_mprof_kills_the_running_point_and_its_children(tmp_path, sig, code):
     spec = _spec(tmp_path, '["ok", "hang"]')
     proc, tmpdir = _start(tmp_path, spec)

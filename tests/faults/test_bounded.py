@@ -21,14 +21,17 @@ def _env(**extra):
     return {**os.environ, **{k: str(v) for k, v in extra.items()}}
 
 
-@pytest.mark.parametrize("args,what", [
-    (["db", "import", "{tmp}/x.db", "/dev/zero"], "run profile"),
-    (["report", "/dev/zero"], "run profile"),
-    (["latency", "/dev/zero"], "run profile"),
-    (["model", "show", "/dev/zero"], "model"),
-    (["iface", "compile", "/dev/zero", "-o", "{tmp}/gen"], "interface"),
-    (["bench", "/dev/zero"], "sweep spec"),
-])
+@pytest.mark.parametrize(
+    "args,what",
+    [
+        (["db", "import", "{tmp}/x.db", "/dev/zero"], "run profile"),
+        (["report", "/dev/zero"], "run profile"),
+        (["latency", "/dev/zero"], "run profile"),
+        (["model", "show", "/dev/zero"], "model"),
+        (["iface", "compile", "/dev/zero", "-o", "{tmp}/gen"], "interface"),
+        (["bench", "/dev/zero"], "sweep spec"),
+    ],
+)
 def test_endless_inputs_are_refused_at_the_size_limit(tmp_path, args, what):
     args = [a.format(tmp=tmp_path) for a in args]
     start = time.monotonic()
@@ -41,8 +44,9 @@ def test_endless_inputs_are_refused_at_the_size_limit(tmp_path, args, what):
 def test_iface_check_of_an_endless_file(tmp_path):
     proc = run_mprof("iface", "check", "/dev/zero", env=_env(MPROF_MAX_INPUT_MB=4), timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == ("/dev/zero: interface is larger than 4 MiB (set "
-                                   "MPROF_MAX_INPUT_MB to read larger files)")
+    assert proc.stderr.strip() == (
+        "/dev/zero: interface is larger than 4 MiB (set MPROF_MAX_INPUT_MB to read larger files)"
+    )
 
 
 def test_a_large_file_within_the_limit_is_read(tmp_path):
@@ -112,19 +116,28 @@ def test_huge_names_are_cut_in_messages(tmp_path):
 
 def _perf(nstats: int, margs: int) -> str:
     stats = [f"S{i}" for i in range(nstats)]
-    return "\n".join([
-        "interface wide -- many statistics",
-        "statistics", *(f"  {s} -- s" for s in stats),
-        "terms",
-        "  Sum -- every statistic", "    { Sum = " + " + ".join(stats) + "; }",
-        "  Mixed -- a chain of + and -",
-        "    { Mixed = " + " - ".join(f"2 * {s}" for s in stats) + "; }",
-        "  Top -- max of many", "    { Top = max(" + ", ".join(
-            stats[i % nstats] for i in range(margs)) + "); }",
-        "  Low -- min of many", "    { Low = min(" + ", ".join(
-            f"{s} / 3" for s in stats[:margs]) + "); }",
-        "categories", "  C -- c", "    { Sum Mixed Top Low }",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "interface wide -- many statistics",
+                "statistics",
+                *(f"  {s} -- s" for s in stats),
+                "terms",
+                "  Sum -- every statistic",
+                "    { Sum = " + " + ".join(stats) + "; }",
+                "  Mixed -- a chain of + and -",
+                "    { Mixed = " + " - ".join(f"2 * {s}" for s in stats) + "; }",
+                "  Top -- max of many",
+                "    { Top = max(" + ", ".join(stats[i % nstats] for i in range(margs)) + "); }",
+                "  Low -- min of many",
+                "    { Low = min(" + ", ".join(f"{s} / 3" for s in stats[:margs]) + "); }",
+                "categories",
+                "  C -- c",
+                "    { Sum Mixed Top Low }",
+            ]
+        )
+        + "\n"
+    )
 
 
 def test_flat_sums_and_wide_functions_are_accepted_and_compile(tmp_path):
@@ -149,9 +162,20 @@ def test_flat_sums_and_wide_functions_are_accepted_and_compile(tmp_path):
     sources = sorted(out.glob("*.c"))
     assert sources
     for source in sources:
-        proc = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-Wall", "-Werror",
-                               f"-I{out}", f"-I{ROOT / 'runtime/include'}", str(source)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                cc,
+                "-std=c11",
+                "-fsyntax-only",
+                "-Wall",
+                "-Werror",
+                f"-I{out}",
+                f"-I{ROOT / 'runtime/include'}",
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     # and in text form, written back and read again, the same tree
     from mprof.iface.formatter import format_interface

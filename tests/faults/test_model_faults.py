@@ -18,9 +18,10 @@ def model_with_sources(tmp_path):
     import report_helpers as rh
 
     model = rh.make_model()
-    model.interfaces = {m: ModuleInfo.from_interface(load_interface(p), str(p),
-                                                     source=p.read_text())
-                        for m, p in rh.PERFS.items()}
+    model.interfaces = {
+        m: ModuleInfo.from_interface(load_interface(p), str(p), source=p.read_text())
+        for m, p in rh.PERFS.items()
+    }
     path = tmp_path / "model.json"
     model.save(path)
     run = tmp_path / "run.json"
@@ -39,15 +40,17 @@ DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
-def test_a_damaged_carried_interface_is_the_model_files_fault(model_with_sources, tmp_path,
-                                                              damage):
+def test_a_damaged_carried_interface_is_the_model_files_fault(model_with_sources, tmp_path, damage):
     path, run = model_with_sources
     data = json.loads(path.read_text())
     data["interfaces"]["rts"]["source"] = DAMAGES[damage](data["interfaces"]["rts"]["source"])
     bad = tmp_path / "damaged.json"
     bad.write_text(json.dumps(data, indent=2))
-    for args in (["report", run, "--model", bad], ["model", "show", bad],
-                 ["model", "export-c", bad, "-o", tmp_path / "c"]):
+    for args in (
+        ["report", run, "--model", bad],
+        ["model", "show", bad],
+        ["model", "export-c", bad, "-o", tmp_path / "c"],
+    ):
         proc = run_mprof(*args)
         assert_one_line_error(proc, f"{bad}: interfaces.rts")
         assert "rts.perf:" not in proc.stderr  # the original file is not blamed
@@ -71,8 +74,9 @@ def test_the_intact_model_prices_without_warnings(model_with_sources):
     assert "lacks statistic" not in proc.stdout + proc.stderr
 
 
-def test_a_run_of_another_interface_version_warns_and_names_the_missing(model_with_sources,
-                                                                       tmp_path):
+def test_a_run_of_another_interface_version_warns_and_names_the_missing(
+    model_with_sources, tmp_path
+):
     path, run = model_with_sources
     doc = json.loads(run.read_text())
     for pe in doc["pes"]:
@@ -108,8 +112,19 @@ def test_the_gate_warns_about_runs_of_another_interface_version(tmp_path, model_
             store.import_documents(docs)
         dbs.append(db)
     out = tmp_path / "gate.json"
-    proc = run_mprof("gate", "--baseline", dbs[0], "--candidate", dbs[1], "--model", path,
-                     "--inconclusive-ok", "-q", "--json", out)
+    proc = run_mprof(
+        "gate",
+        "--baseline",
+        dbs[0],
+        "--candidate",
+        dbs[1],
+        "--model",
+        path,
+        "--inconclusive-ok",
+        "-q",
+        "--json",
+        out,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     warnings = json.loads(out.read_text())["warnings"]
     assert any("baseline: module rts: the run lacks statistic(s)" in w for w in warnings), warnings

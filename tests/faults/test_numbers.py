@@ -37,8 +37,10 @@ def test_check_number_accepts_exactly_finite_values_in_range(value, low, width):
         assert ok and got == value
 
 
-@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "Infinity", "1e999", "0x10",
-                                  "1_000", "", " ", "2,5", "five"])
+@pytest.mark.parametrize(
+    "text",
+    ["nan", "NaN", "inf", "-inf", "Infinity", "1e999", "0x10", "1_000", "", " ", "2,5", "five"],
+)
 def test_parse_number_refuses_words_and_non_finite_text(text):
     with pytest.raises(MprofError, match="^opt: expected"):
         parse_number(text, "opt")
@@ -86,14 +88,17 @@ def test_sweep_parameters_must_be_finite(tmp_path, n):
     assert not (tmp_path / "out.db").exists()
 
 
-@pytest.mark.parametrize("field,value,where", [
-    ("n", "[1, 2, 1]", "params.n: value 1 is repeated"),
-    ("n", '["a", "b", "a"]', "params.n: value 'a' is repeated"),
-    ("npes", "[2, 2]", "npes: value 2 is repeated"),
-    ("npes", "[0]", "npes: expected a whole number in [1, 4096], got 0"),
-    ("npes", "[1e9]", "npes: expected whole numbers"),
-    ("npes", "[5000]", "npes: expected a whole number in [1, 4096]"),
-])
+@pytest.mark.parametrize(
+    "field,value,where",
+    [
+        ("n", "[1, 2, 1]", "params.n: value 1 is repeated"),
+        ("n", '["a", "b", "a"]', "params.n: value 'a' is repeated"),
+        ("npes", "[2, 2]", "npes: value 2 is repeated"),
+        ("npes", "[0]", "npes: expected a whole number in [1, 4096], got 0"),
+        ("npes", "[1e9]", "npes: expected whole numbers"),
+        ("npes", "[5000]", "npes: expected a whole number in [1, 4096]"),
+    ],
+)
 def test_sweep_axes_are_checked_before_anything_runs(tmp_path, field, value, where):
     proc = run_mprof("bench", _spec(tmp_path, **{field: value}))
     assert_one_line_error(proc, where)
@@ -110,13 +115,16 @@ def test_repeated_environment_values_are_refused(tmp_path):
 def test_an_absurd_grid_is_counted_not_built(tmp_path):
     axis = "[" + ", ".join(str(i) for i in range(1000)) + "]"
     path = tmp_path / "grid.toml"
-    path.write_text('program = "/bin/true"\ndatabase = "out.db"\nnpes = [1]\n'
-                    f"repetitions = 1000\n[params]\na = {axis}\nb = {axis}\n")
+    path.write_text(
+        'program = "/bin/true"\ndatabase = "out.db"\nnpes = [1]\n'
+        f"repetitions = 1000\n[params]\na = {axis}\nb = {axis}\n"
+    )
     start = time.monotonic()
     proc = run_mprof("bench", path)
     assert time.monotonic() - start < 30
-    assert_one_line_error(proc, "1,000,000,000 points", "1000 repetitions x 1000 params.a x "
-                          "1000 params.b", "split it")
+    assert_one_line_error(
+        proc, "1,000,000,000 points", "1000 repetitions x 1000 params.a x 1000 params.b", "split it"
+    )
     assert not (tmp_path / "out.db").exists()
 
 
@@ -151,10 +159,15 @@ def test_gate_configuration_refuses_non_finite(gate_dbs, tmp_path, key, value):
     assert_one_line_error(proc, f"defaults.{key}", "finite")
 
 
-@pytest.mark.parametrize("args", [["report", "RUN", "--min-fraction", "nan"],
-                                  ["report", "RUN", "--digits", "inf"],
-                                  ["report", "RUN", "--roots", "1e99"],
-                                  ["db", "show", "DB", "nan"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "RUN", "--min-fraction", "nan"],
+        ["report", "RUN", "--digits", "inf"],
+        ["report", "RUN", "--roots", "1e99"],
+        ["db", "show", "DB", "nan"],
+    ],
+)
 def test_numeric_options_of_other_commands(tmp_path, args):
     proc = run_mprof(*[str(tmp_path / a) if a in ("RUN", "DB") else a for a in args])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
@@ -166,13 +179,14 @@ def test_numeric_options_of_other_commands(tmp_path, args):
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"])
 @pytest.mark.parametrize("field", ["value", "halfwidth"])
-def test_model_files_with_non_finite_parameters_are_refused_on_load(model_and_run, tmp_path,
-                                                                    token, field):
+def test_model_files_with_non_finite_parameters_are_refused_on_load(
+    model_and_run, tmp_path, token, field
+):
     model, run = model_and_run
     text = model.read_text()
     m = re.search(rf'"{field}": ([-0-9.e]+)', text)
     bad = tmp_path / "bad.json"
-    bad.write_text(text[: m.start(1)] + token + text[m.end(1):])
+    bad.write_text(text[: m.start(1)] + token + text[m.end(1) :])
     line = text[: m.start(1)].count("\n") + 1
     column = m.start(1) - text.rfind("\n", 0, m.start(1))
     place = f"{bad}:{line}:{column}: {token} is not a finite number"
@@ -227,12 +241,16 @@ SETTINGS = [  # (variable, bad value, key in the profile's settings, its default
 
 
 @pytest.mark.parametrize("name,value,key,default", SETTINGS)
-def test_runtime_settings_warn_and_use_the_default(build_dir, tmp_path, name, value, key,
-                                                   default):
+def test_runtime_settings_warn_and_use_the_default(build_dir, tmp_path, name, value, key, default):
     out = tmp_path / "run.json"
     env = {**os.environ, name: value, "MPROF_OUT": str(out), "MPROF_PES": "2"}
-    proc = subprocess.run([str(build_dir / "benchmarks/micro/rt_workload"), "2", "100", "10",
-                           "16"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(build_dir / "benchmarks/micro/rt_workload"), "2", "100", "10", "16"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("mprof: ignoring")]
     assert len(warnings) == 1, proc.stderr
@@ -245,8 +263,13 @@ def test_runtime_settings_warn_and_use_the_default(build_dir, tmp_path, name, va
 
 def test_a_huge_setting_value_is_cut_in_the_warning(build_dir, tmp_path):
     env = {**os.environ, "MPROF_AGG_BYTES": "9" * 100_000, "MPROF_PES": "2"}
-    proc = subprocess.run([str(build_dir / "benchmarks/micro/rt_workload"), "2", "10", "10",
-                           "16"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(build_dir / "benchmarks/micro/rt_workload"), "2", "10", "10", "16"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if "ignoring" in x]
     assert len(line) < 300 and "..." in line
@@ -292,10 +315,14 @@ def test_any_float_parameter_value_loads_exactly_when_finite(tmp_path_factory, x
     make_model().save(path)
     data = json.loads(path.read_text())
     name = next(iter(data["parameters"]))
-    token = (json.dumps(x) if math.isfinite(x)
-             else _toml_float(x).replace("nan", "NaN").replace("inf", "Infinity"))
+    token = (
+        json.dumps(x)
+        if math.isfinite(x)
+        else _toml_float(x).replace("nan", "NaN").replace("inf", "Infinity")
+    )
     text = json.dumps(data).replace(
-        json.dumps({"value": data["parameters"][name]["value"]})[1:-1], f'"value": {token}', 1)
+        json.dumps({"value": data["parameters"][name]["value"]})[1:-1], f'"value": {token}', 1
+    )
     path.write_text(text)
     try:
         model = load_model(path)

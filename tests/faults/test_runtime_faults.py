@@ -12,19 +12,28 @@ from faults_helpers import fill, small_fs
 
 
 def _run(exe, *args, env=None, timeout=60):
-    return subprocess.run([str(exe), *map(str, args)], env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(exe), *map(str, args)],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.parametrize("workers", ["1", "2"], ids=["shared-worker", "thread-per-pe"])
 def test_fiber_stack_overflow_names_the_pe_and_the_fiber(build_dir, workers):
-    proc = _run(build_dir / "tests/c/rt_overflow", "fiber",
-                env={"MPROF_WORKERS": workers, "MPROF_STACK_KB": "256"})
+    proc = _run(
+        build_dir / "tests/c/rt_overflow",
+        "fiber",
+        env={"MPROF_WORKERS": workers, "MPROF_STACK_KB": "256"},
+    )
     assert proc.returncode == -signal.SIGABRT, (proc.returncode, proc.stderr)
     lines = [x for x in proc.stderr.splitlines() if x.startswith("mprof:")]
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("mprof: stack overflow on PE 1 in fiber overflow_fiber "
-                               "(category ov:deep)"), lines
+    assert lines[0].startswith(
+        "mprof: stack overflow on PE 1 in fiber overflow_fiber (category ov:deep)"
+    ), lines
     assert ("MPROF_STACK_KB" in lines[0]) == (workers == "1")
 
 
@@ -45,8 +54,11 @@ def test_other_faults_are_not_called_overflows(build_dir, workers):
 
 
 def _traced(build_dir, trace, *args):
-    return _run(build_dir / "benchmarks/micro/rt_workload", *(args or (2, 10, 10, 16)),
-                env={"MPROF_TRACE": str(trace), "MPROF_PES": "2"})
+    return _run(
+        build_dir / "benchmarks/micro/rt_workload",
+        *(args or (2, 10, 10, 16)),
+        env={"MPROF_TRACE": str(trace), "MPROF_PES": "2"},
+    )
 
 
 def test_trace_naming_a_file_is_one_line(build_dir, tmp_path):
@@ -56,7 +68,8 @@ def test_trace_naming_a_file_is_one_line(build_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines() == [
         f"mprof: MPROF_TRACE: cannot write a trace in {target}: Not a directory. This run is "
-        "not traced."], proc.stderr
+        "not traced."
+    ], proc.stderr
     assert target.read_text() == "not a folder\n"
 
 

@@ -33,8 +33,11 @@ def test_commands_reaching_outside_are_refused_at_their_line(tmp_path, command, 
     keep.write_text("precious\n")
     victim = tmp_path / "victim"
     script = tmp_path / "model.tcl"
-    script.write_text("set a 1\nproc step {} {\n  " + command.format(victim=victim, keep=keep)
-                      + "\n}\nforeach i {1} {\n  step\n}\n")
+    script.write_text(
+        "set a 1\nproc step {} {\n  "
+        + command.format(victim=victim, keep=keep)
+        + "\n}\nforeach i {1} {\n  step\n}\n"
+    )
     with pytest.raises(MprofError) as info:
         ModelingScript(script).run()
     text = str(info.value)
@@ -49,8 +52,10 @@ def test_hidden_commands_cannot_be_reached_through_interp(tmp_path):
     script.write_text(f"interp invokehidden {{}} exec touch {victim}\n")
     with pytest.raises(MprofError, match=r"model.tcl:1:1: .*not allowed to invoke hidden"):
         ModelingScript(script).run()
-    for attempt in (f"interp create x\nx eval {{exec touch {victim}}}\n",
-                    f"interp expose {{}} exec\nexec touch {victim}\n"):
+    for attempt in (
+        f"interp create x\nx eval {{exec touch {victim}}}\n",
+        f"interp expose {{}} exec\nexec touch {victim}\n",
+    ):
         script.write_text(attempt)
         with pytest.raises(MprofError):
             ModelingScript(script).run()
@@ -65,9 +70,10 @@ def test_pure_tcl_and_path_arithmetic_work(tmp_path, capfd, monkeypatch):
         "proc sq {x} { return [expr {$x * $x}] }\n"
         "set d [dict create a [sq 3]]\n"
         "foreach w {x y} { lappend l [string toupper $w] }\n"
-        "puts \"[dict get $d a] $l [file join a b.db] [file rootname b.db] [file tail /p/q]\"\n"
-        "puts \"$::env(MPROF_SCRIPT_SETTING) [info exists ::env(SECRET_TOKEN)]\"\n"
-        "FitDatabase nosuch.db\n")
+        'puts "[dict get $d a] $l [file join a b.db] [file rootname b.db] [file tail /p/q]"\n'
+        'puts "$::env(MPROF_SCRIPT_SETTING) [info exists ::env(SECRET_TOKEN)]"\n'
+        "FitDatabase nosuch.db\n"
+    )
     with pytest.raises(MprofError, match="model.tcl:6:1: .*nosuch.db"):
         ModelingScript(script).run()
     out = capfd.readouterr().out
@@ -98,8 +104,9 @@ def test_gate_fit_runs_the_script_safely(tmp_path):
     proc = run_mprof("gate", "--baseline", base, "--candidate", cand, "--fit", script)
     assert_one_line_error(proc, "gate.tcl:1:1: exec is not available to modeling scripts")
     assert not victim.exists()
-    proc = run_mprof("gate", "--baseline", base, "--candidate", cand, "--fit", script,
-                     "--unsafe-tcl")
+    proc = run_mprof(
+        "gate", "--baseline", base, "--candidate", cand, "--fit", script, "--unsafe-tcl"
+    )
     assert victim.exists()
 
 
@@ -119,7 +126,10 @@ def test_source_reads_files_beside_the_script_only(tmp_path, capfd):
         ModelingScript(script).run()
     for path in (f"../{outside.name}", str(outside), "/etc/hostname"):
         script.write_text(f"set x 1\nsource {path}\n")
-        with pytest.raises(MprofError, match=r"model.tcl:2:1: source: .* is outside the "
-                                             "script's folder"):
+        with pytest.raises(
+            MprofError,
+            match=r"model.tcl:2:1: source: .* is outside the "
+            "script's folder",
+        ):
             ModelingScript(script).run()
     assert "leaked" not in capfd.readouterr().out

@@ -10,8 +10,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from faults_helpers import (ROOT, assert_one_line_error, fill, leftovers, run_mprof,
-                            small_fs)
+from faults_helpers import ROOT, assert_one_line_error, fill, leftovers, run_mprof, small_fs
 
 from mprof.db.store import ProfileDB
 
@@ -49,13 +48,29 @@ def _outputs(inputs, folder):
     cand = write_db(inputs["db"].parent / "cand.db", rng, reps=4)
     gate = ["gate", "--baseline", base, "--candidate", cand, "-q", "--inconclusive-ok"]
     return [
-        ("report.html", ["report", inputs["run"], "--model", inputs["model"], "--html",
-                         folder / "report.html"]),
-        ("compare.html", ["report", inputs["run"], inputs["run"], "--html",
-                          folder / "compare.html"]),
+        (
+            "report.html",
+            ["report", inputs["run"], "--model", inputs["model"], "--html", folder / "report.html"],
+        ),
+        (
+            "compare.html",
+            ["report", inputs["run"], inputs["run"], "--html", folder / "compare.html"],
+        ),
         ("export.jsonl", ["db", "export", inputs["db"], "-o", folder / "export.jsonl"]),
-        ("extrap.jsonl", ["db", "export", inputs["db"], "--format", "extrap", "--measure",
-                          "elapsed", "-o", folder / "extrap.jsonl"]),
+        (
+            "extrap.jsonl",
+            [
+                "db",
+                "export",
+                inputs["db"],
+                "--format",
+                "extrap",
+                "--measure",
+                "elapsed",
+                "-o",
+                folder / "extrap.jsonl",
+            ],
+        ),
         ("gate.json", [*gate, "--json", folder / "gate.json"]),
         ("gate.xml", [*gate, "--junit", folder / "gate.xml"]),
         ("gate.md", [*gate, "--markdown", folder / "gate.md"]),
@@ -110,17 +125,20 @@ def test_model_files_and_generated_c_on_a_full_disk(inputs, full, tmp_path):
     assert leftovers(full / "c", {"mpm_model.c"}) == []
 
 
-@pytest.mark.parametrize("args", [
-    ["db", "export", "{db}"],
-    ["db", "export", "{db}", "--format", "extrap", "--measure", "elapsed"],
-    ["db", "list", "{db}"],
-    ["db", "show", "{db}", "1"],
-    ["report", "{run}", "--model", "{model}"],
-    ["report", "{run}", "--model", "{model}", "--json"],
-    ["latency", "{run}"],
-    ["model", "show", "{model}"],
-    ["iface", "show", str(ROOT / "runtime/rts.perf")],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["db", "export", "{db}"],
+        ["db", "export", "{db}", "--format", "extrap", "--measure", "elapsed"],
+        ["db", "list", "{db}"],
+        ["db", "show", "{db}", "1"],
+        ["report", "{run}", "--model", "{model}"],
+        ["report", "{run}", "--model", "{model}", "--json"],
+        ["latency", "{run}"],
+        ["model", "show", "{model}"],
+        ["iface", "show", str(ROOT / "runtime/rts.perf")],
+    ],
+)
 def test_standard_output_on_a_full_device(inputs, args):
     args = [a.format(**inputs) for a in args]
     with open("/dev/full", "w") as devfull:
@@ -142,8 +160,17 @@ def test_unwritable_gate_output(inputs, tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     (folder / "gate.json").mkdir()  # even root cannot replace a folder with a file
-    proc = run_mprof("gate", "--baseline", base, "--candidate", base, "-q",
-                     "--inconclusive-ok", "--json", folder / "gate.json")
+    proc = run_mprof(
+        "gate",
+        "--baseline",
+        base,
+        "--candidate",
+        base,
+        "-q",
+        "--inconclusive-ok",
+        "--json",
+        folder / "gate.json",
+    )
     assert_one_line_error(proc, "gate.json", "is a directory")
 
 
@@ -165,10 +192,13 @@ def test_reading_a_database_on_a_full_disk(inputs, tmp_path):
 
 
 def _pipe(build_dir, out, **env):
-    return subprocess.run([str(build_dir / "benchmarks/pipe/pipe"), "2", "100", "10", "10",
-                           "15", "100", "1000"], env={**os.environ, "MPROF_OUT": str(out),
-                                                      **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(build_dir / "benchmarks/pipe/pipe"), "2", "100", "10", "10", "15", "100", "1000"],
+        env={**os.environ, "MPROF_OUT": str(out), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_runtime_profile_on_a_full_disk_keeps_the_previous_profile(build_dir, full):
@@ -181,8 +211,9 @@ def test_runtime_profile_on_a_full_disk_keeps_the_previous_profile(build_dir, fu
     proc = _pipe(build_dir, out)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mprof:")]
-    assert lines == [f"mprof: cannot write the run profile to {out}: No space left on device"], \
+    assert lines == [f"mprof: cannot write the run profile to {out}: No space left on device"], (
         proc.stderr
+    )
     assert out.read_text() == before
     assert leftovers(full, {"run.json"}) == []
 

@@ -34,8 +34,10 @@ def _mpi_link_flags(librt: Path) -> list[str]:
         return []
     mpicc = shutil.which("mpicc")
     if mpicc is None:
-        pytest.fail("the runtime library uses MPI but mpicc is not available "
-                    "(scripts/bootstrap.sh installs it)")
+        pytest.fail(
+            "the runtime library uses MPI but mpicc is not available "
+            "(scripts/bootstrap.sh installs it)"
+        )
     link = subprocess.run([mpicc, "--showme:link"], capture_output=True, text=True, check=True)
     return shlex.split(link.stdout)
 
@@ -46,8 +48,16 @@ def _ecosystem_link_flags(librt: Path) -> list[str]:
     them; and hwloc (libhwloc), which binds the shm backend's workers (runtime/CMakeLists.txt).
     Installed programs get them from find_package(mprof) or mprof.pc (docs/install.md)."""
     nm = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
-    return [flag for symbol, flag in (("papi_sde_", "-lsde"), ("OTF2_", "-lotf2"),
-                                      ("PAPI_", "-lpapi"), ("hwloc_", "-lhwloc")) if symbol in nm]
+    return [
+        flag
+        for symbol, flag in (
+            ("papi_sde_", "-lsde"),
+            ("OTF2_", "-lotf2"),
+            ("PAPI_", "-lpapi"),
+            ("hwloc_", "-lhwloc"),
+        )
+        if symbol in nm
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -62,17 +72,48 @@ def gate_ops_builds(cmake_build, tmp_path_factory) -> dict[str, Path]:
     if cc is None:
         pytest.fail("a C compiler is needed (scripts/bootstrap.sh installs it)")
     out = tmp_path_factory.mktemp("gate_ops")
-    subprocess.run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", str(out),
-                    str(REPO / "benchmarks" / "gate" / "gateops.perf")], check=True, cwd=REPO)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mprof",
+            "iface",
+            "compile",
+            "-q",
+            "-o",
+            str(out),
+            str(REPO / "benchmarks" / "gate" / "gateops.perf"),
+        ],
+        check=True,
+        cwd=REPO,
+    )
     paths = {}
     extra = _mpi_link_flags(librt) + _ecosystem_link_flags(librt)
     for variant, flags in (("base", []), ("slow", ["-DSLOW_OP_B"])):
         target = out / variant / "gate_ops"
         target.parent.mkdir()
-        subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", *flags,
-                        f"-I{REPO / 'runtime' / 'include'}", f"-I{out}",
-                        str(REPO / "benchmarks" / "gate" / "gate_ops.c"),
-                        str(out / "gateops_perf.c"), str(librt),
-                        *extra, "-lpthread", "-rdynamic", "-lm", "-o", str(target)], check=True)
+        subprocess.run(
+            [
+                cc,
+                "-std=c11",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                *flags,
+                f"-I{REPO / 'runtime' / 'include'}",
+                f"-I{out}",
+                str(REPO / "benchmarks" / "gate" / "gate_ops.c"),
+                str(out / "gateops_perf.c"),
+                str(librt),
+                *extra,
+                "-lpthread",
+                "-rdynamic",
+                "-lm",
+                "-o",
+                str(target),
+            ],
+            check=True,
+        )
         paths[variant] = target
     return paths

@@ -28,9 +28,13 @@ def gate_ops_docs(rng, reps=5):
         for nb in SIZES:
             for rep in range(reps):
                 t = (1e-3 + 5e-8 * na + 6e-8 * nb) * float(rng.lognormal(0.0, 0.005))
-                doc = make_profile("gate_ops", [[("gateops", {"P": 1, "NInsert": na,
-                                                              "NLookup": nb})]], [t],
-                                   params={"na": na, "nb": nb}, hostname="gatehost")
+                doc = make_profile(
+                    "gate_ops",
+                    [[("gateops", {"P": 1, "NInsert": na, "NLookup": nb})]],
+                    [t],
+                    params={"na": na, "nb": nb},
+                    hostname="gatehost",
+                )
                 doc["started_at"] = f"2026-01-01T00:00:{rep:02d}Z"
                 docs.append((f"{na}:{nb}:{rep}", doc))
     return docs
@@ -46,8 +50,13 @@ def disturbed_copy(docs, slower=1.3):
     """The same runs plus one more of the first configuration, `slower` times as long."""
     na, nb = SIZES[0], SIZES[0]
     t = (1e-3 + 5e-8 * na + 6e-8 * nb) * slower
-    extra = make_profile("gate_ops", [[("gateops", {"P": 1, "NInsert": na, "NLookup": nb})]],
-                         [t], params={"na": na, "nb": nb}, hostname="gatehost")
+    extra = make_profile(
+        "gate_ops",
+        [[("gateops", {"P": 1, "NInsert": na, "NLookup": nb})]],
+        [t],
+        params={"na": na, "nb": nb},
+        hostname="gatehost",
+    )
     extra["started_at"] = "2026-01-01T00:01:00Z"
     return docs + [("disturbed", extra)]
 
@@ -71,14 +80,15 @@ def test_the_fit_of_a_side_with_a_disturbed_run_equals_the_clean_fit(tmp_path):
     docs = gate_ops_docs(np.random.default_rng(2))
     base = load_side("baseline", write(tmp_path / "b.db", docs))
     cand = load_side("candidate", write(tmp_path / "c.db", disturbed_copy(docs)))
-    report = evaluate(base, cand, config_from_dict({"defaults": {"disturbed": 0.1,
-                                                                 "fastest": 0}}),
-                      fit_script=FIT)
+    report = evaluate(
+        base, cand, config_from_dict({"defaults": {"disturbed": 0.1, "fastest": 0}}), fit_script=FIT
+    )
     coef = {u.id: u for u in report.units if u.id.startswith("fit::")}
     assert coef["fit::gateops.OP_B:Lookup"].comparison.change == pytest.approx(0, abs=1e-9)
     assert coef["fit::gateops.OP_A:Insert"].comparison.change == pytest.approx(0, abs=1e-9)
-    assert any("left out of the fit as disturbed" in w and "+30%" in w
-               for w in report.warnings), report.warnings
+    assert any("left out of the fit as disturbed" in w and "+30%" in w for w in report.warnings), (
+        report.warnings
+    )
     # with both filters off the disturbed run moves the candidate's coefficients
     kept = evaluate(base, cand, config_from_dict({"defaults": {"fastest": 0}}), fit_script=FIT)
     change = next(u for u in kept.units if u.id == "fit::gateops.OP_A:Insert").comparison

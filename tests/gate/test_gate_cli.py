@@ -15,8 +15,7 @@ from mprof.db.store import ProfileDB
 from mprof.errors import MprofError
 from mprof.gate.config import config_from_dict
 from mprof.gate.data import load_side
-from mprof.gate.evaluate import (ALLOWED, BEHAVIOUR, INCONCLUSIVE, INFO, PASS, REGRESSION,
-                                 evaluate)
+from mprof.gate.evaluate import ALLOWED, BEHAVIOUR, INCONCLUSIVE, INFO, PASS, REGRESSION, evaluate
 
 from gate_synth import write_db
 
@@ -36,13 +35,16 @@ def dbs(tmp_path):
 
 
 def gate(dbs, cand, *extra, base="base"):
-    return main(["gate", "--baseline", str(dbs[base]), "--candidate", str(dbs[cand]),
-                 "-q", *extra])
+    return main(["gate", "--baseline", str(dbs[base]), "--candidate", str(dbs[cand]), "-q", *extra])
 
 
 def verdicts(dbs, cand, config=None, **kw):
-    report = evaluate(load_side("baseline", dbs["base"]), load_side("candidate", dbs[cand]),
-                      config_from_dict(config or {}), **kw)
+    report = evaluate(
+        load_side("baseline", dbs["base"]),
+        load_side("candidate", dbs[cand]),
+        config_from_dict(config or {}),
+        **kw,
+    )
     return report, {u.id: u.verdict for u in report.units}
 
 
@@ -79,8 +81,10 @@ def test_inconclusive_exit_code_and_inconclusive_ok(dbs):
 
 
 def test_per_unit_tolerance_and_alpha(dbs):
-    config = {"defaults": {"tolerance": 0.05},
-              "unit": [{"match": "*(npes=2,n=4000)::time", "tolerance": 0.5}]}
+    config = {
+        "defaults": {"tolerance": 0.05},
+        "unit": [{"match": "*(npes=2,n=4000)::time", "tolerance": 0.5}],
+    }
     report, v = verdicts(dbs, "slow", config)
     assert v["synth(npes=2,n=4000)::time"] == PASS  # +30 % is inside a 50 % tolerance
     u = next(u for u in report.units if u.id == "synth(npes=2,n=4000)::time")
@@ -102,9 +106,11 @@ def test_correction_is_configurable(dbs):
 
 def test_allow_list(dbs, tmp_path):
     cfg = tmp_path / "gate.toml"
-    cfg.write_text('[defaults]\ntolerance = 0.05\nalpha = 0.05\n\n'
-                   '[[allow]]\nmatch = "*(npes=2,n=4000)::time"\nreason = "new algorithm"\n\n'
-                   '[[allow]]\nmatch = "nothing::*"\nreason = "stale"\n')
+    cfg.write_text(
+        "[defaults]\ntolerance = 0.05\nalpha = 0.05\n\n"
+        '[[allow]]\nmatch = "*(npes=2,n=4000)::time"\nreason = "new algorithm"\n\n'
+        '[[allow]]\nmatch = "nothing::*"\nreason = "stale"\n'
+    )
     assert gate(dbs, "slow", "--config", str(cfg), "--inconclusive-ok") == 0
     report, v = verdicts(dbs, "slow", {"allow": [{"match": "*::time", "reason": "ok"}]})
     assert v["synth(npes=2,n=4000)::time"] == ALLOWED
@@ -124,15 +130,18 @@ def test_cross_machine_refused_or_informational(dbs, capsys):
     assert gate(dbs, "other", "--allow-cross-machine") == 0
 
 
-@pytest.mark.parametrize("args", [
-    ["--baseline", "/nonexistent.db", "--candidate", "/nonexistent.db"],
-    ["--candidate", "X"],
-    ["--tolerance", "-1"],
-    ["--alpha", "0.9"],
-    ["--correction", "magic"],
-    ["--where", "n=12345"],  # selects nothing
-    ["--config", "/nonexistent.toml"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--baseline", "/nonexistent.db", "--candidate", "/nonexistent.db"],
+        ["--candidate", "X"],
+        ["--tolerance", "-1"],
+        ["--alpha", "0.9"],
+        ["--correction", "magic"],
+        ["--where", "n=12345"],  # selects nothing
+        ["--config", "/nonexistent.toml"],
+    ],
+)
 def test_input_errors_exit_2(dbs, args, capsys):
     full = ["gate"]
     if "--baseline" not in args and "--candidate" not in args:
@@ -142,17 +151,25 @@ def test_input_errors_exit_2(dbs, args, capsys):
 
 
 def test_bad_config_files_exit_2(dbs, tmp_path):
-    for text in ('[defaults]\ntolerance = "x"\n', '[[unit]]\ntolerance = 0.1\n',
-                 '[[allow]]\nmatch = "*"\n', '[weird]\n', 'not toml ['):
+    for text in (
+        '[defaults]\ntolerance = "x"\n',
+        "[[unit]]\ntolerance = 0.1\n",
+        '[[allow]]\nmatch = "*"\n',
+        "[weird]\n",
+        "not toml [",
+    ):
         cfg = tmp_path / "bad.toml"
         cfg.write_text(text)
         assert gate(dbs, "same", "--config", str(cfg)) == 2, text
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"tolerance": 0.1}, "'match' (a unit id or glob pattern) is required"),
-    ({"match": 5}, "'match' must be a string (a unit id or glob pattern), got 5"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"tolerance": 0.1}, "'match' (a unit id or glob pattern) is required"),
+        ({"match": 5}, "'match' must be a string (a unit id or glob pattern), got 5"),
+    ],
+)
 def test_a_unit_match_missing_or_of_another_type_is_named(entry, message):
     with pytest.raises(MprofError, match=re.escape(message)):
         config_from_dict({"unit": [entry]})
@@ -167,8 +184,21 @@ def test_where_and_program_selection(dbs):
 
 def test_reports_are_well_formed(dbs, tmp_path):
     md, xml, js = tmp_path / "o.md", tmp_path / "o.xml", tmp_path / "o.json"
-    code = main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]),
-                 "--markdown", str(md), "--junit", str(xml), "--json", str(js)])
+    code = main(
+        [
+            "gate",
+            "--baseline",
+            str(dbs["base"]),
+            "--candidate",
+            str(dbs["slow"]),
+            "--markdown",
+            str(md),
+            "--junit",
+            str(xml),
+            "--json",
+            str(js),
+        ]
+    )
     assert code == 1
     data = json.loads(js.read_text())
     assert data["status"] == "FAIL" and data["exit_code"] == 1
@@ -191,8 +221,7 @@ def test_reports_are_well_formed(dbs, tmp_path):
 
 
 def test_terminal_table_lists_regressions_first(dbs, capsys):
-    main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]),
-          "--show-pass"])
+    main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]), "--show-pass"])
     out = capsys.readouterr().out
     assert out.index("REGRESSION") < out.index("PASS")
     assert "mprof gate: FAIL" in out
@@ -204,8 +233,21 @@ def test_one_run_on_a_side_shows_no_interval_in_any_format(dbs, tmp_path, capsys
     INCONCLUSIVE."""
     one = write_db(tmp_path / "one.db", np.random.default_rng(3), reps=1)
     md, xml, js = tmp_path / "o.md", tmp_path / "o.xml", tmp_path / "o.json"
-    code = main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(one),
-                 "--markdown", str(md), "--junit", str(xml), "--json", str(js)])
+    code = main(
+        [
+            "gate",
+            "--baseline",
+            str(dbs["base"]),
+            "--candidate",
+            str(one),
+            "--markdown",
+            str(md),
+            "--junit",
+            str(xml),
+            "--json",
+            str(js),
+        ]
+    )
     assert code == 3
     terminal = capsys.readouterr().out
     units = {u["id"]: u for u in json.loads(js.read_text())["units"]}
@@ -236,8 +278,9 @@ def test_a_configuration_without_a_test_is_not_counted_by_the_correction(dbs, tm
         docs = [(f"one{i}", doc) for i, doc in db.documents()]
     with ProfileDB(slow) as db:
         db.import_documents(docs)
-    report = evaluate(load_side("baseline", dbs["base"]), load_side("candidate", slow),
-                      config_from_dict({}))
+    report = evaluate(
+        load_side("baseline", dbs["base"]), load_side("candidate", slow), config_from_dict({})
+    )
     units = {u.id: u for u in report.units}
     single, slowed = units["synth(npes=2,n=1000)::time"], units["synth(npes=2,n=4000)::time"]
     assert single.verdict == INCONCLUSIVE and not single.comparison.tested
@@ -281,8 +324,12 @@ def test_no_unit_compared_after_the_filter_is_an_input_error(dbs, tmp_path):
     rng = np.random.default_rng(5)
     half = write_db(tmp_path / "half.db", rng, configs=((1000, 2),))
     with pytest.raises(MprofError, match="no unit compares"):
-        evaluate(load_side("baseline", dbs["base"]), load_side("candidate", half),
-                 config_from_dict({}), unit_filter=lambda u: "n=4000" in u.id)
+        evaluate(
+            load_side("baseline", dbs["base"]),
+            load_side("candidate", half),
+            config_from_dict({}),
+            unit_filter=lambda u: "n=4000" in u.id,
+        )
 
 
 # -- which statistics are compared exactly: what they are, not coincidence ------------------
@@ -293,10 +340,10 @@ def test_measured_statistic_equal_by_chance_is_no_behaviour_change(tmp_path):
     to idle equally long (here: not at all) say nothing about the candidate's idle time."""
     rng = np.random.default_rng(11)
     base = write_db(tmp_path / "b.db", rng, reps=2, extra=lambda n, rep: {"IdleNs": 0})
-    cand = write_db(tmp_path / "c.db", rng, reps=2,
-                    extra=lambda n, rep: {"IdleNs": 1000 + 7 * rep})
-    report = evaluate(load_side("baseline", base), load_side("candidate", cand),
-                      config_from_dict({}))
+    cand = write_db(tmp_path / "c.db", rng, reps=2, extra=lambda n, rep: {"IdleNs": 1000 + 7 * rep})
+    report = evaluate(
+        load_side("baseline", base), load_side("candidate", cand), config_from_dict({})
+    )
     ids = {u.id for u in report.units}
     assert not any("IdleNs" in i for i in ids), ids
     assert BEHAVIOUR not in {u.verdict for u in report.units}
@@ -308,11 +355,13 @@ def test_statistic_varying_in_one_configuration_is_not_exact_in_any(tmp_path):
     """`Steals` varies between repetitions of n=4000: it depends on timing, so its equal
     values in the n=1000 repetitions are luck, not a behaviour to hold the candidate to."""
     rng = np.random.default_rng(12)
-    base = write_db(tmp_path / "b.db", rng, reps=3,
-                    extra=lambda n, rep: {"Steals": 0 if n == 1000 else rep})
+    base = write_db(
+        tmp_path / "b.db", rng, reps=3, extra=lambda n, rep: {"Steals": 0 if n == 1000 else rep}
+    )
     cand = write_db(tmp_path / "c.db", rng, reps=3, extra=lambda n, rep: {"Steals": 1})
-    report = evaluate(load_side("baseline", base), load_side("candidate", cand),
-                      config_from_dict({}))
+    report = evaluate(
+        load_side("baseline", base), load_side("candidate", cand), config_from_dict({})
+    )
     assert not any("Steals" in u.id for u in report.units)
     assert "varies between baseline repetitions" in report.inexact_stats["rts.Steals"]
 
@@ -322,7 +371,8 @@ def test_interface_option_declares_measured_statistics(tmp_path, capsys):
     perf.mkdir()
     (perf / "mylib.perf").write_text(
         "interface mylib -- test\nstatistics\n  P -- p\n  Ops -- ops\n  Noise -- noise\n"
-        "  WaitNs measured -- waiting time\ncategories\n  ALL -- all\n    { P Ops Noise WaitNs }\n")
+        "  WaitNs measured -- waiting time\ncategories\n  ALL -- all\n    { P Ops Noise WaitNs }\n"
+    )
     rng = np.random.default_rng(13)
     base = write_db(tmp_path / "b.db", rng, module="mylib", extra=lambda n, rep: {"WaitNs": 5})
     cand = write_db(tmp_path / "c.db", rng, module="mylib", extra=lambda n, rep: {"WaitNs": 9})
@@ -338,8 +388,9 @@ def test_a_single_baseline_run_shows_no_statistic_is_deterministic(tmp_path):
     rng = np.random.default_rng(14)
     base = write_db(tmp_path / "b.db", rng, reps=1)
     cand = write_db(tmp_path / "c.db", rng, reps=3, stat_delta=1)
-    report = evaluate(load_side("baseline", base), load_side("candidate", cand),
-                      config_from_dict({}))
+    report = evaluate(
+        load_side("baseline", base), load_side("candidate", cand), config_from_dict({})
+    )
     assert not [u for u in report.units if u.kind == "stat"]
 
 
@@ -353,10 +404,13 @@ def test_mprof_starts_without_scipy():
     from mprof.gate import evaluate as gate_evaluate
 
     assert gate_cli.EXIT_ERROR == gate_evaluate.EXIT_ERROR
-    code = ("import sys\nfrom mprof.cli import build_parser\nbuild_parser()\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys\nfrom mprof.cli import build_parser\nbuild_parser()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]", out
 
 
@@ -364,8 +418,17 @@ def test_table_columns_are_labelled_and_explained(dbs, tmp_path, capsys):
     """The change is a Hodges-Lehmann estimate, not the ratio of the medians shown beside
     it: the table says so, and `--help` shows no required ACTION."""
     md = tmp_path / "o.md"
-    main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]),
-          "--markdown", str(md)])
+    main(
+        [
+            "gate",
+            "--baseline",
+            str(dbs["base"]),
+            "--candidate",
+            str(dbs["slow"]),
+            "--markdown",
+            str(md),
+        ]
+    )
     out = capsys.readouterr().out
     for text in (out, md.read_text()):
         assert "baseline¹" in text and "change²" in text and "bounds³" in text

@@ -28,9 +28,13 @@ def write(path: Path, rng, lookup_ns: float, *, reps: int = 5, lookups=lambda nb
         for nb in SIZES:
             for rep in range(reps):
                 t = (1e-3 + 5e-8 * na + lookup_ns * 1e-9 * nb) * float(rng.lognormal(0, 0.005))
-                doc = make_profile("gate_ops", [[("gateops", {"P": 1, "NInsert": na,
-                                                              "NLookup": lookups(nb)})]], [t],
-                                   params={"na": na, "nb": nb}, hostname="gatehost")
+                doc = make_profile(
+                    "gate_ops",
+                    [[("gateops", {"P": 1, "NInsert": na, "NLookup": lookups(nb)})]],
+                    [t],
+                    params={"na": na, "nb": nb},
+                    hostname="gatehost",
+                )
                 doc["started_at"] = f"2026-01-01T00:00:{rep:02d}Z"
                 docs.append((f"{na}:{nb}:{rep}", doc))
     with ProfileDB(path) as db:
@@ -73,5 +77,7 @@ def test_different_counts_are_a_behaviour_change_not_a_cost(tmp_path):
     assert per_config and all(u.hypothesis == coef.hypothesis for u in per_config)
     assert all(u.comparison.change == pytest.approx(coef.comparison.change) for u in per_config)
     assert coef.comparison.change == pytest.approx(-0.75, abs=0.05)
-    assert any(u.verdict == "BEHAVIOUR CHANGE" and u.id.endswith("::stat:gateops.NLookup")
-               for u in report.units)
+    assert any(
+        u.verdict == "BEHAVIOUR CHANGE" and u.id.endswith("::stat:gateops.NLookup")
+        for u in report.units
+    )

@@ -20,8 +20,9 @@ from gate_synth import write_category_db, write_dca_model
 
 
 def _report(base, cand, **kw):
-    return evaluate(load_side("baseline", base), load_side("candidate", cand),
-                    config_from_dict({}), **kw)
+    return evaluate(
+        load_side("baseline", base), load_side("candidate", cand), config_from_dict({}), **kw
+    )
 
 
 def test_aa_with_category_times_flags_nothing(tmp_path):
@@ -62,8 +63,9 @@ def test_category_with_few_samples_is_reported_not_gated(tmp_path):
 
     rng = np.random.default_rng(1)
     base = write_category_db(tmp_path / "b.db", rng, reps=4, sample_s=4e-3)
-    cand = write_category_db(tmp_path / "c.db", rng, reps=4, sample_s=4e-3,
-                             slow={"dca:UPDATE": 1.67})
+    cand = write_category_db(
+        tmp_path / "c.db", rng, reps=4, sample_s=4e-3, slow={"dca:UPDATE": 1.67}
+    )
     report = _report(base, cand)
     update = {u.id: u for u in report.units}["cat:dca:UPDATE"]
     assert update.verdict == INFO
@@ -73,16 +75,16 @@ def test_category_with_few_samples_is_reported_not_gated(tmp_path):
     assert "cat:dca:UPDATE" not in lines and "::time" in lines
     # sampled finely enough, the same change gates
     base = write_category_db(tmp_path / "b2.db", rng, reps=4, sample_s=1e-4)
-    cand = write_category_db(tmp_path / "c2.db", rng, reps=4, sample_s=1e-4,
-                             slow={"dca:UPDATE": 1.67})
+    cand = write_category_db(
+        tmp_path / "c2.db", rng, reps=4, sample_s=1e-4, slow={"dca:UPDATE": 1.67}
+    )
     assert {u.id: u for u in _report(base, cand).units}["cat:dca:UPDATE"].verdict == REGRESSION
 
 
 def test_runs_without_category_times_compare_busy_time(tmp_path):
     rng = np.random.default_rng(2)
     base = write_category_db(tmp_path / "b.db", rng, categories=False)
-    cand = write_category_db(tmp_path / "c.db", rng, categories=False,
-                             slow={"dca:UPDATE": 1.67})
+    cand = write_category_db(tmp_path / "c.db", rng, categories=False, slow={"dca:UPDATE": 1.67})
     report = _report(base, cand)
     v = {u.id: u.verdict for u in report.units}
     assert v["cat:(busy)"] == REGRESSION
@@ -106,8 +108,10 @@ def test_fixed_parameter_is_never_compared_as_data(tmp_path):
         assert not any("rtx.IDLE" in i or "IdleCpu" in i for i in ids), ids
         assert "rtx:IdleCpu" in report.not_compared
         assert "fixed" in report.not_compared["rtx:IdleCpu"]
-        assert not any(u.comparison is not None and "constant on both sides" in u.comparison.note
-                       for u in report.units)
+        assert not any(
+            u.comparison is not None and "constant on both sides" in u.comparison.note
+            for u in report.units
+        )
         alarms += [u.id for u in report.units if u.verdict in (REGRESSION, BEHAVIOUR)]
     assert not alarms, alarms
 
@@ -133,7 +137,8 @@ def test_model_costs_of_counts_do_not_gate(tmp_path):
     cand = write_category_db(tmp_path / "c.db", rng, reps=4, slow={"dca:UPDATE": 1.67})
     model = tmp_path / "dca.model.json"
     (tmp_path / "save.tcl").write_text(
-        script.read_text().replace("unused.db", str(base)) + f"SaveModel {model}\n")
+        script.read_text().replace("unused.db", str(base)) + f"SaveModel {model}\n"
+    )
     assert main(["fit", str(tmp_path / "save.tcl")]) == 0
     from mprof.model import load_model
 
@@ -149,8 +154,14 @@ def test_focus_corrects_within_the_family_and_reports_the_rest(tmp_path, capsys)
     rng = np.random.default_rng(5)
     sizes = tuple(1000 * (k + 1) for k in range(12))
     base = write_category_db(tmp_path / "b.db", rng, reps=3, sizes=sizes, idle_sigma=0.05)
-    cand = write_category_db(tmp_path / "c.db", rng, reps=3, sizes=sizes,
-                             slow={"dca:UPDATE": 1.7, "(idle)": 1.7}, idle_sigma=0.05)
+    cand = write_category_db(
+        tmp_path / "c.db",
+        rng,
+        reps=3,
+        sizes=sizes,
+        slow={"dca:UPDATE": 1.7, "(idle)": 1.7},
+        idle_sigma=0.05,
+    )
     report = _report(base, cand, focus=["dca"])
     v = {u.id: u for u in report.units}
     assert v["cat:dca:UPDATE"].verdict == REGRESSION and v["cat:dca:UPDATE"].in_focus
@@ -171,12 +182,16 @@ def test_focus_corrects_within_the_family_and_reports_the_rest(tmp_path, capsys)
 
 def test_stratified_comparison_basics():
     rng = np.random.default_rng(9)
-    strata = [(rng.lognormal(np.log(s), 0.02, 4), rng.lognormal(np.log(s * 1.3), 0.02, 4))
-              for s in (1.0, 2.0, 5.0)]
+    strata = [
+        (rng.lognormal(np.log(s), 0.02, 4), rng.lognormal(np.log(s * 1.3), 0.02, 4))
+        for s in (1.0, 2.0, 5.0)
+    ]
     c = compare_strata(strata, 0.05, 0.05)
     assert c.p_regression < 0.001 and 0.2 < c.change < 0.4 and c.low > 0.05
-    same = [(rng.lognormal(np.log(s), 0.02, 4), rng.lognormal(np.log(s), 0.02, 4))
-            for s in (1.0, 2.0, 5.0)]
+    same = [
+        (rng.lognormal(np.log(s), 0.02, 4), rng.lognormal(np.log(s), 0.02, 4))
+        for s in (1.0, 2.0, 5.0)
+    ]
     c = compare_strata(same, 0.05, 0.05)
     assert c.p_regression > 0.5 and c.high < 0.05
     # exact null distribution: every candidate above every baseline in 3 strata of 2 + 2
@@ -211,8 +226,7 @@ def test_stratified_comparison_says_which_configurations_it_left_out():
     assert "left out: 1 configuration with fewer than 2 runs on a side" in c.note
 
 
-def test_category_times_of_runs_imported_before_the_table_are_read_after_migration(
-        tmp_path):
+def test_category_times_of_runs_imported_before_the_table_are_read_after_migration(tmp_path):
     """A database that held runs with category times before it kept them in category_time
     (only their documents had them): opening it fills the table from the documents, and the
     gate sees them."""

@@ -42,10 +42,12 @@ def test_recommendation_is_what_the_categories_need():
     """Each configuration's `::time` is a test on its own and may need far more repetitions
     than the categories compared over all configurations: the recommendation is the
     categories', and `::time`'s only where the runs have no category times."""
-    lines = [PowerLine("::time", 9, 0.1, 45, 6, 0.5, None),
-             PowerLine("cat:m:A", 9, 0.05, 45, 6, 0.12, 20),
-             PowerLine("cat:m:B", 9, 0.04, 45, 6, 0.10, 14),
-             PowerLine("cat:(scheduler)", 9, 0.5, 45, 6, 2.0, None)]
+    lines = [
+        PowerLine("::time", 9, 0.1, 45, 6, 0.5, None),
+        PowerLine("cat:m:A", 9, 0.05, 45, 6, 0.12, 20),
+        PowerLine("cat:m:B", 9, 0.04, 45, 6, 0.10, 14),
+        PowerLine("cat:(scheduler)", 9, 0.5, 45, 6, 2.0, None),
+    ]
     assert PowerCheck(0.10, 0.05, 0.05, 11, lines).recommended == 20
     assert PowerCheck(0.10, 0.05, 0.05, 11, lines[:1]).recommended is None
     assert PowerCheck(0.10, 0.05, 0.05, 11, [lines[0], lines[3]]).recommended is None
@@ -78,14 +80,22 @@ def test_the_recommendation_detects(tmp_path):
     detected = {reps: 0, 3: 0}
     for trial in range(8):
         for n in detected:
-            b = write_category_db(tmp_path / f"b{trial}_{n}.db", rng, reps=n, sigma=0.04,
-                                  sizes=(1000,))
-            c = write_category_db(tmp_path / f"c{trial}_{n}.db", rng, reps=n, sigma=0.04,
-                                  sizes=(1000,), slow={"dca:UPDATE": 1.15, "dca:LOOKUP": 1.15})
+            b = write_category_db(
+                tmp_path / f"b{trial}_{n}.db", rng, reps=n, sigma=0.04, sizes=(1000,)
+            )
+            c = write_category_db(
+                tmp_path / f"c{trial}_{n}.db",
+                rng,
+                reps=n,
+                sigma=0.04,
+                sizes=(1000,),
+                slow={"dca:UPDATE": 1.15, "dca:LOOKUP": 1.15},
+            )
             from mprof.gate.evaluate import evaluate
 
-            report = evaluate(load_side("baseline", b), load_side("candidate", c),
-                              GateConfig(), focus=["dca"])
+            report = evaluate(
+                load_side("baseline", b), load_side("candidate", c), GateConfig(), focus=["dca"]
+            )
             detected[n] += any(u.verdict == REGRESSION for u in report.units)
     assert detected[reps] >= 5 and detected[3] <= detected[reps], detected
 
@@ -101,11 +111,14 @@ def test_power_command(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["tests"] == 3 + 4 and data["recommended"] >= 4
     assert {u["unit"] for u in data["units"]} >= {"::time", "cat:dca:UPDATE"}
-    assert main(["gate", "power", "--baseline", str(db), "--focus", "dca", "--json",
-                 str(out)]) == 0
+    assert main(["gate", "power", "--baseline", str(db), "--focus", "dca", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["tests"] == 2
-    for bad in (["--change", "-1"], ["--repetitions", "1"], ["--tests", "0"],
-                ["--focus", "x", "--where", "n=7"]):
+    for bad in (
+        ["--change", "-1"],
+        ["--repetitions", "1"],
+        ["--tests", "0"],
+        ["--focus", "x", "--where", "n=7"],
+    ):
         assert main(["gate", "power", "--baseline", str(db), *bad]) == 2, bad
         assert capsys.readouterr().err.startswith("mprof gate: error: ")
     assert main(["gate", "power", "--baseline", str(tmp_path / "none.db")]) == 2
@@ -113,10 +126,12 @@ def test_power_command(tmp_path, capsys):
 
 def _spec(tmp_path, program, reps):
     spec = tmp_path / "aa.toml"
-    spec.write_text(f'program = "{program}"\n'
-                    'command = "{program} {npes} {fibers} {msgs} {bytes}"\n'
-                    f'database = "unused.db"\nnpes = [1]\nrepetitions = {reps}\n'
-                    '[params]\nfibers = [2000]\nmsgs = [200]\nbytes = [16]\n')
+    spec.write_text(
+        f'program = "{program}"\n'
+        'command = "{program} {npes} {fibers} {msgs} {bytes}"\n'
+        f'database = "unused.db"\nnpes = [1]\nrepetitions = {reps}\n'
+        "[params]\nfibers = [2000]\nmsgs = [200]\nbytes = [16]\n"
+    )
     return spec
 
 
@@ -127,9 +142,23 @@ def test_candidate_binary_of_another_name(rt_workload, tmp_path, capsys):
     copy = tmp_path / "rt_workload_copy"
     shutil.copy(rt_workload, copy)
     spec = _spec(tmp_path, rt_workload, 2)
-    code = main(["gate", "run", "--spec", str(spec), "--baseline-bin", str(rt_workload),
-                 "--candidate-bin", str(copy), "--out-dir", str(tmp_path / "o"),
-                 "--inconclusive-ok", "--tolerance", "0.25"])
+    code = main(
+        [
+            "gate",
+            "run",
+            "--spec",
+            str(spec),
+            "--baseline-bin",
+            str(rt_workload),
+            "--candidate-bin",
+            str(copy),
+            "--out-dir",
+            str(tmp_path / "o"),
+            "--inconclusive-ok",
+            "--tolerance",
+            "0.25",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "compared as the baseline's rt_workload" in captured.out
@@ -140,16 +169,30 @@ def test_adaptive_run_takes_the_recommended_repetitions(rt_workload, tmp_path):
     config = GateConfig(tolerance=0.05)
     text = io.StringIO()
     console = Console(file=text, width=200)
-    _, log = run_gate(spec, baseline_bin=str(rt_workload), candidate_bin=str(rt_workload),
-                      out_dir=tmp_path / "pilot", config=config, console=console)
+    _, log = run_gate(
+        spec,
+        baseline_bin=str(rt_workload),
+        candidate_bin=str(rt_workload),
+        out_dir=tmp_path / "pilot",
+        config=config,
+        console=console,
+    )
     assert log.runs == 4 and log.power is not None
     assert "power check: with 2 repetition(s)" in text.getvalue()
     # before any run: the noise of the pilot's baseline; adaptive within a budget of 8 runs
     text.truncate(0)
-    report, log = run_gate(spec, baseline_bin=str(rt_workload), candidate_bin=str(rt_workload),
-                           out_dir=tmp_path / "run", config=config, console=console,
-                           noise_from=tmp_path / "pilot" / "baseline.db", adaptive=True,
-                           budget=8, change=0.10)
+    report, log = run_gate(
+        spec,
+        baseline_bin=str(rt_workload),
+        candidate_bin=str(rt_workload),
+        out_dir=tmp_path / "run",
+        config=config,
+        console=console,
+        noise_from=tmp_path / "pilot" / "baseline.db",
+        adaptive=True,
+        budget=8,
+        change=0.10,
+    )
     out = text.getvalue()
     assert out.index("power check") < out.index("gate run: ")
     assert log.repetitions > 2 and log.runs == 2 * log.repetitions

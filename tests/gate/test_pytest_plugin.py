@@ -12,7 +12,7 @@ from mprof.gate.config import GateConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
-TESTS = '''
+TESTS = """
 def test_inserts_unchanged(perf_gate):
     perf_gate.expect(program="gate_ops", params={{"na": 60000, "nb": 0}}, category="time",
                      tolerance=0.25, alpha=0.05, run=["{slow}", "1", "60000", "0"],
@@ -26,7 +26,7 @@ def test_counts_unchanged(perf_gate):
     perf_gate.expect(program="gate_ops", params={{"na": 5000, "nb": 1000000}},
                      category="stat:gateops.*", run=["{slow}", "1", "5000", "1000000"],
                      repetitions=3)
-'''
+"""
 
 
 def test_perf_gate_fixture(gate_ops_builds, tmp_path):
@@ -35,9 +35,12 @@ def test_perf_gate_fixture(gate_ops_builds, tmp_path):
     baseline = tmp_path / "baseline.db"
     for na, nb in ((60000, 0), (5000, 1000000)):
         db = gate.record_runs([gate_ops_builds["base"], 1, na, nb], 8)
-        subprocess.run([sys.executable, "-m", "mprof", "db", "import", str(baseline)]
-                       + [str(p) for p in sorted(db.parent.glob("run*.json"))],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "mprof", "db", "import", str(baseline)]
+            + [str(p) for p in sorted(db.parent.glob("run*.json"))],
+            check=True,
+            capture_output=True,
+        )
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_perf.py").write_text(TESTS.format(slow=gate_ops_builds["slow"]))
@@ -47,10 +50,29 @@ def test_perf_gate_fixture(gate_ops_builds, tmp_path):
     # is tried again (up to three in all).  The 3x slower lookups must fail in every one.
     for attempt in range(3):
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "mprof.gate.pytest_plugin", "-p",
-             "no:cacheprovider", "--perf-baseline", str(baseline), "-rA", "--rootdir",
-             str(project), "--junitxml", str(project / "junit.xml"), str(project)],
-            cwd=project, env=env, capture_output=True, text=True, timeout=120)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "mprof.gate.pytest_plugin",
+                "-p",
+                "no:cacheprovider",
+                "--perf-baseline",
+                str(baseline),
+                "-rA",
+                "--rootdir",
+                str(project),
+                "--junitxml",
+                str(project / "junit.xml"),
+                str(project),
+            ],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         out = proc.stdout
         assert proc.returncode == 1, out + proc.stderr
         assert "FAILED test_perf.py::test_lookups_regress" in out
@@ -59,5 +81,6 @@ def test_perf_gate_fixture(gate_ops_builds, tmp_path):
         if "PASSED test_perf.py::test_inserts_unchanged" in out:
             break
     assert "PASSED test_perf.py::test_inserts_unchanged" in out, out
-    assert "perf_gate gate_ops(npes=1,na=5000,nb=1000000)::time" in (
-        project / "junit.xml").read_text()
+    assert (
+        "perf_gate gate_ops(npes=1,na=5000,nb=1000000)::time" in (project / "junit.xml").read_text()
+    )

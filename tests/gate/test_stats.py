@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from mprof.gate.stats import (_u_cdf, adjust, compare_estimates, compare_exact,
-                              compare_samples, compare_strata, moses_rank)
+from mprof.gate.stats import (
+    _u_cdf,
+    adjust,
+    compare_estimates,
+    compare_exact,
+    compare_samples,
+    compare_strata,
+    moses_rank,
+)
 
 
 def test_u_distribution_matches_scipy_exact():
@@ -107,8 +114,11 @@ def test_growth_from_a_zero_baseline_is_unbounded(strata):
     """A category new in the candidate (baseline all 0): the change was the difference in
     seconds shown as a fraction, so 0.03 s of new work read +3 % and passed a 5 % tolerance."""
     base, cand = [0.0] * 5, [0.030, 0.031, 0.032, 0.033, 0.034]
-    c = (compare_strata([(base, cand), (base, cand)], 0.05, 0.05) if strata
-         else compare_samples(base, cand, 0.05, 0.05))
+    c = (
+        compare_strata([(base, cand), (base, cand)], 0.05, 0.05)
+        if strata
+        else compare_samples(base, cand, 0.05, 0.05)
+    )
     assert c.change == math.inf and c.low == math.inf
     assert c.p_regression < 0.05
 

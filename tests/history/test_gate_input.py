@@ -14,12 +14,29 @@ from mprof.cli import main
 def gate_result():
     """What `mprof gate --json` writes (mprof/gate/evaluate.py), reduced to what history
     reads: a measured unit and an exactly compared statistic."""
-    return {"schema": "mprof.gate", "version": 1, "status": "PASS", "units": [
-        {"id": "pipe(npes=2)::time", "kind": "time", "category": None, "baseline": 1.0,
-         "candidate": 1.1, "change_low": 0.05, "change_high": 0.15},
-        {"id": "pipe(npes=2)::stat:rts.P", "kind": "stat", "category": None,
-         "baseline": "2", "candidate": "2"},
-    ]}
+    return {
+        "schema": "mprof.gate",
+        "version": 1,
+        "status": "PASS",
+        "units": [
+            {
+                "id": "pipe(npes=2)::time",
+                "kind": "time",
+                "category": None,
+                "baseline": 1.0,
+                "candidate": 1.1,
+                "change_low": 0.05,
+                "change_high": 0.15,
+            },
+            {
+                "id": "pipe(npes=2)::stat:rts.P",
+                "kind": "stat",
+                "category": None,
+                "baseline": "2",
+                "candidate": "2",
+            },
+        ],
+    }
 
 
 def stored(db_path):
@@ -35,14 +52,41 @@ def add(tmp_path, capsys, doc, text=None):
     db_path = tmp_path / "h.db"
     good = tmp_path / "good.json"
     good.write_text(json.dumps(gate_result(), indent=2))
-    assert main(["history", "add", "--commit", "abc123", "--date", "2026-01-01T00:00:00Z",
-                 "--machine", "m", str(db_path), str(good)]) == 0
+    assert (
+        main(
+            [
+                "history",
+                "add",
+                "--commit",
+                "abc123",
+                "--date",
+                "2026-01-01T00:00:00Z",
+                "--machine",
+                "m",
+                str(db_path),
+                str(good),
+            ]
+        )
+        == 0
+    )
     before = stored(db_path)
     capsys.readouterr()
     path = tmp_path / "g.json"
     path.write_text(json.dumps(doc, indent=2) if text is None else text)
-    code = main(["history", "add", "--commit", "abc999", "--date", "2026-01-02T00:00:00Z",
-                 "--machine", "m", str(db_path), str(path)])
+    code = main(
+        [
+            "history",
+            "add",
+            "--commit",
+            "abc999",
+            "--date",
+            "2026-01-02T00:00:00Z",
+            "--machine",
+            "m",
+            str(db_path),
+            str(path),
+        ]
+    )
     return code, capsys.readouterr().err.strip(), stored(db_path) == before
 
 
@@ -54,21 +98,31 @@ def changed(change):
 
 BAD = [
     (lambda d: d.update(schema="x"), "g.json:2:13: schema: expected 'mprof.gate'"),
-    (lambda d: d.update(version=99), "g.json:3:14: version: gate result version 99 is not "
-     "supported"),
+    (
+        lambda d: d.update(version=99),
+        "g.json:3:14: version: gate result version 99 is not supported",
+    ),
     (lambda d: d.pop("version"), "version: gate result version null is not supported"),
     (lambda d: d.update(units={}), "units: expected an array of units"),
     (lambda d: d.pop("units"), "g.json:1:1: missing 'units' (the gate's compared units)"),
-    (lambda d: d["units"][0].update(baseline="x"), "units[0].baseline: expected a number or "
-     "null like the other side's value"),
-    (lambda d: d["units"][0].update(candidate=float("nan")),
-     "units[0].candidate: must be a finite number, got nan"),
-    (lambda d: d["units"][0].update(change_low=float("inf")),
-     "units[0].change_low: must be a finite number, got inf"),
+    (
+        lambda d: d["units"][0].update(baseline="x"),
+        "units[0].baseline: expected a number or null like the other side's value",
+    ),
+    (
+        lambda d: d["units"][0].update(candidate=float("nan")),
+        "units[0].candidate: must be a finite number, got nan",
+    ),
+    (
+        lambda d: d["units"][0].update(change_low=float("inf")),
+        "units[0].change_low: must be a finite number, got inf",
+    ),
     (lambda d: d["units"][0].update(candidate=True), "units[0].candidate: expected a number"),
     (lambda d: d["units"][1].update(id=7), "units[1].id: expected the unit's id"),
-    (lambda d: d["units"][1].update(id="a\ud800"),
-     "units[1].id: not valid Unicode (a lone surrogate)"),
+    (
+        lambda d: d["units"][1].update(id="a\ud800"),
+        "units[1].id: not valid Unicode (a lone surrogate)",
+    ),
 ]
 
 
@@ -96,20 +150,26 @@ def test_benchmark_names_with_a_lone_surrogate_are_errors(tmp_path, capsys):
     text = '== t (benchmarks/x.py)\n  {"k\\ud800": 1}\n'
     code, err, unchanged = add(tmp_path, capsys, None, text)
     assert code != 0 and unchanged
-    assert err == f"mprof: {tmp_path / 'g.json'}:2:15: k\\ud800: the name is not valid Unicode " \
-                  "(a lone surrogate)"
+    assert (
+        err == f"mprof: {tmp_path / 'g.json'}:2:15: k\\ud800: the name is not valid Unicode "
+        "(a lone surrogate)"
+    )
 
 
-@pytest.mark.parametrize("text, place", [
-    # a gate result whose unit names its candidate twice: which would be the measurement?
-    (None, None),
-    # a benchmark's line of numbers, indented as the scripts print them
-    ('== t (benchmarks/x.py)\n  {"k": 1, "m": 2, "k": 3}\n', "2:20"),
-])
+@pytest.mark.parametrize(
+    "text, place",
+    [
+        # a gate result whose unit names its candidate twice: which would be the measurement?
+        (None, None),
+        # a benchmark's line of numbers, indented as the scripts print them
+        ('== t (benchmarks/x.py)\n  {"k": 1, "m": 2, "k": 3}\n', "2:20"),
+    ],
+)
 def test_a_key_given_twice_is_an_error_at_its_place(tmp_path, capsys, text, place):
     if text is None:
-        text = json.dumps(gate_result(), indent=2).replace('"candidate": 1.1',
-                                                           '"candidate": 1.1, "candidate": 9')
+        text = json.dumps(gate_result(), indent=2).replace(
+            '"candidate": 1.1', '"candidate": 1.1, "candidate": 9'
+        )
         offset = text.index('"candidate": 9')
         place = f"{text.count(chr(10), 0, offset) + 1}:{offset - text.rfind(chr(10), 0, offset)}"
     code, err, unchanged = add(tmp_path, capsys, None, text)

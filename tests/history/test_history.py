@@ -27,8 +27,9 @@ some text the benchmark printed
 
 
 def git(repo: Path, *args, env=None) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                          check=True, env=env).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -49,24 +50,57 @@ def recorded(tmp_path_factory):
         (repo / "file").write_text(str(i))
         git(repo, "add", "file")
         date = f"2026-11-0{i + 1}T12:00:00+00:00"
-        git(repo, "commit", "-q", "-m", f"change {i}",
-            env=dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date))
+        git(
+            repo,
+            "commit",
+            "-q",
+            "-m",
+            f"change {i}",
+            env=dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date),
+        )
         commits.append(git(repo, "rev-parse", "HEAD"))
         cand = write_db(tmp / f"cand{i}.db", rng, factors={4000: factor})
         out = tmp / f"gate{i}.json"
-        subprocess.run([sys.executable, "-m", "mprof", "gate", "--baseline", str(base),
-                        "--candidate", str(cand), "--json", str(out), "-q"], cwd=repo,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mprof",
+                "gate",
+                "--baseline",
+                str(base),
+                "--candidate",
+                str(cand),
+                "--json",
+                str(out),
+                "-q",
+            ],
+            cwd=repo,
+            capture_output=True,
+        )
         gates.append(json.loads(out.read_text()))
         bench = tmp / f"bench{i}.txt"
         bench.write_text(BENCH_OUTPUT % (66.0 + i))
         # the commit, its date and branch come from git in the repository
-        proc = subprocess.run([sys.executable, "-m", "mprof", "history", "add",
-                               str(tmp / "history.db"), str(out), str(bench), "--machine", "ci"],
-                              cwd=repo, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mprof",
+                "history",
+                "add",
+                str(tmp / "history.db"),
+                str(out),
+                str(bench),
+                "--machine",
+                "ci",
+            ],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
-    return {"tmp": tmp, "repo": repo, "db": tmp / "history.db", "commits": commits,
-            "gates": gates}
+    return {"tmp": tmp, "repo": repo, "db": tmp / "history.db", "commits": commits, "gates": gates}
 
 
 def test_show_text_and_json(recorded, capsys):
@@ -87,8 +121,10 @@ def test_show_text_and_json(recorded, capsys):
     assert rows[1]["value"] > rows[0]["value"] * 1.03  # the slower commit shows
     assert main(["history", "show", str(db), "--json", "--category", "spawn*"]) == 0
     bench = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert {r["series"] for r in bench} == {"spawn_instructions/spawn_dispatch_instructions",
-                                           "spawn_instructions/detail/fiber_s"}
+    assert {r["series"] for r in bench} == {
+        "spawn_instructions/spawn_dispatch_instructions",
+        "spawn_instructions/detail/fiber_s",
+    }
     assert [r["value"] for r in bench if r["series"].endswith("instructions")] == [66, 67, 68]
 
 
@@ -110,30 +146,70 @@ def test_readding_replaces(recorded, tmp_path):
     bench = tmp_path / "b.txt"
     for value in (1.0, 2.0):
         bench.write_text(json.dumps({"benchmark": "fit", "fit_seconds": value}) + "\n")
-        assert main(["history", "add", str(db), str(bench), "--commit", "abcdef12",
-                     "--date", "2026-01-01T00:00:00Z", "--machine", "m"]) == 0
-    assert main(["history", "add", str(db), str(bench), "--commit", "abcdef12",
-                 "--machine", "m"]) == 0  # no date: the recorded one stays
+        assert (
+            main(
+                [
+                    "history",
+                    "add",
+                    str(db),
+                    str(bench),
+                    "--commit",
+                    "abcdef12",
+                    "--date",
+                    "2026-01-01T00:00:00Z",
+                    "--machine",
+                    "m",
+                ]
+            )
+            == 0
+        )
+    assert (
+        main(["history", "add", str(db), str(bench), "--commit", "abcdef12", "--machine", "m"]) == 0
+    )  # no date: the recorded one stays
     from mprof.history.store import History
 
     with History(db) as h:
         points = h.points()
         assert [(p.m.series, p.m.value, p.m.unit) for p in points] == [
-            ("fit/fit_seconds", 2.0, "s")]
+            ("fit/fit_seconds", 2.0, "s")
+        ]
         assert h.commits()[0][1] == "2026-01-01T00:00:00Z"
 
 
 def test_asv_results_are_published_by_asv(recorded, tmp_path):
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", str(recorded["repo"]), str(repo)], check=True)
-    assert main(["history", "export", str(recorded["db"]), "--format", "asv", "-o",
-                 str(repo / "results")]) == 0
-    (repo / "asv.conf.json").write_text(json.dumps({
-        "version": 1, "project": "mprof-history-test", "project_url": "http://example.org",
-        "repo": ".", "branches": ["main"], "environment_type": "existing",
-        "results_dir": "results", "html_dir": "html"}))
-    proc = subprocess.run([str(ASV), "publish"], cwd=repo, capture_output=True, text=True,
-                          timeout=300)
+    assert (
+        main(
+            [
+                "history",
+                "export",
+                str(recorded["db"]),
+                "--format",
+                "asv",
+                "-o",
+                str(repo / "results"),
+            ]
+        )
+        == 0
+    )
+    (repo / "asv.conf.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "project": "mprof-history-test",
+                "project_url": "http://example.org",
+                "repo": ".",
+                "branches": ["main"],
+                "environment_type": "existing",
+                "results_dir": "results",
+                "html_dir": "html",
+            }
+        )
+    )
+    proc = subprocess.run(
+        [str(ASV), "publish"], cwd=repo, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     index = json.loads((repo / "html" / "index.json").read_text())
     assert set(index["revision_to_hash"].values()) == set(recorded["commits"])
@@ -141,8 +217,10 @@ def test_asv_results_are_published_by_asv(recorded, tmp_path):
     graph = next((repo / "html" / "graphs" / "branch-main").rglob(f"{name}.json"))
     values = [v for _, v in json.loads(graph.read_text())]
     gates = recorded["gates"]
-    expected = [next(u["candidate"] for u in g["units"]
-                     if "n=4000" in u["id"] and u["kind"] == "time") for g in gates]
+    expected = [
+        next(u["candidate"] for u in g["units"] if "n=4000" in u["id"] and u["kind"] == "time")
+        for g in gates
+    ]
     assert values == pytest.approx(expected)
     # asv's own loader reads every results file
     from asv.results import iter_results
@@ -155,8 +233,9 @@ def test_bencher_metric_format(recorded, capsys):
     db, commits = recorded["db"], recorded["commits"]
     assert main(["history", "export", str(db), "--format", "bencher"]) == 0
     latest = json.loads(capsys.readouterr().out)
-    assert main(["history", "export", str(db), "--format", "bencher", "--commit",
-                 commits[0][:8]]) == 0
+    assert (
+        main(["history", "export", str(db), "--format", "bencher", "--commit", commits[0][:8]]) == 0
+    )
     first = json.loads(capsys.readouterr().out)
     assert set(latest) == set(first)
     for doc in (latest, first):  # BMF: benchmark -> measure -> value and optional bounds
@@ -173,20 +252,24 @@ def test_bencher_metric_format(recorded, capsys):
     assert set(first[key]) == {"time"} and "lower_value" in first[key]["time"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["show", "{tmp}/missing.db"], "no such history database"),
-    (["show", "{profile_db}"], "not an mprof history database"),
-    (["add", "{tmp}/h.db", "{tmp}/empty.txt", "--commit", "abc123"],
-     "neither a gate result"),
-    (["add", "{tmp}/h.db", "{tmp}/missing.json", "--commit", "abc123"], "cannot read"),
-    (["add", "{tmp}/h.db", "{bench}", "--commit", "not-a-hash"], "not a commit hash"),
-    (["add", "{tmp}/h.db", "{bench}", "--commit", "abc123", "--date", "yesterday"],
-     "not an ISO 8601 date"),
-    (["add", "{tmp}/h.db", "{bench}"], "no --commit given"),
-    (["export", "{db}", "--format", "asv"], "needs -o DIR"),
-    (["export", "{db}", "--format", "bencher", "--commit", "ffff0000"], "not in the history"),
-    (["show", "{db}", "--series", "nothing*"], "no measurement matches"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["show", "{tmp}/missing.db"], "no such history database"),
+        (["show", "{profile_db}"], "not an mprof history database"),
+        (["add", "{tmp}/h.db", "{tmp}/empty.txt", "--commit", "abc123"], "neither a gate result"),
+        (["add", "{tmp}/h.db", "{tmp}/missing.json", "--commit", "abc123"], "cannot read"),
+        (["add", "{tmp}/h.db", "{bench}", "--commit", "not-a-hash"], "not a commit hash"),
+        (
+            ["add", "{tmp}/h.db", "{bench}", "--commit", "abc123", "--date", "yesterday"],
+            "not an ISO 8601 date",
+        ),
+        (["add", "{tmp}/h.db", "{bench}"], "no --commit given"),
+        (["export", "{db}", "--format", "asv"], "needs -o DIR"),
+        (["export", "{db}", "--format", "bencher", "--commit", "ffff0000"], "not in the history"),
+        (["show", "{db}", "--series", "nothing*"], "no measurement matches"),
+    ],
+)
 def test_errors(recorded, tmp_path, monkeypatch, capsys, argv, message):
     (tmp_path / "empty.txt").write_text("no numbers here\n")
     bench = tmp_path / "bench.txt"
@@ -194,8 +277,9 @@ def test_errors(recorded, tmp_path, monkeypatch, capsys, argv, message):
     profile_db = write_db(tmp_path / "profiles.db", np.random.default_rng(1), reps=1)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    args = [a.format(tmp=tmp_path, db=recorded["db"], bench=bench, profile_db=profile_db)
-            for a in argv]
+    args = [
+        a.format(tmp=tmp_path, db=recorded["db"], bench=bench, profile_db=profile_db) for a in argv
+    ]
     assert main(["history", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mprof: ") and message in err and "Traceback" not in err
@@ -218,6 +302,8 @@ def test_asv_export_into_a_file_is_refused_and_writes_nothing(recorded, tmp_path
     blocker.write_text("keep")
     assert main(["history", "export", str(history), "--format", "asv", "-o", str(blocker)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"mprof: cannot create the asv results folder {blocker}: a file of that name "
-                   "is in the way (name a folder)"), err
+    assert err == (
+        f"mprof: cannot create the asv results folder {blocker}: a file of that name "
+        "is in the way (name a folder)"
+    ), err
     assert blocker.read_text() == "keep"

@@ -10,11 +10,11 @@ from iface_helpers import INTERFACES, ROOT, run
 from tooling import require_tool
 
 
-
 @pytest.fixture(autouse=True)
 def _tools_installed():
     require_tool("cmake")
     require_tool("cc")
+
 
 PROJECT = """
 cmake_minimum_required(VERSION 3.20)

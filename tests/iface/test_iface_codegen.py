@@ -23,6 +23,7 @@ def _compiler_installed():
     if not COMPILERS:
         require_tool("gcc", "clang")
 
+
 # A user of the hooks: `st`, `n` and `x` are only used inside hooks, so with MPROF_DISABLE
 # the hooks must still "use" them or -Werror=unused-variable would reject the caller.
 USER_C = """
@@ -86,15 +87,37 @@ categories
 def test_terms_named_like_the_generated_tables_compile(tmp_path, cc):
     write(parse_interface(OWN_NAMES, "own.perf"), tmp_path)
     for disable in ([], ["-DMPROF_DISABLE"]):
-        run([cc, *CFLAGS, "-O2", *disable, f"-I{RUNTIME_INCLUDE}", "-c",
-             str(tmp_path / "own_perf.c"), "-o", str(tmp_path / "own.o")])
+        run(
+            [
+                cc,
+                *CFLAGS,
+                "-O2",
+                *disable,
+                f"-I{RUNTIME_INCLUDE}",
+                "-c",
+                str(tmp_path / "own_perf.c"),
+                "-o",
+                str(tmp_path / "own.o"),
+            ]
+        )
 
 
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_disabled_hooks_generate_no_code(generated, cc):
     obj = generated / f"user-{cc}-empty.o"
-    run([cc, *CFLAGS, "-O2", "-DMPROF_DISABLE", f"-I{RUNTIME_INCLUDE}", "-c",
-         str(generated / "user.c"), "-o", str(obj)])
+    run(
+        [
+            cc,
+            *CFLAGS,
+            "-O2",
+            "-DMPROF_DISABLE",
+            f"-I{RUNTIME_INCLUDE}",
+            "-c",
+            str(generated / "user.c"),
+            "-o",
+            str(obj),
+        ]
+    )
     undefined = run(["nm", "-u", str(obj)]).stdout.split()
     # Only the (NULL-returning) create function remains; no runtime symbol at all.
     assert undefined == ["U", "pipe_stats_create"]
@@ -116,15 +139,15 @@ SWITCHES = [
 
 
 @pytest.mark.parametrize("cc", COMPILERS)
-@pytest.mark.parametrize("defines,expected", SWITCHES,
-                         ids=["+".join(d) or "default" for d, _ in SWITCHES])
+@pytest.mark.parametrize(
+    "defines,expected", SWITCHES, ids=["+".join(d) or "default" for d, _ in SWITCHES]
+)
 def test_access_hooks_follow_latency_switch(generated, cc, defines, expected):
     used = set()
     for name in ("pipe", "user"):
         src = generated / (f"{name}_perf.c" if name != "user" else "user.c")
         obj = generated / f"{name}-{cc}-sw{abs(hash(tuple(defines)))}.o"
-        run([cc, *CFLAGS, "-O2", *defines, f"-I{RUNTIME_INCLUDE}", "-c", str(src), "-o",
-             str(obj)])
+        run([cc, *CFLAGS, "-O2", *defines, f"-I{RUNTIME_INCLUDE}", "-c", str(src), "-o", str(obj)])
         used |= {line.split()[-1] for line in run(["nm", "-u", str(obj)]).stdout.splitlines()}
     assert {s for s in used if s.startswith(("mp_", "mpr_"))} == expected, used
 
@@ -176,27 +199,49 @@ def random_expr(rng, names, depth=0):
 def random_interface(seed=7, nterms=60):
     rng = random.Random(seed)
     stats = ["U", "I", "D", "Z"]
-    lines = ["interface rnd -- random expressions", "statistics", "  U -- u", "  I : i64 -- i",
-             "  D : double -- d", "  Z : double -- z", "terms"]
+    lines = [
+        "interface rnd -- random expressions",
+        "statistics",
+        "  U -- u",
+        "  I : i64 -- i",
+        "  D : double -- d",
+        "  Z : double -- z",
+        "terms",
+    ]
     for k in range(nterms):
         # Later terms may use earlier ones: no cycles by construction.
         names = stats + [f"T{j}" for j in range(k)]
         lines += [f"  T{k} -- term {k}", f"    {{ T{k} = {random_expr(rng, names)}; }}"]
-    lines += ["categories", "  ALL -- everything",
-              "    { " + " ".join(f"T{k}" for k in range(nterms)) + " }"]
+    lines += [
+        "categories",
+        "  ALL -- everything",
+        "    { " + " ".join(f"T{k}" for k in range(nterms)) + " }",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def random_stats(rng):
     def real():
-        return rng.choice([
-            0.0, -0.0, 1.0, -1.0, rng.uniform(-1e3, 1e3), rng.uniform(0, 1),
-            rng.lognormvariate(0, 20) * rng.choice([-1, 1]), 1e308, 5e-324, math.inf,
-        ])
+        return rng.choice(
+            [
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                rng.uniform(-1e3, 1e3),
+                rng.uniform(0, 1),
+                rng.lognormvariate(0, 20) * rng.choice([-1, 1]),
+                1e308,
+                5e-324,
+                math.inf,
+            ]
+        )
+
     return {
         "U": rng.choice([0, 1, 2**64 - 1, 2**53 + 1, rng.randrange(2**64), rng.randrange(1000)]),
-        "I": rng.choice([0, -1, -(2**63), 2**63 - 1, rng.randrange(-(2**63), 2**63),
-                         rng.randrange(-1000, 1000)]),
+        "I": rng.choice(
+            [0, -1, -(2**63), 2**63 - 1, rng.randrange(-(2**63), 2**63), rng.randrange(-1000, 1000)]
+        ),
         "D": real(),
         "Z": rng.choice([0.0, real()]),
     }
@@ -230,10 +275,23 @@ def c_values(iface, tmp_path, cc, samples):
     )
     (tmp_path / "driver.c").write_text(DRIVER.format(m=iface.name, prints=prints))
     exe = tmp_path / "driver"
-    run([cc, *CFLAGS, "-O2", "-DMPROF_DISABLE", f"-I{tmp_path}", str(tmp_path / "driver.c"),
-         str(tmp_path / f"{iface.name}_perf.c"), "-o", str(exe), "-lm"])
-    stdin = "".join(f"{s['U']} {s['I']} {float(s['D']).hex()} {float(s['Z']).hex()}\n"
-                    for s in samples)
+    run(
+        [
+            cc,
+            *CFLAGS,
+            "-O2",
+            "-DMPROF_DISABLE",
+            f"-I{tmp_path}",
+            str(tmp_path / "driver.c"),
+            str(tmp_path / f"{iface.name}_perf.c"),
+            "-o",
+            str(exe),
+            "-lm",
+        ]
+    )
+    stdin = "".join(
+        f"{s['U']} {s['I']} {float(s['D']).hex()} {float(s['Z']).hex()}\n" for s in samples
+    )
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
     return [[_from_c(v) for v in line.split()] for line in out.stdout.splitlines()]
 
@@ -264,8 +322,10 @@ def test_c_and_python_agree(tmp_path, cc, text):
 
 # The headers the generated files include, and the language modes users compile them in.
 GENERATED_INCLUDES = ["math.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h"]
-MODES = {"c": ["-std=c11", "-std=gnu11", "-std=c2x", "-std=gnu2x"],
-         "c++": ["-std=c++17", "-std=gnu++17", "-std=c++20"]}
+MODES = {
+    "c": ["-std=c11", "-std=gnu11", "-std=c2x", "-std=gnu2x"],
+    "c++": ["-std=c++17", "-std=gnu++17", "-std=c++20"],
+}
 
 
 def _object_macros(cc, lang, mode, tmp_path):
@@ -273,8 +333,11 @@ def _object_macros(cc, lang, mode, tmp_path):
     source.write_text("".join(f"#include <{h}>\n" for h in GENERATED_INCLUDES))
     driver = {"gcc": "g++", "clang": "clang++"}[cc] if lang == "c++" else cc
     out = run([driver, mode, "-dM", "-E", "-x", lang, str(source)]).stdout
-    return {line.split()[1] for line in out.splitlines()
-            if line.startswith("#define ") and "(" not in line.split()[1]}
+    return {
+        line.split()[1]
+        for line in out.splitlines()
+        if line.startswith("#define ") and "(" not in line.split()[1]
+    }
 
 
 @pytest.mark.parametrize("cc", COMPILERS)
@@ -290,8 +353,10 @@ def test_no_macro_of_the_generated_files_headers_is_a_name(tmp_path, cc):
     assert "BIG_ENDIAN" in names and "EOF" in names  # the probe itself works
     accepted = []
     for name in sorted(names):
-        text = (f"interface zz -- z\nstatistics\n  A -- a\n  {name} -- x\ncategories\n"
-                "  C -- c\n    { A }\n")
+        text = (
+            f"interface zz -- z\nstatistics\n  A -- a\n  {name} -- x\ncategories\n"
+            "  C -- c\n    { A }\n"
+        )
         try:
             parse_interface(text, "zz.perf")
         except MprofError:

@@ -143,10 +143,23 @@ MODULES = ["gm", "Gm", "mp", "MP", "mpr", "mprof", "m", "x_y", "q_", "int", "sta
 def generated_names(module, terms=("Op",), cats=("OPS",), accs=("ENQ",)):
     """The identifiers the hook generator makes for a module (perf.h.j2, perf.c.j2)."""
     m, M = module, module.upper()
-    names = [f"{M}_PERF_H", f"{M}_NSTATS", f"{M}_NTERMS", f"{M}_NACCESSES", f"{M}_SET",
-             f"{M}_INC", f"{M}_READ", f"{M}_ACCESS", f"{m}_stats_t", f"{m}_stats_create",
-             f"{m}_stat_module", f"{m}_stat_fields", f"{m}_perf_init", f"{m}_access_ids",
-             f"{m}_access_words"]
+    names = [
+        f"{M}_PERF_H",
+        f"{M}_NSTATS",
+        f"{M}_NTERMS",
+        f"{M}_NACCESSES",
+        f"{M}_SET",
+        f"{M}_INC",
+        f"{M}_READ",
+        f"{M}_ACCESS",
+        f"{m}_stats_t",
+        f"{m}_stats_create",
+        f"{m}_stat_module",
+        f"{m}_stat_fields",
+        f"{m}_perf_init",
+        f"{m}_access_ids",
+        f"{m}_access_words",
+    ]
     names += [f"{M}_TERM_{t}" for t in terms] + [f"{m}_term_{t}" for t in terms]
     names += [f"{m}_cost_{c}" for c in cats] + [f"{M}_ACCESS_{a}" for a in accs]
     return names
@@ -160,8 +173,14 @@ RUNTIME_NAMES = """mp_stat_module mp_stat_field mp_stat_type mp_stats_new MP_STA
     log2 sqrt s params rec names id i M_PI linux unix EOF INT64_MAX errno""".split()
 PLAIN = ["A", "b", "Xy", "N_1", "op", "Op", "OP", "T", "t2", "Stat", "EltSize", "P", "q_",
          "Zz9", "M", "k", "x" * 64, "y" * 65]  # fmt: skip
-NAME_POOL = sorted(set(PLAIN + C_CXX_KEYWORDS + RUNTIME_NAMES
-                       + [n for m in MODULES[:10] for n in generated_names(m)]))
+NAME_POOL = sorted(
+    set(
+        PLAIN
+        + C_CXX_KEYWORDS
+        + RUNTIME_NAMES
+        + [n for m in MODULES[:10] for n in generated_names(m)]
+    )
+)
 NAMES = st.one_of(st.sampled_from(PLAIN), st.sampled_from(NAME_POOL))
 DESCS = (
     st.lists(st.sampled_from(list("ab xyz-*/{}()[];:=?\\\"'\t") + ["é", "€", "*/", "/*", "??/"]),
@@ -198,8 +217,11 @@ def interfaces(draw):
     module = draw(st.one_of(st.sampled_from(MODULES), NAMES))
     lines = [f"interface {module} -- {draw(DESCS)}", "statistics"]
     for s in stats:
-        t = draw(st.sampled_from(["", " : u64", " : i64", " : double", " measured",
-                                  " : double measured"]))
+        t = draw(
+            st.sampled_from(
+                ["", " : u64", " : i64", " : double", " measured", " : double measured"]
+            )
+        )
         lines.append(f"  {s}{t} -- {draw(DESCS)}")
     lines.append("terms")
     for k, t in enumerate(terms):
@@ -221,8 +243,17 @@ def interfaces(draw):
 
 
 # What a rejected generated interface may be rejected for: a name, or nesting.
-REJECTIONS = ("keyword", "reserved", "macro", "function", "namespace", "longer than",
-              "ends in", "nested too deeply", "already declared")
+REJECTIONS = (
+    "keyword",
+    "reserved",
+    "macro",
+    "function",
+    "namespace",
+    "longer than",
+    "ends in",
+    "nested too deeply",
+    "already declared",
+)
 CXX_HEADER_CHECK = '#include "{m}_perf.h"\nint main() {{ return {M}_NSTATS > 0 ? 0 : 1; }}\n'
 
 
@@ -242,17 +273,20 @@ def compile_all(ifaces, tmp):
         cxx.write_text(CXX_HEADER_CHECK.format(m=iface.name, M=iface.name.upper()))
         cxx_files.append(str(cxx))
     common = ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME_INCLUDE}"]
-    jobs = [["gcc", "-std=c11", *common, *c_files],
-            ["gcc", "-std=c11", "-DMPROF_DISABLE", *common, *c_files],
-            ["gcc", *common, *c_files],  # gnu17: GNU macros (linux, M_PI) are defined
-            ["clang", "-std=c11", *common, *c_files],
-            ["g++", "-std=c++17", *common, *cxx_files],
-            ["clang++", "-std=c++17", *common, *cxx_files]]
+    jobs = [
+        ["gcc", "-std=c11", *common, *c_files],
+        ["gcc", "-std=c11", "-DMPROF_DISABLE", *common, *c_files],
+        ["gcc", *common, *c_files],  # gnu17: GNU macros (linux, M_PI) are defined
+        ["clang", "-std=c11", *common, *c_files],
+        ["g++", "-std=c++17", *common, *cxx_files],
+        ["clang++", "-std=c++17", *common, *cxx_files],
+    ]
     for cmd in jobs:
         proc = subprocess.run([*cmd, f"-I{tmp}"], capture_output=True, text=True, cwd=tmp)
         assert proc.returncode == 0, (
             f"{' '.join(cmd[:3])} rejects what `iface check` accepts:\n{proc.stderr[-3000:]}\n"
-            + "\n---\n".join(format_interface(i) for i in ifaces))
+            + "\n---\n".join(format_interface(i) for i in ifaces)
+        )
 
 
 def accepted(text):
@@ -273,8 +307,8 @@ def test_generated_valid_interfaces(generated, data):
     iface = exercise(text)
     assert [s.name for s in iface.statistics] == stats
     assert sorted(iface.parameter_names()) == sorted(
-        f"{iface.name}:{n}" for n in terms + [m for c in iface.categories for m in c.terms
-                                              if m in stats]
+        f"{iface.name}:{n}"
+        for n in terms + [m for c in iface.categories for m in c.terms if m in stats]
     )
     values = {s: data.draw(st.floats(allow_nan=False, width=64)) for s in stats}
     for name, value in iface.term_values(values).items():

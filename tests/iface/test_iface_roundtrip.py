@@ -148,17 +148,29 @@ def _perf(tmp_path, module, extra=""):
     return path
 
 
-@pytest.mark.parametrize("extra, second, line, fragment", [
-    # a's term b_stats_create: a_term_b_stats_create, which module a_term_b's API declares
-    ("terms\n  b_stats_create -- t\n    { b_stats_create = S * 2; }\ncategories\n  C -- c\n"
-     "    { b_stats_create }\n", "a_term_b", 5, "term 'b_stats_create' of interface 'a' "
-     "generates the C name a_term_b_stats_create"),
-    # a's access NSTATS: A_ACCESS_NSTATS, module a_access's statistic count macro
-    ("categories\n  C -- c\n    { S }\naccesses\n  NSTATS -- n\n", "a_access", 8,
-     "access 'NSTATS' of interface 'a' generates the C name A_ACCESS_NSTATS"),
-])
-def test_compile_rejects_modules_whose_c_names_collide(tmp_path, capsys, extra, second, line,
-                                                       fragment):
+@pytest.mark.parametrize(
+    "extra, second, line, fragment",
+    [
+        # a's term b_stats_create: a_term_b_stats_create, which module a_term_b's API declares
+        (
+            "terms\n  b_stats_create -- t\n    { b_stats_create = S * 2; }\ncategories\n  C -- c\n"
+            "    { b_stats_create }\n",
+            "a_term_b",
+            5,
+            "term 'b_stats_create' of interface 'a' generates the C name a_term_b_stats_create",
+        ),
+        # a's access NSTATS: A_ACCESS_NSTATS, module a_access's statistic count macro
+        (
+            "categories\n  C -- c\n    { S }\naccesses\n  NSTATS -- n\n",
+            "a_access",
+            8,
+            "access 'NSTATS' of interface 'a' generates the C name A_ACCESS_NSTATS",
+        ),
+    ],
+)
+def test_compile_rejects_modules_whose_c_names_collide(
+    tmp_path, capsys, extra, second, line, fragment
+):
     """Including both generated headers would not compile: refused before anything is
     written, at the declaration that makes the name or at the other module (the later one)."""
     first = _perf(tmp_path, "a", extra)
@@ -166,8 +178,10 @@ def test_compile_rejects_modules_whose_c_names_collide(tmp_path, capsys, extra, 
     out = tmp_path / "out"
     assert main(["iface", "compile", "-o", str(out), str(other), str(first)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"mprof: {first}:{line}:3: {fragment}, which the hook API of "
-                          f"interface '{second}' ({other}) generates too"), err
+    assert err.startswith(
+        f"mprof: {first}:{line}:3: {fragment}, which the hook API of "
+        f"interface '{second}' ({other}) generates too"
+    ), err
     assert main(["iface", "compile", "-o", str(out), str(first), str(other)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"mprof: {other}:1:1: the hook API of interface '{second}' "), err

@@ -33,8 +33,7 @@ def chain_depth(node: Expr) -> int:
     if isinstance(node, Neg):
         return chain_depth(node.operand) + 1
     if isinstance(node, Call):
-        return (max(chain_depth(a) for a in node.args)
-                + max((len(node.args) - 1).bit_length(), 1))
+        return max(chain_depth(a) for a in node.args) + max((len(node.args) - 1).bit_length(), 1)
     return 1
 
 
@@ -86,8 +85,12 @@ def test_a_sum_of_20000_terms_checks_in_linear_time(tmp_path):
     parsing.  The generous timeout only fails the quadratic version."""
     perf = tmp_path / "long.perf"
     perf.write_text(with_comp("M" + " + M" * 20000))
-    proc = subprocess.run([sys.executable, "-m", "mprof", "iface", "check", str(perf)],
-                          capture_output=True, text=True, timeout=20)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mprof", "iface", "check", str(perf)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert proc.returncode == 0, proc.stderr
     expr = comp_expression(perf.read_text())
     assert expr.depth == 2 and len(list(expr.refs())) == 20001

@@ -25,7 +25,8 @@ def copy(folder: Path, text: str) -> Path:
 
 
 def test_the_search_order_is_explicit_then_the_environment_then_the_source_tree(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     text = PIPE.read_text(encoding="utf-8")
     mine, env = copy(tmp_path / "mine", text), copy(tmp_path / "env", text)
     monkeypatch.setenv(registry.ENV, str(env.parent))
@@ -91,7 +92,8 @@ def test_compile_keeps_the_text_in_the_store_under_its_digest(tmp_path, interfac
 
 
 def test_a_store_that_cannot_be_written_is_a_warning_not_a_failed_build(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     from mprof.cli import main
 
     blocker = tmp_path / "file"
@@ -113,7 +115,8 @@ def test_the_store_is_looked_up_first_by_digest(tmp_path, monkeypatch):
 
 
 def test_runs_get_the_text_they_were_recorded_with_and_a_warning_when_it_changed(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     text = PIPE.read_text(encoding="utf-8") + "# as recorded\n"  # in no other file
     wanted = registry.digest(text)
     here = copy(tmp_path / "here", text)
@@ -150,10 +153,13 @@ def test_the_fit_and_the_gate_use_the_runs_interface_text(tmp_path, monkeypatch)
     rng = np.random.default_rng(5)
     docs = []
     for r in range(8):
-        objects = [[("pipe", {s.name: int(rng.integers(1, 100)) for s in iface.statistics})]
-                   for _ in range(2)]
-        doc = make_profile("pipe", objects, [float(rng.uniform(1, 2)) for _ in range(2)],
-                           params={"run": r})
+        objects = [
+            [("pipe", {s.name: int(rng.integers(1, 100)) for s in iface.statistics})]
+            for _ in range(2)
+        ]
+        doc = make_profile(
+            "pipe", objects, [float(rng.uniform(1, 2)) for _ in range(2)], params={"run": r}
+        )
         doc["interfaces"] = [{"name": "pipe", "digest": iface.digest}]
         docs.append((f"run{r}.json", doc))
     with ProfileDB(tmp_path / "fit.db") as db:

@@ -26,7 +26,9 @@ def check_run(exe: Path, tmp_path: Path):
     assert proc.stdout.split() == ["greetings", "15", "keys", "15"]
     profile = json.loads(out.read_text())
     greets = [
-        r["stats"]["NGreet"] for pe in profile["pes"] for r in pe["objects"]
+        r["stats"]["NGreet"]
+        for pe in profile["pes"]
+        for r in pe["objects"]
         if r["module"] == "hello"
     ]
     assert greets == [5, 5, 5]
@@ -84,12 +86,14 @@ def test_installed_package_is_relocatable(prefix, build_dir, tmp_path):
     moved = tmp_path / "elsewhere" / "mprof"
     shutil.copytree(prefix, moved, symlinks=True)
     build_paths = [str(ROOT), str(build_dir.resolve()), str(Path(sys.prefix)), str(prefix)]
-    for path in [*(moved / "lib" / "cmake" / "mprof").iterdir(),
-                 moved / "lib" / "pkgconfig" / "mprof.pc"]:
+    for path in [
+        *(moved / "lib" / "cmake" / "mprof").iterdir(),
+        moved / "lib" / "pkgconfig" / "mprof.pc",
+    ]:
         text = path.read_text()
         for folder in build_paths:
             assert folder not in text, (path.name, folder)
-        assert "MPROF_PYTHON \"/" not in text, path.name
+        assert 'MPROF_PYTHON "/' not in text, path.name
     hidden = prefix.with_name("hidden")
     prefix.rename(hidden)
     try:
@@ -120,8 +124,9 @@ def test_pkg_config_build(prefix, tmp_path):
     env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
     flags = run(["pkg-config", "--cflags", "--libs", "mprof"], env=env).stdout.split()
     gen = tmp_path / "perf"
-    run([sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", gen,
-         PROJECT / "hello.perf"])
+    run(
+        [sys.executable, "-m", "mprof", "iface", "compile", "-q", "-o", gen, PROJECT / "hello.perf"]
+    )
     exe = tmp_path / "hello"
     sources = [PROJECT / "hello.c", gen / "hello_perf.c"]
     run(["cc", "-std=c11", f"-I{gen}", "-o", exe, *sources, *flags])
@@ -139,20 +144,22 @@ def test_python_package_outside_source_tree(build_dir, tmp_path):
     # Build the wheel through the PEP 517 backend the project declares (no network, no
     # isolation), then lay it out as an installer would: a pure-Python wheel is unpacked.
     dist = tmp_path / "dist"
-    build = ("import sys, setuptools.build_meta as b; "
-             "print(b.build_wheel(sys.argv[1]))")
+    build = "import sys, setuptools.build_meta as b; print(b.build_wheel(sys.argv[1]))"
     wheel = run([sys.executable, "-c", build, dist], cwd=src).stdout.strip().splitlines()[-1]
     site = tmp_path / "site"
     with zipfile.ZipFile(dist / wheel) as zf:
         zf.extractall(site)
     shutil.rmtree(src)
     env = dict(os.environ, PYTHONPATH=str(site))
-    where = run([sys.executable, "-c", "import mprof; print(mprof.__file__)"], env=env,
-                cwd=tmp_path).stdout.strip()
+    where = run(
+        [sys.executable, "-c", "import mprof; print(mprof.__file__)"], env=env, cwd=tmp_path
+    ).stdout.strip()
     assert where.startswith(str(site)), where
     profile = tmp_path / "run.json"
-    run([build_dir / "benchmarks" / "pipe" / "pipe", "2", "10", "4", "2", "2", "16", "0"],
-        env=dict(os.environ, MPROF_OUT=str(profile)))
+    run(
+        [build_dir / "benchmarks" / "pipe" / "pipe", "2", "10", "4", "2", "2", "16", "0"],
+        env=dict(os.environ, MPROF_OUT=str(profile)),
+    )
     db = tmp_path / "runs.db"
     run([sys.executable, "-m", "mprof", "db", "import", db, profile], env=env, cwd=tmp_path)
     listing = run([sys.executable, "-m", "mprof", "db", "list", db], env=env, cwd=tmp_path)

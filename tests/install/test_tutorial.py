@@ -33,8 +33,10 @@ def mprof_bin(tmp_path_factory):
     """An `mprof` command running this source tree's package with this Python."""
     folder = tmp_path_factory.mktemp("bin")
     shim = folder / "mprof"
-    shim.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
-                    f'exec "{sys.executable}" -m mprof "$@"\n')
+    shim.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" -m mprof "$@"\n'
+    )
     shim.chmod(0o755)
     return folder
 
@@ -49,8 +51,11 @@ def rts_model(build_dir, mprof_bin, tmp_path_factory):
     spec = spec.replace('"build/benchmarks/', f'"{build_dir}/benchmarks/')
     spec = spec.replace('"build/workflows/rts-fit.db"', f'"{tmp}/rts-fit.db"')
     spec = re.sub(r"(?m)^repetitions = \d+", "repetitions = 1", spec)
-    spec = re.sub(r"(?m)^(fibers|msgs|self) = \[(\d+), (\d+)\]",
-                  lambda m: f"{m[1]} = [{int(m[2]) // 20}, {int(m[3]) // 20}]", spec)
+    spec = re.sub(
+        r"(?m)^(fibers|msgs|self) = \[(\d+), (\d+)\]",
+        lambda m: f"{m[1]} = [{int(m[2]) // 20}, {int(m[3]) // 20}]",
+        spec,
+    )
     (tmp / "sweep.toml").write_text(spec)
     env = dict(os.environ, PATH=f"{mprof_bin}:{os.environ['PATH']}")
     run(["mprof", "bench", tmp / "sweep.toml"], env=env)
@@ -73,13 +78,25 @@ def test_the_tutorial_runs_as_written(prefix, mprof_bin, rts_model, tmp_path):
         elif lang == "sh":
             commands.append(text)
     names = {name for _, name, _ in blocks() if name}
-    assert {"dca.perf", "dca.h", "dca.c", "counters.c", "CMakeLists.txt", "sweep.toml",
-            "model.tcl"} <= names
-    env = dict(os.environ, PATH=f"{mprof_bin}:{os.environ['PATH']}",
-               MPROF_PREFIX=str(prefix), MPROF_RTS_MODEL=str(rts_model))
+    assert {
+        "dca.perf",
+        "dca.h",
+        "dca.c",
+        "counters.c",
+        "CMakeLists.txt",
+        "sweep.toml",
+        "model.tcl",
+    } <= names
+    env = dict(
+        os.environ,
+        PATH=f"{mprof_bin}:{os.environ['PATH']}",
+        MPROF_PREFIX=str(prefix),
+        MPROF_RTS_MODEL=str(rts_model),
+    )
     script = "set -e\n" + "\n".join(commands)
-    proc = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
     out = proc.stdout
 
@@ -87,8 +104,12 @@ def test_the_tutorial_runs_as_written(prefix, mprof_bin, rts_model, tmp_path):
     assert (project / "build" / "perf" / "dca_perf.h").is_file()
     # step 3: the run's dca records, its object id from the object manager, its categories
     run_doc = json.loads((project / "run.json").read_text())
-    records = [(o["id"], o["stats"]) for pe in run_doc["pes"] for o in pe["objects"]
-               if o["module"] == "dca"]
+    records = [
+        (o["id"], o["stats"])
+        for pe in run_doc["pes"]
+        for o in pe["objects"]
+        if o["module"] == "dca"
+    ]
     assert [s["NAdd"] for _, s in records] == [50000, 100000]
     assert len({oid for oid, _ in records}) == 1 and records[0][0] >= 1024  # a dynamic id
     arrived = sum(s["NArrived"] for _, s in records)

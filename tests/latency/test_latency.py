@@ -5,8 +5,15 @@ import json
 import pytest
 
 from mprof.cli import main
-from mprof.latency import (LatencyRow, build_graph, display_names, find_chains, pes_of,
-                           rows_from_profile, summarize)
+from mprof.latency import (
+    LatencyRow,
+    build_graph,
+    display_names,
+    find_chains,
+    pes_of,
+    rows_from_profile,
+    summarize,
+)
 from mprof.latency.text import latency_section
 
 # Fig 4.15 (PIPE, 32 PEs, AGG 1000): access, enabler, observed, critical.
@@ -60,8 +67,10 @@ def test_summarize_sums_over_pes_and_breaks_down_by_enabler():
     consume = total[-1]
     assert consume.observed_s == pytest.approx(134.063)
     assert consume.count == 4
-    assert [(e.enabler, round(e.observed_s, 3)) for e in consume.breakdown("observed")] == \
-        [("graph:DEQ", 92.7), ("pipe:produce", 41.363)]
+    assert [(e.enabler, round(e.observed_s, 3)) for e in consume.breakdown("observed")] == [
+        ("graph:DEQ", 92.7),
+        ("pipe:produce", 41.363),
+    ]
     assert consume.breakdown("critical") == []
     one = summarize(rows, DECLARED, pe=1)
     assert one[-1].observed_s == pytest.approx(134.063 / 2)
@@ -85,8 +94,12 @@ def test_text_has_the_paper_shape():
 
 
 def test_walk_stops_at_unclassified_and_small_contributions():
-    rows = [LatencyRow("a:X", "a:Y", 1, 10.0, 0.0), LatencyRow("a:Y", "unclassified", 1, 9.0, 0),
-            LatencyRow("a:Z", "a:W", 1, 10.0, 0.0), LatencyRow("a:W", "a:V", 1, 0.1, 0.0)]
+    rows = [
+        LatencyRow("a:X", "a:Y", 1, 10.0, 0.0),
+        LatencyRow("a:Y", "unclassified", 1, 9.0, 0),
+        LatencyRow("a:Z", "a:W", 1, 10.0, 0.0),
+        LatencyRow("a:W", "a:V", 1, 0.1, 0.0),
+    ]
     graph = build_graph(rows)
     chains = {c.nodes: c for c in find_chains(graph, roots=5)}
     assert chains[("a:Y", "a:X")].stop == "unclassified"
@@ -105,7 +118,11 @@ def test_min_fraction_and_roots_limit_the_chains():
 
 def test_display_names_keep_the_module_when_ambiguous():
     assert display_names(["a:ENQ", "b:ENQ", "a:DEQ", "unclassified"]) == {
-        "a:ENQ": "a:ENQ", "b:ENQ": "b:ENQ", "a:DEQ": "DEQ", "unclassified": "unclassified"}
+        "a:ENQ": "a:ENQ",
+        "b:ENQ": "b:ENQ",
+        "a:DEQ": "DEQ",
+        "unclassified": "unclassified",
+    }
 
 
 def test_empty_graph():
@@ -116,14 +133,39 @@ def test_empty_graph():
 def profile_doc():
     pes = []
     for pe in range(3):  # Fig 4.15's run idled for minutes, and critical latency is idle time
-        pes.append({"pe": pe, "elapsed_s": 100.0, "idle_s": 50.0, "objects": [], "latency": [
-            {"access": a, "enabler": e, "count": 2, "observed_s": o / 3, "critical_s": c / 3}
-            for a, e, o, c in FIG_4_15]})
-    return {"schema": "mprof.run-profile", "schema_version": 1, "program": "pipe",
-            "argv": ["pipe"], "backend": "shm", "npes": 3, "started_at": "2026-01-01T00:00:00Z",
-            "elapsed_s": 100.0, "machine": {"hostname": "h", "cpu": "c", "cores": 2,
-                                          "fingerprint": "0" * 64},
-            "settings": {}, "params": {}, "accesses": DECLARED, "pes": pes}
+        pes.append(
+            {
+                "pe": pe,
+                "elapsed_s": 100.0,
+                "idle_s": 50.0,
+                "objects": [],
+                "latency": [
+                    {
+                        "access": a,
+                        "enabler": e,
+                        "count": 2,
+                        "observed_s": o / 3,
+                        "critical_s": c / 3,
+                    }
+                    for a, e, o, c in FIG_4_15
+                ],
+            }
+        )
+    return {
+        "schema": "mprof.run-profile",
+        "schema_version": 1,
+        "program": "pipe",
+        "argv": ["pipe"],
+        "backend": "shm",
+        "npes": 3,
+        "started_at": "2026-01-01T00:00:00Z",
+        "elapsed_s": 100.0,
+        "machine": {"hostname": "h", "cpu": "c", "cores": 2, "fingerprint": "0" * 64},
+        "settings": {},
+        "params": {},
+        "accesses": DECLARED,
+        "pes": pes,
+    }
 
 
 def test_rows_from_profile():
@@ -142,7 +184,9 @@ def test_cli_text_and_json(tmp_path, capsys):
     assert main(["latency", str(path), "--json", "--per-pe"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [c["chain"] for c in doc["chains"]["observed"]] == [
-        "ENQ -> DEQ -> consume", "DEQ -> ENQ -> produce -> consume"]
+        "ENQ -> DEQ -> consume",
+        "DEQ -> ENQ -> produce -> consume",
+    ]
     assert set(doc["latency_per_pe"]) == {"0", "1", "2"}
     assert main(["latency", str(path), "--per-pe"]) == 0
     assert "PE2: consume = 44.688 s" in capsys.readouterr().out

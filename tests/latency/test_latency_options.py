@@ -14,16 +14,18 @@ from test_latency import profile_doc  # noqa: E402
 
 
 @pytest.mark.parametrize("command", ["latency", "report"])
-@pytest.mark.parametrize("option, value, message", [
-    ("--digits", "-1", "expected a whole number in [0, 17], got -1"),
-    ("--digits", "1000", "expected a whole number in [0, 17], got 1000"),
-    ("--roots", "-1", "expected a whole number in [0, 1000000], got -1"),
-    ("--roots", "99999999999", "expected a whole number in [0, 1000000], got 99999999999"),
-    ("--min-fraction", "1", "expected a number in [0, 1), got 1"),
-    ("--digits", "nan", "expected a whole number, got 'nan'"),
-])
-def test_out_of_range_options_are_usage_errors(tmp_path, capsys, command, option, value,
-                                               message):
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--digits", "-1", "expected a whole number in [0, 17], got -1"),
+        ("--digits", "1000", "expected a whole number in [0, 17], got 1000"),
+        ("--roots", "-1", "expected a whole number in [0, 1000000], got -1"),
+        ("--roots", "99999999999", "expected a whole number in [0, 1000000], got 99999999999"),
+        ("--min-fraction", "1", "expected a number in [0, 1), got 1"),
+        ("--digits", "nan", "expected a whole number, got 'nan'"),
+    ],
+)
+def test_out_of_range_options_are_usage_errors(tmp_path, capsys, command, option, value, message):
     run = tmp_path / "run.json"
     run.write_text(json.dumps(profile_doc()))
     with pytest.raises(SystemExit) as exc:

@@ -17,8 +17,9 @@ def run_program(exe, args, pes, tmp_path, timeout=120, env_extra=None):
     out = tmp_path / f"profile-{pes}.json"
     env = dict(os.environ, MPROF_PES=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20")
     env.update(env_extra or {})
-    proc = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [str(exe), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, f"{exe.name} {args} on {pes} PEs:\n{proc.stdout}\n{proc.stderr}"
     return json.loads(out.read_text()), proc.stdout
 
@@ -30,5 +31,6 @@ def run_misuse(exe, args, pes, tmp_path, timeout=60, env_extra=None):
     out = tmp_path / f"misuse-{pes}.json"
     env = dict(os.environ, MPROF_PES=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="10")
     env.update(env_extra or {})
-    return subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [str(exe), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )

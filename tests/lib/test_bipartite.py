@@ -53,8 +53,9 @@ def chunks(n: int, per: int) -> int:
     return -(-n // per)
 
 
-def expected_stats(P: int, n: int, d: int, span: int, steps: int, state: int = STATE,
-                   chunk: int = 0) -> list[dict]:
+def expected_stats(
+    P: int, n: int, d: int, span: int, steps: int, state: int = STATE, chunk: int = 0
+) -> list[dict]:
     """Replays bg_test.c's generator; returns each PE's statistics.  `chunk`: the chunk limit
     bg_test set (0: none below mp_max_message())."""
     limit = min(chunk, MAX_MESSAGE) if chunk else MAX_MESSAGE
@@ -89,18 +90,29 @@ def expected_stats(P: int, n: int, d: int, span: int, steps: int, state: int = S
                 k = sum(1 for j in mine if j & 1 == c)
                 sends += chunks(k, per_state)
                 nbytes += k * state
-        recvs = sum(chunks(sum(1 for (o, j) in ghosts[p] if o == q and j & 1 == c), per_state)
-                    for q in range(P) for c in (0, 1))
-        out.append({
-            "P": 1, "StateSize": state, "Node": n, "Ghost": len(ghosts[p]), "Edge": n * d,
-            "RemoteEdge": remote[p], "NValidate": 2 * steps, "NUpdate": n * steps,
-            "NEdgeVisit": n * d * steps,
-            # finalize: a subscription to every other PE, the bulk reads of the subscribers'
-            # lists and the answers; then the validates
-            "NMsg": (P - 1) + reads + answers + steps * sends,
-            "NRecv": steps * recvs,
-            "Bytes": steps * nbytes,
-        })
+        recvs = sum(
+            chunks(sum(1 for (o, j) in ghosts[p] if o == q and j & 1 == c), per_state)
+            for q in range(P)
+            for c in (0, 1)
+        )
+        out.append(
+            {
+                "P": 1,
+                "StateSize": state,
+                "Node": n,
+                "Ghost": len(ghosts[p]),
+                "Edge": n * d,
+                "RemoteEdge": remote[p],
+                "NValidate": 2 * steps,
+                "NUpdate": n * steps,
+                "NEdgeVisit": n * d * steps,
+                # finalize: a subscription to every other PE, the bulk reads of the subscribers'
+                # lists and the answers; then the validates
+                "NMsg": (P - 1) + reads + answers + steps * sends,
+                "NRecv": steps * recvs,
+                "Bytes": steps * nbytes,
+            }
+        )
     return out
 
 
@@ -118,14 +130,17 @@ def bg_test(cmake_build):
     return _program(cmake_build)
 
 
-@pytest.mark.parametrize("pes,n,d,span,steps", [
-    (1, 100, 4, 2, 2),
-    (2, 200, 6, 1, 3),
-    (3, 150, 5, 3, 2),
-    (4, 200, 6, 2, 3),
-    (8, 120, 8, 3, 2),
-    (8, 40, 2, 1, 2),  # sparse: some PE pairs do not communicate in some colour
-])
+@pytest.mark.parametrize(
+    "pes,n,d,span,steps",
+    [
+        (1, 100, 4, 2, 2),
+        (2, 200, 6, 1, 3),
+        (3, 150, 5, 3, 2),
+        (4, 200, 6, 2, 3),
+        (8, 120, 8, 3, 2),
+        (8, 40, 2, 1, 2),  # sparse: some PE pairs do not communicate in some colour
+    ],
+)
 def test_validate_and_statistics(bg_test, tmp_path, pes, n, d, span, steps):
     args = [f"n={n}", f"d={d}", f"span={span}", f"steps={steps}"]
     profile, out = _run(bg_test, args, pes, tmp_path)
@@ -140,19 +155,21 @@ def test_validate_and_statistics(bg_test, tmp_path, pes, n, d, span, steps):
     assert sum(r["NRecv"] for r in got) == sum(r["NMsg"] for r in got) - finalize - reads
 
 
-@pytest.mark.parametrize("pes,n,d,span,size,chunk", [
-    (2, 200, 6, 1, 16, 100),   # 6 states a chunk; answers of 5 nodes
-    (4, 120, 8, 3, 48, 100),   # 2 states a chunk; answers of 1 node (16 + 48 x 2 > 100)
-    (3, 60, 4, 1, 24, 1),      # one state, one id, one node a chunk
-    (4, 200, 6, 2, 40, 4096),  # a few chunks per pair and colour
-])
+@pytest.mark.parametrize(
+    "pes,n,d,span,size,chunk",
+    [
+        (2, 200, 6, 1, 16, 100),  # 6 states a chunk; answers of 5 nodes
+        (4, 120, 8, 3, 48, 100),  # 2 states a chunk; answers of 1 node (16 + 48 x 2 > 100)
+        (3, 60, 4, 1, 24, 1),  # one state, one id, one node a chunk
+        (4, 200, 6, 2, 40, 4096),  # a few chunks per pair and colour
+    ],
+)
 def test_transfers_in_chunks(bg_test, tmp_path, pes, n, d, span, size, chunk):
     """Transfers larger than the chunk limit go in chunks of whole states (their order of
     arrival is the runtime's): every ghost still equals its owner after each validate, state
     bytes at both ends of a state included, and the messages are the chunks predicted."""
     steps = 2
-    args = [f"n={n}", f"d={d}", f"span={span}", f"steps={steps}", f"size={size}",
-            f"chunk={chunk}"]
+    args = [f"n={n}", f"d={d}", f"span={span}", f"steps={steps}", f"size={size}", f"chunk={chunk}"]
     profile, out = _run(bg_test, args, pes, tmp_path)
     assert "bipartite: OK" in out
     got = _stats(profile)
@@ -199,11 +216,15 @@ def test_misuse_state_size_refused(bg_test, tmp_path):
     assert "bipartite misuse sizes: OK" in proc.stdout, msg
     for pe in range(2):
         for size in ((1 << 56) + 1, (1 << 64) - 1, MAX_MESSAGE + 1, MAX_MESSAGE - 15):
-            assert (f"bipartite (PE {pe}): bg_create: state_size {size} exceeds the largest "
-                    f"state a message can carry ({MAX_MESSAGE - 16} bytes)") in proc.stderr, msg
+            assert (
+                f"bipartite (PE {pe}): bg_create: state_size {size} exceeds the largest "
+                f"state a message can carry ({MAX_MESSAGE - 16} bytes)"
+            ) in proc.stderr, msg
         assert f"bipartite (PE {pe}): bg_create: state_size is 0" in proc.stderr, msg
-        assert (f"bipartite (PE {pe}): bg_reserve: 4294967297 nodes of 16 bytes and 0 edges "
-                "exceed what one PE can hold") in proc.stderr, msg
+        assert (
+            f"bipartite (PE {pe}): bg_reserve: 4294967297 nodes of 16 bytes and 0 edges "
+            "exceed what one PE can hold"
+        ) in proc.stderr, msg
         assert f"bipartite (PE {pe}): bg_reserve: the graph is finalized" in proc.stderr, msg
 
 
@@ -213,10 +234,17 @@ def test_misuse_wrong_kind_of_object(bg_test, tmp_path):
     proc, msg = _misuse(bg_test, "kind", 2, tmp_path)
     assert proc.returncode == 0, msg
     assert "bipartite misuse kind: OK" in proc.stdout, msg
-    for fn in ("bg_add_edge", "bg_reserve", "bg_finalize", "bg_validate", "bg_update",
-               "bg_destroy"):
-        assert len(re.findall(rf"\): {fn}: object \d+ is not a bipartite graph\n",
-                              proc.stderr)) == 4, (fn, msg)
+    for fn in (
+        "bg_add_edge",
+        "bg_reserve",
+        "bg_finalize",
+        "bg_validate",
+        "bg_update",
+        "bg_destroy",
+    ):
+        assert (
+            len(re.findall(rf"\): {fn}: object \d+ is not a bipartite graph\n", proc.stderr)) == 4
+        ), (fn, msg)
         assert f"{fn}: object 77777 is not a bipartite graph on this PE" in proc.stderr, msg
 
 
@@ -224,8 +252,7 @@ def test_misuse_wrong_kind_add_node_ends_run(bg_test, tmp_path):
     """... and bg_add_node, which has no error value, ends the run with the message."""
     proc, msg = _misuse(bg_test, "kind_node", 1, tmp_path)
     assert proc.returncode != 0, msg
-    assert re.search(r"bipartite \(PE 0\): object \d+ is not a bipartite graph\n",
-                     proc.stderr), msg
+    assert re.search(r"bipartite \(PE 0\): object \d+ is not a bipartite graph\n", proc.stderr), msg
 
 
 @pytest.mark.sanitizer
@@ -234,16 +261,29 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     exe = _program(cmake_build, sanitize)
     # the programs destroy their structures: leaks are reported
     env = {"TSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=1"}
-    _, out = _run(exe, ["n=100", "d=5", "span=2", "steps=2"], 4, tmp_path, timeout=300,
-                  env_extra=env)
+    _, out = _run(
+        exe, ["n=100", "d=5", "span=2", "steps=2"], 4, tmp_path, timeout=300, env_extra=env
+    )
     assert "OK" in out
     # chunked transfers (chunks may arrive in any order)
-    _, out = _run(exe, ["n=60", "d=5", "span=2", "steps=2", "size=40", "chunk=100"], 4,
-                  tmp_path, timeout=300, env_extra=env)
+    _, out = _run(
+        exe,
+        ["n=60", "d=5", "span=2", "steps=2", "size=40", "chunk=100"],
+        4,
+        tmp_path,
+        timeout=300,
+        env_extra=env,
+    )
     assert "OK" in out
     # edges added out of their destinations' order: laid out by finalize
-    _, out = _run(exe, ["n=60", "d=5", "span=2", "steps=2", "order=1"], 4, tmp_path,
-                  timeout=300, env_extra=env)
+    _, out = _run(
+        exe,
+        ["n=60", "d=5", "span=2", "steps=2", "order=1"],
+        4,
+        tmp_path,
+        timeout=300,
+        env_extra=env,
+    )
     assert "OK" in out
 
 
@@ -256,8 +296,14 @@ def test_edges_added_in_any_order(bg_test, tmp_path, pes, n, d, span):
     with the arrays reserved at their final size first (bg_reserve)."""
     want = expected_stats(pes, n, d, span, 2)
     for order, reserve in ((0, 0), (1, 0), (0, 1), (1, 1)):
-        args = [f"n={n}", f"d={d}", f"span={span}", "steps=2", f"order={order}",
-                f"reserve={reserve}"]
+        args = [
+            f"n={n}",
+            f"d={d}",
+            f"span={span}",
+            "steps=2",
+            f"order={order}",
+            f"reserve={reserve}",
+        ]
         profile, out = _run(bg_test, args, pes, tmp_path)
         assert "bipartite: OK" in out, (order, reserve)
         assert _stats(profile) == want, (order, reserve)
@@ -267,5 +313,6 @@ def test_misuse_a_colour_that_is_neither_ends_the_run(bg_test, tmp_path):
     """bg_local_count(g, 7) returned the black count (the colour was masked)."""
     proc, msg = _misuse(bg_test, "colour", 1, tmp_path)
     assert proc.returncode != 0 and "count " not in proc.stdout, msg
-    assert "bipartite (PE 0): bg_local_count: colour 7 is neither BG_RED nor BG_BLACK" \
-        in proc.stderr, msg
+    assert (
+        "bipartite (PE 0): bg_local_count: colour 7 is neither BG_RED nor BG_BLACK" in proc.stderr
+    ), msg

@@ -9,14 +9,12 @@ from libtest import build_program, run_misuse
 CASES = [
     # target, program, what the message calls the structure and its iterator
     ("mprof_hashtable_tests", "ht_test", "hashtable (PE 0): ht_iter_next: the hash table"),
-    ("mprof_bipartite_tests", "bg_test",
-     "bipartite (PE 0): bg_iter_next: the bipartite graph"),
+    ("mprof_bipartite_tests", "bg_test", "bipartite (PE 0): bg_iter_next: the bipartite graph"),
 ]
 
 
 @pytest.mark.parametrize("target, program, said", CASES, ids=["hashtable", "bipartite"])
-def test_iterating_a_destroyed_structure_ends_the_run(cmake_build, tmp_path, target, program,
-                                                      said):
+def test_iterating_a_destroyed_structure_ends_the_run(cmake_build, tmp_path, target, program, said):
     exe = build_program(cmake_build, target, program)
     proc = run_misuse(exe, ["misuse", "iter_destroyed"], 1, tmp_path)
     msg = f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"

@@ -40,15 +40,18 @@ def eg_build(cmake_build, variant: str | None) -> Path:
 
 def sanitizer_env(variant: str | None) -> dict:
     if variant == "address":
-        return {"ASAN_OPTIONS": "abort_on_error=0:detect_leaks=1",
-                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+        return {
+            "ASAN_OPTIONS": "abort_on_error=0:detect_leaks=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        }
     if variant == "thread":
         return {"TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1"}
     return {}
 
 
-def run_eg(bdir: Path, variant, scenario: str, npes: int, *args, timeout=60, program="eg_test",
-           mpi=False):
+def run_eg(
+    bdir: Path, variant, scenario: str, npes: int, *args, timeout=60, program="eg_test", mpi=False
+):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
     env.update(sanitizer_env(variant))
     with tempfile.TemporaryDirectory(prefix="mprof-eg-") as tmp:
@@ -230,10 +233,20 @@ def test_sched_option_under_mpirun(eg, sched):
 # ------------------------------------------------------------------------------------------
 # Sanitizers
 
-SAN_CASES = [("fifo", 4, 200, 3), ("fifo", 8, 100, 2), ("collapse", 4, 100, 4),
-             ("block", 4, 200, 2), ("wake_empty", 4), ("wake_any", 4), ("freeze", 4, 50),
-             ("freeze", 8, 20), ("destroy", 4, 50), ("fifo", 4, 200, 3, "preempt"),
-             ("block", 4, 200, 2, "preempt"), ("freeze", 4, 50, 4, "preempt")]
+SAN_CASES = [
+    ("fifo", 4, 200, 3),
+    ("fifo", 8, 100, 2),
+    ("collapse", 4, 100, 4),
+    ("block", 4, 200, 2),
+    ("wake_empty", 4),
+    ("wake_any", 4),
+    ("freeze", 4, 50),
+    ("freeze", 8, 20),
+    ("destroy", 4, 50),
+    ("fifo", 4, 200, 3, "preempt"),
+    ("block", 4, 200, 2, "preempt"),
+    ("freeze", 4, 50, 4, "preempt"),
+]
 
 
 @pytest.mark.sanitizer
@@ -248,12 +261,16 @@ def test_eventgraph_clean_under_sanitizers(cmake_build, variant):
 
 def test_create_refusals_are_told(eg):
     proc, _ = run_eg(eg, None, "misuse", 2)
-    for case, why in (("huge_nodes", "nnodes is over 2^32 - 2"),
-                      ("bad_edge", "edge 0 joins node 0 to node 5, but there are 2 nodes"),
-                      ("null_edges", "edges is NULL"), ("zero_elt", "elt_size is 0")):
+    for case, why in (
+        ("huge_nodes", "nnodes is over 2^32 - 2"),
+        ("bad_edge", "edge 0 joins node 0 to node 5, but there are 2 nodes"),
+        ("null_edges", "edges is NULL"),
+        ("zero_elt", "elt_size is 0"),
+    ):
         assert f"{case} 1\n" in proc.stdout, proc.stdout  # MP_ERR_INVALID_ARG
         for pe in range(2):
             assert f"eventgraph (PE {pe}): eg_graph_create: {why}" in proc.stderr, proc.stderr
     assert "local_of_plain NULL" in proc.stdout
-    assert re.search(r"eventgraph \(PE 0\): eg_graph_local: object \d+ is not an event graph\n",
-                     proc.stderr), proc.stderr
+    assert re.search(
+        r"eventgraph \(PE 0\): eg_graph_local: object \d+ is not an event graph\n", proc.stderr
+    ), proc.stderr

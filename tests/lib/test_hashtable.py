@@ -79,8 +79,20 @@ def expected_stats(n: int, bins: int, P: int) -> list[dict]:
         b = fnv_mix(k) % total_bins
         owner[k] = b % P
         lbin[k] = b // P
-    z = ["P", "Bins", "Entry", "NOp", "NRemote", "NBlock", "NApply", "NMsg", "Bytes",
-         "Collisions", "Duplicates", "NSync"]
+    z = [
+        "P",
+        "Bins",
+        "Entry",
+        "NOp",
+        "NRemote",
+        "NBlock",
+        "NApply",
+        "NMsg",
+        "Bytes",
+        "Collisions",
+        "Duplicates",
+        "NSync",
+    ]
     st = [dict.fromkeys(z, 0) for _ in range(P)]
     for s in st:
         s["P"], s["Bins"], s["NSync"] = 1, bins, 2
@@ -167,8 +179,10 @@ def test_misuse_sizes_refused(ht_test, tmp_path):
     assert proc.returncode == 0, msg
     assert "hashtable misuse sizes: OK" in proc.stdout
     for pe in range(2):
-        assert (f"hashtable (PE {pe}): ht_create: key_size {(1 << 64) - 1} and value_size 2"
-                in proc.stderr), msg
+        assert (
+            f"hashtable (PE {pe}): ht_create: key_size {(1 << 64) - 1} and value_size 2"
+            in proc.stderr
+        ), msg
     assert "key_size 8 and value_size 18446744073709551615" in proc.stderr, msg
     assert "key_size 0 and value_size 8" in proc.stderr, msg
 
@@ -189,10 +203,18 @@ def test_misuse_wrong_kind_of_object(ht_test, tmp_path):
     proc, msg = _misuse(ht_test, "kind", 2, tmp_path)
     assert proc.returncode == 0, msg
     assert "hashtable misuse kind: OK" in proc.stdout, msg
-    for fn in ("ht_insert", "ht_insert_unack", "ht_delete_unack", "ht_lookup", "ht_sync",
-               "ht_destroy"):
+    for fn in (
+        "ht_insert",
+        "ht_insert_unack",
+        "ht_delete_unack",
+        "ht_lookup",
+        "ht_sync",
+        "ht_destroy",
+    ):
         assert len(re.findall(rf"\): {fn}: object \d+ is not a hash table\n", proc.stderr)) == 4, (
-            fn, msg)
+            fn,
+            msg,
+        )
         assert f"{fn}: object 77777 is not a hash table on this PE" in proc.stderr, msg
 
 
@@ -210,8 +232,10 @@ def test_misuse_delete_while_iterating_ends_run(ht_test, tmp_path):
     proc, msg = _misuse(ht_test, "iter_delete", 1, tmp_path)
     assert proc.returncode != 0, msg
     assert "iteration went on" not in proc.stdout, msg
-    assert ("hashtable (PE 0): ht_iter_next: entries of the partition were deleted or cleared "
-            "during the iteration") in proc.stderr, msg
+    assert (
+        "hashtable (PE 0): ht_iter_next: entries of the partition were deleted or cleared "
+        "during the iteration"
+    ) in proc.stderr, msg
 
 
 @pytest.mark.sanitizer
@@ -219,8 +243,13 @@ def test_misuse_sanitized(cmake_build, tmp_path):
     """The refusals touch no memory they should not."""
     exe = _program(cmake_build, "address")
     env = {"ASAN_OPTIONS": "detect_leaks=0"}
-    for case, pes in (("sizes", 2), ("sched", 2), ("kind", 2), ("iter_delete", 1),
-                      ("iter_destroyed", 1)):
+    for case, pes in (
+        ("sizes", 2),
+        ("sched", 2),
+        ("kind", 2),
+        ("iter_delete", 1),
+        ("iter_destroyed", 1),
+    ):
         proc, msg = _misuse(exe, case, pes, tmp_path, env_extra=env)
         assert "Sanitizer" not in proc.stderr, msg
         assert (proc.returncode == 0) == (not case.startswith("iter_")), msg
@@ -248,10 +277,16 @@ def test_misuse_refusals_leave_the_table_as_it_was(ht_test, tmp_path):
     assert re.search(r"ht_create: snapshot \d+ is not a snapshot of this PE", proc.stderr), msg
 
 
-@pytest.mark.parametrize("case, message", [
-    ("null_key", "hashtable (PE 0): ht_owner: NULL key"),
-    ("null_iter", "hashtable (PE 0): ht_iter_next: the iterator was not set up by ht_iter_init"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("null_key", "hashtable (PE 0): ht_owner: NULL key"),
+        (
+            "null_iter",
+            "hashtable (PE 0): ht_iter_next: the iterator was not set up by ht_iter_init",
+        ),
+    ],
+)
 def test_misuse_null_arguments_end_the_run_with_a_message(ht_test, tmp_path, case, message):
     """They dereferenced NULL (SIGSEGV)."""
     proc, msg = _misuse(ht_test, case, 1, tmp_path)

@@ -177,8 +177,10 @@ def test_misuse_add_after_termination(ts_test, tmp_path, pes):
     assert proc.returncode == 0, msg
     assert "taskstealer misuse add_after_term: OK" in proc.stdout, msg
     for pe in range(pes):
-        assert (f"taskstealer (PE {pe}): ts_add (destination -1): the stealer has terminated: "
-                "the task could never run") in proc.stderr, msg
+        assert (
+            f"taskstealer (PE {pe}): ts_add (destination -1): the stealer has terminated: "
+            "the task could never run"
+        ) in proc.stderr, msg
     assert "no ts_remove took" not in proc.stderr, msg  # the pools were empty at the end
 
 
@@ -192,10 +194,12 @@ def test_tasks_no_remove_took_are_reported_at_the_end(ts_test, tmp_path, pes):
     assert "taskstealer misuse never_removed: OK" in proc.stdout, msg
     lines = [line for line in proc.stderr.splitlines() if "no ts_remove took" in line]
     assert len(lines) == 1, msg
-    assert re.fullmatch(r"taskstealer \(PE 0\): task stealer \d+: the run ended with 3 task\(s\) "
-                        r"in this PE's pool that no ts_remove took \(a task runs only once "
-                        r"removed: remove until ts_remove answers TS_TERMINATED, or use ts_run\)",
-                        lines[0]), msg
+    assert re.fullmatch(
+        r"taskstealer \(PE 0\): task stealer \d+: the run ended with 3 task\(s\) "
+        r"in this PE's pool that no ts_remove took \(a task runs only once "
+        r"removed: remove until ts_remove answers TS_TERMINATED, or use ts_run\)",
+        lines[0],
+    ), msg
 
 
 def test_misuse_wrong_kind_of_object(ts_test, tmp_path):
@@ -205,8 +209,9 @@ def test_misuse_wrong_kind_of_object(ts_test, tmp_path):
     assert proc.returncode == 0, msg
     assert "taskstealer misuse kind: OK" in proc.stdout, msg
     for fn in ("ts_add", "ts_remove", "ts_destroy", "ts_run_worker"):
-        assert len(re.findall(rf"\): {fn}: object \d+ is not a task stealer\n",
-                              proc.stderr)) == 4, (fn, msg)
+        assert (
+            len(re.findall(rf"\): {fn}: object \d+ is not a task stealer\n", proc.stderr)) == 4
+        ), (fn, msg)
         assert f"{fn}: object 77777 is not a task stealer on this PE" in proc.stderr, msg
 
 
@@ -215,8 +220,7 @@ def test_misuse_wrong_kind_local_count_ends_run(ts_test, tmp_path):
     structure's field)."""
     proc, msg = _misuse(ts_test, "kind_count", 1, tmp_path)
     assert proc.returncode != 0, msg
-    assert re.search(r"taskstealer \(PE 0\): object \d+ is not a task stealer\n",
-                     proc.stderr), msg
+    assert re.search(r"taskstealer \(PE 0\): object \d+ is not a task stealer\n", proc.stderr), msg
 
 
 @pytest.mark.sanitizer
@@ -225,8 +229,11 @@ def test_sanitizers(cmake_build, tmp_path, sanitize):
     exe = _program(cmake_build, sanitize)
     # the programs destroy their structures: leaks are reported
     env = {"TSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=1"}
-    for args in (["spawn", "ring", "depth=6", "us=20"], ["imbalance", "complete", "n=80", "us=50"],
-                 ["spawn", "push", "depth=5", "us=0"]):
+    for args in (
+        ["spawn", "ring", "depth=6", "us=20"],
+        ["imbalance", "complete", "n=80", "us=50"],
+        ["spawn", "push", "depth=5", "us=0"],
+    ):
         _, out = _run(exe, args, 4, tmp_path, timeout=300, env_extra=env)
         assert "OK" in out
 
@@ -236,6 +243,10 @@ def test_misuse_refused_options_are_told(ts_test, tmp_path):
     proc, msg = _misuse(ts_test, "options", 2, tmp_path)
     assert proc.returncode == 0 and "taskstealer misuse options: OK" in proc.stdout, msg
     for pe in range(2):
-        for why in ("task_size is 0", "task_size is over TS_MAX_TASK", "steal_max is 0",
-                    "unknown topology"):
+        for why in (
+            "task_size is 0",
+            "task_size is over TS_MAX_TASK",
+            "steal_max is 0",
+            "unknown topology",
+        ):
             assert f"taskstealer (PE {pe}): ts_create: {why}" in proc.stderr, msg

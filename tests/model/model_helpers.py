@@ -18,9 +18,18 @@ TRUTH = {"pipe:Comp": 4.5e-6, "graph:P": 6e-3, "graph:Op": 1.4e-5, "graph:Data":
 def pipe_objects(rng):
     m, t, n = rng.integers(200, 2000), rng.integers(10, 200), rng.integers(1, 20)
     nop = int(rng.integers(50, 3000))
-    graph = {"P": 1, "EltSize": 100, "EdgeCap": 10, "Node": 4, "Edge": 4, "NOp": nop,
-             "NBlock": int(rng.integers(0, 100)), "NMsg": int(rng.integers(0, 200)),
-             "EnqSize": int(rng.integers(0, 50000)), "DeqSize": int(rng.integers(0, 50000))}
+    graph = {
+        "P": 1,
+        "EltSize": 100,
+        "EdgeCap": 10,
+        "Node": 4,
+        "Edge": 4,
+        "NOp": nop,
+        "NBlock": int(rng.integers(0, 100)),
+        "NMsg": int(rng.integers(0, 200)),
+        "EnqSize": int(rng.integers(0, 50000)),
+        "DeqSize": int(rng.integers(0, 50000)),
+    }
     pipe = {"P": 1, "T": int(t), "N": int(n), "M": int(m)}
     return [("pipe", pipe), ("graph", graph)]
 
@@ -28,15 +37,18 @@ def pipe_objects(rng):
 def true_time(objects, truth):
     pipe, graph = dict(objects)["pipe"], dict(objects)["graph"]
     terms = {
-        "pipe:P": pipe["P"], "pipe:Comp": pipe["M"] * pipe["T"], "graph:P": graph["P"],
+        "pipe:P": pipe["P"],
+        "pipe:Comp": pipe["M"] * pipe["T"],
+        "graph:P": graph["P"],
         "graph:Op": graph["NOp"] + graph["NBlock"] + graph["NMsg"],
         "graph:Data": graph["EnqSize"] + graph["DeqSize"],
     }
     return sum(truth.get(k, 0.0) * v for k, v in terms.items())
 
 
-def build_db(path, rng, *, runs=16, npes=(2, 4), noise=0.0, truth=TRUTH, extra_module=False,
-             program="pipe"):
+def build_db(
+    path, rng, *, runs=16, npes=(2, 4), noise=0.0, truth=TRUTH, extra_module=False, program="pipe"
+):
     """Per-PE time = sum of truth * terms, plus N(0, noise) seconds."""
     docs = []
     for r in range(runs):
@@ -48,8 +60,12 @@ def build_db(path, rng, *, runs=16, npes=(2, 4), noise=0.0, truth=TRUTH, extra_m
                 objs.append(("unknownmod", {"X": 1}))
             pe_objects.append(objs)
             times.append(true_time(objs, truth) + rng.normal(0.0, noise))
-        docs.append((f"run{r}.json", make_profile(program, pe_objects, times,
-                                                  params={"run": r, "M": r % 3})))
+        docs.append(
+            (
+                f"run{r}.json",
+                make_profile(program, pe_objects, times, params={"run": r, "M": r % 3}),
+            )
+        )
     with ProfileDB(path) as db:
         db.import_documents(docs)
     return path
@@ -57,8 +73,11 @@ def build_db(path, rng, *, runs=16, npes=(2, 4), noise=0.0, truth=TRUTH, extra_m
 
 def write_script(tmp_path, text, name="model.tcl"):
     path = tmp_path / name
-    path.write_text(text.replace("@PIPE@", str(PIPE_PERF)).replace("@GRAPH@", str(GRAPH_PERF))
-                    .replace("@RTS@", str(RTS_PERF)))
+    path.write_text(
+        text.replace("@PIPE@", str(PIPE_PERF))
+        .replace("@GRAPH@", str(GRAPH_PERF))
+        .replace("@RTS@", str(RTS_PERF))
+    )
     return path
 
 

@@ -20,8 +20,10 @@ def test_intervals_cover_truth_at_stated_rate(tmp_path):
         session.load_interface(str(GRAPH_PERF))
         session.ignore_terms("pipe", ["P"])
         result = session.fit().result
-        inside = [abs(result.parameter(name)[0] - truth) <= result.parameter(name)[1]
-                  for name, truth in TRUTH.items()]
+        inside = [
+            abs(result.parameter(name)[0] - truth) <= result.parameter(name)[1]
+            for name, truth in TRUTH.items()
+        ]
         param_hits.append(inside)
         hits += sum(inside)
         total += len(inside)

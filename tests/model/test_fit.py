@@ -28,8 +28,9 @@ def test_agrees_with_lstsq_and_textbook_intervals():
     s2 = resid @ resid / (n - m)
     cov = s2 * np.linalg.inv(design.A.T @ design.A)
     np.testing.assert_allclose(r.covariance, cov, rtol=1e-6)
-    np.testing.assert_allclose(r.halfwidths, np.sqrt(np.diag(cov)) * stats.t.ppf(0.95, n - m),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        r.halfwidths, np.sqrt(np.diag(cov)) * stats.t.ppf(0.95, n - m), rtol=1e-6
+    )
     assert r.chi_square == pytest.approx(resid @ resid)
     assert r.sse == pytest.approx(resid @ resid)
     assert r.dof == n - m and r.residual_se == pytest.approx(np.sqrt(r.chi_square / (n - m)))
@@ -161,11 +162,11 @@ def test_exact_solution_recovered_and_scales_with_t(spec, factor):
     np.testing.assert_allclose(r.values, coef, rtol=1e-8, atol=1e-12 * np.abs(coef).max())
     assert r.rank == m and r.sample_mre < 1e-6
     scaled = solve(Design(names, A, t * factor))
-    np.testing.assert_allclose(scaled.values, r.values * factor, rtol=1e-8,
-                               atol=1e-12 * factor * np.abs(coef).max())
+    np.testing.assert_allclose(
+        scaled.values, r.values * factor, rtol=1e-8, atol=1e-12 * factor * np.abs(coef).max()
+    )
     normalised = solve(Design(names, A, t), FitOptions(normalize=True))
-    np.testing.assert_allclose(normalised.values, coef, rtol=1e-8,
-                               atol=1e-12 * np.abs(coef).max())
+    np.testing.assert_allclose(normalised.values, coef, rtol=1e-8, atol=1e-12 * np.abs(coef).max())
 
 
 @settings(max_examples=30, deadline=None)

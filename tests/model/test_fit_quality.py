@@ -30,8 +30,16 @@ def _imported_trial(rng, use_import_cov: bool) -> bool:
     A = rng.uniform(1, 10, size=(40, 1))
     t = B @ c_rt + A @ c_lib + rng.normal(0, 0.2, 40)
     cov = rt.covariance if use_import_cov else np.zeros((2, 2))
-    design = Design(["lib:c"], A, t, offset=B @ rt.values, imported=["rt:a", "rt:b"], B=B,
-                    imported_values=rt.values, imported_cov=cov)
+    design = Design(
+        ["lib:c"],
+        A,
+        t,
+        offset=B @ rt.values,
+        imported=["rt:a", "rt:b"],
+        B=B,
+        imported_values=rt.values,
+        imported_cov=cov,
+    )
     lib = solve(design, FitOptions(confidence=CONF))
     f = np.array([1.0, 4.0, 3.0])  # a cost priced by lib:c, rt:a and rt:b
     estimate = f @ np.concatenate([lib.values, rt.values])
@@ -57,8 +65,18 @@ def test_joint_covariance_is_symmetric_and_keeps_the_imported_block():
     B, A = rng.uniform(1, 5, (30, 2)), rng.uniform(1, 5, (30, 2))
     S = np.array([[0.04, 0.01], [0.01, 0.09]])
     t = B @ [1.0, 2.0] + A @ [3.0, 4.0] + rng.normal(0, 0.1, 30)
-    r = solve(Design(["x", "y"], A, t, offset=B @ [1.0, 2.0], imported=["u", "v"], B=B,
-                     imported_values=np.array([1.0, 2.0]), imported_cov=S))
+    r = solve(
+        Design(
+            ["x", "y"],
+            A,
+            t,
+            offset=B @ [1.0, 2.0],
+            imported=["u", "v"],
+            B=B,
+            imported_values=np.array([1.0, 2.0]),
+            imported_cov=S,
+        )
+    )
     assert r.covariance.shape == (4, 4)
     np.testing.assert_allclose(r.covariance, r.covariance.T)
     np.testing.assert_allclose(r.covariance[2:, 2:], S)

@@ -51,8 +51,7 @@ def test_fit_tested_on_tiny_times_prints_bounded_figures(tmp_path, pipe_dbs, cap
     assert test_misses.count(">99999 %") == 2, test_misses
 
 
-def test_fit_tested_on_times_below_the_smallest_ratio_prints_no_inf(tmp_path, pipe_dbs,
-                                                                    capsys):
+def test_fit_tested_on_times_below_the_smallest_ratio_prints_no_inf(tmp_path, pipe_dbs, capsys):
     """Times of 1e-318 s: prediction over measured time overflows to inf."""
     tiny_db(tmp_path / "tiny.db", 1e-318)
     script = write_script(tmp_path, BASE_SCRIPT.replace("test.db", "tiny.db"))
@@ -69,11 +68,17 @@ def test_fit_tested_on_times_below_the_smallest_ratio_prints_no_inf(tmp_path, pi
 
 def test_normalized_fit_of_tiny_times_is_a_clear_error(tmp_path, capsys):
     tiny_db(tmp_path / "fit.db", 1e-305)
-    script = write_script(tmp_path, "FitDatabase fit.db\nInterface @PIPE@\nInterface @GRAPH@\n"
-                          "IgnoreTerm pipe P\nNormalize on\n")
+    script = write_script(
+        tmp_path,
+        "FitDatabase fit.db\nInterface @PIPE@\nInterface @GRAPH@\n"
+        "IgnoreTerm pipe P\nNormalize on\n",
+    )
     assert main(["fit", str(script)]) == 2
     err = capsys.readouterr().err
     assert "internal error" not in err and "Traceback" not in err, err
-    assert re.search(r"fit: fit\.db run \d+ PE \d: with Normalize on, term \S+ \(\S+\) divided "
-                     r"by the measured time \S+ s overflows", err), err
+    assert re.search(
+        r"fit: fit\.db run \d+ PE \d: with Normalize on, term \S+ \(\S+\) divided "
+        r"by the measured time \S+ s overflows",
+        err,
+    ), err
     assert len(err.strip().splitlines()) == 1, err

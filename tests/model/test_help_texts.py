@@ -16,10 +16,23 @@ def _subparser(parser, names):
     return parser
 
 
-@pytest.mark.parametrize("names", [("fit",), ("db",), ("db", "list"), ("db", "show"),
-                                   ("db", "export"), ("db", "import"), ("model",),
-                                   ("model", "show"), ("model", "export-c"), ("latency",),
-                                   ("gate",), ("gate", "power")])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("fit",),
+        ("db",),
+        ("db", "list"),
+        ("db", "show"),
+        ("db", "export"),
+        ("db", "import"),
+        ("model",),
+        ("model", "show"),
+        ("model", "export-c"),
+        ("latency",),
+        ("gate",),
+        ("gate", "power"),
+    ],
+)
 def test_help_has_a_description_and_explains_positionals(names):
     parser = _subparser(build_parser(), names)
     if len(names) == 1:

@@ -31,6 +31,7 @@ def setter(path: str, value):
         for key in parents:
             data = data[key]
         data[last] = value
+
     return change
 
 
@@ -52,19 +53,26 @@ CASES = [
     ("ignored", "rts:P", "ignored: expected a list of strings, got 'rts:P'"),
     ("covariance", [[1.0]], "covariance: expected a 9 x 9 matrix"),
     ("interfaces", [], "interfaces: expected an object, got []"),
-    ("interfaces.rts.categories", {"X": "Msg"}, "interfaces.rts.categories: expected an object "
-     "of lists of strings"),
+    (
+        "interfaces.rts.categories",
+        {"X": "Msg"},
+        "interfaces.rts.categories: expected an object of lists of strings",
+    ),
     ("interfaces.rts.terms", None, "interfaces.rts.terms: expected a list of strings, got null"),
 ]
 
 
-@pytest.mark.parametrize("path, value, message", CASES, ids=[c[0] + "=" + repr(c[1])
-                                                             for c in CASES])
+@pytest.mark.parametrize(
+    "path, value, message", CASES, ids=[c[0] + "=" + repr(c[1]) for c in CASES]
+)
 def test_wrong_types_are_named_by_field(model_and_run, tmp_path, capsys, path, value, message):
     model, run = model_and_run
     bad = damaged(model, setter(path, value))
-    for args in (["report", "--model", str(bad), str(run)], ["model", "show", str(bad)],
-                 ["model", "export-c", "-o", str(tmp_path / "c"), str(bad)]):
+    for args in (
+        ["report", "--model", str(bad), str(run)],
+        ["model", "show", str(bad)],
+        ["model", "export-c", "-o", str(tmp_path / "c"), str(bad)],
+    ):
         assert main(args) == 2, args
         err = capsys.readouterr().err
         assert err.startswith(f"mprof: {bad}: ") and message in err, err
@@ -81,18 +89,26 @@ def _drop_halfwidth(data):
     del data["parameters"][data["fitted"][0]]["halfwidth"]
 
 
-@pytest.mark.parametrize("change, message", [
-    (_drop_parameter, "parameters: missing '{p}' (listed in fitted)"),
-    (_drop_halfwidth, "parameters.{p}: missing 'halfwidth'"),
-], ids=["parameter", "halfwidth"])
-def test_a_fitted_parameter_cut_from_the_file_is_named(model_and_run, tmp_path, capsys, change,
-                                                      message):
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (_drop_parameter, "parameters: missing '{p}' (listed in fitted)"),
+        (_drop_halfwidth, "parameters.{p}: missing 'halfwidth'"),
+    ],
+    ids=["parameter", "halfwidth"],
+)
+def test_a_fitted_parameter_cut_from_the_file_is_named(
+    model_and_run, tmp_path, capsys, change, message
+):
     """Not a model that prices the term at nothing, nor an interval of nan."""
     model, run = model_and_run
     bad = damaged(model, change)
     message = message.format(p=json.loads(model.read_text())["fitted"][0])
-    for args in (["report", "--model", str(bad), str(run)], ["model", "show", str(bad)],
-                 ["model", "export-c", "-o", str(tmp_path / "c"), str(bad)]):
+    for args in (
+        ["report", "--model", str(bad), str(run)],
+        ["model", "show", str(bad)],
+        ["model", "export-c", "-o", str(tmp_path / "c"), str(bad)],
+    ):
         assert main(args) == 2, args
         err = capsys.readouterr().err
         assert err.startswith(f"mprof: {bad}: ") and message in err, err
@@ -103,10 +119,12 @@ def test_a_parameter_entry_of_the_wrong_type(model_and_run):
     model, _ = model_and_run
     data = json.loads(model.read_text())
     name = next(iter(data["parameters"]))
-    for entry, message in ((3.0, f"parameters.{name}: expected an object, got 3.0"),
-                           ({"value": 1.0, "halfwidth": "x"}, f"parameters.{name}.halfwidth"),
-                           ({"value": 1.0, "source": "guess"}, f"parameters.{name}.source"),
-                           ({"halfwidth": 1.0}, f"parameters.{name}: no 'value'")):
+    for entry, message in (
+        (3.0, f"parameters.{name}: expected an object, got 3.0"),
+        ({"value": 1.0, "halfwidth": "x"}, f"parameters.{name}.halfwidth"),
+        ({"value": 1.0, "source": "guess"}, f"parameters.{name}.source"),
+        ({"halfwidth": 1.0}, f"parameters.{name}: no 'value'"),
+    ):
         data["parameters"][name] = entry
         with pytest.raises(MprofError, match=message.replace(".", r"\.")):
             Model.from_json(data, "m")
@@ -120,8 +138,10 @@ def test_the_good_model_still_reads(model_and_run, capsys):
 
 def test_null_quality_figures_are_shown_as_unknown(model_and_run, tmp_path, capsys):
     model, run = model_and_run
-    bad = damaged(model, lambda d: d.__setitem__("quality", {"chi_square": None, "dof": None,
-                                                             "residual_se": None}))
+    bad = damaged(
+        model,
+        lambda d: d.__setitem__("quality", {"chi_square": None, "dof": None, "residual_se": None}),
+    )
     assert main(["model", "show", str(bad)]) == 0
     assert "Chi-square: n/a" in capsys.readouterr().out
     assert main(["report", "--model", str(bad), str(run)]) == 0
@@ -138,4 +158,4 @@ def test_a_key_given_twice_is_an_error_at_its_place(model_and_run, tmp_path, cap
     assert main(["model", "show", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     line = text.count("\n", 0, at) + 2
-    assert err.startswith(f"mprof: {bad}:{line}:3: key \"parameters\" appears twice"), err
+    assert err.startswith(f'mprof: {bad}:{line}:3: key "parameters" appears twice'), err

@@ -15,15 +15,23 @@ from mprof.model.script import ModelingScript
 
 STATS = {
     "pipe": {"P": 1, "T": 50, "N": 5, "M": 700},
-    "graph": {"P": 1, "EltSize": 100, "NOp": 900, "NBlock": 12, "NMsg": 40, "EnqSize": 9000,
-              "DeqSize": 8000},
+    "graph": {
+        "P": 1,
+        "EltSize": 100,
+        "NOp": 900,
+        "NBlock": 12,
+        "NMsg": 40,
+        "EnqSize": 9000,
+        "DeqSize": 8000,
+    },
 }
 
 
 @pytest.fixture
 def model_path(tmp_path, pipe_dbs):
-    ModelingScript(write_script(tmp_path, BASE_SCRIPT + "SaveModel m.json\n"),
-                   warn=lambda w: None).run()
+    ModelingScript(
+        write_script(tmp_path, BASE_SCRIPT + "SaveModel m.json\n"), warn=lambda w: None
+    ).run()
     return tmp_path / "m.json"
 
 
@@ -35,8 +43,11 @@ def test_model_file_contents(model_path):
     assert data["covariance_parameters"] == data["fitted"]
     # self-contained: the interfaces' text is in the file
     assert "interface graph" in data["interfaces"]["graph"]["source"]
-    assert data["interfaces"]["graph"]["categories"] == {"STARTUP": ["P"], "OP": ["Op"],
-                                                         "DATA": ["Data"]}
+    assert data["interfaces"]["graph"]["categories"] == {
+        "STARTUP": ["P"],
+        "OP": ["Op"],
+        "DATA": ["Data"],
+    }
     assert data["quality"]["rank"] == 4 and data["quality"]["dof"] > 0
     assert data["settings"]["granularity"] == "pe" and data["ignored"] == ["pipe:P"]
 
@@ -88,32 +99,53 @@ def test_export_c_matches_python(model_path, tmp_path):
     model = load_model(model_path)
     # The generated hooks' headers first, so the record-based variants are compiled too.
     assert main(["iface", "compile", "-q", "-o", str(out), str(PIPE_PERF), str(GRAPH_PERF)]) == 0
-    lines = ['#include <stdio.h>', '#include "pipe_perf.h"', '#include "graph_perf.h"',
-             '#include "mpm_model.h"', "int main(void) {"]
+    lines = [
+        "#include <stdio.h>",
+        '#include "pipe_perf.h"',
+        '#include "graph_perf.h"',
+        '#include "mpm_model.h"',
+        "int main(void) {",
+    ]
     for module, stats in STATS.items():
         names = model.interfaces[module].statistics
         values = ", ".join(repr(float(stats.get(s, 0))) for s in names)
         up, fn = f"MPM_{module.upper()}", f"mpm_{module}"
-        lines += [f"  {{ double s[] = {{{values}}}; double out[{up}_NCATS];",
-                  f"    {fn}_costs(s, out);",
-                  f"    for (int i = 0; i < {up}_NCATS; i++)",
-                  f'      printf("{module} %s %.17g\\n", {fn}_category_names[i], out[i]); }}']
+        lines += [
+            f"  {{ double s[] = {{{values}}}; double out[{up}_NCATS];",
+            f"    {fn}_costs(s, out);",
+            f"    for (int i = 0; i < {up}_NCATS; i++)",
+            f'      printf("{module} %s %.17g\\n", {fn}_category_names[i], out[i]); }}',
+        ]
         fields = ", ".join(f".{k} = {v}" for k, v in stats.items())
-        lines += [f"  {{ {module}_stats_t rec = {{{fields}}};",
-                  f"    double a[{up}_NCATS], b[{up}_NCATS], s[] = {{{values}}};",
-                  f"    double ta = {fn}_costs_record(&rec, a), tb = {fn}_costs(s, b);",
-                  f"    for (int i = 0; i < {up}_NCATS; i++) if (a[i] != b[i]) return 1;",
-                  "    if (ta != tb) return 1; }",
-                  f"  {{ double s[] = {{{values}}};",
-                  "    double f[MPM_NPARAMS > 0 ? MPM_NPARAMS : 1] = {0};",
-                  f"    {fn}_terms(s, f);",
-                  f'    printf("{module} BAND %.17g\\n", mpm_halfwidth(f)); }}']
+        lines += [
+            f"  {{ {module}_stats_t rec = {{{fields}}};",
+            f"    double a[{up}_NCATS], b[{up}_NCATS], s[] = {{{values}}};",
+            f"    double ta = {fn}_costs_record(&rec, a), tb = {fn}_costs(s, b);",
+            f"    for (int i = 0; i < {up}_NCATS; i++) if (a[i] != b[i]) return 1;",
+            "    if (ta != tb) return 1; }",
+            f"  {{ double s[] = {{{values}}};",
+            "    double f[MPM_NPARAMS > 0 ? MPM_NPARAMS : 1] = {0};",
+            f"    {fn}_terms(s, f);",
+            f'    printf("{module} BAND %.17g\\n", mpm_halfwidth(f)); }}',
+        ]
     lines += ["  return 0;", "}"]
     (out / "main.c").write_text("\n".join(lines) + "\n")
     exe = tmp_path / "costs"
-    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", f"-I{ROOT / 'runtime/include'}",
-                    "-o", str(exe), str(out / "main.c"),
-                    str(out / "mpm_model.c"), "-lm"], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            f"-I{ROOT / 'runtime/include'}",
+            "-o",
+            str(exe),
+            str(out / "main.c"),
+            str(out / "mpm_model.c"),
+            "-lm",
+        ],
+        check=True,
+    )
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     got = {(m, c): float(x) for m, c, x in (line.split() for line in printed.splitlines())}
     q = model.t_quantile()
@@ -133,8 +165,9 @@ def test_export_c_refuses_a_category_named_like_a_module_function(model_path, tm
     pipe["source"] = pipe["source"].replace(f"  {old} ", "  costs ")
     pipe["categories"] = {("costs" if k == old else k): v for k, v in pipe["categories"].items()}
     if "category_descriptions" in pipe:
-        pipe["category_descriptions"] = {("costs" if k == old else k): v
-                                         for k, v in pipe["category_descriptions"].items()}
+        pipe["category_descriptions"] = {
+            ("costs" if k == old else k): v for k, v in pipe["category_descriptions"].items()
+        }
     bad = tmp_path / "costs.json"
     bad.write_text(json.dumps(data))
     assert main(["model", "export-c", str(bad), "-o", str(tmp_path / "c")]) == 2
@@ -144,8 +177,12 @@ def test_export_c_refuses_a_category_named_like_a_module_function(model_path, tm
 
 
 def test_export_c_with_a_prefix_too_long_for_a_file_name(model_path, tmp_path, capsys):
-    assert main(["model", "export-c", str(model_path), "-o", str(tmp_path / "c"),
-                 "--prefix", "p" * 300]) == 2
+    assert (
+        main(
+            ["model", "export-c", str(model_path), "-o", str(tmp_path / "c"), "--prefix", "p" * 300]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "cannot write C file" in err and "File name too long" in err, err
     assert "Traceback" not in err

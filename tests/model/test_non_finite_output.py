@@ -44,8 +44,9 @@ def test_save_model_refuses_a_non_finite_fit(tmp_path):
 
     model = make_model()
     model.quality["sse"] = math.inf
-    with pytest.raises(MprofError, match="cannot save model .*quality.sse is inf.*the model "
-                                         "was not saved"):
+    with pytest.raises(
+        MprofError, match="cannot save model .*quality.sse is inf.*the model was not saved"
+    ):
         model.save(tmp_path / "m.json")
     assert not (tmp_path / "m.json").exists()
 
@@ -62,8 +63,10 @@ def huge_db(tmp_path, pipe_dbs):
     """The fit database with one PE's times at 1e308 s, written past the import's checks."""
     fit, _ = pipe_dbs
     with sqlite3.connect(fit) as conn:
-        conn.execute("UPDATE pe_samples SET elapsed_s = 1e308, cpu_s = 1e308 "
-                     "WHERE run_id = (SELECT MIN(run_id) FROM pe_samples) AND pe = 0")
+        conn.execute(
+            "UPDATE pe_samples SET elapsed_s = 1e308, cpu_s = 1e308 "
+            "WHERE run_id = (SELECT MIN(run_id) FROM pe_samples) AND pe = 0"
+        )
     return fit
 
 
@@ -103,12 +106,12 @@ def test_fit_printed_before_the_save_is_refused_shows_no_inf(tmp_path, huge_db, 
 def test_a_what_if_that_overflows_is_refused(model_and_run, capsys, change):
     model, run = model_and_run
     for extra in (["--json"], []):
-        assert main(["report", *extra, "--model", str(model), "--what-if", change,
-                     str(run)]) == 2
+        assert main(["report", *extra, "--model", str(model), "--what-if", change, str(run)]) == 2
         captured = capsys.readouterr()
         assert "Infinity" not in captured.out
-        assert captured.err.startswith("mprof: report: the what-if price overflows: with "), \
+        assert captured.err.startswith("mprof: report: the what-if price overflows: with "), (
             captured.err
+        )
         assert len(captured.err.strip().splitlines()) == 1
 
 
@@ -124,5 +127,6 @@ def test_report_json_of_huge_times_is_refused(model_and_run, capsys, monkeypatch
     assert main(["report", "--json", str(run)]) == 2
     captured = capsys.readouterr()
     assert "Infinity" not in captured.out
-    assert captured.err.startswith("mprof: report: measured_total_s is inf, not a finite "), \
+    assert captured.err.startswith("mprof: report: measured_total_s is inf, not a finite "), (
         captured.err
+    )

@@ -45,8 +45,11 @@ def test_gate_junit_onto_its_baseline(tmp_path, capsys, pipe_dbs):
     fit, _ = pipe_dbs
     candidate = tmp_path / "candidate.db"
     candidate.write_bytes(fit.read_bytes())
-    err = refused(capsys, ["gate", "--baseline", str(fit), "--candidate", str(candidate), "-q",
-                           "--junit", str(fit)], fit)
+    err = refused(
+        capsys,
+        ["gate", "--baseline", str(fit), "--candidate", str(candidate), "-q", "--junit", str(fit)],
+        fit,
+    )
     assert f"cannot write {fit}" in err
 
 
@@ -63,8 +66,11 @@ def test_an_output_that_is_no_input_is_written(tmp_path, pipe_dbs, flag):
     fit, _ = pipe_dbs
     out = tmp_path / "other.txt"
     out.write_text("old")
-    argv = (["db", "export", str(fit), "-o", str(out)] if flag == "-o" else
-            ["history", "show", str(tmp_path / "none.db"), "--html", str(out)])
+    argv = (
+        ["db", "export", str(fit), "-o", str(out)]
+        if flag == "-o"
+        else ["history", "show", str(tmp_path / "none.db"), "--html", str(out)]
+    )
     if flag == "-o":
         assert main(argv) == 0 and out.read_text() != "old"
     else:
@@ -74,8 +80,9 @@ def test_an_output_that_is_no_input_is_written(tmp_path, pipe_dbs, flag):
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_a_table_export_onto_its_database(tmp_path, capsys, pipe_dbs, fmt):
     fit, _ = pipe_dbs
-    err = refused(capsys, ["db", "export", str(fit), "--format", fmt, "--table", "runs", "-o",
-                           str(fit)], fit)
+    err = refused(
+        capsys, ["db", "export", str(fit), "--format", fmt, "--table", "runs", "-o", str(fit)], fit
+    )
     assert err.startswith(f"mprof: cannot write table {fit}: ")
 
 
@@ -84,8 +91,23 @@ def test_a_table_export_onto_its_model_file(tmp_path, capsys, pipe_dbs):
     model = write_script(tmp_path, BASE_SCRIPT + "SaveModel m.json\n")
     assert main(["fit", str(model)]) == 0
     saved = tmp_path / "m.json"
-    refused(capsys, ["db", "export", str(fit), "--format", "csv", "--table", "fits", "--model",
-                     str(saved), "-o", str(saved)], saved)
+    refused(
+        capsys,
+        [
+            "db",
+            "export",
+            str(fit),
+            "--format",
+            "csv",
+            "--table",
+            "fits",
+            "--model",
+            str(saved),
+            "-o",
+            str(saved),
+        ],
+        saved,
+    )
 
 
 def test_tables_into_a_folder_holding_an_input_write_none(tmp_path, capsys, pipe_dbs):

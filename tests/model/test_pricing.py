@@ -74,8 +74,7 @@ def test_a_fit_samples_pe_cost_in_the_report_is_the_fits_prediction(tmp_path, fi
         for pe in report.pes:
             assert pe.model_s == pytest.approx(predicted[row], rel=1e-12, abs=0)
             row += 1
-        assert report.model_total == pytest.approx(sum(p.model_s for p in report.pes),
-                                                   rel=1e-12)
+        assert report.model_total == pytest.approx(sum(p.model_s for p in report.pes), rel=1e-12)
     assert row == samples.n
 
 
@@ -117,11 +116,14 @@ def ptest_model(tmp_path, rng, *, ignore_miss):
     """A model of ptest fitted on runs that counted L1Miss."""
     docs = []
     for r in range(8):
-        stats = {"P": 1, "NSend": int(rng.integers(1, 100)), "Ops": 0,
-                 "L1Miss": int(rng.integers(1, 1000))}
+        stats = {
+            "P": 1,
+            "NSend": int(rng.integers(1, 100)),
+            "Ops": 0,
+            "L1Miss": int(rng.integers(1, 1000)),
+        }
         t = 1e-3 + 2e-5 * stats["NSend"] + 3e-7 * stats["L1Miss"] + rng.normal(0, 1e-6)
-        docs.append((f"r{r}.json", make_profile("p", [[("ptest", stats)]], [t],
-                                                params={"r": r})))
+        docs.append((f"r{r}.json", make_profile("p", [[("ptest", stats)]], [t], params={"r": r})))
     with ProfileDB(tmp_path / "p.db") as db:
         db.import_documents(docs)
     session = FitSession(base_dir=tmp_path)
@@ -137,11 +139,15 @@ def test_pricing_refuses_a_term_whose_papi_statistic_the_run_lacks(tmp_path):
     lacking = [ObjectRecord(0, "ptest", {"P": 1, "NSend": 10, "Ops": 0})]
     model = ptest_model(tmp_path, rng, ignore_miss=False)
     assert model.values["ptest:Miss"] > 0
-    with pytest.raises(MprofError, match=r"ptest::L1Miss \(PAPI event PAPI_L1_DCM\).*"
-                                         r"the model prices that term \(parameter ptest:Miss\)"):
+    with pytest.raises(
+        MprofError,
+        match=r"ptest::L1Miss \(PAPI event PAPI_L1_DCM\).*"
+        r"the model prices that term \(parameter ptest:Miss\)",
+    ):
         model.price(model.priced_terms(lacking))
     # a model that does not price the term prices the run
     model = ptest_model(tmp_path, rng, ignore_miss=True)
     estimate = model.price(model.priced_terms(lacking))
-    assert estimate.seconds == pytest.approx(model.values["ptest:P"]
-                                             + 10 * model.values["ptest:Send"])
+    assert estimate.seconds == pytest.approx(
+        model.values["ptest:P"] + 10 * model.values["ptest:Send"]
+    )

@@ -12,7 +12,7 @@ def fit_error(tmp_path, capsys, text):
 
 def test_a_misspelled_command_is_pointed_at(tmp_path, capsys):
     err = fit_error(tmp_path, capsys, "Measure cpu\nforeach x {1} {\n    set y [Bogus 1]\n}\n")
-    assert f"{tmp_path / 'm.tcl'}:3:12: invalid command name \"Bogus\"" in err
+    assert f'{tmp_path / "m.tcl"}:3:12: invalid command name "Bogus"' in err
 
 
 def test_a_failing_directive_is_pointed_at_where_it_starts(tmp_path, capsys):

@@ -22,33 +22,42 @@ KILL_SELF = "exec kill -{sig} [pid]\n"
 
 
 def fit_cli(*args):
-    return subprocess.run([sys.executable, "-m", "mprof", "fit", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mprof", "fit", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_tcl_panic_on_a_value_past_2gb_is_a_failed_script(tmp_path):
     # Tcl cannot hold a value of 2 GB or more: it panics (abort), whatever the interpreter
-    script = write_script(tmp_path, "puts started\nset s [string repeat x 1100000000]\n"
-                          "append s $s\n")
+    script = write_script(
+        tmp_path, "puts started\nset s [string repeat x 1100000000]\nappend s $s\n"
+    )
     r = fit_cli(script)
     assert r.returncode == 2, r.stderr
     assert r.stdout == "started\n"
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"mprof: {script}: the script's interpreter died (SIGABRT). "
-                           "Tcl gave up"), r.stderr
+    assert last.startswith(
+        f"mprof: {script}: the script's interpreter died (SIGABRT). Tcl gave up"
+    ), r.stderr
     assert "Traceback" not in r.stderr
 
 
 def test_fits_before_the_crash_are_printed_and_saved(tmp_path, pipe_dbs):
-    script = write_script(tmp_path, SCRIPT + "SaveModel model.json\nFit\nputs between\n"
-                          + KILL_SELF.format(sig="SEGV"))
+    script = write_script(
+        tmp_path,
+        SCRIPT + "SaveModel model.json\nFit\nputs between\n" + KILL_SELF.format(sig="SEGV"),
+    )
     r = fit_cli("--unsafe-tcl", script)
     assert r.returncode == 2, r.stderr
     out = r.stdout
     assert out.index("Chi-square") < out.index("between"), out
     assert r.stderr.strip().splitlines()[-1] == (
         f"mprof: {script}: the script's interpreter died (SIGSEGV). A crash in the "
-        "interpreter. Fits before that point were printed and saved (SaveModel).")
+        "interpreter. Fits before that point were printed and saved (SaveModel)."
+    )
     saved = json.loads((tmp_path / "model.json").read_text())
     assert saved["parameters"]
 
@@ -82,9 +91,24 @@ def test_errors_in_the_child_keep_their_place(tmp_path, pipe_dbs, capsys):
 def test_gate_fit_reports_a_dying_script(tmp_path, pipe_dbs):
     fit_db, _ = pipe_dbs
     script = write_script(tmp_path, SCRIPT + "Fit\n" + KILL_SELF.format(sig="ABRT"))
-    r = subprocess.run([sys.executable, "-m", "mprof", "gate", "--baseline", str(fit_db),
-                        "--candidate", str(fit_db), "--fit", str(script), "--unsafe-tcl"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mprof",
+            "gate",
+            "--baseline",
+            str(fit_db),
+            "--candidate",
+            str(fit_db),
+            "--fit",
+            str(script),
+            "--unsafe-tcl",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "the script's interpreter died (SIGABRT)" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr

@@ -23,8 +23,9 @@ IgnoreTerm pipe P
 
 def run_script(tmp_path, text, **kw):
     outcomes = []
-    script = ModelingScript(write_script(tmp_path, text), on_fit=outcomes.append,
-                            warn=kw.get("warn", lambda w: None))
+    script = ModelingScript(
+        write_script(tmp_path, text), on_fit=outcomes.append, warn=kw.get("warn", lambda w: None)
+    )
     script.run()
     return outcomes
 
@@ -62,8 +63,7 @@ def test_paper_colon_spelling_loops_and_variables(tmp_path, pipe_dbs):
 
 def test_rank_deficiency_names_start_up_terms(tmp_path, pipe_dbs):
     warnings = []
-    (outcome,) = run_script(tmp_path, BASE.replace("IgnoreTerm pipe P", ""),
-                            warn=warnings.append)
+    (outcome,) = run_script(tmp_path, BASE.replace("IgnoreTerm pipe P", ""), warn=warnings.append)
     r = outcome.result
     assert r.rank == 4 and len(r.names) == 5
     assert r.null_groups == [["pipe:P", "graph:P"]]
@@ -107,7 +107,7 @@ def test_fix_parameter_takes_its_term_out_of_the_fit(tmp_path, pipe_dbs, capsys)
     assert model.price({"graph:Data": 1000.0}).seconds == pytest.approx(1000 * truth)
     assert model.price({"graph:Data": 1000.0}).variance == 0
     # a session importing it gets the fixed value
-    (second,) = run_script(tmp_path, BASE + 'ImportParameter graph m.json Data\n')
+    (second,) = run_script(tmp_path, BASE + "ImportParameter graph m.json Data\n")
     assert second.model.values["graph:Data"] == truth
     # the fixed value enters the fit: a wrong one leaves a residual the others cannot absorb
     (wrong,) = run_script(tmp_path, BASE + f"FixParameter graph Data {10 * truth}\n")
@@ -150,8 +150,12 @@ def test_unknown_module_warns(tmp_path):
         # found only when fitting, reported at the directive (not at Fit, nor "end of script")
         ("FitDatabase fit.db\nInterface @PIPE@\nIgnoreTerm pipe Nope\nFit\n", 3, "no term 'Nope'"),
         ("FitDatabase fit.db\nInterface @PIPE@\nIgnoreTerm pipe Nope\n\n", 3, "no term 'Nope'"),
-        ("FitDatabase fit.db\nInterface @PIPE@\nforeach t {P Nope} {\n  IgnoreTerm pipe $t\n}\n"
-         "Fit\n", 4, "no term 'Nope'"),
+        (
+            "FitDatabase fit.db\nInterface @PIPE@\nforeach t {P Nope} {\n  IgnoreTerm pipe $t\n}\n"
+            "Fit\n",
+            4,
+            "no term 'Nope'",
+        ),
         # inside a procedure, a loop body, a branch: the line of the failing command
         ("set a 1\nproc f {} {\n  Cutoff abc\n}\nf\n", 3, "cut-off: expected a number"),
         ("FitDatabase fit.db\nif {1} {\n  ImportParameter rts\n}\n", 3, "usage: ImportParameter"),
@@ -160,23 +164,42 @@ def test_unknown_module_warns(tmp_path):
         ("set x [expr {1/0}]\n", 1, "divide by zero"),
         ("Granularity thread\n", 1, "granularity must be"),
         ("FitDatabase fit.db\nwhile 1 {\n  IgnorTerm pipe P\n}\n", 3, "did you mean IgnoreTerm"),
-        ("FitDatabase fit.db\nrename Fit {}\nFit\n", 3,
-         "unknown command 'Fit': the script renamed or deleted the directive Fit"),
+        (
+            "FitDatabase fit.db\nrename Fit {}\nFit\n",
+            3,
+            "unknown command 'Fit': the script renamed or deleted the directive Fit",
+        ),
         ("FitDatabase fit.db\nSaveModel .\nFit\n", 2, "is a directory"),
-        ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2,
-         "SaveModel: the folder"),
-        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n", 3,
-         "FixParameter: the value: expected a number"),
-        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Nope 1\nFit\n", 3,
-         "no term 'Nope'"),
-        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp\n", 3,
-         "usage: FixParameter"),
+        ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2, "SaveModel: the folder"),
+        (
+            "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n",
+            3,
+            "FixParameter: the value: expected a number",
+        ),
+        (
+            "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Nope 1\nFit\n",
+            3,
+            "no term 'Nope'",
+        ),
+        (
+            "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp\n",
+            3,
+            "usage: FixParameter",
+        ),
         # a term fixed twice, or fixed and left out: the directive that contradicts the first
-        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp 1\nset x 1\n"
-         "FixParameter pipe Comp 2\nFit\n", 5, "term 'Comp' of module 'pipe' is already fixed"),
-        ("FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp 1\nset x 1\n"
-         "IgnoreTerm pipe Comp\nFit\n", 5, "term 'Comp' of module 'pipe' is fixed "
-         "(FixParameter); a term is priced by a given value or left out, not both"),
+        (
+            "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp 1\nset x 1\n"
+            "FixParameter pipe Comp 2\nFit\n",
+            5,
+            "term 'Comp' of module 'pipe' is already fixed",
+        ),
+        (
+            "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp 1\nset x 1\n"
+            "IgnoreTerm pipe Comp\nFit\n",
+            5,
+            "term 'Comp' of module 'pipe' is fixed "
+            "(FixParameter); a term is priced by a given value or left out, not both",
+        ),
     ],
 )
 def test_script_errors_name_the_line(tmp_path, pipe_dbs, body, line, message):
@@ -241,10 +264,18 @@ def spells_db(tmp_path, seed, slowdown):
     for config in range(12):
         objs = pipe_objects(rng)
         for rep in range(3):
-            docs.append((f"c{config}r{rep}.json",
-                         make_profile("pipe", [objs],
-                                      [slowdown(config, rep) * true_time(objs, TRUTH)],
-                                      params={"config": config}, argv=[f"rep{rep}"])))
+            docs.append(
+                (
+                    f"c{config}r{rep}.json",
+                    make_profile(
+                        "pipe",
+                        [objs],
+                        [slowdown(config, rep) * true_time(objs, TRUTH)],
+                        params={"config": config},
+                        argv=[f"rep{rep}"],
+                    ),
+                )
+            )
     with ProfileDB(tmp_path / "spells.db") as db:
         db.import_documents(docs)
     return "FitDatabase spells.db\nInterface @PIPE@\nInterface @GRAPH@\nIgnoreTerm pipe P\n"
@@ -254,8 +285,9 @@ def test_replicates_median_sheds_slow_spells(tmp_path):
     """A shared machine slows whole runs down now and then: one repetition of some
     configurations 3x slower.  With `Replicates median` each configuration's median run is the
     sample, and the fit finds the truth; over every run it does not."""
-    base = spells_db(tmp_path, 7, lambda config, rep:
-                     3.0 if rep == config % 3 and config % 2 == 0 else 1.0)
+    base = spells_db(
+        tmp_path, 7, lambda config, rep: 3.0 if rep == config % 3 and config % 2 == 0 else 1.0
+    )
     (every,) = run_script(tmp_path, base)
     (median,) = run_script(tmp_path, base + "Replicates median\n")
     assert median.result.n_samples == 12 and every.result.n_samples == 36
@@ -272,8 +304,9 @@ def test_replicates_min_sheds_spells_that_hit_most_runs(tmp_path):
     and the rest scatter by a few per cent upwards, as interference does: the median is then a
     slow run and the fit is off; the fastest run of each configuration finds the truth."""
     # config % 3 is the one repetition the spell missed
-    base = spells_db(tmp_path, 11, lambda config, rep:
-                     1.0 if rep == config % 3 else 1.5 + config / 8)
+    base = spells_db(
+        tmp_path, 11, lambda config, rep: 1.0 if rep == config % 3 else 1.5 + config / 8
+    )
     (median,) = run_script(tmp_path, base + "Replicates median\n")
     (fastest,) = run_script(tmp_path, base + "Replicates min\n")
     assert fastest.result.n_samples == 12 and fastest.result.sample_mre < 1e-6
@@ -304,8 +337,9 @@ def test_misses_name_the_configuration_and_its_repetitions(tmp_path, capsys):
     another kind, as a shared machine's cheap mode gives).  Taken as the sample (`Replicates
     min`), it is the fit's largest miss by far, and `--misses` names it with its
     configuration and the spread of its three runs, which tells it from a missing term."""
-    base = spells_db(tmp_path, 5, lambda config, rep: 0.5 if (config, rep) == (4, 1) else
-                     1.0 + 0.01 * rep)
+    base = spells_db(
+        tmp_path, 5, lambda config, rep: 0.5 if (config, rep) == (4, 1) else 1.0 + 0.01 * rep
+    )
     (outcome,) = run_script(tmp_path, base + "Replicates min\n")
     from mprof.model.misses import largest
 

@@ -55,10 +55,12 @@ DETERMINISTIC_RTS = ["RemoteOp", "ByteSent", "ThreadAlloc", "ThreadDisp", "P", "
 
 
 def _env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -81,8 +83,10 @@ class Result:
         raise AssertionError("no rts object")
 
     def describe(self):
-        return (f"$ {' '.join(map(str, self.args))}\nexit {self.rc}\n--- stdout\n"
-                f"{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")
+        return (
+            f"$ {' '.join(map(str, self.args))}\nexit {self.rc}\n--- stdout\n"
+            f"{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}"
+        )
 
 
 def run(exe, *args, np=None, transport="sm", timeout=60, **settings) -> Result:
@@ -103,8 +107,10 @@ def run(exe, *args, np=None, transport="sm", timeout=60, **settings) -> Result:
 def mpi_build(cmake_build) -> Path:
     bdir = cmake_build("build-mpi", source=REPO / "tests" / "mpi")
     if "MPROF_HAVE_MPI" not in (bdir / "build.ninja").read_text():
-        pytest.fail("CMake did not find MPI: the runtime was built without its MPI backend "
-                    "(scripts/bootstrap.sh installs Open MPI)")
+        pytest.fail(
+            "CMake did not find MPI: the runtime was built without its MPI backend "
+            "(scripts/bootstrap.sh installs Open MPI)"
+        )
     return bdir
 
 
@@ -153,8 +159,9 @@ def test_runs_one_after_another_lose_no_message(mpi_build, np, transport):
     rank 0 still writes the run profile; none of those messages may be lost (the receives
     a finished run had posted are withdrawn before any rank can start the next)."""
     exe = mpi_build / "tests" / "mpi" / "mpi_portable"
-    shm, mpi = _same_results(exe, ["comm", 200, 5], np, transport, MPROF_SMALL_BYTES=16,
-                             MPROF_IDLE_TIMEOUT=20)
+    shm, mpi = _same_results(
+        exe, ["comm", 200, 5], np, transport, MPROF_SMALL_BYTES=16, MPROF_IDLE_TIMEOUT=20
+    )
     assert len(mpi.lines()) == 5 * np
 
 
@@ -164,8 +171,15 @@ def test_without_aggregation_message_counts_equal(mpi_build, np, transport):
     """With aggregation off every record is its own message: MsgSent is deterministic too;
     a small credit window makes senders run out of credits and queue (flow control)."""
     exe = mpi_build / "tests" / "mpi" / "mpi_portable"
-    shm, mpi = _same_results(exe, ["comm", 300], np, transport, MPROF_AGG_BYTES=0,
-                             MPROF_SMALL_BYTES=16, MPROF_MPI_WINDOW=4)
+    shm, mpi = _same_results(
+        exe,
+        ["comm", 300],
+        np,
+        transport,
+        MPROF_AGG_BYTES=0,
+        MPROF_SMALL_BYTES=16,
+        MPROF_MPI_WINDOW=4,
+    )
     _check_profile(shm, mpi, np)
     for pe in range(np):
         a, b = shm.rts(pe), mpi.rts(pe)
@@ -194,6 +208,7 @@ def test_unknown_backend_is_a_clear_error(mpi_build):
 # ---------------------------------------------------------------------------------------
 # the flush policy for PEs of other ranks (tests/mpi/c/flush_policy.c, runtime/src/mpi/notice.c)
 
+
 def _flush_policy(mpi_build, *args, np, transport, **settings) -> Result:
     exe = mpi_build / "tests" / "mpi" / "mpi_flush_policy"
     res = run(exe, *args, np=np, transport=transport, **settings)
@@ -210,8 +225,16 @@ def test_records_for_a_busy_remote_pe_aggregate(mpi_build, np, transport):
     """PE 0 streams records to PE 1, which stays busy: they leave in messages of many records,
     when half a buffer is full (64 of 32 bytes), not every communication period (8 fibers:
     8 records).  Treating another rank's PE as always waiting sent them every period."""
-    res = _flush_policy(mpi_build, "stream", 20000, np=np, transport=transport,
-                        MPROF_PES=2, MPROF_FLUSH_FIBERS=8, MPROF_FLUSH_DELAY_US=10000000)
+    res = _flush_policy(
+        mpi_build,
+        "stream",
+        20000,
+        np=np,
+        transport=transport,
+        MPROF_PES=2,
+        MPROF_FLUSH_FIBERS=8,
+        MPROF_FLUSH_DELAY_US=10000000,
+    )
     assert res.lines() == ["RESULT stream pe=1 got=20000"], res.describe()
     rts = res.rts(0)
     assert rts["RemoteOp"] == 20000
@@ -224,8 +247,15 @@ def test_remote_pe_that_waits_gets_its_records(mpi_build, np, transport):
     that neither fills it nor reaches the delay (10 s).  It must come because PE 1 waits
     (PE 1 tells PE 0), within a bound: PE 0's busy chain ends after 3 s at the latest, which
     would release the answers otherwise."""
-    res = _flush_policy(mpi_build, "wait", 50, np=np, transport=transport, MPROF_PES=np or 2,
-                        MPROF_FLUSH_DELAY_US=10000000)
+    res = _flush_policy(
+        mpi_build,
+        "wait",
+        50,
+        np=np,
+        transport=transport,
+        MPROF_PES=np or 2,
+        MPROF_FLUSH_DELAY_US=10000000,
+    )
     [line] = res.lines()
     fields = dict(f.split("=") for f in line.split()[2:])
     assert fields["rounds"] == "50"
@@ -234,6 +264,7 @@ def test_remote_pe_that_waits_gets_its_records(mpi_build, np, transport):
 
 # ---------------------------------------------------------------------------------------
 # the runtime's own test programs (tests/c/runtime) that hold on any backend
+
 
 def rt(mpi_build, name):
     return mpi_build / "tests" / "c" / f"rt_{name}"
@@ -272,12 +303,18 @@ def test_latency_program(mpi_build, np, transport):
     _check_profile(shm, mpi, np)
 
     def pairs(doc):
-        return [sorted((r["access"], r["enabler"], r["count"]) for r in p["latency"])
-                for p in doc["pes"]]
+        return [
+            sorted((r["access"], r["enabler"], r["count"]) for r in p["latency"])
+            for p in doc["pes"]
+        ]
+
     assert pairs(mpi.profile) == pairs(shm.profile)
     # PE 1's two waiters each observed PE 0's ~20 ms computation, on MPI too
-    row = [r for r in mpi.profile["pes"][1]["latency"]
-           if (r["access"], r["enabler"]) == ("lat:wait", "lat:send")]
+    row = [
+        r
+        for r in mpi.profile["pes"][1]["latency"]
+        if (r["access"], r["enabler"]) == ("lat:wait", "lat:send")
+    ]
     assert row and row[0]["observed_s"] >= 2 * 0.015, mpi.profile["pes"][1]["latency"]
     assert 0 < row[0]["critical_s"] < 0.75 * row[0]["observed_s"]
 
@@ -286,6 +323,7 @@ def test_a_category_registered_on_one_rank_is_listed(mpi_build, tmp_path):
     """The last rank alone registers lat:late and runs a fiber in it: rank 0 writes the profile,
     and its `accesses` lists every rank's categories, so the database takes the run."""
     from mprof.cli import main
+
     res = run(rt(mpi_build, "latency"), "1", "0", "1", np=2)
     assert res.rc == 0, res.describe()
     doc = res.profile
@@ -298,13 +336,17 @@ def test_a_category_registered_on_one_rank_is_listed(mpi_build, tmp_path):
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
-@pytest.mark.parametrize("scenario,waits,where", [
-    ("fiber", "PE 1: fiber hang_stuck_waiter (created by hang:setup) waits on counter", 1),
-    ("block", "PE 0: pe_main blocked in mp_block_until on counter", 0),
-    ("held", "PE 0: 1 enabled fibers held by scheduler never", 0),
-])
-def test_hang_is_diagnosed_on_the_rank_and_fails_every_rank(mpi_build, scenario, waits,
-                                                            where, np, transport):
+@pytest.mark.parametrize(
+    "scenario,waits,where",
+    [
+        ("fiber", "PE 1: fiber hang_stuck_waiter (created by hang:setup) waits on counter", 1),
+        ("block", "PE 0: pe_main blocked in mp_block_until on counter", 0),
+        ("held", "PE 0: 1 enabled fibers held by scheduler never", 0),
+    ],
+)
+def test_hang_is_diagnosed_on_the_rank_and_fails_every_rank(
+    mpi_build, scenario, waits, where, np, transport
+):
     res = run(rt(mpi_build, "hang"), scenario, np=np, transport=transport, MPROF_IDLE_TIMEOUT=20)
     assert res.rc != 0
     assert waits in res.stderr, res.describe()
@@ -336,6 +378,7 @@ def test_single_pe_programs_on_one_rank(mpi_build, name):
 
 # ---------------------------------------------------------------------------------------
 # data structures and PIPE, from the normal build when present
+
 
 @functools.cache
 def _measured_stats() -> frozenset[tuple[str, str]]:
@@ -385,18 +428,25 @@ def _stat(doc, key):
 LIBRARY_PROGRAMS = [
     ("build/tests/lib/ht_test", ["stats"], {"hashtable": None}),
     ("build/tests/lib/ts_test", [], {}),
-    ("build/benchmarks/pipe/pipe", ["{np}", "200", "10", "10", "15", "100", "1000"],
-     {"pipe": None, "graph": {"P", "EltSize", "EdgeCap", "Node", "Edge", "NOp", "EnqSize",
-                              "DeqSize"}}),
+    (
+        "build/benchmarks/pipe/pipe",
+        ["{np}", "200", "10", "10", "15", "100", "1000"],
+        {
+            "pipe": None,
+            "graph": {"P", "EltSize", "EdgeCap", "Node", "Edge", "NOp", "EnqSize", "DeqSize"},
+        },
+    ),
 ]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("np", NPS)
-@pytest.mark.parametrize("path,args,deterministic", LIBRARY_PROGRAMS,
-                         ids=[p[0].rsplit("/", 1)[1] for p in LIBRARY_PROGRAMS])
-def test_library_programs_match_shared_memory(build_dir, path, args, deterministic, np,
-                                          transport):
+@pytest.mark.parametrize(
+    "path,args,deterministic",
+    LIBRARY_PROGRAMS,
+    ids=[p[0].rsplit("/", 1)[1] for p in LIBRARY_PROGRAMS],
+)
+def test_library_programs_match_shared_memory(build_dir, path, args, deterministic, np, transport):
     exe = build_dir / path.removeprefix("build/")  # built by the fixture: a failure fails
     args = [a.format(np=np) for a in args]
     shm1 = run(exe, *args, MPROF_PES=np, timeout=120)
@@ -407,28 +457,52 @@ def test_library_programs_match_shared_memory(build_dir, path, args, determinist
     assert mpi.profile["npes"] == np
     keys = _deterministic_stats(shm1.profile, shm2.profile)
     if deterministic is not None:
-        keys = {k for k in keys if k[1] in deterministic
-                and (deterministic[k[1]] is None or k[3] in deterministic[k[1]])}
+        keys = {
+            k
+            for k in keys
+            if k[1] in deterministic
+            and (deterministic[k[1]] is None or k[3] in deterministic[k[1]])
+        }
     assert keys or deterministic == {}, "nothing deterministic to compare"
-    diff = {k: (_stat(shm1.profile, k), _stat(mpi.profile, k)) for k in keys
-            if _stat(shm1.profile, k) != _stat(mpi.profile, k)}
+    diff = {
+        k: (_stat(shm1.profile, k), _stat(mpi.profile, k))
+        for k in keys
+        if _stat(shm1.profile, k) != _stat(mpi.profile, k)
+    }
     assert not diff, diff
 
 
 # ---------------------------------------------------------------------------------------
 # the benchmark (benchmarks/mpi/bench.sh), briefly: every figure it reports is there
 
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_mpi_rate_reports_every_figure(mpi_build, transport):
-    env = _env(MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate", MPI_RATE_REPS=1,
-               MPIRUN_ARGS=" ".join(TRANSPORTS[transport]),
-               MPI_RATE_N=4000 if transport == "tcp" else 20000)
-    proc = subprocess.run([str(REPO / "benchmarks" / "mpi" / "bench.sh")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = _env(
+        MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate",
+        MPI_RATE_REPS=1,
+        MPIRUN_ARGS=" ".join(TRANSPORTS[transport]),
+        MPI_RATE_N=4000 if transport == "tcp" else 20000,
+    )
+    proc = subprocess.run(
+        [str(REPO / "benchmarks" / "mpi" / "bench.sh")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
-    rates = ["raw_mpi_msgs_per_s", "rt_mpi_noagg_per_s", "rt_mpi_agg_per_s", "rt_shm_noagg_per_s",
-             "rt_shm_agg_per_s", "rt_mpi_agg_full_per_s", "rt_shm_agg_full_per_s"]
+    rates = [
+        "raw_mpi_msgs_per_s",
+        "rt_mpi_noagg_per_s",
+        "rt_mpi_agg_per_s",
+        "rt_shm_noagg_per_s",
+        "rt_shm_agg_per_s",
+        "rt_mpi_agg_full_per_s",
+        "rt_shm_agg_full_per_s",
+    ]
     assert all(doc[k] > 0 for k in rates), doc
     assert doc["window"] == 64 and doc["reps"] == 1
     assert doc["rt_mpi_noagg_over_raw"] > 0 and "rt_overhead_ns_per_msg" in doc
@@ -449,6 +523,7 @@ def test_category_times_on_mpi(mpi_build):
 # misuse across ranks (tests/mpi/c/ranks.c): each rank of an MPMD launch gets its own
 # settings and arguments
 
+
 def run_ranks(mpi_build, *ranks, transport="sm", timeout=20, **settings) -> Result:
     """One rank per entry of `ranks`: (its settings, its arguments); a setting None unsets
     it on that rank.  `settings` apply to every rank (MPROF_OUT: the run profile's path)."""
@@ -460,8 +535,16 @@ def run_ranks(mpi_build, *ranks, transport="sm", timeout=20, **settings) -> Resu
         for i, (own, args) in enumerate(ranks):
             sets = [f"{k}={v}" for k, v in own.items() if v is not None]
             unsets = [a for k, v in own.items() if v is None for a in ("-u", k)]
-            cmd += [*([":"] if i else []), "-np", "1", "env", *unsets, *sets, str(exe),
-                    *map(str, args)]
+            cmd += [
+                *([":"] if i else []),
+                "-np",
+                "1",
+                "env",
+                *unsets,
+                *sets,
+                str(exe),
+                *map(str, args),
+            ]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         profile = json.loads(out.read_text()) if out.exists() else None
     return Result(proc, profile)
@@ -474,8 +557,7 @@ def test_records_travel_in_two_hops_past_65_ranks(mpi_build):
     order, and the same records are forwarded as between 70 PEs with a thread each."""
     exe = mpi_build / "tests" / "mpi" / "mpi_portable"
     np = 70
-    shm, mpi = _same_results(exe, ["comm", 20], np, "sm", MPROF_SMALL_BYTES=16,
-                             MPROF_WORKERS=np)
+    shm, mpi = _same_results(exe, ["comm", 20], np, "sm", MPROF_SMALL_BYTES=16, MPROF_WORKERS=np)
     _check_profile(shm, mpi, np)
     forwarded = [mpi.rts(pe)["RecordFwd"] for pe in range(np)]
     assert sum(forwarded) > 0
@@ -483,8 +565,9 @@ def test_records_travel_in_two_hops_past_65_ranks(mpi_build):
 
 
 def _streamed(res, np=2, runs=1):
-    return res.lines() == sorted(f"RESULT stream pe={pe} run={r} got=2000"
-                                 for pe in range(np) for r in range(runs))
+    return res.lines() == sorted(
+        f"RESULT stream pe={pe} run={r} got=2000" for pe in range(np) for r in range(runs)
+    )
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -492,8 +575,12 @@ def test_ranks_with_different_aggregation_sizes_exchange_messages(mpi_build, tra
     """MPROF_AGG_BYTES sizes a rank's posted receives, and a sender classed its messages by
     its own size: 64 KiB buffers overflowed the 4 KiB receives of a rank without the setting
     (forwarded to other hosts only with -x), and MPI crashed.  The ranks agree on the size."""
-    res = run_ranks(mpi_build, ({"MPROF_AGG_BYTES": 65536}, ["stream"]),
-                    ({"MPROF_AGG_BYTES": 4096}, ["stream"]), transport=transport)
+    res = run_ranks(
+        mpi_build,
+        ({"MPROF_AGG_BYTES": 65536}, ["stream"]),
+        ({"MPROF_AGG_BYTES": 4096}, ["stream"]),
+        transport=transport,
+    )
     assert res.rc == 0 and _streamed(res), res.describe()
 
 
@@ -501,8 +588,12 @@ def test_ranks_with_different_credit_windows_finish(mpi_build):
     """A sender with 4 credits and a receiver that returns them per 32 processed messages
     (window 64) waited for each other for ever, and the idle timeout never fired (the sender,
     holding a backlog, joined no termination wave).  The ranks use the smallest window."""
-    res = run_ranks(mpi_build, ({"MPROF_MPI_WINDOW": 4}, ["stream"]),
-                    ({"MPROF_MPI_WINDOW": 64}, ["stream"]), MPROF_IDLE_TIMEOUT=2)
+    res = run_ranks(
+        mpi_build,
+        ({"MPROF_MPI_WINDOW": 4}, ["stream"]),
+        ({"MPROF_MPI_WINDOW": 64}, ["stream"]),
+        MPROF_IDLE_TIMEOUT=2,
+    )
     assert res.rc == 0 and _streamed(res), res.describe()
     assert "MPROF_MPI_WINDOW differs between the ranks (4 to 64); every rank uses 4" in res.stderr
 
@@ -520,8 +611,9 @@ def test_mprof_out_is_checked_by_the_rank_that_writes_it(mpi_build):
     """MPROF_OUT whose folder exists only on rank 0's host: every rank checked the path before
     the run, and rank 1's mp_main returned at once while rank 0 waited for it.  Only rank 0
     writes the profile, so only rank 0 checks; the run and its profile are complete."""
-    res = run_ranks(mpi_build, ({}, ["stream"]),
-                    ({"MPROF_OUT": "/nonexistent-folder/p.json"}, ["stream"]))
+    res = run_ranks(
+        mpi_build, ({}, ["stream"]), ({"MPROF_OUT": "/nonexistent-folder/p.json"}, ["stream"])
+    )
     assert res.rc == 0 and _streamed(res), res.describe()
     assert "cannot write the run profile" not in res.stderr, res.describe()
     assert res.profile["npes"] == 2
@@ -531,11 +623,12 @@ def test_mprof_out_on_another_rank_than_0_is_an_error_not_a_hang(mpi_build, tmp_
     """MPROF_OUT on rank 1 only: rank 1 gathered alone, matched rank 0's next collective (the
     Cost Profile's) and said that MPROF_MODEL was set, then both waited for ever."""
     path = tmp_path / "p.json"
-    res = run_ranks(mpi_build, ({"MPROF_OUT": None}, ["stream"]),
-                    ({"MPROF_OUT": path}, ["stream"]))
+    res = run_ranks(mpi_build, ({"MPROF_OUT": None}, ["stream"]), ({"MPROF_OUT": path}, ["stream"]))
     assert res.rc == 0 and _streamed(res), res.describe()
-    assert (f"rank 1 of 2: MPROF_OUT={path} is set here but not on rank 0, which writes the "
-            "run profile: no run profile is written") in res.stderr
+    assert (
+        f"rank 1 of 2: MPROF_OUT={path} is set here but not on rank 0, which writes the "
+        "run profile: no run profile is written"
+    ) in res.stderr
     assert "MPROF_MODEL" not in res.stderr and not path.exists()
 
 
@@ -543,13 +636,15 @@ def test_rank_calling_mp_main_fewer_times_ends_the_job_with_a_message(mpi_build)
     """Rank 1 ends the program after one run while rank 0 starts a second: rank 0 waited in
     its run for ever (the idle timeout needs every rank).  Now both say so and the job ends;
     rank 0's mp_main fails."""
-    res = run_ranks(mpi_build, ({}, ["stream", "runs=2"]), ({}, ["stream", "runs=1"]),
-                    MPROF_IDLE_TIMEOUT=2)
+    res = run_ranks(
+        mpi_build, ({}, ["stream", "runs=2"]), ({}, ["stream", "runs=1"]), MPROF_IDLE_TIMEOUT=2
+    )
     assert res.rc != 0 and _streamed(res), res.describe()
-    assert ("rank 0 of 2 starts another run of mp_main, but rank 1 ended the program instead: "
-            "every rank must call mp_main as often") in res.stderr
-    assert ("rank 1 of 2 ends the program while rank 0 starts another run of mp_main"
-            in res.stderr)
+    assert (
+        "rank 0 of 2 starts another run of mp_main, but rank 1 ended the program instead: "
+        "every rank must call mp_main as often"
+    ) in res.stderr
+    assert "rank 1 of 2 ends the program while rank 0 starts another run of mp_main" in res.stderr
     assert res.stdout.count("mp_main returned 0") == 2, res.describe()
     assert f"mp_main returned {10}" in res.stdout  # MP_ERR_BACKEND
 
@@ -557,11 +652,17 @@ def test_rank_calling_mp_main_fewer_times_ends_the_job_with_a_message(mpi_build)
 def test_rank_starting_a_run_late_is_noted_and_the_run_completes(mpi_build):
     """Rank 1 pauses 3 s before its second run: rank 0, waiting for it far past the idle
     timeout (0.5 s), says what keeps it (a rank that never comes would keep it for ever)."""
-    res = run_ranks(mpi_build, ({}, ["stream", "runs=2"]),
-                    ({}, ["stream", "runs=2", "pause_ms=3000"]), MPROF_IDLE_TIMEOUT=0.5)
+    res = run_ranks(
+        mpi_build,
+        ({}, ["stream", "runs=2"]),
+        ({}, ["stream", "runs=2", "pause_ms=3000"]),
+        MPROF_IDLE_TIMEOUT=0.5,
+    )
     assert res.rc == 0 and _streamed(res, runs=2), res.describe()
-    assert ("mprof: note: rank 0 of 2 has waited 0.5 s (MPROF_IDLE_TIMEOUT) for the other "
-            "ranks to start this run of mp_main") in res.stderr
+    assert (
+        "mprof: note: rank 0 of 2 has waited 0.5 s (MPROF_IDLE_TIMEOUT) for the other "
+        "ranks to start this run of mp_main"
+    ) in res.stderr
 
 
 @pytest.mark.parametrize("np", NPS)
@@ -571,5 +672,7 @@ def test_rank_exiting_inside_a_run_says_so(mpi_build, np):
     exe = mpi_build / "tests" / "mpi" / "mpi_ranks"
     res = run(exe, "exit", np=np, timeout=20)
     assert res.rc != 0
-    assert (f"mprof: error: rank 1 of {np} exits inside mp_main (a fatal error, or exit() "
-            "called in the program); aborting the MPI job") in res.stderr, res.describe()
+    assert (
+        f"mprof: error: rank 1 of {np} exits inside mp_main (a fatal error, or exit() "
+        "called in the program); aborting the MPI job"
+    ) in res.stderr, res.describe()

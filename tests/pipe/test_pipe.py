@@ -32,13 +32,16 @@ def pipe_build(cmake_build, variant: str | None) -> Path:
     return _bins[variant]
 
 
-def run_pipe(exe: Path, *args, variant=None, sanitizer=None, timeout=60, expect_rc=0,
-             settings=None):
+def run_pipe(
+    exe: Path, *args, variant=None, sanitizer=None, timeout=60, expect_rc=0, settings=None
+):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
     env.update({k: str(v) for k, v in (settings or {}).items()})
     if sanitizer == "address":
-        env.update(ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",
-                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+        env.update(
+            ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",
+            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+        )
     elif sanitizer == "thread":
         env.update(TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1")
     cmd = [str(exe)] + ([f"--variant={variant}"] if variant else []) + [str(a) for a in args]
@@ -67,8 +70,9 @@ def objects(profile, module: str) -> list[dict]:
 
 
 def observed(profile, access: str) -> float:
-    return sum(r["observed_s"] for pe in profile["pes"] for r in pe["latency"]
-               if r["access"] == access)
+    return sum(
+        r["observed_s"] for pe in profile["pes"] for r in pe["latency"] if r["access"] == access
+    )
 
 
 def check_exact_stats(profile, P, M, N, T, F, E):
@@ -102,23 +106,35 @@ def test_variant_profile_and_exact_stats(pipe, variant):
     assert f"pipe[{variant}] P=4" in proc.stdout
     assert prof["schema"] == "mprof.run-profile" and prof["npes"] == P
     assert prof["settings"]["agg_bytes"] == A
-    assert prof["params"] == {"M": M, "N": N, "T": T, "F": F, "EltSize": E, "Agg": A,
-                              "variant": ["plain", "swp", "flush"].index(variant)}
+    assert prof["params"] == {
+        "M": M,
+        "N": N,
+        "T": T,
+        "F": F,
+        "EltSize": E,
+        "Agg": A,
+        "variant": ["plain", "swp", "flush"].index(variant),
+    }
     for cat in CATEGORIES:
         assert cat in prof["accesses"]
         assert any(r["access"] == cat for pe in prof["pes"] for r in pe["latency"]), cat
     # the paper's dependence chains: ENQ -> DEQ -> consume and DEQ -> ENQ -> produce -> consume
     edges = {(r["enabler"], r["access"]) for pe in prof["pes"] for r in pe["latency"]}
-    for e in [("graph:ENQ", "graph:DEQ"), ("graph:DEQ", "pipe:consume"),
-              ("graph:DEQ", "graph:ENQ"), ("graph:ENQ", "pipe:produce"),
-              ("pipe:produce", "pipe:consume")]:
+    for e in [
+        ("graph:ENQ", "graph:DEQ"),
+        ("graph:DEQ", "pipe:consume"),
+        ("graph:DEQ", "graph:ENQ"),
+        ("graph:ENQ", "pipe:produce"),
+        ("pipe:produce", "pipe:consume"),
+    ]:
         assert e in edges, e
     check_exact_stats(prof, P, M, N, T, F, E)
     assert wall < 5.0  # well under a second when the machine is not loaded
 
 
-@pytest.mark.parametrize("P,M,N,F,E", [(1, 95, 10, 4, 16), (2, 95, 10, 4, 16),
-                                       (3, 200, 7, 2, 8), (8, 120, 5, 3, 256)])
+@pytest.mark.parametrize(
+    "P,M,N,F,E", [(1, 95, 10, 4, 16), (2, 95, 10, 4, 16), (3, 200, 7, 2, 8), (8, 120, 5, 3, 256)]
+)
 def test_exact_stats_other_shapes(pipe, P, M, N, F, E):
     """Uneven last batch (N does not divide M), tiny capacities, more PEs than cores."""
     T = 20
@@ -135,8 +151,9 @@ def test_critical_latency_never_exceeds_observed(pipe, workers):
     the PEs on one worker (every switch to another PE is idle time) the fibers created after
     an idle period used to be charged that period too.  The idle time charged adds up to at
     most the PE's idle time."""
-    _, prof, _ = run_pipe(pipe, 4, 1000, 10, 100, 15, 100, 1000,
-                          settings={"MPROF_WORKERS": workers})
+    _, prof, _ = run_pipe(
+        pipe, 4, 1000, 10, 100, 15, 100, 1000, settings={"MPROF_WORKERS": workers}
+    )
     for pe in prof["pes"]:
         for row in pe["latency"]:
             assert row["critical_s"] <= row["observed_s"] + 1e-9, (pe["pe"], row)
@@ -148,8 +165,7 @@ def test_capacity_reduces_enq_latency(pipe):
     practically disappears.  Compared over repeated runs with a wide margin."""
     args = (4, 1000, 10, 100)
     small = [observed(run_pipe(pipe, *args, 2, 100, 1000)[1], "graph:ENQ") for _ in range(3)]
-    large = [observed(run_pipe(pipe, *args, 1000, 100, 1000)[1], "graph:ENQ")
-             for _ in range(3)]
+    large = [observed(run_pipe(pipe, *args, 1000, 100, 1000)[1], "graph:ENQ") for _ in range(3)]
     assert min(small) > 0
     assert max(large) < 0.25 * min(small), (small, large)
 
@@ -160,11 +176,18 @@ def test_calibrated_unit(pipe):
     assert m and 0.2 < float(m.group(1)) < 50, proc.stdout
 
 
-@pytest.mark.parametrize("args", [[], ["4", "10"], ["0", "1", "1", "1", "1", "1", "0"],
-                                  ["2", "10", "0", "1", "1", "8", "0"],
-                                  ["2", "10", "1", "1", "1", "100000", "0"],
-                                  ["2", "x", "1", "1", "1", "8", "0"],
-                                  ["--variant=fast", "2", "10", "1", "1", "1", "8", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["4", "10"],
+        ["0", "1", "1", "1", "1", "1", "0"],
+        ["2", "10", "0", "1", "1", "8", "0"],
+        ["2", "10", "1", "1", "1", "100000", "0"],
+        ["2", "x", "1", "1", "1", "8", "0"],
+        ["--variant=fast", "2", "10", "1", "1", "1", "8", "0"],
+    ],
+)
 def test_bad_command_lines(pipe, args):
     proc, prof, _ = run_pipe(pipe, *args, expect_rc=2)
     assert "pipe" in proc.stderr and prof is None
@@ -175,9 +198,11 @@ def test_bad_command_lines(pipe, args):
 def test_pipe_clean_under_sanitizers(cmake_build, sanitizer):
     exe = pipe_build(cmake_build, sanitizer)
     for variant in ["plain", "swp", "flush"]:
-        _, prof, _ = run_pipe(exe, 4, 200, 10, 20, 3, 100, 1000, variant=variant,
-                              sanitizer=sanitizer, timeout=120)
+        _, prof, _ = run_pipe(
+            exe, 4, 200, 10, 20, 3, 100, 1000, variant=variant, sanitizer=sanitizer, timeout=120
+        )
         check_exact_stats(prof, 4, 200, 10, 20, 3, 100)
-    _, prof, _ = run_pipe(exe, 8, 100, 5, 10, 2, 32, 0, variant="swp", sanitizer=sanitizer,
-                          timeout=120)
+    _, prof, _ = run_pipe(
+        exe, 8, 100, 5, 10, 2, 32, 0, variant="swp", sanitizer=sanitizer, timeout=120
+    )
     check_exact_stats(prof, 8, 100, 5, 10, 2, 32)

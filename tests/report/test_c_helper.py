@@ -63,8 +63,12 @@ def c_source(doc):
         sets += [f"pipe.{k} = {v};" for k, v in pipe.items()]
         fill.append(f"    if (pe == {pe}) {{ " + " ".join(sets) + " }")
     times = ", ".join(repr(p["elapsed_s"]) for p in doc["pes"])
-    return ("static const double elapsed[] = {" + times + "};\n"
-            + PROGRAM.replace("@FILL@", "\n".join(fill)).replace("@NPES@", str(NPES)))
+    return (
+        "static const double elapsed[] = {"
+        + times
+        + "};\n"
+        + PROGRAM.replace("@FILL@", "\n".join(fill)).replace("@NPES@", str(NPES))
+    )
 
 
 def numbers(line):
@@ -87,16 +91,34 @@ def test_program_prints_its_own_cost_profile(tmp_path):
     (tmp_path / "prog.c").write_text(c_source(doc))
     exe = tmp_path / "prog"
     proc = subprocess.run(
-        [cc, "-std=c11", "-O1", "-Wall", "-Werror", "-DMPROF_DISABLE", f"-I{gen}",
-         str(tmp_path / "prog.c"), str(gen / "mpm_model.c"), str(gen / "mprof_report.c"),
-         "-o", str(exe), "-lpthread", "-lm"], capture_output=True, text=True)
+        [
+            cc,
+            "-std=c11",
+            "-O1",
+            "-Wall",
+            "-Werror",
+            "-DMPROF_DISABLE",
+            f"-I{gen}",
+            str(tmp_path / "prog.c"),
+            str(gen / "mpm_model.c"),
+            str(gen / "mprof_report.c"),
+            "-o",
+            str(exe),
+            "-lpthread",
+            "-lm",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
 
-    quiet = subprocess.run([str(exe)], capture_output=True, text=True,
-                           env={**os.environ, "MPROF_REPORT": "0"})
+    quiet = subprocess.run(
+        [str(exe)], capture_output=True, text=True, env={**os.environ, "MPROF_REPORT": "0"}
+    )
     assert quiet.returncode == 0 and quiet.stdout == ""
-    run = subprocess.run([str(exe)], capture_output=True, text=True,
-                         env={**os.environ, "MPROF_REPORT": "1"})
+    run = subprocess.run(
+        [str(exe)], capture_output=True, text=True, env={**os.environ, "MPROF_REPORT": "1"}
+    )
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0] == "*** Cost Profile ***"
@@ -124,8 +146,9 @@ def test_program_prints_its_own_cost_profile(tmp_path):
 
     # with bands: the model total's half width from the parameters' joint covariance, as
     # `mprof report` computes it (before it adds the fit's residual scatter)
-    banded = subprocess.run([str(exe), "bands"], capture_output=True, text=True,
-                            env={**os.environ, "MPROF_REPORT": "1"})
+    banded = subprocess.run(
+        [str(exe), "bands"], capture_output=True, text=True, env={**os.environ, "MPROF_REPORT": "1"}
+    )
     assert banded.returncode == 0, banded.stderr
     blines = banded.stdout.splitlines()
     assert blines[:-1] == lines and blines[-1].startswith("Model band (90 %): +-")

@@ -11,9 +11,16 @@ from report_helpers import make_model, make_run
 from mprof.report.build import build_report
 from mprof.report.html import render_html, write_html
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def find_chromium():
@@ -41,8 +48,8 @@ def decode_png(data: bytes):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", None
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, color = struct.unpack(">IIBB", body[:10])
             assert depth == 8 and color in (2, 6), (depth, color)
@@ -55,7 +62,7 @@ def decode_png(data: bytes):
     rows, prev = [], bytearray(stride)
     for y in range(height):
         f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b = prev[i]
@@ -78,8 +85,10 @@ def decode_png(data: bytes):
 
 @pytest.mark.slow
 def test_html_report_renders_in_chromium(chromium, tmp_path):
-    page = write_html(build_report(make_run(4), make_model(), source="run.json",
-                                   model_path="pipe.model.json"), tmp_path / "report.html")
+    page = write_html(
+        build_report(make_run(4), make_model(), source="run.json", model_path="pipe.model.json"),
+        tmp_path / "report.html",
+    )
     url = page.resolve().as_uri()
 
     dom = run_chromium(chromium, tmp_path, url, "--dump-dom")
@@ -94,8 +103,7 @@ def test_html_report_renders_in_chromium(chromium, tmp_path):
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")  # self-contained
 
     png = tmp_path / "shot.png"
-    shot = run_chromium(chromium, tmp_path, url, f"--screenshot={png}",
-                        "--window-size=1200,2000")
+    shot = run_chromium(chromium, tmp_path, url, f"--screenshot={png}", "--window-size=1200,2000")
     assert shot.returncode == 0 and png.exists(), shot.stderr[-2000:]
     assert png.stat().st_size > 20_000
     width, height, bpp, rows = decode_png(png.read_bytes())
@@ -103,7 +111,7 @@ def test_html_report_renders_in_chromium(chromium, tmp_path):
     colours, non_white = set(), 0
     for row in rows[::4]:
         for x in range(0, width * bpp, bpp * 4):
-            px = row[x:x + 3]
+            px = row[x : x + 3]
             colours.add(px)
             non_white += px != b"\xff\xff\xff"
     assert len(colours) > 20  # plots in several colours, text, not a blank page

@@ -6,8 +6,17 @@ import math
 import re
 
 import pytest
-from report_helpers import (FIG_4_15, HALF, PARAMS, T_Q, expected_costs, lat, lat_text, make_model,
-                            make_run)
+from report_helpers import (
+    FIG_4_15,
+    HALF,
+    PARAMS,
+    T_Q,
+    expected_costs,
+    lat,
+    lat_text,
+    make_model,
+    make_run,
+)
 from rich.console import Console
 
 from mprof.cli import main
@@ -38,15 +47,23 @@ def report(model):
 
 def test_cost_profile_numbers_are_summed_over_pes(report):
     want = summed_expected()
-    got = {f"{oc.module}:{c.name}": c.seconds for oc in report.objects if oc.modelled
-           for c in oc.categories}
+    got = {
+        f"{oc.module}:{c.name}": c.seconds
+        for oc in report.objects
+        if oc.modelled
+        for c in oc.categories
+    }
     assert got.keys() == want.keys()  # STARTUP/COMM_LOCAL of rts: every term ignored -> hidden
     for k in want:
         assert got[k] == pytest.approx(want[k], rel=1e-12), k
     assert report.model_total == pytest.approx(sum(want.values()), rel=1e-12)
     assert report.measured_total == pytest.approx(sum(want.values()), rel=1e-12)
-    assert [(oc.id, oc.module) for oc in report.objects] == \
-        [(0, "rts"), (1, "graph"), (2, "hashtable"), (3, "pipe")]
+    assert [(oc.id, oc.module) for oc in report.objects] == [
+        (0, "rts"),
+        (1, "graph"),
+        (2, "hashtable"),
+        (3, "pipe"),
+    ]
 
 
 def test_category_bands_come_from_the_covariance(report):
@@ -65,9 +82,10 @@ def test_model_band_and_verdict(report, model):
     assert "inside the model's 90 % band" in report.verdict()
     # Prediction band: parameters plus residual scatter sigma * t_model per PE (normalised fit).
     per_pe = [sum(expected_costs(pe).values()) for pe in range(NPES)]
-    resid = 0.02 ** 2 * sum(t * t for t in per_pe)
+    resid = 0.02**2 * sum(t * t for t in per_pe)
     assert report.band_halfwidth == pytest.approx(
-        T_Q * math.sqrt((report.param_halfwidth / T_Q) ** 2 + resid), rel=1e-9)
+        T_Q * math.sqrt((report.param_halfwidth / T_Q) ** 2 + resid), rel=1e-9
+    )
 
 
 @pytest.mark.parametrize("scale,side", [(1.3, "above"), (0.7, "below")])
@@ -92,18 +110,24 @@ def test_text_report_shape(report):
     lines = text.splitlines()
     i = lines.index("*** Cost Profile ***")
     want = summed_expected()
-    assert re.fullmatch(r"Id 0: THREAD= *[\d.]+ IDLE= *[\d.]+ COMM_ALPHA= *[\d.]+ "
-                        r"COMM_BETA= *[\d.]+", lines[i + 1])
+    assert re.fullmatch(
+        r"Id 0: THREAD= *[\d.]+ IDLE= *[\d.]+ COMM_ALPHA= *[\d.]+ "
+        r"COMM_BETA= *[\d.]+",
+        lines[i + 1],
+    )
     assert lines[i + 3] == f"Id 3: COMP={want['pipe:COMP']:7.3f}"
     total = sum(want.values())
     assert lines[i + 4] == f"Time: Model={total:7.3f}, Total={total:7.3f}"
     assert lines[i + 5] == "Unmodelled: Id 2 (hashtable)"
-    assert (f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: "
-            f"{lat_text(41.363)} s") in lines
+    assert (
+        f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: {lat_text(41.363)} s"
+    ) in lines
     assert "*** Observed Latency ***" in lines and "*** Critical Latency ***" in lines
-    crit = lines[lines.index("*** Critical Latency ***") + 1:]
-    assert crit[:2] == [f"ENQ = {lat_text(47.337)} s -- DEQ: {lat_text(47.337)} s",
-                        f"DEQ = {lat_text(92.7)} s -- ENQ: {lat_text(92.7)} s"]
+    crit = lines[lines.index("*** Critical Latency ***") + 1 :]
+    assert crit[:2] == [
+        f"ENQ = {lat_text(47.337)} s -- DEQ: {lat_text(47.337)} s",
+        f"DEQ = {lat_text(92.7)} s -- ENQ: {lat_text(92.7)} s",
+    ]
     assert f"1. ENQ -> DEQ -> consume = {lat_text(92.7)} s" in text
     assert f"2. DEQ -> ENQ -> produce -> consume = {lat_text(41.363)} s" in text
 
@@ -111,8 +135,10 @@ def test_text_report_shape(report):
 def test_per_pe_text(report):
     text = format_text(report, per_pe=True)
     share = lat(134.063) / (NPES - 1)
-    assert (f"PE1: consume = {share:.3f} s -- DEQ: {lat(92.7) / 3:.3f} s produce: "
-            f"{lat(41.363) / 3:.3f} s") in text
+    assert (
+        f"PE1: consume = {share:.3f} s -- DEQ: {lat(92.7) / 3:.3f} s produce: "
+        f"{lat(41.363) / 3:.3f} s"
+    ) in text
     assert "PE0: consume" not in text  # PE 0 has no latency rows
     assert re.search(r"PE3: Model= *[\d.]+ \+-[\d.]+, Total= *[\d.]+, Idle= *0\.040", text)
 
@@ -123,9 +149,11 @@ def test_latency_sums(report):
     assert consume.observed_s == pytest.approx(lat(134.063))
     assert consume.critical_s == 0
     assert sum(a.observed_s for a in report.latency) == pytest.approx(
-        sum(lat(o) for _, _, o, _ in FIG_4_15))
+        sum(lat(o) for _, _, o, _ in FIG_4_15)
+    )
     assert sum(a.critical_s for a in report.latency_per_pe[2]) == pytest.approx(
-        lat(47.337 + 92.7) / 3)
+        lat(47.337 + 92.7) / 3
+    )
 
 
 def test_json_document(report):
@@ -135,10 +163,13 @@ def test_json_document(report):
     pipe = next(o for o in doc["objects"] if o["module"] == "pipe")
     assert pipe["categories"]["COMP"]["seconds"] == pytest.approx(summed_expected()["pipe:COMP"])
     assert [c["chain"] for c in doc["chains"]["observed"]] == [
-        "ENQ -> DEQ -> consume", "DEQ -> ENQ -> produce -> consume"]
+        "ENQ -> DEQ -> consume",
+        "DEQ -> ENQ -> produce -> consume",
+    ]
     assert len(doc["pes"]) == NPES and doc["pes"][0]["model_s"] > 0
-    assert {e["enabler"] + ">" + e["access"] for e in doc["graph"]["edges"]} == \
-        {f"{e}>{a}" for a, e, _, _ in FIG_4_15}
+    assert {e["enabler"] + ">" + e["access"] for e in doc["graph"]["edges"]} == {
+        f"{e}>{a}" for a, e, _, _ in FIG_4_15
+    }
 
 
 def test_rich_tables(report):
@@ -154,8 +185,9 @@ def test_report_without_model_shows_statistics_and_latency():
     text = format_text(report)
     assert "*** Cost Profile ***" not in text
     assert "Id 1 (graph): P=4 EltSize=400 EdgeCap=60" in text
-    assert (f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: "
-            f"{lat_text(41.363)} s") in text
+    assert (
+        f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: {lat_text(41.363)} s"
+    ) in text
     assert report.verdict() is None and report_json(report)["model_total_s"] is None
 
 
@@ -230,8 +262,17 @@ def test_messages_per_operation_and_why_the_buffers_went(model):
     doc = make_run(NPES)
     for pe in doc["pes"]:
         rts = next(o for o in pe["objects"] if o["module"] == "rts")
-        rts["stats"].update(MsgSent=100, FastMsgSent=0, RemoteOp=2000, AggHalf=60, AggFed=30,
-                            AggDrain=4, AggFull=0, ThreadArrived=2000, ThreadCarried=1900)
+        rts["stats"].update(
+            MsgSent=100,
+            FastMsgSent=0,
+            RemoteOp=2000,
+            AggHalf=60,
+            AggFed=30,
+            AggDrain=4,
+            AggFull=0,
+            ThreadArrived=2000,
+            ThreadCarried=1900,
+        )
     report = build_report(doc, model)
     m = report.messages
     assert (m.remote_ops, m.messages, m.aggregated) == (2000 * NPES, 100 * NPES, 94 * NPES)
@@ -239,22 +280,30 @@ def test_messages_per_operation_and_why_the_buffers_went(model):
     text = format_text(report)
     lines = text.splitlines()
     i = lines.index("*** Messages (summed over PEs) ***")
-    assert lines[i + 1] == f"  {2000 * NPES} remote operations in {100 * NPES} messages " \
-                           "(20.0 per message)"
-    assert lines[i + 2].startswith(f"  {94 * NPES} aggregation buffers went: {60 * NPES} half "
-                                   "full at a communication period, ")
+    assert (
+        lines[i + 1] == f"  {2000 * NPES} remote operations in {100 * NPES} messages "
+        "(20.0 per message)"
+    )
+    assert lines[i + 2].startswith(
+        f"  {94 * NPES} aggregation buffers went: {60 * NPES} half full at a communication period, "
+    )
     assert lines[i + 2].endswith(f"; {6 * NPES} messages went at once")
-    assert lines[i + 3] == f"  {1900 * NPES} of the {2000 * NPES} arrived records ran from " \
-                           "their message buffers (carriers)"
-    assert lines.index("*** Idle (wall-clock seconds summed over PEs) ***") < i \
+    assert (
+        lines[i + 3] == f"  {1900 * NPES} of the {2000 * NPES} arrived records ran from "
+        "their message buffers (carriers)"
+    )
+    assert (
+        lines.index("*** Idle (wall-clock seconds summed over PEs) ***")
+        < i
         < lines.index("*** Why the PEs waited (observed latency) ***")
+    )
     j = report_json(report)["messages"]
     assert j["per_message"] == 20.0 and j["why"]["AggFed"] == 30 * NPES
     assert (j["arrived"], j["carried"]) == (2000 * NPES, 1900 * NPES)
     from mprof.report.html import render_html
 
     html = render_html(report)
-    page = html[:html.index("<pre")] if "<pre" in html else html  # before the text copy
+    page = html[: html.index("<pre")] if "<pre" in html else html  # before the text copy
     assert "<h3>Messages (summed over PEs)</h3>" in page
     assert f"{30 * NPES} to a PE that waited for work" in page
     assert "arrived records ran from their message buffers" in page

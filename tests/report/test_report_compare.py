@@ -19,10 +19,12 @@ def run_at(p, bisect=WORK, sched_per_pe=0.05, idle_per_pe=0.1, off_cpu_per_pe=0.
     """A run at P PEs: `bisect` s of work spread evenly, and per PE fixed scheduler, idle-loop
     and off-CPU seconds that grow the total with P."""
     doc = make_run(p, latency=False)
-    doc["program"], doc["argv"], doc["params"] = "eigenvalue", ["eigenvalue", "--n=3000"], \
-        {"n": 3000}
-    shares = {"eigenvalue:bisect": bisect / p, "(scheduler)": sched_per_pe,
-              "(idle)": idle_per_pe}
+    doc["program"], doc["argv"], doc["params"] = (
+        "eigenvalue",
+        ["eigenvalue", "--n=3000"],
+        {"n": 3000},
+    )
+    shares = {"eigenvalue:bisect": bisect / p, "(scheduler)": sched_per_pe, "(idle)": idle_per_pe}
     cpu = sum(shares.values())
     with_categories(doc, {k: v / cpu for k, v in shares.items()}, cpu_fraction=1.0)
     for pe in doc["pes"]:
@@ -80,7 +82,8 @@ def test_the_category_behind_the_loss_is_named(cmp):
         f"{cmp.speedup(cmp.runs[-1]):.2f}; the PEs spent {lost:.3f} s more than at P=1 "
         f"(summed over PEs): (idle) grew +1.500 s ({100 * 1.5 / lost:.1f} % of it), then "
         f"(scheduler) grew +0.750 s ({100 * 0.75 / lost:.1f} % of it), then {NOT_ON_CPU} "
-        f"grew +0.300 s ({100 * 0.3 / lost:.1f} % of it).")
+        f"grew +0.300 s ({100 * 0.3 / lost:.1f} % of it)."
+    )
     row = next(x for x in lines if x.startswith("  eigenvalue:bisect"))
     cells = re.findall(r"([\d.]+) \(([\d.]+)\)", row)
     assert [float(t) for t, _ in cells] == [8.0] * 5
@@ -93,9 +96,13 @@ def test_model_prediction_at_each_p(docs):
     assert "*** Model across P (CPU seconds summed over PEs) ***" in text
     for r in cmp.runs:
         assert r.model_s == pytest.approx(r.report.model_total)
-        line = next(x for x in text.splitlines()[text.splitlines().index(
-            "*** Model across P (CPU seconds summed over PEs) ***"):]
-            if re.match(rf"  +{r.npes} ", x))
+        line = next(
+            x
+            for x in text.splitlines()[
+                text.splitlines().index("*** Model across P (CPU seconds summed over PEs) ***") :
+            ]
+            if re.match(rf"  +{r.npes} ", x)
+        )
         assert f"{r.model_s:.3f}" in line and f"{r.measured_s:.3f}" in line
     data = compare_json(cmp)
     assert [x["model_s"] for x in data["runs"]] == [r.model_s for r in cmp.runs]
@@ -122,10 +129,8 @@ def test_runs_without_categories_compare_by_busy_and_idle():
         del pe["categories"]
     cmp = compare([("old.json", old), ("new.json", run_at(4))])
     assert cmp.rows and set(cmp.rows) == {"(busy)", "(idle)", NOT_ON_CPU}
-    assert any("no measured category times in this profile: old.json" in w
-               for w in cmp.warnings)
-    assert "warning: no measured category times in this profile: old.json" in \
-        format_compare(cmp)
+    assert any("no measured category times in this profile: old.json" in w for w in cmp.warnings)
+    assert "warning: no measured category times in this profile: old.json" in format_compare(cmp)
 
 
 def test_cli_compares_several_runs(tmp_path, capsys):
@@ -146,8 +151,9 @@ def test_cli_compares_several_runs(tmp_path, capsys):
     (tmp_path / "pipe.json").write_text(json.dumps(other))
     assert main(["report", paths[0], str(tmp_path / "pipe.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("mprof: report: the runs are of different programs") and \
-        err.count("\n") == 1
+    assert (
+        err.startswith("mprof: report: the runs are of different programs") and err.count("\n") == 1
+    )
     assert main(["report", *paths, "--per-pe"]) == 2
     assert "--per-pe applies to one run" in capsys.readouterr().err
 

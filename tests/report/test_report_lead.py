@@ -11,8 +11,7 @@ from report_helpers import expected_costs, lat, lat_text, make_model, make_run
 from rich.console import Console
 
 from mprof.report.build import build_report
-from mprof.report.html import _label_box, _overlaps, dependence_graph, render_html, \
-    stacked_costs
+from mprof.report.html import _label_box, _overlaps, dependence_graph, render_html, stacked_costs
 from mprof.report.terminal import print_rich
 from mprof.report.text import format_text, report_json
 
@@ -69,7 +68,7 @@ def test_text_leads_with_the_finding_then_keeps_the_paper_block(report):
     cost = lines.index("*** Cost Profile ***")
     assert where < why < quality < cost
     end = next(i for i in range(where, why) if lines[i].startswith("  total"))
-    rows = lines[where + 1:end]
+    rows = lines[where + 1 : end]
     want = summed_expected()
     total = sum(want.values())
     top = [r.name for r in report.where]
@@ -82,31 +81,40 @@ def test_text_leads_with_the_finding_then_keeps_the_paper_block(report):
     assert len(rows) == 6 and re.fullmatch(rf"  {len(want) - 5} more +[\d.]+ s +[\d.]+ %", rows[-1])
     assert " s (model); measured " in lines[end]
     assert lines[end + 1] == "  (no measured category times in this profile)"
-    assert lines[why + 1] == (f"consume waited {lat_text(134.063)} s; {lat_text(92.7)} s (69.1 %) "
-                              "along ENQ -> DEQ -> consume")
+    assert lines[why + 1] == (
+        f"consume waited {lat_text(134.063)} s; {lat_text(92.7)} s (69.1 %) "
+        "along ENQ -> DEQ -> consume"
+    )
     assert lines[quality + 1] == report.verdict()
     # the paper's block is unchanged and still parseable
-    assert re.fullmatch(r"Id 0: THREAD= *[\d.]+ IDLE= *[\d.]+ COMM_ALPHA= *[\d.]+ "
-                        r"COMM_BETA= *[\d.]+", lines[cost + 1])
+    assert re.fullmatch(
+        r"Id 0: THREAD= *[\d.]+ IDLE= *[\d.]+ COMM_ALPHA= *[\d.]+ "
+        r"COMM_BETA= *[\d.]+",
+        lines[cost + 1],
+    )
     assert lines[cost + 4] == f"Time: Model={total:7.3f}, Total={total:7.3f}"
 
 
 def test_every_latency_value_has_its_unit(report):
     lines = format_text(report).splitlines()
     obs = lines.index("*** Observed Latency ***")
-    assert (f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: "
-            f"{lat_text(41.363)} s") in lines
-    for line in lines[obs + 1:lines.index("*** Critical Latency ***")]:
+    assert (
+        f"consume = {lat_text(134.063)} s -- DEQ: {lat_text(92.7)} s produce: {lat_text(41.363)} s"
+    ) in lines
+    for line in lines[obs + 1 : lines.index("*** Critical Latency ***")]:
         assert re.fullmatch(r"\S+ = [\d.]+ s -- (\S+: [\d.]+ s ?)+", line), line
-    assert (f"1. ENQ -> DEQ -> consume = {lat_text(92.7)} s  (edges: {lat_text(92.7)} "
-            f"{lat_text(92.7)} s;") in "\n".join(lines)
+    assert (
+        f"1. ENQ -> DEQ -> consume = {lat_text(92.7)} s  (edges: {lat_text(92.7)} "
+        f"{lat_text(92.7)} s;"
+    ) in "\n".join(lines)
 
 
 def test_json_carries_the_lead(report):
     doc = json.loads(json.dumps(report_json(report)))
     shares = [w["share"] for w in doc["where"]]
     assert [w["seconds"] for w in doc["where"]] == sorted(
-        (w["seconds"] for w in doc["where"]), reverse=True)
+        (w["seconds"] for w in doc["where"]), reverse=True
+    )
     assert sum(shares) == pytest.approx(1.0)
     assert doc["lead_chain"]["chain"] == "ENQ -> DEQ -> consume"
     assert doc["lead_chain"]["access_latency_s"] == pytest.approx(lat(134.063))
@@ -119,12 +127,12 @@ def test_rich_leads_with_the_finding_and_sorts_by_cost(report):
     where, why = out.index("Where the time went"), out.index("Why the PEs waited")
     quality, costs = out.index("Model quality"), out.index("Cost Profile by cost")
     assert where < why < quality < costs < out.index("Latency per access")
-    table = out[costs:out.index("Latency per access")]
+    table = out[costs : out.index("Latency per access")]
     row = r"│ +\d+ │ \w+ +│ \w+ +│ +(-?[\d.]+) │"
     values = [float(v) for v in re.findall(row, table)]
     assert len(values) == len(summed_expected()) and values == sorted(values, reverse=True)
     assert re.search(r"│ +0 │ rts +│ IDLE +│ +[\d.]+ │ +[\d.]+ │ +\d+\.\d % │", table)
-    lat = out[out.index("Latency per access"):]
+    lat = out[out.index("Latency per access") :]
     assert lat.index("consume") < lat.index("DEQ") < lat.index("ENQ")  # by observed latency
 
 
@@ -138,8 +146,13 @@ def test_rich_renders_from_the_report_alone(report, monkeypatch):
         raise AssertionError("the terminal renderer recomputed part of the report")
 
     plain = build_report(make_run(NPES))
-    for module, name in ((text, "decimals_for"), (text, "raw_lines"), (build, "decimals_for"),
-                         (text, "format_text"), (build, "build_report")):
+    for module, name in (
+        (text, "decimals_for"),
+        (text, "raw_lines"),
+        (build, "decimals_for"),
+        (text, "format_text"),
+        (build, "build_report"),
+    ):
         monkeypatch.setattr(module, name, boom)
         monkeypatch.setattr(terminal, name, boom, raising=False)  # names it imported
     print_rich(plain, console=Console(file=io.StringIO(), width=160))
@@ -148,14 +161,22 @@ def test_rich_renders_from_the_report_alone(report, monkeypatch):
 
 def test_html_order_and_cost_table(report):
     html = render_html(report)
-    ids = [html.index(f'<h2 id="{h}">') for h in ("where", "why", "quality", "costs",
-                                                    "latency", "chains")]
+    ids = [
+        html.index(f'<h2 id="{h}">')
+        for h in ("where", "why", "quality", "costs", "latency", "chains")
+    ]
     assert ids == sorted(ids)
-    table = html[html.index('<table class="costs">'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('<table class="costs">') :]
+    table = table[: table.index("</table>")]
     assert "<th>share</th>" in table
-    seconds = [float(v) for v in re.findall(r'<td class="num">(-?[\d.]+)</td><td class="num">'
-                                            r'[^<]+</td><td class="num share">', table)]
+    seconds = [
+        float(v)
+        for v in re.findall(
+            r'<td class="num">(-?[\d.]+)</td><td class="num">'
+            r'[^<]+</td><td class="num share">',
+            table,
+        )
+    ]
     assert len(seconds) == len(summed_expected()) and seconds == sorted(seconds, reverse=True)
     assert re.search(r'class="num share">\d+\.\d %</td>', table)
     assert "latency (seconds of idle time, summed over PEs)" in html  # axis titles
@@ -182,8 +203,15 @@ def test_negative_costs_are_drawn_below_zero():
 def test_graph_leaves_out_isolated_nodes_and_labels_do_not_overlap():
     doc = make_run(NPES)
     for pe in doc["pes"][1:]:  # an event with no latency: its nodes have no drawn edge
-        pe["latency"].append({"access": "graph:ENQ", "enabler": "unclassified", "count": 1,
-                              "observed_s": 0.0, "critical_s": 0.0})
+        pe["latency"].append(
+            {
+                "access": "graph:ENQ",
+                "enabler": "unclassified",
+                "count": 1,
+                "observed_s": 0.0,
+                "critical_s": 0.0,
+            }
+        )
     report = build_report(doc, make_model())
     assert "unclassified" in report.graph.nodes
     fig = dependence_graph(report, report.decimals)
@@ -194,7 +222,7 @@ def test_graph_leaves_out_isolated_nodes_and_labels_do_not_overlap():
     assert len(labels) == 5 and all(s["text"].endswith(" s") for s in labels)
     boxes = [_label_box(s["x"], s["y"], s["text"], s["size"]) for s in labels]
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not _overlaps(a, b), (a, b)
 
 
@@ -210,8 +238,9 @@ def test_report_without_model_leads_with_busy_and_idle():
     assert idle.seconds == pytest.approx(sum(0.01 * (pe + 1) for pe in range(NPES)))
 
 
-@pytest.mark.parametrize("lo,hi", [(0, 0.0996), (-0.8, 1.8), (-0.2, 0.52), (0, 134.063),
-                                   (-0.4, 0.4), (0, 1e-9)])
+@pytest.mark.parametrize(
+    "lo,hi", [(0, 0.0996), (-0.8, 1.8), (-0.2, 0.52), (0, 134.063), (-0.4, 0.4), (0, 1e-9)]
+)
 def test_axis_ticks_cover_the_range_and_include_zero(lo, hi):
     from mprof.report.html import _ticks
 

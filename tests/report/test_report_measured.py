@@ -8,8 +8,15 @@ import json
 import re
 
 import pytest
-from report_helpers import (CATEGORY_SHARES, expected_costs, lat, make_model, make_run, cpu_model,
-                            with_categories)
+from report_helpers import (
+    CATEGORY_SHARES,
+    expected_costs,
+    lat,
+    make_model,
+    make_run,
+    cpu_model,
+    with_categories,
+)
 from rich.console import Console
 
 from mprof.cli import main
@@ -22,8 +29,9 @@ NPES = 4
 
 
 def model_sum(prefix):
-    return sum(v for pe in range(NPES) for k, v in expected_costs(pe).items()
-               if k.startswith(prefix))
+    return sum(
+        v for pe in range(NPES) for k, v in expected_costs(pe).items() if k.startswith(prefix)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +56,9 @@ def test_categories_by_measured_time_with_shares_that_add_up_to_the_run(doc, rep
     assert sum(r.share for r in cats) == pytest.approx(1.0)
     for r in cats:
         assert r.cpu_s == pytest.approx(CATEGORY_SHARES[r.label] * cpu)
-        assert r.samples == sum(c["samples"] for pe in doc["pes"] for c in pe["categories"]
-                                if c["access"] == r.label)
+        assert r.samples == sum(
+            c["samples"] for pe in doc["pes"] for c in pe["categories"] if c["access"] == r.label
+        )
     # groups by measured time, largest first; inside a group largest first
     pipe = [r.label for r in report.measured_rows if r.group == "pipe"]
     assert pipe == ["pipe:consume", "pipe:produce", "pipe (all)"]
@@ -65,9 +74,13 @@ def test_the_model_estimate_sits_beside_its_categories(report):
     assert rows["pipe:consume"].model_s is None  # the estimate is on the subtotal
     assert rows["(idle)"].model_s == pytest.approx(model_sum("rts:IDLE"), rel=1e-12)
     assert rows["(scheduler)"].model_s == pytest.approx(
-        model_sum("rts:") - model_sum("rts:IDLE"), rel=1e-12)
-    assert set(rows["(scheduler)"].model_categories) == {"rts:THREAD", "rts:COMM_ALPHA",
-                                                         "rts:COMM_BETA"}
+        model_sum("rts:") - model_sum("rts:IDLE"), rel=1e-12
+    )
+    assert set(rows["(scheduler)"].model_categories) == {
+        "rts:THREAD",
+        "rts:COMM_ALPHA",
+        "rts:COMM_BETA",
+    }
     assert rows["graph (all)"].model_s == pytest.approx(model_sum("graph:"), rel=1e-12)
     # every model category is beside exactly one row: the estimates add up to the model
     beside = sum(r.model_s for r in report.measured_rows if r.model_s is not None)
@@ -85,8 +98,7 @@ def test_a_row_holds_what_no_model_term_explains(report):
 def test_unmodelled_computation_lands_in_the_unexplained_row():
     """A program whose own module the model does not know (a runtime model only): its
     computation has no estimate beside it and makes up the unexplained row."""
-    doc = with_categories(make_run(NPES), {"tri:solve": 0.9, "(scheduler)": 0.05,
-                                           "(idle)": 0.05})
+    doc = with_categories(make_run(NPES), {"tri:solve": 0.9, "(scheduler)": 0.05, "(idle)": 0.05})
     model = cpu_model()
     for module in ("graph", "pipe"):
         del model.interfaces[module]
@@ -94,7 +106,8 @@ def test_unmodelled_computation_lands_in_the_unexplained_row():
     rows = rows_by_label(report)
     assert rows["tri:solve"].model_s is None
     assert report.unexplained.cpu_s == pytest.approx(
-        report.measured_cpu_total - model_sum("rts:"), rel=1e-9)
+        report.measured_cpu_total - model_sum("rts:"), rel=1e-9
+    )
     assert report.unexplained.share > 0.85
     text = format_text(report)
     line = next(x for x in text.splitlines() if x.startswith("  tri:solve"))
@@ -105,15 +118,18 @@ def test_unmodelled_computation_lands_in_the_unexplained_row():
 def test_text_one_measure_per_table(report):
     text = format_text(report)
     lines = text.splitlines()
-    head = lines.index("*** Where the time went (measured, CPU seconds summed over PEs; the "
-                       "model's estimate beside) ***")
+    head = lines.index(
+        "*** Where the time went (measured, CPU seconds summed over PEs; the "
+        "model's estimate beside) ***"
+    )
     idle = lines.index("*** Idle (wall-clock seconds summed over PEs) ***")
     why = lines.index("*** Why the PEs waited (observed latency) ***")
     assert head < idle < why < lines.index("*** Cost Profile ***")
     assert re.fullmatch(r"  category +measured +share +model \(90 % band\)", lines[head + 1])
     sub = next(x for x in lines[head:idle] if x.startswith("  pipe (all)"))
-    m = re.fullmatch(r"  pipe \(all\) +([\d.]+) s +([\d.]+) % +([\d.]+) s \+-\S+ \(pipe:COMP\)",
-                     sub)
+    m = re.fullmatch(
+        r"  pipe \(all\) +([\d.]+) s +([\d.]+) % +([\d.]+) s \+-\S+ \(pipe:COMP\)", sub
+    )
     assert m and float(m.group(3)) == pytest.approx(model_sum("pipe:"), abs=1e-3)
     total = lines[idle - 1]
     m = re.fullmatch(r"  total +([\d.]+) s +100\.0 % +([\d.]+) s \(model\)", total)
@@ -128,16 +144,21 @@ def test_wall_clock_idle_beside_cpu_idle(doc, report):
     elapsed = sum(pe["elapsed_s"] for pe in doc["pes"])
     d = report.decimals
     text = format_text(report)
-    assert (f"  idle {wall:.{d}f} s of {elapsed:.{d}f} s elapsed "
-            f"({100 * wall / elapsed:.1f} %); the idle loops took {cpu_idle:.{d}f} CPU s of it"
-            ) in text.splitlines()
-    assert (f"  waits ended by: ENQ {lat(92.7):.{d}f} s, DEQ {lat(47.337):.{d}f} s (critical "
-            "latency by enabling category)") in text.splitlines()
+    assert (
+        f"  idle {wall:.{d}f} s of {elapsed:.{d}f} s elapsed "
+        f"({100 * wall / elapsed:.1f} %); the idle loops took {cpu_idle:.{d}f} CPU s of it"
+    ) in text.splitlines()
+    assert (
+        f"  waits ended by: ENQ {lat(92.7):.{d}f} s, DEQ {lat(47.337):.{d}f} s (critical "
+        "latency by enabling category)"
+    ) in text.splitlines()
     data = report_json(report)
     assert data["idle"]["wall_s"] == pytest.approx(wall)
     assert data["idle"]["cpu_s"] == pytest.approx(cpu_idle)
-    assert data["idle"]["by_enabler"][0] == {"enabler": "graph:ENQ",
-                                             "critical_s": pytest.approx(lat(92.7))}
+    assert data["idle"]["by_enabler"][0] == {
+        "enabler": "graph:ENQ",
+        "critical_s": pytest.approx(lat(92.7)),
+    }
 
 
 def test_an_elapsed_model_is_not_set_beside_cpu_time(doc):
@@ -181,8 +202,10 @@ def test_rich_and_html_show_the_measured_rows(report):
     out = io.StringIO()
     print_rich(report, per_pe=True, console=Console(file=out, width=200))
     text = out.getvalue()
-    assert "Where the time went (measured, CPU seconds summed over PEs; the model's " \
+    assert (
+        "Where the time went (measured, CPU seconds summed over PEs; the model's "
         "estimate beside)" in text
+    )
     assert "not explained by any model term" in text and "pipe:COMP" in text
     assert "Idle (wall-clock): idle" in text
     assert "Per PE (CPU seconds by category)" in text
@@ -195,25 +218,40 @@ def test_rich_and_html_show_the_measured_rows(report):
 
 # -- the lead line never hides observed latency ---------------------------------------------
 
+
 def test_latency_without_a_chain_is_still_named():
     """All waits enabled by unclassified fibers or by the same category (EM3D, FIFO
     tripuzzle): no chain, but the lead names the wait and what enabled it."""
     doc = make_run(2, latency=False)
     doc["accesses"] = ["unclassified", "em3d:VALIDATE", "em3d:SYNC"]
     doc["pes"][1]["latency"] = [
-        {"access": "em3d:SYNC", "enabler": "unclassified", "count": 4, "observed_s": 9.1,
-         "critical_s": 0.5},
-        {"access": "em3d:VALIDATE", "enabler": "em3d:VALIDATE", "count": 2,
-         "observed_s": 0.03, "critical_s": 0.01}]
+        {
+            "access": "em3d:SYNC",
+            "enabler": "unclassified",
+            "count": 4,
+            "observed_s": 9.1,
+            "critical_s": 0.5,
+        },
+        {
+            "access": "em3d:VALIDATE",
+            "enabler": "em3d:VALIDATE",
+            "count": 2,
+            "observed_s": 0.03,
+            "critical_s": 0.01,
+        },
+    ]
     report = build_report(doc)
     assert report.lead_chain is None
     lines = format_text(report).splitlines()
     sentence = lines[lines.index("*** Why the PEs waited (observed latency) ***") + 1]
     assert "no latency to explain" not in sentence
-    assert sentence == ("SYNC waited 9.100 s, enabled by unclassified fibers 9.100 s; no "
-                        "dependence chain of other accesses lies behind it")
-    assert "SYNC waited" in render_html(report) and "no latency to explain" not in \
-        render_html(report)
+    assert sentence == (
+        "SYNC waited 9.100 s, enabled by unclassified fibers 9.100 s; no "
+        "dependence chain of other accesses lies behind it"
+    )
+    assert "SYNC waited" in render_html(report) and "no latency to explain" not in render_html(
+        report
+    )
     out = io.StringIO()
     print_rich(report, console=Console(file=out, width=200))
     assert "SYNC waited 9.100 s" in out.getvalue()
@@ -222,11 +260,11 @@ def test_latency_without_a_chain_is_still_named():
 
 def test_no_latency_at_all_says_so():
     report = build_report(make_run(2, latency=False))
-    assert "(no dependence chain: the run profile has no latency to explain)" in \
-        format_text(report)
+    assert "(no dependence chain: the run profile has no latency to explain)" in format_text(report)
 
 
 # -- per PE and load imbalance --------------------------------------------------------------
+
 
 def eigenvalue_like(npes=16, busy=(8.0, 1.0, 0.0), seconds=10.0, idle_loop=0.25):
     """A run whose PE 0 did half of the bisections and 7 PEs none: PE 0 busy busy[0] s, the
@@ -240,14 +278,17 @@ def eigenvalue_like(npes=16, busy=(8.0, 1.0, 0.0), seconds=10.0, idle_loop=0.25)
         b = busy[0] if n == 0 else busy[1] if n <= 8 else busy[2]
         pe["elapsed_s"], pe["idle_s"] = seconds, seconds - b
         pe["cpu_s"], pe["idle_cpu_s"] = b + idle_loop, idle_loop
-        pe["categories"] = [{"access": "eigenvalue:bisect", "cpu_s": b, "samples": 1000 * b},
-                            {"access": "(idle)", "cpu_s": idle_loop, "samples": 250}]
+        pe["categories"] = [
+            {"access": "eigenvalue:bisect", "cpu_s": b, "samples": 1000 * b},
+            {"access": "(idle)", "cpu_s": idle_loop, "samples": 250},
+        ]
         pe["categories"] = [c for c in pe["categories"] if c["samples"]]
         for c in pe["categories"]:
             c["samples"] = int(c["samples"])
         bis = 800 if n == 0 else 100 if n <= 8 else 0
-        pe["objects"].append({"id": 9, "module": "eigenvalue",
-                              "stats": {"P": 1, "Bisect": bis, "Tasks": 10}})
+        pe["objects"].append(
+            {"id": 9, "module": "eigenvalue", "stats": {"P": 1, "Bisect": bis, "Tasks": 10}}
+        )
     return doc
 
 
@@ -271,7 +312,8 @@ def test_load_imbalance_leads_and_names_pes_idle_share_and_statistic():
         f"15 under half the mean. Waiting for the busiest PE accounts for {im.caused_s:.3f} s, "
         f"{100 * im.idle_share:.1f} % of the PEs' {im.idle_s:.3f} s of wall-clock idle time (the "
         "PEs' busy time short of the busiest's, summed over PEs). The statistic that differs "
-        "most between PEs: eigenvalue:Bisect (PE 0: 800, mean 100, min 0; 7 PEs 0).")
+        "most between PEs: eigenvalue:Bisect (PE 0: 800, mean 100, min 0; 7 PEs 0)."
+    )
     assert lines[4].startswith("*** Where the time went (measured")
     html = render_html(report)
     assert html.index('id="imbalance"') < html.index('id="where"')
@@ -329,10 +371,12 @@ def test_imbalance_gap_larger_than_the_idle_time_is_not_called_all_of_it():
     sentence = format_text(report, digits=3).splitlines()[3]
     assert "accounts for 0.050 s" not in sentence, sentence
     assert all(p <= 100 for p in _percentages(sentence.split("above the mean")[1])), sentence
-    assert ("The PEs were busy 0.050 s less than the busiest PE (summed over PEs), more than "
-            "their 0.020 s of wall-clock idle time: waiting for it can account for all of that "
-            "idle time; for the other 0.030 s they were off a CPU outside the idle loop or not "
-            "running.") in sentence, sentence
+    assert (
+        "The PEs were busy 0.050 s less than the busiest PE (summed over PEs), more than "
+        "their 0.020 s of wall-clock idle time: waiting for it can account for all of that "
+        "idle time; for the other 0.030 s they were off a CPU outside the idle loop or not "
+        "running."
+    ) in sentence, sentence
     assert "0.0300 s they were off a CPU" in report_json(report)["imbalance"]["sentence"]
     # without CPU times: busy is elapsed minus idle, and the gap past the idle time is time a
     # PE was not running (it ended before the busiest PE's busy time)
@@ -343,20 +387,29 @@ def test_imbalance_gap_larger_than_the_idle_time_is_not_called_all_of_it():
     doc["pes"][1]["elapsed_s"] = 0.015
     doc["pes"][1]["idle_s"] = 0.005
     sentence = format_text(build_report(doc), digits=3).splitlines()[3]
-    assert ("busy 0.050 s less than the busiest PE (summed over PEs), more than their 0.005 s "
-            "of wall-clock idle time: waiting for it can account for all of that idle time; for "
-            "the other 0.045 s they were not running: their elapsed times differ.") in sentence
+    assert (
+        "busy 0.050 s less than the busiest PE (summed over PEs), more than their 0.005 s "
+        "of wall-clock idle time: waiting for it can account for all of that idle time; for "
+        "the other 0.045 s they were not running: their elapsed times differ."
+    ) in sentence
     doc["pes"][1]["idle_s"] = 0.0
     sentence = format_text(build_report(doc), digits=3).splitlines()[3]
-    assert "n/a" not in sentence and ("busy 0.045 s less than the busiest PE (summed over PEs) "
-                                      "and had no wall-clock idle time") in sentence, sentence
+    assert (
+        "n/a" not in sentence
+        and (
+            "busy 0.045 s less than the busiest PE (summed over PEs) "
+            "and had no wall-clock idle time"
+        )
+        in sentence
+    ), sentence
 
 
 def test_balanced_run_has_no_imbalance_lead():
     report = build_report(eigenvalue_like(busy=(1.0, 1.0, 1.0)))
     assert report.imbalance is None
-    assert "Load imbalance" not in format_text(report) and 'id="imbalance"' not in \
-        render_html(report)
+    assert "Load imbalance" not in format_text(report) and 'id="imbalance"' not in render_html(
+        report
+    )
 
 
 def test_per_pe_shows_statistics_busy_idle_and_categories(tmp_path, capsys):
@@ -369,8 +422,9 @@ def test_per_pe_shows_statistics_busy_idle_and_categories(tmp_path, capsys):
     assert lines[wall + 1] == "PE0: elapsed= 10.000 busy=  4.000 idle=  6.000"
     assert lines[wall + 2] == "PE1: elapsed= 10.000 busy=  2.000 idle=  8.000"
     cpu = lines.index("*** Per PE (CPU seconds by category) ***")
-    assert lines[cpu + 1] == ("PE0: cpu=  5.000 idle loop=  1.000 | eigenvalue:bisect=4.000 "
-                              "(idle)=1.000")
+    assert lines[cpu + 1] == (
+        "PE0: cpu=  5.000 idle loop=  1.000 | eigenvalue:bisect=4.000 (idle)=1.000"
+    )
     stats = lines.index("*** Per PE (statistics, summed over the PE's objects) ***")
     assert "eigenvalue: P=1 Bisect=800 Tasks=10" in lines[stats + 1]
     assert "eigenvalue: P=1 Bisect=100 Tasks=10" in lines[stats + 2]
@@ -390,15 +444,20 @@ def test_measured_and_comparison_pages_render_in_chromium(tmp_path):
     chromium = find_chromium()
     pages = {
         "imbalance": write_html(build_report(eigenvalue_like()), tmp_path / "imb.html"),
-        "model": write_html(build_report(with_categories(make_run(NPES)), cpu_model(),
-                                         what_if=["rts:Msg=0.5x"]), tmp_path / "model.html"),
-        "compare": write_compare_html(compare([(f"eig-{p}.json", run_at(p))
-                                               for p in (1, 2, 4, 8)], cpu_model()),
-                                      tmp_path / "cmp.html"),
+        "model": write_html(
+            build_report(with_categories(make_run(NPES)), cpu_model(), what_if=["rts:Msg=0.5x"]),
+            tmp_path / "model.html",
+        ),
+        "compare": write_compare_html(
+            compare([(f"eig-{p}.json", run_at(p)) for p in (1, 2, 4, 8)], cpu_model()),
+            tmp_path / "cmp.html",
+        ),
     }
-    want = {"imbalance": ['id="imbalance"', 'class="measured"', 'class="seg"'],
-            "model": ['class="model-estimate"', 'id="what-if"', 'class="measured"'],
-            "compare": ['class="efficiency"', 'class="model-marker"', 'class="seg"']}
+    want = {
+        "imbalance": ['id="imbalance"', 'class="measured"', 'class="seg"'],
+        "model": ['class="model-estimate"', 'id="what-if"', 'class="measured"'],
+        "compare": ['class="efficiency"', 'class="model-marker"', 'class="seg"'],
+    }
     for name, page in pages.items():
         url = page.resolve().as_uri()
         dom = run_chromium(chromium, tmp_path, url, "--dump-dom")
@@ -406,9 +465,10 @@ def test_measured_and_comparison_pages_render_in_chromium(tmp_path):
         for marker in want[name]:
             assert marker in dom.stdout, (name, marker)
         png = tmp_path / f"{name}.png"
-        shot = run_chromium(chromium, tmp_path, url, f"--screenshot={png}",
-                            "--window-size=1100,1400")
+        shot = run_chromium(
+            chromium, tmp_path, url, f"--screenshot={png}", "--window-size=1100,1400"
+        )
         assert shot.returncode == 0 and png.exists(), shot.stderr[-2000:]
         width, height, bpp, rows = decode_png(png.read_bytes())
-        colours = {row[x:x + 3] for row in rows[::8] for x in range(0, width * bpp, bpp * 8)}
+        colours = {row[x : x + 3] for row in rows[::8] for x in range(0, width * bpp, bpp * 8)}
         assert len(colours) > 20, name  # plots in colour, not a blank page

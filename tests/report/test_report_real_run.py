@@ -27,10 +27,12 @@ def eigenvalue(cmake_build):
 
 def run_eigenvalue(exe, out, pes):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPROF_")}
-    env.update(MPROF_PES=str(pes), MPROF_WORKERS=str(pes), MPROF_OUT=str(out),
-               MPROF_IDLE_TIMEOUT="20")
-    proc = subprocess.run([str(exe), f"--n={N}"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    env.update(
+        MPROF_PES=str(pes), MPROF_WORKERS=str(pes), MPROF_OUT=str(out), MPROF_IDLE_TIMEOUT="20"
+    )
+    proc = subprocess.run(
+        [str(exe), f"--n={N}"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return load_profile(out)
 
@@ -38,8 +40,10 @@ def run_eigenvalue(exe, out, pes):
 @pytest.fixture(scope="module")
 def runs(eigenvalue, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("eig")
-    return {p: (tmp / f"eig-{p}.json", run_eigenvalue(eigenvalue, tmp / f"eig-{p}.json", p))
-            for p in (2, 4)}
+    return {
+        p: (tmp / f"eig-{p}.json", run_eigenvalue(eigenvalue, tmp / f"eig-{p}.json", p))
+        for p in (2, 4)
+    }
 
 
 @pytest.mark.slow
@@ -77,17 +81,17 @@ def test_report_leads_with_the_measured_categories(runs, capsys):
     head = lines.index("*** Where the time went (measured, CPU seconds summed over PEs) ***")
     assert lines[2] in ("*** Load imbalance ***", lines[head])  # no imbalance, or it leads
     end = next(i for i in range(head, len(lines)) if lines[i].startswith("  total"))
-    rows = lines[head + 2:end]
-    shares = [float(m.group(1)) for r in rows
-              if (m := re.search(r" ([\d.]+) %$", r))]
+    rows = lines[head + 2 : end]
+    shares = [float(m.group(1)) for r in rows if (m := re.search(r" ([\d.]+) %$", r))]
     assert sum(shares) == pytest.approx(100.0, abs=0.1 * len(shares))
     total = float(re.search(r"  total +([\d.]+) s", lines[end]).group(1))
     assert total == pytest.approx(sum(pe["cpu_s"] for pe in doc["pes"]), abs=0.002)
     assert any(r.lstrip().startswith("taskstealer:") for r in rows)
     assert lines.index("*** Per PE (CPU seconds by category) ***") > end
     report = build_report(doc)
-    assert report.measured_cpu_total == pytest.approx(sum(pe["cpu_s"] for pe in doc["pes"]),
-                                                      rel=0.01)
+    assert report.measured_cpu_total == pytest.approx(
+        sum(pe["cpu_s"] for pe in doc["pes"]), rel=0.01
+    )
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ LONG_NUMBER = re.compile(r"\d{13,}")
 
 def scaled(doc, factor):
     """The run profile with every time (`*_s`) multiplied by `factor`."""
+
     def walk(x):
         if isinstance(x, dict):
             for k, v in x.items():
@@ -31,6 +32,7 @@ def scaled(doc, factor):
         elif isinstance(x, list):
             for v in x:
                 walk(v)
+
     walk(doc)
     return doc
 
@@ -57,12 +59,29 @@ def test_bounded_and_percent():
 
 def test_text_report_of_tiny_times_has_bounded_percentages(tiny, capsys):
     run, model = tiny
-    assert main(["report", "--format", "text", "--per-pe", "--model", str(model),
-                 "--what-if", "rts:Msg=2x", str(run)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--format",
+                "text",
+                "--per-pe",
+                "--model",
+                str(model),
+                "--what-if",
+                "rts:Msg=2x",
+                str(run),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert not LONG_NUMBER.search(out), LONG_NUMBER.search(out).group()[:40]
-    unexplained = next(line for line in out.splitlines()
-                       if line.lstrip().startswith("not explained by any model term"))
+    unexplained = next(
+        line
+        for line in out.splitlines()
+        if line.lstrip().startswith("not explained by any model term")
+    )
     assert unexplained.rstrip().endswith("<-99999 %"), unexplained
     per_pe = [line for line in out.splitlines() if line.startswith("PE0: Model=")]
     assert per_pe and per_pe[0].endswith("error >99999%"), per_pe
@@ -72,16 +91,30 @@ def test_terminal_and_html_of_tiny_times_have_bounded_percentages(tiny, tmp_path
     run, model = tiny
     from mprof.model import load_model
 
-    report = build_report(json.loads(run.read_text()), load_model(model),
-                          what_if=["rts:Msg=2x"])
+    report = build_report(json.loads(run.read_text()), load_model(model), what_if=["rts:Msg=2x"])
     out = io.StringIO()
     print_rich(report, per_pe=True, console=Console(file=out, width=400))
     text = out.getvalue()
     assert not LONG_NUMBER.search(text), LONG_NUMBER.search(text).group()[:40]
     assert "<-99999 %" in text and ">99999%" in text
     page = tmp_path / "tiny.html"
-    assert main(["report", "--format", "text", "--model", str(model), "--what-if",
-                 "rts:Msg=2x", "--html", str(page), str(run)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--format",
+                "text",
+                "--model",
+                str(model),
+                "--what-if",
+                "rts:Msg=2x",
+                "--html",
+                str(page),
+                str(run),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     html = page.read_text()
     assert not LONG_NUMBER.search(html), LONG_NUMBER.search(html).group()[:40]

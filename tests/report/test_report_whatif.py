@@ -68,11 +68,14 @@ def test_text_json_and_html(doc, model):
     assert "-0.001 s +-9e-06 (-" in lines[head + 2]
     assert lines[head + 3].startswith("  total (model)")
     w = report.what_if
-    assert lines[head + 4] == (f"  predicted time {w.new_s:.3f} s +-{w.new_halfwidth:.3f} (90 % "
-                               f"prediction band); measured now {w.measured_s:.3f} s")
+    assert lines[head + 4] == (
+        f"  predicted time {w.new_s:.3f} s +-{w.new_halfwidth:.3f} (90 % "
+        f"prediction band); measured now {w.measured_s:.3f} s"
+    )
     data = json.loads(json.dumps(report_json(report)))["what_if"]
-    assert data["changes"] == [{"name": "rts:Msg", "kind": "parameter", "factor": 0.5,
-                                "value": None}]
+    assert data["changes"] == [
+        {"name": "rts:Msg", "kind": "parameter", "factor": 0.5, "value": None}
+    ]
     assert data["categories"][0]["change_s"] == pytest.approx(w.categories[0].change_s)
     html = render_html(report)
     assert html.index('id="quality"') < html.index('id="what-if"') < html.index('id="costs"')
@@ -80,15 +83,18 @@ def test_text_json_and_html(doc, model):
     assert report_json(build_report(doc, model))["what_if"] is None
 
 
-@pytest.mark.parametrize("change, message", [
-    ("rts:Msgs=0.5x", "the model has no parameter 'rts:Msgs'; did you mean 'rts:Msg'?"),
-    ("rts.MsgSnt=2x", "module rts has no statistic 'MsgSnt'; did you mean 'rts.MsgSent'?"),
-    ("nothing=2x", "'nothing' is neither a parameter of the model"),
-    ("rts:Msg=fast", "'fast' is not a number or a factor like 0.5x"),
-    ("rts:Msg", "expected NAME=FACTORx or NAME=VALUE"),
-    ("rts:Msg=infx", "is not finite"),
-    ("rts:P=2x", "'rts:P' is ignored by the model"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("rts:Msgs=0.5x", "the model has no parameter 'rts:Msgs'; did you mean 'rts:Msg'?"),
+        ("rts.MsgSnt=2x", "module rts has no statistic 'MsgSnt'; did you mean 'rts.MsgSent'?"),
+        ("nothing=2x", "'nothing' is neither a parameter of the model"),
+        ("rts:Msg=fast", "'fast' is not a number or a factor like 0.5x"),
+        ("rts:Msg", "expected NAME=FACTORx or NAME=VALUE"),
+        ("rts:Msg=infx", "is not finite"),
+        ("rts:P=2x", "'rts:P' is ignored by the model"),
+    ],
+)
 def test_bad_changes_are_one_line_errors(tmp_path, capsys, change, message):
     model_path = tmp_path / "m.json"
     cpu_model().save(model_path)
@@ -113,9 +119,25 @@ def test_cli_prints_the_prediction(tmp_path, capsys):
     cpu_model().save(model_path)
     run = tmp_path / "run.json"
     run.write_text(json.dumps(with_categories(make_run(NPES))))
-    assert main(["report", str(run), "--model", str(model_path), "--format", "text",
-                 "--what-if", "rts:Msg=0.5x", "--what-if", "graph.NOp=2x"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(run),
+                "--model",
+                str(model_path),
+                "--format",
+                "text",
+                "--what-if",
+                "rts:Msg=0.5x",
+                "--what-if",
+                "graph.NOp=2x",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "*** What if rts:Msg = 0.5x, graph.NOp = 2x (model, CPU seconds summed over PEs) ***" \
-        in out
+    assert (
+        "*** What if rts:Msg = 0.5x, graph.NOp = 2x (model, CPU seconds summed over PEs) ***" in out
+    )
     assert T_Q > 0  # the helpers' quantile is the model's

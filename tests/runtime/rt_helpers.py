@@ -65,18 +65,24 @@ class Run:
                 assert message in self.stderr, f"{case}: no '{message}' on stderr\n{self.stderr}"
 
     def describe(self) -> str:
-        return (f"$ {' '.join(self.args)}  (env {self.env})\nexit {self.returncode}\n"
-                f"--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}")
+        return (
+            f"$ {' '.join(self.args)}  (env {self.env})\nexit {self.returncode}\n"
+            f"--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}"
+        )
 
 
 def rt_workload_rts(cmake_build, out: Path, args: list, **env) -> list[dict]:
     """Runs build/benchmarks/micro/rt_workload ARGS (built first) with PATH and `env` alone,
     its run profile written to `out`; returns each PE's rts statistics, in PE order."""
     exe = cmake_build("build", targets=["rt_workload"]) / "benchmarks" / "micro" / "rt_workload"
-    run_env = {"PATH": "/usr/bin:/bin", "MPROF_OUT": str(out),
-               **{k: str(v) for k, v in env.items()}}
-    run = subprocess.run([str(exe), *map(str, args)], env=run_env, capture_output=True,
-                         text=True, timeout=120)
+    run_env = {
+        "PATH": "/usr/bin:/bin",
+        "MPROF_OUT": str(out),
+        **{k: str(v) for k, v in env.items()},
+    }
+    run = subprocess.run(
+        [str(exe), *map(str, args)], env=run_env, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     per_pe = []
     for pe in json.loads(out.read_text())["pes"]:
@@ -118,8 +124,15 @@ class RuntimeTests:
             cls._cache[variant] = cls(variant, bdir / "tests" / "c")
         return cls._cache[variant]
 
-    def run(self, program: str, *args, env: dict | None = None, timeout: float = 60,
-            profile: bool = True, expect_rc: int | None = 0) -> Run:
+    def run(
+        self,
+        program: str,
+        *args,
+        env: dict | None = None,
+        timeout: float = 60,
+        profile: bool = True,
+        expect_rc: int | None = 0,
+    ) -> Run:
         """Runs rt_<program> with MPROF_* settings from `env`; parses the run profile."""
         exe = self.bindir / f"rt_{program}"
         settings = {k: str(v) for k, v in (env or {}).items()}
@@ -136,8 +149,13 @@ class RuntimeTests:
             if profile:
                 settings.setdefault("MPROF_OUT", str(out))
             cmd = [str(exe), *map(str, args)]
-            proc = subprocess.run(cmd, env=clean_env(**settings, **extra), capture_output=True,
-                                  text=True, timeout=timeout)
+            proc = subprocess.run(
+                cmd,
+                env=clean_env(**settings, **extra),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             doc = json.loads(out.read_text()) if profile and out.exists() else None
         run = Run(cmd, proc.returncode, proc.stdout, proc.stderr, doc, settings)
         if self.variant:

@@ -65,9 +65,14 @@ def test_binding_stays_inside_a_restricted_mask(rt):
     last = ALLOWED[-1]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "p.json"
-        proc = subprocess.run([str(rt.bindir / "rt_affinity")], capture_output=True, text=True,
-                              env=clean_env(MPROF_PES="1", MPROF_OUT=str(out)), timeout=60,
-                              preexec_fn=lambda: os.sched_setaffinity(0, {last}))
+        proc = subprocess.run(
+            [str(rt.bindir / "rt_affinity")],
+            capture_output=True,
+            text=True,
+            env=clean_env(MPROF_PES="1", MPROF_OUT=str(out)),
+            timeout=60,
+            preexec_fn=lambda: os.sched_setaffinity(0, {last}),
+        )
         assert proc.returncode == 0, proc.stderr
         assert cpus_by_pe(proc.stdout) == {0: [last]}
         assert json.loads(out.read_text())["settings"]["pinned_workers"] == 1
@@ -86,9 +91,13 @@ PLUGIN_DIR = Path("/usr/lib") / (sysconfig.get_config_var("MULTIARCH") or "") / 
 def _loaded_hwloc_plugins(rt, **env: str) -> set[str]:
     """hwloc plugins the dynamic loader opened in a run of rt_affinity (glibc's LD_DEBUG=files
     names every object dlopen loads)."""
-    proc = subprocess.run([str(rt.bindir / "rt_affinity")], capture_output=True, text=True,
-                          env=clean_env(MPROF_PES="2", MPROF_WORKERS="2", LD_DEBUG="files",
-                                        **env), timeout=60)
+    proc = subprocess.run(
+        [str(rt.bindir / "rt_affinity")],
+        capture_output=True,
+        text=True,
+        env=clean_env(MPROF_PES="2", MPROF_WORKERS="2", LD_DEBUG="files", **env),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "libhwloc" in proc.stderr, "LD_DEBUG=files printed nothing: " + proc.stderr[-500:]
     return set(re.findall(r"file=\S*/hwloc/(hwloc_\w+)\.so", proc.stderr))

@@ -11,8 +11,9 @@ from mprof.report.build import AGG_WHY
 def _workload(cmake_build, tmp_path, pes, workers=None, **env):
     """The rts statistics summed over the PEs of rt_workload PES 600000 60000 16 0."""
     settings = {"MPROF_WORKERS": workers or pes, "MPROF_AGG_BYTES": 4096, **env}
-    per_pe = rt_workload_rts(cmake_build, tmp_path / f"w{pes}.json", [pes, 600000, 60000, 16, 0],
-                             **settings)
+    per_pe = rt_workload_rts(
+        cmake_build, tmp_path / f"w{pes}.json", [pes, 600000, 60000, 16, 0], **settings
+    )
     return {k: sum(s[k] for s in per_pe) for k in per_pe[0]}
 
 

@@ -20,8 +20,20 @@ def _run(cmd):
 
 def test_statistics_and_latency_compile_out():
     bdir = REPO_ROOT / "build-nostats"
-    _run(["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja",
-          "-DMPROF_STATS=OFF", "-DMPROF_LATENCY=OFF", f"-DPython3_EXECUTABLE={sys.executable}"])
+    _run(
+        [
+            "cmake",
+            "-S",
+            str(REPO_ROOT),
+            "-B",
+            str(bdir),
+            "-G",
+            "Ninja",
+            "-DMPROF_STATS=OFF",
+            "-DMPROF_LATENCY=OFF",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ]
+    )
     _run(["cmake", "--build", str(bdir), "--target", "rt_latency"])
     run = RuntimeTests(None, bdir / "tests" / "c").run("latency", 20)
     for pe in run.profile["pes"]:
@@ -37,13 +49,28 @@ def test_statistics_off_keeps_the_access_declarations_of_latency_accounting(tmp_
     the generated access declarations stay with latency accounting (docs/runtime.md), so PIPE's
     latency rows still name its and the event graph's access categories."""
     bdir = REPO_ROOT / "build-nostats-latency"
-    _run(["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja", "-DMPROF_STATS=OFF",
-          f"-DPython3_EXECUTABLE={sys.executable}"])
+    _run(
+        [
+            "cmake",
+            "-S",
+            str(REPO_ROOT),
+            "-B",
+            str(bdir),
+            "-G",
+            "Ninja",
+            "-DMPROF_STATS=OFF",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ]
+    )
     _run(["cmake", "--build", str(bdir), "--target", "pipe"])
     out = tmp_path / "pipe.json"
-    r = subprocess.run([str(bdir / "benchmarks/pipe/pipe"), "2", "400", "10", "0", "4", "16",
-                        "256"], env=clean_env(MPROF_OUT=str(out)), capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [str(bdir / "benchmarks/pipe/pipe"), "2", "400", "10", "0", "4", "16", "256"],
+        env=clean_env(MPROF_OUT=str(out)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     profile = json.loads(out.read_text())
     accesses = set()
@@ -51,7 +78,6 @@ def test_statistics_off_keeps_the_access_declarations_of_latency_accounting(tmp_
         assert pe["objects"] == [], pe["objects"]
         accesses |= {row["access"] for row in pe["latency"] if row["count"]}
     assert {"pipe:consume", "pipe:produce", "graph:ENQ", "graph:DEQ"} <= accesses, accesses
-
 
 
 def test_statistics_off_keeps_the_transport_working():
@@ -62,11 +88,31 @@ def test_statistics_off_keeps_the_transport_working():
     idle PEs spin without ever sleeping: only the catch-up of the idle loop's polls can
     publish what they hold."""
     bdir = REPO_ROOT / "build-nostats"
-    _run(["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja",
-          "-DMPROF_STATS=OFF", "-DMPROF_LATENCY=OFF", f"-DPython3_EXECUTABLE={sys.executable}"])
+    _run(
+        [
+            "cmake",
+            "-S",
+            str(REPO_ROOT),
+            "-B",
+            str(bdir),
+            "-G",
+            "Ninja",
+            "-DMPROF_STATS=OFF",
+            "-DMPROF_LATENCY=OFF",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ]
+    )
     _run(["cmake", "--build", str(bdir), "--target", "rt_channels"])
     run = RuntimeTests(None, bdir / "tests" / "c").run(
-        "channels", "flood", 1000, timeout=60,
-        env={"MPROF_WORKERS": 4, "MPROF_AGG_BYTES": 0, "MPROF_SHM_RING": 1,
-             "MPROF_SPIN": 1_000_000_000})
+        "channels",
+        "flood",
+        1000,
+        timeout=60,
+        env={
+            "MPROF_WORKERS": 4,
+            "MPROF_AGG_BYTES": 0,
+            "MPROF_SHM_RING": 1,
+            "MPROF_SPIN": 1_000_000_000,
+        },
+    )
     assert "arrivals=3000 expected=3000" in run.stdout

@@ -23,15 +23,18 @@ def test_bulk_transfers_of_the_largest_size(rt):
     assert "exceeds" not in run.stderr, run.stderr
 
 
-@pytest.mark.parametrize("scenario, what", [("bad_read", "read from"),
-                                            ("bad_write", "write or store to")])
+@pytest.mark.parametrize(
+    "scenario, what", [("bad_read", "read from"), ("bad_write", "write or store to")]
+)
 def test_an_address_the_other_pe_cannot_use_is_named_in_the_fault(rt, scenario, what):
     """A bulk read or write naming an address that is no memory of the owner crashed it with a
     bare SIGSEGV in the runtime's copy; the fault now says which transfer it was."""
     run = rt.run("bulk", scenario, env={"MPROF_PES": 2}, profile=False, expect_rc=None)
     assert run.returncode == -11 and "bad: survived" not in run.stdout, run.describe()
-    assert (f"mprof: PE 1: the address PE 0 named for a bulk {what} it, 64 bytes at "
-            "0x10..0x50, is not memory of this PE (SIGSEGV at 0x10)") in run.stderr, run.stderr
+    assert (
+        f"mprof: PE 1: the address PE 0 named for a bulk {what} it, 64 bytes at "
+        "0x10..0x50, is not memory of this PE (SIGSEGV at 0x10)"
+    ) in run.stderr, run.stderr
 
 
 @pytest.mark.parametrize("npes", [1, 3, 4, 8])
@@ -59,8 +62,9 @@ def test_a_remote_completion_sends_no_message(rt, npes):
     run = rt.run("snapshot", env={"MPROF_PES": npes})
     assert "snapshot: OK" in run.stdout
     remote = npes * sum(1 for n in range(400) if (1 + n) % npes)  # the others' mutators
-    rounds, rest = divmod(sum(run.pe_stats(pe)["RemoteOp"] for pe in range(npes)) - remote,
-                          2 * (npes - 1))
+    rounds, rest = divmod(
+        sum(run.pe_stats(pe)["RemoteOp"] for pe in range(npes)) - remote, 2 * (npes - 1)
+    )
     assert rest == 0 and 3 <= rounds < remote // (8 * (npes - 1)), (rounds, rest, remote)
 
 
@@ -78,12 +82,20 @@ def test_a_freeze_whose_rounds_stall_resumes_on_the_completion(rt):
 def test_a_mutator_that_never_completes_is_a_hang_not_endless_rounds(rt):
     """Rounds that keep finding the same sum wait for progress, so the machine goes quiescent
     and the hang report comes at once (not after MPROF_IDLE_TIMEOUT, and not never)."""
-    run = rt.run("snapshot", "lost", env={"MPROF_PES": 3, "MPROF_IDLE_TIMEOUT": 60},
-                 profile=False, expect_rc=2, timeout=30)
+    run = rt.run(
+        "snapshot",
+        "lost",
+        env={"MPROF_PES": 3, "MPROF_IDLE_TIMEOUT": 60},
+        profile=False,
+        expect_rc=2,
+        timeout=30,
+    )
     assert "mprof: hang: no PE can make progress" in run.stderr, run.describe()
     for pe in range(3):  # each PE's sync, its rounds stalled
-        assert f"PE {pe}: fiber mpr_snapshot_waits_for_mutators (created by unclassified) " \
-               "waits on counter" in run.stderr, run.stderr
+        assert (
+            f"PE {pe}: fiber mpr_snapshot_waits_for_mutators (created by unclassified) "
+            "waits on counter" in run.stderr
+        ), run.stderr
 
 
 def test_sleeping_pes_wake_at_once_for_messages(rt):
@@ -96,8 +108,10 @@ def test_sleeping_pes_wake_at_once_for_messages(rt):
 
 # --- misuse: each case prints "<case> <code>"; the message is on stderr -----------------
 
-NOT_CREATED = ("does not exist on this PE (it was not created here by mp_obj_create or "
-               "mp_obj_create_named) (invalid argument)")
+NOT_CREATED = (
+    "does not exist on this PE (it was not created here by mp_obj_create or "
+    "mp_obj_create_named) (invalid argument)"
+)
 OBJECT_MISUSE = {
     "named_null_reduce": (0, None),
     "named_twice": (5, "object name 6 is in use on this PE (mp_obj_destroy it first)"),
@@ -128,10 +142,17 @@ def test_objects_refuse_ids_never_handed_out_names_taken_twice_and_unknown_ops(r
 
 NOT_SNAPSHOT = "object 1024 is not a snapshot (it was not made by mp_snapshot_new)"
 SNAPSHOT_MISUSE = {
-    "query_before_main": (2, ("mprof: error: mp_snapshot_query: snapshot object 1 does not "
-                              "exist: called outside a running PE (invalid argument)")),
-    "freeze_before_main": (2, ("mp_snapshot_freeze: snapshot object 1 does not exist: called "
-                               "outside a running PE")),
+    "query_before_main": (
+        2,
+        (
+            "mprof: error: mp_snapshot_query: snapshot object 1 does not "
+            "exist: called outside a running PE (invalid argument)"
+        ),
+    ),
+    "freeze_before_main": (
+        2,
+        ("mp_snapshot_freeze: snapshot object 1 does not exist: called outside a running PE"),
+    ),
     "query_not_snapshot": (2, f"PE 0: mp_snapshot_query: {NOT_SNAPSHOT} (invalid argument)"),
     "suspend_not_snapshot": (1, f"mp_snapshot_suspend: {NOT_SNAPSHOT}"),
     "freeze_not_snapshot": (2, f"mp_snapshot_freeze: {NOT_SNAPSHOT}"),
@@ -151,34 +172,58 @@ def test_snapshot_calls_on_other_objects_are_refused_and_leave_the_partition_alo
 
 
 def test_an_unfreeze_without_a_freeze_is_reported_and_releases_nothing(rt):
-    run = rt.run("snapshot", "fatal", "unfreeze_unfrozen", env={"MPROF_PES": 3},
-                 profile=False, timeout=30)
-    assert "snapshot 1025: unfreeze while not frozen (object in the wrong state for this call)" \
-        in run.stderr, run.describe()
+    run = rt.run(
+        "snapshot", "fatal", "unfreeze_unfrozen", env={"MPROF_PES": 3}, profile=False, timeout=30
+    )
+    assert (
+        "snapshot 1025: unfreeze while not frozen (object in the wrong state for this call)"
+        in run.stderr
+    ), run.describe()
     assert "survived unfreeze_unfrozen" in run.stdout
 
 
-@pytest.mark.parametrize("call,message", [
-    ("execute", f"mprof: fatal: PE 0: mp_snapshot_execute: {NOT_SNAPSHOT}"),
-    ("complete", f"mprof: fatal: PE 0: mp_snapshot_complete: {NOT_SNAPSHOT}"),
-    ("unfreeze", f"mprof: fatal: PE 0: mp_snapshot_unfreeze: {NOT_SNAPSHOT}"),
-    # sent nowhere (the send's error ignored): the snapshot waited for it forever
-    ("complete_pe_negative",
-     "mp_snapshot_complete: snapshot 1025: executing PE -1 is not a PE (0..2)"),
-    ("complete_pe_npes", "mp_snapshot_complete: snapshot 1025: executing PE 3 is not a PE (0..2)"),
-    # dereferenced the missing PE (SIGSEGV)
-    ("complete_before_main", ("mprof: fatal: mp_snapshot_complete: snapshot object 1 does not "
-                              "exist: called outside a running PE")),
-    # the second completion let a freeze end while a mutator still executed
-    ("complete_extra", ("mprof: fatal: PE 0: mp_snapshot_complete: snapshot 1025: more mutators "
-                        "completed than executed on PE 0 (1)")),
-    # the same, completed on another PE: the freeze's round finds the sum negative on every PE
-    ("complete_extra_remote", ("snapshot 1025: more mutators completed than executed (1 more over "
-                               "all PEs)")),
-])
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        ("execute", f"mprof: fatal: PE 0: mp_snapshot_execute: {NOT_SNAPSHOT}"),
+        ("complete", f"mprof: fatal: PE 0: mp_snapshot_complete: {NOT_SNAPSHOT}"),
+        ("unfreeze", f"mprof: fatal: PE 0: mp_snapshot_unfreeze: {NOT_SNAPSHOT}"),
+        # sent nowhere (the send's error ignored): the snapshot waited for it forever
+        (
+            "complete_pe_negative",
+            "mp_snapshot_complete: snapshot 1025: executing PE -1 is not a PE (0..2)",
+        ),
+        (
+            "complete_pe_npes",
+            "mp_snapshot_complete: snapshot 1025: executing PE 3 is not a PE (0..2)",
+        ),
+        # dereferenced the missing PE (SIGSEGV)
+        (
+            "complete_before_main",
+            (
+                "mprof: fatal: mp_snapshot_complete: snapshot object 1 does not "
+                "exist: called outside a running PE"
+            ),
+        ),
+        # the second completion let a freeze end while a mutator still executed
+        (
+            "complete_extra",
+            (
+                "mprof: fatal: PE 0: mp_snapshot_complete: snapshot 1025: more mutators "
+                "completed than executed on PE 0 (1)"
+            ),
+        ),
+        # the same, completed on another PE: the freeze's round finds the sum negative on every PE
+        (
+            "complete_extra_remote",
+            ("snapshot 1025: more mutators completed than executed (1 more over all PEs)"),
+        ),
+    ],
+)
 def test_snapshot_calls_that_return_nothing_end_the_run_on_misuse(rt, call, message):
-    run = rt.run("snapshot", "fatal", call, env={"MPROF_PES": 3}, profile=False, expect_rc=3,
-                 timeout=30)
+    run = rt.run(
+        "snapshot", "fatal", call, env={"MPROF_PES": 3}, profile=False, expect_rc=3, timeout=30
+    )
     assert message in run.stderr, run.describe()
     assert "survived" not in run.stdout
 
@@ -193,8 +238,13 @@ BULK_MISUSE = {
     "store_null_fn": (2, "mp_bulk_store with a NULL on_arrival function (invalid argument)"),
     "store_null_src": (2, "mp_bulk_store of 8 bytes with a NULL source"),
     "store_null_user": (2, "mp_bulk_store with a NULL user pointer for user bytes"),
-    "store_user_over": (2, ("store arrival arguments of 1001 user bytes exceed the 1000-byte "
-                            "limit (message or arguments too large)")),
+    "store_user_over": (
+        2,
+        (
+            "store arrival arguments of 1001 user bytes exceed the 1000-byte "
+            "limit (message or arguments too large)"
+        ),
+    ),
     # wrapped around the limit, then memcpy(SIZE_MAX) (SIGSEGV)
     "store_user_huge": (2, "store arrival arguments of 18446744073709551615 user bytes"),
     "store_user_wraps": (2, "store arrival arguments of 18446744073709551592 user bytes"),
@@ -202,21 +252,35 @@ BULK_MISUSE = {
 }
 
 
-@pytest.mark.parametrize("case, rc, message", [
-    # a barrier matched with a destroy: the object was gone on one PE and alive on the other
-    ("barrier_destroy", 3, "mprof: fatal: PE 0: object 1024: PEs called different global "
-     "operations on it (mp_obj_barrier and mp_obj_destroy)"),
-    # PE 0's SUM and PE 1's MAX combined as a SUM, silently
-    ("sum_max", 3, "(mp_obj_reduce(SUM) and mp_obj_reduce(MAX)); every PE must call the same"),
-    # nobody waits on the counter: the run ended as if all was well
-    ("only_pe0", 2, "PE 0: mp_obj_barrier on object 1024 did not complete: not every PE "
-     "called it"),
-    ("only_pe1", 2, "PE 0: never called mp_obj_reduce(MAX) on object 1024, which other PEs "
-     "called"),
-])
+@pytest.mark.parametrize(
+    "case, rc, message",
+    [
+        # a barrier matched with a destroy: the object was gone on one PE and alive on the other
+        (
+            "barrier_destroy",
+            3,
+            "mprof: fatal: PE 0: object 1024: PEs called different global "
+            "operations on it (mp_obj_barrier and mp_obj_destroy)",
+        ),
+        # PE 0's SUM and PE 1's MAX combined as a SUM, silently
+        ("sum_max", 3, "(mp_obj_reduce(SUM) and mp_obj_reduce(MAX)); every PE must call the same"),
+        # nobody waits on the counter: the run ended as if all was well
+        (
+            "only_pe0",
+            2,
+            "PE 0: mp_obj_barrier on object 1024 did not complete: not every PE called it",
+        ),
+        (
+            "only_pe1",
+            2,
+            "PE 0: never called mp_obj_reduce(MAX) on object 1024, which other PEs called",
+        ),
+    ],
+)
 def test_global_operations_that_pes_do_not_all_call_alike_are_reported(rt, case, rc, message):
-    run = rt.run("objects", "mismatch", case, env={"MPROF_PES": 2}, profile=False,
-                 expect_rc=rc, timeout=30)
+    run = rt.run(
+        "objects", "mismatch", case, env={"MPROF_PES": 2}, profile=False, expect_rc=rc, timeout=30
+    )
     assert message in run.stderr, run.describe()
 
 

@@ -31,41 +31,74 @@ def check(run, npes, n=N):
         assert r == {k: v * (npes - 1) for k, v in per_sender.items()}, (pe, r)
 
 
-@pytest.mark.parametrize("npes,workers,agg,carriers,custom,extra", [
-    (2, 2, 4096, 1, 0, {}), (5, 2, 4096, 1, 0, {}), (3, 1, 65536, 1, 0, {}),
-    (4, 4, 65536, 1, 0, {}), (5, 2, 4096, 0, 0, {}), (3, 2, 65536, 1, 1, {}),
-    (3, 1, 4096, 1, 1, {}), (4, 2, 4096, 1, 0, {"MPROF_FLUSH_FIBERS": 1})],
-    ids=["2pe-threads", "5pe-shared", "3pe-one-worker", "4pe-64k", "no-carriers",
-         "custom-sched", "custom-sched-one-worker", "period-every-record"])
-def test_carried_records_keep_order_arguments_and_continuations(rt, npes, workers, agg,
-                                                                 carriers, custom, extra):
+@pytest.mark.parametrize(
+    "npes,workers,agg,carriers,custom,extra",
+    [
+        (2, 2, 4096, 1, 0, {}),
+        (5, 2, 4096, 1, 0, {}),
+        (3, 1, 65536, 1, 0, {}),
+        (4, 4, 65536, 1, 0, {}),
+        (5, 2, 4096, 0, 0, {}),
+        (3, 2, 65536, 1, 1, {}),
+        (3, 1, 4096, 1, 1, {}),
+        (4, 2, 4096, 1, 0, {"MPROF_FLUSH_FIBERS": 1}),
+    ],
+    ids=[
+        "2pe-threads",
+        "5pe-shared",
+        "3pe-one-worker",
+        "4pe-64k",
+        "no-carriers",
+        "custom-sched",
+        "custom-sched-one-worker",
+        "period-every-record",
+    ],
+)
+def test_carried_records_keep_order_arguments_and_continuations(
+    rt, npes, workers, agg, carriers, custom, extra
+):
     """MPROF_CARRIERS=0 (every record a fiber) must give the same results and counts; with a
     custom scheduler registered, dispatch runs FIFO entries one at a time (a carrier that an
     urgent fiber stops goes back to the front of the FIFO queue); with a communication period
     after every fiber, a carrier polls (and makes carriers of the same buffer) between any
     two of its records."""
-    run = rt.run("carriers", f"n={N}", f"custom={custom}",
-                 env={"MPROF_PES": npes, "MPROF_WORKERS": workers, "MPROF_AGG_BYTES": agg,
-                      "MPROF_CARRIERS": carriers, **extra}, timeout=120)
+    run = rt.run(
+        "carriers",
+        f"n={N}",
+        f"custom={custom}",
+        env={
+            "MPROF_PES": npes,
+            "MPROF_WORKERS": workers,
+            "MPROF_AGG_BYTES": agg,
+            "MPROF_CARRIERS": carriers,
+            **extra,
+        },
+        timeout=120,
+    )
     check(run, npes)
     records = (npes - 1) * N
     conts, urgents = (npes - 1) * len(range(0, N, 5)), (npes - 1) * len(range(0, N, 7))
     for pe in range(npes):
         s = run.pe_stats(pe)
-        assert s["MsgSent"] < records / 8               # many records a buffer
-        assert s["ThreadArrived"] == records            # a record counts as a thread
+        assert s["MsgSent"] < records / 8  # many records a buffer
+        assert s["ThreadArrived"] == records  # a record counts as a thread
         # most records ran from their buffer: all but the first of each run a poll took
         assert (s["ThreadCarried"] > records / 2) if carriers else s["ThreadCarried"] == 0
         # every arrived record's argument bytes, counted by the poll whether a carrier or a
         # fiber takes the record, and the urgent fibers' (a long each)
-        assert s["ThreadContext"] == (npes - 1) * sum(SIZES[i % 3] for i in range(N)) + \
-            8 * urgents, s
+        assert (
+            s["ThreadContext"] == (npes - 1) * sum(SIZES[i % 3] for i in range(N)) + 8 * urgents
+        ), s
         # the sender, the records, the continuations and the urgent fibers
-        assert s["ThreadDisp"] == s["ThreadAlloc"] == s["ThreadEnable"] == \
-            1 + records + conts + urgents
+        assert (
+            s["ThreadDisp"]
+            == s["ThreadAlloc"]
+            == s["ThreadEnable"]
+            == 1 + records + conts + urgents
+        )
         assert s["Sched"] == custom
         row = run.latency(pe, "car:record", "car:send")
-        assert row and row["count"] == records          # enabled by the sender's category
+        assert row and row["count"] == records  # enabled by the sender's category
         cont = run.latency(pe, "car:cont", "car:record")
         assert cont and cont["count"] == conts
 

@@ -47,8 +47,7 @@ def test_short_phases_are_measured_to_a_sample_period(rt):
     the sampler used before) fires only at the kernel's tick, 4 ms with HZ=250: the phase got
     2 or 3 samples, and the main:light ratio was off by up to 50 %."""
     for _ in range(3):
-        run = rt.run("categories", "ms=20",
-                     env={**ENV, "MPROF_WORKERS": 2, "MPROF_SAMPLE_US": 250})
+        run = rt.run("categories", "ms=20", env={**ENV, "MPROF_WORKERS": 2, "MPROF_SAMPLE_US": 250})
         check_adds_up(run)
         for pe, heavy_units in ((0, 4), (1, 3)):
             cat = categories(run, pe)

@@ -11,14 +11,17 @@ from rt_helpers import rt_workload_rts
 
 
 def _run(cmake_build, tmp_path, pes, workers, agg):
-    return rt_workload_rts(cmake_build, tmp_path / f"b{pes}-{workers}-{agg}.json",
-                           [pes, 300000, 30000, 16, 0], MPROF_WORKERS=workers,
-                           MPROF_AGG_BYTES=agg)
+    return rt_workload_rts(
+        cmake_build,
+        tmp_path / f"b{pes}-{workers}-{agg}.json",
+        [pes, 300000, 30000, 16, 0],
+        MPROF_WORKERS=workers,
+        MPROF_AGG_BYTES=agg,
+    )
 
 
 @pytest.mark.parametrize("pes,workers,agg", [(2, 2, 0), (2, 2, 4096), (16, 16, 0), (16, 2, 0)])
-def test_bursts_are_bounded_by_buffers_and_by_each_other(cmake_build, tmp_path, pes, workers,
-                                                         agg):
+def test_bursts_are_bounded_by_buffers_and_by_each_other(cmake_build, tmp_path, pes, workers, agg):
     per_pe = _run(cmake_build, tmp_path, pes, workers, agg)
     total = {k: sum(s[k] for s in per_pe) for k in per_pe[0]}
     buffers = total["MsgSent"] + total["FastMsgSent"] + total["FlowMsgSent"]

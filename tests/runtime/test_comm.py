@@ -100,8 +100,9 @@ def test_small_invocations_become_fast_messages(rt):
 
 def test_flush_after_k_fibers_without_delay(rt):
     # MPROF_FLUSH_DELAY_US=0: every open buffer goes every K fibers (the dissertation's policy)
-    _, s = comm(rt, "flush", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10,
-                MPROF_FLUSH_DELAY_US=0)
+    _, s = comm(
+        rt, "flush", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10, MPROF_FLUSH_DELAY_US=0
+    )
     assert s["RemoteOp"] == 100
     assert s["MsgSent"] == 10
 
@@ -117,8 +118,16 @@ def test_a_waiting_pe_is_fed_at_most_every_feed_us(rt, feed_us):
     env = {} if feed_us is None else {"MPROF_FEED_US": feed_us}
     bound_s = (feed_us or 20) * 1e-6
     for _ in range(3):
-        run, s = comm(rt, "flush", 200_000, 32, MPROF_SPIN=100_000_000, MPROF_AGG_BYTES=65536,
-                      MPROF_FLUSH_FIBERS=8, **env)
+        run, s = comm(
+            rt,
+            "flush",
+            200_000,
+            32,
+            MPROF_SPIN=100_000_000,
+            MPROF_AGG_BYTES=65536,
+            MPROF_FLUSH_FIBERS=8,
+            **env,
+        )
         assert s["RemoteOp"] == 200_000
         assert run.profile["settings"]["feed_us"] == (feed_us or 20)
         elapsed = run.profile["pes"][0]["elapsed_s"]
@@ -128,8 +137,16 @@ def test_a_waiting_pe_is_fed_at_most_every_feed_us(rt, feed_us):
 def test_without_the_feed_bound_a_waiting_pe_is_fed_every_period(rt):
     """MPROF_FEED_US=0: once per idle period of the receiver, so far more often than a bound
     of 200 us would allow (the setting is read, not only recorded)."""
-    run, s = comm(rt, "flush", 200_000, 32, MPROF_SPIN=100_000_000, MPROF_AGG_BYTES=65536,
-                  MPROF_FLUSH_FIBERS=8, MPROF_FEED_US=0)
+    run, s = comm(
+        rt,
+        "flush",
+        200_000,
+        32,
+        MPROF_SPIN=100_000_000,
+        MPROF_AGG_BYTES=65536,
+        MPROF_FLUSH_FIBERS=8,
+        MPROF_FEED_US=0,
+    )
     assert run.profile["settings"]["feed_us"] == 0
     elapsed = run.profile["pes"][0]["elapsed_s"]
     assert s["AggFed"] > 2 * (elapsed / 200e-6 + 1), (s["AggFed"], elapsed)
@@ -140,8 +157,15 @@ def test_records_for_a_busy_receiver_wait_for_a_full_buffer(rt, delay, messages)
     """PE 1 never waits for work, so PE 0's periods send nothing to it: all 100 records go in
     one buffer when PE 0 runs out of work.  A count of fibers shared by all destinations would
     send one every K fibers, which is what a zero delay asks for."""
-    _, s = comm(rt, "busy", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10,
-                MPROF_FLUSH_DELAY_US=delay)
+    _, s = comm(
+        rt,
+        "busy",
+        100,
+        32,
+        MPROF_AGG_BYTES=65536,
+        MPROF_FLUSH_FIBERS=10,
+        MPROF_FLUSH_DELAY_US=delay,
+    )
     assert s["RemoteOp"] == 100
     assert s["MsgSent"] == messages
 
@@ -157,8 +181,15 @@ def test_records_for_a_waiting_receiver_go_at_the_next_period(rt):
 def test_records_for_a_busy_receiver_go_when_the_delay_runs_out(rt, delay, messages):
     # PE 0's fibers run 50 us each, a period of 10 of them 500 us: with a 100 us delay every
     # period finds the buffer (opened in the period before) too old
-    run, _ = comm(rt, "busyslow", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=10,
-                  MPROF_FLUSH_DELAY_US=delay)
+    run, _ = comm(
+        rt,
+        "busyslow",
+        100,
+        32,
+        MPROF_AGG_BYTES=65536,
+        MPROF_FLUSH_FIBERS=10,
+        MPROF_FLUSH_DELAY_US=delay,
+    )
     assert run.pe_stats(0)["MsgSent"] == messages
 
 
@@ -223,9 +254,18 @@ def test_alltoall_with_shared_worker_buffers_is_exact(rt, workers):
 
 def _alltoall(rt, workers):
     pes, n = 13, 3000
-    run = rt.run("comm", "alltoall", n, env={"MPROF_PES": pes, "MPROF_WORKERS": workers,
-                                             "MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024},
-                 timeout=120)
+    run = rt.run(
+        "comm",
+        "alltoall",
+        n,
+        env={
+            "MPROF_PES": pes,
+            "MPROF_WORKERS": workers,
+            "MPROF_SMALL_BYTES": 16,
+            "MPROF_AGG_BYTES": 1024,
+        },
+        timeout=120,
+    )
     assert f"arrivals={pes * n} expected={pes * n}" in run.stdout
     total = {}
     for pe in range(pes):
@@ -244,8 +284,9 @@ def _alltoall(rt, workers):
 def test_invocations_on_the_own_pe_count_as_local_operations(cmake_build, tmp_path, size, npes):
     """mp_invoke to the PE itself takes mp_spawn's way (comm.c, invoke_general) and still
     counts a local operation and its bytes, at every size and whether other PEs exist."""
-    pes = rt_workload_rts(cmake_build, tmp_path / "run.json", [npes, 0, 0, size, 3000],
-                          MPROF_WORKERS=npes)
+    pes = rt_workload_rts(
+        cmake_build, tmp_path / "run.json", [npes, 0, 0, size, 3000], MPROF_WORKERS=npes
+    )
     for rts in pes:
         assert rts["LocalOp"] == 3000 and rts["ByteCopy"] == 3000 * size, rts
         assert rts["ThreadDisp"] >= 3000 and rts["ThreadContext"] >= 3000 * size, rts

@@ -16,8 +16,11 @@ N = 600
 
 def results(run):
     rows = {}
-    for m in re.finditer(r"RESULT pe=(\d+) direct=(\d+) nested=(\d+) fifo=(\d+) sum=(\d+) "
-                         r"sent=(\d+)", run.stdout):
+    for m in re.finditer(
+        r"RESULT pe=(\d+) direct=(\d+) nested=(\d+) fifo=(\d+) sum=(\d+) "
+        r"sent=(\d+)",
+        run.stdout,
+    ):
         pe, *vals = map(int, m.groups())
         rows[pe] = dict(zip(("direct", "nested", "fifo", "sum", "sent"), vals))
     return rows
@@ -37,13 +40,13 @@ def test_preemptive_messages_run_from_the_buffer(rt, npes, workers):
     check_handled(run, npes)
     for pe in range(npes):
         s = run.pe_stats(pe)
-        assert s["ThreadDirect"] == N          # the preemptive handlers: no fiber
-        assert s["ThreadArrived"] == N         # the FIFO ones became fibers
+        assert s["ThreadDirect"] == N  # the preemptive handlers: no fiber
+        assert s["ThreadArrived"] == N  # the FIFO ones became fibers
         # the sender, the FIFO fibers and the nested preemptive fibers (local, real fibers)
         assert s["ThreadDisp"] == s["ThreadAlloc"] == s["ThreadEnable"] == 2 * N + 1
         row = run.latency(pe, "dir:handler", "dir:send")
-        assert row and row["count"] == N       # still an access of its category
-        assert row["observed_s"] == 0          # run as it arrived
+        assert row and row["count"] == N  # still an access of its category
+        assert row["observed_s"] == 0  # run as it arrived
 
 
 def test_fiber_hooks_turn_direct_runs_into_fibers(rt, tmp_path):

@@ -34,8 +34,9 @@ def test_waiting_fiber_is_charged_observed_and_critical_latency(rt):
         # each waiter observed the whole ~20 ms wait; it is critical once
         if observed >= 2 * 0.015 and critical >= 0.015 and idle >= 0.015:
             return
-    raise AssertionError(f"latency too small in every attempt (observed, critical, idle): "
-                         f"{timings}")
+    raise AssertionError(
+        f"latency too small in every attempt (observed, critical, idle): {timings}"
+    )
 
 
 @pytest.mark.parametrize("agg", [0, 4096])
@@ -57,11 +58,22 @@ def test_every_setting_that_changes_costs_is_recorded(rt):
     in `settings`: runs that differed only in them were one configuration in a database (mprof
     bench leaves MPROF_* axes to the runtime's record), and fits and gates took them for
     repetitions."""
-    env = {"MPROF_PES": 3, "MPROF_CARRIERS": 0, "MPROF_WORKERS": 1, "MPROF_SAMPLE_US": 0,
-           "MPROF_SHM_RING": 8, "MPROF_PIN": 0}
+    env = {
+        "MPROF_PES": 3,
+        "MPROF_CARRIERS": 0,
+        "MPROF_WORKERS": 1,
+        "MPROF_SAMPLE_US": 0,
+        "MPROF_SHM_RING": 8,
+        "MPROF_PIN": 0,
+    }
     s = rt.run("objects", env=env).profile["settings"]
-    assert (s["carriers"], s["workers"], s["sample_us"], s["shm_ring"], s["pinned_workers"]) \
-        == (0, 1, 0, 8, 0), s
+    assert (s["carriers"], s["workers"], s["sample_us"], s["shm_ring"], s["pinned_workers"]) == (
+        0,
+        1,
+        0,
+        8,
+        0,
+    ), s
     s = rt.run("objects", env={"MPROF_PES": 3, "MPROF_WORKERS": 3}).profile["settings"]
     assert (s["carriers"], s["workers"], s["sample_us"]) == (1, 3, 1000), s
     assert s["shm_ring"] >= 4 and s["shm_ring"] & (s["shm_ring"] - 1) == 0, s
@@ -84,9 +96,12 @@ def test_run_profile_follows_the_documented_schema(rt):
     # the registry finds that very file
     assert [i["name"] for i in p["interfaces"]] == ["rts"]
     assert p["interfaces"][0]["digest"] == registry.digest(
-        (REPO_ROOT / "runtime" / "rts.perf").read_bytes())
-    assert registry.find_by_digest("rts", p["interfaces"][0]["digest"]) == \
-        REPO_ROOT / "runtime" / "rts.perf"
+        (REPO_ROOT / "runtime" / "rts.perf").read_bytes()
+    )
+    assert (
+        registry.find_by_digest("rts", p["interfaces"][0]["digest"])
+        == REPO_ROOT / "runtime" / "rts.perf"
+    )
     stats = rts_statistics()
     assert "ThreadAlloc" in stats and "ByteCopy" in stats and len(stats) >= 13
     assert {"objects:shared", "objects:pe0", "objects:pe2"} <= set(p["accesses"])
@@ -100,8 +115,10 @@ def test_run_profile_follows_the_documented_schema(rt):
         # CPU times: positive, and the idle loop's part of them no larger than the whole
         assert 0 < pe["cpu_s"] and 0 <= pe["idle_cpu_s"] <= pe["idle_s"] + 1e-3
         assert pe["idle_cpu_s"] <= pe["cpu_s"] + 1e-3
-        assert rts[0]["stats"]["IdleCpuNs"] == round(pe["idle_cpu_s"] * 1e9) or abs(
-            rts[0]["stats"]["IdleCpuNs"] - pe["idle_cpu_s"] * 1e9) < 2
+        assert (
+            rts[0]["stats"]["IdleCpuNs"] == round(pe["idle_cpu_s"] * 1e9)
+            or abs(rts[0]["stats"]["IdleCpuNs"] - pe["idle_cpu_s"] * 1e9) < 2
+        )
         assert 0 <= pe["idle_s"] <= pe["elapsed_s"] + 1e-3
         assert pe["elapsed_s"] <= p["elapsed_s"] + 1e-3
         for row in pe["latency"]:
@@ -110,8 +127,15 @@ def test_run_profile_follows_the_documented_schema(rt):
 
 
 def test_idle_timeout_and_settings_are_read_from_the_environment(rt):
-    run = rt.run("fibers", env={"MPROF_IDLE_TIMEOUT": "bogus", "MPROF_SPIN": 7,
-                                "MPROF_FLUSH_FIBERS": 3, "MPROF_SMALL_BYTES": 24})
+    run = rt.run(
+        "fibers",
+        env={
+            "MPROF_IDLE_TIMEOUT": "bogus",
+            "MPROF_SPIN": 7,
+            "MPROF_FLUSH_FIBERS": 3,
+            "MPROF_SMALL_BYTES": 24,
+        },
+    )
     assert "ignoring MPROF_IDLE_TIMEOUT=bogus" in run.stderr
     s = run.profile["settings"]
     assert (s["spin"], s["flush_fibers"], s["small_bytes"]) == (7, 3, 24)
@@ -130,8 +154,10 @@ def test_a_value_of_blanks_is_no_number(rt):
 def test_a_sampling_period_too_short_to_make_progress_is_refused(rt, period):
     """At 1 us the timer's signals outran the thread and the run never ended."""
     run = rt.run("fibers", env={"MPROF_SAMPLE_US": period}, timeout=30)
-    assert f"ignoring MPROF_SAMPLE_US={period} (expected 0, sampling off, or a period of " \
-           "at least 100 us), using the default 1000" in run.stderr
+    assert (
+        f"ignoring MPROF_SAMPLE_US={period} (expected 0, sampling off, or a period of "
+        "at least 100 us), using the default 1000" in run.stderr
+    )
 
 
 @pytest.mark.slow
@@ -159,17 +185,19 @@ def test_unwritable_profile_path_fails_the_run(rt, tmp_path):
     assert f"cannot write the run profile to {tmp_path}/missing/p.json" in run.stderr
 
 
-@pytest.mark.parametrize("where, reason", [
-    ("missing/p.json", "folder {tmp}/missing: No such file or directory"),
-    ("", "Is a directory"),
-    ("file/p.json", "file/p.json: Not a directory"),
-])
+@pytest.mark.parametrize(
+    "where, reason",
+    [
+        ("missing/p.json", "folder {tmp}/missing: No such file or directory"),
+        ("", "Is a directory"),
+        ("file/p.json", "file/p.json: Not a directory"),
+    ],
+)
 def test_unwritable_profile_path_is_found_before_the_run(rt, tmp_path, where, reason):
     """A one-second run stops at once, saying why (errno), instead of losing its profile."""
     (tmp_path / "file").write_text("x")
     t0 = time.monotonic()
-    run = rt.run("idle", 1.0, env={"MPROF_PES": 2, "MPROF_OUT": tmp_path / where},
-                 expect_rc=None)
+    run = rt.run("idle", 1.0, env={"MPROF_PES": 2, "MPROF_OUT": tmp_path / where}, expect_rc=None)
     assert time.monotonic() - t0 < 0.8, run.describe()
     assert run.returncode != 0 and "pokes=10" not in run.stdout, run.describe()  # no run
     assert reason.format(tmp=tmp_path) in run.stderr, run.describe()

@@ -10,8 +10,10 @@ from mprof.profile import load_profiles
 
 
 def test_runtime_profiles_come_back_from_the_tables(rt, tmp_path):
-    runs = [rt.run("categories", "ms=40", env=SAMPLED, timeout=120),
-            rt.run("latency", 5, env={"MPROF_SAMPLE_US": 0})]
+    runs = [
+        rt.run("categories", "ms=40", env=SAMPLED, timeout=120),
+        rt.run("latency", 5, env={"MPROF_SAMPLE_US": 0}),
+    ]
     docs = [run.profile for run in runs]
     assert any("categories" in pe for pe in docs[0]["pes"]), runs[0].describe()
     assert docs[1]["pes"][1]["latency"] and docs[0]["interfaces"], runs[1].describe()

@@ -30,11 +30,13 @@ def field_problems(schema: dict, node: dict, value, where: str = "document") -> 
     if isinstance(value, dict) and "properties" in node:
         known = set(node["properties"])
         problems += [f"{where}: writes unknown field '{k}'" for k in sorted(set(value) - known)]
-        problems += [f"{where}: omits field '{k}'"
-                     for k in sorted(known - set(value) - NOT_WRITTEN)]
+        problems += [
+            f"{where}: omits field '{k}'" for k in sorted(known - set(value) - NOT_WRITTEN)
+        ]
         for key in set(value) & known:
-            problems += field_problems(schema, node["properties"][key], value[key],
-                                       f"{where}.{key}")
+            problems += field_problems(
+                schema, node["properties"][key], value[key], f"{where}.{key}"
+            )
     elif isinstance(value, list) and "items" in node:
         for i, item in enumerate(value):
             problems += field_problems(schema, node["items"], item, f"{where}[{i}]")
@@ -44,8 +46,10 @@ def field_problems(schema: dict, node: dict, value, where: str = "document") -> 
 def check_against_schema(run) -> None:
     schema = run_profile_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    errors = [f"{list(e.absolute_path)}: {e.message}"
-              for e in jsonschema.Draft202012Validator(schema).iter_errors(run.profile)]
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(run.profile)
+    ]
     assert not errors, f"{errors}\n{run.describe()}"
     assert not field_problems(schema, schema, run.profile), run.describe()
     validate_profile(run.profile, " ".join(run.args))  # and the rules the schema cannot say
@@ -65,16 +69,21 @@ def test_profile_with_latency_rows_has_exactly_the_schemas_fields(rt):
     # to be missing
     schema = run_profile_schema()
     problems = field_problems(schema, schema, run.profile)
-    assert problems == [f"document.pes[{i}]: omits field 'categories'"
-                        for i in range(run.profile["npes"])], run.describe()
+    assert problems == [
+        f"document.pes[{i}]: omits field 'categories'" for i in range(run.profile["npes"])
+    ], run.describe()
     validate_profile(run.profile, " ".join(run.args))
 
 
 def test_field_check_finds_unknown_and_missing_fields():
     """The check above would see a writer that adds or drops a field."""
     schema = run_profile_schema()
-    doc = {"schema": "mprof.run-profile", "npes": 1, "extra": 1,
-           "pes": [{"pe": 0, "objects": [{"id": 0, "module": "rts", "stats": {}, "x": 0}]}]}
+    doc = {
+        "schema": "mprof.run-profile",
+        "npes": 1,
+        "extra": 1,
+        "pes": [{"pe": 0, "objects": [{"id": 0, "module": "rts", "stats": {}, "x": 0}]}],
+    }
     problems = field_problems(schema, schema, doc)
     assert "document: writes unknown field 'extra'" in problems
     assert "document: omits field 'accesses'" in problems

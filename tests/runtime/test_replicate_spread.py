@@ -28,8 +28,14 @@ def test_spread_of_a_group_is_max_over_min_less_one():
 
 def test_noise_floor_reports_each_part_and_the_same_work_every_time(cmake_build):
     exe = cmake_build("build", targets=["noise_floor"]) / "benchmarks" / "micro" / "noise_floor"
-    outs = [json.loads(subprocess.run([str(exe), "0.05"], capture_output=True, text=True,
-                                      timeout=60, check=True).stdout) for _ in range(2)]
+    outs = [
+        json.loads(
+            subprocess.run(
+                [str(exe), "0.05"], capture_output=True, text=True, timeout=60, check=True
+            ).stdout
+        )
+        for _ in range(2)
+    ]
     for o in outs:
         keys = ("alu_cpu_s", "ilp_cpu_s", "mem_cpu_s", "ring_cpu_s")
         parts = sum(o[k] for k in keys)
@@ -46,26 +52,61 @@ def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_bui
     # two repetitions of one configuration, one of another: the database's figure is the
     # first configuration's spread alone
     runs = []
-    for args in (["2", "2000", "200", "16", "0"], ["2", "2000", "200", "16", "0"],
-                 ["2", "4000", "200", "16", "0"]):
+    for args in (
+        ["2", "2000", "200", "16", "0"],
+        ["2", "2000", "200", "16", "0"],
+        ["2", "4000", "200", "16", "0"],
+    ):
         out = tmp_path / f"run{len(runs)}.json"
-        subprocess.run([str(bdir / "benchmarks" / "micro" / "rt_workload"), *args],
-                       env={"MPROF_OUT": str(out), "PATH": "/usr/bin:/bin"}, check=True,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [str(bdir / "benchmarks" / "micro" / "rt_workload"), *args],
+            env={"MPROF_OUT": str(out), "PATH": "/usr/bin:/bin"},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         runs.append(out)
     mprof = [sys.executable, "-m", "mprof"]
-    subprocess.run([*mprof, "db", "import", str(db), *map(str, runs)], check=True,
-                   capture_output=True, cwd=ROOT, timeout=60)
+    subprocess.run(
+        [*mprof, "db", "import", str(db), *map(str, runs)],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     first = [json.loads(r.read_text()) for r in runs[:2]]
     busy = [sum(p["cpu_s"] - p["idle_cpu_s"] for p in f["pes"]) for f in first]
-    run = subprocess.run([sys.executable, str(SCRIPT), "--build", str(bdir), "--groups", "1",
-                          "--reps", "2", "--cases", "floor,fibers_1pe", "--db", str(db)],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--build",
+            str(bdir),
+            "--groups",
+            "1",
+            "--reps",
+            "2",
+            "--cases",
+            "floor,fibers_1pe",
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
     cases = {x["case"]: x for x in lines if "case" in x}
-    assert set(cases) == {"floor", "floor_alu", "floor_ilp", "floor_mem", "floor_ring",
-                          "fibers_1pe"}
+    assert set(cases) == {
+        "floor",
+        "floor_alu",
+        "floor_ilp",
+        "floor_mem",
+        "floor_ring",
+        "fibers_1pe",
+    }
     for x in cases.values():
         lo, hi = x["cpu_s_range"]
         assert 0 < lo <= hi and x["group_spreads_pct"] == [x["median_spread_pct"]]
@@ -82,11 +123,18 @@ def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_bui
 
 
 def test_bad_arguments_are_reported_without_a_traceback(tmp_path):
-    for args, message in ((["--cases", "floor,nope"], "unknown case(s) nope"),
-                          (["--reps", "1"], "--reps at least 2"),
-                          (["--db", str(tmp_path / "none.db")], "none.db: no such database")):
-        run = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
-                             text=True, timeout=60, cwd=ROOT)
+    for args, message in (
+        (["--cases", "floor,nope"], "unknown case(s) nope"),
+        (["--reps", "1"], "--reps at least 2"),
+        (["--db", str(tmp_path / "none.db")], "none.db: no such database"),
+    ):
+        run = subprocess.run(
+            [sys.executable, str(SCRIPT), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
         assert run.returncode != 0 and message in run.stderr, run.stderr
         assert "Traceback" not in run.stderr
 
@@ -98,14 +146,31 @@ def test_bound_and_unbound_cases_interleave_from_any_folder(cmake_build, tmp_pat
     mod = load_script(SCRIPT)
     args, env = mod.CASES["agg_unbound"]
     assert (args, env) == (mod.CASES["agg"][0], {**mod.CASES["agg"][1], "MPROF_PIN": "0"})
-    run = subprocess.run([sys.executable, str(SCRIPT), "--groups", "1", "--reps", "2",
-                          "--cases", "fibers_1pe,fibers_1pe_unbound"], capture_output=True,
-                         text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--groups",
+            "1",
+            "--reps",
+            "2",
+            "--cases",
+            "fibers_1pe,fibers_1pe_unbound",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     cases = [json.loads(x)["case"] for x in run.stdout.strip().splitlines()[:-1]]
     assert cases == ["fibers_1pe", "fibers_1pe_unbound"]
-    missing = subprocess.run([sys.executable, str(SCRIPT), "--build", str(tmp_path),
-                              "--cases", "fibers_1pe"], capture_output=True, text=True,
-                             timeout=60, cwd=tmp_path)
+    missing = subprocess.run(
+        [sys.executable, str(SCRIPT), "--build", str(tmp_path), "--cases", "fibers_1pe"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert missing.returncode != 0 and "is missing: run make build" in missing.stderr
     assert "Traceback" not in missing.stderr

@@ -17,8 +17,15 @@ from pathlib import Path
 
 import pytest
 
-FIGURES = ["floor_ns", "spawn_dispatch_ns", "spawn_over_floor", "continuation_ns",
-           "counter_wait_ns", "aggregation_speedup", "aggregated_bytes_per_s"]
+FIGURES = [
+    "floor_ns",
+    "spawn_dispatch_ns",
+    "spawn_over_floor",
+    "continuation_ns",
+    "counter_wait_ns",
+    "aggregation_speedup",
+    "aggregated_bytes_per_s",
+]
 # table label -> JSON figure
 TABLE = {
     "floor (ring + call, 32-byte args)": "floor_ns",
@@ -34,8 +41,12 @@ TABLE = {
 @pytest.fixture(scope="module")
 def rt_micro(cmake_build):
     bdir = cmake_build("build", targets=["rt_micro"])
-    run = subprocess.run([str(bdir / "benchmarks" / "micro" / "rt_micro"), "16"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [str(bdir / "benchmarks" / "micro" / "rt_micro"), "16"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     lines = run.stdout.strip().splitlines()
     return lines[:-1], json.loads(lines[-1])
@@ -49,7 +60,8 @@ def _close(printed: str, value: float) -> bool:
     """`value` printed with the table's precision gives `printed`."""
     digits = len(printed.split("e")[0].replace(".", "").lstrip("0")) or 1
     return abs(float(printed) - value) <= 0.51 * 10 ** (
-        math.floor(math.log10(abs(value))) - digits + 1)
+        math.floor(math.log10(abs(value))) - digits + 1
+    )
 
 
 def test_table_and_json_report_the_same_figures(rt_micro):
@@ -58,7 +70,7 @@ def test_table_and_json_report_the_same_figures(rt_micro):
     assert len(table) == len(TABLE)
     for line in table:
         label = next(k for k in sorted(TABLE, key=len, reverse=True) if line.startswith(k))
-        printed = line[len(label):].split()[0]
+        printed = line[len(label) :].split()[0]
         assert _close(printed, _figure(figures, TABLE[label])), (line, figures)
     # The table rounds the exact ratio, the JSON prints it with one more digit: 2.8554 is
     # "2.86" in the table and 2.855 in the JSON, which Python rounds to 2.85.
@@ -97,12 +109,17 @@ def test_spawn_instructions_counts_the_fiber_path(cmake_build):
     ring and a few dozen instructions, not thousands (a count over the whole run would be)."""
     bdir = cmake_build("build", targets=["rt_micro"])
     micro = bdir / "benchmarks" / "micro" / "rt_micro"
-    run = subprocess.run([str(micro), "--spawn-only", "3"], capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        [str(micro), "--spawn-only", "3"], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0 and run.stdout == "", run.stderr
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "micro" / "spawn_instructions.py"
-    run = subprocess.run([sys.executable, str(script), "--micro", str(micro), "--rounds", "4"],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(script), "--micro", str(micro), "--rounds", "4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     f = json.loads(run.stdout.strip().splitlines()[-1])
     assert 5 < f["floor_instructions"] < 50, f
@@ -117,17 +134,33 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
     a remote operation dearer than the floor's record and an unaggregated one dearer still."""
     bdir = cmake_build("build", targets=["rt_workload", "msg_floor"])
     micro = bdir / "benchmarks" / "micro"
-    run = subprocess.run([str(micro / "msg_floor"), "2", "3000"], capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        [str(micro / "msg_floor"), "2", "3000"], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0 and run.stdout == "" and run.stderr == "", run.stderr
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "micro" / "invoke_instructions.py"
     # 5000 invocations (and twice that): with 1000, a run is 125 steps of 16 invocations, and
     # how long an idle PE polls while callgrind runs the other thread moved the difference of
     # the two runs' receive part between 1 and 58 instructions per operation
-    run = subprocess.run([sys.executable, str(script), "--workload", str(micro / "rt_workload"),
-                          "--floor", str(micro / "msg_floor"), "--msgs", "5000", "--pes", "4",
-                          "--bytes", "64,65"],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--workload",
+            str(micro / "rt_workload"),
+            "--floor",
+            str(micro / "msg_floor"),
+            "--msgs",
+            "5000",
+            "--pes",
+            "4",
+            "--bytes",
+            "64,65",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     f = json.loads(run.stdout.strip().splitlines()[-1])
     assert 10 < f["floor_instructions"] < 100, f
@@ -155,13 +188,16 @@ def test_invoke_instructions_counts_the_remote_path(cmake_build):
     assert 0 < step < 40, f["by_bytes"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["0"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '0')"),
-    (["--help-me"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '--help-me')"),
-    (["--spawn-only"], "usage: rt_micro"),
-    (["--spawn-only", "x"], "ROUNDS must be an integer in [1, 9223372036854775807] (got 'x')"),
-    (["4", "5"], "usage: rt_micro"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["0"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '0')"),
+        (["--help-me"], "ROUNDS must be an integer in [1, 9223372036854775807] (got '--help-me')"),
+        (["--spawn-only"], "usage: rt_micro"),
+        (["--spawn-only", "x"], "ROUNDS must be an integer in [1, 9223372036854775807] (got 'x')"),
+        (["4", "5"], "usage: rt_micro"),
+    ],
+)
 def test_bad_arguments_are_a_usage_error(cmake_build, args, message):
     # a round count of 0 once ran forever
     exe = cmake_build("build", targets=["rt_micro"]) / "benchmarks" / "micro" / "rt_micro"
@@ -174,9 +210,13 @@ def test_runs_where_the_pes_share_a_worker(cmake_build):
     a stack of its own mapping, and 512-byte arguments copied from a smaller struct read off
     its top."""
     bdir = cmake_build("build", targets=["rt_micro"])
-    run = subprocess.run([str(bdir / "benchmarks" / "micro" / "rt_micro"), "16"],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "MPROF_WORKERS": "1"})
+    run = subprocess.run(
+        [str(bdir / "benchmarks" / "micro" / "rt_micro"), "16"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MPROF_WORKERS": "1"},
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout.strip().splitlines()[-1])["aggregated_bytes_per_s"] > 0
 
@@ -186,11 +226,19 @@ def test_the_micro_benchmarks_are_clean_under_asan(cmake_build, workers):
     """rt_micro and rt_workload under AddressSanitizer and UBSan, on a thread per PE and on one
     shared worker: their own code reads and writes only what it owns."""
     bdir = cmake_build(sanitize="address", targets=["rt_micro", "rt_workload"])
-    env = {**os.environ, "MPROF_WORKERS": workers, "ASAN_OPTIONS": "detect_leaks=1",
-           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+    env = {
+        **os.environ,
+        "MPROF_WORKERS": workers,
+        "ASAN_OPTIONS": "detect_leaks=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+    }
     micro = bdir / "benchmarks" / "micro"
-    for cmd in ([micro / "rt_micro", "2"], [micro / "rt_workload", "2", "20000", "2000", "16", "0"],
-                [micro / "rt_workload", "3", "20000", "2000", "512", "1000"]):
-        run = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300,
-                             env=env)
+    for cmd in (
+        [micro / "rt_micro", "2"],
+        [micro / "rt_workload", "2", "20000", "2000", "16", "0"],
+        [micro / "rt_workload", "3", "20000", "2000", "512", "1000"],
+    ):
+        run = subprocess.run(
+            list(map(str, cmd)), capture_output=True, text=True, timeout=300, env=env
+        )
         assert run.returncode == 0 and "Sanitizer" not in run.stderr, run.stderr[-2000:]

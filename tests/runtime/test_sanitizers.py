@@ -31,8 +31,11 @@ def test_objects_under_sanitizer(rt_san, npes):
     rt_san.run("objects", env={"MPROF_PES": npes}, timeout=120)
 
 
-@pytest.mark.parametrize("args", [("objects", "misuse"), ("snapshot", "misuse"),
-                                  ("bulk", "misuse")], ids=["objects", "snapshot", "bulk"])
+@pytest.mark.parametrize(
+    "args",
+    [("objects", "misuse"), ("snapshot", "misuse"), ("bulk", "misuse")],
+    ids=["objects", "snapshot", "bulk"],
+)
 def test_object_snapshot_bulk_misuse_under_sanitizer(rt_san, args):
     """Refused calls touch no memory they were not given (a snapshot call on a user object
     read and wrote past its partition; a huge mp_bulk_store user size copied SIZE_MAX)."""
@@ -50,8 +53,9 @@ def test_snapshot_rounds_that_stall_and_resume_under_sanitizer(rt_san, npes):
 def test_snapshot_complete_before_mp_main_under_sanitizer(rt_san):
     """(A fatal misuse inside a run exits with the PEs' memory held: LeakSanitizer reports it,
     so only the call made before mp_main runs here.)"""
-    run = rt_san.run("snapshot", "fatal", "complete_before_main", profile=False, expect_rc=3,
-                     timeout=120)
+    run = rt_san.run(
+        "snapshot", "fatal", "complete_before_main", profile=False, expect_rc=3, timeout=120
+    )
     assert "mprof: fatal: mp_snapshot_complete: " in run.stderr
 
 
@@ -59,8 +63,9 @@ def test_snapshot_complete_before_mp_main_under_sanitizer(rt_san):
 def test_category_sampling_under_sanitizer(rt_san, workers):
     """The sampler's signal handler reads the PE's state on its own thread, and a shared
     worker switches the sampled PE at every slice."""
-    run = rt_san.run("categories", "ms=40", timeout=120,
-                     env={"MPROF_WORKERS": workers, "MPROF_SAMPLE_US": 200})
+    run = rt_san.run(
+        "categories", "ms=40", timeout=120, env={"MPROF_WORKERS": workers, "MPROF_SAMPLE_US": 200}
+    )
     assert all(pe.get("categories") for pe in run.profile["pes"])
 
 
@@ -73,16 +78,18 @@ def test_direct_preemptive_messages_under_sanitizer(rt_san):
 def test_carriers_under_sanitizer(rt_san):
     """Records run from buffers that go back to their senders only after the last carrier."""
     for args, workers in ((["n=600"], 2), (["n=600", "custom=1"], 1)):
-        run = rt_san.run("carriers", *args, env={"MPROF_PES": 4, "MPROF_WORKERS": workers},
-                         timeout=120)
+        run = rt_san.run(
+            "carriers", *args, env={"MPROF_PES": 4, "MPROF_WORKERS": workers}, timeout=120
+        )
         assert run.stdout.count("records=1800 conts=360 urgents=258") == 4
 
 
 def test_comm_under_sanitizer(rt_san):
     rt_san.run("comm", "count", 2000, 40, timeout=120)
     rt_san.run("comm", "flush", 200, 32, env={"MPROF_FLUSH_FIBERS": 7}, timeout=120)
-    rt_san.run("comm", "order", 2000, env={"MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024},
-               timeout=120)
+    rt_san.run(
+        "comm", "order", 2000, env={"MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024}, timeout=120
+    )
     # every record at once, each size (12-1024 bytes) on the unaggregated fast path, in small
     # and large pooled buffers
     rt_san.run("comm", "order", 2000, env={"MPROF_AGG_BYTES": 0}, timeout=120)
@@ -90,9 +97,18 @@ def test_comm_under_sanitizer(rt_san):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_shared_worker_buffers_under_sanitizer(rt_san, workers):
-    run = rt_san.run("comm", "alltoall", 500, timeout=120,
-                     env={"MPROF_PES": 7, "MPROF_WORKERS": workers, "MPROF_SMALL_BYTES": 16,
-                          "MPROF_AGG_BYTES": 1024})
+    run = rt_san.run(
+        "comm",
+        "alltoall",
+        500,
+        timeout=120,
+        env={
+            "MPROF_PES": 7,
+            "MPROF_WORKERS": workers,
+            "MPROF_SMALL_BYTES": 16,
+            "MPROF_AGG_BYTES": 1024,
+        },
+    )
     assert "arrivals=3500 expected=3500" in run.stdout
 
 
@@ -101,9 +117,19 @@ def test_many_destinations_under_sanitizer(rt_san, pes):
     """A thread per PE, every PE sending to every other: the flush policy's cross-thread
     reads (a destination's idle period) and the urgent interrupt; every record arrives once,
     in its sender's order.  At 97 PEs most records travel in two hops (comm.c, "Routing")."""
-    run = rt_san.run("comm", "alltoall", 300, timeout=240,
-                     env={"MPROF_PES": pes, "MPROF_WORKERS": pes, "MPROF_SMALL_BYTES": 16,
-                          "MPROF_AGG_BYTES": 1024, "MPROF_FLUSH_DELAY_US": 200})
+    run = rt_san.run(
+        "comm",
+        "alltoall",
+        300,
+        timeout=240,
+        env={
+            "MPROF_PES": pes,
+            "MPROF_WORKERS": pes,
+            "MPROF_SMALL_BYTES": 16,
+            "MPROF_AGG_BYTES": 1024,
+            "MPROF_FLUSH_DELAY_US": 200,
+        },
+    )
     assert f"arrivals={pes * 300} expected={pes * 300}" in run.stdout
 
 
@@ -135,6 +161,7 @@ def test_misuse_under_sanitizer(rt_san):
 
 
 def test_watchdog_under_sanitizer(rt_san):
-    run = rt_san.run("watchdog", "fiber", env={"MPROF_PROGRESS_TIMEOUT": 0.5}, expect_rc=2,
-                     timeout=60)
+    run = rt_san.run(
+        "watchdog", "fiber", env={"MPROF_PROGRESS_TIMEOUT": 0.5}, expect_rc=2, timeout=60
+    )
     assert "mprof: hang: PE 1: fiber watchdog_spinner" in run.stderr

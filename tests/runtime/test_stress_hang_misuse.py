@@ -47,8 +47,12 @@ def test_stress_through_two_hops(rt, pes, workers):
     row short (ten columns, seven PEs), whose PEs route through the row above.  With 100 PEs
     on 60 workers, the PEs with a worker of their own route, while those that share one
     aggregate per worker and forward what reaches them."""
-    run = rt.run("stress", 200000, timeout=180,
-                 env={**STRESS_ENV, "MPROF_PES": pes, "MPROF_WORKERS": workers})
+    run = rt.run(
+        "stress",
+        200000,
+        timeout=180,
+        env={**STRESS_ENV, "MPROF_PES": pes, "MPROF_WORKERS": workers},
+    )
     check_stress_table(run, 200000, pes)
     forwarded = [run.pe_stats(pe)["RecordFwd"] for pe in range(pes)]
     assert sum(forwarded) > 0 and min(forwarded) >= 0
@@ -56,8 +60,9 @@ def test_stress_through_two_hops(rt, pes, workers):
 
 def test_stress_goes_straight_up_to_65_pes(rt):
     """A PE of its own keeps a buffer open for each of 64 others: nothing is forwarded."""
-    run = rt.run("stress", 50000, timeout=120, env={**STRESS_ENV, "MPROF_PES": 65,
-                                                   "MPROF_WORKERS": 65})
+    run = rt.run(
+        "stress", 50000, timeout=120, env={**STRESS_ENV, "MPROF_PES": 65, "MPROF_WORKERS": 65}
+    )
     check_stress_table(run, 50000, 65)
     assert sum(run.pe_stats(pe)["RecordFwd"] for pe in range(65)) == 0
 
@@ -72,8 +77,11 @@ def hang(rt, scenario, **env):
 
 def test_hang_fiber_waiting_on_a_counter_nobody_increments(rt):
     run = hang(rt, "fiber", MPROF_IDLE_TIMEOUT=3)
-    assert re.search(r"PE 1: fiber hang_stuck_waiter \(created by hang:setup\) waits on "
-                     r"counter 0x[0-9a-f]+ for value 5, counter is 2", run.stderr), run.stderr
+    assert re.search(
+        r"PE 1: fiber hang_stuck_waiter \(created by hang:setup\) waits on "
+        r"counter 0x[0-9a-f]+ for value 5, counter is 2",
+        run.stderr,
+    ), run.stderr
     assert "mp_main returned 2" in run.stdout
     # thread counts at the end include fibers that never ran: PE 1 dispatched its setup fiber
     # and still holds the waiter, created but never enabled
@@ -84,8 +92,11 @@ def test_hang_fiber_waiting_on_a_counter_nobody_increments(rt):
 def test_hang_pe_main_blocked_in_block_until(rt):
     run = hang(rt, "block")
     assert "mp_block_until returned 5" in run.stdout
-    assert re.search(r"PE 0: pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ for "
-                     r"value 1, counter is 0", run.stderr), run.stderr
+    assert re.search(
+        r"PE 0: pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ for "
+        r"value 1, counter is 0",
+        run.stderr,
+    ), run.stderr
 
 
 def test_hang_fiber_held_by_a_custom_scheduler(rt):
@@ -99,16 +110,21 @@ MISUSE = {
     # case: (printed code, stderr fragment)
     "continue_in_main": (6, "mp_continue called outside a fiber (call needs an executing fiber)"),
     "already_waiting": (4, "a fiber may wait on one counter (fiber already waits on a counter)"),
-    "block_in_fiber": (7, "mp_block_until is a blocking call; inside a fiber wait with "
-                          "mp_counter_wait and a continuation (blocking call made inside a fiber)"),
+    "block_in_fiber": (
+        7,
+        "mp_block_until is a blocking call; inside a fiber wait with "
+        "mp_counter_wait and a continuation (blocking call made inside a fiber)",
+    ),
     "invalid_pe_invoke": (2, "message to PE 2, but P = 2 (invalid PE number)"),
     "invalid_pe_negative": (2, "message to PE -1, but P = 2 (invalid PE number)"),
     "invoke_null_args": (1, "remote invocation with a NULL function or data (invalid argument)"),
     "invoke_null_args_large": (1, "remote invocation with a NULL function or data"),
     "invoke_null_fn": (1, "remote invocation with a NULL function or data"),
     "invalid_pe_counter": (2, "message to PE 5, but P = 2 (invalid PE number)"),
-    "too_large_invoke": (3, "fiber arguments of 1025 bytes exceed 1024 (message or arguments "
-                            "too large)"),
+    "too_large_invoke": (
+        3,
+        "fiber arguments of 1025 bytes exceed 1024 (message or arguments too large)",
+    ),
     "too_large_spawn": (3, None),
     "too_large_create": (3, None),
     "too_large_write": (2, "exceeds the 67108864-byte limit (message or arguments too large)"),
@@ -141,34 +157,41 @@ def test_a_fiber_for_a_scheduler_its_pe_never_registered_ends_the_run_with_a_mes
     table and crashed."""
     run = rt.run("misuse", "foreign_sched", env={"MPROF_PES": 2}, profile=False, expect_rc=3)
     assert run.codes()["foreign_sched_invoke"] == "0"
-    assert ("mprof: fatal: PE 1: a fiber arrived for scheduler 3, which this PE never "
-            "registered") in run.stderr
+    assert (
+        "mprof: fatal: PE 1: a fiber arrived for scheduler 3, which this PE never registered"
+    ) in run.stderr
 
 
 def test_handles_kept_past_mp_main_and_bad_descriptions_are_refused(rt):
     run = rt.run("misuse", "after_main", env={"MPROF_PES": 2}, profile=False)
-    run.check_cases({
-        "access_null": (1, "access category with a NULL module or name"),
-        "access_long": (1, "longer than 255 bytes"),
-        "add_remote_freed": (5, "used after mp_counter_free"),
-        "add_remote_null": (1, "NULL counter"),
-        "stats_no_fields": (1, "mp_stats_new: statistics without field descriptions"),
-        "stats_no_name": (1, "mp_stats_new: a statistic without a name"),
-        "stats_bad_type": (1, "mp_stats_new: a statistic of unknown type"),
-        "access_word_unknown": (1, "mp_access_word of unknown access category 200"),
-        "counter_value_after": (5, "mp_counter_value outside a running PE"),
-        "counter_value_freed": (5, "mp_counter_value of counter"),
-        "counter_value_null": (1, "mp_counter_value of a NULL counter"),
-        "bulk_write_self_huge": (2, "mp_bulk_write of 67108865 bytes exceeds the 67108864-byte "
-                                 "limit"),
-        "bulk_read_self_freed_counter": (2, "used after mp_counter_free"),
-        "param_nan": (1, 'mp_param("ratio", NaN): a parameter is a finite number; not '
-                         "recorded"),
-        "param_null": (1, "mp_param with a NULL name"),
-        "flush_outside": (5, "mp_flush outside a running PE"),
-        "access_declare_outside": (5, "mp_access_declare outside a running PE"),
-        "fiber_enable_after": (5, "mp_fiber_enable outside a running PE"),
-    })
+    run.check_cases(
+        {
+            "access_null": (1, "access category with a NULL module or name"),
+            "access_long": (1, "longer than 255 bytes"),
+            "add_remote_freed": (5, "used after mp_counter_free"),
+            "add_remote_null": (1, "NULL counter"),
+            "stats_no_fields": (1, "mp_stats_new: statistics without field descriptions"),
+            "stats_no_name": (1, "mp_stats_new: a statistic without a name"),
+            "stats_bad_type": (1, "mp_stats_new: a statistic of unknown type"),
+            "access_word_unknown": (1, "mp_access_word of unknown access category 200"),
+            "counter_value_after": (5, "mp_counter_value outside a running PE"),
+            "counter_value_freed": (5, "mp_counter_value of counter"),
+            "counter_value_null": (1, "mp_counter_value of a NULL counter"),
+            "bulk_write_self_huge": (
+                2,
+                "mp_bulk_write of 67108865 bytes exceeds the 67108864-byte limit",
+            ),
+            "bulk_read_self_freed_counter": (2, "used after mp_counter_free"),
+            "param_nan": (
+                1,
+                'mp_param("ratio", NaN): a parameter is a finite number; not recorded',
+            ),
+            "param_null": (1, "mp_param with a NULL name"),
+            "flush_outside": (5, "mp_flush outside a running PE"),
+            "access_declare_outside": (5, "mp_access_declare outside a running PE"),
+            "fiber_enable_after": (5, "mp_fiber_enable outside a running PE"),
+        }
+    )
     assert "mp_counter_free outside a running PE" in run.stderr
     assert "rc=0" in run.stdout
 
@@ -176,11 +199,12 @@ def test_handles_kept_past_mp_main_and_bad_descriptions_are_refused(rt):
 def test_a_config_set_by_hand_gets_the_environments_limits(rt):
     run = rt.run("misuse", "config", profile=False)
     codes = run.codes()
-    for case, field in (("config_agg_bytes", "agg_bytes is over 1 GiB"),
-                        ("config_sample_s", "sample_s is neither 0 (off) nor a period"),
-                        ("config_idle_timeout", "idle_timeout_s or progress_timeout_s"),
-                        ("config_idle_timeout_tiny", "idle_timeout_s is neither 0 (off) nor "
-                         "at least 0.1 s")):
+    for case, field in (
+        ("config_agg_bytes", "agg_bytes is over 1 GiB"),
+        ("config_sample_s", "sample_s is neither 0 (off) nor a period"),
+        ("config_idle_timeout", "idle_timeout_s or progress_timeout_s"),
+        ("config_idle_timeout_tiny", "idle_timeout_s is neither 0 (off) nor at least 0.1 s"),
+    ):
         assert codes.get(case) == "1", f"{case}\n{run.describe()}"
         assert "mp_main: the config's" in run.stderr and field in run.stderr, case
 
@@ -188,8 +212,7 @@ def test_a_config_set_by_hand_gets_the_environments_limits(rt):
 def test_a_second_mp_main_while_one_runs_is_refused(rt):
     """Two threads' runs would share the process's run state: the second call hung both."""
     run = rt.run("misuse", "concurrent", profile=False, timeout=30)
-    run.check_cases({"main_concurrent": (5, "mp_main called while another thread's mp_main "
-                                            "runs")})
+    run.check_cases({"main_concurrent": (5, "mp_main called while another thread's mp_main runs")})
     assert "first rc=0" in run.stdout
 
 
@@ -202,15 +225,19 @@ def test_a_statistic_that_is_no_finite_number_is_listed_as_absent(rt):
         record = next(o for o in run.profile["pes"][pe]["objects"] if o["module"] == "nanmod")
         assert record["stats"] == {"rate": 2.5, "count": 3}
         assert record["absent"] == {"ratio": why}
-        assert (f"mprof: warning: PE {pe}: statistic nanmod:ratio of object 7 is not a finite "
-                "number; the run profile lists it as absent") in run.stderr
+        assert (
+            f"mprof: warning: PE {pe}: statistic nanmod:ratio of object 7 is not a finite "
+            "number; the run profile lists it as absent"
+        ) in run.stderr
     parse_profile(json.dumps(run.profile), "run.json")  # the database takes it
 
 
 def test_a_tiny_idle_timeout_is_ignored_with_a_warning(rt):
     run = rt.run("objects", env={"MPROF_PES": 4, "MPROF_IDLE_TIMEOUT": "1e-6"})
-    assert "mprof: ignoring MPROF_IDLE_TIMEOUT=1e-06 (expected 0, off, or at least 0.1 s)" \
+    assert (
+        "mprof: ignoring MPROF_IDLE_TIMEOUT=1e-06 (expected 0, off, or at least 0.1 s)"
         in run.stderr
+    )
     assert "hang" not in run.stderr and "objects: OK" in run.stdout
 
 
@@ -225,18 +252,21 @@ def test_watchdog_names_a_fiber_that_never_returns(rt, workers):
     t0 = time.monotonic()
     run = rt.run("watchdog", "fiber", env=env, expect_rc=2, timeout=30)
     assert time.monotonic() - t0 < 10
-    m = re.search(r"mprof: hang: PE 1: fiber watchdog_spinner \(category wd:spin\) has run for "
-                  r"([0-9.]+) s without returning to the runtime", run.stderr)
+    m = re.search(
+        r"mprof: hang: PE 1: fiber watchdog_spinner \(category wd:spin\) has run for "
+        r"([0-9.]+) s without returning to the runtime",
+        run.stderr,
+    )
     assert m, run.describe()
     assert 0.5 <= float(m.group(1)) < 5
     assert "mprof: state: PE 0: idle" in run.stderr
 
 
 def test_watchdog_names_pe_main_stuck_in_a_loop(rt):
-    run = rt.run("watchdog", "main", env={"MPROF_PROGRESS_TIMEOUT": 0.3}, expect_rc=2,
-                 timeout=30)
-    assert re.search(r"mprof: hang: PE 0: pe_main has run for [0-9.]+ s without returning",
-                     run.stderr), run.describe()
+    run = rt.run("watchdog", "main", env={"MPROF_PROGRESS_TIMEOUT": 0.3}, expect_rc=2, timeout=30)
+    assert re.search(
+        r"mprof: hang: PE 0: pe_main has run for [0-9.]+ s without returning", run.stderr
+    ), run.describe()
 
 
 def test_watchdog_leaves_a_busy_pe_alone_though_its_fiber_keeps_one_address(rt):
@@ -254,9 +284,13 @@ def test_sigquit_dumps_every_pe_and_the_run_goes_on(rt):
 
     from rt_helpers import clean_env
 
-    proc = subprocess.Popen([str(rt.bindir / "rt_watchdog"), "quit", "1.5"],
-                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [str(rt.bindir / "rt_watchdog"), "quit", "1.5"],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "busy"
     time.sleep(0.2)
     proc.send_signal(signal.SIGQUIT)
@@ -264,11 +298,15 @@ def test_sigquit_dumps_every_pe_and_the_run_goes_on(rt):
     assert proc.returncode == 0, err
     assert "mp_main returned 0" in out
     assert "mprof: state of 2 PE(s)" in err
-    assert re.search(r"PE 0: running fiber watchdog_long \(category wd:long\), unchanged for",
-                     err), err
+    assert re.search(
+        r"PE 0: running fiber watchdog_long \(category wd:long\), unchanged for", err
+    ), err
     assert re.search(r"counter 0x[0-9a-f]+: value 0, 1 fibers wait, the first for 3", err), err
-    assert re.search(r"PE 1: idle.*\n.*pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ "
-                     r"for 1 \(is 0\)", err), err
+    assert re.search(
+        r"PE 1: idle.*\n.*pe_main blocked in mp_block_until on counter 0x[0-9a-f]+ "
+        r"for 1 \(is 0\)",
+        err,
+    ), err
 
 
 def test_backend_tables_are_checked_for_required_entries(rt):

@@ -24,8 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import study  # noqa: E402
 
 TAG = "eigenvalue-study"
-EVENTS = [("term", "taskstealer:TERMINATE"), ("remove", "taskstealer:REMOVE"),
-          ("fetch", "eigenvalue:FETCH")]
+EVENTS = [
+    ("term", "taskstealer:TERMINATE"),
+    ("remove", "taskstealer:REMOVE"),
+    ("fetch", "eigenvalue:FETCH"),
+]
 CONFIGS = [  # name, balance, tasks, aggregation bytes, Fig 5.5 row
     ("steal", "steal", "fetch", 1024, "Stealing, initial implementation"),
     ("steal-noagg", "steal", "fetch", 0, "+ no aggregation"),
@@ -34,18 +37,28 @@ CONFIGS = [  # name, balance, tasks, aggregation bytes, Fig 5.5 row
 ]
 # Fig 5.4: total, idle, (observed, critical) of term, remove, fetch; None: not given
 PAPER_54 = {
-    "steal": {"CM5": (2.77, 1.47, (1.38, 1.37), (0.68, 0.01), None),
-              "Paragon": (4.11, 2.80, (2.62, 2.05), (2.12, 0.20), (0.40, 0.38)),
-              "SP1": (4.63, 2.70, (2.70, 0.05), (0.89, 0.87), (1.79, 1.66))},
-    "push": {"CM5": (3.22, 1.88, (1.78, 0.48), (1.09, 0.83), (0.49, 0.47)),
-             "Paragon": (2.91, 1.50, (1.31, 0.17), (0.39, 0.36), (0.83, 0.78)),
-             "SP1": (2.84, 1.15, (1.14, 0.10), (0.20, 0.16), (0.89, 0.88))},
+    "steal": {
+        "CM5": (2.77, 1.47, (1.38, 1.37), (0.68, 0.01), None),
+        "Paragon": (4.11, 2.80, (2.62, 2.05), (2.12, 0.20), (0.40, 0.38)),
+        "SP1": (4.63, 2.70, (2.70, 0.05), (0.89, 0.87), (1.79, 1.66)),
+    },
+    "push": {
+        "CM5": (3.22, 1.88, (1.78, 0.48), (1.09, 0.83), (0.49, 0.47)),
+        "Paragon": (2.91, 1.50, (1.31, 0.17), (0.39, 0.36), (0.83, 0.78)),
+        "SP1": (2.84, 1.15, (1.14, 0.10), (0.20, 0.16), (0.89, 0.88)),
+    },
 }
 PAPER_SEQ = {"CM5": 43.5, "Paragon": 10.9, "SP1": 12.3}
-PAPER_55 = {"steal": (2.77, 4.11, 4.63), "steal-noagg": (2.77, 2.32, 2.68),
-            "push": (3.22, 2.91, 2.84), "push-send-noagg": (3.19, 1.89, 2.06)}
-PAPER_SPEEDUP = ("stealing 14.6, 4.70, 4.59 and pushing 15.6, 5.77, 5.97 (optimised) on the "
-                 "CM5 (32), Paragon and SP1 (8)")
+PAPER_55 = {
+    "steal": (2.77, 4.11, 4.63),
+    "steal-noagg": (2.77, 2.32, 2.68),
+    "push": (3.22, 2.91, 2.84),
+    "push-send-noagg": (3.19, 1.89, 2.06),
+}
+PAPER_SPEEDUP = (
+    "stealing 14.6, 4.70, 4.59 and pushing 15.6, 5.77, 5.97 (optimised) on the "
+    "CM5 (32), Paragon and SP1 (8)"
+)
 SIZES = {
     "small": {"n": 300, "reps": 3, "label": "N = 300, 3 runs"},
     "paper": {"n": 1000, "reps": 9, "label": "N = 1000 (the paper's input), 9 runs"},
@@ -63,19 +76,44 @@ def main(argv=None):
         return 0
     exe, model = study.setup(TAG, "eigenvalue", args)
     if args.calibrate:
-        study.calibrate(TAG, exe, model, args,
-                        [(f"N = {n}", [f"--n={n}", "--balance=steal", "--tasks=fetch"],
-                          {"MPROF_AGG_BYTES": 1024}) for n in CANDIDATES], args.work)
+        study.calibrate(
+            TAG,
+            exe,
+            model,
+            args,
+            [
+                (
+                    f"N = {n}",
+                    [f"--n={n}", "--balance=steal", "--tasks=fetch"],
+                    {"MPROF_AGG_BYTES": 1024},
+                )
+                for n in CANDIDATES
+            ],
+            args.work,
+        )
         return 0
     configs = [(name, balance, tasks, agg, {}) for name, balance, tasks, agg, _ in CONFIGS]
-    configs += [(f"steal{study.flush_name(spec)}", "steal", "fetch", 1024,
-                 study.flush_env(spec)) for spec in args.flush[1:]]
+    configs += [
+        (f"steal{study.flush_name(spec)}", "steal", "fetch", 1024, study.flush_env(spec))
+        for spec in args.flush[1:]
+    ]
     rows = {"_study": study.study_row(args, ("n",))}
-    rows.update(study.measure_rounds(
-        TAG, exe, args, model, ([f"--n={args.n}"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}),
-        lambda pes: {name: ([f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
-                            {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
-                     for name, balance, tasks, agg, env in configs}))
+    rows.update(
+        study.measure_rounds(
+            TAG,
+            exe,
+            args,
+            model,
+            ([f"--n={args.n}"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}),
+            lambda pes: {
+                name: (
+                    [f"--n={args.n}", f"--balance={balance}", f"--tasks={tasks}"],
+                    {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env},
+                )
+                for name, balance, tasks, agg, env in configs
+            },
+        )
+    )
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -84,18 +122,23 @@ def table(rows, args, pes) -> list[str]:
     f = study.fmt
     view = study.at(rows, pes)
     seq = study.param_stat(view["sequential"], "solve_s")[0]
-    lines = [f"## {pes} PEs", "",
-             "| configuration | solve (range) | speedup | idle | comp/rt (range) | term | remove | "
-             "fetch | explained |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## {pes} PEs",
+        "",
+        "| configuration | solve (range) | speedup | idle | comp/rt (range) | term | remove | "
+        "fetch | explained |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, row in view.items():
         if name.startswith("_"):
             continue
         time, sp = study.time_cells(row, "solve_s", seq, name == "sequential")
         lat = study.latency_cells(row, [a for _, a in EVENTS])
-        lines.append(f"| {name} | {time} | {sp} | "
-                     f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
-                     f"{row['explained']}/{row['runs']} |")
+        lines.append(
+            f"| {name} | {time} | {sp} | "
+            f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | "
+            f"{row['explained']}/{row['runs']} |"
+        )
     return lines + ["", "Findings:", ""] + findings(view, args, pes) + [""]
 
 
@@ -119,7 +162,8 @@ def readme(rows, args) -> str:
         f"pushing; no aggregation changes stealing by {pct('steal', 'steal-noagg')} and "
         f"sending the intervals with the tasks changes pushing by {pct('push', 'push-send-noagg')}"
         " (paper, Paragon and SP1: -42 to -44 % and -27 to -35 %; ours: medians over rounds of "
-        "the same-round ratio).")
+        "the same-round ratio)."
+    )
 
 
 def render(rows, args) -> str:
@@ -138,32 +182,40 @@ def render(rows, args) -> str:
         "MPROF_FLUSH_DELAY_US=D.  " + study.pending_note(args, "eigenvalue"),
         "",
         "Ratio of computation to runtime overhead (comp/rt): the paper gives no runtime costs "
-        "for Eigenvalue (Fig 5.4 omits them \"due to their insignificance\").",
+        'for Eigenvalue (Fig 5.4 omits them "due to their insignificance").',
         "",
     ]
     lines += study.tables(rows, args, table, SIZES, [])
-    lines += ["", f"The paper, Fig 5.4 (initial implementations; sequential: "
-              f"{', '.join(f'{m} {s}' for m, s in PAPER_SEQ.items())}):", "",
-              "| strategy | machine | total | idle | term | remove | fetch |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"The paper, Fig 5.4 (initial implementations; sequential: "
+        f"{', '.join(f'{m} {s}' for m, s in PAPER_SEQ.items())}):",
+        "",
+        "| strategy | machine | total | idle | term | remove | fetch |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for strat, machines in PAPER_54.items():
         for m, (t, i, *ev) in machines.items():
             cells = " | ".join("" if e is None else f"{e[0]} / {e[1]}" for e in ev)
             lines.append(f"| {strat} | {m} | {t} | {i} | {cells} |")
-    lines += ["", "and Fig 5.5 (running time):", "", "| configuration | CM5 | Paragon | SP1 |",
-              "|---|---|---|---|"]
+    lines += [
+        "",
+        "and Fig 5.5 (running time):",
+        "",
+        "| configuration | CM5 | Paragon | SP1 |",
+        "|---|---|---|---|",
+    ]
     for name, *_, label in CONFIGS:
         c, p, s = PAPER_55[name]
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
-                                      if "cmd" in row]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
 # Why an event carries a PE's idle time, in this program's terms.
 WHY_WAIT = {
     "fetch": "a bulk read is served by the owner's scheduler between two fibers, so a fetch "
-             "waits until the owner finishes the task it is bisecting (up to ~50 Sturm counts)",
+    "waits until the owner finishes the task it is bisecting (up to ~50 Sturm counts)",
     "remove": "a PE whose pool ran dry waits for a task to arrive from another PE",
     "term": "the PEs wait for termination detection to see that every pool is empty",
 }
@@ -173,8 +225,10 @@ def dominant_text(steal: str, push: str) -> str:
     """Which event carries most of the idle time under each strategy, and why it waits."""
     if steal == push:
         return f"Here {steal} carries the most for both: {WHY_WAIT[steal]}."
-    return (f"Here {steal} carries the most under stealing ({WHY_WAIT[steal]}) and {push} "
-            f"under pushing ({WHY_WAIT[push]}).")
+    return (
+        f"Here {steal} carries the most under stealing ({WHY_WAIT[steal]}) and {push} "
+        f"under pushing ({WHY_WAIT[push]})."
+    )
 
 
 def findings(rows, args, pes) -> list[str]:
@@ -194,9 +248,12 @@ def findings(rows, args, pes) -> list[str]:
         return max(EVENTS, key=lambda e: lat(name, e[1]) or 0)[0]
 
     fe = "eigenvalue:FETCH"
-    flush = [f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
-             f"aggregation): stealing {pct('steal', 'steal' + study.flush_name(spec))} against "
-             "the default flush." for spec in args.flush[1:]]
+    flush = [
+        f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
+        f"aggregation): stealing {pct('steal', 'steal' + study.flush_name(spec))} against "
+        "the default flush."
+        for spec in args.flush[1:]
+    ]
     return flush + [
         f"- Which events carry the idle time (observed latency per PE).  Stealing: "
         f"{ranked('steal')}; pushing: {ranked('push')}.  Paper: stealing mostly term and "
@@ -218,9 +275,13 @@ def findings(rows, args, pes) -> list[str]:
         f"- Stealing vs pushing, initial implementations (paper: stealing faster on the CM5, "
         f"slower on Paragon and SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing "
         f"{study.fmt(t['push'][0], 3)} s."
-        + ("  With 2 PEs a steal reaches the only other PE, so the topology and the locality "
-           "argument of the paper play no role; more PEs than cores would measure the "
-           "operating system's scheduling rather than the program." if pes == 2 else ""),
+        + (
+            "  With 2 PEs a steal reaches the only other PE, so the topology and the locality "
+            "argument of the paper play no role; more PEs than cores would measure the "
+            "operating system's scheduling rather than the program."
+            if pes == 2
+            else ""
+        ),
     ]
 
 

@@ -33,29 +33,47 @@ VALIDATE = "bipartite:VALIDATE"
 # Fig 5.1 (seconds averaged over the PEs; 32-node CM5, 8-node Paragon and SP1):
 # total, idle, threads, communication start-up / transfer, barrier observed / critical, loss
 PAPER = {
-    10: {"CM5": (12.9, 1.87, 0.07, 0.13, 1.63, 1.79, 1.79, 86),
-         "Paragon": (5.14, 0.45, 0.08, 0.43, 0.11, 0.40, 0.40, 25),
-         "SP1": (2.72, 0.17, 0.04, 0.18, 0.55, 0.16, 0.16, 88)},
-    20: {"CM5": (16.6, 1.44, 0.07, 0.13, 2.80, 1.33, 1.33, 143),
-         "Paragon": (5.61, 0.46, 0.08, 0.43, 0.15, 0.40, 0.40, 37),
-         "SP1": (3.97, 0.51, 0.04, 0.18, 0.93, 0.50, 0.50, 174)},
+    10: {
+        "CM5": (12.9, 1.87, 0.07, 0.13, 1.63, 1.79, 1.79, 86),
+        "Paragon": (5.14, 0.45, 0.08, 0.43, 0.11, 0.40, 0.40, 25),
+        "SP1": (2.72, 0.17, 0.04, 0.18, 0.55, 0.16, 0.16, 88),
+    },
+    20: {
+        "CM5": (16.6, 1.44, 0.07, 0.13, 2.80, 1.33, 1.33, 143),
+        "Paragon": (5.61, 0.46, 0.08, 0.43, 0.15, 0.40, 0.40, 37),
+        "SP1": (3.97, 0.51, 0.04, 0.18, 0.93, 0.50, 0.50, 174),
+    },
 }
 PAPER_ZERO = {"CM5": 6.84, "Paragon": 4.10, "SP1": 1.45}  # total time with 0 % remote edges
 # The paper's ratio of computation to runtime overhead at 10 % remote edges, per machine.
-PAPER_RATIO = {m: study.paper_ratio(t, i, th, ca, cb)
-               for m, (t, i, th, ca, cb, *_) in PAPER[10].items()}
+PAPER_RATIO = {
+    m: study.paper_ratio(t, i, th, ca, cb) for m, (t, i, th, ca, cb, *_) in PAPER[10].items()
+}
 SIZES = {
-    "small": {"nodes": 300, "iters": 20, "reps": 3,
-              "label": "300 nodes per PE, 20 iterations, 3 runs"},
-    "paper": {"nodes": 1000, "iters": 100, "reps": 9,
-              "label": "1000 nodes per PE, 100 iterations, 9 runs (the paper's input)"},
+    "small": {
+        "nodes": 300,
+        "iters": 20,
+        "reps": 3,
+        "label": "300 nodes per PE, 20 iterations, 3 runs",
+    },
+    "paper": {
+        "nodes": 1000,
+        "iters": 100,
+        "reps": 9,
+        "label": "1000 nodes per PE, 100 iterations, 9 runs (the paper's input)",
+    },
 }
 CANDIDATES = [100, 300, 1000, 3000, 10000]  # nodes per PE, for --calibrate
 
 
 def command(args, remote, nodes=None) -> list[str]:
-    return [f"--nodes={nodes or args.nodes}", "--degree=20", "--span=3", f"--iters={args.iters}",
-            f"--remote={remote}"]
+    return [
+        f"--nodes={nodes or args.nodes}",
+        "--degree=20",
+        "--span=3",
+        f"--iters={args.iters}",
+        f"--remote={remote}",
+    ]
 
 
 def main(argv=None):
@@ -69,20 +87,35 @@ def main(argv=None):
         return 0
     exe, model = study.setup(TAG, "em3d", args)
     if args.calibrate:
-        study.calibrate(TAG, exe, model, args,
-                        [(f"{n} nodes", command(args, 10, n), {}) for n in CANDIDATES], args.work)
+        study.calibrate(
+            TAG,
+            exe,
+            model,
+            args,
+            [(f"{n} nodes", command(args, 10, n), {}) for n in CANDIDATES],
+            args.work,
+        )
         return 0
+
     def configs(pes):
-        group = {f"remote{remote}": (command(args, remote), {"MPROF_PES": pes})
-                 for remote in REMOTE}
-        group.update({f"remote10{study.flush_name(spec)}": (
-            command(args, 10), {"MPROF_PES": pes, **study.flush_env(spec)})
-            for spec in args.flush[1:]})
+        group = {
+            f"remote{remote}": (command(args, remote), {"MPROF_PES": pes}) for remote in REMOTE
+        }
+        group.update(
+            {
+                f"remote10{study.flush_name(spec)}": (
+                    command(args, 10),
+                    {"MPROF_PES": pes, **study.flush_env(spec)},
+                )
+                for spec in args.flush[1:]
+            }
+        )
         return group
 
     rows = {"_study": study.study_row(args, ("nodes", "iters"))}
-    rows.update(study.measure_rounds(TAG, exe, args, model, (command(args, 0), {"MPROF_PES": 1}),
-                                     configs))
+    rows.update(
+        study.measure_rounds(TAG, exe, args, model, (command(args, 0), {"MPROF_PES": 1}), configs)
+    )
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -93,14 +126,16 @@ def table(rows, args, pes) -> list[str]:
     view = study.at(rows, pes)
     it0 = study.param_stat(view["remote0"], "iter_s")[0]
     lines = [
-        f"## {pes} PEs", "",
+        f"## {pes} PEs",
+        "",
         "| configuration | iterations (range) | scaled speedup | total | idle | THREAD | "
         "COMM_ALPHA / COMM_BETA | comp/rt (range) | VALIDATE obs / crit | efficiency loss | "
         "explained |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    names = [f"remote{r}" for r in REMOTE] + [f"remote10{study.flush_name(s)}"
-                                              for s in args.flush[1:]]
+    names = [f"remote{r}" for r in REMOTE] + [
+        f"remote10{study.flush_name(s)}" for s in args.flush[1:]
+    ]
     for name in names:
         row = view[name]
         it, lo, hi = study.param_stat(row, "iter_s")
@@ -112,7 +147,8 @@ def table(rows, args, pes) -> list[str]:
             f"{f(row.get('COMM_ALPHA'), 5)} / {f(row.get('COMM_BETA'), 5)} | "
             f"{study.ratio_cell(row)} | "
             f"{f(row.get('obs:' + VALIDATE))} / {f(row.get('crit:' + VALIDATE))} | {loss} | "
-            f"{row['explained']}/{row['runs']} |")
+            f"{row['explained']}/{row['runs']} |"
+        )
     return lines + ["", "Findings:", ""] + findings(view, pes, args) + [""]
 
 
@@ -143,13 +179,19 @@ def render(rows, args) -> str:
         "",
     ]
     lines += study.tables(rows, args, table, SIZES, list(PAPER_RATIO.values()))
-    lines += ["", "The paper (Fig 5.1; 0 % remote edges: CM5 6.84 s, Paragon 4.10 s, SP1 1.45 s):",
-              "", "| remote | machine | total | idle | threads | comm start-up / transfer | "
-              "barrier obs / crit | efficiency loss |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "The paper (Fig 5.1; 0 % remote edges: CM5 6.84 s, Paragon 4.10 s, SP1 1.45 s):",
+        "",
+        "| remote | machine | total | idle | threads | comm start-up / transfer | "
+        "barrier obs / crit | efficiency loss |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for remote, machines in PAPER.items():
         for m, (t, i, th, ca, cb, bo, bc, loss) in machines.items():
-            lines.append(f"| {remote} % | {m} | {t} | {i} | {th} | {ca} / {cb} | {bo} / {bc} | "
-                         f"{loss} % |")
+            lines.append(
+                f"| {remote} % | {m} | {t} | {i} | {th} | {ca} / {cb} | {bo} / {bc} | {loss} % |"
+            )
     lines += ["", "Commands (one configuration each):", ""]
     lines += [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
@@ -164,8 +206,10 @@ def readme(rows, args) -> str:
     pes = args.pes[0]
     view = study.at(rows, pes)
     beta = [view[f"remote{r}"].get("COMM_BETA") for r in REMOTE]
-    loss = [f"{study.round_pct(view[f'remote{r}'], view['remote0'], 'iter_s')} at {r} %"
-            for r in (10, 20)]
+    loss = [
+        f"{study.round_pct(view[f'remote{r}'], view['remote0'], 'iter_s')} at {r} %"
+        for r in (10, 20)
+    ]
     grows = all(b is not None for b in beta) and beta[0] < beta[1] < beta[2]
     return study.in_short(
         f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
@@ -175,12 +219,16 @@ def readme(rows, args) -> str:
         "the validate barrier's latency, observed = critical, as in the paper; the "
         f"iteration time changes by {' and '.join(loss)} remote edges against 0 % (medians "
         "over rounds of the same-round ratio; paper: +25 to +88 % at 10 %, +37 to +174 % at "
-        "20 %).")
+        "20 %)."
+    )
 
 
 def findings(it_rows, pes, args) -> list[str]:
-    rows = {int(n.removeprefix("remote")): r for n, r in it_rows.items()
-            if re.fullmatch(r"remote\d+", n)}
+    rows = {
+        int(n.removeprefix("remote")): r
+        for n, r in it_rows.items()
+        if re.fullmatch(r"remote\d+", n)
+    }
     it = {r: study.param_stat(row, "iter_s") for r, row in rows.items()}
     out = []
 
@@ -191,14 +239,16 @@ def findings(it_rows, pes, args) -> list[str]:
         f"- Remote edges cost time (paper: efficiency loss 25-88 % at 10 %, 37-174 % at 20 %): "
         f"iterations {study.fmt(it[0][0])} s at 0 % -> {study.fmt(it[10][0])} s at 10 % -> "
         f"{study.fmt(it[20][0])} s at 20 %.  In the same round, 10 % against 0 %: "
-        f"{rr(10, 0)}; 20 % against 10 %: {rr(20, 10)}.")
+        f"{rr(10, 0)}; 20 % against 10 %: {rr(20, 10)}."
+    )
     beta = [rows[r].get("COMM_BETA") for r in REMOTE]
     out.append(
         f"- The data transfer cost grows with the remote edges (paper: CM5 1.63 -> 2.80 s): "
         f"COMM_BETA {' -> '.join(study.fmt(b, 5) for b in beta)} s per PE: "
         f"{'yes' if all(b is not None for b in beta) and beta[0] < beta[1] < beta[2] else 'no'}."
         " At most one packed message per PE pair and phase, so COMM_ALPHA stays small, as the "
-        "paper notes (no room for aggregation).")
+        "paper notes (no room for aggregation)."
+    )
     shares = []
     for r in (10, 20):
         idle, obs = rows[r].get("Idle"), rows[r].get("obs:" + VALIDATE)
@@ -206,7 +256,8 @@ def findings(it_rows, pes, args) -> list[str]:
     out.append(
         "- The idle time is the latency of the validate barrier (paper: barrier observed = "
         f"critical = nearly all idle time): {'; '.join(shares)}; observed and critical "
-        "latency are charged to bipartite:VALIDATE alike, as in Fig 5.1.")
+        "latency are charged to bipartite:VALIDATE alike, as in Fig 5.1."
+    )
     r0 = rows[0]
     out.append(
         f"- Not comparable: the absolute times.  An iteration takes "
@@ -216,17 +267,24 @@ def findings(it_rows, pes, args) -> list[str]:
         f"of the iteration time ({study.fmt(it[0][0])} s), and the runtime model, fitted on "
         f"longer runs, explains {sum(row['explained'] for row in rows.values())} of "
         f"{sum(row['runs'] for row in rows.values())} runs.  "
-        + ("Two PEs also mean every PE has one neighbour, so the distance limit of 3 PEs is "
-           "not exercised.  " if pes == 2 else "")
-        + "Runs this short are noisy: a finding counts where it holds in every round.")
+        + (
+            "Two PEs also mean every PE has one neighbour, so the distance limit of 3 PEs is "
+            "not exercised.  "
+            if pes == 2
+            else ""
+        )
+        + "Runs this short are noisy: a finding counts where it holds in every round."
+    )
     for spec in args.flush[1:]:
         frow = it_rows.get(f"remote10{study.flush_name(spec)}")
         if frow:
             m = study.param_stat(frow, "iter_s")[0]
-            out.append(f"- Message service, {study.flush_label(spec)}: iterations "
-                       f"{study.fmt(m)} s at 10 % against {study.fmt(it[10][0])} s with the "
-                       "default; one packed message per PE pair and phase leaves the flush "
-                       "policy little to change.")
+            out.append(
+                f"- Message service, {study.flush_label(spec)}: iterations "
+                f"{study.fmt(m)} s at 10 % against {study.fmt(it[10][0])} s with the "
+                "default; one packed message per PE pair and phase leaves the flush "
+                "policy little to change."
+            )
     return out
 
 

@@ -46,23 +46,32 @@ def one_run(exe: Path, args: list[str], pes: int, workers: int) -> dict:
     env.update(MPROF_PES=str(pes), MPROF_WORKERS=str(workers), MPROF_IDLE_TIMEOUT="20")
     with tempfile.TemporaryDirectory(prefix="phylo-balance-") as tmp:
         env["MPROF_OUT"] = str(Path(tmp) / "profile.json")
-        proc = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(
+            [str(exe), *args], env=env, capture_output=True, text=True, timeout=300
+        )
         if proc.returncode != 0:
-            sys.exit(f"balance.py: {exe} {' '.join(args)} failed ({proc.returncode}):\n"
-                     f"{proc.stderr[-2000:]}")
+            sys.exit(
+                f"balance.py: {exe} {' '.join(args)} failed ({proc.returncode}):\n"
+                f"{proc.stderr[-2000:]}"
+            )
         profile = json.loads(Path(env["MPROF_OUT"]).read_text())
     phylo = [module_stats(pe, "phylogeny") for pe in profile["pes"]]
     stealer = [module_stats(pe, "taskstealer") for pe in profile["pes"]]
     tests = [s["NTest"] for s in phylo]
     busy = [pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"]]
-    return {"ratio": ratio(tests), "tests": sum(tests), "max": max(tests),
-            "busiest": tests.index(max(tests)), "idle": sum(1 for t in tests if t == 0),
-            "probe": max(s["NProbe"] for s in stealer),
-            "steals": sum(s["NSteal"] for s in stealer),
-            "fetches": sum(s["NFetch"] for s in phylo),
-            "busy_ms": 1000 * sum(busy) / len(busy), "busy_ratio": ratio(busy),
-            "per_pe": tests}
+    return {
+        "ratio": ratio(tests),
+        "tests": sum(tests),
+        "max": max(tests),
+        "busiest": tests.index(max(tests)),
+        "idle": sum(1 for t in tests if t == 0),
+        "probe": max(s["NProbe"] for s in stealer),
+        "steals": sum(s["NSteal"] for s in stealer),
+        "fetches": sum(s["NFetch"] for s in phylo),
+        "busy_ms": 1000 * sum(busy) / len(busy),
+        "busy_ratio": ratio(busy),
+        "per_pe": tests,
+    }
 
 
 def summary(label: str, runs: list[dict]) -> str:
@@ -71,13 +80,15 @@ def summary(label: str, runs: list[dict]) -> str:
     def med(key):
         return statistics.median(r[key] for r in runs)
 
-    return (f"[{label}] busiest/mean NTest {statistics.median(ratios):.2f} "
-            f"[{ratios[0]:.2f}-{ratios[-1]:.2f}], {sum(x > 1.4 for x in ratios)} of {len(runs)} "
-            f"above 1.4; tests {med('tests'):.0f}, busiest {med('max'):.0f}, steals "
-            f"{med('steals'):.0f}, fetches {med('fetches'):.0f}; busy CPU per PE "
-            f"{med('busy_ms'):.1f} ms, busiest/mean {med('busy_ratio'):.2f}; idle PEs "
-            f"{max(r['idle'] for r in runs)}, rounds {max(r['probe'] for r in runs)}; busiest "
-            f"PE {[r['busiest'] for r in runs]}")
+    return (
+        f"[{label}] busiest/mean NTest {statistics.median(ratios):.2f} "
+        f"[{ratios[0]:.2f}-{ratios[-1]:.2f}], {sum(x > 1.4 for x in ratios)} of {len(runs)} "
+        f"above 1.4; tests {med('tests'):.0f}, busiest {med('max'):.0f}, steals "
+        f"{med('steals'):.0f}, fetches {med('fetches'):.0f}; busy CPU per PE "
+        f"{med('busy_ms'):.1f} ms, busiest/mean {med('busy_ratio'):.2f}; idle PEs "
+        f"{max(r['idle'] for r in runs)}, rounds {max(r['probe'] for r in runs)}; busiest "
+        f"PE {[r['busiest'] for r in runs]}"
+    )
 
 
 def main() -> None:

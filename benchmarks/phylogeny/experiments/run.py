@@ -28,8 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import study  # noqa: E402
 
 TAG = "phylogeny-study"
-EVENTS = [("fetch", "phylogeny:FETCH"), ("remove", "taskstealer:REMOVE"),
-          ("comb", "phylogeny:COMBINE")]
+EVENTS = [
+    ("fetch", "phylogeny:FETCH"),
+    ("remove", "taskstealer:REMOVE"),
+    ("comb", "phylogeny:COMBINE"),
+]
 CONFIGS = [  # name, balance, aggregation bytes, generation, label
     ("steal", "steal", 1024, "above", "Stealing, initial implementation"),
     ("steal-noagg", "steal", 0, "above", "+ no aggregation"),
@@ -39,25 +42,42 @@ CONFIGS = [  # name, balance, aggregation bytes, generation, label
 ]
 # Fig 5.6: sequential, total, idle, (observed, critical) of fetch, remove, comb
 PAPER_56 = {
-    "steal": {"CM5": (1089, 137.6, 37.5, (30.8, 30.4), (1.05, 0.96), (5.43, 5.38)),
-              "Paragon": (516, 151.75, 77.5, (2.07, 2.07), (74.0, 73.1), (1.21, 1.16)),
-              "SP1": (308, 50.3, 4.22, (6.10, 2.73), (0.37, 0.26), (1.90, 1.00))},
-    "push": {"CM5": (1089, 434.4, 170.9, (95.1, 95.1), (33.3, 28.6), (46.8, 46.8)),
-             "Paragon": (516, 305.1, 119.6, (103, 103), (13.2, 9.71), (6.61, 6.61)),
-             "SP1": (308, 156.9, 49.0, (43.3, 43.3), (3.7, 3.7), (34.8, 1.95))},
+    "steal": {
+        "CM5": (1089, 137.6, 37.5, (30.8, 30.4), (1.05, 0.96), (5.43, 5.38)),
+        "Paragon": (516, 151.75, 77.5, (2.07, 2.07), (74.0, 73.1), (1.21, 1.16)),
+        "SP1": (308, 50.3, 4.22, (6.10, 2.73), (0.37, 0.26), (1.90, 1.00)),
+    },
+    "push": {
+        "CM5": (1089, 434.4, 170.9, (95.1, 95.1), (33.3, 28.6), (46.8, 46.8)),
+        "Paragon": (516, 305.1, 119.6, (103, 103), (13.2, 9.71), (6.61, 6.61)),
+        "SP1": (308, 156.9, 49.0, (43.3, 43.3), (3.7, 3.7), (34.8, 1.95)),
+    },
 }
 PAPER_57 = {"steal": (137.6, 151.8, 50.2), "steal-noagg": (112.3, 164.0, 50.0)}
 PAPER_TASKS = {"steal": 2838, "push": 2862}  # Fig 2.11, per PE (32 PEs)
 # Fig 5.6's runtime layer (stealing): threads, communication start-up / transfer
-PAPER_RUNTIME = {"CM5": (0.79, 0.32, 1.66), "Paragon": (0.69, 0.04, 0.00),
-                 "SP1": (0.67, 0.29, 0.31)}
-PAPER_RATIO = {m: study.paper_ratio(PAPER_56["steal"][m][1], PAPER_56["steal"][m][2], *rt)
-               for m, rt in PAPER_RUNTIME.items()}
+PAPER_RUNTIME = {
+    "CM5": (0.79, 0.32, 1.66),
+    "Paragon": (0.69, 0.04, 0.00),
+    "SP1": (0.67, 0.29, 0.31),
+}
+PAPER_RATIO = {
+    m: study.paper_ratio(PAPER_56["steal"][m][1], PAPER_56["steal"][m][2], *rt)
+    for m, rt in PAPER_RUNTIME.items()
+}
 SIZES = {
-    "small": {"species": 14, "chars": 30, "reps": 3,
-              "label": "14 species, 30 characters, 3 rounds"},
-    "paper": {"species": 14, "chars": 50, "reps": 5,
-              "label": "14 species, 50 characters (the paper's input), 5 rounds"},
+    "small": {
+        "species": 14,
+        "chars": 30,
+        "reps": 3,
+        "label": "14 species, 30 characters, 3 rounds",
+    },
+    "paper": {
+        "species": 14,
+        "chars": 50,
+        "reps": 5,
+        "label": "14 species, 50 characters (the paper's input), 5 rounds",
+    },
 }
 CANDIDATES = [30, 40, 50]  # characters (14 species), for --calibrate
 
@@ -73,27 +93,58 @@ def main(argv=None):
         return 0
     exe, model = study.setup(TAG, "phylogeny", args)
     if args.calibrate:
-        study.calibrate(TAG, exe, model, args,
-                        [(f"{c} characters", [f"--species={args.species}", f"--chars={c}",
-                                              "--balance=steal"], {"MPROF_AGG_BYTES": 1024})
-                         for c in CANDIDATES], args.work)
+        study.calibrate(
+            TAG,
+            exe,
+            model,
+            args,
+            [
+                (
+                    f"{c} characters",
+                    [f"--species={args.species}", f"--chars={c}", "--balance=steal"],
+                    {"MPROF_AGG_BYTES": 1024},
+                )
+                for c in CANDIDATES
+            ],
+            args.work,
+        )
         return 0
     size = [f"--species={args.species}", f"--chars={args.chars}"]
     machine = study.machine_load()
-    rows = {"_study": study.study_row(args, ("species", "chars")),
-            "sequential": study.measure(TAG, "sequential", exe, size,
-                                        {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024}, 3, model,
-                                        args.work, args.out)}
+    rows = {
+        "_study": study.study_row(args, ("species", "chars")),
+        "sequential": study.measure(
+            TAG,
+            "sequential",
+            exe,
+            size,
+            {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024},
+            3,
+            model,
+            args.work,
+            args.out,
+        ),
+    }
     for pes in args.pes:
-        group = {f"{name}@{pes}": ([*size, f"--balance={balance}", f"--generate={gen}"],
-                                   {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg})
-                 for name, balance, agg, gen, _ in CONFIGS}
-        group.update({f"steal{study.flush_name(spec)}@{pes}": (
-            [*size, "--balance=steal"],
-            {"MPROF_PES": pes, "MPROF_AGG_BYTES": 1024, **study.flush_env(spec)})
-            for spec in args.flush[1:]})
-        rows.update(study.measure_interleaved(TAG, group, exe, args.reps, model, args.work,
-                                              args.out))
+        group = {
+            f"{name}@{pes}": (
+                [*size, f"--balance={balance}", f"--generate={gen}"],
+                {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg},
+            )
+            for name, balance, agg, gen, _ in CONFIGS
+        }
+        group.update(
+            {
+                f"steal{study.flush_name(spec)}@{pes}": (
+                    [*size, "--balance=steal"],
+                    {"MPROF_PES": pes, "MPROF_AGG_BYTES": 1024, **study.flush_env(spec)},
+                )
+                for spec in args.flush[1:]
+            }
+        )
+        rows.update(
+            study.measure_interleaved(TAG, group, exe, args.reps, model, args.work, args.out)
+        )
     rows["_machine"] = study.machine_load(machine)
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
@@ -127,7 +178,8 @@ def readme(rows, args) -> str:
         f"pairs later); disabling aggregation gives stealing {rr(noagg)} (paper: 0.82-1.08); "
         "with every one-character superset generated, pushing creates "
         + (f"{tasks[0] / tasks[1]:.2f}x" if all(tasks) else "n/a")
-        + " the tasks of stealing (paper: 1.5-2x).")
+        + " the tasks of stealing (paper: 1.5-2x)."
+    )
 
 
 def render(rows, args) -> str:
@@ -147,7 +199,9 @@ def render(rows, args) -> str:
         "run.  Rows `-all`: `--generate=all` (every one-character superset, duplicates "
         "recognised by the PE's own success store).  Rows `-flushK.D`: initial stealing with "
         "MPROF_FLUSH_FIBERS=K, "
-        "MPROF_FLUSH_DELAY_US=D.  " + study.load_note(rows.get("_machine")) + "  "
+        "MPROF_FLUSH_DELAY_US=D.  "
+        + study.load_note(rows.get("_machine"))
+        + "  "
         + study.pending_note(args, "phylogeny"),
         "",
         f"Ratio of computation to runtime overhead (comp/rt), the paper's (Fig 5.6, stealing): "
@@ -163,7 +217,8 @@ def table(rows, args, pes) -> list[str]:
     view = study.at(rows, pes)
     seq = study.param_stat(view["sequential"], "solve_s")[0]
     lines = [
-        f"## {pes} PEs", "",
+        f"## {pes} PEs",
+        "",
         "| configuration | solve (range) | speedup | idle | comp/rt (range) | fetch | remove | "
         "comb | tasks | tests | fetches | combines | explained |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -175,39 +230,54 @@ def table(rows, args, pes) -> list[str]:
         lat = study.latency_cells(row, [a for _, a in EVENTS])
         totals = (study.param_stat(row, k)[0] for k in ("tasks", "tests", "fetches", "combines"))
         counts = " | ".join("" if v is None else f"{v:.0f}" for v in totals)
-        lines.append(f"| {name} | {time} | {sp} | "
-                     f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | {counts} | "
-                     f"{row['explained']}/{row['runs']} |")
+        lines.append(
+            f"| {name} | {time} | {sp} | "
+            f"{f(row.get('Idle'), 3)} | {study.ratio_cell(row)} | {lat} | {counts} | "
+            f"{row['explained']}/{row['runs']} |"
+        )
     return lines + ["", "Findings:", ""] + findings(view, args, pes) + [""]
 
 
 def paper_lines(rows, args, lines) -> str:
-    lines += ["", "The paper, Fig 5.6 (initial implementations, 32-PE CM5, 8-PE Paragon and SP1; "
-              "seconds):", "",
-              "| strategy | machine | sequential | total | idle | fetch | remove | comb |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "The paper, Fig 5.6 (initial implementations, 32-PE CM5, 8-PE Paragon and SP1; seconds):",
+        "",
+        "| strategy | machine | sequential | total | idle | fetch | remove | comb |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for strat, machines in PAPER_56.items():
         for m, (sq, t, i, *ev) in machines.items():
             cells = " | ".join(f"{e[0]} / {e[1]}" for e in ev)
             lines.append(f"| {strat} | {m} | {sq} | {t} | {i} | {cells} |")
-    lines += ["", "and Fig 5.7 (running time of the stealing version):", "",
-              "| configuration | CM5 | Paragon | SP1 |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "and Fig 5.7 (running time of the stealing version):",
+        "",
+        "| configuration | CM5 | Paragon | SP1 |",
+        "|---|---|---|---|",
+    ]
     for name, (c, p, s) in PAPER_57.items():
         label = next(lab for n, *_, lab in CONFIGS if n == name)
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += ["", f"Tasks per PE on the CM5 (Fig 2.11): stealing {PAPER_TASKS['steal']}, "
-              f"pushing {PAPER_TASKS['push']}; the text of §5.1.4 says pushing generates 50 % "
-              "to 100 % more tasks than stealing."]
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
-                                      if "cmd" in row]
+    lines += [
+        "",
+        f"Tasks per PE on the CM5 (Fig 2.11): stealing {PAPER_TASKS['steal']}, "
+        f"pushing {PAPER_TASKS['push']}; the text of §5.1.4 says pushing generates 50 % "
+        "to 100 % more tasks than stealing.",
+    ]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
 def findings(rows, args, pes) -> list[str]:
     t = {n: study.param_stat(r, "solve_s") for n, r in rows.items() if "cmd" in r}
     seq_t = t["sequential"][0]
-    p = {n: {k: study.param_stat(r, k)[0] for k in ("tasks", "tests", "fetches")}
-         for n, r in rows.items() if "cmd" in r}
+    p = {
+        n: {k: study.param_stat(r, k)[0] for k in ("tasks", "tests", "fetches")}
+        for n, r in rows.items()
+        if "cmd" in r
+    }
 
     def rr(a, b):
         """a's time over b's in the same round: median (min-max), and the verdict."""
@@ -233,10 +303,12 @@ def findings(rows, args, pes) -> list[str]:
     noagg, noagg_v = rr("steal-noagg", "steal")
     steal_wins = push_v == "slower in every round"
     sp = seq_t / t["steal"][0] if seq_t and t["steal"][0] else float("nan")
-    flush = [f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
-             f"aggregation): {rr('steal' + study.flush_name(spec), 'steal')[0]} of the default's "
-             f"time in the same round, {rr('steal' + study.flush_name(spec), 'steal')[1]}."
-             for spec in args.flush[1:]]
+    flush = [
+        f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
+        f"aggregation): {rr('steal' + study.flush_name(spec), 'steal')[0]} of the default's "
+        f"time in the same round, {rr('steal' + study.flush_name(spec), 'steal')[1]}."
+        for spec in args.flush[1:]
+    ]
     return flush + [
         f"- Stealing vs pushing (paper: pushing 3.2x the time of stealing on the CM5, 2.0x "
         f"Paragon, 3.1x SP1): stealing {study.fmt(t['steal'][0], 3)} s, pushing "
@@ -268,9 +340,12 @@ def findings(rows, args, pes) -> list[str]:
         "8-PE Paragon, 6.1 on the 8-PE SP1).  Each PE's success store holds about half of "
         "the successes, and a superset query on a smaller trie is cheaper, so a speedup above "
         f"{pes} is possible.  "
-        + ("With 2 PEs a steal always reaches the only other PE and a combination is one "
-           "butterfly step, so the paper's 32-PE effects of topology are out of reach; "
-           if pes == 2 else "")
+        + (
+            "With 2 PEs a steal always reaches the only other PE and a combination is one "
+            "butterfly step, so the paper's 32-PE effects of topology are out of reach; "
+            if pes == 2
+            else ""
+        )
         + "the tasks are also far finer than the paper's (microseconds, not 10-50 "
         "ms: the binary-character test is a pairwise four-gamete check), so runtime "
         "overheads weigh more.",

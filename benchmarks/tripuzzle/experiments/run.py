@@ -32,13 +32,19 @@ CONFIGS = [  # name, scheduler, aggregation bytes, Fig 5.3 row
 ]
 # Fig 5.2 (initial implementation; seconds averaged over PEs):
 # sequential, total, idle, threads, comm start-up / transfer, sync observed / critical
-PAPER_52 = {"CM5": (122.9, 7.69, 2.10, 0.86, 0.14, 1.17, 1.91, 1.91),
-            "Paragon": (66.9, 17.60, 6.81, 1.71, 0.91, 1.70, 6.70, 6.70),
-            "SP1": (40.2, 9.66, 2.11, 1.22, 0.43, 1.64, 2.09, 2.09)}
-PAPER_53 = {"fifo-1k": (7.69, 17.6, 9.66), "preempt-1k": (6.55, 16.4, 8.70),
-            "preempt-4k": (5.59, 14.1, 7.90)}  # CM5, Paragon, SP1
-PAPER_RATIO = {m: study.paper_ratio(t, i, th, ca, cb)
-               for m, (_, t, i, th, ca, cb, *_) in PAPER_52.items()}
+PAPER_52 = {
+    "CM5": (122.9, 7.69, 2.10, 0.86, 0.14, 1.17, 1.91, 1.91),
+    "Paragon": (66.9, 17.60, 6.81, 1.71, 0.91, 1.70, 6.70, 6.70),
+    "SP1": (40.2, 9.66, 2.11, 1.22, 0.43, 1.64, 2.09, 2.09),
+}
+PAPER_53 = {
+    "fifo-1k": (7.69, 17.6, 9.66),
+    "preempt-1k": (6.55, 16.4, 8.70),
+    "preempt-4k": (5.59, 14.1, 7.90),
+}  # CM5, Paragon, SP1
+PAPER_RATIO = {
+    m: study.paper_ratio(t, i, th, ca, cb) for m, (_, t, i, th, ca, cb, *_) in PAPER_52.items()
+}
 PAPER_SPEEDUP = "16, 3.8 and 4.2 (initial; best 22, 4.7, 5.1) on the CM5 (32), Paragon and SP1 (8)"
 SIZES = {
     "small": {"rows": 6, "reps": 3, "label": "6 rows, 3 runs"},
@@ -57,21 +63,42 @@ def main(argv=None):
         return 0
     exe, model = study.setup(TAG, "tripuzzle", args)
     if args.calibrate:
-        study.calibrate(TAG, exe, model, args,
-                        [(f"{r} rows", [f"--rows={r}", "--sched=fifo"], {"MPROF_AGG_BYTES": 1024})
-                         for r in CANDIDATES], args.work)
+        study.calibrate(
+            TAG,
+            exe,
+            model,
+            args,
+            [
+                (f"{r} rows", [f"--rows={r}", "--sched=fifo"], {"MPROF_AGG_BYTES": 1024})
+                for r in CANDIDATES
+            ],
+            args.work,
+        )
         return 0
     board = [f"--rows={args.rows}"]
     configs = [(name, sched, agg, {}) for name, sched, agg, _ in CONFIGS]
-    configs += [(f"fifo-1k{study.flush_name(spec)}", "fifo", 1024, study.flush_env(spec))
-                for spec in args.flush[1:]]
+    configs += [
+        (f"fifo-1k{study.flush_name(spec)}", "fifo", 1024, study.flush_env(spec))
+        for spec in args.flush[1:]
+    ]
     rows = {"_study": study.study_row(args, ("rows",))}
     sequential = (board + ["--sched=fifo"], {"MPROF_PES": 1, "MPROF_AGG_BYTES": 1024})
-    rows.update(study.measure_rounds(
-        TAG, exe, args, model, sequential,
-        lambda pes: {name: (board + [f"--sched={sched}"],
-                            {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env})
-                     for name, sched, agg, env in configs}))
+    rows.update(
+        study.measure_rounds(
+            TAG,
+            exe,
+            args,
+            model,
+            sequential,
+            lambda pes: {
+                name: (
+                    board + [f"--sched={sched}"],
+                    {"MPROF_PES": pes, "MPROF_AGG_BYTES": agg, **env},
+                )
+                for name, sched, agg, env in configs
+            },
+        )
+    )
     study.write(args.out, list(rows.values()), render(rows, args))
     return 0
 
@@ -84,10 +111,13 @@ def table(rows, args, pes) -> list[str]:
     f = study.fmt
     view = study.at(rows, pes)
     seq = study.param_stat(view["sequential"], "search_s")[0]
-    lines = [f"## {pes} PEs", "",
-             "| configuration | search (range) | speedup | total | idle | THREAD | "
-             "COMM_ALPHA / COMM_BETA | comp/rt (range) | SYNC obs / crit | explained |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## {pes} PEs",
+        "",
+        "| configuration | search (range) | speedup | total | idle | THREAD | "
+        "COMM_ALPHA / COMM_BETA | comp/rt (range) | SYNC obs / crit | explained |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, row in view.items():
         if name.startswith("_"):
             continue
@@ -98,7 +128,8 @@ def table(rows, args, pes) -> list[str]:
             f"{f(row.get('COMM_ALPHA'), 3)} / {f(row.get('COMM_BETA'), 3)} | "
             f"{study.ratio_cell(row)} | "
             f"{f(row.get('obs:' + SYNC), 3)} / {f(row.get('crit:' + SYNC), 3)} | "
-            f"{row['explained']}/{row['runs']} |")
+            f"{row['explained']}/{row['runs']} |"
+        )
     return lines + ["", "Findings:", ""] + findings(view, args) + [""]
 
 
@@ -118,19 +149,24 @@ def readme(rows, args) -> str:
         f"{pct('fifo-1k', 'preempt-1k')} (paper: -10 to -15 %), and 4 KiB aggregation by "
         f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %), "
         "medians over rounds of the same-round ratio.  "
-        f"{solutions_text(view)}")
+        f"{solutions_text(view)}"
+    )
 
 
 def solutions_text(view) -> str:
     """What the runs counted (the program's `solutions` parameter): one figure when every run
     of every configuration agrees, as a correct search must."""
-    counts = {p.get("solutions") for row in view.values() if "cmd" in row
-              for p in row.get("params", [])}
+    counts = {
+        p.get("solutions") for row in view.values() if "cmd" in row for p in row.get("params", [])
+    }
     if not counts or None in counts:
         return "The runs did not record their solution counts."
     if len(counts) > 1:
-        return ("The runs disagree on the number of one-peg solutions: "
-                + ", ".join(f"{c:.0f}" for c in sorted(counts)) + ".")
+        return (
+            "The runs disagree on the number of one-peg solutions: "
+            + ", ".join(f"{c:.0f}" for c in sorted(counts))
+            + "."
+        )
     return f"Every run counted {counts.pop():.0f} one-peg solutions."
 
 
@@ -158,18 +194,27 @@ def render(rows, args) -> str:
         "",
     ]
     lines += study.tables(rows, args, table, SIZES, list(PAPER_RATIO.values()))
-    lines += ["", "The paper, Fig 5.2 (initial implementation):", "",
-              "| machine | sequential | total | idle | threads | comm start-up / transfer | "
-              "sync obs / crit |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "The paper, Fig 5.2 (initial implementation):",
+        "",
+        "| machine | sequential | total | idle | threads | comm start-up / transfer | "
+        "sync obs / crit |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for m, (s, t, i, th, ca, cb, so, sc) in PAPER_52.items():
         lines.append(f"| {m} | {s} | {t} | {i} | {th} | {ca} / {cb} | {so} / {sc} |")
-    lines += ["", "and Fig 5.3 (running time):", "", "| configuration | CM5 | Paragon | SP1 |",
-              "|---|---|---|---|"]
+    lines += [
+        "",
+        "and Fig 5.3 (running time):",
+        "",
+        "| configuration | CM5 | Paragon | SP1 |",
+        "|---|---|---|---|",
+    ]
     for name, _, _, label in CONFIGS:
         c, p, s = PAPER_53[name]
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values()
-                                      if "cmd" in row]
+    lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
 
 
@@ -180,13 +225,17 @@ def alpha_text(rows) -> str:
     if a1 is None or a4 is None:
         return "The runtime model gave no COMM_ALPHA for these runs."
     if min(a1, a4) < 0:
-        return (f"The model's COMM_ALPHA is negative ({a1:.4f} -> {a4:.4f} s per PE): its "
-                "fitted per-message cost does not hold for this program, so the model's "
-                "communication split is not usable here.")
+        return (
+            f"The model's COMM_ALPHA is negative ({a1:.4f} -> {a4:.4f} s per PE): its "
+            "fitted per-message cost does not hold for this program, so the model's "
+            "communication split is not usable here."
+        )
     search = study.param_stat(rows["preempt-1k"], "search_s")[0]
     share = f", {100 * a1 / search:.1f} % of the 1 KiB search time" if search else ""
-    return (f"The model's per-message cost COMM_ALPHA: {a1:.4f} -> {a4:.4f} s per PE{share}: "
-            "what aggregation can save is bounded by it.")
+    return (
+        f"The model's per-message cost COMM_ALPHA: {a1:.4f} -> {a4:.4f} s per PE{share}: "
+        "what aggregation can save is bounded by it."
+    )
 
 
 def findings(rows, args) -> list[str]:
@@ -227,9 +276,11 @@ def findings(rows, args) -> list[str]:
     for spec in args.flush[1:]:
         name = f"fifo-1k{study.flush_name(spec)}"
         if name in rows:
-            out.append(f"- Message service, {study.flush_label(spec)} (the modern counterpart "
-                       f"of lower aggregation): search {pct('fifo-1k', name)} against the "
-                       "default flush.")
+            out.append(
+                f"- Message service, {study.flush_label(spec)} (the modern counterpart "
+                f"of lower aggregation): search {pct('fifo-1k', name)} against the "
+                "default flush."
+            )
     return out
 
 
