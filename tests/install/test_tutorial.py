@@ -133,11 +133,43 @@ def test_the_tutorial_runs_as_written(prefix, mprof_bin, rts_model, tmp_path):
     assert "FAIL" in summary.splitlines()[0]
     flagged = re.findall(r"\*\*REGRESSION\*\* \| `([^`]+)`", summary)
     assert {"cat:dca:APPLY", "fit::dca.APPLY:Apply"} & set(flagged), summary
-    # The measured CPU time of ADD never moves; the refitted ADD coefficient rests on 3
-    # repetitions of 6 configurations and shares the runs with APPLY's, and in about one
-    # tutorial run in ten here it scattered far enough to be flagged with APPLY's change
-    # (docs/tutorial.md, step 7): the measured categories are what must name APPLY alone.
-    assert not [u for u in flagged if u.startswith("cat:") and "APPLY" not in u], flagged
+    # The measured categories must tell which operation changed: APPLY's time by +40-55 %
+    # here, ADD's by a few per cent either way.  Not whether ADD is flagged: its time rests on
+    # about ten samples a PE per run, which scatter by a quarter, so now and then (once in the
+    # full suites run here) the gate's interval for it clears the 5 % tolerance.  Nor its
+    # refitted coefficient, which rests on 3 repetitions of 6 configurations beside APPLY's and
+    # was flagged with APPLY's change in about one tutorial run in ten (docs/tutorial.md, step
+    # 7).  Were APPLY's samples charged to ADD, even in part, ADD's change would approach
+    # APPLY's.  The Markdown lists no passing unit; the gate's JSON of the same databases does.
+    gate_json = project / "gate.json"
+    again = subprocess.run(
+        [
+            "mprof",
+            "gate",
+            "--baseline",
+            "gate-out/baseline.db",
+            "--candidate",
+            "gate-out/candidate.db",
+            "--focus",
+            "dca",
+            "--json",
+            gate_json,
+            "-q",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode in (0, 1), again.stderr
+    change = {
+        u["id"]: u["change"]
+        for u in json.loads(gate_json.read_text())["units"]
+        if u["kind"] == "cat"
+    }
+    assert change["cat:dca:APPLY"] > 0.2, change
+    assert abs(change["cat:dca:ADD"]) < change["cat:dca:APPLY"] * 2 / 3, change
     assert not [u for u in flagged if "STARTUP" in u], flagged
     assert "not compared" in summary and "rts:RemoteThread" in summary
     assert "power check: with 3 repetition(s)" in out
