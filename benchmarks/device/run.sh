@@ -26,6 +26,10 @@
 #             (benchmarks/micro/interleave.py)
 #   startup   an empty run (rt_workload P 0 0 16 0) at 2, 8 and 16 PEs, bound and unbound,
 #             best of 5: how much of the weak-scaling time at 16 PEs is start and end
+#   sampler   what the category sampler costs there (a timer signal a PE thread every
+#             millisecond): benchmarks/overhead/sampler.py, and the weak-scaling command at 2
+#             and 16 PEs with sampling off (MPROF_SAMPLE_US=0) and at the default, interleaved,
+#             3 runs each
 #   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:
 #             why the buffers went, wakes, fresh buffers against the PE count; bound also at
 #             64 and 128 PEs (a thread each: 128 routes records in two hops); at 8 and 16
@@ -50,9 +54,9 @@ set -u
 cd "$(dirname "$0")/../.."
 self=benchmarks/device/run.sh
 # The parts in their order, and the least time worth starting each with.
-all=(runtime machine carriers startup agg sweeps spread apps studies)
-declare -A need=([runtime]=60 [machine]=15 [carriers]=20 [startup]=10 [agg]=30 [sweeps]=90 [spread]=40
-  [apps]=60 [studies]=100)
+all=(runtime machine carriers startup sampler agg sweeps spread apps studies)
+declare -A need=([runtime]=60 [machine]=15 [carriers]=20 [startup]=10 [sampler]=15 [agg]=30
+  [sweeps]=90 [spread]=40 [apps]=60 [studies]=100)
 budget=540
 parts=()
 one=
@@ -135,6 +139,17 @@ carriers() {
 }
 
 machine() { "$PY" benchmarks/micro/machine_scaling.py --pes 1,2,4,8,16 --reps 3; }
+
+sampler() {
+  local p rc=0
+  "$PY" benchmarks/overhead/sampler.py --reps 11 || rc=$?
+  for p in 2 16; do
+    "$PY" benchmarks/micro/interleave.py build build --reps 3 --before-env MPROF_SAMPLE_US=0 \
+      --env MPROF_AGG_BYTES=4096 --tag sampler=weak --tag pes=$p --tag agg=4096 \
+      -- $p 3000000 300000 16 0 || rc=$?
+  done
+  return $rc
+}
 
 agg() {
   "$PY" benchmarks/micro/aggregation_scale.py --pes 2,4,8,16,64,128 --reps 3 --pin 1 &&
