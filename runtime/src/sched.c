@@ -421,6 +421,7 @@ static MPR_NOIPA unsigned run_carrier(mpr_pe *pe, mpr_fiber *c, unsigned left)
             frame = carrier_frame(pe, c, frame, size);
             room = 1 + mpr_slot_args((mpr_slot_class)frame->tag.slot);
         }
+        RTS_INC(&pe->rts, ThreadContext, size); /* counted here, not by the poll: size at hand */
         mpr_args_copy_padded(frame->args, args, size);
         unsigned access = r->access;
         frame->fn = mpr_record_fn(r->fn_src);

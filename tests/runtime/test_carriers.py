@@ -84,8 +84,8 @@ def test_carried_records_keep_order_arguments_and_continuations(
         assert s["ThreadArrived"] == records  # a record counts as a thread
         # most records ran from their buffer: all but the first of each run a poll took
         assert (s["ThreadCarried"] > records / 2) if carriers else s["ThreadCarried"] == 0
-        # every arrived record's argument bytes, counted by the poll whether a carrier or a
-        # fiber takes the record, and the urgent fibers' (a long each)
+        # every arrived record's argument bytes, counted where its context is made (a fiber,
+        # or the frame of the carrier that runs it), and the urgent fibers' (a long each)
         assert (
             s["ThreadContext"] == (npes - 1) * sum(SIZES[i % 3] for i in range(N)) + 8 * urgents
         ), s
