@@ -7,7 +7,8 @@ Reads what `benchmarks/device/run.sh` (or the device suite it calls, .device/sui
 printed: weak-scaling lines (`"weak"`), messaging lines (`"msg"`) beside the floor program's
 (`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`), the
 machine's own scaling (`"machine"`: machine_scaling.py's lines), carriers on and off
-(`"carriers"`: interleave.py's lines).  Lines that carry a `"pin"` setting (runs with worker
+(`"carriers"`: interleave.py's lines), the category sampler off and on (`"sampler"`:
+interleave.py's lines; `"benchmark": "sampler_overhead"`: sampler.py's).  Lines that carry a `"pin"` setting (runs with worker
 binding on and off) are kept apart by it.  Prints one JSON line per figure, each with its
 target where the runtime's messaging work sets one:
 
@@ -28,6 +29,11 @@ target where the runtime's messaging work sets one:
                        busy CPU with carriers, medians of the interleaved runs of the
                        `carriers` part, per command (msg, weak), PE count and aggregation;
                        with rate_ratio, the carriers' median rate over the other's
+  sampler_cost_pct     what the category sampler (a timer signal per PE thread every
+                       MPROF_SAMPLE_US) adds to the busy CPU: the `sampler` part's weak-scaling
+                       runs at the default period over those with MPROF_SAMPLE_US=0, medians,
+                       per PE count (what=weak); and sampler.py's PIPE runs at 1 ms and 250 us
+                       (what=pipe, period_us)
 
 and with --markdown a table of them for docs/measurements/sixteen-cores.md.  Where a run
 repeats a measurement (the floor program twice, say) the best is taken, as the suite does
@@ -69,7 +75,7 @@ def best(table, key, value, better=min):
 
 
 def collect(lines):
-    tables = {}, {}, {}, {}, {}, {}, {}
+    tables = {}, {}, {}, {}, {}, {}, {}, {}
     for where, d in lines:
         try:
             take(d, *tables)
@@ -79,11 +85,18 @@ def collect(lines):
     return tables
 
 
-def take(d, weak, rate, floor, apps, startup, carriers, machine):
+def take(d, weak, rate, floor, apps, startup, carriers, machine, sampler):
     """Files one JSON line into the table of its kind."""
     if isinstance(d, dict):
         pin = str(d.get("pin", "-"))
-        if "machine" in d and isinstance(d.get("best_s"), (int, float)) and "pes" in d:
+        if "sampler" in d and "before" in d and "after" in d:
+            off, on = d["before"]["busy_median_s"], d["after"]["busy_median_s"]
+            if off > 0:
+                sampler[("weak", int(d["pes"]), "1000")] = 100 * (on / off - 1)
+        elif d.get("benchmark") == "sampler_overhead":
+            sampler[("pipe", 2, "1000")] = float(d["sampler_overhead_pct"])
+            sampler[("pipe", 2, "250")] = float(d["sampler_overhead_250us_pct"])
+        elif "machine" in d and isinstance(d.get("best_s"), (int, float)) and "pes" in d:
             key = (d["machine"], int(d["pes"]))
             if key not in machine or d["best_s"] < machine[key]["best_s"]:
                 machine[key] = d
@@ -148,7 +161,7 @@ def machine_figures(floor, machine):
     return out
 
 
-def figures(weak, rate, floor, apps, startup, carriers, machine):
+def figures(weak, rate, floor, apps, startup, carriers, machine, sampler):
     out = []
     pins = sorted({k[0] for k in weak} | {k[0] for k in rate} | {k[0] for k in apps})
     for pin in pins:
@@ -220,6 +233,16 @@ def figures(weak, rate, floor, apps, startup, carriers, machine):
                     "rate_ratio": d.get("median_ratio"),
                 }
             )
+    for (what, p, period), v in sorted(sampler.items()):
+        out.append(
+            {
+                "figure": "sampler_cost_pct",
+                "what": what,
+                "pes": p,
+                "period_us": period,
+                "value": round(v, 2),
+            }
+        )
     return out
 
 
@@ -228,7 +251,7 @@ def markdown(rows):
     for r in rows:
         setting = ", ".join(
             f"{k} {r[k]}"
-            for k in ("what", "app", "args", "agg", "pes", "pin")
+            for k in ("what", "app", "args", "agg", "pes", "period_us", "pin")
             if k in r and r[k] not in ("", "-")
         )
         target = r.get("target", "")
@@ -246,8 +269,8 @@ def main():
     rows = figures(*collect(read_lines(args.runs)))
     if not rows:
         fail(
-            "no weak-scaling, messaging, application, start-up, machine or carriers lines in "
-            + ", ".join(args.runs)
+            "no weak-scaling, messaging, application, start-up, machine, carriers or sampler "
+            "lines in " + ", ".join(args.runs)
         )
     for r in rows:
         print(json.dumps(r))

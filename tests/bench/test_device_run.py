@@ -136,6 +136,42 @@ def test_carriers_lines_give_the_busy_cpu_gain(tmp_path):
     assert "| carriers_busy_gain | what weak, agg 4096, pes 16 | 0.8 |  |" in run.stdout
 
 
+def test_sampler_lines_give_what_sampling_adds_to_busy_cpu(tmp_path):
+    """The `sampler` part: interleave.py's weak-scaling lines (before: MPROF_SAMPLE_US=0, after:
+    the default period) give the busy CPU sampling adds, per PE count; sampler.py's line gives
+    its two periods."""
+    side = {"busy_median_s": 0.2, "rate_median": 10}
+    lines = [
+        {
+            "sampler": "weak",
+            "pes": "16",
+            "agg": "4096",
+            "median_ratio": 0.95,
+            "before": side,
+            "after": {**side, "busy_median_s": 0.21},
+        },
+        {
+            "benchmark": "sampler_overhead",
+            "reps": 11,
+            "sampler_overhead_pct": 2.93,
+            "sampler_overhead_250us_pct": 11.19,
+        },
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    run = _targets(path, "--markdown")
+    assert run.returncode == 0, run.stderr
+    rows = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
+    value = {(r["what"], r["pes"], r["period_us"]): r["value"] for r in rows}
+    assert value == {
+        ("pipe", 2, "1000"): 2.93,
+        ("pipe", 2, "250"): 11.19,
+        ("weak", 16, "1000"): 5.0,
+    }
+    assert all(r["figure"] == "sampler_cost_pct" and "target" not in r for r in rows)
+    assert "| sampler_cost_pct | what weak, pes 16, period_us 1000 | 5.0 |  |" in run.stdout
+
+
 def test_machine_lines_give_the_machines_own_weak_scaling(tmp_path):
     """machine_scaling.py's lines (copies of noise_floor, local fibers alone) and the floor
     program's rates per PE become T(2)/T(P) figures beside the runtime's weak scaling; the
