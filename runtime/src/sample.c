@@ -4,8 +4,8 @@
  *
  * One sampler thread per process wakes every MPROF_SAMPLE_US and, for each thread that runs
  * PEs, reads that thread's CPU clock (pthread_getcpuclockid) and the category its PE is in,
- * and charges the CPU time since the previous sample to that category.  The clock runs on the
- * monotonic clock (clock_nanosleep to absolute deadlines), so each sample weighs exactly the
+ * and charges the CPU time since the previous sample to that category.  The thread sleeps to
+ * absolute deadlines on the monotonic clock (clock_nanosleep), and each sample weighs exactly the
  * CPU time of its interval, and the error of a category's time is at most one period per
  * change of category.  A thread that did not run in a period (preempted, or asleep in the idle
  * loop's wait, which pauses its sampler: mpr_sample_pause) has no CPU time to charge and takes
