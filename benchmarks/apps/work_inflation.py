@@ -186,9 +186,9 @@ def counted(cmd, pes, workers, tmp, files):
     """One run under callgrind: total instructions, groups, top functions, statistics."""
     tag = f"{pes}.{workers}"
     out, profile = os.path.join(tmp, f"callgrind.{tag}"), os.path.join(tmp, f"profile.{tag}")
-    # no category sampler: its thread's clock reads come every millisecond, which valgrind
-    # stretches some 50-fold (and when it sent signals, one that landed while a multiplexed PE
-    # ran on its own context stack sometimes made valgrind itself abort)
+    # no category sampler: its SIGPROF comes per millisecond of CPU, which valgrind stretches
+    # some 50-fold, and a signal that lands while a multiplexed PE runs on its own context
+    # stack sometimes made valgrind itself abort ("client stack range ???")
     env = {**env_for(pes, workers, profile), "MPROF_SAMPLE_US": "0"}
     total, r = callgrind(cmd, env, out, fail=fail, where=f" at P={pes}")
     groups, by_fn = {}, {}

@@ -26,8 +26,8 @@
 #             (benchmarks/micro/interleave.py)
 #   startup   an empty run (rt_workload P 0 0 16 0) at 2, 8 and 16 PEs, bound and unbound,
 #             best of 5: how much of the weak-scaling time at 16 PEs is start and end
-#   sampler   what the category sampler costs there (its thread's wake-up and clock reads
-#             every millisecond): benchmarks/overhead/sampler.py, and the weak-scaling command at 2
+#   sampler   what the category sampler costs there (a timer signal a PE thread every
+#             millisecond): benchmarks/overhead/sampler.py, and the weak-scaling command at 2
 #             and 16 PEs with sampling off (MPROF_SAMPLE_US=0) and at the default, interleaved,
 #             3 runs each
 #   agg       benchmarks/micro/aggregation_scale.py at 2, 4, 8, 16 PEs, bound and unbound:

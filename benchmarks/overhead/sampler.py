@@ -3,9 +3,8 @@
 
     sampler.py [--pipe build/benchmarks/pipe/pipe] [--reps 31]
 
-The sampler (runtime/src/sample.c) costs per millisecond, not per unit of work: its thread's
-clock read per PE thread every MPROF_SAMPLE_US, and whatever its wake-ups take from the PEs
-(they used to take a timer signal each, 20-30 us on a VM).  Instruction counts under callgrind,
+The sampler (runtime/src/sample.c) costs per millisecond of a thread's time, not per unit of
+work: a signal and a clock read every MPROF_SAMPLE_US.  Instruction counts under callgrind,
 which overhead.py uses for the hooks, misstate it (a run under valgrind takes some 50 times
 as long, so it takes 50 times the samples), so overhead.py turns sampling off and this script
 times it instead: PIPE's compute-bound command on 2 PEs sharing one thread (two threads on

@@ -29,14 +29,10 @@
 #define MPR_LATENCY 1
 #endif
 
-/* MPR_RACY: a function of a helper thread (the watchdog, the category sampler) that reads a
- * running PE's state on purpose without synchronisation, excluded from TSan's instrumentation;
- * noinline, so that its reads stay in it. */
 #if defined(__GNUC__)
 #define MPR_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MPR_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MPR_COLD __attribute__((cold, noinline))
-#define MPR_RACY __attribute__((no_sanitize("thread"), noinline))
 #if defined(__clang__)
 #define MPR_NOIPA __attribute__((noinline))
 #else
@@ -47,7 +43,6 @@
 #define MPR_LIKELY(x) (x)
 #define MPR_UNLIKELY(x) (x)
 #define MPR_COLD
-#define MPR_RACY
 #endif
 
 /* One step of a spin-wait: tells the core (x86 `pause`) so the sibling hyperthread runs. */

@@ -134,7 +134,7 @@ typedef struct mpr_pe {
 
     /* CPU time per access category (sample.c): what the thread is doing (MPR_AT_*), and the
      * samples and the CPU time they charged, by access category then MPR_SAMPLE_SCHED and
-     * MPR_SAMPLE_IDLE, written under the lock of the sampler of the PE's thread */
+     * MPR_SAMPLE_IDLE, which only the sampler on the PE's own thread writes */
     uint8_t sample_at;
     uint64_t samples[MPR_SAMPLE_SLOTS];
     uint64_t sample_ns[MPR_SAMPLE_SLOTS];

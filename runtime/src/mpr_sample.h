@@ -1,17 +1,18 @@
 /*
  * mpr_sample.h -- measured CPU time per access category, by sampling (sample.c).
  *
- * A sampler thread wakes every MPROF_SAMPLE_US microseconds (default 1000; 0 turns sampling
- * off) and, for each thread that runs PEs and is not asleep, charges that thread's CPU time
- * since the previous sample to the PE the thread runs at that moment, in one of
+ * Each thread that runs PEs has a timer that fires every MPROF_SAMPLE_US microseconds while the
+ * thread is not asleep (default 1000; 0 turns sampling off).  The signal handler charges the
+ * thread's CPU time since the previous sample to the PE the thread runs at that moment, in
+ * one of
  *   - the access category of the fiber it is running (or of pe_main's code, outside fibers);
  *   - MPR_SAMPLE_SCHED: the runtime between fibers (polls, flushes, flow control);
  *   - MPR_SAMPLE_IDLE: the idle loop.
  * The run profile scales a PE's charged times so that its categories add up to the PE's cpu_s
  * exactly (profile.c).  Why sampling and not a clock read around
  * every fiber: the fiber path is about 66 instructions, and a clock read, a subtraction and an
- * add per fiber would cost the latency accounting most of its 2 % budget; a sample costs the
- * sampler thread a clock read per PE thread, and nothing on the fiber path.
+ * add per fiber would cost the latency accounting most of its 2 % budget; a sample costs a
+ * signal and a clock read (a few microseconds) per millisecond, and nothing on the fiber path.
  */
 #ifndef MPR_SAMPLE_H
 #define MPR_SAMPLE_H
@@ -32,19 +33,18 @@ enum { MPR_AT_USER = 0, MPR_AT_SCHED, MPR_AT_IDLE };
 typedef struct mpr_sampler mpr_sampler;
 
 #if MPR_LATENCY
-/* Once per run and process, before the PEs start: starts the sampler thread (unless sampling
- * is off); teardown, once the PE threads have stopped their samplers, ends it. */
+/* Once per process, before the PEs start: installs the signal handler (unless sampling is off
+ * or the program handles the signal itself, which a warning then says). */
 void mpr_sample_setup(void);
-void mpr_sample_teardown(void);
-/* On a thread about to run PEs: puts it on the sampler thread's list.  `pe` is the PE the
- * thread runs, or NULL for a worker that multiplexes several (it says which with
- * mpr_sample_switch).  NULL when sampling is off. */
+/* On a thread about to run PEs: starts its timer.  `pe` is the PE the thread runs, or NULL for
+ * a worker that multiplexes several (it says which with mpr_sample_switch).  NULL when
+ * sampling is off or the timer could not be made. */
 mpr_sampler *mpr_sample_start(mpr_pe *pe);
 /* The PE the thread runs from now on (NULL: none, the worker's own scheduler), from the
  * monotonic time `now_ns` (the caller reads it for its own accounting of the slice). */
 void mpr_sample_switch_on(mpr_sampler *s, mpr_pe *pe, uint64_t now_ns);
-/* Around a wait in which the thread sleeps (on that thread): the interval up to the wait is
- * charged, the wait's CPU time (its system calls') to no slot. */
+/* Around a wait in which the thread sleeps (on that thread): the timer stops, so that a
+ * sleeping thread is not woken every period, and starts again. */
 void mpr_sample_pause_on(mpr_sampler *s);
 void mpr_sample_resume_on(mpr_sampler *s);
 /* The calls above as a multiplexing worker makes them, per slice and per sleep: inline, so
@@ -64,11 +64,10 @@ static inline void mpr_sample_resume(mpr_sampler *s)
     if (s)
         mpr_sample_resume_on(s);
 }
-/* Charges the thread's last interval, takes it off the list and frees s (on that thread). */
+/* Stops and frees the thread's timer (on that thread). */
 void mpr_sample_stop(mpr_sampler *s);
 #else
 static inline void mpr_sample_setup(void) {}
-static inline void mpr_sample_teardown(void) {}
 static inline mpr_sampler *mpr_sample_start(mpr_pe *pe)
 {
     (void)pe;

@@ -446,7 +446,6 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
     mpr_watchdog_start();
     int run_rc = mpr_machine_run();
     mpr_watchdog_stop();
-    mpr_sample_teardown();
     if (run_rc != 0)
         return mpr_misuse(MP_ERR_BACKEND, "the machine layer failed to start the PEs");
 

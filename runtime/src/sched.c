@@ -625,7 +625,7 @@ static bool idle(mpr_pe *pe)
                 continue;
             }
             uint64_t w0 = shared ? mpr_mono_ns() : 0;
-            mpr_sample_pause(pe->sampler); /* the interval before the sleep charged */
+            mpr_sample_pause(pe->sampler); /* not woken every sample period */
             mpr_machine_sleep(pe, 0.05);
             mpr_sample_resume(pe->sampler);
             if (shared)

@@ -31,6 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__GNUC__)
+#define MPR_RACY __attribute__((no_sanitize("thread"), noinline))
+#else
+#define MPR_RACY
+#endif
+
 #define WALK_MAX 1000000 /* list entries a dump follows at most */
 
 typedef struct {

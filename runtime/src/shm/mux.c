@@ -175,7 +175,7 @@ static void mux_loop(shm_worker *w)
             continue;
         }
         spins = 0;
-        mpr_sample_pause(w->sampler); /* the interval before the sleep charged, not the sleep */
+        mpr_sample_pause(w->sampler); /* not woken every sample period */
         mpr_shm_worker_sleep(w, 0.05);
         mpr_sample_resume(w->sampler);
         tick = true;
