@@ -104,27 +104,25 @@ def test_targets_keep_binding_settings_apart_and_refuse_bad_lines(tmp_path):
     assert run.returncode != 0 and "no weak-scaling" in run.stderr
 
 
+def _interleaved(part, what, pes, busy_off, busy_on, ratio):
+    """One of interleave.py's lines as a part of run.sh prints it: before is the setting off,
+    after the default."""
+    return {
+        part: what,
+        "pes": str(pes),
+        "agg": "4096",
+        "median_ratio": ratio,
+        "before": {"busy_median_s": busy_off, "rate_median": 10},
+        "after": {"busy_median_s": busy_on, "rate_median": 10},
+    }
+
+
 def test_carriers_lines_give_the_busy_cpu_gain(tmp_path):
     """interleave.py's lines of the `carriers` part: before is MPROF_CARRIERS=0, after the
     default; the gain is the medians' ratio, per command, PE count and aggregation."""
-    side = {"busy_median_s": 0.2, "rate_median": 10}
     lines = [
-        {
-            "carriers": "msg",
-            "pes": "8",
-            "agg": "4096",
-            "median_ratio": 1.25,
-            "before": {**side, "busy_median_s": 0.25},
-            "after": side,
-        },
-        {
-            "carriers": "weak",
-            "pes": "16",
-            "agg": "4096",
-            "median_ratio": 0.9,
-            "before": side,
-            "after": {**side, "busy_median_s": 0.25},
-        },
+        _interleaved("carriers", "msg", 8, 0.25, 0.2, 1.25),
+        _interleaved("carriers", "weak", 16, 0.2, 0.25, 0.9),
     ]
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(map(json.dumps, lines)) + "\n")
@@ -140,16 +138,8 @@ def test_sampler_lines_give_what_sampling_adds_to_busy_cpu(tmp_path):
     """The `sampler` part: interleave.py's weak-scaling lines (before: MPROF_SAMPLE_US=0, after:
     the default period) give the busy CPU sampling adds, per PE count; sampler.py's line gives
     its two periods."""
-    side = {"busy_median_s": 0.2, "rate_median": 10}
     lines = [
-        {
-            "sampler": "weak",
-            "pes": "16",
-            "agg": "4096",
-            "median_ratio": 0.95,
-            "before": side,
-            "after": {**side, "busy_median_s": 0.21},
-        },
+        _interleaved("sampler", "weak", 16, 0.2, 0.21, 0.95),
         {
             "benchmark": "sampler_overhead",
             "reps": 11,
