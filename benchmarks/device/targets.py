@@ -8,9 +8,9 @@ printed: weak-scaling lines (`"weak"`), messaging lines (`"msg"`) beside the flo
 (`"bench": "shm_floor"`), application lines (`"app"`), empty runs (`"startup"`), the
 machine's own scaling (`"machine"`: machine_scaling.py's lines), carriers on and off
 (`"carriers"`: interleave.py's lines), the category sampler off and on (`"sampler"`:
-interleave.py's lines; `"benchmark": "sampler_overhead"`: sampler.py's).  Lines that carry a `"pin"` setting (runs with worker
-binding on and off) are kept apart by it.  Prints one JSON line per figure, each with its
-target where the runtime's messaging work sets one:
+interleave.py's lines; `"benchmark": "sampler_overhead"`: sampler.py's).  Lines that carry a
+`"pin"` setting (runs with worker binding on and off) are kept apart by it.  Prints one JSON
+line per figure, each with its target where the runtime's messaging work sets one:
 
   weak_efficiency      T(2) / T(16), best times of rt_workload P 3000000 300000 16 0,
                        aggregated (4096) and not (0): at least 0.7
