@@ -281,15 +281,21 @@ int main(int argc, char **argv)
                mpi_full / n * 1e9);
         printf("%-36s %12.0f %10.1f\n", "mp_invoke, shm, 4 KiB, full buffers", n / shm_full,
                shm_full / n * 1e9);
+        /* a ratio with a skipped case (MPI_RATE_CASES) is JSON's null, not printf's nan */
+        char ratio[32] = "null", overhead[32] = "null";
+        if (raw < 1.0 / 0.0 && mpi_noagg < 1.0 / 0.0) {
+            snprintf(ratio, sizeof ratio, "%.3g", mpi_noagg / raw);
+            snprintf(overhead, sizeof overhead, "%.1f", (mpi_noagg - raw) / n * 1e9);
+        }
         printf("{\"benchmark\": \"mpi_rate\", \"n\": %ld, \"size\": %d, \"window\": %d, "
                "\"reps\": %d, "
                "\"raw_mpi_msgs_per_s\": %.0f, \"rt_mpi_noagg_per_s\": %.0f, "
                "\"rt_mpi_agg_per_s\": %.0f, \"rt_shm_noagg_per_s\": %.0f, "
-               "\"rt_shm_agg_per_s\": %.0f, \"rt_mpi_noagg_over_raw\": %.3g, "
-               "\"rt_overhead_ns_per_msg\": %.1f, \"full_window\": %d, "
+               "\"rt_shm_agg_per_s\": %.0f, \"rt_mpi_noagg_over_raw\": %s, "
+               "\"rt_overhead_ns_per_msg\": %s, \"full_window\": %d, "
                "\"rt_mpi_agg_full_per_s\": %.0f, \"rt_shm_agg_full_per_s\": %.0f}\n",
                N, SIZE, W, REPS, n / raw, n / mpi_noagg, n / mpi_agg, n / shm_noagg, n / shm_agg,
-               mpi_noagg / raw, (mpi_noagg - raw) / n * 1e9, FULL_W, n / mpi_full, n / shm_full);
+               ratio, overhead, FULL_W, n / mpi_full, n / shm_full);
     }
     return 0; /* the runtime finalises MPI at exit */
 }

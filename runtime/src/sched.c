@@ -478,6 +478,17 @@ static inline bool reached(const mpr_counter *until, uint64_t value)
     return until->value >= value;
 }
 
+/* Whether no fiber waits to run: the queues are empty and no custom scheduler holds one. */
+static inline bool out_of_work(const mpr_pe *pe)
+{
+    if (pe->queue[MP_SCHED_URGENT].head || pe->queue[MP_SCHED_FIFO].head)
+        return false;
+    for (int k = 0; k < pe->nsched - (MP_SCHED_PREEMPT + 1); k++)
+        if (pe->custom[k].held)
+            return false;
+    return true;
+}
+
 /* Runs fibers until none is runnable (returns false) or `until` reaches `value` (true).
  *
  * Without custom schedulers the FIFO queue is taken whole and run from a local list.  Walking
@@ -501,9 +512,17 @@ static bool run_ready(mpr_pe *pe, const mpr_counter *until, uint64_t value)
              * empty poll is a load, and an urgent message is then served after the fiber
              * that was running when it arrived, not after the rest of a communication period.
              * The urgent records this PE wrote leave now, at the end of the fiber that wrote
-             * them (comm.c, "message service"). */
+             * them (comm.c, "message service").  A PE with nothing left to run has run out of
+             * work, and what it wrote goes before the poll brings more, as when the schedule
+             * loop finds nothing to run: polled first, an answer that arrives while the PE
+             * finishes its last fiber made that fiber's records wait for the work the answer
+             * enables, which in a windowed stream merged every two windows' records into one
+             * message and left the receiver idle in between (docs/runtime.md, "The flush
+             * policy"). */
             atomic_exchange_explicit(&pe->interrupt, 0, memory_order_acquire);
             pe->current = NULL;
+            if (out_of_work(pe))
+                mpr_flush_all(pe);
             mpr_flush_urgent(pe);
             mpr_poll(pe);
         }
@@ -569,8 +588,13 @@ uint64_t mpr_thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Spins after which an idle period reads the thread's CPU clock (see idle()). */
-#define IDLE_CLOCK_SPINS 256
+/* The idle loop reads the monotonic clock every IDLE_GAP_SPINS spins; a gap of more than
+ * IDLE_GAP_NS between two readings is time the thread did not run (see idle()).  A spin (a
+ * look at the inbox and a pause) takes about 0.1 us, so readings come every few
+ * microseconds on a running thread, and an OS time slice given to another thread is a
+ * millisecond or more. */
+#define IDLE_GAP_SPINS 16
+#define IDLE_GAP_NS 100000
 
 static inline void mpr_idle_epoch_next(mpr_pe *pe)
 {
@@ -581,18 +605,20 @@ static inline void mpr_idle_epoch_next(mpr_pe *pe)
 /* No fiber is runnable: spin a little, then sleep until a message arrives.  Returns false
  * when the run is over (quiescence or hang).
  *
- * The idle period's CPU time (IdleCpuNs): the thread's CPU clock is a system call (about 1 us
- * on a VM), too dear for the many short idle periods, which are on the CPU all along (a few
- * microseconds of spinning).  A period that lasts IDLE_CLOCK_SPINS spins reads the clock then
- * and at its end, so the time it spends asleep, or preempted by another thread of the machine,
- * is not counted as CPU time.  A PE that shares its thread (machine.h shares_thread) does not
- * spin and never reads the clock (it would charge it the other PEs' time): "sleeping" gives
- * the thread to the others (shm: switches to the worker, which spins for all its PEs), and the
+ * The idle period's CPU time (IdleCpuNs) is its wall time less the time its thread did not run:
+ * the sleeps, timed around them, and the spins the OS preempted, seen as gaps between readings
+ * of the monotonic clock (a vDSO call, no system call).  The thread's CPU clock is a system
+ * call (about 1 us on a VM, more in a sandbox): read at the end of every period of more than a
+ * few hundred spins, as it was, it came between the arrival that ended the period and the
+ * poll that serves it, on the path of every answer to a PE that had waited a little.  A
+ * preemption shorter than IDLE_GAP_NS goes unseen and counts as CPU time, and a gap that is
+ * seen also drops the few spins around it; at the PE's end IdleCpuNs is capped at its cpu_s.
+ * A PE that shares its thread (machine.h shares_thread) does not spin: "sleeping" gives the
+ * thread to the others (shm: switches to the worker, which spins for all its PEs), and the
  * time switched out is idle but not this PE's CPU time. */
 static bool idle(mpr_pe *pe)
 {
-    uint64_t t0 = mpr_mono_ns(), t_clock = 0, c0 = 0, switched_out = 0;
-    bool clocked = false;
+    uint64_t t0 = mpr_mono_ns(), t_seen = t0, not_running = 0;
     bool more = true;
     const bool shared = pe->shared_thread;
     pe->where = MPR_PE_IDLE;
@@ -615,21 +641,22 @@ static bool idle(mpr_pe *pe)
             }
             RTS_INC(&pe->rts, IdleCycle, 1);
             spins++;
-            if (!shared && !clocked && (spins == IDLE_CLOCK_SPINS || spins >= spin)) {
-                t_clock = mpr_mono_ns();
-                c0 = mpr_thread_cpu_ns();
-                clocked = true;
-            }
             if (spins < spin) {
+                if (spins % IDLE_GAP_SPINS == 0) {
+                    uint64_t t = mpr_mono_ns();
+                    if (t - t_seen > IDLE_GAP_NS)
+                        not_running += t - t_seen;
+                    t_seen = t;
+                }
                 mpr_cpu_relax();
                 continue;
             }
-            uint64_t w0 = shared ? mpr_mono_ns() : 0;
+            uint64_t w0 = mpr_mono_ns();
             mpr_sample_pause(pe->sampler); /* not woken every sample period */
             mpr_machine_sleep(pe, 0.05);
             mpr_sample_resume(pe->sampler);
-            if (shared)
-                switched_out += mpr_mono_ns() - w0;
+            t_seen = mpr_mono_ns();
+            not_running += t_seen - w0;
             if (mpr_g.cfg.idle_timeout_s > 0 && mp_wtime() - since > mpr_g.cfg.idle_timeout_s &&
                 mpr_machine_all_idle()) {
                 if (mpr_run_end(MPR_RUN_IDLE_TIMEOUT))
@@ -641,12 +668,11 @@ static bool idle(mpr_pe *pe)
     mpr_idle_epoch_next(pe);
     pe->where = MPR_PE_RUNNING;
     pe->sample_at = MPR_AT_SCHED;
-    uint64_t idle_ns = mpr_mono_ns() - t0;
-    mpr_idle_add(pe, idle_ns); /* also the rts IdleNs (stats.c) */
-    uint64_t idle_cpu_ns = clocked  ? (t_clock - t0) + (mpr_thread_cpu_ns() - c0)
-                           : shared ? idle_ns - switched_out
-                                    : idle_ns;
-    pe->idle_cpu_ns += idle_cpu_ns; /* also the rts IdleCpuNs (stats.c) */
+    uint64_t t_end = mpr_mono_ns(), idle_ns = t_end - t0;
+    if (t_end - t_seen > IDLE_GAP_NS) /* preempted since the last reading */
+        not_running += t_end - t_seen;
+    mpr_idle_add(pe, idle_ns);                /* also the rts IdleNs (stats.c) */
+    pe->idle_cpu_ns += idle_ns - not_running; /* also the rts IdleCpuNs (stats.c) */
     return more;
 }
 

@@ -508,6 +508,28 @@ def test_mpi_rate_reports_every_figure(mpi_build, transport):
     assert doc["rt_mpi_noagg_over_raw"] > 0 and "rt_overhead_ns_per_msg" in doc
 
 
+def test_mpi_rate_json_with_cases_left_out(mpi_build):
+    """A ratio whose cases MPI_RATE_CASES leaves out is null: the last line stays JSON."""
+    env = _env(
+        MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate",
+        MPI_RATE_REPS=1,
+        MPI_RATE_CASES="mpi_agg",
+        MPI_RATE_N=4000,
+    )
+    proc = subprocess.run(
+        [str(REPO / "benchmarks" / "mpi" / "bench.sh")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert doc["rt_mpi_agg_per_s"] > 0 and doc["raw_mpi_msgs_per_s"] == 0, doc
+    assert doc["rt_mpi_noagg_over_raw"] is None and doc["rt_overhead_ns_per_msg"] is None, doc
+
+
 def test_category_times_on_mpi(mpi_build):
     """Each rank samples its PE's thread: the categories are there and add up to cpu_s."""
     res = run(rt(mpi_build, "categories"), "ms=80", np=2)

@@ -132,8 +132,10 @@ class RuntimeTests:
         timeout: float = 60,
         profile: bool = True,
         expect_rc: int | None = 0,
+        cpus: set[int] | None = None,
     ) -> Run:
-        """Runs rt_<program> with MPROF_* settings from `env`; parses the run profile."""
+        """Runs rt_<program> with MPROF_* settings from `env`; parses the run profile.  `cpus`:
+        the CPUs the program may run on (its affinity), else those of the tests."""
         exe = self.bindir / f"rt_{program}"
         settings = {k: str(v) for k, v in (env or {}).items()}
         extra = {}
@@ -155,6 +157,7 @@ class RuntimeTests:
                 capture_output=True,
                 text=True,
                 timeout=timeout,
+                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
             )
             doc = json.loads(out.read_text()) if profile and out.exists() else None
         run = Run(cmd, proc.returncode, proc.stdout, proc.stderr, doc, settings)

@@ -9,6 +9,8 @@ the wrong category (a light:heavy ratio of 1, or main's time in a fiber's catego
 on a thread, or came only at the kernel's clock tick.
 """
 
+import os
+
 import pytest
 
 # MPROF_SPIN: a PE that waits spins instead of sleeping, so that its wait is CPU time to sample
@@ -73,6 +75,18 @@ def test_idle_row_is_the_idle_loop(rt):
         assert 0.5 * clock - 0.03 <= idle <= 2 * clock + 0.03, (pe, idle, clock)
     # PE 1 waits for PE 0's 200 ms of work (less PE 1's own share)
     assert run.profile["pes"][1]["idle_cpu_s"] > 0.05, run.profile["pes"][1]
+
+
+def test_a_spin_preempted_by_the_os_is_not_idle_cpu(rt):
+    """Both PEs' threads on one CPU: PE 1 spins (it never sleeps) while PE 0 works, and the OS
+    shares the CPU between them in time slices.  The idle loop's CPU time leaves out the slices
+    PE 0 had (gaps between its clock readings), so it is about half of PE 1's idle wall time;
+    counted by the wall clock alone it would be all of it."""
+    cpu = min(os.sched_getaffinity(0))
+    run = rt.run("categories", "ms=200", env={**ENV, "MPROF_WORKERS": 2}, cpus={cpu}, timeout=120)
+    pe = run.profile["pes"][1]
+    assert pe["idle_s"] > 0.1, pe
+    assert 0.25 * pe["idle_s"] < pe["idle_cpu_s"] < 0.75 * pe["idle_s"], pe
 
 
 def test_sampling_off(rt):

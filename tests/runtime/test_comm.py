@@ -217,6 +217,15 @@ def test_an_urgent_request_is_served_after_the_running_fiber(rt):
     assert lag <= 2, run.stdout
 
 
+def test_records_go_when_the_pe_runs_out_of_work_before_an_interrupt_is_served(rt):
+    """PE 0's last fiber leaves a record for PE 1 in an open buffer and ends interrupted by an
+    urgent request from PE 2: the record must leave before the poll that takes the request,
+    whose fiber then waits for it (rule 2 of the flush policy; served first, the request kept
+    the record in the buffer while it ran)."""
+    run, _ = comm(rt, "lastwords", MPROF_WORKERS=3)
+    assert "delivered=1" in run.stdout, run.stdout
+
+
 def test_flush_when_out_of_fibers(rt):
     _, s = comm(rt, "flush", 100, 32, MPROF_AGG_BYTES=65536, MPROF_FLUSH_FIBERS=1000)
     assert s["MsgSent"] == 1

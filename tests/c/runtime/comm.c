@@ -29,7 +29,14 @@
  *   service N        PE 1 runs a chain of 2 ms fibers; PE 0 sends it N urgent requests one
  *                    after the other (each after the reply to the previous one) and PE 1
  *                    counts how many of its long fibers ended between a request's sending and
- *                    its service; prints the largest count (message service latency) */
+ *                    its service; prints the largest count (message service latency)
+ *   lastwords        3 PEs.  PE 0's only fiber invokes a record on PE 1 (it stays in the open
+ *                    aggregation buffer) and ends once PE 2 has sent PE 0 an urgent request,
+ *                    which interrupts PE 0.  PE 0 has run out of work, so the record must go
+ *                    before the poll that takes the request: the request's fiber waits up to
+ *                    5 s for the record's arrival on PE 1 and prints whether it came
+ *                    (delivered=1); kept in the buffer, it could not come while that fiber
+ *                    runs */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -226,6 +233,33 @@ static void send_request(void)
     CHECK_OK(mp_invoke(1, serve, &at, sizeof at, MP_SCHED_URGENT));
 }
 
+/* lastwords: PE 0 has written its record (1), PE 2 has sent its request (2) */
+static atomic_int lastwords_step, lastwords_delivered = -1;
+
+static void wait_step(int step)
+{
+    double deadline = mp_wtime() + 5;
+    while (atomic_load(&lastwords_step) < step)
+        CHECK(mp_wtime() < deadline);
+}
+
+static void lastwords_request(void *p)
+{
+    (void)p;
+    double deadline = mp_wtime() + 5;
+    while (!atomic_load(&arrived_flag) && mp_wtime() < deadline)
+        ;
+    atomic_store(&lastwords_delivered, atomic_load(&arrived_flag));
+}
+
+static void lastwords_fiber(void *p)
+{
+    (void)p;
+    CHECK_OK(mp_invoke(1, flag_arrive, NULL, 0, MP_SCHED_FIFO));
+    atomic_store(&lastwords_step, 1);
+    wait_step(2); /* the request is in PE 0's inbox, and PE 0 interrupted */
+}
+
 static unsigned char bounce_args[MP_FIBER_ARGS_MAX];
 
 static void bounce(void *p)
@@ -265,6 +299,17 @@ static void pe_main(int argc, char **argv)
         CHECK_OK(mp_spawn(lag_fiber, NULL, 0, MP_SCHED_FIFO));
         return;
     }
+    if (strcmp(scenario, "lastwords") == 0) {
+        if (me == 0) {
+            CHECK_OK(mp_spawn(lastwords_fiber, NULL, 0, MP_SCHED_FIFO));
+        } else if (me == 2) {
+            wait_step(1);
+            CHECK_OK(mp_invoke(0, lastwords_request, NULL, 0, MP_SCHED_URGENT));
+            mp_flush();
+            atomic_store(&lastwords_step, 2);
+        }
+        return;
+    }
     if (strcmp(scenario, "service") == 0 && me == 1) {
         CHECK_OK(mp_spawn(long_fiber, NULL, 0, MP_SCHED_FIFO));
         return;
@@ -296,7 +341,8 @@ int main(int argc, char **argv)
     scenario = tst_scenario(argc, argv, "count");
     n_msgs = argc > 2 ? atoi(argv[2]) : 1000;
     msg_size = argc > 3 ? atoi(argv[3]) : 32;
-    int rc = tst_run(argc, argv, strcmp(scenario, "order") == 0 ? 3 : 2, pe_main);
+    bool three = strcmp(scenario, "order") == 0 || strcmp(scenario, "lastwords") == 0;
+    int rc = tst_run(argc, argv, three ? 3 : 2, pe_main);
     if (rc)
         return rc;
     int pes = getenv("MPROF_PES") ? atoi(getenv("MPROF_PES")) : 2;
@@ -306,6 +352,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(scenario, "service") == 0)
         printf("max_lag=%d\n", atomic_load(&max_lag));
+    if (strcmp(scenario, "lastwords") == 0) {
+        printf("delivered=%d\n", atomic_load(&lastwords_delivered));
+        n_msgs = 1;
+    }
     int expect = strcmp(scenario, "alltoall") == 0 ? (pes > 1 ? pes * n_msgs : 0)
                  : strcmp(scenario, "order") == 0 || strcmp(scenario, "pingpong") == 0 ? 2 * n_msgs
                                                                                        : n_msgs;
