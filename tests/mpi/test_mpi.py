@@ -476,14 +476,9 @@ def test_library_programs_match_shared_memory(build_dir, path, args, determinist
 # the benchmark (benchmarks/mpi/bench.sh), briefly: every figure it reports is there
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_mpi_rate_reports_every_figure(mpi_build, transport):
-    env = _env(
-        MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate",
-        MPI_RATE_REPS=1,
-        MPIRUN_ARGS=" ".join(TRANSPORTS[transport]),
-        MPI_RATE_N=4000 if transport == "tcp" else 20000,
-    )
+def _mpi_rate(mpi_build, **settings) -> dict:
+    """benchmarks/mpi/bench.sh with one repetition and `settings`: its last line, as JSON."""
+    env = _env(MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate", MPI_RATE_REPS=1, **settings)
     proc = subprocess.run(
         [str(REPO / "benchmarks" / "mpi" / "bench.sh")],
         cwd=REPO,
@@ -493,7 +488,16 @@ def test_mpi_rate_reports_every_figure(mpi_build, transport):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_mpi_rate_reports_every_figure(mpi_build, transport):
+    doc = _mpi_rate(
+        mpi_build,
+        MPIRUN_ARGS=" ".join(TRANSPORTS[transport]),
+        MPI_RATE_N=4000 if transport == "tcp" else 20000,
+    )
     rates = [
         "raw_mpi_msgs_per_s",
         "rt_mpi_noagg_per_s",
@@ -510,22 +514,7 @@ def test_mpi_rate_reports_every_figure(mpi_build, transport):
 
 def test_mpi_rate_json_with_cases_left_out(mpi_build):
     """A ratio whose cases MPI_RATE_CASES leaves out is null: the last line stays JSON."""
-    env = _env(
-        MPI_RATE=mpi_build / "benchmarks-mpi" / "mpi_rate",
-        MPI_RATE_REPS=1,
-        MPI_RATE_CASES="mpi_agg",
-        MPI_RATE_N=4000,
-    )
-    proc = subprocess.run(
-        [str(REPO / "benchmarks" / "mpi" / "bench.sh")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    doc = _mpi_rate(mpi_build, MPI_RATE_CASES="mpi_agg", MPI_RATE_N=4000)
     assert doc["rt_mpi_agg_per_s"] > 0 and doc["raw_mpi_msgs_per_s"] == 0, doc
     assert doc["rt_mpi_noagg_over_raw"] is None and doc["rt_overhead_ns_per_msg"] is None, doc
 
