@@ -136,6 +136,9 @@ def test_many_destinations_under_sanitizer(rt_san, pes):
 def test_message_service_under_sanitizer(rt_san):
     run = rt_san.run("comm", "service", 5, env={"MPROF_WORKERS": 2}, timeout=120)
     assert "arrivals=5 expected=5" in run.stdout
+    # an interrupt that finds the PE out of work: its buffers go before the poll
+    run = rt_san.run("comm", "lastwords", env={"MPROF_WORKERS": 3}, timeout=120)
+    assert "delivered=1" in run.stdout, run.stdout
 
 
 def test_stress_under_sanitizer(rt_san):
