@@ -66,12 +66,47 @@ OP_B_UNITS = (
 CONTAINING = ("::time", "cat:(busy)")
 
 
-def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
-    """Compile the two variants against the runtime library of `make build`."""
+def link_flags(librt: Path) -> list[str]:
+    """What a program linking the runtime library `librt` needs besides it: MPI's libraries
+    (mpicc --showme:link) when the library holds the MPI backend, and those of its optional
+    links (runtime/ecosystem.cmake): PAPI software-defined events (libsde), OTF2 traces
+    (libotf2), PAPI counters (libpapi), and hwloc (libhwloc), which binds the shm backend's
+    workers (runtime/CMakeLists.txt).  Installed programs get them from find_package(mprof) or
+    mprof.pc (docs/install.md)."""
+    undefined = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
+    extra = []
+    if "MPI_" in undefined:
+        mpicc = shutil.which("mpicc")
+        if mpicc is None:
+            raise SystemExit(
+                "the runtime library uses MPI but mpicc is not available "
+                "(scripts/bootstrap.sh installs it)"
+            )
+        link = subprocess.run([mpicc, "--showme:link"], capture_output=True, text=True, check=True)
+        extra = shlex.split(link.stdout)
+    return extra + [
+        flag
+        for symbol, flag in (
+            ("papi_sde_", "-lsde"),
+            ("OTF2_", "-lotf2"),
+            ("PAPI_", "-lpapi"),
+            ("hwloc_", "-lhwloc"),
+        )
+        if symbol in undefined
+    ]
+
+
+def build(out: Path, build_dir: Path, slow_rounds: int | None = None) -> dict[str, Path]:
+    """Compile the two variants against the runtime library of `make build` (build_dir):
+    {"base": path, "slow": path}, the slow one with -DSLOW_OP_B and SLOW_ROUNDS more mixing
+    rounds per lookup (None: gate_ops.c's default, three times the hashing work).  The gate
+    tests' fixture (tests/gate/conftest.py) builds them here too."""
     librt = build_dir / "runtime" / "libmprof_rt.a"
     if not librt.exists():
         raise SystemExit(f"{librt} is missing: run `make build` first")
     cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("a C compiler is needed (scripts/bootstrap.sh installs it)")
     subprocess.run(
         [
             sys.executable,
@@ -87,27 +122,10 @@ def build(out: Path, build_dir: Path, slow_rounds: int) -> dict[str, Path]:
         check=True,
         cwd=REPO,
     )
-    # the runtime's optional links (runtime/ecosystem.cmake), as tests/gate/conftest.py does
-    undefined = subprocess.run(["nm", "-u", str(librt)], capture_output=True, text=True).stdout
-    extra = []
-    if "MPI_" in undefined:
-        extra = shlex.split(
-            subprocess.run(
-                ["mpicc", "--showme:link"], capture_output=True, text=True, check=True
-            ).stdout
-        )
-    extra += [
-        flag
-        for symbol, flag in (
-            ("papi_sde_", "-lsde"),
-            ("OTF2_", "-lotf2"),
-            ("PAPI_", "-lpapi"),
-            ("hwloc_", "-lhwloc"),
-        )
-        if symbol in undefined
-    ]
+    extra = link_flags(librt)
+    slow = ["-DSLOW_OP_B"] + ([] if slow_rounds is None else [f"-DSLOW_ROUNDS={slow_rounds}"])
     paths = {}
-    for variant, flags in (("base", []), ("slow", ["-DSLOW_OP_B", f"-DSLOW_ROUNDS={slow_rounds}"])):
+    for variant, flags in (("base", []), ("slow", slow)):
         target = out / variant / "gate_ops"
         target.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(
