@@ -236,20 +236,22 @@ static void send_request(void)
 /* lastwords: PE 0 has written its record (1), PE 2 has sent its request (2) */
 static atomic_int lastwords_step, lastwords_delivered = -1;
 
-static void wait_step(int step)
+/* Spins until *v is at least `value` (true) or for 5 s (false). */
+static bool await_at_least(atomic_int *v, int value)
 {
     double deadline = mp_wtime() + 5;
-    while (atomic_load(&lastwords_step) < step)
-        CHECK(mp_wtime() < deadline);
+    while (atomic_load(v) < value)
+        if (mp_wtime() >= deadline)
+            return false;
+    return true;
 }
+
+static void wait_step(int step) { CHECK(await_at_least(&lastwords_step, step)); }
 
 static void lastwords_request(void *p)
 {
     (void)p;
-    double deadline = mp_wtime() + 5;
-    while (!atomic_load(&arrived_flag) && mp_wtime() < deadline)
-        ;
-    atomic_store(&lastwords_delivered, atomic_load(&arrived_flag));
+    atomic_store(&lastwords_delivered, await_at_least(&arrived_flag, 1));
 }
 
 static void lastwords_fiber(void *p)
