@@ -181,25 +181,12 @@ def run_gate(
         else (builds[0].database if builds[0].database.exists() else None)
     )
     dbs = {b.name: ProfileDB(b.database) for b in builds}
-    try:
-        points = spec.points()
-        if before is not None:
-            target = _power(before, where, config, change, focus, log, console)
-            if adaptive and target:
-                points = _more_points(spec, points, target, budget, log, console)
-        console.print(f"gate run: {len(points)} point(s) x 2 builds -> {out}", highlight=False)
-        for point in points:
-            _run_pair(builds, dbs, point, log, console, extra=point.repetition >= spec.repetitions)
+
+    def stop_on_failures() -> None:
         if log.failures:
             raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
-        target = _power(builds[0].database, where, config, change, focus, log, console)
-        if adaptive and target and target > log.repetitions:
-            more = _more_points(spec, points, target, budget - log.extra_runs, log, console)
-            for point in more[len(points) :]:
-                _run_pair(builds, dbs, point, log, console, extra=True)
-            points = more
-            if log.failures:
-                raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
+
+    def evaluate_round() -> GateReport:
         report = _evaluate(
             builds,
             config,
@@ -213,6 +200,26 @@ def run_gate(
         )
         if on_round:
             on_round(report)
+        return report
+
+    try:
+        points = spec.points()
+        if before is not None:
+            target = _power(before, where, config, change, focus, log, console)
+            if adaptive and target:
+                points = _more_points(spec, points, target, budget, log, console)
+        console.print(f"gate run: {len(points)} point(s) x 2 builds -> {out}", highlight=False)
+        for point in points:
+            _run_pair(builds, dbs, point, log, console, extra=point.repetition >= spec.repetitions)
+        stop_on_failures()
+        target = _power(builds[0].database, where, config, change, focus, log, console)
+        if adaptive and target and target > log.repetitions:
+            more = _more_points(spec, points, target, budget - log.extra_runs, log, console)
+            for point in more[len(points) :]:
+                _run_pair(builds, dbs, point, log, console, extra=True)
+            points = more
+            stop_on_failures()
+        report = evaluate_round()
         while budget - log.extra_runs >= 2:
             targets = _inconclusive_points(report, dbs["baseline"], points)
             if not targets:
@@ -230,23 +237,10 @@ def run_gate(
                 rep = max(recorded, default=-1) + 1
                 _run_pair(builds, dbs, replace(base, repetition=rep), log, console, extra=True)
                 added += 1
-            if log.failures:
-                raise MprofError(f"{len(log.failures)} run(s) failed; first: {log.failures[0]}")
+            stop_on_failures()
             if not added:
                 break
-            report = _evaluate(
-                builds,
-                config,
-                model,
-                fit_script,
-                where,
-                allow_cross_machine,
-                inconclusive_ok,
-                interfaces,
-                focus,
-            )
-            if on_round:
-                on_round(report)
+            report = evaluate_round()
             console.print(
                 f"gate run: round {log.rounds}: +{added} point(s) per build, "
                 f"{report.counts()[INCONCLUSIVE]} unit(s) inconclusive, "
