@@ -166,6 +166,35 @@ def _axes(fig: Figure, x0, y0, x1, y1, ticks, d, label, xlabel=""):
     return zero
 
 
+def _value_axis(fig: Figure, x, ticks, x0, x1, bottom, d: int, title: str) -> None:
+    """The value axis of a chart of horizontal bars (rows from y = 14 down to `bottom`): a grid
+    line and a label per tick, the zero line, and the axis title."""
+    for v in ticks:
+        fig.line(x(v), 14, x(v), bottom, stroke="#eee")
+        fig.text(x(v), bottom + 14, _fmt(v, d), anchor="middle", size=10)
+    fig.line(x(0), 14, x(0), bottom, stroke="#333")
+    fig.text((x0 + x1) / 2, bottom + 32, title, anchor="middle", size=11, cls="axis-title")
+
+
+def _value_bar(fig: Figure, x, y, seconds, share, d: int, fill, tip, cls, bold=False) -> None:
+    """One row's bar from 0 to `seconds`, and its value and share after it; a negative value's
+    bar red, outlined and dashed."""
+    neg = seconds < 0
+    fig.rect(
+        x(0),
+        y + 2,
+        x(seconds) - x(0),
+        18,
+        "#c44e52" if neg else fill,
+        tip=tip,
+        cls=cls,
+        stroke="#7a1f22" if neg else "",
+        dash="3,2" if neg else "",
+    )
+    text = f"{_fmt(seconds, d)} s  ·  {percent_of(share)}"
+    fig.text(max(x(seconds), x(0)) + 6, y + 15, text, size=11, bold=bold)
+
+
 def where_bars(report: Report, d: int) -> Figure:
     """The lead figure: every category's cost as a bar, largest first, with its share."""
     rows, rest = lead_rows(report, limit=8)
@@ -191,34 +220,21 @@ def where_bars(report: Report, d: int) -> Figure:
     def x(v):
         return x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
 
-    for v in ticks:
-        fig.line(x(v), 14, x(v), height - 40, stroke="#eee")
-        fig.text(x(v), height - 26, _fmt(v, d), anchor="middle", size=10)
-    fig.line(x(0), 14, x(0), height - 40, stroke="#333")
-    fig.text(
-        (x0 + x1) / 2, height - 8, report.seconds_unit, anchor="middle", size=11, cls="axis-title"
-    )
+    _value_axis(fig, x, ticks, x0, x1, height - 40, d, report.seconds_unit)
     for i, r in enumerate(rows):
         y = 16 + 26 * i
         label = r.name if r.module else r.category
-        neg = r.seconds < 0
         fig.text(x0 - 8, y + 14, label, anchor="end", size=12, bold=i == 0)
-        fig.rect(
-            x(0),
-            y + 2,
-            x(r.seconds) - x(0),
-            18,
-            "#c44e52" if neg else (PALETTE[0] if r.module else "#bab0ac"),
+        _value_bar(
+            fig,
+            x,
+            y,
+            r.seconds,
+            r.share,
+            d,
+            PALETTE[0] if r.module else "#bab0ac",
             tip=f"{label}: {_fmt(r.seconds, d)} s, {percent_of(r.share)}",
             cls="where",
-            stroke="#7a1f22" if neg else "",
-            dash="3,2" if neg else "",
-        )
-        fig.text(
-            max(x(r.seconds), x(0)) + 6,
-            y + 15,
-            f"{_fmt(r.seconds, d)} s  ·  {percent_of(r.share)}",
-            size=11,
             bold=i == 0,
         )
     return fig
@@ -260,45 +276,27 @@ def measured_bars(report: Report, d: int) -> Figure:
         return x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
 
     bottom = height - 60
-    for v in ticks:
-        fig.line(x(v), 14, x(v), bottom, stroke="#eee")
-        fig.text(x(v), bottom + 14, _fmt(v, d), anchor="middle", size=10)
-    fig.line(x(0), 14, x(0), bottom, stroke="#333")
-    fig.text(
-        (x0 + x1) / 2,
-        bottom + 32,
-        "CPU seconds summed over PEs",
-        anchor="middle",
-        size=11,
-        cls="axis-title",
-    )
+    _value_axis(fig, x, ticks, x0, x1, bottom, d, "CPU seconds summed over PEs")
     for i, r in enumerate(rows):
         y = 16 + step * i
         bold = r.kind != "category"
         fig.text(x0 - 8, y + 14, r.label, anchor="end", size=12, bold=bold)
         if r.cpu_s is not None:
-            neg = r.cpu_s < 0
             color = (
                 "#bab0ac"
                 if r.kind == "unexplained"
                 else ("#2f5d8a" if r.kind == "subtotal" else PALETTE[0])
             )
-            fig.rect(
-                x(0),
-                y + 2,
-                x(r.cpu_s) - x(0),
-                18,
-                "#c44e52" if neg else color,
+            _value_bar(
+                fig,
+                x,
+                y,
+                r.cpu_s,
+                r.share,
+                d,
+                color,
                 tip=f"{r.label}: measured {_fmt(r.cpu_s, d)} CPU s, {percent_of(r.share)}",
                 cls="measured",
-                stroke="#7a1f22" if neg else "",
-                dash="3,2" if neg else "",
-            )
-            fig.text(
-                max(x(r.cpu_s), x(0)) + 6,
-                y + 15,
-                f"{_fmt(r.cpu_s, d)} s  ·  {percent_of(r.share)}",
-                size=11,
             )
         if beside and r.model_s is not None:
             fig.rect(
