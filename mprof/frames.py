@@ -108,20 +108,7 @@ def runs(source, where: Sequence = ()):
     pd = _pandas()
     rows = []
     for run in load_runs(source, where=where):
-        row = {
-            "run_id": run.id,
-            "program": run.program,
-            "backend": run.backend,
-            "npes": run.npes,
-            "started_at": run.started_at,
-            "elapsed_s": run.elapsed_s,
-            "hostname": run.machine.get("hostname"),
-            "machine_fingerprint": run.fingerprint,
-            "source": run.source,
-        }
-        row.update({f"param.{k}": v for k, v in run.params.items()})
-        row.update({f"setting.{k}": v for k, v in run.settings.items()})
-        rows.append(row)
+        rows.append(_run_row(run))
     frame = pd.DataFrame(rows)
     extra = sorted(c for c in frame.columns if c not in RUN_COLUMNS)
     extra = [c for c in extra if c.startswith("param.")] + [
@@ -351,7 +338,7 @@ def graphframe(source, run_id: int | None = None, measure: str = DEFAULT_MEASURE
         exc_metrics=["time"],
         inc_metrics=["time (inc)"],
         default_metric="time",
-        metadata=_metadata(run, measure),
+        metadata=_run_row(run, measure=measure),
     )
 
 
@@ -363,8 +350,10 @@ def _inclusive_time(cnode, values) -> list[float]:
     return total
 
 
-def _metadata(run: RunProfile, measure: str) -> dict:
-    meta = {
+def _run_row(run: RunProfile, **more) -> dict:
+    """A run's columns (RUN_COLUMNS), `more`, then `param.NAME` per program parameter and
+    `setting.NAME` per runtime setting: a row of runs(), a Thicket profile's metadata."""
+    row = {
         "run_id": run.id,
         "program": run.program,
         "backend": run.backend,
@@ -374,11 +363,11 @@ def _metadata(run: RunProfile, measure: str) -> dict:
         "hostname": run.machine.get("hostname"),
         "machine_fingerprint": run.fingerprint,
         "source": run.source,
-        "measure": measure,
+        **more,
     }
-    meta.update({f"param.{k}": v for k, v in run.params.items()})
-    meta.update({f"setting.{k}": v for k, v in run.settings.items()})
-    return meta
+    row.update({f"param.{k}": v for k, v in run.params.items()})
+    row.update({f"setting.{k}": v for k, v in run.settings.items()})
+    return row
 
 
 def thicket(source, where: Sequence = (), measure: str = DEFAULT_MEASURE, per_pe: bool = False):
