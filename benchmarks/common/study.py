@@ -226,6 +226,39 @@ def at(rows: dict, pes: int) -> dict:
     return out
 
 
+def headline_pes(args) -> int:
+    """The PE count a summary's short paragraph and its details speak of: the largest
+    measured, where the paper's effects of scale show (its machines had 8 and 32 PEs)."""
+    return max(args.pes)
+
+
+def alike(a, b, tol: float = 0.1) -> bool:
+    """Whether two latencies agree within `tol` of the larger (the paper's "observed =
+    critical"): both measured, not both zero."""
+    return a is not None and b is not None and max(a, b) > 0 and abs(a - b) <= tol * max(a, b)
+
+
+def share(part, whole) -> float | None:
+    """part / whole, or None where either is missing or whole is not positive."""
+    return part / whole if part is not None and whole else None
+
+
+def idle_carried(row: dict, access: str) -> tuple[float | None, str]:
+    """What share of a PE's idle time `access` carries on the critical path (its critical
+    latency over the measured idle time, medians per PE), and a phrase with its observed and
+    critical latency beside the idle time.  Critical latencies are the idle time charged along
+    the critical path, so they sum to at most the idle time; observed latencies of fibers that
+    wait at once overlap and may add up to more."""
+    obs, crit, idle = row.get("obs:" + access), row.get("crit:" + access), row.get("Idle")
+    part = share(crit, idle)
+    return part, (
+        f"{obs or 0.0:.3g} observed / {crit or 0.0:.3g} critical of "
+        + ("n/a" if idle is None else f"{idle:.3g}")
+        + " s idle"
+        + ("" if part is None else f" ({100 * part:.0f} % on the critical path)")
+    )
+
+
 def speedup(seq: dict, row: dict, key: str) -> float | None:
     """The 1-PE run's median of mp_param `key` over row's."""
     a, b = param_stat(seq, key)[0], param_stat(row, key)[0]

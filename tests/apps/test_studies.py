@@ -76,6 +76,100 @@ def test_paper_ratio_from_fig_5_1():
     assert study.paper_ratio(12.9, 1.87, 0.07, 0.13, 1.63) == pytest.approx(9.2 / 1.83)
 
 
+def _render_at(app: str, tmp_path: Path, change=lambda name, row: None) -> str:
+    """The study's summary rendered from its saved 2-PE rows, copied to 16 PEs as well
+    (`change(name, row)` edits each 16-PE copy): what a run with --pes 2,16 would render."""
+    results = ROOT / "benchmarks" / app / "experiments" / "results"
+    rows = json.loads((results / "summary.json").read_text())
+    copies = []
+    for row in rows:
+        if row["name"] == "_study":
+            row["pes"] = [2, 16]
+        elif row["name"].endswith("@2"):
+            copy = json.loads(json.dumps(row))
+            copy["name"] = row["name"][:-2] + "@16"
+            change(copy["name"][:-3], copy)
+            copies.append(copy)
+    (tmp_path / "summary.json").write_text(json.dumps(rows + copies))
+    if (results / "calibration.json").exists():
+        shutil.copy(results / "calibration.json", tmp_path)
+    mod = load(results.parent / "run.py", f"study_{app}_16")
+    assert mod.main(["--render", "--out", str(tmp_path)]) == 0
+    return (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("app", STUDIES)
+def test_the_short_paragraph_speaks_of_the_largest_pe_count(app, tmp_path):
+    summary = _render_at(app, tmp_path)
+    short = next(line for line in summary.splitlines() if line.startswith("In short: "))
+    assert " on 16 PEs" in short and " on 2 PEs" not in short, short
+    assert "## 2 PEs" in summary and "## 16 PEs" in summary
+    assert "PE counts measured: 2, 16." in summary
+
+
+def _scale(row: dict, key: str, factor: float) -> None:
+    row[key] *= factor
+    if "range:" + key in row:
+        row["range:" + key] = [v * factor for v in row["range:" + key]]
+
+
+def test_em3d_barrier_verdict_follows_the_latencies(tmp_path):
+    """Fig 5.1's "the idle time is the barrier's latency, observed = critical" is computed from
+    the runs: stated where the validate barrier's critical latency is most of the idle time and
+    equals its observed latency, denied where not."""
+    barrier = "bipartite:VALIDATE"
+
+    def like_the_paper(name, row):
+        if name == "remote10":
+            row["crit:" + barrier] = row["obs:" + barrier] = 0.9 * row["Idle"]
+
+    def unlike(name, row):
+        if name == "remote10":
+            row["crit:" + barrier], row["obs:" + barrier] = 0.2 * row["Idle"], 0.6 * row["Idle"]
+
+    short = _render_at("em3d", tmp_path, like_the_paper).splitlines()[2]
+    assert "at 10 %, the idle time is the validate barrier's latency, observed = critical" in short
+    short = _render_at("em3d", tmp_path, unlike).splitlines()[2]
+    assert "carries less than half of the idle time (20 % on the critical path)" in short
+    assert "observed != critical: unlike the paper" in short
+
+
+def test_cswec_preemption_and_collapsing_findings_follow_the_runs(tmp_path):
+    """The preemption finding says it pays only where every round says so, and collapsing is
+    judged against the paper's 95 % on the PE count measured."""
+
+    def preempt_pays(name, row):
+        if name == "c2670-preempt":
+            for p in row["rep_params"]:
+                p["sim_s"] *= 0.5
+        if name.endswith("-initial"):
+            row["params"] = [{**p, "collapse": 0.97} for p in row["params"]]
+
+    summary = _render_at("cswec", tmp_path, preempt_pays)
+    details = summary.split("## Details on 16 PEs")[1]
+    assert "- Preemption pays on C2670 here, as in the paper" in details
+    assert "Collapsing of identical messages on 16 PEs: 97 % of REGFILE's" in details
+    assert "with its own partitioning: reproduced." in details
+    assert "about 94 % of its edges cross PEs" in details
+    summary = _render_at("cswec", tmp_path)
+    details = summary.split("## Details on 16 PEs")[1]
+    assert "- Why preemption does not pay on C2670 here" in details
+    assert "reproduced on REGFILE only." in details
+
+
+def test_tripuzzle_and_phylogeny_figures_follow_the_pe_count(tmp_path):
+    summary = _render_at("tripuzzle", tmp_path, lambda n, r: _scale(r, "IDLE", 2.0))
+    section = summary.split("## 16 PEs")[1]
+    assert "With 2 PEs" not in section
+    m = re.search(r"The idle loop took (\d+) % of the run's CPU time", section)
+    base = re.search(r"The idle loop took (\d+) % of the run's CPU time", summary)
+    assert m and base and int(m.group(1)) >= 2 * int(base.group(1)) - 1, (m, base)
+    summary = _render_at("phylogeny", tmp_path)
+    section = summary.split("## 16 PEs")[1]
+    assert "holds about 1/16 of the successes" in section and "With 2 PEs" not in section
+    assert ".  The tasks are far finer" in section
+
+
 @pytest.mark.parametrize(
     "option, value, message",
     [

@@ -143,7 +143,7 @@ def table(rows, args, pes) -> list[str]:
 
 
 def readme(rows, args) -> str:
-    pes = args.pes[0]
+    pes = study.headline_pes(args)
     view = study.at(rows, pes)
     fe = "eigenvalue:FETCH"
 
@@ -156,7 +156,10 @@ def readme(rows, args) -> str:
         f"computation to runtime overhead is {study.fmt(view['steal'].get('ratio'), 0)} with "
         "stealing (the paper omits the runtime's costs as insignificant); speedups over 1 PE: "
         f"stealing {study.fmt(sp['steal'], 2)}, pushing {study.fmt(sp['push'], 2)} (paper: "
-        f"{PAPER_SPEEDUP}).  Fetching carries "
+        f"{PAPER_SPEEDUP}).  With stealing, termination and removal carry "
+        f"{study.fmt(view['steal'].get('obs:' + EVENTS[0][1]) or 0, 3)} and "
+        f"{study.fmt(view['steal'].get('obs:' + EVENTS[1][1]) or 0, 3)} s of observed latency "
+        "per PE (paper: most of stealing's idle time); fetching carries "
         f"{study.fmt(view['steal'].get('obs:' + fe) or 0, 3)} s of observed latency per PE "
         f"with stealing and {study.fmt(view['push'].get('obs:' + fe) or 0, 3)} s with "
         f"pushing; no aggregation changes stealing by {pct('steal', 'steal-noagg')} and "
@@ -247,6 +250,10 @@ def findings(rows, args, pes) -> list[str]:
     def top(name):  # the event with the most observed latency
         return max(EVENTS, key=lambda e: lat(name, e[1]) or 0)[0]
 
+    def term_remove(name):  # the paper's stealing pattern: mostly term and remove
+        v = {ev: lat(name, a) or 0 for ev, a in EVENTS}
+        return v["term"] + v["remove"] > v["fetch"]
+
     fe = "eigenvalue:FETCH"
     flush = [
         f"- Message service, {study.flush_label(spec)} (the modern counterpart of lower "
@@ -259,7 +266,9 @@ def findings(rows, args, pes) -> list[str]:
         f"{ranked('steal')}; pushing: {ranked('push')}.  Paper: stealing mostly term and "
         "remove, fetch less (locality); pushing has a large fetch share.  Fetch larger "
         f"with pushing than with stealing here: "
-        f"{'yes' if (lat('push', fe) or 0) > (lat('steal', fe) or 0) else 'no'}.  "
+        f"{'yes' if (lat('push', fe) or 0) > (lat('steal', fe) or 0) else 'no'}; term and "
+        f"remove together above fetch under stealing: "
+        f"{'yes' if term_remove('steal') else 'no'}.  "
         f"{dominant_text(top('steal'), top('push'))}",
         f"- Critical vs observed for termination (paper: term's observed latency overlaps "
         f"everything, its critical share is small on Paragon/SP1): stealing term "

@@ -134,7 +134,7 @@ def table(rows, args, pes) -> list[str]:
 
 
 def readme(rows, args) -> str:
-    pes = args.pes[0]
+    pes = study.headline_pes(args)
     view = study.at(rows, pes)
 
     def pct(a, b):
@@ -149,15 +149,15 @@ def readme(rows, args) -> str:
         f"{pct('fifo-1k', 'preempt-1k')} (paper: -10 to -15 %), and 4 KiB aggregation by "
         f"{pct('preempt-1k', 'preempt-4k')} over 1 KiB (paper: a further -10 to -15 %), "
         "medians over rounds of the same-round ratio.  "
-        f"{solutions_text(view)}"
+        f"{solutions_text(rows)}"
     )
 
 
-def solutions_text(view) -> str:
+def solutions_text(rows) -> str:
     """What the runs counted (the program's `solutions` parameter): one figure when every run
-    of every configuration agrees, as a correct search must."""
+    of every configuration at every PE count agrees, as a correct search must."""
     counts = {
-        p.get("solutions") for row in view.values() if "cmd" in row for p in row.get("params", [])
+        p.get("solutions") for row in rows.values() if "cmd" in row for p in row.get("params", [])
     }
     if not counts or None in counts:
         return "The runs did not record their solution counts."
@@ -182,7 +182,7 @@ def render(rows, args) -> str:
         "configuration and of the sequential run (1 PE), in rounds (every configuration once "
         "a round).  Medians over the runs, seconds "
         "averaged over the PEs; costs from the runtime's fitted model.  `search` is the "
-        f"program's own time of the search.  {solutions_text(study.at(rows, args.pes[0]))}  "
+        f"program's own time of the search.  {solutions_text(rows)}  "
         "The paper's board (7 rows) has no one-peg solution: a run at the paper size counts 0 "
         "solutions after expanding 8.4 million canonical boards (holes with solutions exist: "
         "`--hole=6,1` has 422164782932465380).  Rows `-flushK.D`: the "
@@ -238,23 +238,33 @@ def alpha_text(rows) -> str:
     )
 
 
+def pct_text(part) -> str:
+    return "n/a" if part is None else f"{100 * part:.0f} %"
+
+
 def findings(rows, args) -> list[str]:
     def pct(a, b):  # b against a in the same round
         return study.round_change(rows[b], rows[a], "search_s")
 
     base = rows["fifo-1k"]
-    idle, sync = base.get("Idle"), base.get("obs:" + SYNC)
     named = {k[4:]: v for k, v in base.items() if k.startswith("obs:") and v}
     top = max(named, key=named.get) if named else "none"
+    # shares of the run's CPU time (Total; IDLE is the idle loop's, as the model prices it),
+    # and of its busy time: runtime / (computation + runtime), from comp/rt
+    idle_part = study.share(base.get("IDLE"), base.get("Total"))
+    _, total, idle, threads, alpha, beta, *_ = PAPER_52["CM5"]
+    thread_part = study.share(base.get("THREAD"), base.get("Total"))
+    ratio = base.get("ratio")
+    rt_part = 1 / (1 + ratio) if ratio is not None and ratio > 0 else None
+    paper_rt = (threads + alpha + beta) / (total - idle)
     out = [
         f"- Draining the inserts carries the idle time (paper: sync observed = critical = "
-        f"nearly all idle): FIFO/1 KiB, idle {study.fmt(idle, 3)} s per PE; {SYNC} critical "
-        f"{study.fmt(base.get('crit:' + SYNC), 3)} s, observed {study.fmt(sync, 3)} s "
+        f"nearly all idle): FIFO/1 KiB, {SYNC} {study.idle_carried(base, SYNC)[1]} per PE "
         f"(observed latencies of fibers waiting at once overlap, so they can add up to more "
         f"than the idle time); the access with the most observed latency is {top}.  "
-        f"Reproduced: {'yes' if top == SYNC else 'no'}.  With 2 PEs the hash spreads the "
-        "boards evenly, so idle time is a small part of the run here (the paper's 32 CM5 "
-        "nodes idled 27 % of the time).",
+        f"Reproduced: {'yes' if top == SYNC else 'no'}.  The idle loop took "
+        f"{pct_text(idle_part)} of the run's CPU time here (the paper's 32 CM5 nodes idled "
+        f"{100 * idle / total:.0f} % of the time).",
         f"- Preemptive inserts (paper: -10 % to -15 %): search {pct('fifo-1k', 'preempt-1k')}"
         ".  As in the paper (section 3.2.4), a preemptive insert runs straight from the "
         "message buffer in the receiving PE's poll, with no fiber made: "
@@ -262,16 +272,17 @@ def findings(rows, args) -> list[str]:
         f"{study.fmt(rows['preempt-1k'].get('RemoteOp'), 0)} remote invocations per PE "
         "(rts ThreadDirect; the others are the program's FIFO fibers).  The model's THREAD "
         f"cost: {study.fmt(base.get('THREAD'), 3)} -> "
-        f"{study.fmt(rows['preempt-1k'].get('THREAD'), 3)} s.  The thread costs it saves are a "
-        "small part of this run, whose time goes into the table (below).",
+        f"{study.fmt(rows['preempt-1k'].get('THREAD'), 3)} s, {pct_text(thread_part)} of the "
+        "FIFO run: all that preemption can save in thread costs (the paper's CM5: "
+        f"{100 * threads / total:.0f} %).",
         f"- 4 KiB instead of 1 KiB aggregation (paper: a further -10 % to -15 %): search "
         f"{pct('preempt-1k', 'preempt-4k')}.  Against the initial FIFO/1 KiB version: "
         f"{pct('fifo-1k', 'preempt-4k')}.  {alpha_text(rows)}",
-        "- Where the time goes instead: applying the inserts.  On the paper's board a table "
-        "holds up to 1.3 million boards per PE, far beyond the caches, so each insert waits on "
-        "memory (perf on one PE: 83 % of the cycles in the table's apply).  The runtime's "
-        "thread and message costs, which the paper's optimisations reduce, are a small part "
-        "of the run.",
+        "- The runtime's thread and message costs, which the paper's optimisations reduce, are "
+        f"{pct_text(rt_part)} of the FIFO run's busy time here (model-priced; the paper's CM5: "
+        f"{100 * paper_rt:.0f} %).  The rest is the program's own work: expanding boards and "
+        "applying the inserts to the table (on the paper's board a table holds up to 1.3 "
+        "million boards per PE, far beyond the caches).",
     ]
     for spec in args.flush[1:]:
         name = f"fifo-1k{study.flush_name(spec)}"
