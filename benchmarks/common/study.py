@@ -454,6 +454,38 @@ def measure_rounds(tag, exe, args, model, sequential, configs) -> dict:
     return rows
 
 
+def beside(title: str, paper: dict, labels: dict, base: str, key: str, rows: dict, args):
+    """A figure of the paper beside ours at every PE count measured, each row as a time
+    relative to the `base` configuration's: the paper's per machine (`paper`: {name: (CM5,
+    Paragon, SP1)}), ours as the median over the rounds of the same-round ratio of mp_param
+    `key`, with its range.  Absolute times do not compare (the paper's runs took seconds to
+    minutes, ours milliseconds); what an optimisation changes does."""
+    lines = [
+        "",
+        f"{title}, relative to {labels[base]} (the paper's machines; ours, same-round ratios):",
+        "",
+        "| configuration | CM5 | Paragon | SP1 | "
+        + " | ".join(f"ours, {p} PEs" for p in args.pes)
+        + " |",
+        "|---" * (4 + len(args.pes)) + "|",
+    ]
+    for name, times in paper.items():
+        theirs = " | ".join(f"{t / b:.2f}" for t, b in zip(times, paper[base]))
+        ours = []
+        for p in args.pes:
+            view = at(rows, p)
+            m, lo, hi = (
+                round_ratio(view[name], view[base], key)
+                if name in view and base in view
+                else (None, None, None)
+            )
+            ours.append(
+                "1.00" if name == base else "" if m is None else f"{m:.2f} ({lo:.2f}-{hi:.2f})"
+            )
+        lines.append(f"| {labels[name]} | {theirs} | {' | '.join(ours)} |")
+    return lines
+
+
 def round_pct(row: dict, base: dict, key: str) -> str:
     """row's `key` against base's in the same round, the median change over the rounds
     ("+4 %"), for a summary's short paragraph."""

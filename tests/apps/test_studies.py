@@ -157,6 +157,25 @@ def test_cswec_preemption_and_collapsing_findings_follow_the_runs(tmp_path):
     assert "reproduced on REGFILE only." in details
 
 
+def test_the_papers_figure_beside_ours_at_every_pe_count(tmp_path):
+    """Fig 5.3 as times relative to the initial version: the paper's machines, then ours at
+    each PE count, the median of the same-round ratios."""
+
+    def faster(name, row):
+        if name == "preempt-1k":
+            for p in row["rep_params"]:
+                p["search_s"] *= 0.5
+
+    summary = _render_at("tripuzzle", tmp_path, faster)
+    head = "| configuration | CM5 | Paragon | SP1 | ours, 2 PEs | ours, 16 PEs |"
+    table = summary.split(head)[1].split("\n\n")[0].splitlines()
+    row = next(line for line in table if line.startswith("| Preemptive Scheduler, 1K"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:4] == ["0.85", "0.93", "0.90"], cells  # 6.55 / 7.69, 16.4 / 17.6, ...
+    at2, at16 = (float(c.split()[0]) for c in cells[4:6])
+    assert at16 == pytest.approx(at2 / 2, abs=0.011), cells
+
+
 def test_tripuzzle_and_phylogeny_figures_follow_the_pe_count(tmp_path):
     summary = _render_at("tripuzzle", tmp_path, lambda n, r: _scale(r, "IDLE", 2.0))
     section = summary.split("## 16 PEs")[1]

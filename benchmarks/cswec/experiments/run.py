@@ -454,6 +454,16 @@ def render(rows, args) -> str:
     lines += study.tables(
         rows, args, table, SIZES, list(PAPER_RATIO["c2670"].values()), explained=False
     )
+    fig59 = {f"c2670-{n}": (label, t) for (label, t), (n, *_) in zip(PAPER_59, FIG59)}
+    lines += study.beside(
+        "Fig 5.9 (C2670)",
+        {n: t for n, (_, t) in fig59.items()},
+        {n: label for n, (label, _) in fig59.items()},
+        "c2670-initial",
+        "sim_s",
+        rows,
+        args,
+    )
     pes = study.headline_pes(args)
     lines += ["", f"## Details on {pes} PEs"]
     return details(study.at(rows, pes), args, pes, lines)
