@@ -251,10 +251,13 @@ def readme(rows, args) -> str:
         for r in (10, 20)
     ]
     grows = all(b is not None for b in beta) and beta[0] < beta[1] < beta[2]
+    sp = study.speedup(view["sequential"], view["remote10"], "iter_s")
     return study.in_short(
         f"at the {args.size} size ({study.size_label(args)}) on {pes} PEs the ratio of "
         f"computation to runtime overhead is {study.fmt(view['remote10'].get('ratio'), 1)} at "
-        f"10 % remote edges (the paper's: {ratio_text()}); the data transfer cost "
+        f"10 % remote edges (the paper's: {ratio_text()}) and the scaled speedup over 1 PE "
+        f"{study.fmt(sp and sp * pes, 2)} (P times the 1-PE time over the P-PE time, the same "
+        "nodes per PE); the data transfer cost "
         f"{'grows' if grows else 'does not grow'} with the remote edges and, at 10 %, "
         f"{barrier_verdict(view['remote10'])}; the "
         f"iteration time changes by {' and '.join(loss)} remote edges against 0 % (medians "
