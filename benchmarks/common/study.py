@@ -454,12 +454,15 @@ def measure_rounds(tag, exe, args, model, sequential, configs) -> dict:
     return rows
 
 
-def beside(title: str, paper: dict, labels: dict, base: str, key: str, rows: dict, args):
+def beside(title: str, paper: dict, labels, base: str, key: str, rows: dict, args):
     """A figure of the paper beside ours at every PE count measured, each row as a time
     relative to the `base` configuration's: the paper's per machine (`paper`: {name: (CM5,
     Paragon, SP1)}), ours as the median over the rounds of the same-round ratio of mp_param
     `key`, with its range.  Absolute times do not compare (the paper's runs took seconds to
-    minutes, ours milliseconds); what an optimisation changes does."""
+    minutes, ours milliseconds); what an optimisation changes does.  `labels`: {name: label},
+    or a study's CONFIGS, tuples with the name first and the label last."""
+    if not isinstance(labels, dict):
+        labels = {c[0]: c[-1] for c in labels}
     lines = [
         "",
         f"{title}, relative to {labels[base]} (the paper's machines; ours, same-round ratios):",

@@ -211,15 +211,7 @@ def render(rows, args) -> str:
     for name, *_, label in CONFIGS:
         c, p, s = PAPER_55[name]
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += study.beside(
-        "Fig 5.5",
-        PAPER_55,
-        {name: label for name, *_, label in CONFIGS},
-        "steal",
-        "solve_s",
-        rows,
-        args,
-    )
+    lines += study.beside("Fig 5.5", PAPER_55, CONFIGS, "steal", "solve_s", rows, args)
     lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
 

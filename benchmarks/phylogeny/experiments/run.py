@@ -260,15 +260,7 @@ def paper_lines(rows, args, lines) -> str:
     for name, (c, p, s) in PAPER_57.items():
         label = next(lab for n, *_, lab in CONFIGS if n == name)
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += study.beside(
-        "Fig 5.7",
-        PAPER_57,
-        {name: label for name, *_, label in CONFIGS},
-        "steal",
-        "solve_s",
-        rows,
-        args,
-    )
+    lines += study.beside("Fig 5.7", PAPER_57, CONFIGS, "steal", "solve_s", rows, args)
     lines += [
         "",
         f"Tasks per PE on the CM5 (Fig 2.11): stealing {PAPER_TASKS['steal']}, "

@@ -214,15 +214,7 @@ def render(rows, args) -> str:
     for name, _, _, label in CONFIGS:
         c, p, s = PAPER_53[name]
         lines.append(f"| {label} | {c} | {p} | {s} |")
-    lines += study.beside(
-        "Fig 5.3",
-        PAPER_53,
-        {name: label for name, *_, label in CONFIGS},
-        "fifo-1k",
-        "search_s",
-        rows,
-        args,
-    )
+    lines += study.beside("Fig 5.3", PAPER_53, CONFIGS, "fifo-1k", "search_s", rows, args)
     lines += ["", "Commands:", ""] + [f"- `{row['cmd']}`" for row in rows.values() if "cmd" in row]
     return "\n".join(lines) + "\n"
 
