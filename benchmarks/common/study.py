@@ -226,6 +226,23 @@ def at(rows: dict, pes: int) -> dict:
     return out
 
 
+def drive(tag: str, program: str, args, render, candidates, measure) -> int:
+    """A study once its options are parsed: with --render, its saved rows rendered again; with
+    --calibrate, the ratio of computation to runtime overhead at each of `candidates(args)`
+    ([(label, command, env)], results/calibration.json); else the rows `measure(exe, model)`
+    makes.  The summary (`render(rows, args)`) and its rows are written but for --calibrate.
+    Returns the exit status."""
+    rows = saved(args)
+    if rows is None:
+        exe, model = setup(tag, program, args)
+        if args.calibrate:
+            calibrate(tag, exe, model, args, candidates(args), args.work)
+            return 0
+        rows = measure(exe, model)
+    write(args.out, list(rows.values()), render(rows, args))
+    return 0
+
+
 def headline_pes(args) -> int:
     """The PE count a summary's short paragraph and its details speak of: the largest
     measured, where the paper's effects of scale show (its machines had 8 and 32 PEs)."""

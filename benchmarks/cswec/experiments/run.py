@@ -157,31 +157,32 @@ def main(argv=None):
     )
     args = study.settings(ap, argv)
     args.subs = {}
-    rows = study.saved(args)
-    if rows is not None:
-        args.caps = [int(c) for c in args.capacities.split(",")]
-        study.write(args.out, list(rows.values()), render(rows, args))
-        return 0
-    args.caps = [int(c) for c in args.capacities.split(",")]
-    exe, model = study.setup(TAG, "cswec", args)
-    if args.calibrate:
-        net = netlist("c2670", args)
-        study.calibrate(
-            TAG,
-            exe,
-            model,
-            args,
-            [
-                (
-                    f"C2670, {v} vectors",
-                    [f"--netlist={net}", f"--vectors={v}", "--capacity=64"],
-                    {"MPROF_AGG_BYTES": 1024},
-                )
-                for v in CANDIDATES
-            ],
-            args.work,
+    return study.drive(
+        TAG, "cswec", args, render, candidates, lambda exe, model: measure(exe, model, args)
+    )
+
+
+def candidates(args) -> list:
+    net = netlist("c2670", args)
+    return [
+        (
+            f"C2670, {v} vectors",
+            [f"--netlist={net}", f"--vectors={v}", "--capacity=64"],
+            {"MPROF_AGG_BYTES": 1024},
         )
-        return 0
+        for v in CANDIDATES
+    ]
+
+
+def capacities(args) -> list[int]:
+    """The capacity sweep's edge capacities (--capacities, or the saved study's)."""
+    return [int(c) for c in args.capacities.split(",")]
+
+
+def measure(exe, model, args) -> dict:
+    """The study's rows: per circuit, the 1-PE runs, each PE count's configurations in rounds,
+    callgrind's counts and the capacity sweep at the largest PE count."""
+    args.caps = capacities(args)
     rows = {"_machine": study.machine_load()}
     for circ in CIRCUITS:
         net = netlist(circ, args)
@@ -233,8 +234,7 @@ def main(argv=None):
             "subs",
         ),
     )
-    study.write(args.out, list(rows.values()), render(rows, args))
-    return 0
+    return rows
 
 
 def callgrind(exe, net, args) -> dict:
@@ -426,6 +426,7 @@ def readme(rows, args) -> str:
 
 def render(rows, args) -> str:
     args.subs = rows.get("_study", {}).get("subs") or args.subs
+    args.caps = capacities(args)
     lines = [
         "# CSWEC (Wen 1995, §5.1.5, Figs 5.8-5.10) reproduced with mprof",
         "",

@@ -70,28 +70,20 @@ def main(argv=None):
     ap = study.parser(__doc__, "eigenvalue", SIZES)
     ap.add_argument("--n", type=int, default=None, help="matrix order (default: the size's)")
     args = study.settings(ap, argv)
-    rows = study.saved(args)
-    if rows is not None:
-        study.write(args.out, list(rows.values()), render(rows, args))
-        return 0
-    exe, model = study.setup(TAG, "eigenvalue", args)
-    if args.calibrate:
-        study.calibrate(
-            TAG,
-            exe,
-            model,
-            args,
-            [
-                (
-                    f"N = {n}",
-                    [f"--n={n}", "--balance=steal", "--tasks=fetch"],
-                    {"MPROF_AGG_BYTES": 1024},
-                )
-                for n in CANDIDATES
-            ],
-            args.work,
-        )
-        return 0
+    return study.drive(
+        TAG, "eigenvalue", args, render, candidates, lambda exe, model: measure(exe, model, args)
+    )
+
+
+def candidates(args) -> list:
+    return [
+        (f"N = {n}", [f"--n={n}", "--balance=steal", "--tasks=fetch"], {"MPROF_AGG_BYTES": 1024})
+        for n in CANDIDATES
+    ]
+
+
+def measure(exe, model, args) -> dict:
+    """The study's rows: every PE count's configurations in rounds with the 1-PE run."""
     configs = [(name, balance, tasks, agg, {}) for name, balance, tasks, agg, _ in CONFIGS]
     configs += [
         (f"steal{study.flush_name(spec)}", "steal", "fetch", 1024, study.flush_env(spec))
@@ -114,8 +106,7 @@ def main(argv=None):
             },
         )
     )
-    study.write(args.out, list(rows.values()), render(rows, args))
-    return 0
+    return rows
 
 
 def table(rows, args, pes) -> list[str]:

@@ -81,21 +81,18 @@ def main(argv=None):
     ap.add_argument("--nodes", type=int, default=None, help="nodes per PE (default: the size's)")
     ap.add_argument("--iters", type=int, default=None, help="iterations (default: the size's)")
     args = study.settings(ap, argv)
-    rows = study.saved(args)
-    if rows is not None:
-        study.write(args.out, list(rows.values()), render(rows, args))
-        return 0
-    exe, model = study.setup(TAG, "em3d", args)
-    if args.calibrate:
-        study.calibrate(
-            TAG,
-            exe,
-            model,
-            args,
-            [(f"{n} nodes", command(args, 10, n), {}) for n in CANDIDATES],
-            args.work,
-        )
-        return 0
+    return study.drive(
+        TAG,
+        "em3d",
+        args,
+        render,
+        lambda args: [(f"{n} nodes", command(args, 10, n), {}) for n in CANDIDATES],
+        lambda exe, model: measure(exe, model, args),
+    )
+
+
+def measure(exe, model, args) -> dict:
+    """The study's rows: every PE count's remote-edge shares and flush settings in rounds."""
 
     def configs(pes):
         group = {
@@ -116,8 +113,7 @@ def main(argv=None):
     rows.update(
         study.measure_rounds(TAG, exe, args, model, (command(args, 0), {"MPROF_PES": 1}), configs)
     )
-    study.write(args.out, list(rows.values()), render(rows, args))
-    return 0
+    return rows
 
 
 def table(rows, args, pes) -> list[str]:

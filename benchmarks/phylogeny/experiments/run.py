@@ -87,28 +87,24 @@ def main(argv=None):
     ap.add_argument("--species", type=int, default=None)
     ap.add_argument("--chars", type=int, default=None)
     args = study.settings(ap, argv)
-    rows = study.saved(args)
-    if rows is not None:
-        study.write(args.out, list(rows.values()), render(rows, args))
-        return 0
-    exe, model = study.setup(TAG, "phylogeny", args)
-    if args.calibrate:
-        study.calibrate(
-            TAG,
-            exe,
-            model,
-            args,
-            [
-                (
-                    f"{c} characters",
-                    [f"--species={args.species}", f"--chars={c}", "--balance=steal"],
-                    {"MPROF_AGG_BYTES": 1024},
-                )
-                for c in CANDIDATES
-            ],
-            args.work,
+    return study.drive(
+        TAG, "phylogeny", args, render, candidates, lambda exe, model: measure(exe, model, args)
+    )
+
+
+def candidates(args) -> list:
+    return [
+        (
+            f"{c} characters",
+            [f"--species={args.species}", f"--chars={c}", "--balance=steal"],
+            {"MPROF_AGG_BYTES": 1024},
         )
-        return 0
+        for c in CANDIDATES
+    ]
+
+
+def measure(exe, model, args) -> dict:
+    """The study's rows: the 1-PE runs, then each PE count's configurations in rounds."""
     size = [f"--species={args.species}", f"--chars={args.chars}"]
     machine = study.machine_load()
     rows = {
@@ -146,8 +142,7 @@ def main(argv=None):
             study.measure_interleaved(TAG, group, exe, args.reps, model, args.work, args.out)
         )
     rows["_machine"] = study.machine_load(machine)
-    study.write(args.out, list(rows.values()), render(rows, args))
-    return 0
+    return rows
 
 
 def ratio_text() -> str:

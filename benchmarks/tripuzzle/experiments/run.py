@@ -57,24 +57,20 @@ def main(argv=None):
     ap = study.parser(__doc__, "tripuzzle", SIZES)
     ap.add_argument("--rows", type=int, default=None, help="rows of the board (the size's)")
     args = study.settings(ap, argv)
-    rows = study.saved(args)
-    if rows is not None:
-        study.write(args.out, list(rows.values()), render(rows, args))
-        return 0
-    exe, model = study.setup(TAG, "tripuzzle", args)
-    if args.calibrate:
-        study.calibrate(
-            TAG,
-            exe,
-            model,
-            args,
-            [
-                (f"{r} rows", [f"--rows={r}", "--sched=fifo"], {"MPROF_AGG_BYTES": 1024})
-                for r in CANDIDATES
-            ],
-            args.work,
-        )
-        return 0
+    return study.drive(
+        TAG, "tripuzzle", args, render, candidates, lambda exe, model: measure(exe, model, args)
+    )
+
+
+def candidates(args) -> list:
+    return [
+        (f"{r} rows", [f"--rows={r}", "--sched=fifo"], {"MPROF_AGG_BYTES": 1024})
+        for r in CANDIDATES
+    ]
+
+
+def measure(exe, model, args) -> dict:
+    """The study's rows: every PE count's configurations in rounds with the 1-PE run."""
     board = [f"--rows={args.rows}"]
     configs = [(name, sched, agg, {}) for name, sched, agg, _ in CONFIGS]
     configs += [
@@ -99,8 +95,7 @@ def main(argv=None):
             },
         )
     )
-    study.write(args.out, list(rows.values()), render(rows, args))
-    return 0
+    return rows
 
 
 def ratio_text() -> str:
