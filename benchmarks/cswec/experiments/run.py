@@ -21,9 +21,10 @@ graph's fibers FIFO), the event graph's fibers on the preemptive scheduler
 paper, with the nodes placed in contiguous blocks of the topological order
 (`--place=block`); the instructions of FIFO and preemptive scheduling counted by `valgrind
 --tool=callgrind` (--callgrind-vectors vectors; on 1 PE, where the count is deterministic,
-and --callgrind-reps times on --pes PEs, where it is not: the schedule, and an idle PE's
-spinning, vary), a figure the machine's load does not disturb (0 vectors: skip); and the
-capacity sweep of Fig 5.10 --cap-reps times with --sweep-vectors vectors (small capacities
+and --callgrind-reps times on the largest PE count of --pes, where it is not: the schedule,
+and an idle PE's spinning, vary), a figure the machine's load does not disturb (0 vectors:
+skip); and the capacity sweep of Fig 5.10 at the largest PE count, --cap-reps times with
+--sweep-vectors vectors (small capacities
 need thousands of recovery rounds: capacity 1 on C2670 takes minutes, so the default sweep
 starts at 2).  Every run is reported with the runtime's fitted cost model (`mprof report RUN
 --model M`, default build/workflows/rts.model.json from `make demo`).  Writes
