@@ -276,6 +276,17 @@ def idle_carried(row: dict, access: str) -> tuple[float | None, str]:
     )
 
 
+def by_latency(row: dict, events) -> list[tuple[str, float]]:
+    """A row's events [(event, access)] as (event, observed latency per PE), most first."""
+    named = [(ev, row.get("obs:" + access) or 0.0) for ev, access in events]
+    return sorted(named, key=lambda x: -x[1])
+
+
+def ranked_text(row: dict, events) -> str:
+    """by_latency as text: "remove 0.005, term 0.000, ..." (seconds per PE)."""
+    return ", ".join(f"{ev} {v:.3f}" for ev, v in by_latency(row, events))
+
+
 def speedup(seq: dict, row: dict, key: str) -> float | None:
     """The 1-PE run's median of mp_param `key` over row's."""
     a, b = param_stat(seq, key)[0], param_stat(row, key)[0]

@@ -682,13 +682,13 @@ def findings(rows, args, pes) -> list[str]:
     less = "C2670" if cap_ratio["c2670"] > cap_ratio["regfile"] else "REGFILE"
     lo, hi = args.caps[0], args.caps[-1]
 
-    def at_cap(circ, key):
-        return [pstat(rows[f"{circ}-cap{c}"], key) for c in (lo, hi)]
+    def from_lo_to_hi(circ, key, what):
+        a, b = (pstat(rows[f"{circ}-cap{c}"], key) for c in (lo, hi))
+        return f"{a:.0f} -> {b:.0f} {what}"
 
     stalls = "; ".join(
-        f"{circ} {at_cap(circ, 'recoveries')[0]:.0f} -> {at_cap(circ, 'recoveries')[1]:.0f} "
-        f"recovery rounds, {at_cap(circ, 'nulls')[0]:.0f} -> {at_cap(circ, 'nulls')[1]:.0f} "
-        "null messages"
+        f"{circ} {from_lo_to_hi(circ, 'recoveries', 'recovery rounds')}, "
+        f"{from_lo_to_hi(circ, 'nulls', 'null messages')}"
         for circ in CIRCUITS
     )
     penalty = [

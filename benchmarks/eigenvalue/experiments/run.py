@@ -236,11 +236,10 @@ def findings(rows, args, pes) -> list[str]:
         return rows[name].get(f"{kind}:{access}")
 
     def ranked(name):
-        named = [(ev, lat(name, a) or 0) for ev, a in EVENTS]
-        return ", ".join(f"{ev} {v:.3f}" for ev, v in sorted(named, key=lambda x: -x[1]))
+        return study.ranked_text(rows[name], EVENTS)
 
     def top(name):  # the event with the most observed latency
-        return max(EVENTS, key=lambda e: lat(name, e[1]) or 0)[0]
+        return study.by_latency(rows[name], EVENTS)[0][0]
 
     def term_remove(name):  # the paper's stealing pattern: mostly term and remove
         v = {ev: lat(name, a) or 0 for ev, a in EVENTS}
