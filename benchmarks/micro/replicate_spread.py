@@ -19,7 +19,15 @@ consecutive rounds.  Cases:
   fibers_2pe   rt_workload 2 12000000 0 16 0: the same on two PEs, no messages
   agg          MPROF_AGG_BYTES=4096 rt_workload 2 3000000 300000 16 0
   noagg        MPROF_AGG_BYTES=0 rt_workload 2 3000000 300000 16 0
-  X_unbound    any of the four above with MPROF_PIN=0 (worker threads left to the OS; not in
+  pair_agg     pair_floor 2 2000000 16 4096: the machine's own floor of agg's messaging:
+               16-byte records between two threads through a ring of 4096-byte blocks per
+               pair, each dispatched through a function pointer; no runtime, no fibers;
+               busy CPU as the workload's (about as much as agg's)
+  pair_noagg   pair_floor 2 1000000 16 0: the same with every record published at once, the
+               floor of noagg; both pair cases' lines also give the range of the cache-line
+               round trip between the two threads measured in each run (rtt_ns_range): the
+               host's placement of the two vCPUs, on which every cross-thread cost depends
+  X_unbound    any of the four rt_workload cases with MPROF_PIN=0 (worker threads left to the OS; not in
                the default list): name both, e.g. --cases agg,agg_unbound, and the rounds
                interleave bound and unbound runs, so the two spreads see the same machine
 
@@ -27,7 +35,10 @@ Each case's line also gives median_dev_pct, the mean deviation of the groups' me
 lower median of an even count) from the median of those: what a perfect model would miss by
 when it predicts a configuration's median of R runs, as the runtime model's fit does (the floor
 of its test MRE here); and fastest_dev_pct, the same for the groups' fastest runs, as PIPE's
-fit takes them.  Busy CPU is the run
+fit takes them.  The messaging cases' lines give bursts_range, the least and most channel
+bursts of their runs (ChanNotify + ChanDrain over PEs): how often a receiver found a channel
+empty and a sender woke it depends on the two PEs' relative timing, not on the work, and each
+burst moves cache lines between them (docs/measurements/runtime-messaging.md).  Busy CPU is the run
 profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own
 figure is also printed for each profile database (a sweep made by `mprof bench`): the median
 over its configurations of the spread of their repetitions.  One JSON line per case and
@@ -57,6 +68,10 @@ CASES.update(
         for name, (args, env) in list(CASES.items())
     }
 )
+PAIRS = {
+    "pair_agg": ["2", "2000000", "16", "4096"],
+    "pair_noagg": ["2", "1000000", "16", "0"],
+}
 FLOOR_PARTS = {
     "floor": "cpu_s",
     "floor_alu": "alu_cpu_s",
@@ -79,6 +94,23 @@ def run_floor(build):
     return {case: out[key] for case, key in FLOOR_PARTS.items()}
 
 
+def run_pair(build, args):
+    """One pair_floor run: its busy CPU (summed over threads) and its cache-line round trip."""
+    exe = Path(build) / "benchmarks/micro/pair_floor"
+    r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
+    out = json.loads(r.stdout)
+    return out["busy_cpu_s"], out["rtt_ns"]
+
+
+def program(case):
+    """The benchmark program a case runs."""
+    if case == "floor":
+        return "noise_floor"
+    return "pair_floor" if case in PAIRS else "rt_workload"
+
+
 def run_workload(build, args, env):
     exe = Path(build) / "benchmarks/micro/rt_workload"
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,7 +126,9 @@ def run_workload(build, args, env):
             fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
         with open(out) as f:
             profile = json.load(f)
-    return sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"])
+    busy = sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"])
+    rts = [o["stats"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "rts"]
+    return busy, sum(st["ChanNotify"] + st["ChanDrain"] for st in rts)
 
 
 def spread(values):
@@ -154,32 +188,39 @@ def main():
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument(
         "--cases",
-        default="floor,fibers_1pe,fibers_2pe,agg,noagg",
-        help="comma-separated: floor and any of " + ", ".join(CASES),
+        default="floor,fibers_1pe,fibers_2pe,agg,pair_agg,noagg,pair_noagg",
+        help="comma-separated: floor and any of " + ", ".join([*CASES, *PAIRS]),
     )
     ap.add_argument("--db", nargs="*", default=[], help="sweep databases to summarise too")
     args = ap.parse_args()
     if args.groups < 1 or args.reps < 2:
         fail("--groups must be at least 1 and --reps at least 2")
     cases = [c for c in args.cases.split(",") if c]
-    unknown = [c for c in cases if c != "floor" and c not in CASES]
+    unknown = [c for c in cases if c != "floor" and c not in CASES and c not in PAIRS]
     if unknown:
-        fail(f"unknown case(s) {', '.join(unknown)}; known: floor, {', '.join(CASES)}")
+        known = ", ".join(["floor", *CASES, *PAIRS])
+        fail(f"unknown case(s) {', '.join(unknown)}; known: {known}")
     for db in args.db:
         if not Path(db).is_file():
             fail(f"{db}: no such database")
-    for prog in ("noise_floor", "rt_workload"):
+    for prog in sorted({program(c) for c in cases}):
         if not (Path(args.build) / "benchmarks/micro" / prog).is_file():
             fail(f"{args.build}/benchmarks/micro/{prog} is missing: run make build")
 
-    series = {}
+    series, rtts, burst_counts = {}, {}, {}
     for _ in range(args.groups * args.reps):
         for case in cases:
             if case == "floor":
                 for part, v in run_floor(args.build).items():
                     series.setdefault(part, []).append(v)
+            elif case in PAIRS:
+                busy, rtt = run_pair(args.build, PAIRS[case])
+                series.setdefault(case, []).append(busy)
+                rtts.setdefault(case, []).append(rtt)
             else:
-                series.setdefault(case, []).append(run_workload(args.build, *CASES[case]))
+                busy, bursts = run_workload(args.build, *CASES[case])
+                series.setdefault(case, []).append(busy)
+                burst_counts.setdefault(case, []).append(bursts)
 
     summary = {"groups": args.groups, "reps": args.reps}
     for case, values in series.items():
@@ -193,6 +234,10 @@ def main():
             "cpu_s_range": [round(min(values), 4), round(max(values), 4)],
             "cpu_s_median": round(statistics.median(values), 4),
         }
+        if case in rtts:
+            line["rtt_ns_range"] = [round(min(rtts[case])), round(max(rtts[case]))]
+        if max(burst_counts.get(case, [0])) > 0:
+            line["bursts_range"] = [min(burst_counts[case]), max(burst_counts[case])]
         print(json.dumps(line), flush=True)
         summary[f"{case}_spread_pct"] = line["median_spread_pct"]
         summary[f"{case}_median_dev_pct"] = line["median_dev_pct"]

@@ -2,6 +2,7 @@
 runs beside the machine's own.  Not a speed check: the figures must be what they claim."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,6 +121,7 @@ def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_bui
     assert dbline["configurations"] == 1
     assert abs(dbline["median_spread_pct"] - 100 * (max(busy) / min(busy) - 1)) < 0.2, dbline
     assert lines[-1]["fibers_1pe_spread_pct"] == cases["fibers_1pe"]["median_spread_pct"]
+    assert "bursts_range" not in cases["fibers_1pe"]  # one PE: no channel, no burst
 
 
 def test_bad_arguments_are_reported_without_a_traceback(tmp_path):
@@ -174,3 +176,66 @@ def test_bound_and_unbound_cases_interleave_from_any_folder(cmake_build, tmp_pat
     )
     assert missing.returncode != 0 and "is missing: run make build" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def _pair_floor(exe, *args):
+    run = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
+    return run, (json.loads(run.stdout) if run.returncode == 0 else None)
+
+
+@pytest.mark.parametrize("sanitize", [None, "thread"])
+def test_pair_floor_delivers_every_record_once_in_blocks_or_alone(cmake_build, sanitize):
+    """pair_floor checks itself: every receiver gets exactly what it is owed and the sum of
+    every handler index and argument word matches (exit 1 otherwise).  Under TSan its rings
+    must also be free of data races, with a thread per CPU and with more threads than CPUs."""
+    bdir = cmake_build(sanitize=sanitize, targets=["pair_floor"])
+    exe = bdir / "benchmarks" / "micro" / "pair_floor"
+    for p, n, rec, block, per_block in (
+        (2, 20000, 16, 4096, (4096 - 8) // 24),  # aggregated: records fill a block
+        (2, 5000, 512, 0, 1),  # unaggregated: a record per block, published at once
+        (2, 3000, 8, 0, 1),  # a block of one record even where two would fit its line
+        (3, 20000, 24, 256, (256 - 8) // 32),  # more blocks per pair than a ring holds
+        (8, 500, 16, 4096, 170),  # more threads than CPUs: they yield instead of spinning
+    ):
+        run, out = _pair_floor(exe, p, n, rec, block)
+        assert run.returncode == 0, run.stderr
+        assert "ThreadSanitizer" not in run.stderr, run.stderr
+        assert out["check"] == "ok" and out["records_per_block"] == per_block, out
+        assert (out["pes"], out["records_per_sender"], out["record_bytes"]) == (p, n, rec)
+        assert out["busy_cpu_s"] == pytest.approx(max(out["cpu_s"] - out["idle_s"], 0), abs=2e-6)
+        assert out["rtt_ns"] > 0 and out["elapsed_s"] > 0
+        assert out["pinned"] == (p <= len(os.sched_getaffinity(0)))
+
+
+def test_pair_floor_rejects_bad_arguments(cmake_build):
+    exe = cmake_build("build", targets=["pair_floor"]) / "benchmarks" / "micro" / "pair_floor"
+    for args in ((1, 10), (65, 10), (2, 0), (2, 10, 12), (2, 10, 0), (2, 10, 16, 24), (2,)):
+        run, _ = _pair_floor(exe, *args)
+        assert run.returncode == 2 and "usage: pair_floor" in run.stderr, (args, run.stderr)
+
+
+def test_the_script_sets_the_pair_floor_beside_the_messaging_cases(cmake_build):
+    """The pair cases run pair_floor in the same rounds as the workload cases and report the
+    round trip each run measured, which tells the host's placement of the two threads."""
+    cmake_build("build", targets=["pair_floor", "rt_workload"])
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--groups", "1", "--reps", "2"]
+        + ["--cases", "pair_noagg,noagg"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
+    cases = {x["case"]: x for x in lines if "case" in x}
+    assert list(cases) == ["pair_noagg", "noagg"]
+    lo, hi = cases["pair_noagg"]["rtt_ns_range"]
+    assert 0 < lo <= hi
+    assert "rtt_ns_range" not in cases["noagg"]
+    # the runtime's bursts (notifications and drains) vary with timing: the case gives their
+    # range; a messaging run has at least one of each, the floor none that the runtime counts
+    lo, hi = cases["noagg"]["bursts_range"]
+    assert 2 <= lo <= hi
+    assert "bursts_range" not in cases["pair_noagg"]
+    assert lines[-1]["pair_noagg_spread_pct"] == cases["pair_noagg"]["median_spread_pct"]
