@@ -40,6 +40,11 @@ for db in "$BUILD/workflows/rts-fit.db" "$BUILD/workflows/rts-test.db"; do
 done
 python benchmarks/micro/replicate_spread.py --build "$BUILD" ${db_args[@]+--db "${db_args[@]}"}
 
+echo "== messaging costs against the host's placement of two threads (benchmarks/micro/placement.py)"
+if [ "$(nproc)" -ge 2 ]; then # a round trip needs two threads on CPUs of their own
+  python benchmarks/micro/placement.py --build "$BUILD" --seconds 60
+fi
+
 echo "== the machine's own weak scaling up to its cores (benchmarks/micro/machine_scaling.py)"
 cores=$(nproc)
 pes=1; p=2

@@ -37,7 +37,8 @@
 #             (MPROF_FEED_US), interleaved: fed messages against records per message and time
 #   sweeps    the runtime model's sweeps (fit, test, and the 8-PE test set sweep-test8.toml)
 #             and PIPE's, into build/workflows/*.db, returned as dbs.tgz
-#   spread    benchmarks/micro/replicate_spread.py --groups 2, and the sweeps' own spread
+#   spread    benchmarks/micro/replicate_spread.py --groups 2, and the sweeps' own spread;
+#             benchmarks/micro/placement.py for 15 s (messaging per band of round trips)
 #   apps      the suite's apps part (the applications at 1-16 PEs)
 #   studies   the five Chapter 5 studies at --pes 8,16 --size paper --reps 1, cheapest
 #             first, until the budget runs out; results (each study's summary.md and
@@ -56,7 +57,7 @@ self=benchmarks/device/run.sh
 # The parts in their order, and the least time worth starting each with.
 all=(runtime machine carriers startup sampler agg sweeps spread apps studies)
 declare -A need=([runtime]=60 [machine]=15 [carriers]=20 [startup]=10 [sampler]=15 [agg]=30
-  [sweeps]=90 [spread]=40 [apps]=60 [studies]=100)
+  [sweeps]=90 [spread]=55 [apps]=60 [studies]=100)
 budget=540
 parts=()
 one=
@@ -175,6 +176,9 @@ spread() {
     [[ -f $db ]] && dbs+=("$db")
   done
   "$PY" benchmarks/micro/replicate_spread.py --groups 2 --reps 4 ${dbs[@]:+--db "${dbs[@]}"}
+  # the runtime's messaging per band of round trips beside the floor's (on the 2-core VM the
+  # bands are the host's placements; here, whether the 16-core machine has such bands at all)
+  "$PY" benchmarks/micro/placement.py --seconds 15
 }
 
 studies() {
