@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from replicate_spread import run_pair  # this script's folder is on sys.path
+
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = {
@@ -58,11 +60,7 @@ def fail(msg):
 
 
 def pair_floor(build, args):
-    exe = Path(build) / "benchmarks/micro/pair_floor"
-    r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
-    out = json.loads(r.stdout)
+    out = run_pair(build, args, fail)
     ops = out["pes"] * out["records_per_sender"]
     return {"busy": out["busy_cpu_s"], "ops": ops, "rtt": out["rtt_ns"]}
 

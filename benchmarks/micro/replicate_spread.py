@@ -94,14 +94,14 @@ def run_floor(build):
     return {case: out[key] for case, key in FLOOR_PARTS.items()}
 
 
-def run_pair(build, args):
-    """One pair_floor run: its busy CPU (summed over threads) and its cache-line round trip."""
+def run_pair(build, args, fail=fail):
+    """One pair_floor run: its JSON line (busy_cpu_s summed over threads, rtt_ns the cache-line
+    round trip between them, ...); `fail` reports a failed run (placement.py passes its own)."""
     exe = Path(build) / "benchmarks/micro/pair_floor"
     r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
-    out = json.loads(r.stdout)
-    return out["busy_cpu_s"], out["rtt_ns"]
+    return json.loads(r.stdout)
 
 
 def program(case):
@@ -214,9 +214,9 @@ def main():
                 for part, v in run_floor(args.build).items():
                     series.setdefault(part, []).append(v)
             elif case in PAIRS:
-                busy, rtt = run_pair(args.build, PAIRS[case])
-                series.setdefault(case, []).append(busy)
-                rtts.setdefault(case, []).append(rtt)
+                out = run_pair(args.build, PAIRS[case])
+                series.setdefault(case, []).append(out["busy_cpu_s"])
+                rtts.setdefault(case, []).append(out["rtt_ns"])
             else:
                 busy, bursts = run_workload(args.build, *CASES[case])
                 series.setdefault(case, []).append(busy)

@@ -15,6 +15,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "micro" / "replicate_spread.py"
 
 
+def _measure(*args):
+    """Runs the script from the repository; returns its JSON lines and its case lines by case."""
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
+    return lines, {x["case"]: x for x in lines if "case" in x}
+
+
 def test_spread_of_a_group_is_max_over_min_less_one():
     mod = load_script(SCRIPT)
     assert mod.spread([2.0, 3.0, 2.5]) == 0.5
@@ -77,29 +91,9 @@ def test_the_script_measures_each_case_and_summarises_a_sweep_database(cmake_bui
     )
     first = [json.loads(r.read_text()) for r in runs[:2]]
     busy = [sum(p["cpu_s"] - p["idle_cpu_s"] for p in f["pes"]) for f in first]
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "--build",
-            str(bdir),
-            "--groups",
-            "1",
-            "--reps",
-            "2",
-            "--cases",
-            "floor,fibers_1pe",
-            "--db",
-            str(db),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
+    lines, cases = _measure(
+        "--build", bdir, "--groups", 1, "--reps", 2, "--cases", "floor,fibers_1pe", "--db", db
     )
-    assert run.returncode == 0, run.stderr
-    lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
-    cases = {x["case"]: x for x in lines if "case" in x}
     assert set(cases) == {
         "floor",
         "floor_alu",
@@ -218,17 +212,7 @@ def test_the_script_sets_the_pair_floor_beside_the_messaging_cases(cmake_build):
     """The pair cases run pair_floor in the same rounds as the workload cases and report the
     round trip each run measured, which tells the host's placement of the two threads."""
     cmake_build("build", targets=["pair_floor", "rt_workload"])
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--groups", "1", "--reps", "2"]
-        + ["--cases", "pair_noagg,noagg"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr
-    lines = [json.loads(x) for x in run.stdout.strip().splitlines()]
-    cases = {x["case"]: x for x in lines if "case" in x}
+    lines, cases = _measure("--groups", 1, "--reps", 2, "--cases", "pair_noagg,noagg")
     assert list(cases) == ["pair_noagg", "noagg"]
     lo, hi = cases["pair_noagg"]["rtt_ns_range"]
     assert 0 < lo <= hi
