@@ -28,7 +28,8 @@ one divided by the rise in round trip (how many line round trips an operation wa
 unhidden); and for the runtime cases, within the middle band, the range of the bursts, their
 correlation with busy CPU, and busy CPU's coefficient of variation as measured, after a fit on
 the round trip (which still varies within a band), and after a fit on the round trip and the
-bursts together, with the price of a burst that fit finds.  --jsonl keeps every round; --from summarises
+bursts together, with the busy CPU that goes with a burst in that fit (a correlate, not the
+price of the notifications: docs/measurements/runtime-messaging.md, "Placement and bursts").  --jsonl keeps every round; --from summarises
 kept rounds without running anything.  One JSON line per case, then a summary line.
 """
 
