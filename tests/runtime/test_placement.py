@@ -2,6 +2,7 @@
 the host's placement of two threads.  Not a speed check: the figures must be what they claim."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +70,15 @@ def test_bands_move_runs_between_them(tmp_path):
 
 
 def test_a_round_runs_every_case_with_its_round_trip(cmake_build, tmp_path):
+    """One live round; on a machine with one CPU the script must refuse, as a round trip
+    between two threads needs two CPUs."""
     cmake_build("build", targets=["pair_floor", "rt_workload"])
     keep = tmp_path / "kept.jsonl"
     run = _run("--rounds", 1, "--jsonl", keep)
+    if len(os.sched_getaffinity(0)) < 2:
+        assert run.returncode != 0 and "needs two CPUs" in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr and not keep.exists()
+        return
     assert run.returncode == 0, run.stderr
     (kept,) = [json.loads(x) for x in keep.read_text().splitlines()]
     assert set(kept) == {"agg", "noagg", "pair_agg", "pair_noagg"}
