@@ -29,8 +29,9 @@ unhidden); and for the runtime cases, within the middle band, the range of the b
 correlation with busy CPU, and busy CPU's coefficient of variation as measured, after a fit on
 the round trip (which still varies within a band), and after a fit on the round trip and the
 bursts together, with the busy CPU that goes with a burst in that fit (a correlate, not the
-price of the notifications: docs/measurements/runtime-messaging.md, "Placement and bursts").  --jsonl keeps every round; --from summarises
-kept rounds without running anything.  One JSON line per case, then a summary line.
+price of the notifications: docs/measurements/runtime-messaging.md, "Placement and bursts").
+--jsonl keeps every round; --from summarises kept rounds without running anything.  One JSON
+line per case, then a summary line.
 """
 
 import argparse

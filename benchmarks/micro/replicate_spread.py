@@ -27,9 +27,9 @@ consecutive rounds.  Cases:
                floor of noagg; both pair cases' lines also give the range of the cache-line
                round trip between the two threads measured in each run (rtt_ns_range): the
                host's placement of the two vCPUs, on which every cross-thread cost depends
-  X_unbound    any of the four rt_workload cases with MPROF_PIN=0 (worker threads left to the OS; not in
-               the default list): name both, e.g. --cases agg,agg_unbound, and the rounds
-               interleave bound and unbound runs, so the two spreads see the same machine
+  X_unbound    any of the four rt_workload cases with MPROF_PIN=0 (worker threads left to the
+               OS; not in the default list): name both, e.g. --cases agg,agg_unbound, and the
+               rounds interleave bound and unbound runs, so the two spreads see the same machine
 
 Each case's line also gives median_dev_pct, the mean deviation of the groups' median runs (the
 lower median of an even count) from the median of those: what a perfect model would miss by
@@ -37,10 +37,10 @@ when it predicts a configuration's median of R runs, as the runtime model's fit 
 of its test MRE here); and fastest_dev_pct, the same for the groups' fastest runs, as PIPE's
 fit takes them.  The messaging cases' lines give bursts_range, the least and most channel
 bursts of their runs (ChanNotify + ChanDrain over PEs): how often a receiver found a channel
-empty and a sender woke it depends on the two PEs' relative timing, not on the work, and each
-burst moves cache lines between them (docs/measurements/runtime-messaging.md).  Busy CPU is the run
-profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own
-figure is also printed for each profile database (a sweep made by `mprof bench`): the median
+empty and a sender woke it follows the two PEs' relative speed, not the work
+(docs/measurements/runtime-messaging.md, "Placement and bursts").  Busy CPU is the run
+profile's cpu_s - idle_cpu_s summed over PEs.  With --db, the target's own figure is also
+printed for each profile database (a sweep made by `mprof bench`): the median
 over its configurations of the spread of their repetitions.  One JSON line per case and
 database, then a summary line.
 """
