@@ -242,6 +242,15 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* A whole decimal number, digits only (strtoull alone takes "-1" and "2x"). */
+static int count(const char *s, uint64_t *v)
+{
+    if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 12)
+        return 0;
+    *v = strtoull(s, NULL, 10);
+    return 1;
+}
+
 static int usage(void)
 {
     fprintf(stderr,
@@ -256,11 +265,12 @@ int main(int argc, char **argv)
 {
     if (argc < 3 || argc > 5)
         return usage();
-    char *end;
-    P = (int)strtol(argv[1], &end, 10);
-    n = strtoull(argv[2], &end, 10);
-    rec_bytes = argc > 3 ? strtoull(argv[3], &end, 10) : 16;
-    block_bytes = argc > 4 ? strtoull(argv[4], &end, 10) : 4096;
+    uint64_t p = 0;
+    rec_bytes = 16, block_bytes = 4096;
+    if (!count(argv[1], &p) || !count(argv[2], &n) || (argc > 3 && !count(argv[3], &rec_bytes)) ||
+        (argc > 4 && !count(argv[4], &block_bytes)) || p > MAX_P)
+        return usage();
+    P = (int)p;
     if (P < 2 || P > MAX_P || n < 1 || rec_bytes < 8 || rec_bytes % 8 || rec_bytes > 65536 ||
         (block_bytes && block_bytes < 16 + rec_bytes) || block_bytes > RING_BYTES / 16)
         return usage();

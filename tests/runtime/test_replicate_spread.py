@@ -203,7 +203,18 @@ def test_pair_floor_delivers_every_record_once_in_blocks_or_alone(cmake_build, s
 
 def test_pair_floor_rejects_bad_arguments(cmake_build):
     exe = cmake_build("build", targets=["pair_floor"]) / "benchmarks" / "micro" / "pair_floor"
-    for args in ((1, 10), (65, 10), (2, 0), (2, 10, 12), (2, 10, 0), (2, 10, 16, 24), (2,)):
+    for args in (
+        (1, 10),
+        (65, 10),
+        (2, 0),
+        (2, -5),
+        ("2x", 10),
+        (2, 10, 12),
+        (2, 10, 0),
+        (2, 10, 16, 24),
+        (2, 10, 16, ""),
+        (2,),
+    ):
         run, _ = _pair_floor(exe, *args)
         assert run.returncode == 2 and "usage: pair_floor" in run.stderr, (args, run.stderr)
 
