@@ -6,18 +6,19 @@
  * records moving between threads, the part of a runtime run that depends on where the host puts
  * the threads (a cache line's round trip between two vCPUs of the development VM is ~60, ~130 or
  * ~550 ns from one second to the next).  P threads, each bound to its own usable CPU (mod their
- * number), each send RECORDS_PER_SENDER records round-robin to the other P-1 and dispatch what
- * they receive.  The transport is the least a shared-memory runtime can do: one single-producer
- * single-consumer ring of blocks per ordered pair of threads, a record appended to the block being
- * filled for its destination, the block published when full (each side keeps a cached copy of the
- * other's index, so the shared indices move once per block), and the receiver calling each
- * record's handler through a function-pointer table.  A record is an 8-byte handler index and
- * RECORD_BYTES of arguments (a multiple of 8): the sender writes every word, the handler reads
- * every word, as an invocation's arguments are copied in and read.  BLOCK_BYTES 0 publishes every
- * record at once in a block of its own (the runtime's unaggregated messages); otherwise records
- * are aggregated into blocks of that size.  A thread alternates a batch of 256 sends with draining
- * its inbox, drains while its ring to a destination is full, and ends when it has sent all and
- * received all it is owed.
+ * number; one per core before any core's second hardware thread, as the runtime binds), each send
+ * RECORDS_PER_SENDER records round-robin to the other P-1 and dispatch what they receive.  The
+ * transport is the least a shared-memory runtime can do: one single-producer single-consumer ring
+ * of blocks per ordered pair of threads, a record appended to the block being filled for its
+ * destination, the block published when full (each side keeps a cached copy of the other's index,
+ * so the shared indices move once per block), and the receiver calling each record's handler
+ * through a function-pointer table.  A record is an 8-byte handler index and RECORD_BYTES of
+ * arguments (a multiple of 8): the sender writes every word, the handler reads every word, as an
+ * invocation's arguments are copied in and read.  BLOCK_BYTES 0 publishes every record at once in a
+ * block of its own (the runtime's unaggregated messages); otherwise records are aggregated into
+ * blocks of that size.  A thread alternates a batch of 256 sends with draining its inbox, drains
+ * while its ring to a destination is full, and ends when it has sent all and received all it is
+ * owed.
  *
  * Before the timed part, threads 0 and 1 pass one cache line back and forth 20 000 times: rtt_ns,
  * the placement the run had.  Prints one JSON line: cpu_s (the threads' CPU time, summed), idle_s
@@ -242,6 +243,57 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* A CPU's place among the usable hardware threads of its core (0 for the first) and its core
+ * (the lowest CPU number among its threads), from sysfs; 0 and itself where sysfs says nothing. */
+static void core_of(int cpu, const cpu_set_t *usable, int *rank, int *core)
+{
+    char path[96], list[256];
+    *rank = 0, *core = cpu;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (fgets(list, sizeof list, f)) {
+        for (char *tok = strtok(list, ",\n"); tok; tok = strtok(NULL, ",\n")) {
+            int lo, hi;
+            int got = sscanf(tok, "%d-%d", &lo, &hi);
+            if (got < 1)
+                continue;
+            if (got == 1)
+                hi = lo;
+            for (int c = lo; c <= hi && c < CPU_SETSIZE; c++) {
+                if (c < *core)
+                    *core = c;
+                if (c < cpu && CPU_ISSET(c, usable))
+                    ++*rank;
+            }
+        }
+    }
+    fclose(f);
+}
+
+/* The usable CPUs, one per core first and then each core's second hardware thread, as the
+ * runtime binds its workers (MPROF_PIN): two threads of this program then share a core only
+ * where two of the runtime's would. */
+static void usable_cpus(void)
+{
+    cpu_set_t mask;
+    int rank[CPU_SETSIZE], core[CPU_SETSIZE];
+    sched_getaffinity(0, sizeof mask, &mask);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mask)) {
+            core_of(c, &mask, &rank[c], &core[c]);
+            cpus[ncpus++] = c;
+        }
+    for (int i = 1; i < ncpus; i++) /* insertion sort by (rank, core): a few hundred at most */
+        for (int j = i; j > 0; j--) {
+            int a = cpus[j - 1], b = cpus[j];
+            if (rank[a] < rank[b] || (rank[a] == rank[b] && core[a] <= core[b]))
+                break;
+            cpus[j - 1] = b, cpus[j] = a;
+        }
+}
+
 /* A whole decimal number, digits only (strtoull alone takes "-1" and "2x"). */
 static int count(const char *s, uint64_t *v)
 {
@@ -274,11 +326,7 @@ int main(int argc, char **argv)
     if (P < 2 || P > MAX_P || n < 1 || rec_bytes < 8 || rec_bytes % 8 || rec_bytes > 65536 ||
         (block_bytes && block_bytes < 16 + rec_bytes) || block_bytes > RING_BYTES / 16)
         return usage();
-    cpu_set_t mask;
-    sched_getaffinity(0, sizeof mask, &mask);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &mask))
-            cpus[ncpus++] = c;
+    usable_cpus();
     if (block_bytes) {
         cap = (block_bytes - 8) / (8 + rec_bytes);
     } else { /* a record and the count, in whole cache lines */
