@@ -101,6 +101,34 @@ def one_round(build):
     return runs
 
 
+def read_rounds(path):
+    """The rounds kept by --jsonl, each checked: a bad line is reported as FILE:LINE:COLUMN."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"{path}: {e}")
+    rounds = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except ValueError as e:
+            fail(f"{path}:{n}:{getattr(e, 'colno', 1)}: not a JSON round: {e}")
+        for case in [*RUNTIME, *PAIRS]:
+            run = r.get(case) if isinstance(r, dict) else None
+            keys = ("busy", "ops", "rtt", "bursts") if case in RUNTIME else ("busy", "ops", "rtt")
+            if not isinstance(run, dict) or not all(k in run for k in keys):
+                fail(f"{path}:{n}:1: a round needs {case} with {', '.join(keys)}")
+            numbers = [run[k] for k in keys if not (k == "rtt" and run[k] is None)]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+                fail(f"{path}:{n}:1: {case}: {', '.join(keys)} must be numbers")
+            if run["ops"] <= 0:
+                fail(f"{path}:{n}:1: {case}: ops must be positive")
+        rounds.append(r)
+    return rounds
+
+
 def band_of(rtt, near, far):
     return "near" if rtt < near else ("mid" if rtt <= far else "far")
 
@@ -166,10 +194,7 @@ def main():
     if not 0 < near < far:
         fail(f"--bands {args.bands!r}: want 0 < NEAR < FAR")
     if args.source:
-        try:
-            rounds = [json.loads(x) for x in Path(args.source).read_text().splitlines() if x]
-        except (OSError, ValueError) as e:
-            fail(f"{args.source}: {e}")
+        rounds = read_rounds(args.source)
     else:
         if args.seconds <= 0 and args.rounds <= 0:
             fail("give --seconds or --rounds (or --from a file of rounds)")

@@ -92,12 +92,23 @@ def test_a_round_runs_every_case_with_its_round_trip(cmake_build, tmp_path):
 
 def test_bad_arguments_are_reported_without_a_traceback(tmp_path):
     (tmp_path / "bad.jsonl").write_text("{not json\n")
+    good = _rounds(tmp_path).read_text().splitlines()
+    (tmp_path / "short.jsonl").write_text(good[0] + "\n" + '{"agg": {}}\n')
+    bad_ops = json.loads(good[0])
+    bad_ops["pair_noagg"]["ops"] = 0
+    (tmp_path / "ops.jsonl").write_text(json.dumps(bad_ops) + "\n")
+    bad_type = json.loads(good[0])
+    bad_type["noagg"]["busy"] = "fast"
+    (tmp_path / "type.jsonl").write_text(json.dumps(bad_type) + "\n")
     for args, message in (
         ([], "give --seconds or --rounds"),
         (["--rounds", "1", "--bands", "400,90"], "want 0 < NEAR < FAR"),
         (["--rounds", "1", "--bands", "x"], "want two round trips"),
         (["--from", tmp_path / "none.jsonl"], "none.jsonl"),
-        (["--from", tmp_path / "bad.jsonl"], "bad.jsonl"),
+        (["--from", tmp_path / "bad.jsonl"], "bad.jsonl:1:2: not a JSON round"),
+        (["--from", tmp_path / "short.jsonl"], "short.jsonl:2:1: a round needs agg with busy"),
+        (["--from", tmp_path / "ops.jsonl"], "ops.jsonl:1:1: pair_noagg: ops must be positive"),
+        (["--from", tmp_path / "type.jsonl"], "type.jsonl:1:1: noagg: busy, ops, rtt, bursts must"),
         (["--rounds", "1", "--build", tmp_path], "is missing: run make build"),
     ):
         run = _run(*args, timeout=60)
