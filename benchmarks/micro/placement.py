@@ -78,10 +78,13 @@ def rt_workload(build, args, agg):
         with open(out) as f:
             profile = json.load(f)
     rts = [o["stats"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "rts"]
+    ops = sum(s.get("RemoteOp", 0) for s in rts)
+    if ops <= 0:
+        fail(f"{exe}: its run profile counts no remote operations (a build without statistics?)")
     return {
         "busy": sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"]),
-        "ops": sum(s["RemoteOp"] for s in rts),
-        "bursts": sum(s["ChanNotify"] + s["ChanDrain"] for s in rts),
+        "ops": ops,
+        "bursts": sum(s.get("ChanNotify", 0) + s.get("ChanDrain", 0) for s in rts),
     }
 
 

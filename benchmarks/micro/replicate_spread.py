@@ -128,7 +128,8 @@ def run_workload(build, args, env):
             profile = json.load(f)
     busy = sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"])
     rts = [o["stats"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "rts"]
-    return busy, sum(st["ChanNotify"] + st["ChanDrain"] for st in rts)
+    # (a build without statistics has none: no bursts then)
+    return busy, sum(st.get("ChanNotify", 0) + st.get("ChanDrain", 0) for st in rts)
 
 
 def spread(values):
