@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -26,8 +27,15 @@ def require_tool(*names: str) -> str:
 
 
 def load_script(path: Path, name: str | None = None) -> ModuleType:
-    """A benchmark or study script (not a package module) imported by its path."""
+    """A benchmark or study script (not a package module) imported by its path.  Its folder is
+    on sys.path while it loads, as when it is run: scripts import their neighbours
+    (`from aggregation_scale import rts_totals`)."""
     spec = importlib.util.spec_from_file_location(name or Path(path).stem, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    folder = str(Path(path).resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module

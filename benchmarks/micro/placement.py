@@ -38,14 +38,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from replicate_spread import run_pair  # this script's folder is on sys.path
+from replicate_spread import bursts, run_pair, run_workload  # this folder is on sys.path
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,24 +66,14 @@ def pair_floor(build, args):
 
 
 def rt_workload(build, args, agg):
-    exe = Path(build) / "benchmarks/micro/rt_workload"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "run.json")
-        env = {**os.environ, "MPROF_OUT": out, "MPROF_AGG_BYTES": agg}
-        r = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
-        with open(out) as f:
-            profile = json.load(f)
-    rts = [o["stats"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "rts"]
-    ops = sum(s.get("RemoteOp", 0) for s in rts)
+    busy, totals = run_workload(build, args, {"MPROF_AGG_BYTES": agg}, fail, timeout=120)
+    ops = totals.get("RemoteOp", 0)
     if ops <= 0:
-        fail(f"{exe}: its run profile counts no remote operations (a build without statistics?)")
-    return {
-        "busy": sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"]),
-        "ops": ops,
-        "bursts": sum(s.get("ChanNotify", 0) + s.get("ChanDrain", 0) for s in rts),
-    }
+        fail(
+            f"rt_workload {' '.join(args)}: its run profile counts no remote operations "
+            "(a build without statistics?)"
+        )
+    return {"busy": busy, "ops": ops, "bursts": bursts(totals)}
 
 
 def one_round(build):

@@ -54,6 +54,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from aggregation_scale import rts_totals  # this script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CASES = {
@@ -111,7 +113,9 @@ def program(case):
     return "pair_floor" if case in PAIRS else "rt_workload"
 
 
-def run_workload(build, args, env):
+def run_workload(build, args, env, fail=fail, timeout=600):
+    """One rt_workload run: its busy CPU (cpu_s - idle_cpu_s summed over PEs) and its rts
+    statistics summed over PEs; `fail` reports a failed run (placement.py passes its own)."""
     exe = Path(build) / "benchmarks/micro/rt_workload"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run.json")
@@ -120,16 +124,18 @@ def run_workload(build, args, env):
             env={**os.environ, **env, "MPROF_OUT": out},
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=timeout,
         )
         if r.returncode != 0:
             fail(f"{exe} {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
         with open(out) as f:
             profile = json.load(f)
-    busy = sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"])
-    rts = [o["stats"] for pe in profile["pes"] for o in pe["objects"] if o["module"] == "rts"]
-    # (a build without statistics has none: no bursts then)
-    return busy, sum(st.get("ChanNotify", 0) + st.get("ChanDrain", 0) for st in rts)
+    return sum(pe["cpu_s"] - pe["idle_cpu_s"] for pe in profile["pes"]), rts_totals(profile)
+
+
+def bursts(totals):
+    """A run's channel bursts (ChanNotify + ChanDrain); a build without statistics has none."""
+    return totals.get("ChanNotify", 0) + totals.get("ChanDrain", 0)
 
 
 def spread(values):
@@ -219,9 +225,9 @@ def main():
                 series.setdefault(case, []).append(out["busy_cpu_s"])
                 rtts.setdefault(case, []).append(out["rtt_ns"])
             else:
-                busy, bursts = run_workload(args.build, *CASES[case])
+                busy, totals = run_workload(args.build, *CASES[case])
                 series.setdefault(case, []).append(busy)
-                burst_counts.setdefault(case, []).append(bursts)
+                burst_counts.setdefault(case, []).append(bursts(totals))
 
     summary = {"groups": args.groups, "reps": args.reps}
     for case, values in series.items():
