@@ -283,6 +283,11 @@ def _export_tables(args):
         names += ["cost_categories", "fits"]
     if args.table in ("cost_categories", "fits") and not args.model:
         raise MprofError(f"--table {args.table} needs --model MODEL")
+    if args.model and args.table and args.table not in ("cost_categories", "fits"):
+        raise MprofError(
+            f"--model adds the tables cost_categories and fits; --table {args.table} "
+            "does not use it (leave it out, or name one of those tables)"
+        )
     to_stdout = bool(args.table) and args.format == "csv" and not args.output
     if not args.output and not to_stdout:
         raise MprofError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import traceback
 
@@ -301,9 +302,26 @@ def _emit(report, args) -> int:
     return report.exit_code
 
 
+def _distinct_outputs(args) -> None:
+    """--markdown, --junit and --json each name a file of their own: two naming one file would
+    leave only the last written, with nothing said."""
+    seen: dict[str, str] = {}
+    for option in ("markdown", "junit", "json"):
+        path = getattr(args, option, None)
+        if not path:
+            continue
+        key = os.path.realpath(path) if "\0" not in path else path
+        if key in seen:
+            raise MprofError(
+                f"--{seen[key]} and --{option} name the same file {path}: give each its own"
+            )
+        seen[key] = option
+
+
 def _guard(body, args) -> int:
     try:
         with interruptible():  # SIGTERM, SIGHUP: the running benchmark's group is killed
+            _distinct_outputs(args)
             return body(args)
     except MprofError as exc:
         print(f"mprof gate: error: {bounded_message(str(exc))}", file=sys.stderr)

@@ -287,7 +287,7 @@ class ModelingScript:
     def _source(self, frame, path):
         """`source FILE` in the safe interpreter: a regular file inside the folder of the
         script (relative paths from there), read by the child's hidden `source`."""
-        from ..files import max_input_bytes
+        from ..files import max_input_bytes, note_input
 
         where, line = self._frame(frame)
         folder = self.path.resolve().parent
@@ -303,6 +303,7 @@ class ModelingScript:
         elif target.stat().st_size > max_input_bytes():
             message = f"source: {path} is larger than MPROF_MAX_INPUT_MB"
         else:
+            note_input(target)
             # caught in Tcl, not by tkinter, which takes a `break` for success: the file's
             # break, continue or other code goes on to the `source` command, as in Tcl
             code = int(
@@ -363,6 +364,9 @@ class ModelingScript:
     def _run(self) -> FitOutcome | None:
         import tkinter
 
+        from ..files import note_input
+
+        note_input(self.path)  # SaveModel must not replace the script (nor a file it sources)
         try:
             with self._limited():
                 if self.unsafe:
@@ -637,6 +641,8 @@ class ModelingScript:
     def _save_model(self, args):
         self._arity("SaveModel", args, 1, 1, "path.json")
         spec = str(args[0])
+        if "\0" in spec:  # Path.is_dir and the file system refuse it
+            raise MprofError(f"SaveModel: {ascii(spec)}: a file name cannot hold NUL")
         if spec.endswith("/") or self.session.resolve(spec).is_dir():
             raise MprofError(
                 f"SaveModel: '{spec}' is a directory; name the model file, e.g. "

@@ -240,9 +240,22 @@ def _category(region) -> str:
     return "access" if region.description == "mprof access category" else "run"
 
 
+def _note_archive(archive: Path) -> None:
+    """Every file of an OTF2 archive as an input of the command (mprof.files): the anchor
+    DIR/NAME.otf2, the global definitions DIR/NAME.def and the per-location files under
+    DIR/NAME/, which the reader opens only later, one by one."""
+    anchor = archive / "traces.otf2" if archive.is_dir() else archive
+    note_input(anchor)
+    note_input(anchor.with_suffix(".def"))
+    locations = anchor.with_suffix("")
+    if locations.is_dir():
+        for file in sorted(locations.rglob("*")):
+            note_input(file)
+
+
 def write(archive: str | Path, output: str | Path | None) -> dict:
     """Convert and write (to standard output when `output` is None); returns the JSON."""
-    note_input(archive)  # the output must not replace the trace's anchor file
+    _note_archive(Path(archive))  # the output must replace no file of the trace
     data = convert(archive)
     text = json.dumps(data, separators=(",", ":")) + "\n"
     if output is None:

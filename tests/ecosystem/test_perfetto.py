@@ -121,6 +121,21 @@ def test_convert_pipe_trace(build_dir, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == data
 
 
+def test_no_file_of_the_archive_is_an_output(build_dir, tmp_path, capsys):
+    """-o naming the anchor, the definitions or a location's event file (the reader opens
+    those later) is refused with the archive left byte for byte as it was."""
+    trace, _ = traced(build_dir, tmp_path)
+    files = sorted(p for p in trace.rglob("*") if p.is_file())
+    assert {p.suffix for p in files} == {".otf2", ".def", ".evt"}
+    before = {p: p.read_bytes() for p in files}
+    for victim in files:
+        capsys.readouterr()
+        assert main(["trace", "convert", str(trace), "-o", str(victim)]) == 2
+        assert "it is an input of this command" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in files} == before
+    convert(trace, tmp_path, capsys)  # still whole
+
+
 def test_convert_mpi_trace(build_dir, tmp_path, capsys):
     trace, profile = traced(build_dir, tmp_path, np=2)
     assert profile["backend"] == "mpi"

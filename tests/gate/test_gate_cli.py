@@ -220,6 +220,19 @@ def test_reports_are_well_formed(dbs, tmp_path):
     assert "**REGRESSION**" in table[2]
 
 
+def test_two_reports_into_one_file_are_refused(dbs, tmp_path, capsys):
+    """By a link as by its name: only the last written would be left."""
+    out = tmp_path / "o.json"
+    (tmp_path / "link.xml").symlink_to(out)
+    argv = ["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"])]
+    capsys.readouterr()
+    assert main([*argv, "--json", str(out), "--junit", str(tmp_path / "link.xml")]) == 2
+    assert capsys.readouterr().err == (
+        f"mprof gate: error: --junit and --json name the same file {out}: give each its own\n"
+    )
+    assert not out.exists()
+
+
 def test_terminal_table_lists_regressions_first(dbs, capsys):
     main(["gate", "--baseline", str(dbs["base"]), "--candidate", str(dbs["slow"]), "--show-pass"])
     out = capsys.readouterr().out

@@ -59,6 +59,25 @@ def test_fit_saves_no_model_over_its_database(tmp_path, capsys, pipe_dbs):
     refused(capsys, ["fit", str(script)], fit)
 
 
+def test_fit_saves_no_model_over_its_own_script(tmp_path, capsys, pipe_dbs):
+    script = write_script(tmp_path, BASE_SCRIPT + "Fit\nSaveModel model.tcl\n")
+    refused(capsys, ["fit", str(script)], script)
+
+
+def test_fit_saves_no_model_over_a_file_it_sources(tmp_path, capsys, pipe_dbs):
+    """A sourced file is an input too; a file beside the script that it does not source is
+    written as any other output."""
+    helper = tmp_path / "helper.tcl"
+    helper.write_text("set unused 1\n")
+    script = write_script(tmp_path, "source helper.tcl\n" + BASE_SCRIPT + "SaveModel helper.tcl\n")
+    refused(capsys, ["fit", str(script)], helper)
+    other = tmp_path / "other.tcl"
+    other.write_text("set unused 1\n")
+    script = write_script(tmp_path, BASE_SCRIPT + "SaveModel other.tcl\n", name="m2.tcl")
+    assert main(["fit", str(script)]) == 0
+    assert json.loads(other.read_text())["schema"] == "mprof.model"
+
+
 @pytest.mark.parametrize("flag", ["-o", "--html"])
 def test_an_output_that_is_no_input_is_written(tmp_path, pipe_dbs, flag):
     """The guard looks at the files, not at names: a new file and an old unrelated one are
@@ -108,6 +127,25 @@ def test_a_table_export_onto_its_model_file(tmp_path, capsys, pipe_dbs):
         ],
         saved,
     )
+
+
+def test_a_model_no_table_uses_is_refused_before_anything_is_written(tmp_path, capsys, pipe_dbs):
+    """--model with --table runs would be read by nothing, and -o naming it would have replaced
+    it unnoticed: the option is refused instead."""
+    fit, _ = pipe_dbs
+    model = write_script(tmp_path, BASE_SCRIPT + "SaveModel m.json\n")
+    assert main(["fit", str(model)]) == 0
+    saved = tmp_path / "m.json"
+    before = saved.read_bytes()
+    capsys.readouterr()
+    argv = ["db", "export", str(fit), "--format", "csv", "--table", "runs", "--model", str(saved)]
+    assert main([*argv, "-o", str(saved)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "mprof: --model adds the tables cost_categories and fits; --table runs does not use it "
+        "(leave it out, or name one of those tables)"
+    )
+    assert saved.read_bytes() == before
 
 
 def test_tables_into_a_folder_holding_an_input_write_none(tmp_path, capsys, pipe_dbs):
