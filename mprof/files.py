@@ -73,6 +73,8 @@ def write_file(
     path = Path(path)
     label = f"{what} {path}" if what else str(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if "\0" in str(path):  # no file name holds one (os calls raise ValueError for it)
+        raise MprofError(f"cannot write {ascii(str(path))}: a file name cannot hold NUL")
     path, st = _target(path, label)
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_in_place(path, payload, label)

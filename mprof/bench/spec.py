@@ -38,7 +38,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..db.validate import read_text
+from ..db.validate import INT_MAX, INT_MIN, read_text
 from ..errors import MprofError
 from ..numbers import check_number, shown
 from .probe import ProbeSpec
@@ -197,6 +197,13 @@ def _axis(value, where: str, *, strings: bool = False) -> list:
             )
         if isinstance(v, float):
             check_number(v, where)
+        if isinstance(v, int) and not INT_MIN <= v <= INT_MAX:
+            # the database holds 64-bit integers: its export would not import again
+            shown_v = str(v) if len(str(v)) <= 30 else f"{str(v)[:12]}...({len(str(v))} digits)"
+            raise MprofError(
+                f"{where}: {shown_v} does not fit 64 bits (-2^63 .. 2^64-1); "
+                "write it as a string to pass it on as text"
+            )
         key = str(v)  # [0, "0"] would run the same command line twice
         if key in seen:
             raise MprofError(
@@ -210,6 +217,12 @@ def _axis(value, where: str, *, strings: bool = False) -> list:
 def read_toml(path: Path, what: str) -> dict:
     """Parses a TOML file; unreadable or malformed files become an MprofError naming `what`."""
     text = read_text(path, what)  # unreadable files and bad bytes, named with their place
+    deep = _too_deep(text)
+    if deep:  # tomllib recurses once per level: a deep enough file would end in RecursionError
+        raise MprofError(
+            f"{path}:{deep[0]}:{deep[1]}: invalid TOML: arrays or inline tables nested too "
+            f"deeply (at most {TOML_MAX_DEPTH} levels)"
+        )
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -217,7 +230,53 @@ def read_toml(path: Path, what: str) -> dict:
         m = re.fullmatch(r"(?s)(.*) \(at line (\d+), column (\d+)\)", str(exc))
         if m:
             raise MprofError(f"{path}:{m[2]}:{m[3]}: invalid TOML: {m[1]}") from None
+        m = re.fullmatch(r"(?s)(.*) \(at end of document\)", str(exc))
+        if m:  # a file cut off: the place is its end
+            line = text.count("\n") + 1
+            column = len(text) - (text.rfind("\n") + 1) + 1
+            raise MprofError(f"{path}:{line}:{column}: invalid TOML: {m[1]}") from None
         raise MprofError(f"{path}: invalid TOML: {exc}") from None
+
+
+# Deeper than any configuration needs, and far from Python's recursion limit (tomllib takes
+# a few frames per level).
+TOML_MAX_DEPTH = 64
+
+_TOML_TOKEN = re.compile(
+    "|".join(
+        [
+            r'"""(?:\\.|[^\\])*?"""',  # multi-line basic string
+            r"'''[\s\S]*?'''",  # multi-line literal string
+            r'"(?:\\.|[^"\\\n])*"',  # basic string
+            r"'[^'\n]*'",  # literal string
+            r"#[^\n]*",  # comment
+            r"[\[\]{}\n]",
+        ]
+    )
+)
+
+
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """The line and column of the first bracket or brace that opens level TOML_MAX_DEPTH + 1
+    of nested arrays and inline tables, or None.  Strings and comments are skipped; the depth
+    is counted only inside values (a table header's brackets close on its line)."""
+    depth, line, line_start = 0, 1, 0
+    for m in _TOML_TOKEN.finditer(text):
+        token = m.group()
+        if token == "\n":
+            line, line_start = line + 1, m.end()
+        elif token in ("[", "{"):
+            depth += 1
+            if depth > TOML_MAX_DEPTH:
+                return line, m.start() - line_start + 1
+        elif token in ("]", "}"):
+            depth = max(depth - 1, 0)
+        elif token[0] in "\"'":
+            newlines = token.count("\n")
+            if newlines:
+                line += newlines
+                line_start = m.start() + token.rfind("\n") + 1
+    return None
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -14,11 +14,13 @@ import json
 import math
 import re
 import sqlite3
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import jsontext
+from ..db.validate import read_text
 from ..errors import MprofError
 from ..files import note_input
 
@@ -217,12 +219,9 @@ def read_result(path: str | Path, name: str | None = None) -> tuple[str, list[Me
     line, as the scripts under benchmarks/ and `make bench` print them) as measurements.
     Returns (kind of file, measurements)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise MprofError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise MprofError(f"{path}: not a text file (a gate JSON or benchmark output)") from None
+    # at most MPROF_MAX_INPUT_MB (an endless input, /dev/zero, is refused, not read until
+    # memory runs out); bytes that are not UTF-8 are named by their place
+    text = read_text(path, "gate JSON or benchmark output")
     try:
         whole = jsontext.loads(text, str(path))  # a key given twice is refused at its place
     except (ValueError, RecursionError):
@@ -393,7 +392,20 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
                 f"{path}:{number}:{indent + offset + 1}: key {json.dumps(key)} "
                 "appears twice in one object (each key once)"
             ) from None
+        except json.JSONDecodeError as exc:
+            # a line cut off (an interrupted benchmark) loses its figures: say so, and go on
+            # with the others, as for the text lines around them
+            print(
+                f"{path}:{number}:{indent + exc.colno}: warning: skipped a line that begins "
+                f"like a JSON object but is not one ({exc.msg})",
+                file=sys.stderr,
+            )
+            continue
         except (ValueError, RecursionError):
+            print(
+                f"{path}:{number}: warning: skipped a line too large or deep to read",
+                file=sys.stderr,
+            )
             continue
         if not isinstance(obj, dict):
             continue

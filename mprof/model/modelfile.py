@@ -509,10 +509,25 @@ def load_model(path: str | Path) -> Model:
         ) from None
     except json.JSONDecodeError as exc:
         raise MprofError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise MprofError(f"{path}: not valid UTF-8: is it a model file?") from None
-    except (ValueError, RecursionError) as exc:  # huge integers, deep nesting
-        raise MprofError(f"{path}: not a model file: {exc or 'nested too deeply'}") from None
+    except UnicodeDecodeError as exc:
+        data = exc.object
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise MprofError(
+            f"{path}:{line}:{column}: not valid UTF-8 (byte 0x{data[exc.start]:02x}, column "
+            "counted in bytes): is it a model file?"
+        ) from None
+    except RecursionError:
+        raise MprofError(f"{path}: not a model file: JSON nested too deeply") from None
+    except ValueError:  # an integer of more than 4300 digits (Python's limit)
+        digits = re.search(r"-?[0-9]{4300,}", text or "")
+        if digits is None:
+            raise MprofError(f"{path}: not a model file") from None
+        line, column = _locate(text, digits.group())
+        raise MprofError(
+            f"{path}:{line}:{column}: an integer of {len(digits.group().lstrip('-'))} digits "
+            "is no parameter value: is it a model file?"
+        ) from None
     model = Model.from_json(data, str(path), path.resolve().parent)
     model.path = path
     model.check_interfaces(str(path))

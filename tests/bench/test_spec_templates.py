@@ -234,6 +234,19 @@ def test_gate_run_out_dir_that_cannot_be_created(tmp_path, capsys):
         ),
         ("flag = [true, false]\n", "", "sweep.toml:8:8: params.flag: true is not a value here"),
         ('self = [0, "0"]\n', "", "sweep.toml:8:8: params.self: value '0' is repeated"),
+        # the database keeps 64-bit integers: its export would not import again
+        (
+            "big = [1, 18446744073709551616]\n",
+            "",
+            "sweep.toml:8:7: params.big: 18446744073709551616 does not fit 64 bits",
+        ),
+        (
+            "small = [-9223372036854775809]\n",
+            "",
+            "sweep.toml:8:9: params.small: -9223372036854775809 does not fit 64 bits",
+        ),
+        # tomllib recurses once per level of nesting
+        ("deep = " + "[" * 65 + "]" * 65 + "\n", "", "sweep.toml:8:72: invalid TOML: arrays or"),
         # names the command could not refer to as {name}
         ('"0" = [1]\n', "", "sweep.toml:8:7: params.0: '0' cannot name a parameter"),
         ('"" = [1]\n', "", "sweep.toml:8:6: params.: '' cannot name a parameter"),

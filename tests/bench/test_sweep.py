@@ -116,6 +116,20 @@ def test_dry_run_and_spec_errors(tmp_path, capsys):
     bad.write_text('npes = [1]\nprogram = "x\n')
     with pytest.raises(MprofError, match=r"bad\.toml:2:13: invalid TOML: Illegal character"):
         load_spec(bad)
+    bad.write_text('npes = [1]\nprogram = "x"\nb = [\n')  # cut off: the place is the end
+    with pytest.raises(MprofError, match=r"bad\.toml:4:1: invalid TOML: Invalid value"):
+        load_spec(bad)
+    # brackets in strings and comments open nothing; 64 levels of arrays are allowed
+    deep = "[" * 64 + "]" * 64
+    bad.write_text(
+        'npes = [1]\ndatabase = "d.db"\n# [[[[\ndescription = "[[[["\n'
+        f'program = """\n[[[\n"""\n[params]\nz = {deep}\n'
+    )
+    with pytest.raises(MprofError, match=r"bad\.toml:9:5: params\.z: values must be numbers or"):
+        load_spec(bad)
+    bad.write_text(f"npes = [1]\nz = [{deep}]\n")
+    with pytest.raises(MprofError, match=r"bad\.toml:2:69: invalid TOML: arrays or inline "):
+        load_spec(bad)
     bad.write_text('program = "x"\ndatabase = "d.db"\nnpes = [1]\ncommand = "{program} {nope}"\n')
     assert main(["bench", str(bad)]) == 2
     assert "unknown placeholder 'nope'" in capsys.readouterr().err

@@ -260,3 +260,16 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch):
         files.write_file(target, "new text\n")
     assert target.read_text() == OLD
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_a_file_name_holding_nul_is_a_one_line_error(tmp_path):
+    """The file system takes no NUL in a name, and Python's calls raise ValueError for one:
+    it is the caller's error, named, and nothing is written."""
+    from mprof.errors import MprofError
+    from mprof.files import write_file
+
+    with pytest.raises(
+        MprofError, match=r"^cannot write '.*a\\x00b': a file name cannot hold NUL$"
+    ):
+        write_file(f"{tmp_path}/a\0b", "x")
+    assert list(tmp_path.iterdir()) == []

@@ -285,6 +285,39 @@ def test_errors(recorded, tmp_path, monkeypatch, capsys, argv, message):
     assert err.startswith("mprof: ") and message in err and "Traceback" not in err
 
 
+def test_an_endless_or_binary_input_is_refused(tmp_path, monkeypatch, capsys):
+    """An input is read up to MPROF_MAX_INPUT_MB, never until memory runs out, and bytes that
+    are not UTF-8 are named by their place; no history is created for either."""
+    monkeypatch.setenv("MPROF_MAX_INPUT_MB", "1")
+    history = tmp_path / "h.db"
+    argv = ["history", "add", str(history), "/dev/zero", "--commit", "abc123"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "mprof: /dev/zero: gate JSON or benchmark output is larger than 1 MiB "
+        "(set MPROF_MAX_INPUT_MB to read larger files)\n"
+    )
+    binary = tmp_path / "bench.txt"
+    binary.write_bytes(b'{"x": 1}\n{"y": \xff}\n')
+    assert main(["history", "add", str(history), str(binary), "--commit", "abc123"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mprof: {binary}:2:7: not valid UTF-8 (byte 0xff"), err
+    assert not history.exists()
+
+
+def test_a_line_cut_off_is_named_with_a_warning(tmp_path, capsys):
+    """An interrupted benchmark leaves its last JSON line cut off: its figures are not there,
+    which the command says at the line; the lines before it are added."""
+    bench = tmp_path / "bench.txt"
+    bench.write_text('== title\n{"benchmark": "b", "x": 1}\n  {"benchmark": "b", "y": 2, "z": \n')
+    argv = ["history", "add", str(tmp_path / "h.db"), str(bench), "--commit", "abc123"]
+    assert main([*argv, "--date", "2026-01-01T00:00:00Z"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"{bench}:3:34: warning: skipped a line that begins like a JSON object but is not one"
+    ), err
+    assert "1 bench measurement(s)" in err
+
+
 @pytest.mark.parametrize("argv", [["show"], ["export", "--format", "bencher"]])
 def test_reading_an_empty_file_leaves_it_empty(tmp_path, capsys, argv):
     """show and export only read: an empty file is no history, and stays empty."""

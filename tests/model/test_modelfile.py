@@ -90,6 +90,16 @@ def test_bad_model_files(tmp_path):
     bad.write_text('{"schema": "mprof.model", "ver')
     with pytest.raises(MprofError, match="not valid JSON"):
         load_model(bad)
+    # Python's own limits and decoder, in the file's terms
+    bad.write_text('{"schema": "mprof.model",\n "version": ' + "9" * 5000 + "}")
+    with pytest.raises(MprofError, match=r"bad\.json:2:13: an integer of 5000 digits is no"):
+        load_model(bad)
+    bad.write_bytes(b'{"schema":\n  "mprof\xff.model"}')
+    with pytest.raises(MprofError, match=r"bad\.json:2:9: not valid UTF-8 \(byte 0xff"):
+        load_model(bad)
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(MprofError, match=r"bad\.json: not a model file: JSON nested too deeply$"):
+        load_model(bad)
 
 
 def test_export_c_matches_python(model_path, tmp_path):

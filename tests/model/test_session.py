@@ -171,6 +171,7 @@ def test_unknown_module_warns(tmp_path):
         ),
         ("FitDatabase fit.db\nSaveModel .\nFit\n", 2, "is a directory"),
         ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2, "SaveModel: the folder"),
+        ('FitDatabase fit.db\nSaveModel "m\\0.json"\nFit\n', 2, "a file name cannot hold NUL"),
         (
             "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n",
             3,
