@@ -803,6 +803,8 @@ class ProfileDB:
                 if exact is not None:
                     value = self._exact(run_id, exact)
                 elif value.__class__ is float:  # the common case tested cheaply
+                    if not math.isfinite(value):  # no profile holds one: imports refuse it
+                        raise self._damaged(run_id, "object_stats", "value")
                     value = _whole(value)
                 elif value.__class__ is not int:
                     raise self._damaged(run_id, "object_stats", "value")
@@ -850,7 +852,9 @@ class ProfileDB:
         """A numeric cell (SQLite keeps text stored in a numeric column as text)."""
         if value is None and nullable:
             return None
-        if isinstance(value, int) or (isinstance(value, float) and not integer):
+        if isinstance(value, int) or (
+            isinstance(value, float) and not integer and math.isfinite(value)
+        ):
             return value
         raise self._damaged(run_id, table, column)
 

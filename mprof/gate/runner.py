@@ -169,12 +169,17 @@ def run_gate(
         _check_build(build, command)
     for build in builds:  # before anything is created
         check_database(build.database, "--out-dir")
+    if noise_from is not None and not Path(noise_from).exists():
+        raise MprofError(f"--noise-from: {noise_from} does not exist")
+    if noise_from is not None:  # named by the user: a file that is no such database is an error
+        try:  # (the baseline's own database, below, may still hold no run of the points)
+            load_side("baseline", noise_from, where)
+        except MprofError as exc:
+            raise MprofError(f"--noise-from: {exc}") from None
     for build in builds:
         make_database_folder(build.database, "--out-dir")
     log = RunLog(repetitions=spec.repetitions)
     config = config or GateConfig()
-    if noise_from is not None and not Path(noise_from).exists():
-        raise MprofError(f"--noise-from: {noise_from} does not exist")
     before = (
         Path(noise_from)
         if noise_from is not None

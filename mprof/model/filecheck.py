@@ -12,6 +12,14 @@ from __future__ import annotations
 
 from ..errors import MprofError
 from ..numbers import check_number
+from ..profile import MEASURES
+
+# The values a fit's settings take (the directives Granularity and Replicates check them too):
+# a model file with another one was edited by hand, and would fail later, far from its field.
+GRANULARITIES = ("pe", "run")
+# `Replicates`: every run is a sample, or each configuration's median or fastest run
+REPLICATES = ("all", "median", "min")
+SETTING_VALUES = {"granularity": GRANULARITIES, "replicates": REPLICATES, "measure": MEASURES}
 
 # field -> kind, for the fields with a known meaning; every one may also be null
 QUALITY = {
@@ -144,6 +152,12 @@ def check_model_data(data: dict, source: str) -> None:
     for name, kinds in (("quality", QUALITY), ("flags", FLAGS), ("settings", SETTINGS)):
         if name in data:
             check_fields(data[name], kinds, f"{source}: {name}")
+    _check_settings(data.get("settings") or {}, f"{source}: settings")
+    for name in ("fitted", "covariance_parameters"):
+        names = data.get(name) or []
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise MprofError(f"{source}: {name}: {', '.join(twice)} named more than once")
     if "interfaces" in data:
         check_value(data["interfaces"], "object", f"{source}: interfaces")
         for module, info in data["interfaces"].items():
@@ -154,9 +168,24 @@ def check_model_data(data: dict, source: str) -> None:
     _check_covariance(data, source)
 
 
+def _check_settings(settings: dict, where: str) -> None:
+    for name, allowed in SETTING_VALUES.items():
+        value = settings.get(name)
+        if value is not None and value not in allowed:
+            raise MprofError(
+                f"{where}.{name}: expected one of {', '.join(allowed)}, got {_show(value)}"
+            )
+    confidence = settings.get("confidence")
+    if confidence is not None and not 0 < confidence < 1:
+        raise MprofError(f"{where}.confidence: expected a level in (0, 1), got {_show(confidence)}")
+
+
 def _check_parameters(params, where: str) -> None:
     check_value(params, "object", where)
     for name, entry in params.items():
+        module, _, term = name.partition(":")
+        if not module or not term:
+            raise MprofError(f"{where}: {_show(name)} is no parameter name (module:Term)")
         check_fields(entry, PARAMETER, f"{where}.{name}")
         if "value" not in entry:
             raise MprofError(f"{where}.{name}: no 'value'")
@@ -183,3 +212,12 @@ def _check_covariance(data: dict, source: str) -> None:
     for i, row in enumerate(rows):
         for j, x in enumerate(row):
             check_number(x, f"{where}[{i}][{j}]")
+    # a covariance matrix: variances are not negative and the matrix is symmetric (up to the
+    # rounding of its 17 printed digits)
+    for i in range(n):
+        if rows[i][i] < 0:
+            raise MprofError(f"{where}[{i}][{i}]: a variance cannot be negative, got {rows[i][i]}")
+        for j in range(i):
+            a, b = rows[i][j], rows[j][i]
+            if abs(a - b) > 1e-9 * max(abs(a), abs(b)):
+                raise MprofError(f"{where}: not symmetric ([{i}][{j}] = {a!r}, [{j}][{i}] = {b!r})")

@@ -22,9 +22,8 @@ from ..profile import DEFAULT_MEASURE, MEASURES, fallback_measure
 from .fit import Design, replicate_groups
 from .pricing import known_cost
 from .runset import RunSet
+from .filecheck import GRANULARITIES
 from .terms import TermEvaluator
-
-GRANULARITIES = ("pe", "run")
 
 
 @dataclass

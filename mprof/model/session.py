@@ -19,15 +19,13 @@ from ..errors import MprofError
 from ..iface import registry
 from ..numbers import parse_number
 from ..profile import MEASURES
+from .filecheck import GRANULARITIES, REPLICATES
 from .fit import DEFAULT_CUTOFF, Design, FitOptions, FitResult, mre, replicate_mre, solve
 from .misses import Miss
 from .misses import find as find_misses
 from .modelfile import FIXED, Model, ModuleInfo, load_model
 from .runset import RunSet, database_interface_digests, database_modules
 from .samples import LoadedInterface, load_samples, make_design
-
-# `Replicates`: every run is a sample, or each configuration's median or fastest run
-REPLICATES = ("all", "median", "min")
 
 
 class SaveFailed(MprofError):
@@ -200,7 +198,7 @@ class FitSession:
         self.replicates = value
 
     def set_granularity(self, value: str) -> None:
-        if value not in ("pe", "run"):
+        if value not in GRANULARITIES:
             raise MprofError(f"granularity must be 'pe' or 'run', got '{value}'")
         self.granularity = value
 

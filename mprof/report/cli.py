@@ -114,6 +114,9 @@ def cmd_report(args):
         min_fraction=args.min_fraction,
         what_if=args.what_if,
     )
+    # every format shows the figures of the JSON: one that overflowed (a model parameter of
+    # 1e308) is an error before anything is written, not "inf s" in a table or a plot
+    text = dumps(report_json(report), "report", "nothing was written", indent=2)
     if args.html:
         from .html import write_html
 
@@ -121,7 +124,7 @@ def cmd_report(args):
             write_html(report, _html_path(args.html, Path(run_path).stem), digits=args.digits)
         )
     if args.json:
-        print(dumps(report_json(report), "report", indent=2))
+        print(text)
     else:
         fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
         if fmt == "rich":
@@ -152,13 +155,14 @@ def _compare(args, docs, model) -> int:
     from .compare import compare, compare_json, format_compare
 
     cmp = compare(docs, model, model_path=args.model)
+    text = dumps(compare_json(cmp), "report", "nothing was written", indent=2)  # as above
     if args.html:
         from .html import write_compare_html
 
         stem = Path(docs[0][0]).stem + "-compare"
         args.html = str(write_compare_html(cmp, _html_path(args.html, stem), digits=args.digits))
     if args.json:
-        print(dumps(compare_json(cmp), "report", indent=2))
+        print(text)
     else:
         sys.stdout.write(format_compare(cmp, digits=args.digits))
     if args.html:

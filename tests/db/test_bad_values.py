@@ -209,6 +209,10 @@ DAMAGE = [
     ("UPDATE object_stats SET value = 'abc' WHERE run_id = 1", "object_stats", "value"),
     ("UPDATE pe_samples SET elapsed_s = 'x' WHERE run_id = 1", "pe_samples", "elapsed_s"),
     ("UPDATE latency SET count = 'x' WHERE run_id = 1", "latency", "count"),
+    # infinities: SQLite reads 9e999 as one, and no profile holds one (imports refuse it)
+    ("UPDATE object_stats SET value = 9e999 WHERE run_id = 1", "object_stats", "value"),
+    ("UPDATE pe_samples SET elapsed_s = -9e999 WHERE run_id = 1", "pe_samples", "elapsed_s"),
+    ("UPDATE latency SET observed_s = 9e999 WHERE run_id = 1", "latency", "observed_s"),
 ]
 
 

@@ -9,6 +9,7 @@ import math
 import shutil
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from mprof.cli import main
@@ -162,6 +163,21 @@ def test_candidate_binary_of_another_name(rt_workload, tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "compared as the baseline's rt_workload" in captured.out
+
+
+@pytest.mark.parametrize("content", [b"not a database\n", b'{"runs": []}\n'])
+def test_noise_from_a_file_that_is_no_database_is_refused_before_any_run(
+    rt_workload, tmp_path, capsys, content
+):
+    noise = tmp_path / "noise.db"
+    noise.write_bytes(content)
+    spec = _spec(tmp_path, rt_workload, 2)
+    argv = ["gate", "run", "--spec", str(spec), "--baseline-bin", str(rt_workload)]
+    argv += ["--candidate-bin", str(rt_workload), "--out-dir", str(tmp_path / "o")]
+    assert main([*argv, "--noise-from", str(noise)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mprof gate: error: --noise-from: {noise}: ") and "Traceback" not in err
+    assert noise.read_bytes() == content and not (tmp_path / "o").exists()
 
 
 def test_adaptive_run_takes_the_recommended_repetitions(rt_workload, tmp_path):

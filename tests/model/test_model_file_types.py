@@ -59,6 +59,11 @@ CASES = [
         "interfaces.rts.categories: expected an object of lists of strings",
     ),
     ("interfaces.rts.terms", None, "interfaces.rts.terms: expected a list of strings, got null"),
+    # values no fit writes: the field is named here, not a measure unknown later in a report
+    ("settings.measure", "wall", "settings.measure: expected one of elapsed, cpu, got 'wall'"),
+    ("settings.granularity", "x", "settings.granularity: expected one of pe, run, got 'x'"),
+    ("settings.replicates", "best", "settings.replicates: expected one of all, median, min"),
+    ("settings.confidence", 2.0, "settings.confidence: expected a level in (0, 1), got 2.0"),
 ]
 
 
@@ -128,6 +133,37 @@ def test_a_parameter_entry_of_the_wrong_type(model_and_run):
         data["parameters"][name] = entry
         with pytest.raises(MprofError, match=message.replace(".", r"\.")):
             Model.from_json(data, "m")
+
+
+def _covariance(i, j, value):
+    def change(data):
+        data["covariance"][i][j] = value
+
+    return change
+
+
+def _rename_first_parameter(data):
+    first = data["fitted"][0]
+    data["parameters"]["nocolon"] = data["parameters"].pop(first)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (_covariance(1, 1, -1.0), "covariance[1][1]: a variance cannot be negative, got -1.0"),
+        (_covariance(2, 0, 5.0), "covariance: not symmetric ([2][0] = 5.0, [0][2] = "),
+        (lambda d: d["fitted"].append(d["fitted"][0]), "fitted: rts:Thread named more than once"),
+        (_rename_first_parameter, "parameters: 'nocolon' is no parameter name (module:Term)"),
+    ],
+    ids=["variance", "symmetry", "fitted-twice", "name"],
+)
+def test_a_matrix_or_names_no_fit_writes_are_refused(model_and_run, capsys, change, message):
+    model, run = model_and_run
+    bad = damaged(model, change)
+    for args in (["report", "--model", str(bad), str(run)], ["model", "show", str(bad)]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith(f"mprof: {bad}: ") and message in err, err
 
 
 def test_the_good_model_still_reads(model_and_run, capsys):

@@ -130,3 +130,26 @@ def test_report_json_of_huge_times_is_refused(model_and_run, capsys, monkeypatch
     assert captured.err.startswith("mprof: report: measured_total_s is inf, not a finite "), (
         captured.err
     )
+
+
+@pytest.mark.parametrize("output", ["text", "html", "compare"])
+def test_a_model_whose_prices_overflow_writes_no_report(model_and_run, tmp_path, capsys, output):
+    """A parameter of 1e308 is a finite number, and the model file holds it; the costs it
+    prices overflow.  The text, the HTML and the comparison refuse as --json does, instead of
+    printing "inf s" or drawing bars of height NaN."""
+    model, run = model_and_run
+    doc = json.loads(model.read_text())
+    name = next(iter(doc["parameters"]))
+    doc["parameters"][name]["value"] = 1e308
+    model.write_text(json.dumps(doc))
+    html = tmp_path / "r.html"
+    argv = ["report", "--model", str(model), str(run)]
+    argv += {"text": [], "html": ["--html", str(html)], "compare": [str(run)]}[output]
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not html.exists()
+    assert re.match(
+        r"mprof: report: \S+ is inf, not a finite number: .*nothing was written$",
+        captured.err.strip(),
+    ), captured.err
