@@ -17,22 +17,31 @@ from dataclasses import dataclass
 import numpy as np
 
 
+# A price that overflows (a parameter fixed at 1e308) is inf or nan, which every writer
+# refuses by name (mprof.report.jsonout, Model.save); numpy's RuntimeWarning would only add a
+# line in its words on stderr.
+_QUIET = {"over": "ignore", "invalid": "ignore"}
+
+
 def known_cost(terms: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per sample, the time of the parameters a fit does not estimate (imported or fixed):
     samples x k term values times their k values."""
-    return terms @ values
+    with np.errstate(**_QUIET):
+        return terms @ values
 
 
 def cost(fitted_terms: np.ndarray, fitted_values: np.ndarray, known: np.ndarray) -> np.ndarray:
     """Per sample, the model's cost: the fitted parameters' share plus the known share."""
-    return fitted_terms @ fitted_values + known
+    with np.errstate(**_QUIET):
+        return fitted_terms @ fitted_values + known
 
 
 def variance(terms: np.ndarray, covariance: np.ndarray) -> np.ndarray:
     """Per sample (row f of `terms`), the variance f . Cov . f of its cost."""
     if terms.shape[1] == 0:
         return np.zeros(terms.shape[0])
-    return np.einsum("ij,ij->i", terms @ covariance, terms)
+    with np.errstate(**_QUIET):
+        return np.einsum("ij,ij->i", terms @ covariance, terms)
 
 
 @dataclass

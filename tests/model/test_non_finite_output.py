@@ -153,3 +153,19 @@ def test_a_model_whose_prices_overflow_writes_no_report(model_and_run, tmp_path,
         r"mprof: report: \S+ is inf, not a finite number: .*nothing was written$",
         captured.err.strip(),
     ), captured.err
+
+
+def test_a_fixed_parameter_whose_price_overflows_is_one_line(tmp_path, pipe_dbs, capfd):
+    """FixParameter takes any finite number; one of 1e308 prices the runs at inf.  The fit
+    says so at the directive, and no numpy RuntimeWarning reaches stderr in numpy's words."""
+    script = write_script(
+        tmp_path, SCRIPT.replace("SaveModel", "FixParameter graph Op 1e308\nSaveModel")
+    )
+    assert main(["fit", str(script)]) == 2
+    err = capfd.readouterr().err
+    assert "RuntimeWarning" not in err and "Traceback" not in err, err
+    assert err.strip().splitlines() == [
+        f"mprof: {script}: at end of script: fit: imported parameters give a non-finite "
+        "contribution"
+    ], err
+    assert not (tmp_path / "m.json").exists()
