@@ -88,6 +88,33 @@ def _place(text: str, offset: int, first_line: int) -> str:
     return f":{first_line + line - 1}:{column}"
 
 
+# A run profile is a few levels deep; the decoder recurses per level and gives up far deeper.
+DEEP_JSON = 100
+
+
+def _deep_offset(text: str, limit: int) -> int | None:
+    """The offset of the first '[' or '{' that opens level limit + 1 of JSON `text`, strings
+    skipped; None if there is none."""
+    depth, in_string, escaped = 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
 def _line(first_line: int) -> str:
     """The place of an error somewhere in a whole file (none) or a line of one."""
     return f":{first_line}" if first_line > 1 else ""
@@ -112,8 +139,12 @@ def parse_profile(
             source, "", f"not valid JSON: {exc.msg}{hint}", place=_place(text, exc.pos, first_line)
         ) from None
     except RecursionError:
+        deep = _deep_offset(text, DEEP_JSON)
         raise ProfileError(
-            source, "", "not a run profile: JSON nested too deeply", place=_line(first_line)
+            source,
+            "",
+            f"not a run profile: JSON nested too deeply (more than {DEEP_JSON} levels)",
+            place=_line(first_line) if deep is None else _place(text, deep, first_line),
         ) from None
     except DuplicateKey:
         found = duplicate_key(text)

@@ -91,7 +91,10 @@ def test_the_gate_sees_a_change_in_the_last_bits_of_a_u64(tmp_path):
 
 BAD_PROFILES = {
     "invalid-utf8": (b'{"schema": "mprof.run-profile", "program": "caf\xe9"}', "not valid UTF-8"),
-    "deep-nesting": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    "deep-nesting": (
+        b'{"a": "[[[[",\n "b": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "bad.json:2:106: not a run profile: JSON nested too deeply (more than 100 levels)",
+    ),
     "huge-integer": (
         json.dumps(profile(MsgSent=0)).replace('"MsgSent": 0', '"MsgSent": ' + "9" * 300).encode(),
         "integer of 300 digits does not fit 64 bits",
