@@ -245,6 +245,11 @@ def _export_for_tools(args):
     params = None
     if args.params is not None:
         params = [p.strip() for p in args.params.split(",") if p.strip()]
+        if not params:  # "" or ",,": a model over no parameter is not what was asked for
+            raise MprofError(f"--params {args.params!r}: names no parameter (--params A,B)")
+        twice = sorted({p for p in params if params.count(p) > 1})
+        if twice:
+            raise MprofError(f"--params: {', '.join(twice)} named more than once")
         from ..exports.calltree import numeric_params
 
         for run in runs:

@@ -107,6 +107,8 @@ def cmd_add(args):
     if not all(c in "0123456789abcdefABCDEF" for c in commit) or not 4 <= len(commit) <= 64:
         raise MprofError(f"--commit {commit}: not a commit hash")
     commit = commit.lower()
+    if args.date is not None and not args.date.strip():
+        raise MprofError("--date: empty; give an ISO 8601 date (2026-11-26T12:00:00Z)")
     date = args.date or _git("show", "-s", "--format=%cI", commit)
     date_known = bool(date)
     date = _iso(date) if date else datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -203,6 +203,12 @@ def test_export_errors(pipe_db, tmp_path, capsys):
     assert "no run to export" in capsys.readouterr().err
     assert main(["db", "export", str(pipe_db), "--format", "extrap", "--params", "Q"]) == 2
     assert "no numeric parameter Q" in capsys.readouterr().err
+    out = str(tmp_path / "x.jsonl")
+    for params, message in ((",,", "names no parameter"), ("M,M", "M named more than once")):
+        argv = ["db", "export", str(pipe_db), "--format", "extrap", "--params", params]
+        assert main([*argv, "-o", out]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_hatchet_graphframe(pipe_db):

@@ -265,6 +265,7 @@ def test_bencher_metric_format(recorded, capsys):
             "not an ISO 8601 date",
         ),
         (["add", "{tmp}/h.db", "{bench}"], "no --commit given"),
+        (["add", "{tmp}/h.db", "{bench}", "--commit", "abc123", "--date", ""], "--date: empty"),
         (["export", "{db}", "--format", "asv"], "needs -o DIR"),
         (["export", "{db}", "--format", "bencher", "--commit", "ffff0000"], "not in the history"),
         (["show", "{db}", "--series", "nothing*"], "no measurement matches"),
