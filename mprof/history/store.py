@@ -410,16 +410,23 @@ def _bench_measurements(text: str, path: Path, name: str | None) -> list[Measure
         if not isinstance(obj, dict):
             continue
         _check_text(obj, line, f"{path}:{number}", indent)
-        bench = (
-            name
-            or (obj.get("benchmark") if isinstance(obj.get("benchmark"), str) else None)
-            or header
-            or path.stem
-        )
+        if "benchmark" in obj and not isinstance(obj["benchmark"], str):
+            raise MprofError(
+                f"{path}:{number}: benchmark: expected the benchmark's name (a string), "
+                f"got {json.dumps(obj['benchmark'])[:60]}"
+            )
+        bench = name or obj.get("benchmark") or header or path.stem
+        in_line: set[str] = set()
         for key, value in _leaves(obj):
             if key == "benchmark":
                 continue
             series = f"{bench}/{key}"
+            if series in in_line:  # {"a/b": 1, "a": {"b": 2}}: one value would be lost
+                raise MprofError(
+                    f"{path}:{number}: two keys of one object make the series {series} "
+                    "(nested keys are joined by '/'): rename one"
+                )
+            in_line.add(series)
             found[series] = Measurement(
                 series,
                 bench,

@@ -165,6 +165,15 @@ def check_model_data(data: dict, source: str) -> None:
             for key in ("path", "statistics", "terms", "categories"):
                 if key not in info:
                     raise MprofError(f"{source}: interfaces.{module}: no '{key}'")
+        # a parameter prices a term of its module's interface: without the interface its
+        # cost would be left out of every report, with nothing said
+        for name in data["parameters"]:
+            module = name.partition(":")[0]
+            if module not in data["interfaces"]:
+                raise MprofError(
+                    f"{source}: parameters.{name}: the file carries no interface of module "
+                    f"{module} (interfaces: {', '.join(sorted(data['interfaces'])) or 'none'})"
+                )
     _check_covariance(data, source)
 
 

@@ -593,7 +593,13 @@ class ModelingScript:
         return [self.session.load_interface(spec) for spec in args]
 
     def _interface_path(self, args):
-        self.session.search_path.extend(self.session.resolve(a) for a in args)
+        self._arity("InterfacePath", args, 1, usage="folder ...")
+        folders = [self.session.resolve(a) for a in args]
+        for arg, folder in zip(args, folders):
+            if not folder.is_dir():  # a mistyped folder would only show as "no interface X"
+                why = "is a file, not a folder" if folder.exists() else "does not exist"
+                raise MprofError(f"InterfacePath: {arg} ({folder}) {why}")
+        self.session.search_path.extend(folders)
 
     def _import_parameter(self, args):
         self._arity("ImportParameter", args, 3, usage="Module model.json Term ...")

@@ -88,6 +88,11 @@ def register(subparsers):
 
 def cmd_report(args):
     if args.c_helper:
+        if args.run or args.model:  # nothing would read them: not a report that went missing
+            raise MprofError(
+                "report: --c-helper DIR only copies the C helper; give run profiles "
+                "(and --model) in a command of their own"
+            )
         return _copy_c_helper(Path(args.c_helper))
     if not args.run:
         raise MprofError("report: a run profile is required (mprof report RUN.json)")

@@ -265,6 +265,8 @@ def test_bencher_metric_format(recorded, capsys):
             "not an ISO 8601 date",
         ),
         (["add", "{tmp}/h.db", "{bench}"], "no --commit given"),
+        (["add", "{tmp}/h.db", "{tmp}/clash.txt", "--commit", "abc1"], "clash.txt:1: two keys"),
+        (["add", "{tmp}/h.db", "{tmp}/named.txt", "--commit", "abc1"], "named.txt:1: benchmark:"),
         (["add", "{tmp}/h.db", "{bench}", "--commit", "abc123", "--date", ""], "--date: empty"),
         (["export", "{db}", "--format", "asv"], "needs -o DIR"),
         (["export", "{db}", "--format", "bencher", "--commit", "ffff0000"], "not in the history"),
@@ -273,6 +275,8 @@ def test_bencher_metric_format(recorded, capsys):
 )
 def test_errors(recorded, tmp_path, monkeypatch, capsys, argv, message):
     (tmp_path / "empty.txt").write_text("no numbers here\n")
+    (tmp_path / "clash.txt").write_text('{"a/b": 1, "a": {"b": 2}}\n')
+    (tmp_path / "named.txt").write_text('{"benchmark": 5, "x": 1}\n')
     bench = tmp_path / "bench.txt"
     bench.write_text('{"x": 1}\n')
     profile_db = write_db(tmp_path / "profiles.db", np.random.default_rng(1), reps=1)

@@ -154,8 +154,12 @@ def _rename_first_parameter(data):
         (_covariance(2, 0, 5.0), "covariance: not symmetric ([2][0] = 5.0, [0][2] = "),
         (lambda d: d["fitted"].append(d["fitted"][0]), "fitted: rts:Thread named more than once"),
         (_rename_first_parameter, "parameters: 'nocolon' is no parameter name (module:Term)"),
+        (
+            lambda d: d["interfaces"].pop("pipe"),
+            "parameters.pipe:Comp: the file carries no interface of module pipe",
+        ),
     ],
-    ids=["variance", "symmetry", "fitted-twice", "name"],
+    ids=["variance", "symmetry", "fitted-twice", "name", "interface"],
 )
 def test_a_matrix_or_names_no_fit_writes_are_refused(model_and_run, capsys, change, message):
     model, run = model_and_run

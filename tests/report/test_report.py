@@ -231,6 +231,11 @@ def test_cli_copies_the_c_helper(tmp_path, capsys):
     assert main(["report", "--c-helper", str(tmp_path / "c")]) == 0
     assert (tmp_path / "c" / "mprof_report.h").exists()
     assert (tmp_path / "c" / "mprof_report.c").exists()
+    # a run profile beside it would be read by nothing: an error, and nothing copied
+    capsys.readouterr()
+    assert main(["report", "--c-helper", str(tmp_path / "d"), str(tmp_path / "run.json")]) == 2
+    assert "--c-helper DIR only copies the C helper" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
 
 
 def test_per_pe_table_keeps_to_one_measure():
