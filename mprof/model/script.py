@@ -104,6 +104,19 @@ def _catch_sigint(handler):
     return signal.signal(signal.SIGINT, handler)
 
 
+def _nul_line(path) -> int | None:
+    """The line of the first NUL byte of a script file (at most MPROF_MAX_INPUT_MB read), or
+    None: an unreadable file is Tcl's to report."""
+    from ..files import read_bytes
+
+    try:
+        data = read_bytes(path, "modeling script")
+    except MprofError:
+        return None
+    at = data.find(b"\0")
+    return data.count(b"\n", 0, at) + 1 if at >= 0 else None
+
+
 class ScriptError(MprofError):
     """An error at a place of a modeling script, reported as `file:line:column: message`."""
 
@@ -302,6 +315,8 @@ class ModelingScript:
             message = f"source: {path}: no such file in the script's folder"
         elif target.stat().st_size > max_input_bytes():
             message = f"source: {path} is larger than MPROF_MAX_INPUT_MB"
+        elif _nul_line(target):
+            message = f"source: {path}: a NUL byte on line {_nul_line(target)}: a script is text"
         else:
             note_input(target)
             # caught in Tcl, not by tkinter, which takes a `break` for success: the file's
@@ -367,6 +382,9 @@ class ModelingScript:
         from ..files import note_input
 
         note_input(self.path)  # SaveModel must not replace the script (nor a file it sources)
+        nul = _nul_line(self.path)
+        if nul:  # Tcl would stop there with the message "error"
+            raise ScriptError(str(self.path), nul, "a NUL byte: a modeling script is text")
         try:
             with self._limited():
                 if self.unsafe:

@@ -57,6 +57,14 @@ def test_a_sourced_files_break_goes_on_to_its_source_command(
     assert err == f'mprof: {tmp_path / "part.tcl"}:2:1: invoked "break" outside of a loop'
 
 
+def test_a_sourced_file_holding_nul_is_named_at_the_source_command(tmp_path, capfd, pipe_dbs):
+    """Tcl stops at a NUL byte with the message "error"; the script says which file and line."""
+    (tmp_path / "part.tcl").write_bytes(b"set y 1\nset z \0\n")
+    script = write_script(tmp_path, BASE_SCRIPT + "source part.tcl\n")
+    err, _ = fit_error(capfd, script)
+    assert err == f"mprof: {script}:7:1: source: part.tcl: a NUL byte on line 2: a script is text"
+
+
 @pytest.mark.parametrize("explicit_fit", [False, True])
 def test_a_model_named_before_the_fit_that_cannot_be_written_names_its_line(
     tmp_path, capfd, pipe_dbs, explicit_fit

@@ -173,6 +173,7 @@ def test_unknown_module_warns(tmp_path):
         ("FitDatabase fit.db\nSaveModel no/such/folder/m.json\nFit\n", 2, "SaveModel: the folder"),
         ('FitDatabase fit.db\nSaveModel "m\\0.json"\nFit\n', 2, "a file name cannot hold NUL"),
         ("set x 1\nInterfacePath nowhere\n", 2, "InterfacePath: nowhere ("),
+        ("set x 1\nset y \0\n", 2, "a NUL byte: a modeling script is text"),
         ("InterfacePath fit.db\n", 1, ") is a file, not a folder"),
         (
             "FitDatabase fit.db\nInterface @PIPE@\nFixParameter pipe Comp fast\n",
