@@ -60,8 +60,8 @@ def convert(archive: str | Path) -> dict:
         try:
             with otf2.reader.open(str(path)) as trace:
                 return _convert(otf2, trace)
-        except MprofError:
-            raise
+        except MprofError as exc:  # a location's events that do not nest: name the archive
+            raise MprofError(f"{path}: {exc}") from None
         except Exception as exc:  # the OTF2 library reports damaged archives as its own errors
             why = next(
                 (line.split("error: ", 1)[-1] for line in messages() if "error:" in line), str(exc)

@@ -17,6 +17,7 @@ import otf2
 import pytest
 
 from mprof.cli import main
+from mprof.errors import MprofError
 
 PIPE_ARGS = ["2", "2000", "5", "20", "15", "64", "1000"]  # PES M N T F ELTSIZE AGG
 
@@ -134,6 +135,26 @@ def test_no_file_of_the_archive_is_an_output(build_dir, tmp_path, capsys):
         assert "it is an input of this command" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in files} == before
     convert(trace, tmp_path, capsys)  # still whole
+
+
+def test_events_that_do_not_nest_are_named_with_the_archive(
+    build_dir, tmp_path, capsys, monkeypatch
+):
+    """The converter's own findings about a location's events (a region never left, as a
+    damaged event file gives) name the archive they come from."""
+    import mprof.trace.perfetto as perfetto
+
+    trace, _ = traced(build_dir, tmp_path)
+
+    def unbalanced(otf2, archive):
+        raise MprofError("PE 1: 1 region(s) entered and never left")
+
+    monkeypatch.setattr(perfetto, "_convert", unbalanced)
+    assert main(["trace", "convert", str(trace), "-o", str(tmp_path / "out.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"mprof: {trace / 'traces.otf2'}: PE 1: 1 region(s) entered and never left\n"
+    )
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_convert_mpi_trace(build_dir, tmp_path, capsys):
