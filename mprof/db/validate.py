@@ -453,6 +453,8 @@ def _schema_problem(error) -> tuple[str, str]:
                 "(a writer's error: no run lasts that long)"
             )
         return where, f"must be <= {error.validator_value}, got {_short_int(value, alone=True)}"
+    if keyword == "minLength" and "propertyNames" in error.schema_path:
+        return where, 'a name must not be empty ("": ...)'
     if keyword == "minLength":
         return where, "must not be empty"
     if keyword == "const":

@@ -91,8 +91,8 @@ int mpr_access_count(void) { return atomic_load_explicit(&naccess, memory_order_
 
 void mp_param(const char *name, double value)
 {
-    if (!name) {
-        mpr_misuse(MP_ERR_INVALID_ARG, "mp_param with a NULL name");
+    if (!name || !*name) { /* a run profile's parameters have names (sweeps select by them) */
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_param with %s name", name ? "an empty" : "a NULL");
         return;
     }
     if (!isfinite(value)) { /* JSON has no NaN or infinity: the profile would not be read */

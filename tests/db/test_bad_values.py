@@ -108,6 +108,7 @@ BAD_VALUES = [
     (lambda d: d.update(program="a\0b"), "program: must not contain a NUL character"),
     (lambda d: d["machine"].update(hostname="h\0"), "machine.hostname: must not contain a NUL"),
     (lambda d: d["params"].update({"a\0b": 1}), "params.a\\u0000b: must not contain a NUL"),
+    (lambda d: d["params"].update({"": 1}), 'params: a name must not be empty ("": ...)'),
     (lambda d: d["pes"][1].update(idle_s=0.6), "pes[1].idle_s: idle time 0.6 s is more than"),
     (
         lambda d: d["pes"][0].update(cpu_s=0.2, idle_cpu_s=0.3),

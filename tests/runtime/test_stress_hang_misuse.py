@@ -187,6 +187,7 @@ def test_handles_kept_past_mp_main_and_bad_descriptions_are_refused(rt):
                 'mp_param("ratio", NaN): a parameter is a finite number; not recorded',
             ),
             "param_null": (1, "mp_param with a NULL name"),
+            "param_empty": (1, "mp_param with an empty name"),
             "flush_outside": (5, "mp_flush outside a running PE"),
             "access_declare_outside": (5, "mp_access_declare outside a running PE"),
             "fiber_enable_after": (5, "mp_fiber_enable outside a running PE"),

@@ -188,6 +188,8 @@ static void after_main(int argc, char **argv)
     report("param_nan", 1);
     mp_param(NULL, 1);
     report("param_null", 1);
+    mp_param("", 1);
+    report("param_empty", 1);
     mp_flush();
     report("flush_outside", 5);
     /* a registered category, outside any PE */
