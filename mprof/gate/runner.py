@@ -154,8 +154,10 @@ def run_gate(
             "gate run needs --baseline-cmd or --baseline-bin, and "
             "--candidate-cmd or --candidate-bin"
         )
-    if budget < 0:
-        raise MprofError(f"--budget must be >= 0, got {budget}")
+    if not 0 <= budget <= MAX_BUDGET:  # a spec's repetitions stop at 10^6 per point too
+        raise MprofError(
+            f"--budget must be in [0, {MAX_BUDGET}] (extra runs, both builds counted), got {budget}"
+        )
     out = Path(out_dir)
     builds = [
         make_build(
@@ -277,6 +279,7 @@ def _power(database, where, config, change, focus, log: RunLog, console) -> int 
 
 
 OUT_OF_REACH = 10**6
+MAX_BUDGET = 2 * 10**6
 
 
 def _more_points(

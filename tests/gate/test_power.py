@@ -180,6 +180,19 @@ def test_noise_from_a_file_that_is_no_database_is_refused_before_any_run(
     assert noise.read_bytes() == content and not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("budget", ["-1", "2000001", "99999999999999999999"])
+def test_a_budget_out_of_range_is_refused_before_any_run(rt_workload, tmp_path, capsys, budget):
+    spec = _spec(tmp_path, rt_workload, 2)
+    argv = ["gate", "run", "--spec", str(spec), "--baseline-bin", str(rt_workload)]
+    argv += ["--candidate-bin", str(rt_workload), "--out-dir", str(tmp_path / "o")]
+    assert main([*argv, "--budget", budget]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"--budget must be in [0, 2000000] (extra runs, both builds counted), got {budget}" in err
+    )
+    assert not (tmp_path / "o").exists()
+
+
 def test_adaptive_run_takes_the_recommended_repetitions(rt_workload, tmp_path):
     spec = _spec(tmp_path, rt_workload, 2)
     config = GateConfig(tolerance=0.05)
