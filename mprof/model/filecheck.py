@@ -10,6 +10,8 @@ version does not know are left alone (a newer mprof may add some).
 
 from __future__ import annotations
 
+import math
+
 from ..errors import MprofError
 from ..numbers import check_number
 from ..profile import MEASURES
@@ -221,12 +223,18 @@ def _check_covariance(data: dict, source: str) -> None:
     for i, row in enumerate(rows):
         for j, x in enumerate(row):
             check_number(x, f"{where}[{i}][{j}]")
-    # a covariance matrix: variances are not negative and the matrix is symmetric (up to the
-    # rounding of its 17 printed digits)
+    # a covariance matrix: variances are not negative and the matrix is symmetric, up to the
+    # rounding of the fit's arithmetic (a variance that should be 0 may come out -1e-40; two
+    # entries that should be equal may differ in their last bits), measured against the
+    # variances, which bound every covariance: |c_ij| <= sqrt(c_ii c_jj)
+    scale = max((abs(rows[i][i]) for i in range(n)), default=0.0)
     for i in range(n):
-        if rows[i][i] < 0:
+        if rows[i][i] < -ROUNDING * scale:
             raise MprofError(f"{where}[{i}][{i}]: a variance cannot be negative, got {rows[i][i]}")
         for j in range(i):
             a, b = rows[i][j], rows[j][i]
-            if abs(a - b) > 1e-9 * max(abs(a), abs(b)):
+            if abs(a - b) > ROUNDING * math.sqrt(abs(rows[i][i] * rows[j][j])):
                 raise MprofError(f"{where}: not symmetric ([{i}][{j}] = {a!r}, [{j}][{i}] = {b!r})")
+
+
+ROUNDING = 1e-9  # far above the fit's rounding, far below any edit that means something

@@ -199,3 +199,19 @@ def test_a_key_given_twice_is_an_error_at_its_place(model_and_run, tmp_path, cap
     err = capsys.readouterr().err.strip()
     line = text.count("\n", 0, at) + 2
     assert err.startswith(f'mprof: {bad}:{line}:3: key "parameters" appears twice'), err
+
+
+def test_the_fits_rounding_in_a_covariance_is_no_error(model_and_run, capsys):
+    """A variance that should be 0 may come out a hair below it, and two entries that should
+    be equal may differ in their last bits: the file is read."""
+    model, run = model_and_run
+
+    def rounded(data):
+        cov = data["covariance"]
+        scale = max(abs(cov[i][i]) for i in range(len(cov)))
+        i, j = [k for k in range(len(cov)) if cov[k][k] > 0][:2]  # two estimated parameters
+        cov[j][i] = cov[i][j] * (1 + 1e-12) + 1e-13 * (cov[i][i] * cov[j][j]) ** 0.5
+        zero = next(k for k in range(len(cov)) if cov[k][k] == 0 or k not in (i, j))
+        cov[zero][zero] = -1e-12 * scale
+
+    assert main(["model", "show", str(damaged(model, rounded))]) == 0
