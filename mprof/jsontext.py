@@ -4,6 +4,7 @@ json keeps the last value silently, so a file could say two things and be read a
     loads(text, source)   json.loads, a repeated key an MprofError at its place
     unique_keys           the object_pairs_hook that refuses them (DuplicateKey)
     duplicate_key(text)   where the first repeated key is (offset, key)
+    huge_integer(text)    the integer json.loads refused for its length (a ValueError)
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ import json
 import re
 
 from .errors import MprofError, line_column
+
+
+def huge_integer(text: str) -> re.Match | None:
+    """The first integer of `text` with more digits than Python converts (4300 by default:
+    json.loads raises a ValueError for it), or None."""
+    return re.search(r"-?[0-9]{4300,}", text)
 
 
 class DuplicateKey(ValueError):

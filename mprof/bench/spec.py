@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..db.validate import INT_MAX, INT_MIN, read_text
-from ..errors import MprofError
+from ..errors import MprofError, line_column
 from ..numbers import check_number, shown
 from .probe import ProbeSpec
 
@@ -232,8 +232,7 @@ def read_toml(path: Path, what: str) -> dict:
             raise MprofError(f"{path}:{m[2]}:{m[3]}: invalid TOML: {m[1]}") from None
         m = re.fullmatch(r"(?s)(.*) \(at end of document\)", str(exc))
         if m:  # a file cut off: the place is its end
-            line = text.count("\n") + 1
-            column = len(text) - (text.rfind("\n") + 1) + 1
+            line, column = line_column(text, len(text))
             raise MprofError(f"{path}:{line}:{column}: invalid TOML: {m[1]}") from None
         raise MprofError(f"{path}: invalid TOML: {exc}") from None
 
@@ -250,7 +249,7 @@ _TOML_TOKEN = re.compile(
             r'"(?:\\.|[^"\\\n])*"',  # basic string
             r"'[^'\n]*'",  # literal string
             r"#[^\n]*",  # comment
-            r"[\[\]{}\n]",
+            r"[\[\]{}]",
         ]
     )
 )
@@ -260,22 +259,15 @@ def _too_deep(text: str) -> tuple[int, int] | None:
     """The line and column of the first bracket or brace that opens level TOML_MAX_DEPTH + 1
     of nested arrays and inline tables, or None.  Strings and comments are skipped; the depth
     is counted only inside values (a table header's brackets close on its line)."""
-    depth, line, line_start = 0, 1, 0
+    depth = 0
     for m in _TOML_TOKEN.finditer(text):
         token = m.group()
-        if token == "\n":
-            line, line_start = line + 1, m.end()
-        elif token in ("[", "{"):
+        if token in ("[", "{"):
             depth += 1
             if depth > TOML_MAX_DEPTH:
-                return line, m.start() - line_start + 1
+                return line_column(text, m.start())
         elif token in ("]", "}"):
             depth = max(depth - 1, 0)
-        elif token[0] in "\"'":
-            newlines = token.count("\n")
-            if newlines:
-                line += newlines
-                line_start = m.start() + token.rfind("\n") + 1
     return None
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import MprofError, line_column
 from ..files import read_bytes
-from ..jsontext import DuplicateKey, duplicate_key, unique_keys
+from ..jsontext import DuplicateKey, duplicate_key, huge_integer, unique_keys
 from ..schema import inlined_schema
 
 SCHEMA = "mprof.run-profile"
@@ -156,7 +156,7 @@ def parse_profile(
             place=_place(text, offset, first_line),
         ) from None
     except ValueError as exc:  # an integer of more than 4300 digits
-        digits = re.search(r"-?[0-9]{4300,}", text)
+        digits = huge_integer(text)
         if digits is None:
             raise ProfileError(
                 source, "", f"not valid JSON: {exc}", place=_line(first_line)

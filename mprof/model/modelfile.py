@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import jsontext
+from ..db.validate import read_text
 from ..errors import MprofError, SourceError, line_column
-from ..files import read_bytes, write_file
+from ..files import write_file
 from ..numbers import check_number
 from ..report.jsonout import dumps
 from .filecheck import check_model_data
@@ -497,7 +498,7 @@ def load_model(path: str | Path) -> Model:
     path = Path(path)
     text = None
     try:
-        text = read_bytes(path, "model").decode("utf-8")
+        text = read_text(path, "model")  # bad bytes are an error at their place
         data = jsontext.loads(
             text, str(path), parse_float=_finite_float, parse_constant=_refuse_constant
         )
@@ -509,21 +510,13 @@ def load_model(path: str | Path) -> Model:
         ) from None
     except json.JSONDecodeError as exc:
         raise MprofError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError as exc:
-        data = exc.object
-        line = data[: exc.start].count(b"\n") + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise MprofError(
-            f"{path}:{line}:{column}: not valid UTF-8 (byte 0x{data[exc.start]:02x}, column "
-            "counted in bytes): is it a model file?"
-        ) from None
     except RecursionError:
         raise MprofError(f"{path}: not a model file: JSON nested too deeply") from None
     except ValueError:  # an integer of more than 4300 digits (Python's limit)
-        digits = re.search(r"-?[0-9]{4300,}", text or "")
+        digits = jsontext.huge_integer(text or "")
         if digits is None:
             raise MprofError(f"{path}: not a model file") from None
-        line, column = _locate(text, digits.group())
+        line, column = line_column(text, digits.start())
         raise MprofError(
             f"{path}:{line}:{column}: an integer of {len(digits.group().lstrip('-'))} digits "
             "is no parameter value: is it a model file?"

@@ -315,8 +315,8 @@ class ModelingScript:
             message = f"source: {path}: no such file in the script's folder"
         elif target.stat().st_size > max_input_bytes():
             message = f"source: {path} is larger than MPROF_MAX_INPUT_MB"
-        elif _nul_line(target):
-            message = f"source: {path}: a NUL byte on line {_nul_line(target)}: a script is text"
+        elif nul := _nul_line(target):
+            message = f"source: {path}: a NUL byte on line {nul}: a script is text"
         else:
             note_input(target)
             # caught in Tcl, not by tkinter, which takes a `break` for success: the file's
