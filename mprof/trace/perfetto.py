@@ -44,12 +44,15 @@ def _otf2():
     return otf2
 
 
+def _anchor(archive: Path) -> Path:
+    """The anchor file of an archive named by it or by its folder (MPROF_TRACE=DIR)."""
+    return archive / "traces.otf2" if archive.is_dir() else archive
+
+
 def convert(archive: str | Path) -> dict:
     """The trace `archive` (DIR/traces.otf2, or DIR) as a Chrome trace JSON object."""
     otf2 = _otf2()
-    path = Path(archive)
-    if path.is_dir():
-        path = path / "traces.otf2"
+    path = _anchor(Path(archive))
     if not path.is_file():
         raise MprofError(
             f"{archive}: no OTF2 archive (expected DIR/traces.otf2 as written by MPROF_TRACE=DIR)"
@@ -244,7 +247,7 @@ def _note_archive(archive: Path) -> None:
     """Every file of an OTF2 archive as an input of the command (mprof.files): the anchor
     DIR/NAME.otf2, the global definitions DIR/NAME.def and the per-location files under
     DIR/NAME/, which the reader opens only later, one by one."""
-    anchor = archive / "traces.otf2" if archive.is_dir() else archive
+    anchor = _anchor(archive)
     note_input(anchor)
     note_input(anchor.with_suffix(".def"))
     locations = anchor.with_suffix("")
