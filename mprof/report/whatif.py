@@ -121,6 +121,7 @@ def parse_change(text: str, model) -> Change:
     if dot and module in model.interfaces:
         stats = model.interfaces[module].statistics
         if stat in stats:
+            _check_sign(text, name, number, model.interface(module))
             return Change(text, name, "statistic", factor, value)
         close = difflib.get_close_matches(stat, stats, n=1)
         raise MprofError(
@@ -133,6 +134,18 @@ def parse_change(text: str, model) -> Change:
         "(module:Term, e.g. rts:Msg) nor a statistic of one of its modules "
         f"(module.Stat, e.g. rts.MsgSent; modules: {', '.join(model.interfaces)})"
     )
+
+
+def _check_sign(text: str, name: str, number: float, iface) -> None:
+    """A count (u64) cannot become negative: not by a value, and not by a factor, which would
+    price a run that gave time back for every event it counted."""
+    stat = name.partition(".")[2]
+    (kind,) = [s.type for s in iface.statistics if s.name == stat]
+    if kind == "u64" and number < 0:
+        raise MprofError(
+            f"--what-if '{text}': {name} is a count (u64) and cannot be negative; "
+            "use a factor between 0x and 1x to make it smaller"
+        )
 
 
 def _changed_records(run: RunProfile, changes: list[Change]) -> list[list[ObjectRecord]]:

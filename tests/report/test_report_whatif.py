@@ -93,6 +93,8 @@ def test_text_json_and_html(doc, model):
         ("rts:Msg", "expected NAME=FACTORx or NAME=VALUE"),
         ("rts:Msg=infx", "is not finite"),
         ("rts:P=2x", "'rts:P' is ignored by the model"),
+        ("rts.MsgSent=-1", "rts.MsgSent is a count (u64) and cannot be negative"),
+        ("rts.MsgSent=-0.5x", "rts.MsgSent is a count (u64) and cannot be negative"),
     ],
 )
 def test_bad_changes_are_one_line_errors(tmp_path, capsys, change, message):
