@@ -173,20 +173,18 @@ def run_gate(
         check_database(build.database, "--out-dir")
     if noise_from is not None and not Path(noise_from).exists():
         raise MprofError(f"--noise-from: {noise_from} does not exist")
+    noise = None
     if noise_from is not None:  # named by the user: a file that is no such database is an error
         try:  # (the baseline's own database, below, may still hold no run of the points)
-            load_side("baseline", noise_from, where)
+            noise = load_side("baseline", noise_from, where)
         except MprofError as exc:
             raise MprofError(f"--noise-from: {exc}") from None
     for build in builds:
         make_database_folder(build.database, "--out-dir")
     log = RunLog(repetitions=spec.repetitions)
     config = config or GateConfig()
-    before = (
-        Path(noise_from)
-        if noise_from is not None
-        else (builds[0].database if builds[0].database.exists() else None)
-    )
+    if noise is None and builds[0].database.exists():  # runs of an earlier gate run
+        noise = _baseline_side(builds[0].database, where)
     dbs = {b.name: ProfileDB(b.database) for b in builds}
 
     def stop_on_failures() -> None:
@@ -211,15 +209,17 @@ def run_gate(
 
     try:
         points = spec.points()
-        if before is not None:
-            target = _power(before, where, config, change, focus, log, console)
+        if noise is not None:
+            target = _power(noise, config, change, focus, log, console)
             if adaptive and target:
                 points = _more_points(spec, points, target, budget, log, console)
         console.print(f"gate run: {len(points)} point(s) x 2 builds -> {out}", highlight=False)
         for point in points:
             _run_pair(builds, dbs, point, log, console, extra=point.repetition >= spec.repetitions)
         stop_on_failures()
-        target = _power(builds[0].database, where, config, change, focus, log, console)
+        target = _power(
+            _baseline_side(builds[0].database, where), config, change, focus, log, console
+        )
         if adaptive and target and target > log.repetitions:
             more = _more_points(spec, points, target, budget - log.extra_runs, log, console)
             for point in more[len(points) :]:
@@ -260,16 +260,21 @@ def run_gate(
     return report, log
 
 
-def _power(database, where, config, change, focus, log: RunLog, console) -> int | None:
-    """Print the power check of the baseline runs in `database`; the repetitions it
-    recommends (None when it cannot tell)."""
-    from .power import check
-
+def _baseline_side(database, where):
+    """The baseline runs of one of the gate's own databases, or None where it holds none that
+    load (the power check then waits for runs)."""
     try:
-        side = load_side("baseline", database, where)
+        return load_side("baseline", database, where)
     except MprofError:
         return None
-    if not side.runs:
+
+
+def _power(side, config, change, focus, log: RunLog, console) -> int | None:
+    """Print the power check of the baseline runs of `side` (None: none yet); the repetitions
+    it recommends (None when it cannot tell)."""
+    from .power import check
+
+    if side is None or not side.runs:
         return None
     log.power = check(side, config, change=change, focus=focus)
     console.print(log.power.sentence(), highlight=False, soft_wrap=True)
