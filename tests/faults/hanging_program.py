@@ -32,9 +32,16 @@ def profile():
 
 
 def children():
-    # the child starts a grandchild of its own: both must die with the point
+    # the child starts a grandchild of its own: both must die with the point.  The grandchild's
+    # pid is renamed into place: `echo > FILE` creates FILE before it writes, and a reader
+    # that saw it empty (on one CPU the shell may be preempted in between) lost a pid.
     child = subprocess.Popen(
-        ["sh", "-c", 'sleep 300 & echo $! > "$0.grand"; exec sleep 300', pidfile]
+        [
+            "sh",
+            "-c",
+            'sleep 300 & echo $! > "$0.grand.tmp" && mv "$0.grand.tmp" "$0.grand"; exec sleep 300',
+            pidfile,
+        ]
     )
     while not os.path.exists(pidfile + ".grand"):
         time.sleep(0.01)
