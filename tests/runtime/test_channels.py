@@ -71,6 +71,15 @@ def test_blocked_sender_is_woken(rt, workers):
     assert median < 5.0, run.stdout
 
 
+@pytest.mark.parametrize("ring", [2048, 4096, 65536])
+def test_rings_larger_than_a_chunk_get_memory_of_their_own(rt_san, ring):
+    """Channels are carved out of their producer's 64 KiB chunks; a ring of 4096 slots or more
+    (two words a slot) is larger than a chunk, and was written past its end."""
+    run = rt_san.run("channels", "mesh", 10, env={"MPROF_SHM_RING": ring, "MPROF_PES": 4})
+    assert "arrivals=120 expected=120" in run.stdout, run.describe()
+    assert run.profile["settings"]["shm_ring"] == ring
+
+
 def test_bad_ring_setting_is_reported(rt):
     run = rt.run("channels", "mesh", 10, env={"MPROF_SHM_RING": 3})
     assert "ignoring MPROF_SHM_RING=3" in run.stderr

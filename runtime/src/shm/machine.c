@@ -204,13 +204,16 @@ static shm_chan *chan_new(shm_net *net, shm_worker *w, int dst)
      * thousands of channels, and malloc's header and alignment padding would add a third */
     size_t size = (sizeof(shm_chan) + 2 * N.ring * sizeof(uintptr_t) + 63) & ~(size_t)63;
     if (w->chunk_left < size) {
-        unsigned char *chunk = aligned_alloc(64, CHAN_CHUNK);
+        /* a ring of more than 2032 slots (MPROF_SHM_RING) does not fit a chunk: such a
+         * channel gets a chunk of its own size */
+        size_t bytes = size + 64 > CHAN_CHUNK ? size + 64 : CHAN_CHUNK;
+        unsigned char *chunk = aligned_alloc(64, bytes);
         if (!chunk)
             mpr_fatal("out of memory allocating a channel to PE %d", dst);
         *(void **)chunk = w->chunks; /* the first line links the worker's chunks */
         w->chunks = chunk;
         w->chunk_next = chunk + 64;
-        w->chunk_left = CHAN_CHUNK - 64;
+        w->chunk_left = bytes - 64;
     }
     shm_chan *ch = (shm_chan *)w->chunk_next;
     w->chunk_next += size;
