@@ -79,7 +79,8 @@ typedef struct {
     unsigned spin;
     double progress_timeout_s;
     const char *profile_path; /* NULL: no profile */
-    const char *program;      /* name recorded in the profile (default: argv[0] basename) */
+    const char *program;      /* name recorded in the profile (default: argv[0] basename);
+                               * not empty, UTF-8 */
     double sample_s;          /* seconds between samples of the access category; 0: off */
 } mp_config;
 
@@ -88,8 +89,8 @@ void mp_config_init(mp_config *cfg);
 /* Runs `pe_main(argc, argv)` on every PE, then schedules fibers until global quiescence,
  * writes the run profile and returns 0.  Returns non-zero (and prints a diagnosis) when the
  * run hangs: the machine is quiescent or idle past the timeout while fibers still wait on
- * counters.  pe_main is an ordinary function, not a fiber: it may call the blocking helper
- * mp_block_until(). */
+ * counters (2), or an end hook started work (2, mp_at_pe_end).  pe_main is an ordinary
+ * function, not a fiber: it may call the blocking helper mp_block_until(). */
 typedef void (*mp_pe_main_fn)(int argc, char **argv);
 int mp_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char **argv);
 
@@ -97,7 +98,9 @@ int mp_mype(void);     /* this PE's number */
 int mp_npes(void);     /* P */
 double mp_wtime(void); /* seconds on a monotonic clock */
 
-/* Records a program parameter (e.g. PIPE's M, N, T) in the run profile's "params". */
+/* Records a program parameter (e.g. PIPE's M, N, T) in the run profile's "params".  The name
+ * is not empty and is UTF-8 (as every name the profile carries), the value finite: anything
+ * else is reported and not recorded. */
 void mp_param(const char *name, double value);
 
 /* ------------------------------------------------------------------------------------ */
@@ -137,7 +140,9 @@ void *mp_fiber_args(mp_fiber_t f); /* its argument block */
 typedef struct mpr_counter *mp_counter_t;
 
 mp_counter_t mp_counter_new(uint64_t initial);
+/* Refused (with a message) while fibers or mp_block_until wait on it. */
 void mp_counter_free(mp_counter_t c);
+/* The owner's view: 0 and a message on another PE, which would read it mid-update. */
 uint64_t mp_counter_value(mp_counter_t c);
 void mp_counter_add(mp_counter_t c, uint64_t n);
 void mp_counter_set(mp_counter_t c, uint64_t value);
@@ -222,9 +227,10 @@ void *mp_obj_local(mp_obj_t id);
 /* Calls fn(arg) on this PE once it has run out of work for good: after its last fiber, before
  * its statistics go into the run profile.  For a library to say what the program left undone
  * (a task stealer that still holds tasks nobody removed) or to settle a statistic.  fn runs
- * outside any fiber and must neither wait nor communicate (nothing runs after it); hooks run
- * last registered first.  MP_ERR_BAD_STATE outside a running PE, MP_ERR_INVALID_ARG for a NULL
- * fn, MP_ERR_NO_MEMORY. */
+ * outside any fiber and must neither wait nor communicate (nothing runs after it): a hook that
+ * invokes, or enables a fiber, is named on stderr and mp_main returns 2.  Hooks run last
+ * registered first.  MP_ERR_BAD_STATE outside a running PE, MP_ERR_INVALID_ARG for a NULL fn,
+ * MP_ERR_NO_MEMORY. */
 mp_err mp_at_pe_end(void (*fn)(void *arg), void *arg);
 
 /* Collective and split-phase like mp_obj_barrier: ends the object.  Every PE calls it once
@@ -299,7 +305,10 @@ typedef struct {
 } mp_stat_module;
 
 /* Allocates a zeroed record of nfields 8-byte slots on the calling PE for object `id`.  It
- * is PE-local memory, updated without atomics, and written to the run profile at exit. */
+ * is PE-local memory, updated without atomics, and written to the run profile at exit.  The
+ * profile names records by object id, so an id has one record per PE (0 is the runtime's); the
+ * module and statistic names are UTF-8 and a module's statistic names distinct.  NULL (and a
+ * message) otherwise. */
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id);
 
 /* Statistics an object derives from its own state instead of counting them per event (a count
@@ -316,7 +325,8 @@ typedef void (*mp_stats_derive_fn)(const void *ctx, uint64_t *add);
 mp_err mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx);
 
 /* Access categories are process-wide names "module:NAME"; register them before mp_main (or
- * from any PE: registration is thread-safe and idempotent).  Returns the id, or -1. */
+ * from any PE: registration is thread-safe and idempotent).  Returns the id, or -1: names that
+ * are empty, not UTF-8 or together longer than 255 bytes, a module name with a ':'. */
 int mp_access_register(const char *module, const char *name);
 /* Declares the access category of the executing fiber (latency is charged to it). */
 void mp_access_declare(int access_id);

@@ -59,6 +59,10 @@ void mp_counter_free(mp_counter_t c)
         mpr_misuse(MP_ERR_BAD_STATE, "freeing a counter that fibers still wait on");
         return;
     }
+    if (c == pe->blocked_on) { /* reused, it would end the wait with another counter's value */
+        mpr_misuse(MP_ERR_BAD_STATE, "freeing the counter that mp_block_until waits on");
+        return;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -89,13 +93,19 @@ uint64_t mp_counter_value(mp_counter_t c)
         mpr_misuse(MP_ERR_INVALID_ARG, "mp_counter_value of a NULL counter");
         return 0;
     }
-    if (MPR_UNLIKELY(!mpr_pe_self())) { /* its memory went with its PE */
+    mpr_pe *pe = mpr_pe_self();
+    if (MPR_UNLIKELY(!pe)) { /* its memory went with its PE */
         mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_value outside a running PE");
         return 0;
     }
     if (MPR_UNLIKELY(c->pe == MPR_COUNTER_FREED)) { /* the value of a counter reused later */
         mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_value of counter %p after mp_counter_free",
                    (void *)c);
+        return 0;
+    }
+    if (MPR_UNLIKELY(c->pe != pe->id)) { /* its owner updates it without atomics */
+        mpr_misuse(MP_ERR_BAD_STATE, "mp_counter_value of a counter of PE %d on PE %d", (int)c->pe,
+                   pe->id);
         return 0;
     }
     return c->value;

@@ -36,25 +36,42 @@ const char *mp_strerror(mp_err err)
     return "unknown error";
 }
 
-/* "mprof: KIND: PE n: message", naming the PE when called from one. */
-static void vreport(const char *kind, const char *fmt, va_list ap)
+/* Writes "mprof: KIND: PE n: message<tail>\n", naming the PE when called from one, in one
+ * write: PEs on other threads report at the same time, and a line written in pieces came out
+ * interleaved with theirs.  A message longer than the buffer is cut (with "...") rather than
+ * split. */
+static void vreport(const char *kind, const char *tail, const char *fmt, va_list ap)
 {
+    char line[1024];
+    size_t n, cap = sizeof line - 5; /* room for "...\n" and the NUL */
     mpr_pe *pe = mpr_pe_self();
     if (pe)
-        fprintf(stderr, "mprof: %s: PE %d: ", kind, pe->id);
+        n = (size_t)snprintf(line, cap, "mprof: %s: PE %d: ", kind, pe->id);
     else
-        fprintf(stderr, "mprof: %s: ", kind);
-    vfprintf(stderr, fmt, ap);
+        n = (size_t)snprintf(line, cap, "mprof: %s: ", kind);
+    if (n < cap)
+        n += (size_t)vsnprintf(line + n, cap - n, fmt, ap);
+    if (n < cap)
+        n += (size_t)snprintf(line + n, cap - n, "%s", tail);
+    if (n >= cap) {
+        n = cap - 1;
+        memcpy(line + n, "...", 3);
+        n += 3;
+    }
+    line[n++] = '\n';
+    line[n] = '\0';
+    fputs(line, stderr);
 }
 
 /* Misuse is reported where it happens (with the PE) and returned to the caller, so a
  * program that ignores the code still leaves a trace on stderr. */
 mp_err mpr_misuse(mp_err code, const char *fmt, ...)
 {
+    char tail[64];
+    snprintf(tail, sizeof tail, " (%s)", mp_strerror(code));
     va_list ap;
     va_start(ap, fmt);
-    vreport("error", fmt, ap);
-    fprintf(stderr, " (%s)\n", mp_strerror(code));
+    vreport("error", tail, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -63,8 +80,7 @@ void mpr_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport("fatal", fmt, ap);
-    fputc('\n', stderr);
+    vreport("fatal", "", fmt, ap);
     va_end(ap);
     exit(3);
 }

@@ -333,3 +333,46 @@ const mpr_json *mpr_json_get(const mpr_json *obj, const char *key)
             return &obj->items[i];
     return NULL;
 }
+
+size_t mpr_utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* past U+10FFFF */
+    } else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+bool mpr_utf8_valid(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    while (*u) {
+        size_t n = mpr_utf8_seq(u);
+        if (!n)
+            return false;
+        u += n;
+    }
+    return true;
+}

@@ -24,4 +24,12 @@ void mpr_json_free(mpr_json *v);
 /* The value of `key` in an object (the last one, as Python's json does), or NULL. */
 const mpr_json *mpr_json_get(const mpr_json *obj, const char *key);
 
+/* The length (1-4) of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF), or 0 where s starts no such sequence.  s is
+ * NUL-terminated: a sequence cut short by the end is ill-formed. */
+size_t mpr_utf8_seq(const unsigned char *s);
+/* Is the NUL-terminated s well-formed UTF-8?  Names the run profile carries must be: JSON text
+ * is UTF-8, and its readers reject anything else. */
+bool mpr_utf8_valid(const char *s);
+
 #endif

@@ -19,6 +19,9 @@
 
 #include <stdatomic.h>
 
+/* Module descriptions a PE remembers as checked (stats.c, mp_stats_new). */
+#define MPR_CHECKED_MODULES 8
+
 /* Where a PE is, for the progress watchdog and the SIGQUIT dump (watchdog.c).  Written by
  * the PE on cold paths only (start, idle, yield, end); read by the watchdog without locks. */
 typedef enum {
@@ -116,6 +119,14 @@ typedef struct mpr_pe {
     /* statistics */
     rts_stats_t rts; /* this PE's rts record, embedded to keep hooks one add */
     mpr_stats_rec *records;
+    mpr_stats_rec **records_tail; /* where the next record links (NULL: &records) */
+    /* the records' object ids, unique on a PE (stats.c ids_add) */
+    uint64_t *record_ids;
+    size_t record_ids_cap, nrecord_ids;
+    bool record_id_max;
+    /* module descriptions mp_stats_new has checked on this PE (stats.c) */
+    const mp_stat_module *checked_modules[MPR_CHECKED_MODULES];
+    unsigned next_checked_module;
 
     /* time: wall clock, and this PE's thread CPU clock (the run profile's cpu_s) */
     double t_start;

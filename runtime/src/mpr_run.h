@@ -34,9 +34,10 @@ typedef struct {
     int pinned_workers; /* worker threads the backend bound to a unit of their own (profile) */
     int workers;  /* worker threads the PEs run on; 0: a thread (process) per PE (mpr_workers) */
     int shm_ring; /* slots of a message channel's ring; 0 where the backend has no rings */
-    bool trace_partial; /* MPROF_TRACE is set in some processes only (the backend's agree) */
-    bool carriers;      /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
-    uint64_t feed_ns;   /* MPROF_FEED_US: the least time between two feeds of a waiting PE */
+    bool trace_partial;        /* MPROF_TRACE is set in some processes only (the backend's agree) */
+    bool carriers;             /* MPROF_CARRIERS: runs of arrived FIFO records go in carriers */
+    uint64_t feed_ns;          /* MPROF_FEED_US: the least time between two feeds of a waiting PE */
+    _Atomic(bool) hook_misuse; /* an mp_at_pe_end hook started work (pe.c): the run fails */
 } mpr_run;
 
 extern mpr_run mpr_g;

@@ -23,6 +23,8 @@ static inline bool mpr_direct_ok(const mpr_pe *pe)
 void mpr_run_direct(mpr_pe *pe, mp_fiber_fn fn, const void *args, unsigned access);
 void mpr_schedule_loop(mpr_pe *pe, mpr_counter *until, uint64_t value);
 void mpr_sched_init(mpr_pe *pe);
+/* No fiber waits to run on pe: its queues are empty and no custom scheduler holds one. */
+bool mpr_sched_idle(const mpr_pe *pe);
 
 /* Hands a fiber that is enabled to scheduler `sched` (its tag's).  Inline: this is half of
  * every fiber's life.  Only FIFO fibers stay inline: an urgent one must also interrupt the

@@ -253,6 +253,8 @@ static mp_status gop_start(mp_obj_t id, mp_reduce_op op, int kind, double in, do
         mpr_misuse(MP_ERR_INVALID_ARG, "%s needs a counter", what);
         return MP_FAIL;
     }
+    if (mpr_counter_check(pe, done) != MP_SUCCESS) /* freed, or another PE's: reported */
+        return MP_FAIL;
     if (op != MP_REDUCE_SUM && op != MP_REDUCE_MIN && op != MP_REDUCE_MAX) {
         mpr_misuse(MP_ERR_INVALID_ARG, "%s: unknown reduction operation %d", what, (int)op);
         return MP_FAIL;

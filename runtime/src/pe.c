@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "mpr_json.h"
 #include "observer.h"
 
 #include <math.h>
@@ -166,6 +167,10 @@ static double idle_timeout_s(void)
 
 void mp_config_init(mp_config *cfg)
 {
+    if (!cfg) {
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_config_init(NULL): no config to fill");
+        return;
+    }
     memset(cfg, 0, sizeof *cfg);
     cfg->npes = (int)env_whole("MPROF_PES", 1, 1, 4096);
     /* MPI: P is the number of ranks (mp_main enforces it; this is the launcher's figure) */
@@ -235,6 +240,29 @@ static mpr_pe *pe_new(int id, int npes)
 }
 
 /* Run on each PE by the machine layer. */
+/* What a PE has invoked, here or on others: what an mp_at_pe_end hook must leave alone (built
+ * without statistics, only the fibers it leaves enabled are seen). */
+static uint64_t hook_ops(const mpr_pe *pe)
+{
+    return __atomic_load_n(&pe->rts.RemoteOp, __ATOMIC_RELAXED) +
+           __atomic_load_n(&pe->rts.LocalOp, __ATOMIC_RELAXED);
+}
+
+/* An end hook communicated or enabled fibers after the PE ran out of work for good: nothing
+ * will ever run them, and a call that succeeded would lose them without a word.  Found after
+ * the hook rather than refused in the calls, which would put a test of the PE's state on the
+ * paths of every spawn and invocation.  The run fails (mp_main's return code). */
+static MPR_COLD void hook_started_work(void (*fn)(void *), bool invoked)
+{
+    char name[128];
+    mpr_misuse(MP_ERR_BAD_STATE,
+               "the mp_at_pe_end hook %s %s after the PE had ended: nothing will run it (a "
+               "hook must neither communicate nor create work)",
+               mpr_fn_name(fn, name, sizeof name),
+               invoked ? "invoked a fiber or sent a message" : "enabled a fiber");
+    atomic_store(&mpr_g.hook_misuse, true);
+}
+
 void mpr_pe_run(mpr_pe *pe)
 {
     /* asked once: the idle loop, flow control, the sampler, PAPI and the overflow handler
@@ -265,7 +293,10 @@ void mpr_pe_run(mpr_pe *pe)
     mpr_schedule_loop(pe, NULL, 0);
     while (pe->n_end_hooks > 0) { /* a hook may register another: it runs too */
         struct mpr_end_hook h = pe->end_hooks[--pe->n_end_hooks];
+        uint64_t ops = hook_ops(pe);
         h.fn(h.arg);
+        if (MPR_UNLIKELY(!mpr_sched_idle(pe) || hook_ops(pe) != ops))
+            hook_started_work(h.fn, hook_ops(pe) != ops);
     }
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();
@@ -335,7 +366,8 @@ static void pe_free(mpr_pe *pe)
 static const char *basename_of(const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : (path ? path : "program");
+    const char *base = slash ? slash + 1 : path;
+    return base && *base ? base : "program"; /* a profile's program is never empty */
 }
 
 /* A config set field by field, not by mp_config_init from the environment, gets the same
@@ -357,6 +389,8 @@ static const char *config_problem(const mp_config *c)
         return "idle_timeout_s is neither 0 (off) nor at least 0.1 s";
     if (!seconds_ok(c->sample_s) || (c->sample_s > 0 && c->sample_s < SAMPLE_US_MIN * 1e-6))
         return "sample_s is neither 0 (off) nor a period of at least 100 us";
+    if (c->program && (!*c->program || !mpr_utf8_valid(c->program)))
+        return "program is empty or not UTF-8 (NULL names the run after argv[0])";
     return NULL;
 }
 
@@ -386,6 +420,9 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
     if (!cfg || !pe_main || cfg->npes < 1 || cfg->npes > 4096)
         return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main needs a config with 1..4096 PEs and an "
                                               "entry function");
+    if (argc < 0 || (argc > 0 && !argv))
+        return mpr_misuse(MP_ERR_INVALID_ARG, "mp_main: argc %d with %s argv", argc,
+                          argv ? "an" : "a NULL");
     /* A profile that cannot be written is found now, not after the run (MPROF_OUT); on MPI
      * by the rank that writes it: another rank's host may lack the folder (a rank that
      * returned here left the others waiting in MPI_Init) */
@@ -449,7 +486,7 @@ static int run_main(const mp_config *cfg, mp_pe_main_fn pe_main, int argc, char 
     if (run_rc != 0)
         return mpr_misuse(MP_ERR_BACKEND, "the machine layer failed to start the PEs");
 
-    int rc = 0;
+    int rc = atomic_load(&mpr_g.hook_misuse) ? 2 : 0; /* reported by the PE (hook_started_work) */
     bool waiting = mpr_hang_report(stderr);
     if (waiting) {
         rc = 2;

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "mpr_json.h"
 #include "papictr.h"
 
 #include <errno.h>
@@ -18,17 +19,26 @@
 
 #define SCHEMA_VERSION 2
 
+/* A JSON string of s.  Bytes that are not UTF-8 (a command-line argument or a host name in
+ * another encoding; the names the program gives are checked where it gives them) are written
+ * as U+FFFD each: the document stays one that readers accept. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
+    const unsigned char *u = (const unsigned char *)s;
+    while (u && *u) {
+        unsigned char c = *u;
+        size_t n = mpr_utf8_seq(u);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            n = 1;
+        } else if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c < 0x20)
             fprintf(f, "\\u%04x", c);
         else
-            fputc(c, f);
+            fwrite(u, 1, n, f);
+        u += n;
     }
     fputc('"', f);
 }

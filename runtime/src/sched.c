@@ -489,6 +489,8 @@ static inline bool out_of_work(const mpr_pe *pe)
     return true;
 }
 
+bool mpr_sched_idle(const mpr_pe *pe) { return out_of_work(pe); }
+
 /* Runs fibers until none is runnable (returns false) or `until` reaches `value` (true).
  *
  * Without custom schedulers the FIFO queue is taken whole and run from a local list.  Walking

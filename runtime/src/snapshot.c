@@ -294,6 +294,8 @@ mp_status mp_snapshot_freeze(mp_snapshot_t h, mp_counter_t done)
                    done ? "while already frozen" : "without a counter");
         return MP_FAIL;
     }
+    if (mpr_counter_check(mpr_pe_self(), done) != MP_SUCCESS) /* freed, or another PE's */
+        return MP_FAIL;
     return freeze_start(s, (step_args){h, done, false, mp_access_current()});
 }
 
@@ -314,9 +316,11 @@ mp_status mp_snapshot_sync(mp_snapshot_t h, mp_counter_t done)
     if (!s)
         return MP_FAIL;
     if (!done || s->frozen) {
-        mpr_misuse(MP_ERR_BAD_STATE, "snapshot %u: sync %s", h,
+        mpr_misuse(done ? MP_ERR_BAD_STATE : MP_ERR_INVALID_ARG, "snapshot %u: sync %s", h,
                    done ? "while frozen" : "without a counter");
         return MP_FAIL;
     }
+    if (mpr_counter_check(mpr_pe_self(), done) != MP_SUCCESS) /* freed, or another PE's */
+        return MP_FAIL;
     return freeze_start(s, (step_args){h, done, true, mp_access_current()});
 }

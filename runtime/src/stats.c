@@ -5,9 +5,11 @@
  */
 #define _GNU_SOURCE
 #include "mpr.h"
+#include "mpr_json.h"
 #include "observer.h"
 #include "sde.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +32,16 @@ int mp_access_register(const char *module, const char *name)
     if (!module || !name || !*module || !*name) {
         mpr_misuse(MP_ERR_INVALID_ARG, "access category with %s module or name",
                    !module || !name ? "a NULL" : "an empty");
+        return -1;
+    }
+    if (!mpr_utf8_valid(module) || !mpr_utf8_valid(name)) { /* profiles are UTF-8 */
+        mpr_misuse(MP_ERR_INVALID_ARG, "access category with a %s that is not UTF-8",
+                   mpr_utf8_valid(module) ? "name" : "module name");
+        return -1;
+    }
+    if (strchr(module, ':')) { /* "a:b" + "c" and "a" + "b:c" would be one category */
+        mpr_misuse(MP_ERR_INVALID_ARG, "access category %.64s:%.64s: a module name has no ':'",
+                   module, name);
         return -1;
     }
     char full[256];
@@ -95,6 +107,10 @@ void mp_param(const char *name, double value)
         mpr_misuse(MP_ERR_INVALID_ARG, "mp_param with %s name", name ? "an empty" : "a NULL");
         return;
     }
+    if (!mpr_utf8_valid(name)) { /* JSON text is UTF-8: the profile would not be read */
+        mpr_misuse(MP_ERR_INVALID_ARG, "mp_param: the name is not UTF-8; not recorded");
+        return;
+    }
     if (!isfinite(value)) { /* JSON has no NaN or infinity: the profile would not be read */
         mpr_misuse(MP_ERR_INVALID_ARG,
                    "mp_param(\"%.64s\", %s): a parameter is a finite "
@@ -128,16 +144,53 @@ void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), 
     pthread_mutex_unlock(&registry_lock);
 }
 
+/* The PE's set of its records' object ids (open addressing, linear probing; a slot holds
+ * id + 1, 0 is empty, and the id 2^64 - 1 has a flag of its own).  Adds `id`; returns false if
+ * it was there already. */
+static bool ids_add(mpr_pe *pe, uint64_t id)
+{
+    if (id == UINT64_MAX) {
+        bool had = pe->record_id_max;
+        pe->record_id_max = true;
+        return !had;
+    }
+    if (2 * (pe->nrecord_ids + 1) > pe->record_ids_cap) { /* at most half full */
+        size_t cap = pe->record_ids_cap ? 2 * pe->record_ids_cap : 16;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            mpr_fatal("out of memory recording statistics records");
+        for (size_t i = 0; i < pe->record_ids_cap; i++) {
+            uint64_t v = pe->record_ids[i];
+            if (!v)
+                continue;
+            size_t j = (size_t)((v - 1) * 0x9E3779B97F4A7C15u) & (cap - 1);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = v;
+        }
+        free(pe->record_ids);
+        pe->record_ids = t;
+        pe->record_ids_cap = cap;
+    }
+    size_t j = (size_t)(id * 0x9E3779B97F4A7C15u) & (pe->record_ids_cap - 1);
+    for (; pe->record_ids[j]; j = (j + 1) & (pe->record_ids_cap - 1))
+        if (pe->record_ids[j] == id + 1)
+            return false;
+    pe->record_ids[j] = id + 1;
+    pe->nrecord_ids++;
+    return true;
+}
+
 /* Keeps creation order, so profiles list the runtime (object 0) first. */
 static void link_record(mpr_pe *pe, mpr_stats_rec *r, const mp_stat_module *module,
                         uint64_t object_id)
 {
     r->module = module;
     r->object_id = object_id;
-    mpr_stats_rec **tail = &pe->records;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = r;
+    if (!pe->records_tail)
+        pe->records_tail = &pe->records;
+    *pe->records_tail = r;
+    pe->records_tail = &r->next;
     MPR_OBSERVE(record_add, pe, r);
 }
 
@@ -151,15 +204,45 @@ static const char *module_problem(const mp_stat_module *m)
         return "more than 4096 statistics";
     if (m->nfields && !m->fields)
         return "statistics without field descriptions (fields NULL)";
+    if (!mpr_utf8_valid(m->module))
+        return "a module name that is not UTF-8";
     for (unsigned i = 0; i < m->nfields; i++) {
         if (!m->fields[i].name || !*m->fields[i].name)
             return "a statistic without a name";
+        if (!mpr_utf8_valid(m->fields[i].name))
+            return "a statistic name that is not UTF-8";
         if ((unsigned)m->fields[i].type > MP_STAT_F64)
             return "a statistic of unknown type";
+        for (unsigned j = 0; j < i; j++)
+            if (strcmp(m->fields[j].name, m->fields[i].name) == 0)
+                return "two statistics of one name";
     }
     if (m->nterms && (!m->term_names || !m->term_values))
         return "terms without names or a function to compute them";
     return NULL;
+}
+
+/* module_problem once per description and PE: the check of the names is quadratic, and a
+ * program may create a record per object of the module (the last few descriptions checked). */
+static const char *module_problem_cached(mpr_pe *pe, const mp_stat_module *m)
+{
+    for (unsigned i = 0; i < MPR_CHECKED_MODULES; i++)
+        if (pe->checked_modules[i] == m)
+            return NULL;
+    const char *bad = module_problem(m);
+    if (!bad)
+        pe->checked_modules[pe->next_checked_module++ % MPR_CHECKED_MODULES] = m;
+    return bad;
+}
+
+/* Set while this thread runs a derive function: one that calls back into the statistics
+ * would take MPR_SDE_LOCK a second time, which its caller holds, and hang. */
+static _Thread_local bool in_derive;
+
+static mp_err derive_reentered(const char *call)
+{
+    return mpr_misuse(MP_ERR_BAD_STATE,
+                      "%s called from a derive function (which may only read its context)", call);
 }
 
 void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
@@ -169,9 +252,19 @@ void *mp_stats_new(const mp_stat_module *module, uint64_t object_id)
         mpr_misuse(MP_ERR_BAD_STATE, "statistics record created outside a running PE");
         return NULL;
     }
-    const char *bad = module ? module_problem(module) : "a NULL module";
+    if (in_derive) {
+        derive_reentered("mp_stats_new");
+        return NULL;
+    }
+    const char *bad = module ? module_problem_cached(pe, module) : "a NULL module";
     if (bad) {
         mpr_misuse(MP_ERR_INVALID_ARG, "mp_stats_new: %s", bad);
+        return NULL;
+    }
+    if (!ids_add(pe, object_id)) { /* the run profile names records by their object ids */
+        mpr_misuse(MP_ERR_INVALID_ARG,
+                   "mp_stats_new: object %" PRIu64 " already has a statistics record on this PE%s",
+                   object_id, object_id == MP_OBJ_RTS ? " (the runtime's)" : "");
         return NULL;
     }
     mpr_stats_rec *r = calloc(1, sizeof *r + module->nfields * sizeof(uint64_t));
@@ -189,6 +282,7 @@ mpr_stats_rec *mpr_stats_attach(mpr_pe *pe, const mp_stat_module *module, uint64
     if (!r)
         mpr_fatal("out of memory allocating statistics");
     r->slots = slots;
+    ids_add(pe, object_id); /* the runtime's own, first: never taken */
     link_record(pe, r, module, object_id);
     return r;
 }
@@ -214,7 +308,9 @@ static uint64_t *derive_into(const mpr_stats_rec *r, uint64_t *small, unsigned n
     if (!add)
         mpr_fatal("out of memory deriving statistics");
     memset(add, 0, n * sizeof *add);
+    in_derive = true;
     r->derive(r->derive_ctx, add);
+    in_derive = false;
     return add;
 }
 
@@ -246,6 +342,8 @@ static void settle(mpr_stats_rec *r)
 
 mp_err mp_stats_derive(void *record, mp_stats_derive_fn fn, const void *ctx)
 {
+    if (in_derive)
+        return derive_reentered("mp_stats_derive");
     mpr_pe *pe = mpr_pe_self();
     mpr_stats_rec *r = pe ? pe->records : NULL;
     while (r && r->slots != record)
@@ -317,4 +415,9 @@ void mpr_stats_fini(mpr_pe *pe)
         free(r);
     }
     pe->records = NULL;
+    pe->records_tail = NULL;
+    free(pe->record_ids);
+    pe->record_ids = NULL;
+    pe->record_ids_cap = pe->nrecord_ids = 0;
+    pe->record_id_max = false;
 }

@@ -2,9 +2,11 @@
 
 import json
 import re
+import subprocess
 import time
 
 import pytest
+from rt_helpers import clean_env
 
 STRESS_ENV = {"MPROF_PES": 4, "MPROF_SMALL_BYTES": 16, "MPROF_AGG_BYTES": 1024}
 
@@ -205,6 +207,8 @@ def test_a_config_set_by_hand_gets_the_environments_limits(rt):
         ("config_sample_s", "sample_s is neither 0 (off) nor a period"),
         ("config_idle_timeout", "idle_timeout_s or progress_timeout_s"),
         ("config_idle_timeout_tiny", "idle_timeout_s is neither 0 (off) nor at least 0.1 s"),
+        ("config_program_empty", "program is empty or not UTF-8"),
+        ("config_program_not_utf8", "program is empty or not UTF-8"),
     ):
         assert codes.get(case) == "1", f"{case}\n{run.describe()}"
         assert "mp_main: the config's" in run.stderr and field in run.stderr, case
@@ -321,3 +325,122 @@ def test_backend_tables_are_checked_for_required_entries(rt):
     assert "no-group-open missing=group_open" in run.stdout
     assert "no-group-flush missing=group_flush" in run.stdout
     assert "no-optional missing=none" in run.stdout
+
+
+NAMES = {
+    "stats_same_id": (1, "mp_stats_new: object 7 already has a statistics record on this PE"),
+    "stats_same_id_other_module": (1, None),
+    "stats_runtime_id": (1, "object 0 already has a statistics record on this PE (the runtime's)"),
+    "stats_max_id_twice": (1, "object 18446744073709551615 already has a statistics record"),
+    "stats_same_id_late": (1, "object 555 already has a statistics record"),
+    "stats_two_fields_one_name": (1, "mp_stats_new: two statistics of one name"),
+    "stats_module_not_utf8": (1, "mp_stats_new: a module name that is not UTF-8"),
+    "stats_field_not_utf8": (1, "mp_stats_new: a statistic name that is not UTF-8"),
+    "access_colon_module": (1, "access category a:b:c: a module name has no ':'"),
+    "access_not_utf8": (1, "access category with a name that is not UTF-8"),
+    "access_colon_name": (0, None),  # "a" + "b:c": the first ':' still separates the module
+    "param_not_utf8": (1, "mp_param: the name is not UTF-8; not recorded"),
+}
+
+
+def test_names_and_object_ids_make_a_profile_its_readers_accept(rt):
+    """Object ids unique on a PE, distinct statistic names in a module, UTF-8 names: each
+    breach is refused where it is made (the record is not created), so the profile stays one
+    the database reads."""
+    from mprof.db.validate import parse_profile
+
+    run = rt.run("misuse", "names", env={"MPROF_PES": 2})
+    run.check_cases(NAMES)
+    parse_profile(json.dumps(run.profile), "run.json")  # raises if a reader rejects it
+    ids = [o["id"] for o in run.profile["pes"][0]["objects"]]
+    assert len(ids) == len(set(ids)) == 1 + 1 + 1 + 1000  # rts, 7, 2^64 - 1, 100..1099
+    assert run.profile["params"] == {"café": 2}
+
+
+def test_the_object_id_set_under_sanitizers(rt_san):
+    run = rt_san.run("misuse", "names", env={"MPROF_PES": 2})
+    run.check_cases(NAMES)
+
+
+def test_a_command_line_in_another_encoding_is_written_as_replacement_characters(rt, tmp_path):
+    from mprof.db.validate import parse_profile
+
+    out = tmp_path / "run.json"
+    proc = subprocess.run(
+        [str(rt.bindir / "rt_misuse"), "names", b"caf\xe9\xff-arg"],
+        env=clean_env(MPROF_PES="2", MPROF_OUT=str(out)),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["argv"][-1] == "caf\ufffd\ufffd-arg"
+    parse_profile(out.read_text(encoding="utf-8"), str(out))
+
+
+@pytest.mark.parametrize(
+    "scenario, what",
+    [("hook_invoke", "invoked a fiber or sent a message"), ("hook_spawn", "enabled a fiber")],
+)
+def test_an_end_hook_that_starts_work_fails_the_run(rt, scenario, what):
+    """An mp_at_pe_end hook runs after the last fiber: a fiber it invokes or enables never runs.
+    The call cannot refuse it without a test on every spawn's path, so the runtime looks after
+    the hook, names it and fails the run; a hook that only settles figures is fine."""
+    run = rt.run("misuse", scenario, env={"MPROF_PES": 2}, profile=False)
+    assert run.codes()[f"{scenario}_call"] == "0"
+    assert "mprof: error: PE 0: the mp_at_pe_end hook" in run.stderr
+    assert f"{what} after the PE had ended: nothing will run it" in run.stderr
+    assert "after=0 quiet=1 rc=2" in run.stdout
+
+
+def test_freeing_the_counter_pe_main_blocks_on_is_refused(rt):
+    """A counter that took its memory would end mp_block_until with its own value."""
+    run = rt.run("misuse", "blocked_free", env={"MPROF_PES": 2})
+    run.check_cases(
+        {
+            "blocked_wait": (0, "freeing the counter that mp_block_until waits on"),
+            "blocked_value": (0, None),
+        }
+    )
+
+
+def test_completion_counters_of_global_operations_are_checked_like_a_transfers(rt):
+    """A freed counter, or another PE's, as `done` of a barrier, reduction, destroy, freeze or
+    sync: refused at the call (MP_FAIL), nothing started, the object and snapshot still work."""
+    run = rt.run("misuse", "done_counter", env={"MPROF_PES": 2})
+    run.check_cases(
+        {
+            "barrier_freed": (5, "PE 0: counter"),
+            "destroy_freed": (5, "used after mp_counter_free"),
+            "sync_freed": (5, None),
+            "freeze_freed": (5, None),
+            "sync_null": (1, "snapshot 1025: sync without a counter (invalid argument)"),
+            "barrier_foreign": (5, "PE 1: counter of PE 0 updated on another PE"),
+            "reduce_foreign": (5, None),
+            "value_foreign": (5, "mp_counter_value of a counter of PE 0 on PE 1"),
+        }
+    )
+    assert run.stderr.count("used after mp_counter_free") == 4
+
+
+def test_a_derive_function_that_calls_back_is_refused_not_hung(rt):
+    run = rt.run("misuse", "derive_reenter", env={"MPROF_PES": 2}, timeout=30)
+    run.check_cases(
+        {
+            "derive_derive": (5, "mp_stats_derive called from a derive function"),
+            "derive_stats_new": (5, "mp_stats_new called from a derive function"),
+        }
+    )
+    (rec,) = [o for o in run.profile["pes"][0]["objects"] if o["module"] == "outer"]
+    assert rec["stats"] == {"k": 5}
+
+
+def test_null_config_and_argv_are_refused(rt):
+    run = rt.run("misuse", "null_args", profile=False)
+    run.check_cases(
+        {
+            "config_init_null": (1, "mp_config_init(NULL): no config to fill (invalid argument)"),
+            "main_argv_null": (1, "mp_main: argc 1 with a NULL argv"),
+            "main_argc_negative": (1, "mp_main: argc -1 with an argv"),
+        }
+    )

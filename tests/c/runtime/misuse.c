@@ -266,9 +266,180 @@ static void concurrent(void)
     CHECK(pthread_join(t, NULL) == 0);
 }
 
+/* Scenario "names": names and object ids the run profile carries must make a profile its
+ * readers accept: object ids unique on a PE (the runtime's is 0), distinct statistic names in a
+ * module, UTF-8 names, no ':' in an access category's module. */
+static void names_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    static const mp_stat_field one[] = {{"n", MP_STAT_U64, NULL}};
+    static const mp_stat_field twice[] = {{"n", MP_STAT_U64, NULL}, {"n", MP_STAT_U64, NULL}};
+    static const mp_stat_field latin1[] = {{"caf\xe9", MP_STAT_U64, NULL}};
+    static const mp_stat_module a = {"moda", 1, one, 0, NULL, NULL, NULL};
+    static const mp_stat_module b = {"modb", 1, one, 0, NULL, NULL, NULL};
+    static const mp_stat_module dup = {"dup", 2, twice, 0, NULL, NULL, NULL};
+    static const mp_stat_module badmod = {"m\xff", 1, one, 0, NULL, NULL, NULL};
+    static const mp_stat_module badfield = {"bf", 1, latin1, 0, NULL, NULL, NULL};
+    CHECK(mp_stats_new(&a, 7) != NULL);
+    report("stats_same_id", mp_stats_new(&a, 7) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_same_id_other_module", mp_stats_new(&b, 7) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_runtime_id", mp_stats_new(&b, MP_OBJ_RTS) ? 0 : MP_ERR_INVALID_ARG);
+    CHECK(mp_stats_new(&b, UINT64_MAX) != NULL);
+    report("stats_max_id_twice", mp_stats_new(&a, UINT64_MAX) ? 0 : MP_ERR_INVALID_ARG);
+    for (uint64_t id = 100; id < 1100; id++) /* the id set grows */
+        CHECK(mp_stats_new(id % 2 ? &a : &b, id) != NULL);
+    report("stats_same_id_late", mp_stats_new(&a, 555) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_two_fields_one_name", mp_stats_new(&dup, 8) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_module_not_utf8", mp_stats_new(&badmod, 9) ? 0 : MP_ERR_INVALID_ARG);
+    report("stats_field_not_utf8", mp_stats_new(&badfield, 10) ? 0 : MP_ERR_INVALID_ARG);
+    report("access_colon_module", mp_access_register("a:b", "c") < 0 ? MP_ERR_INVALID_ARG : 0);
+    report("access_not_utf8", mp_access_register("m", "x\xc3") < 0 ? MP_ERR_INVALID_ARG : 0);
+    report("access_colon_name", mp_access_register("a", "b:c") < 0 ? MP_ERR_INVALID_ARG : 0);
+    mp_param("caf\xe9", 1);
+    report("param_not_utf8", 1);
+    mp_param("caf\xc3\xa9", 2); /* UTF-8: recorded */
+}
+
+/* Scenarios "hook_invoke", "hook_spawn": an end hook that communicates or makes work, which
+ * nothing would ever run, fails the run with a message instead of losing it. */
+static void hook_invoke(void *arg)
+{
+    (void)arg;
+    report("hook_invoke_call", mp_invoke(1, counted, NULL, 0, MP_SCHED_FIFO));
+}
+static void hook_spawn(void *arg)
+{
+    (void)arg;
+    report("hook_spawn_call", mp_spawn(counted, NULL, 0, MP_SCHED_FIFO));
+}
+static void hook_quiet(void *arg) { *(int *)arg += 1; } /* settles a figure: allowed */
+static int quiet_calls;
+static void hook_main(int argc, char **argv)
+{
+    (void)argc;
+    if (mp_mype() != 0)
+        return;
+    CHECK_OK(mp_at_pe_end(strcmp(argv[1], "hook_invoke") == 0 ? hook_invoke : hook_spawn, NULL));
+    CHECK_OK(mp_at_pe_end(hook_quiet, &quiet_calls));
+}
+
+/* Scenario "blocked_free": a fiber frees the counter pe_main blocks on; refused, since a
+ * counter that reused its memory would end the wait with its own value. */
+static mp_counter_t blocked;
+static void free_blocked(void *p)
+{
+    (void)p;
+    mp_counter_free(blocked);
+    mp_counter_t other = mp_counter_new(0);
+    mp_counter_add(other, 1);
+    mp_counter_add(blocked, 1); /* still the counter pe_main waits on */
+}
+static void blocked_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    blocked = mp_counter_new(0);
+    CHECK_OK(mp_spawn(free_blocked, NULL, 0, MP_SCHED_FIFO));
+    report("blocked_wait", mp_block_until(blocked, 1));
+    report("blocked_value", mp_counter_value(blocked) == 1 ? 0 : MP_ERR_BAD_STATE);
+}
+
+/* Scenario "done_counter": the completion counter of a global operation or a snapshot must be
+ * a live counter of the calling PE, as a bulk transfer's is: a freed one would be incremented
+ * in whatever counter took its memory, another PE's on the wrong PE. */
+static mp_counter_t pe0_counter;
+static void done_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    int me = mp_mype();
+    mp_obj_t obj;
+    CHECK_OK(mp_obj_create(NULL, &obj));
+    mp_snapshot_t snap;
+    CHECK_OK(mp_snapshot_new(&snap));
+    if (me == 0)
+        pe0_counter = mp_counter_new(0);
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_EQ(mp_obj_barrier(obj, c), MP_WAIT);
+    CHECK_OK(mp_block_until(c, 1)); /* pe0_counter is set */
+    if (me == 0) {
+        mp_counter_t freed = mp_counter_new(0);
+        mp_counter_free(freed); /* nothing allocates a counter before the calls below */
+        report("barrier_freed", mp_obj_barrier(obj, freed) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
+        report("destroy_freed", mp_obj_destroy(obj, freed) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
+        report("sync_freed", mp_snapshot_sync(snap, freed) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
+        report("freeze_freed", mp_snapshot_freeze(snap, freed) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
+        report("sync_null", mp_snapshot_sync(snap, NULL) == MP_FAIL ? MP_ERR_INVALID_ARG : 0);
+    } else {
+        report("barrier_foreign",
+               mp_obj_barrier(obj, pe0_counter) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
+        report("reduce_foreign",
+               mp_obj_reduce(obj, MP_REDUCE_SUM, 1.0, NULL, pe0_counter) == MP_FAIL
+                   ? MP_ERR_BAD_STATE
+                   : 0);
+        report("value_foreign", mp_counter_value(pe0_counter) == 0 ? MP_ERR_BAD_STATE : 0);
+    }
+    mp_counter_t d = mp_counter_new(0);
+    CHECK_EQ(mp_obj_barrier(obj, d), MP_WAIT); /* nothing was started: the object still works */
+    CHECK_OK(mp_block_until(d, 1));
+    CHECK_EQ(mp_snapshot_sync(snap, d), MP_WAIT); /* and so does the snapshot */
+    CHECK_OK(mp_block_until(d, 2));
+}
+
+/* Scenario "derive_reenter": a derive function that calls back into the statistics is
+ * refused at once (it held the lock its callee takes: the run hung). */
+static void *derive_record;
+static void reentering_derive(const void *ctx, uint64_t *add)
+{
+    (void)ctx;
+    add[0] = 5;
+    report("derive_derive", mp_stats_derive(derive_record, NULL, NULL));
+    static const mp_stat_field f[] = {{"k", MP_STAT_U64, NULL}};
+    static const mp_stat_module m = {"inner", 1, f, 0, NULL, NULL, NULL};
+    report("derive_stats_new", mp_stats_new(&m, 99) ? 0 : MP_ERR_BAD_STATE);
+}
+static void derive_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (mp_mype() != 0)
+        return;
+    static const mp_stat_field f[] = {{"k", MP_STAT_U64, NULL}};
+    static const mp_stat_module m = {"outer", 1, f, 0, NULL, NULL, NULL};
+    derive_record = mp_stats_new(&m, 3);
+    CHECK_OK(mp_stats_derive(derive_record, reentering_derive, NULL));
+}
+
+static void empty_program(mp_config *c) { c->program = ""; }
+static void latin1_program(mp_config *c) { c->program = "caf\xe9"; }
+
 int main(int argc, char **argv)
 {
     const char *scenario = tst_scenario(argc, argv, "default");
+    if (strcmp(scenario, "names") == 0)
+        return tst_run(argc, argv, 2, names_main);
+    if (strcmp(scenario, "hook_invoke") == 0 || strcmp(scenario, "hook_spawn") == 0) {
+        int rc = tst_run(argc, argv, 2, hook_main);
+        printf("after=%d quiet=%d rc=%d\n", atomic_load(&after), quiet_calls, rc);
+        return 0;
+    }
+    if (strcmp(scenario, "blocked_free") == 0)
+        return tst_run(argc, argv, 2, blocked_main);
+    if (strcmp(scenario, "done_counter") == 0)
+        return tst_run(argc, argv, 2, done_main);
+    if (strcmp(scenario, "derive_reenter") == 0)
+        return tst_run(argc, argv, 2, derive_main);
+    if (strcmp(scenario, "null_args") == 0) {
+        mp_config_init(NULL);
+        report("config_init_null", 1);
+        mp_config cfg;
+        mp_config_init(&cfg);
+        cfg.npes = 2;
+        report("main_argv_null", mp_main(&cfg, keep_main, 1, NULL));
+        report("main_argc_negative", mp_main(&cfg, keep_main, -1, argv));
+        return 0;
+    }
     if (strcmp(scenario, "foreign_sched") == 0)
         return tst_run(argc, argv, 2, foreign_sched_main);
     if (strcmp(scenario, "nan_stat") == 0)
@@ -286,6 +457,8 @@ int main(int argc, char **argv)
         config_case("config_sample_s", fast_sampler);
         config_case("config_idle_timeout", nan_timeout);
         config_case("config_idle_timeout_tiny", tiny_timeout);
+        config_case("config_program_empty", empty_program);
+        config_case("config_program_not_utf8", latin1_program);
         return 0;
     }
     int rc = tst_run(argc, argv, 2, pe_main);
