@@ -20,7 +20,7 @@ import sys
 
 from . import __version__
 from .errors import MprofError, bounded_message
-from .files import discard_stdout, forget_inputs, stdout_error
+from .files import ClosedOutput, discard_stdout, forget_inputs, stdout_error
 
 # Workflow order; a stage without a cli module yet is simply not offered.
 STAGES = ["iface", "db", "bench", "model", "report", "latency", "gate", "trace", "history"]
@@ -47,6 +47,8 @@ def build_parser():
 
 
 def main(argv=None):
+    if sys.stdout is None:  # started with standard output closed
+        sys.stdout = ClosedOutput()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

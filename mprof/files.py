@@ -16,6 +16,7 @@ that `--html run.json` or `-o profiles.db` given by mistake loses nothing.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import sys
@@ -194,6 +195,24 @@ def stdout_error(exc: OSError) -> str | None:
     if exc.filename is not None:
         return None
     return f"cannot write standard output: {_reason(exc)}"
+
+
+class ClosedOutput(io.TextIOBase):
+    """Standard output when the process was started without one (`mprof ... >&-`, where
+    Python sets sys.stdout to None): writing fails as writing to a closed descriptor does, so
+    a command whose output is its purpose says so (exit 2), and one that prints nothing
+    runs."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
 
 
 def discard_stdout() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -144,6 +145,29 @@ def test_standard_output_on_a_full_device(inputs, args):
     with open("/dev/full", "w") as devfull:
         proc = run_mprof(*args, stdout=devfull)
     assert_one_line_error(proc, "cannot write standard output", "No space left on device")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["db", "list", "{db}"],
+        ["report", "{run}", "--model", "{model}"],
+        ["iface", "show", str(ROOT / "runtime/rts.perf")],
+    ],
+)
+def test_standard_output_closed(inputs, args):
+    """Started without a standard output (`mprof ... >&-`), Python has no sys.stdout: a
+    command that prints says it cannot, as on a full device, instead of a traceback."""
+    args = [a.format(**inputs) for a in args]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mprof", *args],
+        stdout=None,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+        timeout=120,
+    )
+    assert_one_line_error(proc, "cannot write standard output", "standard output is closed")
 
 
 def test_html_report_to_a_full_device(inputs):
