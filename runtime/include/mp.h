@@ -140,7 +140,8 @@ void *mp_fiber_args(mp_fiber_t f); /* its argument block */
 typedef struct mpr_counter *mp_counter_t;
 
 mp_counter_t mp_counter_new(uint64_t initial);
-/* Refused (with a message) while fibers or mp_block_until wait on it. */
+/* Refused (with a message) while fibers or mp_block_until wait on it, or while a bulk read
+ * or write that will add to it is in flight. */
 void mp_counter_free(mp_counter_t c);
 /* The owner's view: 0 and a message on another PE, which would read it mid-update. */
 uint64_t mp_counter_value(mp_counter_t c);

@@ -27,8 +27,8 @@ static void serve_read(void *p)
     mp_access_declare(mpr_cur_enabler(pe));
     mpr_bump_args b = {r->done, 1};
     mpr_transfer = (mpr_transfer_note){"read from", r->requester, r->src, r->n};
-    mpr_send_record(pe, r->requester, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, r->src, r->n,
-                    r->dst);
+    mpr_send_record(pe, r->requester, mpr_counter_complete, &b, sizeof b, MP_SCHED_URGENT, r->src,
+                    r->n, r->dst);
     mpr_transfer.what = NULL;
 }
 
@@ -38,7 +38,8 @@ static void ack_write(void *p)
     mpr_pe *pe = mpr_pe_self();
     mp_access_declare(mpr_cur_enabler(pe));
     mpr_bump_args b = {a->done, 1};
-    mpr_send_record(pe, a->writer, mpr_counter_bump, &b, sizeof b, MP_SCHED_URGENT, NULL, 0, NULL);
+    mpr_send_record(pe, a->writer, mpr_counter_complete, &b, sizeof b, MP_SCHED_URGENT, NULL, 0,
+                    NULL);
 }
 
 /* The calling PE, or NULL after reporting why the call cannot start: outside a running PE,
@@ -83,6 +84,16 @@ static mp_status local_copy(mpr_pe *pe, void *dst, const void *src, size_t n, mp
     return MP_OK;
 }
 
+/* A remote transfer was sent (e == MP_SUCCESS): its counter waits for the reply, and may not
+ * be freed until then (mpr_counter_complete). */
+static mp_status started(mpr_counter *done, mp_err e)
+{
+    if (e != MP_SUCCESS)
+        return MP_FAIL;
+    done->pending++;
+    return MP_WAIT;
+}
+
 mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_t n,
                        mp_counter_t done)
 {
@@ -92,9 +103,8 @@ mp_status mp_bulk_read(int pe_id, const void *remote_src, void *local_dst, size_
     if (pe_id == pe->id)
         return local_copy(pe, local_dst, remote_src, n, done);
     read_req r = {remote_src, local_dst, n, done, pe->id};
-    return mpr_send_record(pe, pe_id, serve_read, &r, sizeof r, MP_SCHED_URGENT, NULL, 0, NULL)
-               ? MP_FAIL
-               : MP_WAIT;
+    return started(
+        done, mpr_send_record(pe, pe_id, serve_read, &r, sizeof r, MP_SCHED_URGENT, NULL, 0, NULL));
 }
 
 mp_status mp_bulk_write(int pe_id, void *remote_dst, const void *src, size_t n, mp_counter_t done)
@@ -105,9 +115,8 @@ mp_status mp_bulk_write(int pe_id, void *remote_dst, const void *src, size_t n, 
     if (pe_id == pe->id)
         return local_copy(pe, remote_dst, src, n, done);
     write_ack a = {done, pe->id};
-    return mpr_send_record(pe, pe_id, ack_write, &a, sizeof a, MP_SCHED_URGENT, src, n, remote_dst)
-               ? MP_FAIL
-               : MP_WAIT;
+    return started(done, mpr_send_record(pe, pe_id, ack_write, &a, sizeof a, MP_SCHED_URGENT, src,
+                                         n, remote_dst));
 }
 
 mp_status mp_bulk_store(int pe_id, void *remote_dst, const void *src, size_t n,

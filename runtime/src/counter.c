@@ -25,6 +25,7 @@ mp_counter_t mp_counter_new(uint64_t initial)
         mpr_fatal("out of memory allocating a counter");
     c->value = initial;
     c->waiters = NULL;
+    c->pending = 0;
     c->pe = (uint16_t)pe->id;
     c->prev = NULL;
     c->next = pe->counters;
@@ -57,6 +58,13 @@ void mp_counter_free(mp_counter_t c)
     }
     if (c->waiters) {
         mpr_misuse(MP_ERR_BAD_STATE, "freeing a counter that fibers still wait on");
+        return;
+    }
+    if (c->pending) { /* the reply would add to whatever counter took the memory */
+        mpr_misuse(MP_ERR_BAD_STATE,
+                   "freeing a counter that %u bulk transfer%s in flight will "
+                   "still add to",
+                   c->pending, c->pending == 1 ? "" : "s");
         return;
     }
     if (c == pe->blocked_on) { /* reused, it would end the wait with another counter's value */
@@ -245,6 +253,13 @@ void mpr_counter_bump(void *p)
     mpr_pe *pe = mpr_pe_self();
     mp_access_declare(mpr_cur_enabler(pe));
     mp_counter_add(a->c, a->n);
+}
+
+void mpr_counter_complete(void *p)
+{
+    mpr_bump_args *a = p;
+    a->c->pending--; /* before the add: a fiber it enables may free the counter */
+    mpr_counter_bump(p);
 }
 
 mp_err mp_counter_add_remote(int pe_id, mp_counter_t c, uint64_t n)

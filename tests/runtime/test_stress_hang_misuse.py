@@ -415,6 +415,7 @@ def test_completion_counters_of_global_operations_are_checked_like_a_transfers(r
             "sync_freed": (5, None),
             "freeze_freed": (5, None),
             "sync_null": (1, "snapshot 1025: sync without a counter (invalid argument)"),
+            "free_in_flight": (5, "freeing a counter that 2 bulk transfers in flight will still"),
             "barrier_foreign": (5, "PE 1: counter of PE 0 updated on another PE"),
             "reduce_foreign": (5, None),
             "value_foreign": (5, "mp_counter_value of a counter of PE 0 on PE 1"),

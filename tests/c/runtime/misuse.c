@@ -372,6 +372,16 @@ static void done_main(int argc, char **argv)
         report("sync_freed", mp_snapshot_sync(snap, freed) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
         report("freeze_freed", mp_snapshot_freeze(snap, freed) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
         report("sync_null", mp_snapshot_sync(snap, NULL) == MP_FAIL ? MP_ERR_INVALID_ARG : 0);
+        /* a transfer's reply adds to its counter: freeing it before is refused */
+        static char from_pe1[64];
+        static const char there[64] = "bytes of PE 1";
+        mp_counter_t r = mp_counter_new(0);
+        CHECK_EQ(mp_bulk_read(1, there, from_pe1, sizeof from_pe1, r), MP_WAIT);
+        CHECK_EQ(mp_bulk_write(1, from_pe1 + 32, there, 8, r), MP_WAIT);
+        mp_counter_free(r);
+        CHECK_OK(mp_block_until(r, 2));
+        report("free_in_flight", strcmp(from_pe1, "bytes of PE 1") == 0 ? MP_ERR_BAD_STATE : 0);
+        mp_counter_free(r); /* both done: freed */
     } else {
         report("barrier_foreign",
                mp_obj_barrier(obj, pe0_counter) == MP_FAIL ? MP_ERR_BAD_STATE : 0);
