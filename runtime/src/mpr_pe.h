@@ -119,14 +119,6 @@ typedef struct mpr_pe {
     /* statistics */
     rts_stats_t rts; /* this PE's rts record, embedded to keep hooks one add */
     mpr_stats_rec *records;
-    mpr_stats_rec **records_tail; /* where the next record links (NULL: &records) */
-    /* the records' object ids, unique on a PE (stats.c ids_add) */
-    uint64_t *record_ids;
-    size_t record_ids_cap, nrecord_ids;
-    bool record_id_max;
-    /* module descriptions mp_stats_new has checked on this PE (stats.c) */
-    const mp_stat_module *checked_modules[MPR_CHECKED_MODULES];
-    unsigned next_checked_module;
 
     /* time: wall clock, and this PE's thread CPU clock (the run profile's cpu_s) */
     double t_start;
@@ -150,6 +142,17 @@ typedef struct mpr_pe {
     uint64_t samples[MPR_SAMPLE_SLOTS];
     uint64_t sample_ns[MPR_SAMPLE_SLOTS];
     mpr_sampler *sampler; /* the PE's own thread's (NULL: none, or a multiplexing worker's) */
+
+    /* statistics records, for mp_stats_new (stats.c), here rather than beside `records`: cold,
+     * after the fields the hot paths use, whose places they would move */
+    mpr_stats_rec **records_tail; /* where the next record links (NULL: &records) */
+    /* the records' object ids, unique on a PE (stats.c ids_add) */
+    uint64_t *record_ids;
+    size_t record_ids_cap, nrecord_ids;
+    bool record_id_max;
+    /* module descriptions mp_stats_new has checked on this PE (stats.c) */
+    const mp_stat_module *checked_modules[MPR_CHECKED_MODULES];
+    unsigned next_checked_module;
 
     /* mp_at_pe_end's hooks, run last registered first when the PE is out of work (pe.c) */
     struct mpr_end_hook {
