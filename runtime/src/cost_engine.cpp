@@ -1,11 +1,32 @@
 // cost_engine.cpp -- the pricing of cost_engine.h on Eigen.  Built without exceptions and RTTI
 // and with no C++ library calls, so that the runtime stays a library C programs link with a C
-// compiler: Eigen allocates with malloc and aborts when that fails.
+// compiler.
+//
+// Eigen allocates with malloc.  Built without exceptions it reports a failed allocation by
+// calling the global operator new with an impossible size (Memory.h, throw_std_bad_alloc),
+// counting on that to throw: a reference to the C++ library, which gcc drops (and then went on
+// with a NULL block) but clang keeps, so that C programs built with clang did not link.
+// Declared first, before any header, the global operator new of this file is a function of
+// the runtime's, which ends the run with a message.
+#include <cstddef>
+void *operator new(std::size_t) __asm__("mpr_cost_engine_no_memory");
+
 #include "cost_engine.h"
 
 #include <Eigen/Dense>
 #include <cstdlib>
 #include <new>
+
+extern "C" {
+void mpr_fatal(const char *fmt, ...) __attribute__((noreturn)); // mpr_base.h
+void *mpr_cost_engine_no_memory(std::size_t n);
+}
+
+void *mpr_cost_engine_no_memory(std::size_t n)
+{
+    (void)n; // SIZE_MAX: Eigen's way of saying that an allocation failed
+    mpr_fatal("out of memory pricing a cost model");
+}
 
 struct mpr_cost_model {
     Eigen::VectorXd value;
