@@ -18,23 +18,18 @@ def _run(cmd):
     assert r.returncode == 0, f"$ {' '.join(cmd)}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
 
 
+def _build(name: str, target: str, *options: str):
+    """Configures REPO_ROOT/<name> with CMake `options` and builds `target`; returns the build
+    directory.  A failed build fails the test."""
+    bdir = REPO_ROOT / name
+    configure = ["cmake", "-S", str(REPO_ROOT), "-B", str(bdir), "-G", "Ninja", *options]
+    _run([*configure, f"-DPython3_EXECUTABLE={sys.executable}"])
+    _run(["cmake", "--build", str(bdir), "--target", target])
+    return bdir
+
+
 def test_statistics_and_latency_compile_out():
-    bdir = REPO_ROOT / "build-nostats"
-    _run(
-        [
-            "cmake",
-            "-S",
-            str(REPO_ROOT),
-            "-B",
-            str(bdir),
-            "-G",
-            "Ninja",
-            "-DMPROF_STATS=OFF",
-            "-DMPROF_LATENCY=OFF",
-            f"-DPython3_EXECUTABLE={sys.executable}",
-        ]
-    )
-    _run(["cmake", "--build", str(bdir), "--target", "rt_latency"])
+    bdir = _build("build-nostats", "rt_latency", "-DMPROF_STATS=OFF", "-DMPROF_LATENCY=OFF")
     run = RuntimeTests(None, bdir / "tests" / "c").run("latency", 20)
     for pe in run.profile["pes"]:
         assert [o["module"] for o in pe["objects"]] == [], pe["objects"]
@@ -48,21 +43,7 @@ def test_statistics_off_keeps_the_access_declarations_of_latency_accounting(tmp_
     """-DMPROF_STATS=OFF alone: the statistics hooks are gone (no objects in the profile), but
     the generated access declarations stay with latency accounting (docs/runtime.md), so PIPE's
     latency rows still name its and the event graph's access categories."""
-    bdir = REPO_ROOT / "build-nostats-latency"
-    _run(
-        [
-            "cmake",
-            "-S",
-            str(REPO_ROOT),
-            "-B",
-            str(bdir),
-            "-G",
-            "Ninja",
-            "-DMPROF_STATS=OFF",
-            f"-DPython3_EXECUTABLE={sys.executable}",
-        ]
-    )
-    _run(["cmake", "--build", str(bdir), "--target", "pipe"])
+    bdir = _build("build-nostats-latency", "pipe", "-DMPROF_STATS=OFF")
     out = tmp_path / "pipe.json"
     r = subprocess.run(
         [str(bdir / "benchmarks/pipe/pipe"), "2", "400", "10", "0", "4", "16", "256"],
@@ -87,22 +68,7 @@ def test_statistics_off_keeps_the_transport_working():
     full ring, once did).  Three senders flood PE 0 through 1-slot rings, a thread each, and
     idle PEs spin without ever sleeping: only the catch-up of the idle loop's polls can
     publish what they hold."""
-    bdir = REPO_ROOT / "build-nostats"
-    _run(
-        [
-            "cmake",
-            "-S",
-            str(REPO_ROOT),
-            "-B",
-            str(bdir),
-            "-G",
-            "Ninja",
-            "-DMPROF_STATS=OFF",
-            "-DMPROF_LATENCY=OFF",
-            f"-DPython3_EXECUTABLE={sys.executable}",
-        ]
-    )
-    _run(["cmake", "--build", str(bdir), "--target", "rt_channels"])
+    bdir = _build("build-nostats", "rt_channels", "-DMPROF_STATS=OFF", "-DMPROF_LATENCY=OFF")
     run = RuntimeTests(None, bdir / "tests" / "c").run(
         "channels",
         "flood",
@@ -123,23 +89,13 @@ def test_the_runtime_builds_and_links_with_clang():
     C++ on Eigen: with clang, Eigen's out-of-memory path (a call of the global operator new)
     stayed in the object and C programs failed to link.  Built with -Werror: the runtime and
     the test program compile warning-free with clang too."""
-    bdir = REPO_ROOT / "build-clang"
-    _run(
-        [
-            "cmake",
-            "-S",
-            str(REPO_ROOT),
-            "-B",
-            str(bdir),
-            "-G",
-            "Ninja",
-            "-DCMAKE_C_COMPILER=clang",
-            "-DCMAKE_CXX_COMPILER=clang++",
-            "-DCMAKE_C_FLAGS=-Werror",
-            f"-DPython3_EXECUTABLE={sys.executable}",
-        ]
+    bdir = _build(
+        "build-clang",
+        "rt_comm",
+        "-DCMAKE_C_COMPILER=clang",
+        "-DCMAKE_CXX_COMPILER=clang++",
+        "-DCMAKE_C_FLAGS=-Werror",
     )
-    _run(["cmake", "--build", str(bdir), "--target", "rt_comm"])
     run = RuntimeTests(None, bdir / "tests" / "c").run("comm", "count", 1000, 32)
     assert "arrivals=1000" in run.stdout
     assert run.pe_stats(0)["RemoteOp"] == 1000
