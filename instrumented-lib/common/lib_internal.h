@@ -26,15 +26,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reports an unrecoverable error ("<module> (PE n): ...") and aborts. */
+/* Reports an unrecoverable error ("<module> (PE n): ...") and aborts.  One write: the line of
+ * another PE dying at the same moment does not cut into it. */
 static _Noreturn __attribute__((format(printf, 1, 2), unused)) void lib_die(const char *fmt, ...)
 {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%s (PE %d): ", LIB_MODULE, mp_mype());
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s (PE %d): ", LIB_MODULE, mp_mype());
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "%s\n", line);
     fflush(stderr);
     abort();
 }
@@ -153,6 +155,20 @@ static __attribute__((unused)) void *lib_iter_part(mp_obj_t id, void *part, uint
     if (p != part || *p != magic)
         lib_die("%s: the %s was destroyed since the iterator was set up", fn, kind);
     return p;
+}
+
+/* A structure's creation is collective, and some of its options must be the same on every PE
+ * (the sizes its messages carry, the layout of a graph): the messages carry a fingerprint of
+ * those options, and a receiver whose own differs ends the run, instead of copying a sender's
+ * bytes with its own sizes (a buffer overrun or garbage).  FNV-1a over `n` bytes at p, from
+ * `h` (start with LIB_HASH_INIT). */
+#define LIB_HASH_INIT 2166136261u
+static __attribute__((unused)) uint32_t lib_hash(uint32_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
 }
 
 /* Registers the module's access categories once per process (thread-safe); the structures

@@ -48,7 +48,7 @@ static void item_arrive(void *p)
 {
     GRAPH_ACCESS(ENQ);
     const msg_hdr *m = p;
-    eg_graph *g = lookup(m->gid);
+    eg_graph *g = lookup_msg(m);
     arrived(g, m->from);
     deliver(g, m->group, m->seq, (const unsigned char *)p + sizeof *m);
 }
@@ -57,7 +57,7 @@ static void release_arrive(void *p)
 {
     GRAPH_ACCESS(DEQ);
     const msg_hdr *m = p;
-    eg_graph *g = lookup(m->gid);
+    eg_graph *g = lookup_msg(m);
     arrived(g, m->from);
     mp_counter_add(g->snd[m->group].released, m->seq); /* may enable a waiting ENQ fiber */
 }
@@ -66,7 +66,7 @@ static void send_release(eg_graph *g, uint32_t j, uint64_t count)
 {
     int src_pe = g->node_pe[g->groups[j].src];
     mp_snapshot_execute(g->snap);
-    msg_hdr m = {g->id, j, g->me, 0, count};
+    msg_hdr m = {g->id, j, g->me, g->cfg, count};
     GRAPH_INC(g->st, NMsg, 1);
     mp_invoke(src_pe, release_arrive, &m, sizeof m, g->sched);
 }
@@ -94,9 +94,7 @@ static bool local_in_edge(const eg_graph *g, uint32_t edge)
 
 size_t eg_count(eg_graph *g, uint32_t edge)
 {
-    if (!g)
-        lib_die("eg_count: NULL graph");
-    if (!local_in_edge(g, edge))
+    if (!local_in_edge(EG_NEED(g, "eg_count"), edge))
         return 0;
     GRAPH_INC(g->st, NOp, 1);
     return (size_t)edge_count(g, edge);
@@ -104,7 +102,7 @@ size_t eg_count(eg_graph *g, uint32_t edge)
 
 const void *eg_examine(eg_graph *g, uint32_t edge, size_t i)
 {
-    if (!local_in_edge(g, edge) || i >= edge_count(g, edge))
+    if (!local_in_edge(EG_NEED(g, "eg_examine"), edge) || i >= edge_count(g, edge))
         return NULL;
     GRAPH_INC(g->st, NOp, 1);
     const rcv_t *r = &g->rcv[g->edge_group[edge]];
@@ -113,7 +111,7 @@ const void *eg_examine(eg_graph *g, uint32_t edge, size_t i)
 
 size_t eg_remove(eg_graph *g, uint32_t edge, void *dst, size_t max)
 {
-    if (!local_in_edge(g, edge))
+    if (!local_in_edge(EG_NEED(g, "eg_remove"), edge))
         return 0;
     uint32_t j = g->edge_group[edge];
     rcv_t *r = &g->rcv[j];
@@ -209,7 +207,7 @@ static void ship(eg_graph *g, uint32_t node, const void *elt)
             memcpy(buf + sizeof *m, elt, g->E);
             built = true;
         }
-        *m = (msg_hdr){g->id, j, g->me, 0, seq};
+        *m = (msg_hdr){g->id, j, g->me, g->cfg, seq};
         mp_snapshot_execute(g->snap);
         mp_invoke(gr->dst_pe, item_arrive, buf, sizeof *m + g->E, g->sched);
     } while (++j < g->grp_off[node + 1]);

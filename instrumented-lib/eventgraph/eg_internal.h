@@ -60,6 +60,7 @@ struct eg_graph {
     uint32_t nnodes, nedges, ngroups;
     size_t E;
     uint32_t F;
+    uint32_t cfg; /* lib_hash of what every PE's creation must agree on (msg_hdr.cfg) */
     eg_wake_mode wake;
     eg_sched_mode sched_mode;
     mp_sched_t sched; /* of the graph's ENQ and DEQ fibers */
@@ -84,7 +85,7 @@ typedef struct {
     mp_obj_t gid;
     uint32_t group;
     int32_t from;
-    uint32_t pad_;
+    uint32_t cfg; /* the sender's eg_graph.cfg: the receiver's must be the same */
     uint64_t seq; /* element: seq; release: count of freed slots */
 } msg_hdr;
 _Static_assert(sizeof(msg_hdr) <= MP_FIBER_ARGS_MAX - EG_ELT_MAX, "header too large");
@@ -97,7 +98,27 @@ typedef struct {
 
 /* This PE's partition of graph `id` (a message for a graph the PE has not created aborts:
  * create graphs on every PE before sending). */
-static inline eg_graph *lookup(mp_obj_t id) { return lib_part(id); }
+static inline eg_graph *lookup(mp_obj_t id)
+{
+    return lib_part_of_kind(id, EG_MAGIC, "event graph");
+}
+
+/* The partition a message from another PE is for, which must have been created with the same
+ * configuration there (its groups, rings and element size are the sender's too). */
+static inline eg_graph *lookup_msg(const msg_hdr *m)
+{
+    eg_graph *g = lookup(m->gid);
+    if (m->cfg != g->cfg)
+        lib_die("graph %u: PE %d created it with another configuration (element size, "
+                "capacity, wake mode, nodes, edges or their PEs): eg_graph_create must be given "
+                "the same on every PE",
+                m->gid, m->from);
+    return g;
+}
+
+/* g, for the calls that cannot return an error: a NULL graph (an eg_graph_create whose
+ * refusal was not checked leaves one) ends the run naming the call. */
+#define EG_NEED(g, fn) ((g) ? (g) : (lib_die("%s: NULL graph", fn), (g)))
 
 static inline bool is_frozen(eg_graph *g) { return mp_snapshot_query(g->snap) == MP_WAIT; }
 

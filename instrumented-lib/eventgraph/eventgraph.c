@@ -199,6 +199,13 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
     }
     g->grp_off[g->nnodes] = ng;
     g->ngroups = ng;
+    uint32_t h = lib_hash(LIB_HASH_INIT, &g->nnodes, sizeof g->nnodes);
+    h = lib_hash(h, &g->nedges, sizeof g->nedges);
+    h = lib_hash(h, &g->E, sizeof g->E);
+    h = lib_hash(h, &g->F, sizeof g->F);
+    h = lib_hash(h, &g->wake, sizeof g->wake);
+    h = lib_hash(h, g->node_pe, g->nnodes * sizeof *g->node_pe);
+    g->cfg = lib_hash(h, g->edges, g->nedges * sizeof *g->edges);
 
     g->edge_read = lib_calloc(g->nedges, sizeof *g->edge_read);
     g->snd = lib_calloc(ng, sizeof *g->snd);
@@ -247,6 +254,8 @@ mp_err eg_graph_create(const eg_config *cfg, eg_graph **out)
 
 void eg_finalize(void)
 {
+    if (mp_mype() >= 0) /* the PEs' graphs are live: it would free them under the PEs */
+        lib_die("eg_finalize called while the PEs run; call it after mp_main returns");
     pthread_mutex_lock(&reg_lock);
     eg_graph *g = registry;
     registry = NULL;
@@ -261,7 +270,7 @@ void eg_finalize(void)
 /* ------------------------------------------------------------------------------------ */
 /* Accessors                                                                              */
 
-mp_obj_t eg_graph_id(const eg_graph *g) { return g->id; }
+mp_obj_t eg_graph_id(const eg_graph *g) { return EG_NEED(g, "eg_graph_id")->id; }
 /* Another structure's id (a hash table, a snapshot) is refused: its partition was read as a
  * graph's. */
 eg_graph *eg_graph_local(mp_obj_t id)
@@ -270,17 +279,17 @@ eg_graph *eg_graph_local(mp_obj_t id)
 }
 int eg_node_pe(const eg_graph *g, uint32_t node)
 {
-    if (!g)
-        lib_die("eg_node_pe: NULL graph");
+    EG_NEED(g, "eg_node_pe");
     return node < g->nnodes ? g->node_pe[node] : -1;
 }
-size_t eg_elt_size(const eg_graph *g) { return g->E; }
-eg_sched_mode eg_sched(const eg_graph *g) { return g->sched_mode; }
-uint32_t eg_capacity(const eg_graph *g) { return g->F; }
-uint32_t eg_nnodes(const eg_graph *g) { return g->nnodes; }
-uint32_t eg_nedges(const eg_graph *g) { return g->nedges; }
+size_t eg_elt_size(const eg_graph *g) { return EG_NEED(g, "eg_elt_size")->E; }
+eg_sched_mode eg_sched(const eg_graph *g) { return EG_NEED(g, "eg_sched")->sched_mode; }
+uint32_t eg_capacity(const eg_graph *g) { return EG_NEED(g, "eg_capacity")->F; }
+uint32_t eg_nnodes(const eg_graph *g) { return EG_NEED(g, "eg_nnodes")->nnodes; }
+uint32_t eg_nedges(const eg_graph *g) { return EG_NEED(g, "eg_nedges")->nedges; }
 eg_edge_def eg_edge(const eg_graph *g, uint32_t edge)
 {
+    EG_NEED(g, "eg_edge");
     return edge < g->nedges ? g->edges[edge] : (eg_edge_def){UINT32_MAX, UINT32_MAX};
 }
 const uint32_t *eg_in_edges(const eg_graph *g, uint32_t node, uint32_t *n)
@@ -307,11 +316,11 @@ const uint32_t *eg_out_edges(const eg_graph *g, uint32_t node, uint32_t *n)
 }
 size_t eg_pending_sends(const eg_graph *g, uint32_t node)
 {
-    return local_node(g, node) ? g->nodes[node].npend : 0;
+    return local_node(EG_NEED(g, "eg_pending_sends"), node) ? g->nodes[node].npend : 0;
 }
 int eg_is_waiting(const eg_graph *g, uint32_t node)
 {
-    return local_node(g, node) && g->nodes[node].waiting;
+    return local_node(EG_NEED(g, "eg_is_waiting"), node) && g->nodes[node].waiting;
 }
 
 /* ------------------------------------------------------------------------------------ */

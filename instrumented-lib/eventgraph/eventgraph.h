@@ -131,7 +131,7 @@ int eg_is_waiting(const eg_graph *g, uint32_t node);
 mp_status eg_graph_destroy(eg_graph *g, mp_counter_t done);
 
 /* Frees every graph partition of the process not destroyed with eg_graph_destroy.  Call
- * after mp_main() has returned. */
+ * after mp_main() has returned (from a PE it ends the run with a message). */
 void eg_finalize(void);
 
 #ifdef __cplusplus

@@ -274,3 +274,53 @@ def test_create_refusals_are_told(eg):
     assert re.search(
         r"eventgraph \(PE 0\): eg_graph_local: object \d+ is not an event graph\n", proc.stderr
     ), proc.stderr
+
+
+def run_eg_dies(bdir: Path, variant, scenario: str, *args):
+    """A misuse scenario that ends the run: its process (stderr holds the message)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MPROF_", "OMPI_", "PMIX_"))}
+    env.update(sanitizer_env(variant), MPROF_PES="2", MPROF_IDLE_TIMEOUT="20")
+    cmd = [str(bdir / "tests/c/lib/eg_test"), scenario, *map(str, args)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0, f"$ {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
+    assert not SANITIZER_ERRORS.search(proc.stderr), proc.stderr
+    return proc
+
+
+@pytest.mark.parametrize(
+    "which, call", list(enumerate(["eg_examine", "eg_remove", "eg_capacity", "eg_is_waiting"]))
+)
+def test_a_null_graph_is_named_not_dereferenced(eg, which, call):
+    """A refused eg_graph_create leaves *out NULL; a program that did not check passed it on,
+    and these calls read through it (SIGSEGV)."""
+    proc = run_eg_dies(eg, None, "null_graph", which)
+    assert f"eventgraph (PE 0): {call}: NULL graph" in proc.stderr or (
+        f"eventgraph (PE 1): {call}: NULL graph" in proc.stderr
+    ), proc.stderr
+
+
+def test_finalize_while_the_pes_run_is_refused(eg):
+    proc = run_eg_dies(eg, None, "finalize_in_pe")
+    assert "eg_finalize called while the PEs run; call it after mp_main returns" in proc.stderr
+
+
+@pytest.mark.parametrize("variant", [None, "address"], ids=["plain", "asan"])
+@pytest.mark.parametrize("scenario", ["differs_elt", "differs_edges", "differs_partition"])
+def test_a_graph_created_otherwise_on_another_pe_ends_the_run(cmake_build, variant, scenario):
+    """eg_graph_create is collective with one configuration: an element size, an edge list or a
+    partition that differs on another PE made its arrivals index rings and groups that are not
+    there (SIGSEGV, heap overflow) or copy elements with the wrong size (garbage).  Messages
+    carry a fingerprint of the configuration; a receiver with another one names the sender."""
+    proc = run_eg_dies(eg_build(cmake_build, variant), variant, scenario)
+    assert (
+        "eventgraph (PE 1): graph 1024: PE 0 created it with another configuration (element "
+        "size, capacity, wake mode, nodes, edges or their PEs): eg_graph_create must be given the "
+        "same on every PE"
+    ) in proc.stderr, proc.stderr
+
+
+def test_a_message_for_another_kind_of_object_ends_the_run(eg):
+    """PE 1 holds a plain object under the id PE 0's graph has: its arrival read the partition
+    as a graph (SIGSEGV)."""
+    proc = run_eg_dies(eg, None, "not_a_graph")
+    assert "eventgraph (PE 1): object 1024 is not an event graph" in proc.stderr, proc.stderr

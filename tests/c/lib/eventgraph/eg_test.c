@@ -446,6 +446,49 @@ static void pe_main(int argc, char **argv)
         static int part;
         CHECK(mp_obj_create(&part, &plain) == MP_SUCCESS, "mp_obj_create");
         printf("local_of_plain %s\n", eg_graph_local(plain) ? "graph" : "NULL");
+    } else if (!strcmp(scenario, "null_graph")) {
+        /* an accessor given the NULL an unchecked, refused create leaves (K: which one) */
+        eg_graph *none = NULL;
+        if (K == 0)
+            eg_examine(none, 0, 0);
+        else if (K == 1)
+            eg_remove(none, 0, NULL, 1);
+        else if (K == 2)
+            eg_capacity(none);
+        else
+            eg_is_waiting(none, 0);
+    } else if (!strcmp(scenario, "finalize_in_pe")) {
+        if (me == 0)
+            eg_finalize();
+    } else if (!strcmp(scenario, "differs_elt") || !strcmp(scenario, "differs_edges") ||
+               !strcmp(scenario, "differs_partition") || !strcmp(scenario, "not_a_graph")) {
+        /* creation is collective with one configuration: PE 0 sends along 0 -> 1 (node 1 on
+         * PE 1) into a graph that PE 1 created otherwise, or not at all */
+        static const eg_edge_def two[] = {{0, 1}, {2, 1}}, one[] = {{2, 1}};
+        cfg.nnodes = 3;
+        cfg.edges = two;
+        cfg.nedges = 2;
+        cfg.partition = part_pair;
+        if (!strcmp(scenario, "differs_elt") && me != 0)
+            cfg.elt_size = ELT / 2;
+        if (!strcmp(scenario, "differs_edges") && me != 0) {
+            cfg.edges = one;
+            cfg.nedges = 1;
+        }
+        if (!strcmp(scenario, "differs_partition") && me != 0)
+            cfg.partition = part_fifo;
+        if (!strcmp(scenario, "not_a_graph") && me != 0) {
+            static int plain;
+            mp_obj_t id;
+            CHECK(mp_obj_create(&plain, &id) == MP_SUCCESS, "mp_obj_create");
+            return;
+        }
+        common_setup(&cfg);
+        if (me == 0) {
+            elt_t e;
+            make_elt(&e, 0, 0);
+            CHECK(eg_send(S.g, 0, &e, NULL) != MP_FAIL, "send");
+        }
     } else {
         fprintf(stderr, "eg_test: unknown scenario %s\n", scenario);
         exit(2);
