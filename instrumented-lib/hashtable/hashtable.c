@@ -75,11 +75,17 @@ typedef struct {
 } ht_part;
 
 /* A request travels as fiber arguments: header, then key, then value (inserts). */
+_Static_assert(HT_MAX_ITEM <= UINT16_MAX, "a request carries its sizes in 16 bits");
+
 typedef struct {
     ht_t h;
     int from;
     uint8_t op;
     uint8_t acked;
+    /* the issuer's sizes, which the owner's must equal (ht_create is collective with one
+     * key and value size: the owner reads the key and value, and the issuer its reply, with
+     * their own) */
+    uint16_t key_size, value_size;
     uint64_t hash;
     mp_counter_t done;
     int *flag_out;   /* existed (insert) / found (delete, lookup) */
@@ -429,6 +435,10 @@ static void ht_serve(void *args)
     ht_part *p = part_of(q->h);
     declare(q->op);
     size_t ks = p->o.key_size, vs = p->o.value_size;
+    if (q->key_size != ks || q->value_size != vs)
+        lib_die("table %u: PE %d created it with %u-byte keys and %u-byte values, this PE with "
+                "%zu and %zu: ht_create must be given the same sizes on every PE",
+                q->h, q->from, q->key_size, q->value_size, ks, vs);
     unsigned char rbuf[sizeof(ht_reply) + HT_MAX_ITEM];
     ht_reply *r = (ht_reply *)rbuf;
     bool want_value = q->acked && q->value_out && vs && q->op != OP_INSERT;
@@ -543,6 +553,8 @@ static mp_status start(ht_t h, int op, const void *key, const void *value, int *
     q->from = mp_mype();
     q->op = (uint8_t)op;
     q->acked = acked;
+    q->key_size = (uint16_t)p->o.key_size; /* at most HT_MAX_ITEM */
+    q->value_size = (uint16_t)p->o.value_size;
     q->hash = p->o.hash(key, p->o.key_size);
     q->done = acked ? done : NULL;
     q->flag_out = acked ? flag_out : NULL;

@@ -45,8 +45,8 @@ typedef void (*ht_dup_fn)(void *stored, const void *incoming, size_t value_size,
 typedef uint64_t (*ht_hash_fn)(const void *key, size_t key_size);
 
 typedef struct {
-    size_t key_size;        /* bytes, >= 1 */
-    size_t value_size;      /* bytes, may be 0 (a set) */
+    size_t key_size;        /* bytes, >= 1; the same on every PE */
+    size_t value_size;      /* bytes, may be 0 (a set); the same on every PE */
     unsigned bins_per_pe;   /* default 1024 */
     ht_hash_fn hash;        /* NULL: FNV-1a */
     ht_dup_fn on_duplicate; /* NULL: keep the stored value */

@@ -238,6 +238,24 @@ def test_misuse_delete_while_iterating_ends_run(ht_test, tmp_path):
     ) in proc.stderr, msg
 
 
+@pytest.mark.parametrize("sanitize", [None, "address"], ids=["plain", "asan"])
+@pytest.mark.parametrize("what, sizes", [("value", "8 and 64"), ("key", "64 and 8")])
+def test_sizes_that_differ_between_pes_end_the_run(cmake_build, tmp_path, sanitize, what, sizes):
+    """Key and value sizes are the table's, the same on every PE: the owner read a request's
+    key, and the issuer its reply's value, with their own sizes (a stack overrun of the
+    issuer's value, a key read past the message).  A request carries the issuer's sizes and
+    the owner ends the run naming both."""
+    exe = _program(cmake_build, sanitize)
+    env = {"ASAN_OPTIONS": "detect_leaks=0"}
+    proc, msg = _misuse(exe, f"sizes_differ_{what}", 2, tmp_path, env_extra=env)
+    assert proc.returncode != 0 and "Sanitizer" not in proc.stderr, msg
+    assert re.search(
+        r"hashtable \(PE 1\): table \d+: PE 0 created it with 8-byte keys and 8-byte values, "
+        rf"this PE with {sizes}: ht_create must be given the same sizes on every PE\n",
+        proc.stderr,
+    ), msg
+
+
 @pytest.mark.sanitizer
 def test_misuse_sanitized(cmake_build, tmp_path):
     """The refusals touch no memory they should not."""

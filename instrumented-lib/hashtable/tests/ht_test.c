@@ -462,6 +462,27 @@ static void misuse_busy(void)
     printf("misuse busy: OK (PE %d)\n", ME);
 }
 
+/* ht_create is collective with one key and value size: PE 1 has 64-byte values, PE 0 8-byte
+ * ones ("sizes_differ_value"), or 64- against 8-byte keys ("sizes_differ_key").  PE 0 looks
+ * up a key PE 1 owns: the owner's reply carried 64 bytes into PE 0's 8-byte value (a stack
+ * overrun), or the owner read a 64-byte key out of 8.  The owner ends the run instead. */
+static void misuse_sizes_differ(bool keys)
+{
+    ht_options o;
+    ht_options_init(&o, keys && ME == 1 ? 64 : 8, !keys && ME == 1 ? 64 : 8);
+    ht_t h;
+    CHECK_OK(ht_create(&o, &h));
+    if (ME != 0)
+        return;
+    uint64_t key[8] = {0}, value = 0;
+    while (ht_owner(h, key) != 1)
+        key[0]++;
+    int found = 0;
+    mp_counter_t c = mp_counter_new(0);
+    ht_lookup(h, key, &value, &found, c);
+    printf("misuse sizes_differ: sent (PE %d)\n", ME);
+}
+
 static void misuse(void)
 {
     if (strcmp(misuse_case, "busy") == 0) {
@@ -482,6 +503,8 @@ static void misuse(void)
     }
     if (strcmp(misuse_case, "sizes") == 0)
         misuse_sizes();
+    else if (strncmp(misuse_case, "sizes_differ_", 13) == 0)
+        misuse_sizes_differ(strcmp(misuse_case, "sizes_differ_key") == 0);
     else if (strcmp(misuse_case, "sched") == 0)
         misuse_sched();
     else if (strncmp(misuse_case, "kind", 4) == 0)
