@@ -60,6 +60,7 @@ typedef struct {
     bg_t g;
     int from;
     uint32_t count;
+    uint32_t ss;            /* the subscriber's state size: the owner's must be the same */
     const bg_node_id *ids;  /* on `from` */
     void *landing;          /* on `from` */
     void *recvbuf;          /* on `from` */
@@ -157,6 +158,10 @@ static void bg_sub_arrive(void *args)
     sub_msg *m = args;
     bg_part *p = part_of(m->g);
     BIPARTITE_ACCESS(VALIDATE);
+    if (m->ss != p->ss) /* its landing and receive buffers are sized for its own states */
+        lib_die("graph %u: PE %d created it with %u-byte node states, this PE with %zu: "
+                "bg_create must be given the same state size on every PE",
+                m->g, m->from, m->ss, p->ss);
     if (mp_counter_value(p->started) == 0) {
         /* our own nodes may still be growing: wait for bg_finalize here */
         mp_counter_wait(p->started, 1, mp_continue(bg_sub_arrive, MP_SCHED_FIFO));
@@ -222,6 +227,7 @@ static void bg_signal(void *args)
 {
     done_args *a = args;
     BIPARTITE_ACCESS(VALIDATE);
+    part_of(a->g)->validating = false; /* (a finalize's: false already) */
     mp_counter_add(a->done, 1);
 }
 
@@ -232,7 +238,8 @@ void bgi_barrier_then_signal(bg_part *p, mp_counter_t done)
     p->phase_target++;
     mp_counter_wait(p->phase, p->phase_target,
                     mp_fiber_create(bg_signal, &d, sizeof d, MP_SCHED_FIFO));
-    mp_obj_barrier(p->id, p->phase);
+    if (mp_obj_barrier(p->id, p->phase) == MP_FAIL) /* the calls refuse overlapping phases */
+        lib_die("graph %u: a phase's barrier was refused", p->id);
 }
 
 static void bg_fin_done(void *args)
@@ -386,8 +393,15 @@ mp_status bg_finalize(bg_t g, mp_counter_t done)
         if (q == p->me)
             continue;
         size_t cnt = p->gbeg[q + 1] - p->gbeg[q];
-        sub_msg m = {g,    p->me, (uint32_t)cnt, p->gid + p->gbeg[q], p->landing[q], p->recvbuf[q],
-                     NULL, NULL};
+        sub_msg m = {g,
+                     p->me,
+                     (uint32_t)cnt,
+                     (uint32_t)p->ss,
+                     p->gid + p->gbeg[q],
+                     p->landing[q],
+                     p->recvbuf[q],
+                     NULL,
+                     NULL};
         BIPARTITE_INC(p->st, NMsg, 1);
         mp_invoke(q, bg_sub_arrive, &m, sizeof m, MP_SCHED_FIFO);
     }

@@ -59,6 +59,8 @@ typedef struct {
     unsigned char *packbuf;
     /* progress */
     bool finalized, building;
+    bool validating;      /* a bg_validate has not completed (its barrier) on this PE */
+    bool destroying;      /* bg_destroy was called */
     mp_counter_t started; /* 1 once bg_finalize was called here */
     mp_counter_t fin;     /* subscriptions served + answers received */
     mp_counter_t recv;    /* validate messages received */

@@ -225,6 +225,11 @@ mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done)
     bg_part *p = graph_or_null(g, "bg_validate");
     if (!p || !done || !p->finalized || (c != BG_RED && c != BG_BLACK))
         return MP_FAIL;
+    if (p->validating) { /* its barrier would be refused, and this one lost */
+        lib_misuse("bg_validate: graph %u has a validate in progress; wait for its counter", g);
+        return MP_FAIL;
+    }
+    p->validating = true;
     BIPARTITE_INC(p->st, NValidate, 1);
     size_t per = bgi_per_chunk(p->ss);
     for (int q = 0; q < p->npes; q++) {
@@ -397,5 +402,11 @@ mp_status bg_destroy(bg_t g, mp_counter_t done)
     bg_part *p = graph_or_null(g, "bg_destroy");
     if (!p || !done || (!p->building && !p->finalized))
         return MP_FAIL; /* (a finalize in progress) */
+    if (p->destroying || p->validating) {
+        lib_misuse("bg_destroy: graph %u %s", g,
+                   p->destroying ? "is being destroyed already" : "has a validate in progress");
+        return MP_FAIL;
+    }
+    p->destroying = true;
     return lib_destroy(g, 0, part_free, p, done);
 }

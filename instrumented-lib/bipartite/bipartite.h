@@ -58,7 +58,8 @@ typedef struct {
     size_t nremote;         /* of the edges, those whose source is another PE's node */
 } bg_node;
 
-/* Collective: a graph whose nodes carry `state_size` bytes of state.  MP_ERR_INVALID_ARG: NULL
+/* Collective: a graph whose nodes carry `state_size` bytes of state, the same on every PE (a
+ * PE that finds another's differs at bg_finalize ends the run).  MP_ERR_INVALID_ARG: NULL
  * out or state_size 0; MP_ERR_TOO_LARGE: state_size above mp_max_message() (a node's state
  * travels in one message).  Both reported on stderr; nothing is created. */
 mp_err bg_create(size_t state_size, bg_t *out);
@@ -84,7 +85,9 @@ mp_err bg_reserve(bg_t g, size_t nodes, size_t edges);
  * fills the ghosts with their owners' current states and ends with a barrier. */
 mp_status bg_finalize(bg_t g, mp_counter_t done);
 
-/* Collective, split-phase (MP_WAIT): refreshes every ghost of colour `c` (see above). */
+/* Collective, split-phase (MP_WAIT): refreshes every ghost of colour `c` (see above).  One
+ * at a time: while a validate has not completed, another (of either colour) is refused
+ * (MP_FAIL, with a line on stderr). */
 mp_status bg_validate(bg_t g, bg_color c, mp_counter_t done);
 
 /* Split-phase, local: calls fn on every local node of colour c (in fibers that declare the
@@ -94,7 +97,8 @@ mp_status bg_update(bg_t g, bg_color c, bg_update_fn fn, void *ctx, mp_counter_t
 
 /* Collective, split-phase (MP_WAIT): frees the graph.  Call it when no bg_update, validate
  * or finalize of the graph is in progress on any PE (in the bulk-synchronous pattern: after
- * the last validate has completed).  The statistics stay in the run profile. */
+ * the last validate has completed; during a validate, or a second time, MP_FAIL with a line
+ * on stderr).  The statistics stay in the run profile. */
 mp_status bg_destroy(bg_t g, mp_counter_t done);
 
 /* Local access. */

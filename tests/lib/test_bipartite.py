@@ -208,6 +208,46 @@ def _misuse(exe, case, pes, tmp_path):
     return proc, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
 
 
+@pytest.mark.parametrize("sanitize", [None, "address"], ids=["plain", "asan"])
+def test_a_state_size_that_differs_between_pes_ends_the_run(cmake_build, tmp_path, sanitize):
+    """bg_create is collective with one state size: the owners answered a subscription with
+    their own size into buffers sized for the subscriber's (a heap overrun, a double free).  A
+    subscription carries the subscriber's size and the owner names both."""
+    exe = build_program(cmake_build, TARGET, PROGRAM, sanitize)
+    proc = run_misuse(
+        exe, ["misuse", "sizes_differ"], 2, tmp_path, env_extra={"ASAN_OPTIONS": "detect_leaks=0"}
+    )
+    msg = f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode != 0 and "Sanitizer" not in proc.stderr, msg
+    assert "finalized" not in proc.stdout, msg
+    assert (
+        "graph 1024: PE 0 created it with 8-byte node states, this PE with 64: bg_create must "
+        "be given the same state size on every PE"
+    ) in proc.stderr, msg
+
+
+def test_one_validate_at_a_time_and_one_destroy(bg_test, tmp_path):
+    """A second validate while one runs was accepted, its barrier refused inside, and its
+    counter never reached (a hang); a second destroy aborted with a message about a snapshot
+    the graph does not have.  Both are refused (MP_FAIL, 2) with a line, and the graph goes on."""
+    proc, msg = _misuse(bg_test, "overlap", 2, tmp_path)
+    assert proc.returncode == 0, msg
+    assert "bipartite misuse overlap: OK" in proc.stdout, msg
+    for case in ("validate_again", "destroy_while_validating", "destroy_again"):
+        assert proc.stdout.count(f"{case} 2\n") == 2, msg
+    for pe in range(2):
+        assert (
+            f"bipartite (PE {pe}): bg_validate: graph 1024 has a validate in progress; wait for "
+            "its counter"
+        ) in proc.stderr, msg
+        assert f"bipartite (PE {pe}): bg_destroy: graph 1024 has a validate in progress" in (
+            proc.stderr
+        ), msg
+        assert f"bipartite (PE {pe}): bg_destroy: graph 1024 is being destroyed already" in (
+            proc.stderr
+        ), msg
+
+
 def test_misuse_state_size_refused(bg_test, tmp_path):
     """bg_create(2^56 + 1) was accepted: the node array's size wrapped to 256 bytes and the
     first bg_add_node cleared 2^56 bytes of it.  SIZE_MAX was accepted too."""

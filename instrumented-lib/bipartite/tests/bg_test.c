@@ -210,9 +210,54 @@ static void misuse_iter_destroyed(void)
     printf("misuse iter: iteration went on (PE %d)\n", me);
 }
 
+/* bg_create is collective with one state size: PE 0's is 8 bytes, the others' 64.  The
+ * owners answered subscriptions with their own size into buffers sized for the subscriber's
+ * (a heap overrun); now the owner ends the run.  Every PE's red node 0 has an edge from the
+ * next PE's black node 1. */
+static void misuse_sizes_differ(void)
+{
+    int me = mp_mype(), P = mp_npes();
+    bg_t g;
+    CHECK_OK(bg_create(me == 0 ? 8 : 64, &g));
+    bg_add_node(g, BG_RED, NULL);
+    bg_add_node(g, BG_BLACK, NULL);
+    CHECK_OK(bg_add_edge(g, BG_ID(me, 0), BG_ID((me + 1) % P, 1), 1.0));
+    CHECK_EQ(bg_finalize(g, cnt[me]), MP_WAIT);
+    wait_more(1);
+    printf("misuse sizes_differ: finalized (PE %d)\n", me);
+}
+
+/* One validate at a time: a second one (of either colour), or a destroy, while the first runs
+ * is refused (the second's barrier was refused and its counter never reached); so is a second
+ * destroy. */
+static void misuse_overlap(void)
+{
+    int me = mp_mype();
+    bg_t g;
+    CHECK_OK(bg_create(8, &g));
+    bg_add_node(g, BG_RED, NULL);
+    bg_add_node(g, BG_BLACK, NULL);
+    CHECK_EQ(bg_finalize(g, cnt[me]), MP_WAIT);
+    wait_more(1);
+    CHECK_EQ(bg_validate(g, BG_RED, cnt[me]), MP_WAIT);
+    printf("validate_again %d\n", bg_validate(g, BG_BLACK, cnt[me]));
+    printf("destroy_while_validating %d\n", bg_destroy(g, cnt[me]));
+    wait_more(1);
+    CHECK_EQ(bg_validate(g, BG_BLACK, cnt[me]), MP_WAIT); /* after it: fine */
+    wait_more(1);
+    CHECK_EQ(bg_destroy(g, cnt[me]), MP_WAIT);
+    printf("destroy_again %d\n", bg_destroy(g, cnt[me]));
+    wait_more(1);
+    printf("misuse overlap: OK (PE %d)\n", me);
+}
+
 static void misuse(void)
 {
-    if (strcmp(misuse_case, "colour") == 0)
+    if (strcmp(misuse_case, "sizes_differ") == 0)
+        misuse_sizes_differ();
+    else if (strcmp(misuse_case, "overlap") == 0)
+        misuse_overlap();
+    else if (strcmp(misuse_case, "colour") == 0)
         misuse_colour();
     else if (strcmp(misuse_case, "iter_destroyed") == 0)
         misuse_iter_destroyed();
