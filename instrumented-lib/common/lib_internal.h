@@ -26,12 +26,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "<module> (PE n): " into line, or "<module>: " outside a PE (before or after mp_main);
+ * returns its length. */
+static __attribute__((unused)) int lib_prefix(char *line, size_t size)
+{
+    int me = mp_mype();
+    return me >= 0 ? snprintf(line, size, "%s (PE %d): ", LIB_MODULE, me)
+                   : snprintf(line, size, "%s: ", LIB_MODULE);
+}
+
 /* Reports an unrecoverable error ("<module> (PE n): ...") and aborts.  One write: the line of
  * another PE dying at the same moment does not cut into it. */
 static _Noreturn __attribute__((format(printf, 1, 2), unused)) void lib_die(const char *fmt, ...)
 {
     char line[1024];
-    int n = snprintf(line, sizeof line, "%s (PE %d): ", LIB_MODULE, mp_mype());
+    int n = lib_prefix(line, sizeof line);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
@@ -108,7 +117,7 @@ static __attribute__((unused)) void *lib_part(mp_obj_t id)
 static __attribute__((format(printf, 1, 2), unused)) void lib_misuse(const char *fmt, ...)
 {
     char line[512]; /* one write: the lines of PEs reporting at once do not interleave */
-    int n = snprintf(line, sizeof line, "%s (PE %d): ", LIB_MODULE, mp_mype());
+    int n = lib_prefix(line, sizeof line);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);

@@ -53,19 +53,36 @@ static void add_nbr(ts_part *p, int q)
 
 /* The PE is out of work with the stealer still alive (mp_at_pe_end): tasks left in its pool
  * will never run, because the program stopped removing them before termination.  Said, as a
- * run that silently skips work would otherwise look finished. */
+ * run that silently skips work would otherwise look finished.  Tasks removed and never
+ * finished with ts_done keep termination from being detected: the removes that wait for it
+ * never return, and the runtime reports them as a hang; the stealer says why. */
 static void ts_at_pe_end(void *arg)
 {
     ts_part *p = mp_obj_local((mp_obj_t)(uintptr_t)arg); /* NULL once destroyed */
-    if (p && p->magic == TS_MAGIC && p->n > 0)
+    if (!p || p->magic != TS_MAGIC)
+        return;
+    if (p->n > 0)
         lib_misuse("task stealer %u: the run ended with %zu task(s) in this PE's pool that no "
                    "ts_remove took (a task runs only once removed: remove until ts_remove "
                    "answers TS_TERMINATED, or use ts_run)",
                    p->id, p->n);
+    if (p->in_progress > 0 && !p->terminated)
+        lib_misuse("task stealer %u: %llu task(s) removed on this PE and not finished with "
+                   "ts_done: termination cannot be detected (finish every task obtained from "
+                   "ts_remove with ts_done)",
+                   p->id, (unsigned long long)p->in_progress);
 }
+
+static void part_free(void *arg);
 
 mp_err ts_create(const ts_options *o, ts_t *out)
 {
+    /* before anything else: outside a PE there is no P to build the topology on */
+    if (mp_mype() < 0) {
+        lib_misuse("ts_create: called outside a running PE (create the stealer in pe_main, on "
+                   "every PE)");
+        return MP_ERR_BAD_STATE;
+    }
     /* each refusal told, not only returned */
     const char *bad = !o || !out                        ? "NULL options or handle"
                       : o->task_size == 0               ? "task_size is 0"
@@ -105,11 +122,16 @@ mp_err ts_create(const ts_options *o, ts_t *out)
     p->recv_buf = lib_malloc(p->wire_size * p->o.steal_max);
     p->rng = o->seed ^ ((uint64_t)me * 0x9e3779b97f4a7c15ull);
     p->last_victim = -1;
+    p->refused_in = lib_calloc((size_t)P, sizeof *p->refused_in);
+    p->sweep = 1;
+    p->park_at = -1;
     p->steals_answered = mp_counter_new(0);
     tsi_term_init(p);
     mp_err e = mp_obj_create(p, &p->id);
-    if (e != MP_SUCCESS)
+    if (e != MP_SUCCESS) {
+        part_free(p);
         return e;
+    }
     p->st = taskstealer_stats_create(p->id);
     TASKSTEALER_SET(p->st, P, 1);
     if ((e = mp_at_pe_end(ts_at_pe_end, (void *)(uintptr_t)p->id)) != MP_SUCCESS)
@@ -187,6 +209,8 @@ static void hand_to(ts_part *p, waiter *w, const ts_hints *h, const unsigned cha
 /* A task enters this PE's pool: straight to the first waiting remove, if any. */
 void tsi_pool_push(ts_part *p, const ts_hints *h, const unsigned char *task, bool migrated)
 {
+    if (p->nrefused) /* a thief's round of refusals ends with it */
+        tsi_new_round(p);
     waiter *w = p->wq_head;
     if (w) {
         p->wq_head = w->next;
@@ -229,6 +253,7 @@ void tsi_wake_terminated(ts_part *p)
 typedef struct {
     ts_t id;
     int from;
+    uint32_t task_size; /* the sender's */
     ts_hints h;
     _Alignas(16) unsigned char task[];
 } add_msg;
@@ -238,8 +263,10 @@ static void ts_add_arrive(void *args)
     add_msg *m = args;
     ts_part *p = part_of(m->id);
     TASKSTEALER_ACCESS(ADD);
+    tsi_check_task_size(p, m->from, m->task_size);
     tsi_task_received(p, m->from);
     tsi_pool_push(p, &m->h, m->task, false);
+    tsi_pool_grew(p);
     tsi_hunt(p);
 }
 
@@ -273,12 +300,14 @@ mp_status ts_add(ts_t ts, int dest, const void *task, const ts_hints *hints)
     TASKSTEALER_INC(p->st, NAdd, 1);
     if (dest == p->me) {
         tsi_pool_push(p, &h, task, false);
+        tsi_pool_grew(p);
         return MP_OK;
     }
     unsigned char buf[sizeof(add_msg) + TS_MAX_TASK];
     add_msg *m = (add_msg *)buf;
     m->id = ts;
     m->from = p->me;
+    m->task_size = (uint32_t)p->o.task_size;
     m->h = h;
     memcpy(m->task, task, p->o.task_size);
     tsi_task_sent(p);
@@ -332,6 +361,8 @@ void ts_done(ts_t ts)
     if (p->in_progress == 0)
         lib_die("ts_done without a task in progress");
     p->in_progress--;
+    if (p->nparked && p->in_progress == 0 && p->n == 0)
+        tsi_release_parked(p, true); /* no work will appear here: thieves look elsewhere */
     tsi_check_idle(p);
 }
 
@@ -356,6 +387,8 @@ static void part_free(void *arg)
     free(p->heap);
     free(p->nbrs);
     free(p->recv_buf);
+    free(p->refused_in);
+    free(p->parked);
     mp_counter_free(p->steals_answered);
     p->magic = 0;
     free(p);

@@ -7,8 +7,10 @@
  * scheduling priority (higher runs first; equal priorities run newest first), an estimate of
  * its work and of the penalty of migrating it.  A PE whose pool holds fewer than low_water
  * tasks asks a random victim for work (retrying at once with another victim while its pool
- * is empty and a remove waits); the victim gives its oldest, lowest-priority tasks, about
- * half of its estimated work (at most steal_max tasks).
+ * is empty and a remove waits, until every victim has refused since a task last reached it:
+ * then it waits at one victim, which answers once it has work, falls idle or terminates); the
+ * victim gives its oldest, lowest-priority tasks, about half of its estimated work (at most
+ * steal_max tasks, the thief's and its own).
  *
  * Termination: all pools empty, no task in progress (between ts_remove and ts_done) and no
  * task in flight.  Detected by acknowledging every message that carries tasks
@@ -17,8 +19,16 @@
  *
  * Rules: tasks are added either in pe_main or by a task in progress (so that a PE with no
  * task in progress cannot gain work except by migration); every task obtained from
- * ts_remove is finished with ts_done.  ts_create and ts_destroy are collective (every PE, same
- * order; create in pe_main before any fiber touches the stealer).
+ * ts_remove is finished with ts_done (a task never finished keeps termination from being
+ * detected: the waiting removes never return, the runtime reports the hang, and the stealer
+ * names the unfinished tasks at the end of the run).  ts_create and ts_destroy are collective
+ * (every PE, same order; create in pe_main before any fiber touches the stealer).
+ *
+ * Options on every PE: task_size must be the same (messages carry it, and a PE that receives
+ * tasks or a steal request of another size ends the run naming both); topology, steal_max,
+ * low_water and seed are this PE's own and may differ (whom this PE steals from, how many
+ * tasks it takes per steal -- the size of its receive buffer, which the victim honours --,
+ * when it steals, its random draws).
  */
 #ifndef MPROF_TASKSTEALER_H
 #define MPROF_TASKSTEALER_H
@@ -49,11 +59,12 @@ typedef struct {
     double penalty; /* estimated cost of migrating the task */
 } ts_hints;
 
+/* task_size must be the same on every PE; the others may differ between PEs (see above). */
 typedef struct {
-    size_t task_size;     /* bytes, 1 .. TS_MAX_TASK */
-    ts_topology topology; /* default TS_COMPLETE */
-    unsigned steal_max;   /* most tasks migrated by one steal (default 128; fewer if one
-                           * message cannot hold them) */
+    size_t task_size;     /* bytes, 1 .. TS_MAX_TASK: the same on every PE */
+    ts_topology topology; /* default TS_COMPLETE (this PE's victims, or pushing) */
+    unsigned steal_max;   /* most tasks this PE takes by one steal, and gives to one thief
+                           * (default 128; fewer if one message cannot hold them) */
     unsigned low_water;   /* steal while the pool holds fewer tasks (default 2) */
     uint64_t seed;        /* random pushing */
 } ts_options;
@@ -68,6 +79,8 @@ void ts_options_init(ts_options *o, size_t task_size);
 int ts_topology_parse(const char *name);
 const char *ts_topology_name(ts_topology t);
 
+/* Collective, in pe_main.  MP_ERR_INVALID_ARG for options it refuses, MP_ERR_BAD_STATE outside
+ * a running PE (before or after mp_main: nothing is allocated), each with a line on stderr. */
 mp_err ts_create(const ts_options *o, ts_t *out);
 
 /* Adds a task to pool `dest` (a PE, or TS_ANY).  MP_OK: it is in the local pool (or was

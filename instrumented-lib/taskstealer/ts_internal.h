@@ -35,6 +35,19 @@ typedef struct {
     unsigned char task[];
 } wire;
 
+/* A steal request (ts_balance.c).  It carries what the victim needs to write into the thief's
+ * receive buffer safely: the thief's task size, which must be the victim's, and how many tasks
+ * the buffer holds (the thief's steal_max, a per-PE setting). */
+typedef struct {
+    ts_t id;
+    int from;
+    uint32_t task_size; /* the thief's */
+    uint32_t cap;       /* tasks the thief's receive buffer holds */
+    uint8_t starving;   /* the thief's pool is empty: give even a last task */
+    uint8_t park;       /* refused by every victim: wait at this one until it has work */
+    void *buf;          /* the thief's receive buffer */
+} ts_steal_req;
+
 typedef struct waiter {
     struct waiter *next;
     void *task;
@@ -62,7 +75,17 @@ typedef struct {
     int last_victim;   /* the victim of the last steal request, avoided by the next one */
     unsigned refusals; /* refusals in a row since the last successful steal */
     bool steal_out;    /* one steal request out at a time: one receive buffer */
+    bool req_starving; /* the request out was a starving one */
     unsigned char *recv_buf;
+    /* backing off (ts_balance.c): a starving thief refused by every victim since the last
+     * task reached this PE parks its next request at a victim, which answers it once it has
+     * work (or at termination) */
+    uint64_t sweep;       /* number of the current round of refusals */
+    uint64_t *refused_in; /* per PE: the round in which it last refused a starving request */
+    int nrefused;         /* victims that refused a starving request in this round */
+    int park_at;          /* one of them that had a task in progress then, or -1 */
+    ts_steal_req *parked; /* requests parked here (at most one per thief) */
+    int nparked;
     uint64_t rng;
     /* termination detection (ts_terminate.c) */
     bool engaged;     /* this PE's work is accounted for by a parent (PE 0: always) */
@@ -97,6 +120,36 @@ uint64_t tsi_random(ts_part *p);
 /* ts_balance.c */
 void tsi_hunt(ts_part *p); /* the pool is low (or empty with a remove waiting): steal */
 void tsi_hunt_after_remove(ts_part *p);
+void tsi_serve_parked(ts_part *p); /* the pool has tasks: serve the parked requests */
+void tsi_release_parked(ts_part *p, bool released); /* refuse them (released: this PE fell
+                                                     * idle, else termination) */
+_Noreturn void tsi_task_size_differs(const ts_part *p, int from, uint32_t size);
+
+/* A message that carries tasks, or a steal request, came from PE `from`, whose stealer was
+ * created with `size`-byte tasks: reading them with this PE's size would overrun (or garble)
+ * them, so a difference ends the run, naming both. */
+static inline void tsi_check_task_size(const ts_part *p, int from, uint32_t size)
+{
+    if (__builtin_expect(size != p->o.task_size, 0))
+        tsi_task_size_differs(p, from, size);
+}
+
+/* Something changed for a thief that backs off (a task reached this PE, or the victim it
+ * waited at fell idle): a new round of refusals begins. */
+static inline void tsi_new_round(ts_part *p)
+{
+    p->sweep++;
+    p->nrefused = 0;
+    p->park_at = -1;
+}
+
+/* Tasks entered the pool (not all handed to waiting removes): requests parked here are
+ * served now.  One test on the paths that add tasks. */
+static inline void tsi_pool_grew(ts_part *p)
+{
+    if (p->nparked && p->n)
+        tsi_serve_parked(p);
+}
 
 /* ts_terminate.c */
 void tsi_term_init(ts_part *p);

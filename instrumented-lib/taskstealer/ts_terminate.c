@@ -14,7 +14,14 @@
  *
  * Initially every PE may hold tasks added in pe_main, so every PE starts engaged as if PE 0
  * had sent it a task message (PE 0's deficit starts at P-1).  Refused steal requests carry no
- * tasks and are not acknowledged; a steal costs one acknowledgement more than before.
+ * tasks and are not acknowledged; a steal costs one acknowledgement more than before.  Steal
+ * requests parked at a victim (ts_balance.c) carry no tasks either; the announcement refuses
+ * them.
+ *
+ * A task removed and never finished with ts_done keeps its PE engaged for ever: termination
+ * is never announced, and the removes that wait for it never return.  Starving thieves back
+ * off (ts_balance.c), so the machine falls quiet and the runtime reports the hang; the
+ * stealer names the unfinished tasks at the end (taskstealer.c, ts_at_pe_end).
  */
 #include "ts_internal.h"
 
@@ -77,6 +84,7 @@ static void announce(ts_part *p)
         TASKSTEALER_INC(p->st, NMsg, 1);
         mp_invoke(c, ts_terminate_arrive, &m, sizeof m, MP_SCHED_URGENT);
     }
+    tsi_release_parked(p, false); /* steal requests parked here: refused, as from now on */
     tsi_wake_terminated(p);
 }
 

@@ -8,6 +8,7 @@ asserted exactly, the load-balancing ones by their invariants."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -165,8 +166,8 @@ def test_access_categories(ts_test, tmp_path):
 # ---- misuse: refused with a message on stderr ------------------------------------------
 
 
-def _misuse(exe, case, pes, tmp_path):
-    proc = run_misuse(exe, ["misuse", case], pes, tmp_path)
+def _misuse(exe, case, pes, tmp_path, env_extra=None):
+    proc = run_misuse(exe, ["misuse", case], pes, tmp_path, env_extra=env_extra)
     return proc, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
 
 
@@ -250,3 +251,97 @@ def test_misuse_refused_options_are_told(ts_test, tmp_path):
             "unknown topology",
         ):
             assert f"taskstealer (PE {pe}): ts_create: {why}" in proc.stderr, msg
+
+
+# ---- options that differ between PEs, creation outside a PE, a task never finished --------
+
+
+@pytest.mark.parametrize("sanitize", [None, "address"], ids=["plain", "asan"])
+def test_a_steal_max_that_differs_between_pes_is_honoured(cmake_build, tmp_path, sanitize):
+    """steal_max is a per-PE setting: PE 0 takes one task per steal, PE 1 holds 200 tasks with
+    the default 128.  The victim capped a steal with its own steal_max and stored up to 100
+    tasks into PE 0's buffer of one (a heap overrun); a request now carries the thief's, and
+    each of PE 0's steals brings exactly one task."""
+    exe = _program(cmake_build, sanitize)
+    env = {"ASAN_OPTIONS": "detect_leaks=1"}
+    proc = run_misuse(exe, ["misuse", "stealmax_differs", "n=200"], 2, tmp_path, env_extra=env)
+    msg = f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0 and "Sanitizer" not in proc.stderr, msg
+    assert "taskstealer misuse stealmax_differs: OK (P=2)" in proc.stdout, msg
+    rows = _stats(json.loads((tmp_path / "misuse-2.json").read_text()))
+    assert _total(rows, "NTask") == 200 and rows[1]["NAdd"] == 200, msg
+    assert rows[0]["NSteal"] >= 1, msg
+    # PE 1's tasks reach PE 0 only by PE 0's steals: one task each
+    assert rows[1]["NMigrate"] == rows[0]["NSteal"], rows
+
+
+@pytest.mark.parametrize("sanitize", [None, "address"], ids=["plain", "asan"])
+@pytest.mark.parametrize(
+    "case, line",
+    [
+        # a task added to PE 1's pool: PE 1 copied 64 bytes from the 16 the message carried
+        (
+            "tasksize_add",
+            "(PE 1): task stealer 1024: PE 0 created it with 16-byte tasks, this PE with 64",
+        ),
+        # PE 1's steal request: PE 0 wrote its 16-byte tasks into a buffer laid out for 64
+        (
+            "tasksize_steal",
+            "(PE 0): task stealer 1024: PE 1 created it with 64-byte tasks, this PE with 16",
+        ),
+    ],
+)
+def test_a_task_size_that_differs_between_pes_ends_the_run(
+    cmake_build, tmp_path, sanitize, case, line
+):
+    """task_size must be the same on every PE: messages that carry tasks, and steal requests,
+    carry their sender's, and a receiver created with another ends the run naming both."""
+    exe = _program(cmake_build, sanitize)
+    env = {"ASAN_OPTIONS": "detect_leaks=0"}
+    proc, msg = _misuse(exe, case, 2, tmp_path, env_extra=env)
+    assert proc.returncode != 0 and "Sanitizer" not in proc.stderr, msg
+    assert "OK" not in proc.stdout, msg
+    assert (
+        f"taskstealer {line}: ts_create must be given the same task_size on every PE\n"
+        in proc.stderr
+    ), msg
+
+
+@pytest.mark.parametrize("sanitize", [None, "address"], ids=["plain", "asan"])
+def test_create_outside_a_pe_is_refused(cmake_build, tmp_path, sanitize):
+    """ts_create before mp_main, with each topology: the ring divided by zero (P is 0 outside a
+    PE), the others failed later with the runtime's messages and left a partition behind.  It
+    is refused first, with one line, and allocates nothing (leaks are reported under ASan)."""
+    exe = _program(cmake_build, sanitize)
+    env = {"ASAN_OPTIONS": "detect_leaks=1"}
+    proc, msg = _misuse(exe, "create_outside_pe", 2, tmp_path, env_extra=env)
+    assert proc.returncode == 0, msg
+    assert "taskstealer misuse create_outside_pe: OK (P=2)" in proc.stdout, msg
+    line = (
+        "taskstealer: ts_create: called outside a running PE (create the stealer in "
+        "pe_main, on every PE)"
+    )
+    assert proc.stderr.splitlines() == [line] * 4, msg  # one per topology, nothing else
+
+
+@pytest.mark.parametrize("pes", [2, 3])
+def test_a_task_removed_and_never_finished_ends_the_run_as_a_hang(ts_test, tmp_path, pes):
+    """Every PE removes a task, never calls ts_done and removes again: termination can never
+    be detected.  The starving PEs passed steal requests and refusals back and forth for ever
+    at full speed, so the machine never fell quiet and the run neither ended nor reported
+    anything.  Now a thief that every victim refused backs off: the machine falls quiet, the
+    runtime reports the waiting removes (not the idle timeout: nothing spins) and each PE's
+    stealer the task it never finished."""
+    proc = run_misuse(ts_test, ["misuse", "remove_without_done"], pes, tmp_path, timeout=40)
+    msg = f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 2, msg
+    assert "mprof: hang: no PE can make progress; waiting fibers:" in proc.stderr, msg
+    assert "whole machine idle" not in proc.stderr, msg  # quiescence, not the timeout
+    for pe in range(pes):
+        assert f"misuse remove_without_done: the run ended (PE {pe})" in proc.stdout, msg
+        assert f"  PE {pe}: pe_main blocked in mp_block_until on counter " in proc.stderr, msg
+        assert (
+            f"taskstealer (PE {pe}): task stealer 1024: 1 task(s) removed on this PE and not "
+            "finished with ts_done: termination cannot be detected (finish every task obtained "
+            "from ts_remove with ts_done)\n"
+        ) in proc.stderr, msg

@@ -10,7 +10,7 @@
  *       (any P) each PE adds tasks with mixed priorities to its own pool before its worker
  *       starts, with stealing off (push topology, explicit local adds): each PE runs its
  *       tasks in non-increasing priority, equal priorities newest first.
- *   ts_test misuse CASE
+ *   ts_test misuse CASE [n=N]
  *       misuse is reported on stderr and refused (see misuse() below; the cases that end the
  *       run say so).
  */
@@ -207,10 +207,123 @@ static void misuse_never_removed(void)
         }
 }
 
+/* ts_options that may differ between PEs: steal_max.  PE 0, the only thief at first, takes at
+ * most one task per steal; PE 1 holds N tasks and its steal_max is the default.  PE 1 starts
+ * its worker only once PE 0 runs its first task, so that the first steal finds all N in PE
+ * 1's pool: the victim gave min(N/2, its own steal_max) tasks into a buffer of one (a heap
+ * overrun).  Now the request carries the thief's steal_max.  (P = 2: the main program checks
+ * that every task ran once.) */
+static mp_counter_t go[MAXPE];
+static long N_STEAL_MAX;
+
+static void go_arrive(void *args)
+{
+    (void)args;
+    mp_counter_add(go[mp_mype()], 1);
+}
+
+static void run_stolen(ts_t ts, void *tp, const ts_hints *h, void *ctx)
+{
+    (void)ts, (void)h, (void)ctx;
+    task t;
+    memcpy(&t, tp, sizeof t);
+    int me = mp_mype();
+    CHECK(t.id < (uint32_t)expected);
+    CHECK_EQ(atomic_fetch_add(&ran[t.id], 1), 0);
+    if (me == 0 && per_pe[0] == 0)
+        CHECK_OK(mp_invoke(1, go_arrive, NULL, 0, MP_SCHED_URGENT));
+    per_pe[me]++;
+}
+
+static void misuse_steal_max_differs(void)
+{
+    int me = mp_mype();
+    CHECK_EQ(mp_npes(), 2);
+    ts_options o;
+    ts_options_init(&o, sizeof(task));
+    o.steal_max = me == 0 ? 1 : o.steal_max;
+    CHECK_OK(ts_create(&o, &tss[me]));
+    ts_t ts = tss[me];
+    go[me] = mp_counter_new(0);
+    fin[me] = mp_counter_new(0);
+    if (me == 1) {
+        for (long i = 0; i < N_STEAL_MAX; i++) {
+            task t = {(uint32_t)i, 0, 0, 0};
+            CHECK_EQ(ts_add(ts, me, &t, NULL), MP_OK);
+        }
+        CHECK_OK(mp_block_until(go[me], 1)); /* serves PE 0's steal requests meanwhile */
+    }
+    CHECK_OK(ts_run(ts, run_stolen, NULL, fin[me]));
+    CHECK_OK(mp_block_until(fin[me], 1));
+    CHECK(ts_terminated(ts));
+    CHECK_EQ(ts_destroy(ts, fin[me]), MP_WAIT);
+    CHECK_OK(mp_block_until(fin[me], 2));
+    mp_counter_free(fin[me]);
+    mp_counter_free(go[me]);
+}
+
+/* task_size must be the same on every PE: PE 0 has 16-byte tasks, the others 64.
+ * tasksize_add: PE 0 adds a task to PE 1's pool, which copied 64 bytes from the 16 the
+ * message carried; tasksize_steal: PE 0 holds tasks and PE 1 removes, so its steal request
+ * reaches PE 0, which wrote its 16-byte tasks into a buffer laid out for 64.  Either ends the
+ * run on the receiver, naming both sizes. */
+static void misuse_task_size_differs(void)
+{
+    int me = mp_mype();
+    ts_options o;
+    ts_options_init(&o, me == 0 ? sizeof(task) : 64);
+    ts_t ts;
+    CHECK_OK(ts_create(&o, &ts));
+    bool add = strcmp(misuse_case, "tasksize_add") == 0;
+    static unsigned char buf[MAXPE][64];
+    static int result[MAXPE];
+    if (me == 0) {
+        for (uint32_t i = 0; i < 3; i++) {
+            task t = {i, 0, 0, 0};
+            CHECK(ts_add(ts, add ? 1 : 0, &t, NULL) != MP_FAIL);
+        }
+    } else if (me == 1 && !add) {
+        mp_counter_t c = mp_counter_new(0);
+        CHECK_EQ(ts_remove(ts, buf[me], NULL, &result[me], c), MP_WAIT);
+        mp_block_until(c, 1); /* the run ends on PE 0 */
+    }
+}
+
+/* A task removed and never finished with ts_done: termination can never be detected, and the
+ * second remove waits for ever.  Every PE does so; the starving PEs passed steal requests and
+ * refusals back and forth for ever (the machine never fell quiet, so neither the runtime's
+ * hang report nor its idle timeout came).  Now they back off: the run ends as a hang (2),
+ * the runtime names the waiting removes and each PE's stealer its unfinished task. */
+static void misuse_remove_without_done(void)
+{
+    int me = mp_mype();
+    ts_options o;
+    ts_options_init(&o, sizeof(task));
+    ts_t ts;
+    CHECK_OK(ts_create(&o, &ts));
+    task t = {(uint32_t)me, 0, 0, 0};
+    CHECK_EQ(ts_add(ts, me, &t, NULL), MP_OK);
+    static int result[MAXPE];
+    mp_counter_t c = mp_counter_new(0);
+    CHECK_EQ(ts_remove(ts, &t, NULL, &result[me], c), MP_OK); /* and no ts_done */
+    CHECK_EQ(result[me], TS_GOT_TASK);
+    CHECK_EQ(ts_remove(ts, &t, NULL, &result[me], c), MP_WAIT);
+    CHECK(mp_block_until(c, 2) != MP_SUCCESS); /* the run ends as a hang */
+    printf("misuse remove_without_done: the run ended (PE %d)\n", me);
+}
+
 static void misuse(void)
 {
     if (strcmp(misuse_case, "options") == 0)
         misuse_options();
+    else if (strcmp(misuse_case, "stealmax_differs") == 0)
+        misuse_steal_max_differs();
+    else if (strncmp(misuse_case, "tasksize_", 9) == 0)
+        misuse_task_size_differs();
+    else if (strcmp(misuse_case, "remove_without_done") == 0)
+        misuse_remove_without_done();
+    else if (strcmp(misuse_case, "create_outside_pe") == 0)
+        ; /* main() did it */
     else if (strcmp(misuse_case, "never_removed") == 0)
         misuse_never_removed();
     else if (strcmp(misuse_case, "add_after_term") == 0)
@@ -289,9 +402,24 @@ int main(int argc, char **argv)
         topology = TS_PUSH;
     } else
         expected = N;
+    bool steal_max_case = misuse_case && strcmp(misuse_case, "stealmax_differs") == 0;
+    if (steal_max_case)
+        expected = N_STEAL_MAX = N;
     ran = calloc((size_t)expected, sizeof *ran);
     taskstealer_perf_init();
     mp_param("tasks", (double)expected);
+    if (misuse_case && strcmp(misuse_case, "create_outside_pe") == 0) {
+        /* before mp_main: no PE, no P (the ring divided by zero, the others left a partition
+         * behind) */
+        for (int t = TS_RING; t <= TS_PUSH; t++) {
+            ts_options o;
+            ts_options_init(&o, sizeof(task));
+            o.topology = (ts_topology)t;
+            ts_t ts = 4242;
+            CHECK_EQ(ts_create(&o, &ts), MP_ERR_BAD_STATE);
+            CHECK_EQ(ts, 4242);
+        }
+    }
     int rc = tst_run(argc, argv, 4, pe_main);
     if (rc)
         return rc;
@@ -299,7 +427,10 @@ int main(int argc, char **argv)
         long sum = 0;
         for (int i = 0; i < P; i++)
             sum += per_pe[i];
-        CHECK_EQ(sum, strcmp(misuse_case, "add_after_term") == 0 ? P : 0); /* one task per PE */
+        /* add_after_term: one task per PE */
+        CHECK_EQ(sum, strcmp(misuse_case, "add_after_term") == 0 ? P : steal_max_case ? N : 0);
+        for (long i = 0; steal_max_case && i < expected; i++)
+            CHECK_EQ(atomic_load(&ran[i]), 1);
         printf("taskstealer misuse %s: OK (P=%d)\n", misuse_case, P);
         free(ran);
         return 0;
