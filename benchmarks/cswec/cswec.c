@@ -54,6 +54,7 @@
  */
 #include "cswec_internal.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 
 cswec_params prm = {NULL, 64, 8, 1, 8, false, false, false, false, false};
@@ -361,7 +362,7 @@ static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "cswec: %s: cannot open\n", path);
+        fprintf(stderr, "cswec: %s: cannot open: %s\n", path, strerror(errno));
         exit(2);
     }
     size_t cap = 1 << 16, n = 0;
@@ -370,6 +371,10 @@ static char *slurp(const char *path)
         n += k;
         if (n + 1 == cap)
             buf = realloc(buf, cap *= 2);
+    }
+    if (ferror(f)) { /* a folder opens, and reads nothing: not an empty netlist */
+        fprintf(stderr, "cswec: %s: cannot read: %s\n", path, strerror(errno));
+        exit(2);
     }
     fclose(f);
     if (!buf)

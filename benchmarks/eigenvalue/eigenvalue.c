@@ -35,6 +35,7 @@
 #include "eigenvalue_perf.h"
 #include "taskstealer.h"
 
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -308,7 +309,7 @@ static void dump(const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        perror(path);
+        fprintf(stderr, "eigenvalue: --dump=%s: %s\n", path, strerror(errno));
         exit(1);
     }
     fprintf(f, "{\"n\": %llu, \"seed\": %llu, \"tol\": %.17g,\n \"diag\": [",
@@ -466,6 +467,14 @@ int main(int argc, char **argv)
     }
     if (prm.check && !any)
         prm.n = 200; /* the small built-in case */
+    if (prm.dump) {  /* a path that cannot be written is told now, not after the run */
+        FILE *f = fopen(prm.dump, "a");
+        if (!f) {
+            fprintf(stderr, "eigenvalue: --dump=%s: %s\n", prm.dump, strerror(errno));
+            return 2;
+        }
+        fclose(f);
+    }
     make_matrix();
 
     mp_config cfg;

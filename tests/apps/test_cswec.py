@@ -137,6 +137,15 @@ def test_bad_command_lines(cswec, args):
     assert "cswec" in r.stderr and r.profile is None
 
 
+def test_a_netlist_that_cannot_be_read_says_why(cswec, tmp_path):
+    """A folder opens and reads nothing: it was reported as an empty netlist
+    ("unexpected end of file")."""
+    r = run(cswec, f"--netlist={tmp_path}", expect_rc=2)
+    assert f"cswec: {tmp_path}: cannot read: Is a directory" in r.stderr
+    r = run(cswec, f"--netlist={tmp_path / 'none.net'}", expect_rc=2)
+    assert f"cswec: {tmp_path / 'none.net'}: cannot open: No such file or directory" in r.stderr
+
+
 def test_bad_netlists(cswec, tmp_path):
     bad = tmp_path / "bad.net"
     bad.write_text(

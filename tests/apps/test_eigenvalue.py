@@ -127,6 +127,15 @@ def test_bad_command_lines(eigen, args):
     assert "eigenvalue" in r.stderr and r.profile is None
 
 
+def test_a_dump_path_that_cannot_be_written_is_refused_before_the_run(eigen, tmp_path):
+    """It was found after the whole run (exit 1), with perror's bare path."""
+    r = run(eigen, f"--dump={tmp_path / 'no' / 'x.json'}", pes=2, expect_rc=2)
+    assert f"eigenvalue: --dump={tmp_path / 'no' / 'x.json'}: No such file or directory" in r.stderr
+    assert "eigenvalues" not in r.stdout and r.profile is None
+    r = run(eigen, f"--dump={tmp_path}", pes=2, expect_rc=2)
+    assert f"eigenvalue: --dump={tmp_path}: Is a directory" in r.stderr
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 @pytest.mark.parametrize("balance,tasks", [("steal", "fetch"), ("push", "send")])
 def test_mpi_backend(eigen, one_pe, tmp_path, balance, tasks, ranks):
