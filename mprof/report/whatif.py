@@ -139,9 +139,7 @@ def parse_change(text: str, model) -> Change:
 def _check_sign(text: str, name: str, number: float, iface) -> None:
     """A count (u64) cannot become negative: not by a value, and not by a factor, which would
     price a run that gave time back for every event it counted."""
-    stat = name.partition(".")[2]
-    (kind,) = [s.type for s in iface.statistics if s.name == stat]
-    if kind == "u64" and number < 0:
+    if iface.statistic(name.partition(".")[2]).type == "u64" and number < 0:
         raise MprofError(
             f"--what-if '{text}': {name} is a count (u64) and cannot be negative; "
             "use a factor between 0x and 1x to make it smaller"

@@ -239,7 +239,6 @@ static mpr_pe *pe_new(int id, int npes)
     return pe;
 }
 
-/* Run on each PE by the machine layer. */
 /* What a PE has invoked, here or on others: what an mp_at_pe_end hook must leave alone (built
  * without statistics, only the fibers it leaves enabled are seen). */
 static uint64_t hook_ops(const mpr_pe *pe)
@@ -263,6 +262,7 @@ static MPR_COLD void hook_started_work(void (*fn)(void *), bool invoked)
     atomic_store(&mpr_g.hook_misuse, true);
 }
 
+/* Run on each PE by the machine layer. */
 void mpr_pe_run(mpr_pe *pe)
 {
     /* asked once: the idle loop, flow control, the sampler, PAPI and the overflow handler
@@ -295,8 +295,9 @@ void mpr_pe_run(mpr_pe *pe)
         struct mpr_end_hook h = pe->end_hooks[--pe->n_end_hooks];
         uint64_t ops = hook_ops(pe);
         h.fn(h.arg);
-        if (MPR_UNLIKELY(!mpr_sched_idle(pe) || hook_ops(pe) != ops))
-            hook_started_work(h.fn, hook_ops(pe) != ops);
+        bool invoked = hook_ops(pe) != ops;
+        if (MPR_UNLIKELY(invoked || !mpr_sched_idle(pe)))
+            hook_started_work(h.fn, invoked);
     }
     pe->t_end = mp_wtime();
     pe->cpu_end_ns = mpr_thread_cpu_ns();

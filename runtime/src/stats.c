@@ -144,6 +144,12 @@ void mpr_params_for_each(void (*fn)(const char *name, double value, void *ctx), 
     pthread_mutex_unlock(&registry_lock);
 }
 
+/* Where the set below starts looking for `id` in a table of `cap` slots (a power of two). */
+static size_t ids_slot(uint64_t id, size_t cap)
+{
+    return (size_t)(id * 0x9E3779B97F4A7C15u) & (cap - 1); /* Fibonacci hashing */
+}
+
 /* The PE's set of its records' object ids (open addressing, linear probing; a slot holds
  * id + 1, 0 is empty, and the id 2^64 - 1 has a flag of its own).  Adds `id`; returns false if
  * it was there already. */
@@ -163,7 +169,7 @@ static bool ids_add(mpr_pe *pe, uint64_t id)
             uint64_t v = pe->record_ids[i];
             if (!v)
                 continue;
-            size_t j = (size_t)((v - 1) * 0x9E3779B97F4A7C15u) & (cap - 1);
+            size_t j = ids_slot(v - 1, cap);
             while (t[j])
                 j = (j + 1) & (cap - 1);
             t[j] = v;
@@ -172,7 +178,7 @@ static bool ids_add(mpr_pe *pe, uint64_t id)
         pe->record_ids = t;
         pe->record_ids_cap = cap;
     }
-    size_t j = (size_t)(id * 0x9E3779B97F4A7C15u) & (pe->record_ids_cap - 1);
+    size_t j = ids_slot(id, pe->record_ids_cap);
     for (; pe->record_ids[j]; j = (j + 1) & (pe->record_ids_cap - 1))
         if (pe->record_ids[j] == id + 1)
             return false;
